@@ -1,0 +1,1 @@
+//! Matrix Market I/O (placeholder).

@@ -1,0 +1,349 @@
+//! Compressed sparse row storage. [`Pattern`] holds the structure, [`Csr`] a pattern plus values.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::{check_dims, Coo, Csc};
+use crate::error::{Error, Result};
+use crate::scalar::{Idx, Scalar};
+
+/// The structure of a compressed sparse matrix: dimensions, pointers and sorted indices.
+///
+/// For CSR, `ptr` has `nrows + 1` entries and `idx` holds column indices; a [`Csc`] uses the same
+/// type transposed (`ptr` over columns, `idx` holding row indices).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pattern {
+    pub(crate) nmajor: usize,
+    pub(crate) nminor: usize,
+    pub(crate) ptr: Vec<Idx>,
+    pub(crate) idx: Vec<Idx>,
+}
+
+impl Pattern {
+    /// Builds and validates a pattern: `ptr[0] = 0`, monotone, `ptr[n] = idx.len()`, indices in
+    /// bounds and strictly increasing inside each major line.
+    pub fn new(
+        format: &'static str,
+        nmajor: usize,
+        nminor: usize,
+        ptr: Vec<Idx>,
+        idx: Vec<Idx>,
+    ) -> Result<Self> {
+        let p = Pattern {
+            nmajor,
+            nminor,
+            ptr,
+            idx,
+        };
+        p.validate(format)?;
+        Ok(p)
+    }
+
+    fn validate(&self, format: &'static str) -> Result<()> {
+        let (line, other) = if format == "CSC" {
+            ("column", "row")
+        } else {
+            ("row", "column")
+        };
+        check_dims(self.nmajor, self.nminor, self.idx.len())?;
+        if self.ptr.len() != self.nmajor + 1 {
+            return Err(Error::structure(
+                format,
+                format!(
+                    "pointer array has {} entries, expected {}",
+                    self.ptr.len(),
+                    self.nmajor + 1
+                ),
+            ));
+        }
+        if self.ptr[0] != 0 {
+            return Err(Error::structure(
+                format,
+                format!("pointer[0] = {}, expected 0", self.ptr[0]),
+            ));
+        }
+        if self.ptr[self.nmajor] as usize != self.idx.len() {
+            return Err(Error::structure(
+                format,
+                format!(
+                    "pointer[{}] = {} but there are {} indices",
+                    self.nmajor,
+                    self.ptr[self.nmajor],
+                    self.idx.len()
+                ),
+            ));
+        }
+        if let Some(i) = (0..self.nmajor).find(|&i| self.ptr[i] > self.ptr[i + 1]) {
+            return Err(Error::structure(
+                format,
+                format!(
+                    "pointers decrease at {line} {i}: {} > {}",
+                    self.ptr[i],
+                    self.ptr[i + 1]
+                ),
+            ));
+        }
+        let bad = (0..self.nmajor).into_par_iter().find_first(|&i| {
+            let s = &self.idx[self.ptr[i] as usize..self.ptr[i + 1] as usize];
+            s.iter().any(|&c| c as usize >= self.nminor) || s.windows(2).any(|w| w[0] >= w[1])
+        });
+        if let Some(i) = bad {
+            let s = &self.idx[self.ptr[i] as usize..self.ptr[i + 1] as usize];
+            let detail = if let Some(&c) = s.iter().find(|&&c| c as usize >= self.nminor) {
+                format!(
+                    "{line} {i}: {other} index {c} out of range 0..{}",
+                    self.nminor
+                )
+            } else {
+                format!("{line} {i}: {other} indices not strictly increasing")
+            };
+            return Err(Error::structure(format, detail));
+        }
+        Ok(())
+    }
+
+    /// Number of stored entries.
+    pub fn nnz(&self) -> usize {
+        self.idx.len()
+    }
+
+    /// Length of major line `i` (a row of a CSR).
+    #[inline]
+    pub fn len(&self, i: usize) -> usize {
+        (self.ptr[i + 1] - self.ptr[i]) as usize
+    }
+
+    /// Whether the pattern stores no entry.
+    pub fn is_empty(&self) -> bool {
+        self.idx.is_empty()
+    }
+
+    /// The pointer array.
+    pub fn ptr(&self) -> &[Idx] {
+        &self.ptr
+    }
+
+    /// The index array.
+    pub fn idx(&self) -> &[Idx] {
+        &self.idx
+    }
+}
+
+/// A compressed sparse row matrix: a shared [`Pattern`] plus values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Csr<T> {
+    pattern: Arc<Pattern>,
+    vals: Vec<T>,
+}
+
+impl<T: Scalar> Csr<T> {
+    /// Builds a validated CSR matrix from its arrays.
+    pub fn new(
+        nrows: usize,
+        ncols: usize,
+        row_ptr: Vec<Idx>,
+        col_idx: Vec<Idx>,
+        vals: Vec<T>,
+    ) -> Result<Self> {
+        if vals.len() != col_idx.len() {
+            return Err(Error::structure(
+                "CSR",
+                format!("{} values for {} column indices", vals.len(), col_idx.len()),
+            ));
+        }
+        let pattern = Pattern::new("CSR", nrows, ncols, row_ptr, col_idx)?;
+        Ok(Csr {
+            pattern: Arc::new(pattern),
+            vals,
+        })
+    }
+
+    /// Builds a CSR matrix from arrays the caller guarantees valid (produced by spmvkit itself).
+    /// Debug builds still validate.
+    pub(crate) fn from_parts_unchecked(
+        nrows: usize,
+        ncols: usize,
+        row_ptr: Vec<Idx>,
+        col_idx: Vec<Idx>,
+        vals: Vec<T>,
+    ) -> Self {
+        let pattern = Pattern {
+            nmajor: nrows,
+            nminor: ncols,
+            ptr: row_ptr,
+            idx: col_idx,
+        };
+        debug_assert!(pattern.validate("CSR").is_ok());
+        debug_assert_eq!(vals.len(), pattern.idx.len());
+        Csr {
+            pattern: Arc::new(pattern),
+            vals,
+        }
+    }
+
+    /// A matrix on an existing pattern with new values (the pattern is shared, not copied).
+    pub fn with_pattern(pattern: Arc<Pattern>, vals: Vec<T>) -> Result<Self> {
+        if vals.len() != pattern.nnz() {
+            return Err(Error::DimensionMismatch {
+                what: "values for the pattern".into(),
+                expected: pattern.nnz(),
+                got: vals.len(),
+            });
+        }
+        Ok(Csr { pattern, vals })
+    }
+
+    /// The n×n identity.
+    pub fn identity(n: usize) -> Result<Self> {
+        check_dims(n, n, n)?;
+        let ptr: Vec<Idx> = (0..=n as Idx).collect();
+        let idx: Vec<Idx> = (0..n as Idx).collect();
+        Ok(Self::from_parts_unchecked(
+            n,
+            n,
+            ptr,
+            idx,
+            vec![T::one(); n],
+        ))
+    }
+
+    pub fn nrows(&self) -> usize {
+        self.pattern.nmajor
+    }
+    pub fn ncols(&self) -> usize {
+        self.pattern.nminor
+    }
+    pub fn nnz(&self) -> usize {
+        self.pattern.idx.len()
+    }
+    pub fn row_ptr(&self) -> &[Idx] {
+        &self.pattern.ptr
+    }
+    pub fn col_idx(&self) -> &[Idx] {
+        &self.pattern.idx
+    }
+    pub fn vals(&self) -> &[T] {
+        &self.vals
+    }
+    /// Mutable values; the structure stays fixed.
+    pub fn vals_mut(&mut self) -> &mut [T] {
+        &mut self.vals
+    }
+    /// The shared structure.
+    pub fn pattern(&self) -> &Arc<Pattern> {
+        &self.pattern
+    }
+    /// Column indices and values of row `i`.
+    #[inline]
+    pub fn row(&self, i: usize) -> (&[Idx], &[T]) {
+        let (s, e) = (
+            self.pattern.ptr[i] as usize,
+            self.pattern.ptr[i + 1] as usize,
+        );
+        (&self.pattern.idx[s..e], &self.vals[s..e])
+    }
+    /// Number of entries in row `i`.
+    #[inline]
+    pub fn row_len(&self, i: usize) -> usize {
+        self.pattern.len(i)
+    }
+
+    /// Converts the values to another precision.
+    pub fn cast<U: Scalar>(&self) -> Csr<U> {
+        Csr {
+            pattern: self.pattern.clone(),
+            vals: self
+                .vals
+                .par_iter()
+                .map(|&v| U::from_f64(v.to_f64()))
+                .collect(),
+        }
+    }
+
+    /// The transpose as CSC of the same matrix (columns compressed).
+    pub fn to_csc(&self) -> Csc<T> {
+        let (ptr, idx, vals) = transpose_arrays(
+            self.nrows(),
+            self.ncols(),
+            self.row_ptr(),
+            self.col_idx(),
+            &self.vals,
+        );
+        Csc::from_parts_unchecked(self.nrows(), self.ncols(), ptr, idx, vals)
+    }
+
+    /// The matrix transpose Aᵀ as CSR.
+    pub fn transpose(&self) -> Csr<T> {
+        let (ptr, idx, vals) = transpose_arrays(
+            self.nrows(),
+            self.ncols(),
+            self.row_ptr(),
+            self.col_idx(),
+            &self.vals,
+        );
+        Csr::from_parts_unchecked(self.ncols(), self.nrows(), ptr, idx, vals)
+    }
+
+    /// COO triplets in row-major order.
+    pub fn to_coo(&self) -> Coo<T> {
+        let mut rows = Vec::with_capacity(self.nnz());
+        for i in 0..self.nrows() {
+            rows.extend(std::iter::repeat_n(i as Idx, self.row_len(i)));
+        }
+        Coo::from_parts_unchecked(
+            self.nrows(),
+            self.ncols(),
+            rows,
+            self.col_idx().to_vec(),
+            self.vals.clone(),
+        )
+    }
+
+    /// Consumes the matrix into (nrows, ncols, row_ptr, col_idx, vals).
+    pub fn into_parts(self) -> (usize, usize, Vec<Idx>, Vec<Idx>, Vec<T>) {
+        let p = Arc::try_unwrap(self.pattern).unwrap_or_else(|a| (*a).clone());
+        (p.nmajor, p.nminor, p.ptr, p.idx, self.vals)
+    }
+
+    /// Bytes of the CSR arrays (row pointers, column indices, values).
+    pub fn bytes(&self) -> usize {
+        4 * (self.nrows() + 1) + 4 * self.nnz() + T::BYTES * self.nnz()
+    }
+}
+
+impl<T: Scalar> From<&Csc<T>> for Csr<T> {
+    fn from(c: &Csc<T>) -> Self {
+        c.to_csr()
+    }
+}
+
+/// Transposes compressed arrays: major/minor swap (CSR of A → CSR of Aᵀ = CSC of A).
+/// A counting sort, so indices come out sorted.
+pub(crate) fn transpose_arrays<T: Copy + Default>(
+    nmajor: usize,
+    nminor: usize,
+    ptr: &[Idx],
+    idx: &[Idx],
+    vals: &[T],
+) -> (Vec<Idx>, Vec<Idx>, Vec<T>) {
+    let nnz = idx.len();
+    let mut counts = vec![0u32; nminor];
+    for &c in idx {
+        counts[c as usize] += 1;
+    }
+    let tptr = super::counts_to_ptr(&counts);
+    let mut next: Vec<u32> = tptr[..nminor].to_vec();
+    let mut tidx = vec![0 as Idx; nnz];
+    let mut tvals = vec![T::default(); nnz];
+    for i in 0..nmajor {
+        for k in ptr[i] as usize..ptr[i + 1] as usize {
+            let c = idx[k] as usize;
+            let dst = next[c] as usize;
+            next[c] += 1;
+            tidx[dst] = i as Idx;
+            tvals[dst] = vals[k];
+        }
+    }
+    (tptr, tidx, tvals)
+}

@@ -1,0 +1,48 @@
+//! `csr`: the rayon CSR SpMV with an nnz-balanced row split (spmvkit's CPU production path; no
+//! paper). Its layout is the CSR matrix itself.
+
+use crate::cpu::par_csr_spmv;
+use crate::error::Result;
+use crate::matrix::Csr;
+use crate::methods::{GenericMethod, Layout, MethodInfo, Params};
+use crate::scalar::Scalar;
+
+/// The registry entry of `csr`.
+pub struct CsrRayon;
+
+impl GenericMethod for CsrRayon {
+    fn info(&self) -> MethodInfo {
+        MethodInfo {
+            name: "csr",
+            summary: "CPU: rayon CSR SpMV over nnz-balanced row chunks",
+            source: "spmvkit (CPU production path)",
+            deterministic: true,
+            gpu: false,
+            cpu: true,
+            params: &[],
+        }
+    }
+
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
+        Ok(Box::new(CsrLayout { a: csr.clone() }))
+    }
+}
+
+/// The layout of `csr`: the matrix as given.
+pub struct CsrLayout<T> {
+    a: Csr<T>,
+}
+
+impl<T: Scalar> Layout<T> for CsrLayout<T> {
+    fn footprint_bytes(&self) -> usize {
+        self.a.bytes()
+    }
+
+    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
+        par_csr_spmv(&self.a, alpha, x, beta, y);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

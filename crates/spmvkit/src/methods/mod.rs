@@ -1,0 +1,165 @@
+//! Methods: one SpMV algorithm with its layout each, behind one interface, and the registry that
+//! lets the CLI and the harness find them by name.
+//!
+//! A method's `prepare(csr, params)` builds its layout on the host (the preprocessing, timed).
+//! The layout runs on the CPU by a mirror that walks it the way the kernel does, and `upload`
+//! gives a device layout whose `run` is one complete SpMV on the GPU (zeroing, permutations and
+//! combine passes included). Tuning parameters are plain data ([`ParamSpec`]) with the papers'
+//! defaults, overridable as `key=value`.
+
+pub mod csr;
+mod params;
+mod plan;
+
+use std::time::Duration;
+
+use cudarc::driver::CudaSlice;
+
+pub use params::{ParamSpec, Params};
+pub use plan::{Backend, Plan, PlanOptions, PrepTimes};
+
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::matrix::Csr;
+use crate::scalar::Scalar;
+
+/// What a method is, for listings and reports.
+#[derive(Clone, Copy, Debug)]
+pub struct MethodInfo {
+    /// Registry name, e.g. `csr`, `fastload`.
+    pub name: &'static str,
+    /// One line: what it does.
+    pub summary: &'static str,
+    /// Where it comes from (paper and section), or "spmvkit".
+    pub source: &'static str,
+    /// Whether two calls on the same input give bitwise identical y.
+    pub deterministic: bool,
+    /// Whether a GPU executor exists.
+    pub gpu: bool,
+    /// Whether the CPU mirror exists (every paper method has one; a pure library wrapper such as
+    /// cuSPARSE does not).
+    pub cpu: bool,
+    /// Tunable parameters with defaults.
+    pub params: &'static [ParamSpec],
+}
+
+/// A prepared layout on the host.
+pub trait Layout<T: Scalar>: Send + Sync {
+    /// Bytes the layout occupies (host arrays; the device copy holds the same).
+    fn footprint_bytes(&self) -> usize;
+
+    /// y = αAx + βy on the CPU, walking the layout as the kernel does. Lengths are checked by
+    /// the caller ([`Plan`]).
+    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()>;
+
+    /// Copies the layout to the GPU and returns its executor.
+    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
+        let _ = gpu;
+        Err(Error::MethodUnsupported {
+            method: "this method".into(),
+            reason: "it has no GPU executor".into(),
+        })
+    }
+
+    /// Preprocessing time by stage, for methods that report it (TEB Figs. 18/19).
+    fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
+        Vec::new()
+    }
+
+    /// Facts about the layout worth reporting (block counts, chosen thresholds, …).
+    fn notes(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+/// A layout resident on the GPU.
+pub trait DeviceLayout<T: Scalar>: Send + Sync {
+    /// One complete y = αAx + βy on `gpu.stream()`, asynchronously: everything the call needs
+    /// (zeroing y before atomics, permuting x, combine passes) happens inside.
+    fn run(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()>;
+
+    /// Device bytes held by this layout (not counting x and y).
+    fn footprint_bytes(&self) -> usize;
+}
+
+/// A method written once for both precisions.
+pub trait GenericMethod: Send + Sync + 'static {
+    fn info(&self) -> MethodInfo;
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>>;
+}
+
+/// The object-safe face of a method, implemented for every [`GenericMethod`].
+pub trait Method: Send + Sync + 'static {
+    fn info(&self) -> MethodInfo;
+    fn prepare_f32(&self, csr: &Csr<f32>, params: &Params) -> Result<Box<dyn Layout<f32>>>;
+    fn prepare_f64(&self, csr: &Csr<f64>, params: &Params) -> Result<Box<dyn Layout<f64>>>;
+}
+
+impl<M: GenericMethod> Method for M {
+    fn info(&self) -> MethodInfo {
+        GenericMethod::info(self)
+    }
+    fn prepare_f32(&self, csr: &Csr<f32>, params: &Params) -> Result<Box<dyn Layout<f32>>> {
+        GenericMethod::prepare(self, csr, params)
+    }
+    fn prepare_f64(&self, csr: &Csr<f64>, params: &Params) -> Result<Box<dyn Layout<f64>>> {
+        GenericMethod::prepare(self, csr, params)
+    }
+}
+
+/// Dispatches `prepare` to the method's entry for precision `T`.
+pub trait PrepareFor: Scalar {
+    fn prepare_with(
+        m: &dyn Method,
+        csr: &Csr<Self>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<Self>>>;
+}
+impl PrepareFor for f32 {
+    fn prepare_with(
+        m: &dyn Method,
+        csr: &Csr<f32>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<f32>>> {
+        m.prepare_f32(csr, params)
+    }
+}
+impl PrepareFor for f64 {
+    fn prepare_with(
+        m: &dyn Method,
+        csr: &Csr<f64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<f64>>> {
+        m.prepare_f64(csr, params)
+    }
+}
+
+/// Every registered method, in listing order.
+pub fn registry() -> &'static [&'static dyn Method] {
+    static REGISTRY: &[&dyn Method] = &[&csr::CsrRayon];
+    REGISTRY
+}
+
+/// Names of all registered methods.
+pub fn names() -> Vec<&'static str> {
+    registry().iter().map(|m| m.info().name).collect()
+}
+
+/// Looks a method up by name.
+pub fn find(name: &str) -> Result<&'static dyn Method> {
+    registry()
+        .iter()
+        .copied()
+        .find(|m| m.info().name == name)
+        .ok_or_else(|| Error::UnknownMethod {
+            name: name.into(),
+            available: names().join(", "),
+        })
+}
