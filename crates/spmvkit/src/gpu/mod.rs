@@ -12,6 +12,15 @@ use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, ValidAsZero
 
 use crate::error::{Error, Result};
 
+/// A method's kernel source: header-free CUDA C++ compiled at run time by NVRTC.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelSource {
+    /// The method room it belongs to, e.g. `csr-vector`.
+    pub name: &'static str,
+    /// The `.cu` text (`include_str!`).
+    pub source: &'static str,
+}
+
 /// One GPU: its context, the stream spmvkit works on, and its properties.
 pub struct Gpu {
     ctx: Arc<CudaContext>,

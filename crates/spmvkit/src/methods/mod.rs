@@ -141,6 +141,11 @@ impl PrepareFor for f64 {
     }
 }
 
+/// Every method's kernel source, for the NVRTC compile check in CI.
+pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
+    Vec::new()
+}
+
 /// Every registered method, in listing order.
 pub fn registry() -> &'static [&'static dyn Method] {
     static REGISTRY: &[&dyn Method] = &[&csr::CsrRayon];
