@@ -16,6 +16,7 @@
 //! assert!(spmvkit::cpu::check(&reference, &y).ok);
 //! ```
 
+pub mod bench;
 pub mod cpu;
 pub mod error;
 pub mod gen;
@@ -27,5 +28,5 @@ pub mod scalar;
 
 pub use error::{Error, Result};
 pub use matrix::{Coo, Csc, Csr, MatrixStats, Pattern};
-pub use methods::{Backend, Plan, PlanOptions};
+pub use methods::{Backend, Plan, PlanOptions, PrepareFor};
 pub use scalar::{Idx, Precision, Scalar, MAX_INDEX};

@@ -1,0 +1,116 @@
+//! Measuring one method on one matrix: prepare (timed apart), one checked call against the
+//! oracle, then timed repetitions. Shared by `spmv run` and the benchmark harness.
+//!
+//! On the CPU a call is timed with a wall clock around `reps` back-to-back applies. On the GPU the
+//! timing protocol of [`crate::gpu::timing`] is used (CUDA events around N calls on one stream,
+//! and the same N calls replayed from a CUDA graph), and the record carries both figures.
+
+mod record;
+
+pub use record::{byte_model, RunRecord, Timing};
+
+use std::time::Instant;
+
+use crate::cpu::{check, oracle_spmv};
+use crate::error::Result;
+use crate::matrix::Csr;
+use crate::methods::{find, Backend, Plan, PlanOptions, PrepareFor};
+use crate::scalar::Scalar;
+
+/// How to measure.
+#[derive(Clone, Debug)]
+pub struct MeasureOptions {
+    pub plan: PlanOptions,
+    /// Untimed calls before timing.
+    pub warmup: usize,
+    /// Calls per timed sample (N).
+    pub reps: usize,
+    /// Timed samples (K); the median is reported.
+    pub samples: usize,
+    pub alpha: f64,
+    pub beta: f64,
+}
+
+impl Default for MeasureOptions {
+    fn default() -> Self {
+        MeasureOptions {
+            plan: PlanOptions::default(),
+            warmup: 3,
+            reps: 20,
+            samples: 5,
+            alpha: 1.0,
+            beta: 0.0,
+        }
+    }
+}
+
+/// Deterministic test vector with entries in [-1, 1] (a fixed-seed SplitMix64 stream).
+pub fn test_vector<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            T::from_f64((z >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0)
+        })
+        .collect()
+}
+
+/// Prepares `method` on `a`, checks one call against the oracle, then times repeated calls.
+pub fn measure<T: PrepareFor>(a: &Csr<T>, method: &str, opts: &MeasureOptions) -> Result<RunRecord> {
+    let m = find(method)?;
+    let info = m.info();
+    let mut plan = Plan::with_method(m, a, &opts.plan)?;
+    let (alpha, beta) = (T::from_f64(opts.alpha), T::from_f64(opts.beta));
+    let x = test_vector::<T>(a.ncols(), 1);
+    let y0 = test_vector::<T>(a.nrows(), 2);
+    let reference = oracle_spmv(a, alpha, &x, beta, &y0)?;
+    let mut y = y0.clone();
+    plan.apply(alpha, &x, beta, &mut y)?;
+    let checked = check(&reference, &y);
+
+    let mut rec = RunRecord::new::<T>(a, &info, plan.backend(), plan.prep_times());
+    rec.max_rel_err = checked.max_rel_err;
+    rec.verified = checked.ok;
+    rec.notes = plan.layout().notes();
+    rec.footprint_bytes = plan.layout().footprint_bytes();
+    rec.device = match plan.backend() {
+        Backend::Cpu => format!("CPU ({} threads)", rayon::current_num_threads()),
+        Backend::Gpu => crate::gpu::Gpu::get().map(|g| g.name().to_string()).unwrap_or_default(),
+    };
+    rec.prep_stages_ms =
+        plan.layout().prep_stages().into_iter().map(|(k, d)| (k.to_string(), d.as_secs_f64() * 1e3)).collect();
+    rec.fallback_note = plan.fallback_note().map(str::to_string);
+    match plan.backend() {
+        Backend::Cpu => {
+            for _ in 0..opts.warmup {
+                plan.apply(alpha, &x, beta, &mut y)?;
+            }
+            let mut samples = Vec::with_capacity(opts.samples.max(1));
+            for _ in 0..opts.samples.max(1) {
+                let t = Instant::now();
+                for _ in 0..opts.reps.max(1) {
+                    plan.apply(alpha, &x, beta, &mut y)?;
+                }
+                samples.push(t.elapsed().as_secs_f64() * 1e6 / opts.reps.max(1) as f64);
+            }
+            rec.set_stream_timing(Timing::from_samples(samples));
+        }
+        Backend::Gpu => gpu_timing(&mut plan, alpha, beta, opts, &mut rec)?,
+    }
+    Ok(rec)
+}
+
+fn gpu_timing<T: PrepareFor>(
+    plan: &mut Plan<T>,
+    alpha: T,
+    beta: T,
+    opts: &MeasureOptions,
+    rec: &mut RunRecord,
+) -> Result<()> {
+    let _ = (plan, alpha, beta, opts, rec);
+    Err(crate::Error::GpuUnavailable("GPU timing is not wired yet".into()))
+}

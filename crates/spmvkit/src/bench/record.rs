@@ -1,0 +1,126 @@
+//! One measured (matrix, method, precision) record, with the derived figures: GFLOP/s (2·nnz/t)
+//! and effective GB/s from the byte model.
+
+use serde::Serialize;
+
+use crate::matrix::Csr;
+use crate::methods::{Backend, MethodInfo, PrepTimes};
+use crate::scalar::{Precision, Scalar};
+
+/// Bytes one SpMV must move at least: values and column indices once, row pointers once, x once
+/// and y once: `(vb + 4)·nnz + 4·(rows + 1) + vb·cols + vb·rows`.
+pub fn byte_model(nrows: usize, ncols: usize, nnz: usize, value_bytes: usize) -> u64 {
+    let (r, c, z, vb) = (nrows as u64, ncols as u64, nnz as u64, value_bytes as u64);
+    (vb + 4) * z + 4 * (r + 1) + vb * c + vb * r
+}
+
+/// Per-call time statistics over samples, in µs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Timing {
+    pub median_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+    pub samples_us: Vec<f64>,
+}
+
+impl Timing {
+    /// Median, min and max of per-call sample times.
+    pub fn from_samples(mut samples: Vec<f64>) -> Self {
+        samples.retain(|v| v.is_finite());
+        if samples.is_empty() {
+            return Timing::default();
+        }
+        let mut sorted = samples.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = if n % 2 == 1 { sorted[n / 2] } else { 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]) };
+        Timing { median_us: median, min_us: sorted[0], max_us: sorted[n - 1], samples_us: samples }
+    }
+}
+
+/// The record of one measurement.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRecord {
+    pub method: String,
+    pub precision: Precision,
+    pub backend: Backend,
+    pub device: String,
+    pub nrows: usize,
+    pub ncols: usize,
+    pub nnz: usize,
+    pub deterministic: bool,
+    /// Host preprocessing (`prepare`), ms.
+    pub prep_ms: f64,
+    /// Copying the layout to the device, ms.
+    pub upload_ms: f64,
+    pub prep_stages_ms: Vec<(String, f64)>,
+    /// Per call, back-to-back on one stream (CPU: wall clock).
+    pub time: Timing,
+    /// Per call, replayed from a captured CUDA graph (GPU only).
+    pub graph_time: Option<Timing>,
+    pub gflops: f64,
+    pub gbs: f64,
+    pub bytes_model: u64,
+    pub max_rel_err: f64,
+    pub verified: bool,
+    pub footprint_bytes: usize,
+    pub notes: Vec<(String, String)>,
+    pub fallback_note: Option<String>,
+}
+
+impl RunRecord {
+    pub(crate) fn new<T: Scalar>(a: &Csr<T>, info: &MethodInfo, backend: Backend, prep: PrepTimes) -> Self {
+        RunRecord {
+            method: info.name.to_string(),
+            precision: T::PRECISION,
+            backend,
+            device: String::new(),
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            deterministic: info.deterministic,
+            prep_ms: prep.prepare.as_secs_f64() * 1e3,
+            upload_ms: prep.upload.as_secs_f64() * 1e3,
+            prep_stages_ms: Vec::new(),
+            time: Timing::default(),
+            graph_time: None,
+            gflops: 0.0,
+            gbs: 0.0,
+            bytes_model: byte_model(a.nrows(), a.ncols(), a.nnz(), T::BYTES),
+            max_rel_err: 0.0,
+            verified: false,
+            footprint_bytes: 0,
+            notes: Vec::new(),
+            fallback_note: None,
+        }
+    }
+
+    /// Sets the stream timing and the figures derived from its median.
+    pub fn set_stream_timing(&mut self, t: Timing) {
+        let secs = t.median_us * 1e-6;
+        if secs > 0.0 {
+            self.gflops = 2.0 * self.nnz as f64 / secs * 1e-9;
+            self.gbs = self.bytes_model as f64 / secs * 1e-9;
+        }
+        self.time = t;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_model_matches_notes_formula_for_f64() {
+        // methods.md §0: 12·nnz + 4·(rows+1) + 8·cols + 8·rows
+        assert_eq!(byte_model(10, 20, 100, 8), 12 * 100 + 4 * 11 + 8 * 20 + 8 * 10);
+        assert_eq!(byte_model(10, 20, 100, 4), 8 * 100 + 4 * 11 + 4 * 20 + 4 * 10);
+    }
+
+    #[test]
+    fn median_of_even_and_odd_samples() {
+        assert_eq!(Timing::from_samples(vec![3.0, 1.0, 2.0]).median_us, 2.0);
+        assert_eq!(Timing::from_samples(vec![4.0, 1.0, 2.0, 3.0]).median_us, 2.5);
+        assert_eq!(Timing::from_samples(vec![]).median_us, 0.0);
+    }
+}
