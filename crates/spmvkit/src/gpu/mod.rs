@@ -1,16 +1,37 @@
-//! Shared GPU plumbing: device detection, the context and stream, and device memory. This module
-//! knows no method; methods build on it.
+//! Shared GPU plumbing (issue #3): device detection, the context and its stream, device and pinned
+//! memory ([`memory`]), the NVRTC compile cache ([`nvrtc`], with the shared `prelude.cu`), the
+//! timing protocol ([`timing`]) and the cuSPARSE baseline's RAII wrapper ([`cusparse`]). This
+//! module knows no method; method rooms build on the surface in `docs/gpu-contract.md`.
 //!
 //! Every CUDA library is loaded dynamically through `cudarc`. Presence of libcuda, libnvrtc and
 //! libcusparse is checked with `is_culib_present()` before any call (cudarc panics on a missing
 //! library), and any failure becomes a [`crate::Error::GpuUnavailable`] with the reason, so
 //! callers fall back to the CPU.
+//!
+//! cudarc's per-slice event tracking is switched off for the context: spmvkit enqueues every call
+//! on one stream ([`Gpu::stream`]), where stream order already serialises all uses, and the extra
+//! events would add launch overhead and break CUDA-graph capture. Code that uses a second stream
+//! ([`Gpu::new_stream`]) orders it against the main one itself, with events.
 
-use std::sync::{Arc, OnceLock};
+pub mod cusparse;
+mod memory;
+pub mod nvrtc;
+pub mod timing;
 
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+
+pub use memory::PinnedBuffer;
+pub use nvrtc::{compile_ptx, nvrtc_present, nvrtc_version, PRELUDE};
+pub use timing::{
+    measure_copy_bandwidth, time_graph, time_stream, Timing, TimingConfig, TimingMode,
+};
 
 use crate::error::{Error, Result};
+use crate::scalar::{Precision, Scalar};
 
 /// A method's kernel source: header-free CUDA C++ compiled at run time by NVRTC.
 #[derive(Clone, Copy, Debug)]
@@ -21,12 +42,17 @@ pub struct KernelSource {
     pub source: &'static str,
 }
 
+/// Loaded modules, keyed by (kernel text, precision).
+type ModuleCache = HashMap<(&'static str, Precision), Arc<CudaModule>>;
+
 /// One GPU: its context, the stream spmvkit works on, and its properties.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     name: String,
     cc: (i32, i32),
+    sm_count: usize,
+    modules: Mutex<ModuleCache>,
 }
 
 static GPU: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
@@ -38,9 +64,7 @@ pub fn libraries_present() -> std::result::Result<(), String> {
         ("libcuda", unsafe {
             cudarc::driver::sys::is_culib_present()
         }),
-        ("libnvrtc", unsafe {
-            cudarc::nvrtc::sys::is_culib_present()
-        }),
+        ("libnvrtc", nvrtc_present()),
         ("libcusparse", unsafe {
             cudarc::cusparse::sys::is_culib_present()
         }),
@@ -72,8 +96,13 @@ impl Gpu {
             return Err("no CUDA device found".into());
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| format!("creating a context: {e}"))?;
+        // SAFETY: no CudaSlice exists yet; spmvkit orders all work by stream order (module doc).
+        unsafe { ctx.disable_event_tracking() };
         let name = ctx.name().map_err(|e| e.to_string())?;
         let cc = ctx.compute_capability().map_err(|e| e.to_string())?;
+        let sm_count = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(|e| format!("querying the multiprocessor count: {e}"))?;
         let stream = ctx
             .new_stream()
             .map_err(|e| format!("creating a stream: {e}"))?;
@@ -82,6 +111,8 @@ impl Gpu {
             stream,
             name,
             cc,
+            sm_count: sm_count.max(1) as usize,
+            modules: Mutex::new(HashMap::new()),
         })
     }
 
@@ -97,6 +128,10 @@ impl Gpu {
     pub fn arch(&self) -> String {
         format!("sm_{}{}", self.cc.0, self.cc.1)
     }
+    /// Number of streaming multiprocessors.
+    pub fn sm_count(&self) -> usize {
+        self.sm_count
+    }
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
@@ -104,50 +139,65 @@ impl Gpu {
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }
-    /// (free, total) device memory in bytes.
-    pub fn memory(&self) -> Result<(usize, usize)> {
+
+    /// A further stream on this context (for methods that overlap copies and kernels). Work on it
+    /// is not ordered against [`Gpu::stream`]: order it with events
+    /// (`stream.record_event` / `other.wait`).
+    pub fn new_stream(&self) -> Result<Arc<CudaStream>> {
         self.ctx
-            .mem_get_info()
-            .map_err(|e| Error::cuda("cuMemGetInfo", e))
+            .new_stream()
+            .map_err(|e| Error::cuda("creating a stream", e))
     }
 
-    /// Fails with [`Error::DeviceMemory`] unless `bytes` fit in free memory.
-    pub fn ensure_fits(&self, what: &str, bytes: usize) -> Result<()> {
-        let (free, _) = self.memory()?;
-        if bytes > free {
-            return Err(Error::DeviceMemory {
-                what: what.into(),
-                needed: bytes as u64,
-                free: free as u64,
-            });
-        }
-        Ok(())
-    }
-
-    /// Copies a host slice to a new device buffer.
-    pub fn upload<T: DeviceRepr + ValidAsZeroBits>(&self, data: &[T]) -> Result<CudaSlice<T>> {
-        if data.is_empty() {
-            return self
-                .stream
-                .alloc_zeros(1)
-                .map_err(|e| Error::cuda("cuMemAlloc", e));
-        }
-        self.stream
-            .clone_htod(data)
-            .map_err(|e| Error::cuda("host-to-device copy", e))
-    }
-
-    /// Copies a device buffer into a host slice of at most its length.
-    pub fn download<T: DeviceRepr>(&self, src: &CudaSlice<T>, dst: &mut [T]) -> Result<()> {
-        if dst.is_empty() {
-            return Ok(());
-        }
-        let view = src.slice(0..dst.len());
-        self.stream
-            .memcpy_dtoh(&view, dst)
-            .map_err(|e| Error::cuda("device-to-host copy", e))?;
+    /// Blocks until everything enqueued on [`Gpu::stream`] has finished.
+    pub fn synchronize(&self) -> Result<()> {
         self.stream
             .synchronize()
             .map_err(|e| Error::cuda("stream synchronize", e))
+    }
+
+    /// The entry point `entry` of kernel `k`, compiled by NVRTC for this device's architecture in
+    /// precision `T` (the prelude prepended; see [`nvrtc`]). Compiled code is cached per process
+    /// and loaded modules per GPU, so a second call is a hash lookup.
+    pub fn function<T: Scalar>(&self, k: &KernelSource, entry: &str) -> Result<CudaFunction> {
+        let module = self.module(k, T::PRECISION)?;
+        module.load_function(entry).map_err(|e| {
+            Error::cuda(
+                format!(
+                    "{}: finding entry point '{entry}' for {}",
+                    k.name,
+                    T::PRECISION
+                ),
+                e,
+            )
+        })
+    }
+
+    fn module(&self, k: &KernelSource, precision: Precision) -> Result<Arc<CudaModule>> {
+        let key = (k.source, precision);
+        if let Some(m) = self.lock_modules().get(&key) {
+            return Ok(m.clone());
+        }
+        let compiled = nvrtc::compile(k, precision, &self.arch())?;
+        let image = match &compiled.cubin {
+            Some(cubin) => cudarc::nvrtc::Ptx::from_binary(cubin.clone()),
+            None => cudarc::nvrtc::Ptx::from_src(compiled.ptx.clone()),
+        };
+        let module = self.ctx.load_module(image).map_err(|e| {
+            Error::cuda(
+                format!(
+                    "{}: loading the module compiled for {}",
+                    k.name,
+                    self.arch()
+                ),
+                e,
+            )
+        })?;
+        self.lock_modules().insert(key, module.clone());
+        Ok(module)
+    }
+
+    fn lock_modules(&self) -> std::sync::MutexGuard<'_, ModuleCache> {
+        self.modules.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

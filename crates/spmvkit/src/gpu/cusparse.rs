@@ -1,0 +1,1 @@
+//! cuSPARSE generic SpMV baseline (issue #3): RAII wrapper; filled in next.

@@ -1,0 +1,81 @@
+// spmvkit kernel prelude: NVRTC prepends this to every method room's kernel.cu.
+// Header-free CUDA C++ (no #include). Compiled with -DSPMVKIT_REAL_F64 (real_t = double) or
+// -DSPMVKIT_REAL_F32 (real_t = float). Helpers shared by all rooms live here and only here.
+
+#ifdef SPMVKIT_REAL_F64
+typedef double real_t;
+#define SPMVKIT_REAL_BYTES 8
+#else
+typedef float real_t;
+#define SPMVKIT_REAL_BYTES 4
+#endif
+
+#define FULL_MASK 0xffffffffu
+#define WARP_SIZE 32
+
+// Sum over the 32 lanes of a warp (all lanes active). Butterfly (xor) exchange: every lane gets
+// the same, bitwise identical sum, in a fixed order (deterministic).
+__device__ __forceinline__ real_t warp_reduce_sum(real_t v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+    return v;
+}
+
+// Sum over aligned groups of `width` lanes (width a power of two ≤ 32); every lane of a group
+// gets its group's sum.
+__device__ __forceinline__ real_t warp_reduce_sum_width(real_t v, int width) {
+    for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o, width);
+    return v;
+}
+
+// Inclusive prefix sum over the 32 lanes of a warp (Kogge-Stone; all lanes active).
+__device__ __forceinline__ real_t warp_inclusive_scan(real_t v) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        real_t t = __shfl_up_sync(FULL_MASK, v, o);
+        if (lane >= o) v += t;
+    }
+    return v;
+}
+
+// Atomic y[i] += v in real_t (hardware double atomics on sm_60+). Not deterministic.
+__device__ __forceinline__ real_t atomic_add_real(real_t* p, real_t v) { return atomicAdd(p, v); }
+
+// Read-only cached load (LDG.NC).
+template <typename T>
+__device__ __forceinline__ T ldg(const T* p) { return __ldg(p); }
+
+// Streaming load that does not linger in L1/L2 (for data read exactly once).
+template <typename T>
+__device__ __forceinline__ T ldcs(const T* p) { return __ldcs(p); }
+
+// ---- cp.async (sm_80+): asynchronous global -> shared copies -----------------------------------
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    unsigned a;
+    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+__device__ __forceinline__ const void* gmem_addr(const void* p) {
+    const void* g;
+    asm volatile("cvta.to.global.u64 %0, %1;" : "=l"(g) : "l"(p));
+    return g;
+}
+__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(smem)), "l"(gmem_addr(gmem)) : "memory");
+}
+__device__ __forceinline__ void cp_async_8(void* smem, const void* gmem) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_addr(smem)), "l"(gmem_addr(gmem)) : "memory");
+}
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem_addr(gmem)) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// y_i = alpha * sum + beta * y_i, never reading y when beta == 0 (so NaN garbage cannot leak).
+__device__ __forceinline__ void store_axpby(real_t* y, int i, real_t alpha, real_t sum, real_t beta) {
+    y[i] = (beta == (real_t)0) ? alpha * sum : alpha * sum + beta * y[i];
+}

@@ -1,0 +1,118 @@
+//! CI NVRTC check (issue #3): every method room's kernel (`spmvkit::methods::kernel_sources()`),
+//! with the shared prelude, compiles for sm_80 and sm_90 in f32 and f64. Needs only libnvrtc, no
+//! GPU: `.ci/nvrtc-check` installs the pinned NVRTC wheel and runs this with
+//! `SPMVKIT_REQUIRE_NVRTC=1`. Without that variable and without libnvrtc, the tests skip.
+
+use spmvkit::gpu::{compile_ptx, nvrtc_present, nvrtc_version, KernelSource};
+use spmvkit::{Error, Precision};
+
+const ARCHS: [&str; 2] = ["sm_80", "sm_90"];
+
+/// Whether NVRTC is usable; panics when it is required but missing.
+fn nvrtc_or_skip(test: &str) -> bool {
+    if nvrtc_present() {
+        return true;
+    }
+    if std::env::var("SPMVKIT_REQUIRE_NVRTC").is_ok_and(|v| v == "1") {
+        panic!("{test}: SPMVKIT_REQUIRE_NVRTC=1 but libnvrtc cannot be loaded");
+    }
+    eprintln!("{test}: skipped: libnvrtc not found (set SPMVKIT_REQUIRE_NVRTC=1 to fail instead)");
+    false
+}
+
+#[test]
+fn every_kernel_compiles_for_sm80_and_sm90_in_both_precisions() {
+    if !nvrtc_or_skip("nvrtc kernels") {
+        return;
+    }
+    eprintln!("NVRTC version {:?}", nvrtc_version());
+    let sources = spmvkit::methods::kernel_sources();
+    let mut failures = Vec::new();
+    let mut compiled = 0;
+    for k in &sources {
+        for arch in ARCHS {
+            for p in Precision::ALL {
+                match compile_ptx(k, p, arch) {
+                    Ok(ptx) => {
+                        assert!(ptx.contains(".entry"), "{} {arch} {p}: no entry", k.name);
+                        compiled += 1;
+                    }
+                    Err(e) => failures.push(format!("{} {arch} {p}: {e}", k.name)),
+                }
+            }
+        }
+    }
+    eprintln!(
+        "compiled {compiled} kernel builds ({} sources)",
+        sources.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Every prelude helper instantiated in both precisions, so a prelude error shows even before
+/// any room uses the helper.
+const PRELUDE_USER: KernelSource = KernelSource {
+    name: "prelude-check",
+    source: r#"
+extern "C" __global__ void prelude_check(const real_t* __restrict__ x, real_t* y, int n) {
+    __shared__ __align__(16) real_t s[128];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (threadIdx.x < 32) {
+        cp_async_4(&s[threadIdx.x * 4], x);
+        cp_async_8(&s[threadIdx.x * 2], x);
+        cp_async_16(&s[threadIdx.x * 2], x);
+        cp_async_commit();
+        cp_async_wait_group<0>();
+        cp_async_wait_all();
+    }
+    __syncthreads();
+    real_t v = i < n ? ldg(x + i) + ldcs(x + i) + s[threadIdx.x & 127] : (real_t)0;
+    real_t r = warp_reduce_sum(v) + warp_inclusive_scan(v) + warp_reduce_sum_width(v, 8);
+    if (i < n) {
+        atomic_add_real(y, r);
+        store_axpby(y, i, (real_t)1, r, (real_t)0);
+    }
+    static_assert(sizeof(real_t) == SPMVKIT_REAL_BYTES, "real_t size");
+    (void)FULL_MASK;
+}
+"#,
+};
+
+#[test]
+fn prelude_helpers_compile() {
+    if !nvrtc_or_skip("prelude") {
+        return;
+    }
+    for arch in ARCHS {
+        for p in Precision::ALL {
+            let ptx = compile_ptx(&PRELUDE_USER, p, arch).unwrap_or_else(|e| panic!("{e}"));
+            assert!(ptx.contains("prelude_check"));
+            let want = if p == Precision::F64 { "f64" } else { "f32" };
+            assert!(ptx.contains(want), "{arch} {p}: no {want} in PTX");
+        }
+    }
+}
+
+#[test]
+fn broken_kernel_reports_the_log() {
+    if !nvrtc_or_skip("broken kernel") {
+        return;
+    }
+    let broken = KernelSource {
+        name: "broken",
+        source: "extern \"C\" __global__ void k(real_t* y) { y[0] = undefined_name; }",
+    };
+    match compile_ptx(&broken, Precision::F32, "sm_80") {
+        Err(Error::Nvrtc { kernel, arch, log }) => {
+            assert!(kernel.contains("broken"));
+            assert_eq!(arch, "sm_80");
+            assert!(log.contains("undefined_name"), "log: {log}");
+            assert!(log.contains("broken/kernel.cu"), "log: {log}");
+        }
+        other => panic!("expected Error::Nvrtc, got {other:?}"),
+    }
+    match compile_ptx(&PRELUDE_USER, Precision::F64, "sm_1") {
+        Err(Error::Nvrtc { .. }) => {}
+        other => panic!("expected Error::Nvrtc for a bad arch, got {other:?}"),
+    }
+}
