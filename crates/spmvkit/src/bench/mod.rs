@@ -6,8 +6,10 @@
 //! and the same N calls replayed from a CUDA graph), and the record carries both figures.
 
 mod record;
+mod run;
 
 pub use record::{byte_model, RunRecord, Timing};
+pub use run::{BenchRun, MachineInfo, MatrixResult, MethodResult, Status};
 
 use std::time::Instant;
 

@@ -1,7 +1,7 @@
 //! One measured (matrix, method, precision) record, with the derived figures: GFLOP/s (2·nnz/t)
 //! and effective GB/s from the byte model.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::matrix::Csr;
 use crate::methods::{Backend, MethodInfo, PrepTimes};
@@ -15,7 +15,7 @@ pub fn byte_model(nrows: usize, ncols: usize, nnz: usize, value_bytes: usize) ->
 }
 
 /// Per-call time statistics over samples, in µs.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Timing {
     pub median_us: f64,
     pub min_us: f64,
@@ -39,7 +39,7 @@ impl Timing {
 }
 
 /// The record of one measurement.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
     pub method: String,
     pub precision: Precision,
