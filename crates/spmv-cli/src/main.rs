@@ -2,9 +2,11 @@
 //!
 //! The CLI parses arguments and prints; every algorithm lives in the `spmvkit` library.
 
+mod cmd_bench;
 mod cmd_gen;
 mod cmd_info;
 mod cmd_methods;
+mod cmd_report;
 mod cmd_run;
 mod input;
 
@@ -20,6 +22,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "spmv", version, propagate_version = true, max_term_width = 100)]
 #[command(after_help = "Examples:
+  spmv bench --suite quick                   benchmark every method on small generated matrices
   spmv info poisson3d:32                     statistics of a generated 3D Poisson matrix
   spmv gen kron 16 -o kron16.mtx             write a Graph500 Kronecker graph (2^16 vertices)
   spmv methods                               list the SpMV methods
@@ -32,19 +35,23 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    Bench(cmd_bench::BenchArgs),
     Info(cmd_info::InfoArgs),
     Gen(cmd_gen::GenArgs),
     Methods(cmd_methods::MethodsArgs),
     Run(cmd_run::RunArgs),
+    Report(cmd_report::ReportArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Bench(a) => cmd_bench::run(a),
         Command::Info(a) => cmd_info::run(a),
         Command::Gen(a) => cmd_gen::run(a),
         Command::Methods(a) => cmd_methods::run(a),
         Command::Run(a) => cmd_run::run(a),
+        Command::Report(a) => cmd_report::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

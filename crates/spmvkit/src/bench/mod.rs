@@ -5,8 +5,10 @@
 //! timing protocol of [`crate::gpu::timing`] is used (CUDA events around N calls on one stream,
 //! and the same N calls replayed from a CUDA graph), and the record carries both figures.
 
+pub mod harness;
 mod record;
 mod run;
+pub mod suites;
 
 pub use record::{byte_model, RunRecord, Timing};
 pub use run::{BenchRun, MachineInfo, MatrixResult, MethodResult, Status};
@@ -15,6 +17,7 @@ use std::time::Instant;
 
 use crate::cpu::{check, oracle_spmv};
 use crate::error::Result;
+use crate::gpu::{time_graph, time_stream, TimingConfig};
 use crate::matrix::Csr;
 use crate::methods::{find, Backend, Plan, PlanOptions, PrepareFor};
 use crate::scalar::Scalar;
@@ -113,6 +116,20 @@ fn gpu_timing<T: PrepareFor>(
     opts: &MeasureOptions,
     rec: &mut RunRecord,
 ) -> Result<()> {
-    let _ = (plan, alpha, beta, opts, rec);
-    Err(crate::Error::GpuUnavailable("GPU timing is not wired yet".into()))
+    let Some((gpu, layout, x, y)) = plan.device_parts() else {
+        return Ok(());
+    };
+    let gpu = gpu.clone();
+    let cfg = TimingConfig {
+        warmup: opts.warmup,
+        calls: opts.reps.max(1),
+        samples: opts.samples.max(1),
+    };
+    let stream = time_stream(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y))?;
+    rec.set_stream_timing(Timing::from_samples(stream.samples_us));
+    match time_graph(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y)) {
+        Ok(g) => rec.graph_time = Some(Timing::from_samples(g.samples_us)),
+        Err(e) => rec.notes.push(("graph timing".into(), format!("unavailable: {e}"))),
+    }
+    Ok(())
 }

@@ -75,4 +75,7 @@ pub struct BenchRun {
     /// Suite name, if one was given.
     pub suite: Option<String>,
     pub matrices: Vec<MatrixResult>,
+    /// Inputs that could not be loaded: (source, error).
+    #[serde(default)]
+    pub skipped: Vec<(String, String)>,
 }
