@@ -5,10 +5,13 @@
 //! timing protocol of [`crate::gpu::timing`] is used (CUDA events around N calls on one stream,
 //! and the same N calls replayed from a CUDA graph), and the record carries both figures.
 
+pub mod plots;
 mod record;
+pub mod report;
 mod run;
 
 pub use record::{byte_model, RunRecord, Timing};
+pub use report::{load_runs, write_report, write_report_with, ReportFiles, ReportOptions};
 pub use run::{BenchRun, MachineInfo, MatrixResult, MethodResult, Status};
 
 use std::time::Instant;
