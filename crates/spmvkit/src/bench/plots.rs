@@ -104,6 +104,8 @@ pub enum Style {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
     pub label: String,
+    /// Picks the colour and marker: give a method the same index in every plot.
+    pub style: usize,
     pub points: Vec<(f64, f64)>,
 }
 
@@ -120,12 +122,12 @@ pub struct Chart {
     pub y_range: (f64, f64),
     pub style: Style,
     pub series: Vec<Series>,
-    /// A dashed horizontal reference line at this y (speedup 1).
-    pub hline: Option<f64>,
+    /// A dashed horizontal reference line at this y (speedup 1) and its legend text.
+    pub hline: Option<(f64, String)>,
 }
 
-/// A range covering `values` with some padding: a factor on a log axis (non-positive values are
-/// ignored), a fraction of the span on a linear one. `fallback` when there is nothing to cover.
+/// A range covering `values` with some padding: whole decades on a log axis (non-positive values
+/// are ignored), a fraction of the span on a linear one. `fallback` when there is nothing to cover.
 pub fn auto_range(
     values: impl IntoIterator<Item = f64>,
     log: bool,
@@ -142,12 +144,11 @@ pub fn auto_range(
         return fallback;
     }
     if log {
-        if hi / lo < 10.0 {
-            let mid = (hi * lo).sqrt();
-            (mid / 4.0, mid * 4.0)
-        } else {
-            (lo / 1.6, hi * 1.6)
-        }
+        // Whole decades, so that both ends carry a labelled tick.
+        (
+            10f64.powf((lo / 1.2).log10().floor()),
+            10f64.powf((hi * 1.2).log10().ceil()),
+        )
     } else {
         let pad = if hi > lo {
             0.06 * (hi - lo)
@@ -188,6 +189,7 @@ type DrawResult<DB> =
 
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Chart) -> DrawResult<DB> {
     root.fill(&WHITE)?;
+    let root = root.margin(14, 0, 0, 0);
     let root = root.titled(&c.title, (FAMILY, 30).into_font().color(&BLACK))?;
     let width = root.dim_in_pixel().0;
     let (plot, legend) = root.split_horizontally(width.saturating_sub(LEGEND_WIDTH));
@@ -230,7 +232,7 @@ where
         .bold_line_style(RGBColor(215, 215, 215))
         .light_line_style(RGBColor(242, 242, 242))
         .draw()?;
-    if let Some(h) = c.hline {
+    if let Some((h, _)) = c.hline {
         let (x0, x1) = c.x_range;
         chart.draw_series(DashedLineSeries::new(
             vec![(x0, h), (x1, h)],
@@ -240,7 +242,8 @@ where
         ))?;
     }
     let n = c.series.len().max(1);
-    for (i, s) in c.series.iter().enumerate() {
+    for (k, s) in c.series.iter().enumerate() {
+        let i = s.style;
         let col = color(i);
         match c.style {
             Style::Lines => {
@@ -251,7 +254,7 @@ where
                 // Markers every `stride` points, shifted per series so overlapping lines stay
                 // distinguishable.
                 let stride = (s.points.len() / 8).max(1);
-                let phase = i * stride / n;
+                let phase = k * stride / n;
                 let marked = s
                     .points
                     .iter()
@@ -282,7 +285,8 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> 
         area.draw(&Text::new("(no data)", (20, y), text.clone()))?;
         return Ok(());
     }
-    for (i, s) in c.series.iter().enumerate() {
+    for s in &c.series {
+        let i = s.style;
         let col = color(i);
         if c.style == Style::Lines {
             area.draw(&PathElement::new(
@@ -300,6 +304,17 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> 
         };
         area.draw(&Text::new(label, (70, y), text.clone()))?;
         y += 32;
+    }
+    if let Some((_, label)) = &c.hline {
+        area.draw(&PathElement::new(
+            vec![(12, y), (26, y)],
+            BLACK.stroke_width(2),
+        ))?;
+        area.draw(&PathElement::new(
+            vec![(34, y), (48, y)],
+            BLACK.stroke_width(2),
+        ))?;
+        area.draw(&Text::new(label.clone(), (70, y), text.clone()))?;
     }
     Ok(())
 }
@@ -327,7 +342,7 @@ fn fmt_tick(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
-    } else if !(1e-3..1e5).contains(&a) {
+    } else if !(1e-3..1e4).contains(&a) {
         format!("{v:.0e}")
     } else if a >= 100.0 {
         format!("{v:.0}")
@@ -347,6 +362,7 @@ mod tests {
         assert_eq!(fmt_tick(1.5), "1.5");
         assert_eq!(fmt_tick(2.0), "2");
         assert_eq!(fmt_tick(250.0), "250");
+        assert_eq!(fmt_tick(10_000.0), "1e4");
         assert_eq!(fmt_tick(1e6), "1e6");
         assert_eq!(fmt_tick(0.0001), "1e-4");
     }
@@ -354,7 +370,7 @@ mod tests {
     #[test]
     fn auto_range_pads_and_skips_nonpositive_on_log_axes() {
         let (lo, hi) = auto_range([1.0, 1000.0, 0.0, -5.0], true, (1.0, 10.0));
-        assert!(lo > 0.0 && lo < 1.0 && hi > 1000.0);
+        assert_eq!((lo, hi), (0.1, 10_000.0));
         let (lo, hi) = auto_range([2.0, 4.0], false, (0.0, 1.0));
         assert!(lo < 2.0 && hi > 4.0);
         assert_eq!(auto_range([], false, (0.0, 1.0)), (0.0, 1.0));
@@ -378,10 +394,11 @@ mod tests {
             series: (0..9)
                 .map(|i| Series {
                     label: format!("method-{i}"),
+                    style: i,
                     points: vec![(10.0 * (i + 1) as f64, 0.2 * i as f64)],
                 })
                 .collect(),
-            hline: Some(1.0),
+            hline: Some((1.0, "y = 1".into())),
         };
         let files = render(&chart, &dir.join("t")).unwrap();
         for f in &files {

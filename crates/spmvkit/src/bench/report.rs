@@ -400,6 +400,17 @@ impl MergedRuns {
         out
     }
 
+    /// Methods with a result in any precision, in order of first appearance.
+    pub fn all_methods(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in self.matrices.iter().flat_map(|m| &m.matrix.results) {
+            if !out.contains(&r.method) {
+                out.push(r.method.clone());
+            }
+        }
+        out
+    }
+
     /// The copy bandwidth of the machine result `i` of matrix `m` was measured on.
     fn copy_bandwidth(&self, m: &MergedMatrix, i: usize) -> Option<f64> {
         m.run_of
@@ -562,6 +573,8 @@ pub fn charts_for(
     let mut notes = Vec::new();
     let matrices = merged.matrix_refs();
     let methods = merged.methods(p);
+    let every = merged.all_methods();
+    let style_of = |me: &str| every.iter().position(|x| x == me).unwrap_or(0);
     let any_ok = matrices
         .iter()
         .any(|m| best_method(&m.results, p, kind).is_some());
@@ -604,6 +617,7 @@ pub fn charts_for(
                 .zip(&profile)
                 .map(|(me, fr)| Series {
                     label: me.clone(),
+                    style: style_of(me),
                     points: taus.iter().copied().zip(fr.iter().copied()).collect(),
                 })
                 .collect(),
@@ -628,10 +642,12 @@ pub fn charts_for(
             if !a.is_empty() {
                 by_nnz.push(Series {
                     label: me.clone(),
+                    style: style_of(me),
                     points: a,
                 });
                 by_var.push(Series {
                     label: me.clone(),
+                    style: style_of(me),
                     points: v,
                 });
             }
@@ -663,7 +679,7 @@ pub fn charts_for(
                     y_range,
                     style: Style::Points,
                     series: by_nnz,
-                    hline: Some(1.0),
+                    hline: Some((1.0, format!("equal to {}", base.name))),
                 },
             ));
             let xs: Vec<f64> = by_var
@@ -696,7 +712,7 @@ pub fn charts_for(
                     y_range,
                     style: Style::Points,
                     series: by_var,
-                    hline: Some(1.0),
+                    hline: Some((1.0, format!("equal to {}", base.name))),
                 },
             ));
         }
@@ -718,6 +734,7 @@ pub fn charts_for(
                 .collect();
             (!points.is_empty()).then(|| Series {
                 label: me.clone(),
+                style: style_of(me),
                 points,
             })
         })
@@ -1011,7 +1028,12 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
                 "| method | all | nnz > 1M | bandwidth-bound | wins / losses | method failed | no baseline | break-even calls |"
             );
             let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
-            for me in &methods {
+            // A one-method baseline against itself says nothing; the members of a composite
+            // baseline stay (which cuSPARSE algorithm wins is worth seeing).
+            for me in methods
+                .iter()
+                .filter(|me| base.members.len() > 1 || !base.is_member(me))
+            {
                 let sums: Vec<SpeedupSummary> = Subset::ALL
                     .iter()
                     .map(|sub| speedup_summary(&matrices, me, base, p, kind, *sub))
@@ -1092,7 +1114,7 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
     for (title, set) in [
         ("Best method per matrix: bandwidth-bound", bw),
         (
-            "Best method per matrix: working set fits in L2 (launch-bound)",
+            "Best method per matrix: working set fits in L2, launch-bound",
             l2,
         ),
     ] {
@@ -1875,7 +1897,7 @@ pub(crate) mod tests {
         fs::write(dir.join("run-2.json"), &text).unwrap();
         fs::write(dir.join("run-1.json"), &text).unwrap();
         fs::write(dir.join("other.json"), "not json").unwrap();
-        let runs = load_runs(&[dir.clone()]).unwrap();
+        let runs = load_runs(std::slice::from_ref(&dir)).unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[0].matrices.len(), 3);
         let one = load_runs(&[dir.join("run-1.json")]).unwrap();
