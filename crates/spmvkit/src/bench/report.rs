@@ -1888,6 +1888,37 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn report_when_nothing_ran() {
+        let dir = std::env::temp_dir().join(format!("spmvkit-report-none-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let run = BenchRun {
+            machine: MachineInfo::default(),
+            suite: None,
+            matrices: vec![matrix(
+                "only",
+                0,
+                0.0,
+                true,
+                vec![
+                    failed("cusparse-alg1", F64, "no GPU"),
+                    failed("fast", F64, "no GPU"),
+                ],
+            )],
+        };
+        let files = write_report(&[run, BenchRun::default()], &dir).unwrap();
+        assert!(files.plots.is_empty());
+        assert_eq!(files.notes.len(), 1, "{:?}", files.notes);
+        let summary = fs::read_to_string(&files.summary).unwrap();
+        assert!(
+            summary.contains("| only | f64 | fast | failed | no GPU |"),
+            "{summary}"
+        );
+        assert!(summary.contains("no method ran correctly"), "{summary}");
+        assert!(summary.contains("not measured"), "{summary}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn load_runs_reads_files_and_directories() {
         let dir = std::env::temp_dir().join(format!("spmvkit-load-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
