@@ -182,7 +182,7 @@ fn report_from_saved_runs() {
         )
         .unwrap();
     }
-    let runs = load_runs(&[runs_dir.clone()]).unwrap();
+    let runs = load_runs(std::slice::from_ref(&runs_dir)).unwrap();
     assert_eq!(runs.len(), 2);
     let out = dir.join("report");
     let files = write_report(&runs, &out).unwrap();

@@ -370,7 +370,10 @@ mod tests {
     #[test]
     fn auto_range_pads_and_skips_nonpositive_on_log_axes() {
         let (lo, hi) = auto_range([1.0, 1000.0, 0.0, -5.0], true, (1.0, 10.0));
-        assert!((lo - 0.1).abs() < 1e-3 && (hi - 10_000.0).abs() < 20.0, "{lo} {hi}");
+        assert!(
+            (lo - 0.1).abs() < 1e-3 && (hi - 10_000.0).abs() < 20.0,
+            "{lo} {hi}"
+        );
         let (lo, hi) = auto_range([2.0, 4.0], false, (0.0, 1.0));
         assert!(lo < 2.0 && hi > 4.0);
         assert_eq!(auto_range([], false, (0.0, 1.0)), (0.0, 1.0));
