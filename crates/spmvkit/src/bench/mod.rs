@@ -6,11 +6,14 @@
 //! and the same N calls replayed from a CUDA graph), and the record carries both figures.
 
 pub mod harness;
+pub mod plots;
 mod record;
+pub mod report;
 mod run;
 pub mod suites;
 
 pub use record::{byte_model, RunRecord, Timing};
+pub use report::{load_runs, write_report, write_report_with, ReportFiles, ReportOptions};
 pub use run::{BenchRun, MachineInfo, MatrixResult, MethodResult, Status};
 
 use std::time::Instant;
