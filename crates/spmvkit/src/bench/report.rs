@@ -8,7 +8,7 @@
 //!   the bandwidth-bound ones (working set larger than L2), with wins and losses;
 //! - the performance profile (Dolan–Moré): for τ ∈ [1, 4], the fraction of matrices on which a
 //!   method's time is within τ of the best method's (a method that did not run never is);
-//! - break-even calls `n* = prep_ms·1000 / (t_B − t_M)` when M is faster (FastLoad §5.4);
+//! - break-even calls `n* = (prepare + upload ms)·1000 / (t_B − t_M)` when M is faster (FastLoad §5.4);
 //! - the share of the machine's device copy bandwidth reached (byte-model GB/s ÷ copy GB/s).
 //!
 //! Stream times ([`RunRecord::time`]) are compared only with stream times and CUDA-graph times
@@ -340,7 +340,7 @@ pub fn speedup_summary(
                 }
                 let prep = r
                     .and_then(|r| r.record.as_ref())
-                    .map_or(0.0, |rec| rec.prep_ms);
+                    .map_or(0.0, |rec| rec.prep_ms + rec.upload_ms);
                 if let Some(n) = break_even_calls(prep, b, t) {
                     s.break_even.push(n);
                 }
@@ -1417,7 +1417,7 @@ pub fn results_csv(merged: &MergedRuns, opts: &ReportOptions) -> String {
             for b in &opts.baselines {
                 let bt = b.time_us(&m.results, r.precision, TimeKind::Stream);
                 let bg = b.time_us(&m.results, r.precision, TimeKind::Graph);
-                let prep = r.record.as_ref().map_or(0.0, |rec| rec.prep_ms);
+                let prep = r.record.as_ref().map_or(0.0, |rec| rec.prep_ms + rec.upload_ms);
                 let be = match (bt, t) {
                     (Some(bt), Some(t)) => break_even_calls(prep, bt, t),
                     _ => None,
