@@ -8,8 +8,11 @@
 //! defaults, overridable as `key=value`.
 
 pub mod csr;
+pub mod csr_vector;
 mod params;
 mod plan;
+#[cfg(test)]
+pub(crate) mod testmats;
 
 use std::time::Duration;
 
@@ -143,12 +146,12 @@ impl PrepareFor for f64 {
 
 /// Every method's kernel source, for the NVRTC compile check in CI.
 pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
-    Vec::new()
+    vec![csr_vector::KERNEL]
 }
 
 /// Every registered method, in listing order.
 pub fn registry() -> &'static [&'static dyn Method] {
-    static REGISTRY: &[&dyn Method] = &[&csr::CsrRayon];
+    static REGISTRY: &[&dyn Method] = &[&csr::CsrRayon, &csr_vector::CsrVector];
     REGISTRY
 }
 
