@@ -8,6 +8,7 @@
 //! defaults, overridable as `key=value`.
 
 pub mod csr;
+pub mod csr_light;
 pub mod csr_vector;
 mod params;
 mod plan;
@@ -146,12 +147,13 @@ impl PrepareFor for f64 {
 
 /// Every method's kernel source, for the NVRTC compile check in CI.
 pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
-    vec![csr_vector::KERNEL]
+    vec![csr_vector::KERNEL, csr_light::KERNEL]
 }
 
 /// Every registered method, in listing order.
 pub fn registry() -> &'static [&'static dyn Method] {
-    static REGISTRY: &[&dyn Method] = &[&csr::CsrRayon, &csr_vector::CsrVector];
+    static REGISTRY: &[&dyn Method] =
+        &[&csr::CsrRayon, &csr_vector::CsrVector, &csr_light::CsrLight];
     REGISTRY
 }
 

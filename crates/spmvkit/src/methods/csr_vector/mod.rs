@@ -7,7 +7,7 @@
 //! The layout is the CSR matrix itself. The CPU mirror ([`cpu`]) simulates the 32 lanes and the
 //! butterfly, with the kernel's fused multiply-adds, so it reproduces the kernel's bits.
 
-mod cpu;
+pub(crate) mod cpu;
 mod gpu;
 
 use crate::error::{Error, Result};
