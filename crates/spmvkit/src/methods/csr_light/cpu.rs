@@ -31,7 +31,7 @@ pub(super) fn run<T: Scalar>(l: &CsrLightLayout<T>, alpha: T, x: &[T], beta: T, 
     let mut lanes_buf = [T::zero(); 32];
     let lanes = &mut lanes_buf[..l.vector as usize];
     let mut counter = 0u64;
-    let mut active = vec![true; SIM_WARPS];
+    let mut active = [true; SIM_WARPS];
     let mut taken = vec![false; n as usize];
     while active.iter().any(|&a| a) {
         for warp_active in active.iter_mut().filter(|a| **a) {
