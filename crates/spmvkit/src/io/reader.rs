@@ -13,7 +13,9 @@
 //!
 //! Policy choices, beyond the format's text:
 //! - keywords are case-insensitive, blank lines and `%` lines are skipped anywhere, `\r\n` line
-//!   ends are accepted, and extra text after an entry's fields is an error;
+//!   ends are accepted, and extra text after an entry's fields is an error, except that numeric
+//!   fields after the indices of a `pattern` entry are ignored (SuiteSparse's Pajek/Ragusa16 has
+//!   them);
 //! - `nan`, `inf` and `infinity` (any case, signed) are accepted as real values, as C's `strtod`
 //!   in NIST's `mmio.c` reads them, so matrices written by C or MATLAB tools round-trip;
 //! - a symmetric, skew-symmetric or Hermitian file must store the lower triangle only: an entry
@@ -335,6 +337,18 @@ fn parse_line<T: Scalar>(
         }
     } else {
         c.vals.push(T::one());
+        // Numeric fields after a pattern entry's indices are ignored (SuiteSparse's own
+        // Pajek/Ragusa16 is `pattern` with a weight on every line).
+        loop {
+            let before = *pos;
+            if !skip_blanks(b, pos) || at_line_end(b, *pos) {
+                break;
+            }
+            if parse_real::<f64>(b, pos).is_none() {
+                *pos = before;
+                break;
+            }
+        }
     }
     skip_blanks(b, pos);
     if !at_line_end(b, *pos) {
