@@ -10,6 +10,7 @@
 pub mod csr;
 pub mod csr_light;
 pub mod csr_vector;
+pub mod merge;
 mod params;
 mod plan;
 #[cfg(test)]
@@ -147,13 +148,17 @@ impl PrepareFor for f64 {
 
 /// Every method's kernel source, for the NVRTC compile check in CI.
 pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
-    vec![csr_vector::KERNEL, csr_light::KERNEL]
+    vec![csr_vector::KERNEL, csr_light::KERNEL, merge::KERNEL]
 }
 
 /// Every registered method, in listing order.
 pub fn registry() -> &'static [&'static dyn Method] {
-    static REGISTRY: &[&dyn Method] =
-        &[&csr::CsrRayon, &csr_vector::CsrVector, &csr_light::CsrLight];
+    static REGISTRY: &[&dyn Method] = &[
+        &csr::CsrRayon,
+        &csr_vector::CsrVector,
+        &csr_light::CsrLight,
+        &merge::Merge,
+    ];
     REGISTRY
 }
 
