@@ -7,6 +7,7 @@
 //! combine passes included). Tuning parameters are plain data ([`ParamSpec`]) with the papers'
 //! defaults, overridable as `key=value`.
 
+pub mod csc;
 pub mod csr;
 pub mod csr_light;
 pub mod csr_vector;
@@ -148,7 +149,12 @@ impl PrepareFor for f64 {
 
 /// Every method's kernel source, for the NVRTC compile check in CI.
 pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
-    vec![csr_vector::KERNEL, csr_light::KERNEL, merge::KERNEL]
+    vec![
+        csr_vector::KERNEL,
+        csr_light::KERNEL,
+        merge::KERNEL,
+        csc::KERNEL,
+    ]
 }
 
 /// Every registered method, in listing order.
@@ -158,6 +164,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csr_vector::CsrVector,
         &csr_light::CsrLight,
         &merge::Merge,
+        &csc::CscAtomic,
     ];
     REGISTRY
 }
