@@ -96,7 +96,7 @@ fn chunk_edges(o: &KronOptions, perm: &Scramble, c: u64, out: &mut [u64], shift:
             bits >>= 32;
             // Quadrant (0,0) below a, (0,1) below a+b, (1,0) below a+b+c, else (1,1).
             let i = (r >= T_AB) as u64;
-            let j = (((r >= T_A) & (r < T_AB)) | (r >= T_ABC)) as u64;
+            let j = ((T_A..T_AB).contains(&r) | (r >= T_ABC)) as u64;
             u = (u << 1) | i;
             v = (v << 1) | j;
         }
