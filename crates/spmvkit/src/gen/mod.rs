@@ -1,10 +1,609 @@
-//! Generators (placeholder until the generator module lands).
+//! Matrix generators (issue #2): the synthetic matrices the benchmarks and tests run on, named by
+//! a GEN-SPEC `kind:arg1,arg2,...[,key=value...]` such as `poisson3d:64`, `kron:18`,
+//! `uniform:1000000,16` or `powerlaw:1000000,8,seed=7`.
+//!
+//! Every generator is deterministic for its seed (default [`DEFAULT_SEED`], `seed=N` to change
+//! it) whatever the number of threads: rows (or edges, for `kron`) are cut into chunks whose size
+//! depends on the spec only, and each chunk draws from its own xoshiro256++ stream derived from
+//! (seed, chunk). Matrices are built directly in CSR in parallel ([`build`]); only `kron` buckets
+//! edges. Sizes are checked against the 2^31−1 index limit before anything large is allocated.
+//!
+//! Random values lie in [−1, −1/16] ∪ [1/16, 1] and are exact in f32, so `generate::<f32>` and
+//! `generate::<f64>` give the same numbers. Stencils carry their own SPD values, `kron` its edge
+//! multiplicities, `identity` ones.
+//!
+//! [`corpus::edge_cases`] is the small edge-case corpus every method is tested on.
+
+mod build;
+pub mod corpus;
+mod kinds;
+mod kron;
+mod rng;
+
+use std::fmt;
+use std::path::Path;
+
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
-/// Generates the matrix named by a GEN-SPEC in f64.
+use crate::scalar::{Scalar, MAX_INDEX};
+
+/// The seed used when a spec gives none.
+pub const DEFAULT_SEED: u64 = 1;
+
+/// A generator kind, as listed by `spmv gen --help` and `spmv info`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GenKind {
+    /// The name before the colon.
+    pub name: &'static str,
+    /// Positional arguments and options, short (`N[,EF]`).
+    pub args: &'static str,
+    /// One line on what the kind builds.
+    pub help: &'static str,
+    /// A spec that works.
+    pub example: &'static str,
+}
+
+/// The rules of one kind: its listing plus what the parser checks.
+struct KindDef {
+    kind: GenKind,
+    /// Positional arguments spelled out, for error messages.
+    usage: &'static str,
+    min_args: usize,
+    max_args: usize,
+    /// Options besides `seed`.
+    keys: &'static [&'static str],
+}
+
+const fn def(
+    name: &'static str,
+    args: &'static str,
+    help: &'static str,
+    example: &'static str,
+    usage: &'static str,
+    (min_args, max_args): (usize, usize),
+    keys: &'static [&'static str],
+) -> KindDef {
+    KindDef {
+        kind: GenKind {
+            name,
+            args,
+            help,
+            example,
+        },
+        usage,
+        min_args,
+        max_args,
+        keys,
+    }
+}
+
+static DEFS: [KindDef; 15] = [
+    def(
+        "poisson2d",
+        "N",
+        "2D 5-point Laplacian on an N×N grid: N² rows, 5N²−4N nnz, SPD (4 on the diagonal, −1 off it)",
+        "poisson2d:1000",
+        "N (grid points per side)",
+        (1, 1),
+        &[],
+    ),
+    def(
+        "poisson3d",
+        "N",
+        "3D 7-point Laplacian on an N³ grid: N³ rows, 7N³−6N² nnz, SPD (6 on the diagonal, −1 off it)",
+        "poisson3d:64",
+        "N (grid points per side)",
+        (1, 1),
+        &[],
+    ),
+    def(
+        "stencil27",
+        "N",
+        "3D 27-point stencil on an N³ grid: N³ rows, (3N−2)³ nnz, SPD (26 on the diagonal, −1 off it)",
+        "stencil27:64",
+        "N (grid points per side)",
+        (1, 1),
+        &[],
+    ),
+    def(
+        "banded",
+        "N,BW[,fill=F]",
+        "random N×N band |i−j| ≤ BW: each row keeps max(1, round(F·width)) entries (F = 0.5), diagonal always",
+        "banded:100000,32",
+        "N,BW (rows, half bandwidth) and optionally fill=F in (0,1]",
+        (2, 2),
+        &["fill"],
+    ),
+    def(
+        "uniform",
+        "N,K | M,N,K",
+        "K distinct uniformly random columns in every row; N×N, or M×N when given three numbers",
+        "uniform:1000000,16",
+        "N,K (size, entries per row) or M,N,K (rows, columns, entries per row)",
+        (2, 3),
+        &[],
+    ),
+    def(
+        "tall",
+        "M,N,K",
+        "uniform:M,N,K with M ≥ N (tall and skinny)",
+        "tall:1000000,64,8",
+        "M,N,K (rows, columns, entries per row) with M ≥ N",
+        (3, 3),
+        &[],
+    ),
+    def(
+        "wide",
+        "M,N,K",
+        "uniform:M,N,K with M ≤ N (short and wide)",
+        "wide:64,1000000,5000",
+        "M,N,K (rows, columns, entries per row) with M ≤ N",
+        (3, 3),
+        &[],
+    ),
+    def(
+        "powerlaw",
+        "N,MEAN[,alpha=A]",
+        "N×N, row lengths from a power law p(x) ∝ x^−A on [1,N] (A = 2) scaled to mean MEAN; random columns",
+        "powerlaw:1000000,8",
+        "N,MEAN (size, mean entries per row) and optionally alpha=A > 0",
+        (2, 2),
+        &["alpha"],
+    ),
+    def(
+        "kron",
+        "SCALE[,EF]",
+        "Graph500 Kronecker/R-MAT graph: 2^SCALE vertices, EF·2^SCALE edges (EF = 16), a,b,c = .57,.19,.19, \
+         labels scrambled, duplicates summed; sym=1 (default) stores A+Aᵀ, loops=1 (default) keeps self-loops, \
+         vals=count|rand; kron:S,48 mirrors SuiteSparse kron_g500-lognS",
+        "kron:16",
+        "SCALE (log2 of the vertex count, 1..=31) and optionally EF (edges per vertex, default 16); \
+         options sym=0|1, loops=0|1, vals=count|rand",
+        (1, 2),
+        &["sym", "loops", "vals"],
+    ),
+    def(
+        "blockdiag",
+        "NBLOCKS,BS",
+        "NBLOCKS dense BS×BS blocks on the diagonal, random values",
+        "blockdiag:10000,32",
+        "NBLOCKS,BS (number of blocks, block size)",
+        (2, 2),
+        &[],
+    ),
+    def(
+        "hugerow",
+        "N,K[,L]",
+        "N×N (ncols=C: N×C), K random entries per row except row R (row=R, default N/2) with L (default: all C)",
+        "hugerow:100000,4",
+        "N,K (rows, entries per ordinary row) and optionally L (entries of the huge row); \
+         options row=R, ncols=C",
+        (2, 3),
+        &["row", "ncols"],
+    ),
+    def(
+        "diag",
+        "N",
+        "N×N diagonal with random values",
+        "diag:1000000",
+        "N (size)",
+        (1, 1),
+        &[],
+    ),
+    def(
+        "identity",
+        "N",
+        "N×N identity",
+        "identity:1000",
+        "N (size)",
+        (1, 1),
+        &[],
+    ),
+    def(
+        "dense",
+        "M,N",
+        "M×N with every entry stored (random values); keep it small",
+        "dense:512,512",
+        "M,N (rows, columns)",
+        (2, 2),
+        &[],
+    ),
+    def(
+        "empty",
+        "M,N",
+        "M×N with no entry (nnz = 0)",
+        "empty:1000,1000",
+        "M,N (rows, columns)",
+        (2, 2),
+        &[],
+    ),
+];
+
+static KINDS: [GenKind; 15] = {
+    let mut out = [GenKind {
+        name: "",
+        args: "",
+        help: "",
+        example: "",
+    }; 15];
+    let mut i = 0;
+    while i < DEFS.len() {
+        out[i] = DEFS[i].kind;
+        i += 1;
+    }
+    out
+};
+
+/// Every generator kind.
+pub fn kinds() -> &'static [GenKind] {
+    &KINDS
+}
+
+fn find_kind(name: &str) -> Option<&'static KindDef> {
+    DEFS.iter().find(|d| d.kind.name.eq_ignore_ascii_case(name))
+}
+
+/// A parsed GEN-SPEC.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GenSpec {
+    /// The kind's name, as in [`kinds`].
+    pub kind: &'static str,
+    /// Positional arguments.
+    pub args: Vec<u64>,
+    /// `key=value` options other than `seed`, in the order given.
+    pub options: Vec<(String, String)>,
+    /// The seed ([`DEFAULT_SEED`] unless `seed=N`).
+    pub seed: u64,
+}
+
+impl fmt::Display for GenSpec {
+    /// The canonical spec: `kind:args,options[,seed=N]` (the seed only when not the default).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = self.args.iter().map(u64::to_string).collect();
+        parts.extend(self.options.iter().map(|(k, v)| format!("{k}={v}")));
+        if self.seed != DEFAULT_SEED {
+            parts.push(format!("seed={}", self.seed));
+        }
+        write!(f, "{}:{}", self.kind, parts.join(","))
+    }
+}
+
+fn spec_err(spec: &str, msg: impl Into<String>) -> Error {
+    Error::GenSpec {
+        spec: spec.to_string(),
+        msg: msg.into(),
+    }
+}
+
+/// Parses a non-negative integer: digits with optional `_` separators, or `2^K`.
+fn parse_uint(s: &str) -> Option<u64> {
+    if let Some((b, e)) = s.split_once('^') {
+        let (b, e): (u64, u32) = (b.trim().parse().ok()?, e.trim().parse().ok()?);
+        return b.checked_pow(e);
+    }
+    let digits: String = s.chars().filter(|&c| c != '_').collect();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Parses a GEN-SPEC `kind:arg1,arg2,...[,key=value...]` and checks its argument count and
+/// option names (values are checked when generating).
+pub fn parse_spec(spec: &str) -> Result<GenSpec> {
+    let text = spec.trim();
+    let (name, rest) = text.split_once(':').unwrap_or((text, ""));
+    let name = name.trim();
+    let d = find_kind(name).ok_or_else(|| {
+        let known: Vec<&str> = DEFS.iter().map(|d| d.kind.name).collect();
+        spec_err(
+            spec,
+            format!(
+                "unknown generator kind '{name}'; known kinds: {}",
+                known.join(", ")
+            ),
+        )
+    })?;
+    let k = &d.kind;
+    let usage = || format!("{} takes {}, e.g. {}", k.name, d.usage, k.example);
+    let mut out = GenSpec {
+        kind: k.name,
+        args: Vec::new(),
+        options: Vec::new(),
+        seed: DEFAULT_SEED,
+    };
+    let mut seen_seed = false;
+    for item in rest.split(',').map(str::trim) {
+        if item.is_empty() {
+            if rest.trim().is_empty() {
+                continue;
+            }
+            return Err(spec_err(spec, format!("empty item; {}", usage())));
+        }
+        if let Some((key, value)) = item.split_once('=') {
+            let (key, value) = (key.trim().to_ascii_lowercase(), value.trim().to_string());
+            let dup = (key == "seed" && seen_seed) || out.options.iter().any(|(k2, _)| *k2 == key);
+            if dup {
+                return Err(spec_err(spec, format!("option '{key}' given twice")));
+            }
+            if key == "seed" {
+                out.seed = parse_uint(&value).ok_or_else(|| {
+                    spec_err(
+                        spec,
+                        format!("seed must be a non-negative integer, not '{value}'"),
+                    )
+                })?;
+                seen_seed = true;
+            } else if d.keys.contains(&key.as_str()) {
+                out.options.push((key, value));
+            } else {
+                let mut allowed: Vec<&str> = d.keys.to_vec();
+                allowed.push("seed");
+                return Err(spec_err(
+                    spec,
+                    format!(
+                        "{} has no option '{key}' (options: {})",
+                        k.name,
+                        allowed.join(", ")
+                    ),
+                ));
+            }
+        } else {
+            let v = parse_uint(item).ok_or_else(|| {
+                spec_err(
+                    spec,
+                    format!("'{item}' is not a non-negative integer; {}", usage()),
+                )
+            })?;
+            out.args.push(v);
+        }
+    }
+    if out.args.len() < d.min_args || out.args.len() > d.max_args {
+        return Err(spec_err(
+            spec,
+            format!("{} numbers given; {}", out.args.len(), usage()),
+        ));
+    }
+    Ok(out)
+}
+
+/// Whether `s` reads as a GEN-SPEC (`kind:...` with a known kind) rather than a file: false for
+/// any existing path.
+pub fn looks_like_spec(s: &str) -> bool {
+    match s.trim().split_once(':') {
+        Some((name, _)) => find_kind(name.trim()).is_some() && !Path::new(s).exists(),
+        None => false,
+    }
+}
+
+/// Generates the matrix a GEN-SPEC names, in precision `T`.
+pub fn generate<T: Scalar>(spec: &str) -> Result<Csr<T>> {
+    generate_from(&parse_spec(spec)?)
+}
+
+/// Generates the matrix a GEN-SPEC names, in f64.
 pub fn generate_f64(spec: &str) -> Result<Csr<f64>> {
-    Err(Error::GenSpec {
-        spec: spec.into(),
-        msg: "generators not built yet".into(),
-    })
+    generate::<f64>(spec)
+}
+
+/// Checks a count against the 32-bit index limit (computed wide, so nothing overflows).
+fn limit(what: &'static str, value: u128) -> Result<usize> {
+    if value > MAX_INDEX as u128 {
+        Err(Error::TooLarge {
+            what,
+            value: u64::try_from(value).unwrap_or(u64::MAX),
+        })
+    } else {
+        Ok(value as usize)
+    }
+}
+
+/// The option `key` of a parsed spec, parsed by `parse`, or `default`.
+fn opt<V>(
+    g: &GenSpec,
+    key: &str,
+    default: V,
+    expect: &str,
+    parse: impl Fn(&str) -> Option<V>,
+) -> Result<V> {
+    match g.options.iter().find(|(k, _)| k == key) {
+        None => Ok(default),
+        Some((_, v)) => parse(v)
+            .ok_or_else(|| spec_err(&g.to_string(), format!("{key}={v}: {key} must be {expect}"))),
+    }
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Generates the matrix of a parsed spec, in precision `T`.
+pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
+    let a: Vec<u128> = g.args.iter().map(|&v| v as u128).collect();
+    let spec = g.to_string();
+    let d = find_kind(g.kind).ok_or_else(|| spec_err(&spec, "unknown kind"))?;
+    let bad = |msg: String| spec_err(&spec, format!("{msg}; {} takes {}", g.kind, d.usage));
+    let positive = |names: &[&str]| -> Result<()> {
+        for (v, n) in a.iter().zip(names) {
+            if *v == 0 {
+                return Err(bad(format!("{n} must be at least 1")));
+            }
+        }
+        Ok(())
+    };
+    let seed = g.seed;
+    match g.kind {
+        "poisson2d" | "poisson3d" | "stencil27" => {
+            positive(&["N"])?;
+            let n = a[0];
+            let square = n * n;
+            let rows = if g.kind == "poisson2d" {
+                square
+            } else {
+                square.saturating_mul(n)
+            };
+            limit("rows", rows)?;
+            let nnz = match g.kind {
+                "poisson2d" => 5 * square - 4 * n,
+                "poisson3d" => 7 * rows - 6 * square,
+                _ => (3 * n - 2).pow(3),
+            };
+            limit("nnz", nnz)?;
+            let dims = if g.kind == "poisson2d" { 2 } else { 3 };
+            kinds::stencil::<T>(n as usize, dims, g.kind == "stencil27")
+        }
+        "banded" => {
+            positive(&["N"])?;
+            let (n, bw) = (a[0], a[1]);
+            let fill = opt(g, "fill", 0.5, "a number in (0, 1]", |s| {
+                s.parse::<f64>().ok().filter(|f| *f > 0.0 && *f <= 1.0)
+            })?;
+            let n = limit("rows", n)?;
+            let width = (2 * bw + 1).min(n as u128) as f64;
+            limit("nnz", (n as f64 * (fill * width).round().max(1.0)) as u128)?;
+            kinds::banded::<T>(n, bw.min(n as u128) as usize, fill, seed)
+        }
+        "uniform" | "tall" | "wide" => {
+            let (m, n, k) = if a.len() == 2 {
+                (a[0], a[0], a[1])
+            } else {
+                (a[0], a[1], a[2])
+            };
+            if g.kind == "tall" && m < n {
+                return Err(bad(format!("tall needs M ≥ N, got {m} < {n}")));
+            }
+            if g.kind == "wide" && m > n {
+                return Err(bad(format!("wide needs M ≤ N, got {m} > {n}")));
+            }
+            if k > n {
+                return Err(bad(format!(
+                    "K = {k} distinct columns do not fit in N = {n} columns"
+                )));
+            }
+            limit("rows", m)?;
+            limit("columns", n)?;
+            limit("nnz", m * k)?;
+            kinds::uniform::<T>(m as usize, n as usize, k as usize, seed)
+        }
+        "powerlaw" => {
+            positive(&["N", "MEAN"])?;
+            let (n, mean) = (a[0], a[1]);
+            if mean > n {
+                return Err(bad(format!("MEAN = {mean} exceeds N = {n}")));
+            }
+            let alpha = opt(g, "alpha", 2.0, "a positive number", |s| {
+                s.parse::<f64>().ok().filter(|x| *x > 0.0 && x.is_finite())
+            })?;
+            limit("rows", n)?;
+            limit("nnz", n * mean)?;
+            kinds::powerlaw::<T>(n as usize, mean as f64, alpha, seed)
+        }
+        "kron" => {
+            let scale = a[0];
+            if !(1..=31).contains(&scale) {
+                return Err(bad(format!("SCALE = {scale} is not in 1..=31")));
+            }
+            let ef = a.get(1).copied().unwrap_or(16);
+            if ef == 0 {
+                return Err(bad("EF must be at least 1".into()));
+            }
+            let symmetric = opt(g, "sym", true, "0 or 1", parse_bool)?;
+            let loops = opt(g, "loops", true, "0 or 1", parse_bool)?;
+            let random_values = opt(g, "vals", false, "count or rand", |s| {
+                match s.to_ascii_lowercase().as_str() {
+                    "count" => Some(false),
+                    "rand" | "random" => Some(true),
+                    _ => None,
+                }
+            })?;
+            limit("rows", 1u128 << scale)?;
+            limit("nnz", (ef << scale) * if symmetric { 2 } else { 1 })?;
+            kron::kron::<T>(kron::KronOptions {
+                scale: scale as u32,
+                edge_factor: ef as u64,
+                symmetric,
+                loops,
+                random_values,
+                seed,
+            })
+        }
+        "blockdiag" => {
+            let (nb, bs) = (a[0], a[1]);
+            limit("rows", nb * bs)?;
+            limit("nnz", nb * bs * bs)?;
+            kinds::blockdiag::<T>(nb as usize, bs as usize, seed)
+        }
+        "hugerow" => {
+            positive(&["N"])?;
+            let (n, k) = (a[0], a[1]);
+            let ncols = opt(g, "ncols", n, "a positive integer", |s| {
+                parse_uint(s).filter(|&c| c > 0).map(u128::from)
+            })?;
+            let l = a.get(2).copied().unwrap_or(ncols);
+            let row = opt(g, "row", n / 2, "a row index below N", |s| {
+                parse_uint(s).map(u128::from).filter(|&r| r < n)
+            })?;
+            if k > ncols || l > ncols {
+                return Err(bad(format!(
+                    "K = {k} and L = {l} must not exceed the {ncols} columns"
+                )));
+            }
+            limit("rows", n)?;
+            limit("columns", ncols)?;
+            limit("nnz", (n - 1) * k + l)?;
+            kinds::hugerow::<T>(
+                n as usize,
+                ncols as usize,
+                k as usize,
+                l as usize,
+                row as usize,
+                seed,
+            )
+        }
+        "diag" | "identity" => {
+            let n = limit("rows", a[0])?;
+            kinds::diagonal::<T>(n, g.kind == "identity", seed)
+        }
+        "dense" => {
+            limit("rows", a[0])?;
+            limit("columns", a[1])?;
+            limit("nnz", a[0] * a[1])?;
+            kinds::dense::<T>(a[0] as usize, a[1] as usize, seed)
+        }
+        "empty" => {
+            let m = limit("rows", a[0])?;
+            let n = limit("columns", a[1])?;
+            kinds::empty::<T>(m, n)
+        }
+        other => Err(spec_err(&spec, format!("unknown kind '{other}'"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints() {
+        let g = parse_spec(" kron:18, 48 ,seed=7,sym=0").unwrap();
+        assert_eq!(g.kind, "kron");
+        assert_eq!(g.args, vec![18, 48]);
+        assert_eq!(g.seed, 7);
+        assert_eq!(g.to_string(), "kron:18,48,sym=0,seed=7");
+        assert_eq!(parse_spec("diag:2^10").unwrap().args, vec![1024]);
+        assert_eq!(parse_spec("diag:1_000").unwrap().args, vec![1000]);
+    }
+
+    #[test]
+    fn kinds_table_is_complete() {
+        assert_eq!(kinds().len(), DEFS.len());
+        for k in kinds() {
+            assert!(!k.name.is_empty());
+            assert!(k.example.starts_with(k.name));
+        }
+    }
 }

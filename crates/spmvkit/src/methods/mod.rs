@@ -7,9 +7,17 @@
 //! combine passes included). Tuning parameters are plain data ([`ParamSpec`]) with the papers'
 //! defaults, overridable as `key=value`.
 
+pub mod csc;
 pub mod csr;
+pub mod csr_light;
+pub mod csr_scalar;
+pub mod csr_vector;
+pub mod cusparse;
+pub mod merge;
 mod params;
 mod plan;
+#[cfg(test)]
+pub(crate) mod testmats;
 
 use std::time::Duration;
 
@@ -143,12 +151,28 @@ impl PrepareFor for f64 {
 
 /// Every method's kernel source, for the NVRTC compile check in CI.
 pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
-    Vec::new()
+    vec![
+        csr_vector::KERNEL,
+        csr_light::KERNEL,
+        merge::KERNEL,
+        csr_scalar::KERNEL,
+        csc::KERNEL,
+    ]
 }
 
 /// Every registered method, in listing order.
 pub fn registry() -> &'static [&'static dyn Method] {
-    static REGISTRY: &[&dyn Method] = &[&csr::CsrRayon];
+    static REGISTRY: &[&dyn Method] = &[
+        &csr::CsrRayon,
+        &csr_vector::CsrVector,
+        &csr_light::CsrLight,
+        &merge::Merge,
+        &csc::CscAtomic,
+        &csr_scalar::CsrScalar,
+        &cusparse::CusparseAlg1,
+        &cusparse::CusparseAlg2,
+        &cusparse::CusparseAuto,
+    ];
     REGISTRY
 }
 

@@ -1,0 +1,422 @@
+//! The binary matrix cache (`*.spmvkit`): a parsed CSR saved as raw little-endian arrays so that a
+//! second load of a Matrix Market file costs a mapped read instead of a parse.
+//!
+//! Layout (all integers little-endian):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 8 | magic `SPMVKITC` |
+//! | 8 | 4 | format version (1) |
+//! | 12 | 4 | value bytes: 4 (f32) or 8 (f64) |
+//! | 16 | 8 | rows |
+//! | 24 | 8 | columns |
+//! | 32 | 8 | nnz |
+//! | 40 | 8 | source file size in bytes (0: none) |
+//! | 48 | 8 | source modification time, ns since the Unix epoch (0: none) |
+//! | 56 | 4 | CRC-32 of bytes 0..56 followed by the payload |
+//! | 60 | 4 | header length (64) |
+//! | 64 | … | `row_ptr` (rows+1 × u32), `col_idx` (nnz × u32), zero padding to 8, values |
+//!
+//! Reading checks the magic, version, exact file length (before allocating anything), checksum
+//! and the CSR invariants; any failure is [`Error::Cache`]. [`load_cached`] keys a cache file on
+//! the source's canonical path and precision, reuses it while the source's size and mtime match,
+//! and rebuilds it when it is stale or damaged.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::matrix::Csr;
+use crate::scalar::{Idx, Precision, Scalar, MAX_INDEX};
+
+const MAGIC: &[u8; 8] = b"SPMVKITC";
+const VERSION: u32 = 1;
+const HEADER_LEN: usize = 64;
+/// Bytes per parallel checksum / conversion piece.
+const PIECE: usize = 1 << 22;
+
+/// The header of a cache file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CacheHeader {
+    pub version: u32,
+    pub precision: Precision,
+    pub nrows: u64,
+    pub ncols: u64,
+    pub nnz: u64,
+    /// Size of the Matrix Market file the cache was built from (0 if none was recorded).
+    pub source_size: u64,
+    /// Its modification time in ns since the Unix epoch (0 if none was recorded).
+    pub source_mtime_ns: u64,
+    pub checksum: u32,
+}
+
+/// What [`load_cached_with_outcome`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// A valid cache was read.
+    Hit(PathBuf),
+    /// No cache existed; the source was parsed and a cache written.
+    Built(PathBuf),
+    /// The cache was stale or damaged (the reason is given); it was rebuilt.
+    Rebuilt { path: PathBuf, reason: String },
+    /// The source was parsed but the cache could not be written (e.g. a read-only directory).
+    NotWritten { path: PathBuf, reason: String },
+    /// The input was itself a `.spmvkit` file, or no cache directory could be determined.
+    Direct,
+}
+
+fn cache_err(path: &Path, msg: impl Into<String>) -> Error {
+    Error::Cache {
+        path: path.to_path_buf(),
+        msg: msg.into(),
+    }
+}
+
+/// Size and mtime (ns since the epoch) of a file.
+pub fn source_stamp(path: &Path) -> Result<(u64, u64)> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64);
+    Ok((meta.len(), mtime))
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[off..off + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// CRC-32 of `head` followed by `payload`, the payload hashed in parallel pieces.
+fn checksum(head: &[u8], payload: &[&[u8]]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(head);
+    for part in payload {
+        let pieces: Vec<crc32fast::Hasher> = part
+            .par_chunks(PIECE)
+            .map(|p| {
+                let mut x = crc32fast::Hasher::new();
+                x.update(p);
+                x
+            })
+            .collect();
+        for p in pieces {
+            h.combine(&p);
+        }
+    }
+    h.finalize()
+}
+
+/// Byte offsets of the three arrays and the expected file length.
+fn layout(nrows: u64, nnz: u64, value_bytes: u64) -> Option<(usize, usize, usize, usize)> {
+    let ptr_off = HEADER_LEN as u64;
+    let col_off = ptr_off.checked_add(nrows.checked_add(1)?.checked_mul(4)?)?;
+    let val_off = col_off
+        .checked_add(nnz.checked_mul(4)?)?
+        .next_multiple_of(8);
+    let end = val_off.checked_add(nnz.checked_mul(value_bytes)?)?;
+    let c = |x: u64| usize::try_from(x).ok();
+    Some((c(ptr_off)?, c(col_off)?, c(val_off)?, c(end)?))
+}
+
+/// Parses and checks the 64-byte header (not the checksum).
+fn parse_header(path: &Path, b: &[u8]) -> Result<CacheHeader> {
+    if b.len() < HEADER_LEN || &b[..8] != MAGIC {
+        return Err(cache_err(
+            path,
+            "not an spmvkit cache (bad magic or too short)",
+        ));
+    }
+    let version = u32_at(b, 8);
+    if version != VERSION {
+        return Err(cache_err(
+            path,
+            format!("cache format version {version}, this build reads {VERSION}"),
+        ));
+    }
+    let precision = match u32_at(b, 12) {
+        4 => Precision::F32,
+        8 => Precision::F64,
+        other => return Err(cache_err(path, format!("bad value size {other}"))),
+    };
+    if u32_at(b, 60) as usize != HEADER_LEN {
+        return Err(cache_err(path, "bad header length"));
+    }
+    let h = CacheHeader {
+        version,
+        precision,
+        nrows: u64_at(b, 16),
+        ncols: u64_at(b, 24),
+        nnz: u64_at(b, 32),
+        source_size: u64_at(b, 40),
+        source_mtime_ns: u64_at(b, 48),
+        checksum: u32_at(b, 56),
+    };
+    if h.nrows > MAX_INDEX || h.ncols > MAX_INDEX || h.nnz > MAX_INDEX {
+        return Err(cache_err(path, "dimensions beyond the 32-bit index range"));
+    }
+    Ok(h)
+}
+
+/// Reads only the header of a cache file.
+pub fn read_cache_header(path: impl AsRef<Path>) -> Result<CacheHeader> {
+    let path = path.as_ref();
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut b = [0u8; HEADER_LEN];
+    std::io::Read::read_exact(&mut f, &mut b)
+        .map_err(|_| cache_err(path, "file shorter than the 64-byte header"))?;
+    parse_header(path, &b)
+}
+
+/// Little-endian bytes of a `u32` array, converted in parallel.
+fn u32_bytes(v: &[Idx]) -> Vec<u8> {
+    v.par_iter().flat_map_iter(|x| x.to_le_bytes()).collect()
+}
+
+fn value_bytes<T: Scalar>(v: &[T]) -> Vec<u8> {
+    if T::PRECISION == Precision::F32 {
+        v.par_iter()
+            .flat_map_iter(|x| (x.to_f64() as f32).to_le_bytes())
+            .collect()
+    } else {
+        v.par_iter()
+            .flat_map_iter(|x| x.to_f64().to_le_bytes())
+            .collect()
+    }
+}
+
+/// Writes `a` as a cache file at `path` (through a temporary file and a rename, so readers never
+/// see a half-written cache). `source` is the Matrix Market file it stands for, if any: its size
+/// and mtime are recorded for staleness checks.
+pub fn write_cache<T: Scalar>(
+    path: impl AsRef<Path>,
+    a: &Csr<T>,
+    source: Option<&Path>,
+) -> Result<()> {
+    let path = path.as_ref();
+    let (size, mtime) = match source {
+        Some(s) => source_stamp(s)?,
+        None => (0, 0),
+    };
+    let ptr = u32_bytes(a.row_ptr());
+    let cols = u32_bytes(a.col_idx());
+    let vals = value_bytes(a.vals());
+    let pad_len = (HEADER_LEN + ptr.len() + cols.len()).next_multiple_of(8)
+        - (HEADER_LEN + ptr.len() + cols.len());
+    let pad = vec![0u8; pad_len];
+    let mut head = [0u8; HEADER_LEN];
+    head[..8].copy_from_slice(MAGIC);
+    head[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    head[12..16].copy_from_slice(&(T::BYTES as u32).to_le_bytes());
+    head[16..24].copy_from_slice(&(a.nrows() as u64).to_le_bytes());
+    head[24..32].copy_from_slice(&(a.ncols() as u64).to_le_bytes());
+    head[32..40].copy_from_slice(&(a.nnz() as u64).to_le_bytes());
+    head[40..48].copy_from_slice(&size.to_le_bytes());
+    head[48..56].copy_from_slice(&mtime.to_le_bytes());
+    head[60..64].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+    let crc = checksum(&head[..56], &[&ptr, &cols, &pad, &vals]);
+    head[56..60].copy_from_slice(&crc.to_le_bytes());
+
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "cache".into());
+    let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        for part in [&head[..], &ptr, &cols, &pad, &vals] {
+            w.write_all(part)?;
+        }
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(path, e)
+    })
+}
+
+/// Reads a cache file into CSR, checking header, length, checksum and structure. Values stored
+/// in the other precision are converted.
+pub fn read_cache<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
+    read_cache_checked(path.as_ref(), None)
+}
+
+/// [`read_cache`], optionally requiring a source stamp (size, mtime).
+fn read_cache_checked<T: Scalar>(path: &Path, stamp: Option<(u64, u64)>) -> Result<Csr<T>> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if len < HEADER_LEN as u64 {
+        return Err(cache_err(path, "file shorter than the 64-byte header"));
+    }
+    // SAFETY: read-only private mapping; the cache is only replaced by rename, never rewritten
+    // in place by spmvkit.
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }
+        .map_err(|e| Error::io(path, e))?;
+    let b = &map[..];
+    let h = parse_header(path, b)?;
+    if let Some((size, mtime)) = stamp {
+        if (h.source_size, h.source_mtime_ns) != (size, mtime) {
+            return Err(cache_err(path, "stale: the source file changed"));
+        }
+    }
+    let vb = h.precision.bytes() as u64;
+    let (po, co, vo, end) =
+        layout(h.nrows, h.nnz, vb).ok_or_else(|| cache_err(path, "sizes overflow"))?;
+    if end as u64 != len {
+        return Err(cache_err(
+            path,
+            format!("file is {len} bytes, the header implies {end} (truncated or damaged)"),
+        ));
+    }
+    if checksum(&b[..56], &[&b[HEADER_LEN..]]) != h.checksum {
+        return Err(cache_err(path, "checksum mismatch (damaged file)"));
+    }
+    let ptr: Vec<Idx> = b[po..co]
+        .par_chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let cols: Vec<Idx> = b[co..co + 4 * h.nnz as usize]
+        .par_chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let vals: Vec<T> = if h.precision == Precision::F32 {
+        b[vo..end]
+            .par_chunks_exact(4)
+            .map(|c| T::from_f64(f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64))
+            .collect()
+    } else {
+        b[vo..end]
+            .par_chunks_exact(8)
+            .map(|c| {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(c);
+                T::from_f64(f64::from_le_bytes(a))
+            })
+            .collect()
+    };
+    Csr::new(h.nrows as usize, h.ncols as usize, ptr, cols, vals)
+        .map_err(|e| cache_err(path, format!("invalid CSR structure: {e}")))
+}
+
+/// The default cache directory: `$SPMVKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/spmvkit`, else
+/// `~/.cache/spmvkit`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("SPMVKIT_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("spmvkit")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache").join("spmvkit")))
+}
+
+/// The cache file that stands for `source` in `dir`: the file name, a hash of the canonical
+/// path, and the precision, e.g. `af23560.mtx.gz-1a2b3c4d.f64.spmvkit`.
+pub fn cache_path_for<T: Scalar>(source: &Path, dir: &Path) -> PathBuf {
+    let canon = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_path_buf());
+    let key = crc32fast::hash(canon.to_string_lossy().as_bytes());
+    let name = source
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "matrix".into());
+    dir.join(format!("{name}-{key:08x}.{}.spmvkit", T::PRECISION.name()))
+}
+
+/// Whether a path names a cache file.
+pub(crate) fn is_cache_path(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("spmvkit"))
+}
+
+/// [`load_cached`], also saying whether the cache was hit, built or rebuilt.
+pub fn load_cached_with_outcome<T: Scalar>(
+    path: impl AsRef<Path>,
+    cache_dir: Option<&Path>,
+) -> Result<(Csr<T>, CacheOutcome)> {
+    let path = path.as_ref();
+    if is_cache_path(path) {
+        return Ok((read_cache(path)?, CacheOutcome::Direct));
+    }
+    let Some(dir) = cache_dir.map(Path::to_path_buf).or_else(default_cache_dir) else {
+        return Ok((super::read_matrix_market(path)?, CacheOutcome::Direct));
+    };
+    let stamp = source_stamp(path)?;
+    let cpath = cache_path_for::<T>(path, &dir);
+    let mut reason = None;
+    if cpath.exists() {
+        match read_cache_checked::<T>(&cpath, Some(stamp)) {
+            Ok(a) => return Ok((a, CacheOutcome::Hit(cpath))),
+            Err(e) => reason = Some(e.to_string()),
+        }
+    }
+    let a = super::read_matrix_market::<T>(path)?;
+    let written = std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(&dir, e))
+        .and_then(|_| write_cache(&cpath, &a, Some(path)));
+    let outcome = match (written, reason) {
+        (Err(e), _) => CacheOutcome::NotWritten {
+            path: cpath,
+            reason: e.to_string(),
+        },
+        (Ok(()), Some(reason)) => CacheOutcome::Rebuilt {
+            path: cpath,
+            reason,
+        },
+        (Ok(()), None) => CacheOutcome::Built(cpath),
+    };
+    Ok((a, outcome))
+}
+
+/// Loads a matrix through the binary cache: a valid cache for `path` in `cache_dir` (default
+/// [`default_cache_dir`]) is read; a missing, stale or damaged one is rebuilt from the source.
+/// Failing to write the cache is not an error (the parsed matrix is returned).
+pub fn load_cached<T: Scalar>(path: impl AsRef<Path>, cache_dir: Option<&Path>) -> Result<Csr<T>> {
+    load_cached_with_outcome(path, cache_dir).map(|r| r.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Csr<f64> {
+        Csr::new(
+            3,
+            4,
+            vec![0, 2, 2, 3],
+            vec![0, 3, 1],
+            vec![1.5, -2.0, 1e-300],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn cache_round_trip_and_damage() {
+        let dir = std::env::temp_dir().join(format!("spmvkit-cache-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("a.spmvkit");
+        write_cache(&p, &sample(), None).unwrap();
+        assert_eq!(read_cache::<f64>(&p).unwrap(), sample());
+        let h = read_cache_header(&p).unwrap();
+        assert_eq!((h.nrows, h.ncols, h.nnz), (3, 4, 3));
+        let mut bytes = std::fs::read(&p).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&p, &bytes).unwrap();
+        assert!(matches!(read_cache::<f64>(&p), Err(Error::Cache { .. })));
+        std::fs::write(&p, &bytes[..40]).unwrap();
+        assert!(matches!(read_cache::<f64>(&p), Err(Error::Cache { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,93 @@
+//! `csc`: the basic CSC SpMV kernel that FastLoad (Hu et al., "FastLoad: Speeding up data
+//! loading of both sparse matrix and vector for SpMV on GPUs", TPDS 2024, §III-B, Fig. 3)
+//! starts from: the matrix in CSC, one warp per column, each lane adding a_ij·α·x_j to y_i with a
+//! float atomicAdd. Loads of the matrix are coalesced and x_j is one broadcast load per column;
+//! the scattered atomics on y are the cost FastLoad attacks.
+//!
+//! Every call scales y by β (or zeroes it when β = 0, without reading it) in a small kernel
+//! before the atomics, so a call is two launches. Not deterministic: the order in which atomics
+//! land varies between runs. The CPU mirror adds in column order.
+
+mod cpu;
+mod gpu;
+
+use crate::error::Result;
+use crate::gpu::{Gpu, KernelSource};
+use crate::matrix::{Csc, Csr};
+use crate::methods::csr_vector::check_threads;
+use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::scalar::Scalar;
+
+/// The kernel source of this room.
+pub const KERNEL: KernelSource = KernelSource {
+    name: "csc",
+    source: include_str!("kernel.cu"),
+};
+
+const NAME: &str = "csc";
+
+const PARAMS: &[ParamSpec] = &[ParamSpec {
+    key: "threads",
+    default: "256",
+    help: "threads per block of the atomic kernel (a multiple of 32, at most 1024); one warp per column",
+}];
+
+/// The registry entry of `csc`.
+pub struct CscAtomic;
+
+impl GenericMethod for CscAtomic {
+    fn info(&self) -> MethodInfo {
+        MethodInfo {
+            name: NAME,
+            summary: "GPU: CSC, one warp per column, atomicAdd into y (FastLoad's basic kernel)",
+            source: "Hu et al., FastLoad, TPDS 2024, §III-B (basic CSC SpMV)",
+            deterministic: false,
+            gpu: true,
+            cpu: true,
+            params: PARAMS,
+        }
+    }
+
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        let threads: u32 = params.get(NAME, PARAMS, "threads")?;
+        check_threads(NAME, threads)?;
+        Ok(Box::new(CscLayout {
+            a: csr.to_csc(),
+            threads,
+        }))
+    }
+}
+
+/// The layout of `csc`: the matrix in CSC and the block size.
+pub struct CscLayout<T> {
+    a: Csc<T>,
+    threads: u32,
+}
+
+impl<T: Scalar> CscLayout<T> {
+    fn bytes(&self) -> usize {
+        4 * (self.a.ncols() + 1) + (4 + T::BYTES) * self.a.nnz()
+    }
+}
+
+impl<T: Scalar> Layout<T> for CscLayout<T> {
+    fn footprint_bytes(&self) -> usize {
+        self.bytes()
+    }
+
+    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
+        cpu::run(&self.a, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
+        gpu::upload(self, gpu)
+    }
+
+    fn notes(&self) -> Vec<(String, String)> {
+        vec![("threads per block".into(), self.threads.to_string())]
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,98 @@
+//! Upload and launch of `csr_light_v{V}` (kernel.cu). The grid is persistent: at most as many
+//! blocks as fit on the device at once (`sm_count · 2048 / threads`), fewer when the matrix has
+//! fewer rows than one grab per warp; warps then loop on the row counter. The two-word counter
+//! is zeroed at upload, and the kernel's last block zeroes it again at the end of every call, so
+//! `run` is a single launch. No launch when there are no rows.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+
+use super::{CsrLightLayout, KERNEL};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::methods::DeviceLayout;
+use crate::scalar::{Idx, Scalar};
+
+/// Resident threads per SM assumed when sizing the persistent grid (sm_80 and sm_90).
+const THREADS_PER_SM: usize = 2048;
+
+/// The device copy of a csr-light layout.
+pub(super) struct DeviceCsrLight<T: Scalar> {
+    func: CudaFunction,
+    nrows: usize,
+    threads: u32,
+    grab: u32,
+    chunk: u32,
+    row_ptr: CudaSlice<Idx>,
+    col_idx: CudaSlice<Idx>,
+    vals: CudaSlice<T>,
+    /// [row counter, finished blocks], zero between calls.
+    counter: CudaSlice<u32>,
+    bytes: usize,
+}
+
+pub(super) fn upload<T: Scalar>(
+    l: &CsrLightLayout<T>,
+    gpu: &Arc<Gpu>,
+) -> Result<Box<dyn DeviceLayout<T>>> {
+    let func = gpu.function::<T>(&KERNEL, &format!("csr_light_v{}", l.vector))?;
+    Ok(Box::new(DeviceCsrLight {
+        func,
+        nrows: l.a.nrows(),
+        threads: l.threads,
+        grab: l.grab,
+        chunk: l.chunk(),
+        row_ptr: gpu.upload(l.a.row_ptr())?,
+        col_idx: gpu.upload(l.a.col_idx())?,
+        vals: gpu.upload(l.a.vals())?,
+        counter: gpu.alloc_zeros::<u32>(2)?,
+        bytes: l.a.bytes() + 8,
+    }))
+}
+
+impl<T: Scalar> DeviceLayout<T> for DeviceCsrLight<T> {
+    fn run(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        if self.nrows == 0 {
+            return Ok(());
+        }
+        let warps = (self.threads / 32) as usize;
+        let resident = gpu.sm_count().max(1) * (THREADS_PER_SM / self.threads as usize).max(1);
+        let needed = self.nrows.div_ceil(warps * self.chunk as usize);
+        let blocks = needed.clamp(1, resident) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (self.threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let nrows = self.nrows as i32;
+        let grab = self.grab as i32;
+        let mut b = gpu.stream().launch_builder(&self.func);
+        b.arg(&nrows)
+            .arg(&self.row_ptr)
+            .arg(&self.col_idx)
+            .arg(&self.vals)
+            .arg(x)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&self.counter)
+            .arg(&grab);
+        // SAFETY: the arguments match csr_light_v{V} in kernel.cu; row_ptr has nrows + 1 entries,
+        // col_idx and vals nnz, x ncols and y nrows (checked by Plan); the counter is 2 words,
+        // zero on entry (zeroed at upload and by the previous call's last block).
+        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr-light launch", e))?;
+        Ok(())
+    }
+
+    fn footprint_bytes(&self) -> usize {
+        self.bytes
+    }
+}

@@ -1,0 +1,183 @@
+//! `csr-light`: LightSpMV (Liu & Schmidt, "LightSpMV: faster CSR-based sparse matrix-vector
+//! multiplication on CUDA-enabled GPUs", ASAP'15, §III): CSR with one vector of V lanes per row
+//! and rows handed out at run time by a global atomic row counter (the paper's warp-level
+//! variant: one atomicAdd per warp, broadcast by shuffle).
+//!
+//! V comes from the mean row length by the paper's rule (≤ 2 → 2, ≤ 4 → 4, ≤ 64 → 8, else 32),
+//! or is set with `vector=2|4|8|16|32`. `grab` sets how many warp iterations (of 32/V rows each)
+//! one atomicAdd takes: 1 is the paper's scheme; `auto` keeps the number of atomics on the single
+//! counter to about 2^16 per call, since on current GPUs millions of same-address atomics would
+//! cost more than the SpMV. The counter is reset inside every call by the kernel's last block
+//! (see kernel.cu), so a call is one launch. Deterministic: every row is summed by one vector in
+//! a fixed lane order, whichever warp takes it.
+
+mod cpu;
+mod gpu;
+
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, KernelSource};
+use crate::matrix::Csr;
+use crate::methods::csr_vector::check_threads;
+use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::scalar::Scalar;
+
+/// The kernel source of this room.
+pub const KERNEL: KernelSource = KernelSource {
+    name: "csr-light",
+    source: include_str!("kernel.cu"),
+};
+
+const NAME: &str = "csr-light";
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        key: "vector",
+        default: "auto",
+        help: "lanes per row: auto (LightSpMV rule on the mean row length: <=2 -> 2, <=4 -> 4, \
+               <=64 -> 8, else 32) or 2, 4, 8, 16, 32",
+    },
+    ParamSpec {
+        key: "grab",
+        default: "auto",
+        help: "warp iterations (of 32/vector rows) taken per atomicAdd on the row counter: 1 is \
+               the paper's scheme; auto keeps about 2^16 atomics per call (at most 16); 1..=64",
+    },
+    ParamSpec {
+        key: "threads",
+        default: "256",
+        help: "threads per block (a multiple of 32, at most 1024)",
+    },
+];
+
+/// Largest accepted `grab`.
+const MAX_GRAB: u32 = 64;
+
+/// The registry entry of `csr-light`.
+pub struct CsrLight;
+
+impl GenericMethod for CsrLight {
+    fn info(&self) -> MethodInfo {
+        MethodInfo {
+            name: NAME,
+            summary: "GPU: LightSpMV, a V-lane vector per row, rows from a dynamic atomic counter",
+            source: "Liu & Schmidt, LightSpMV, ASAP'15, §III",
+            deterministic: true,
+            gpu: true,
+            cpu: true,
+            params: PARAMS,
+        }
+    }
+
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        let threads: u32 = params.get(NAME, PARAMS, "threads")?;
+        check_threads(NAME, threads)?;
+        let vector = match params.get::<String>(NAME, PARAMS, "vector")?.as_str() {
+            "auto" => auto_vector(csr.nnz(), csr.nrows()),
+            s => match s.parse::<u32>() {
+                Ok(v @ (2 | 4 | 8 | 16 | 32)) => v,
+                _ => {
+                    return Err(param_err(
+                        "vector",
+                        format!("'{s}' is not auto, 2, 4, 8, 16 or 32"),
+                    ))
+                }
+            },
+        };
+        let rows_per_iter = 32 / vector;
+        let grab = match params.get::<String>(NAME, PARAMS, "grab")?.as_str() {
+            "auto" => auto_grab(csr.nrows(), rows_per_iter),
+            s => match s.parse::<u32>() {
+                Ok(g @ 1..=MAX_GRAB) => g,
+                _ => {
+                    return Err(param_err(
+                        "grab",
+                        format!("'{s}' is not auto or 1..={MAX_GRAB}"),
+                    ))
+                }
+            },
+        };
+        Ok(Box::new(CsrLightLayout {
+            a: csr.clone(),
+            vector,
+            grab,
+            threads,
+        }))
+    }
+}
+
+fn param_err(key: &str, msg: String) -> Error {
+    Error::Param {
+        method: NAME.into(),
+        key: key.into(),
+        msg,
+    }
+}
+
+/// LightSpMV's vector size from the mean row length: ≤ 2 → 2, ≤ 4 → 4, ≤ 64 → 8, else 32.
+pub fn auto_vector(nnz: usize, nrows: usize) -> u32 {
+    let mean = if nrows == 0 {
+        0.0
+    } else {
+        nnz as f64 / nrows as f64
+    };
+    if mean <= 2.0 {
+        2
+    } else if mean <= 4.0 {
+        4
+    } else if mean <= 64.0 {
+        8
+    } else {
+        32
+    }
+}
+
+/// Warp iterations per atomicAdd so that a call makes about 2^16 atomics (1 to 16).
+fn auto_grab(nrows: usize, rows_per_iter: u32) -> u32 {
+    let iters = nrows.div_ceil(rows_per_iter as usize);
+    iters.div_ceil(1 << 16).clamp(1, 16) as u32
+}
+
+/// The layout of `csr-light`: the CSR matrix and the chosen vector size, grab and block size.
+pub struct CsrLightLayout<T> {
+    a: Csr<T>,
+    /// Lanes per row (2, 4, 8, 16 or 32).
+    vector: u32,
+    /// Warp iterations per atomicAdd.
+    grab: u32,
+    threads: u32,
+}
+
+impl<T: Scalar> CsrLightLayout<T> {
+    /// Rows one atomicAdd hands to a warp.
+    fn chunk(&self) -> u32 {
+        32 / self.vector * self.grab
+    }
+}
+
+impl<T: Scalar> Layout<T> for CsrLightLayout<T> {
+    fn footprint_bytes(&self) -> usize {
+        // The CSR arrays plus the two-word counter.
+        self.a.bytes() + 8
+    }
+
+    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
+        cpu::run(self, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
+        gpu::upload(self, gpu)
+    }
+
+    fn notes(&self) -> Vec<(String, String)> {
+        vec![
+            ("vector size".into(), self.vector.to_string()),
+            ("warp iterations per atomic".into(), self.grab.to_string()),
+            ("rows per atomic".into(), self.chunk().to_string()),
+            ("threads per block".into(), self.threads.to_string()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,97 @@
+//! `csr-vector`: CSR SpMV with one warp per row, the "CSR (vector)" kernel of Bell & Garland
+//! (SC'09, §4.2): the 32 lanes stride through the row (the stride start aligned down to a
+//! multiple of 32, as LightSpMV does, so each load covers whole sectors), each keeps a partial
+//! sum, and a shuffle butterfly adds them. One launch per call; deterministic, since every row
+//! is summed by fixed lanes in a fixed order.
+//!
+//! The layout is the CSR matrix itself. The CPU mirror ([`cpu`]) simulates the 32 lanes and the
+//! butterfly, with the kernel's fused multiply-adds, so it reproduces the kernel's bits.
+
+pub(crate) mod cpu;
+mod gpu;
+
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, KernelSource};
+use crate::matrix::Csr;
+use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::scalar::Scalar;
+
+/// The kernel source of this room.
+pub const KERNEL: KernelSource = KernelSource {
+    name: "csr-vector",
+    source: include_str!("kernel.cu"),
+};
+
+const NAME: &str = "csr-vector";
+
+const PARAMS: &[ParamSpec] = &[ParamSpec {
+    key: "threads",
+    default: "256",
+    help: "threads per block (a multiple of 32, at most 1024); one warp per row",
+}];
+
+/// The registry entry of `csr-vector`.
+pub struct CsrVector;
+
+impl GenericMethod for CsrVector {
+    fn info(&self) -> MethodInfo {
+        MethodInfo {
+            name: NAME,
+            summary: "GPU: CSR, one warp per row, shuffle reduction",
+            source: "Bell & Garland, Implementing SpMV on throughput-oriented processors, SC'09, §4.2 (CSR vector)",
+            deterministic: true,
+            gpu: true,
+            cpu: true,
+            params: PARAMS,
+        }
+    }
+
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        let threads: u32 = params.get(NAME, PARAMS, "threads")?;
+        check_threads(NAME, threads)?;
+        Ok(Box::new(CsrVectorLayout {
+            a: csr.clone(),
+            threads,
+        }))
+    }
+}
+
+/// Checks a block size: a positive multiple of 32, at most 1024.
+pub(crate) fn check_threads(method: &str, threads: u32) -> Result<()> {
+    if threads == 0 || threads % 32 != 0 || threads > 1024 {
+        return Err(Error::Param {
+            method: method.into(),
+            key: "threads".into(),
+            msg: format!("{threads} is not a multiple of 32 in 32..=1024"),
+        });
+    }
+    Ok(())
+}
+
+/// The layout of `csr-vector`: the CSR matrix and the block size.
+pub struct CsrVectorLayout<T> {
+    a: Csr<T>,
+    threads: u32,
+}
+
+impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
+    fn footprint_bytes(&self) -> usize {
+        self.a.bytes()
+    }
+
+    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
+        cpu::run(&self.a, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
+        gpu::upload(self, gpu)
+    }
+
+    fn notes(&self) -> Vec<(String, String)> {
+        vec![("threads per block".into(), self.threads.to_string())]
+    }
+}
+
+#[cfg(test)]
+mod tests;

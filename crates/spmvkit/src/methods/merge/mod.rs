@@ -1,0 +1,271 @@
+//! `merge`: merge-based CSR SpMV after Merrill & Garland, "Merge-based parallel sparse
+//! matrix-vector multiplication", SC'16, §4 (our own implementation; CUB's `DeviceSpmv` was
+//! removed in CCCL 3.0).
+//!
+//! SpMV is a merge of the row-end offsets (`row_ptr[1..]`) with the nonzero indices 0..nnz: a
+//! path of nrows + nnz steps. Each CTA takes an equal tile of `threads · items` steps, each of
+//! its threads `items` steps, found by binary search on the diagonal; a thread consumes its steps
+//! in order, adding nonzeros and closing a row at each row end. Rows that span threads are
+//! joined inside the CTA by a segmented (reduce-by-key) scan; the part of a row that spans CTAs
+//! is the CTA's carry-out, written to an array; a second, "fix-up" kernel adds each row's carries
+//! in a fixed order (one thread per short run of carries, one warp per long run). No float
+//! atomics anywhere, so the method is deterministic.
+//!
+//! Preprocessing (the plan): the tile start coordinates (CUB computes them per call in a search
+//! kernel; they depend only on the structure, so we compute them once) and the list of carry
+//! runs (row, first tile, end tile) that the fix-up walks. Defaults for `threads` × `items` follow
+//! CUB's sm_50 SpMV policy: 64 × 6 for f64, 128 × 7 for f32.
+
+mod cpu;
+mod gpu;
+
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, KernelSource};
+use crate::matrix::Csr;
+use crate::methods::csr_vector::check_threads;
+use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::scalar::{Idx, Precision, Scalar};
+
+/// The kernel source of this room.
+pub const KERNEL: KernelSource = KernelSource {
+    name: "merge",
+    source: include_str!("kernel.cu"),
+};
+
+const NAME: &str = "merge";
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        key: "threads",
+        default: "auto",
+        help: "threads per CTA (a multiple of 32, at most 1024); auto: 64 for f64, 128 for f32",
+    },
+    ParamSpec {
+        key: "items",
+        default: "auto",
+        help: "merge-path steps per thread (1..=64); auto: 6 for f64, 7 for f32",
+    },
+];
+
+/// Runs of carries longer than this are summed by a warp in the fix-up, shorter ones by a thread.
+pub(crate) const SHORT_RUN: usize = 32;
+
+/// Dynamic shared memory one CTA may use without opting in (48 KiB), less the kernel's static
+/// arrays (32 keys and 32 values for the block scan).
+const MAX_DYNAMIC_SMEM: usize = 48 * 1024 - 32 * (4 + 8);
+
+/// The registry entry of `merge`.
+pub struct Merge;
+
+impl GenericMethod for Merge {
+    fn info(&self) -> MethodInfo {
+        MethodInfo {
+            name: NAME,
+            summary:
+                "GPU: merge-path CSR, equal shares of rows + nnz per thread, carry fix-up pass",
+            source: "Merrill & Garland, Merge-based parallel SpMV, SC'16, §4",
+            deterministic: true,
+            gpu: true,
+            cpu: true,
+            params: PARAMS,
+        }
+    }
+
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        let f64_ = T::PRECISION == Precision::F64;
+        let threads = match params.get::<String>(NAME, PARAMS, "threads")?.as_str() {
+            "auto" => {
+                if f64_ {
+                    64
+                } else {
+                    128
+                }
+            }
+            s => s
+                .parse::<u32>()
+                .map_err(|e| param_err("threads", format!("'{s}': {e}")))?,
+        };
+        check_threads(NAME, threads)?;
+        let items = match params.get::<String>(NAME, PARAMS, "items")?.as_str() {
+            "auto" => {
+                if f64_ {
+                    6
+                } else {
+                    7
+                }
+            }
+            s => match s.parse::<u32>() {
+                Ok(i @ 1..=64) => i,
+                _ => return Err(param_err("items", format!("'{s}' is not auto or 1..=64"))),
+            },
+        };
+        let tile = (threads * items) as usize;
+        let smem = smem_bytes::<T>(tile);
+        if smem > MAX_DYNAMIC_SMEM {
+            return Err(param_err(
+                "items",
+                format!(
+                    "a tile of {threads} x {items} steps needs {smem} bytes of shared memory, \
+                     more than {MAX_DYNAMIC_SMEM}"
+                ),
+            ));
+        }
+        Ok(Box::new(MergeLayout::build(csr, threads, items)))
+    }
+}
+
+fn param_err(key: &str, msg: String) -> Error {
+    Error::Param {
+        method: NAME.into(),
+        key: key.into(),
+        msg,
+    }
+}
+
+/// Dynamic shared memory of one CTA: the tile's products (or row sums), then its row ends.
+pub(crate) fn smem_bytes<T: Scalar>(tile: usize) -> usize {
+    tile * T::BYTES + (tile + 1) * 4
+}
+
+/// The merge-path coordinate (rows finished, nonzeros consumed) after `diag` steps: the binary
+/// search of Merrill & Garland Alg. 3 on the diagonal, row ends first on ties.
+pub(crate) fn path_coordinate(row_ptr: &[Idx], diag: u64) -> (u64, u64) {
+    let nrows = (row_ptr.len() - 1) as u64;
+    let nnz = row_ptr[row_ptr.len() - 1] as u64;
+    let (mut lo, mut hi) = (diag.saturating_sub(nnz), diag.min(nrows));
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if (row_ptr[mid as usize + 1] as u64) < diag - mid {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo, diag - lo)
+}
+
+/// The layout of `merge`: the CSR matrix, the tile start coordinates and the carry runs.
+pub struct MergeLayout<T> {
+    a: Csr<T>,
+    threads: u32,
+    items: u32,
+    /// Row coordinate of each tile start (ntiles + 1 entries; the last is nrows).
+    tile_row: Vec<Idx>,
+    /// Nonzero coordinate of each tile start (ntiles + 1 entries; the last is nnz).
+    tile_nz: Vec<Idx>,
+    /// Carry runs: the row, first tile and end tile (exclusive) of every row that has nonzeros
+    /// in tiles before the one it ends in. Runs of at most SHORT_RUN tiles come first.
+    run_row: Vec<Idx>,
+    run_first: Vec<Idx>,
+    run_end: Vec<Idx>,
+    /// How many runs are short.
+    nshort: usize,
+}
+
+impl<T: Scalar> MergeLayout<T> {
+    fn build(a: &Csr<T>, threads: u32, items: u32) -> Self {
+        let rp = a.row_ptr();
+        let nrows = a.nrows();
+        let tile = (threads * items) as u64;
+        let total = (nrows + a.nnz()) as u64;
+        let ntiles = total.div_ceil(tile) as usize;
+        let (mut tile_row, mut tile_nz) = (
+            Vec::with_capacity(ntiles + 1),
+            Vec::with_capacity(ntiles + 1),
+        );
+        for t in 0..=ntiles as u64 {
+            let (r, k) = path_coordinate(rp, (t * tile).min(total));
+            tile_row.push(r as Idx);
+            tile_nz.push(k as Idx);
+        }
+        // Carries: tile t carries into row tile_row[t + 1] the nonzeros of that row it consumed.
+        let mut runs: Vec<(Idx, Idx, Idx)> = Vec::new();
+        for t in 0..ntiles {
+            let row = tile_row[t + 1] as usize;
+            if row >= nrows {
+                continue;
+            }
+            let from = rp[row].max(tile_nz[t]);
+            if tile_nz[t + 1] <= from {
+                continue;
+            }
+            match runs.last_mut() {
+                Some(last) if last.0 as usize == row && last.2 as usize == t => last.2 += 1,
+                _ => runs.push((row as Idx, t as Idx, t as Idx + 1)),
+            }
+        }
+        let (short, long): (Vec<_>, Vec<_>) = runs
+            .into_iter()
+            .partition(|r| ((r.2 - r.1) as usize) <= SHORT_RUN);
+        let nshort = short.len();
+        let all = short.into_iter().chain(long);
+        let (mut run_row, mut run_first, mut run_end) = (Vec::new(), Vec::new(), Vec::new());
+        for (r, f, e) in all {
+            run_row.push(r);
+            run_first.push(f);
+            run_end.push(e);
+        }
+        MergeLayout {
+            a: a.clone(),
+            threads,
+            items,
+            tile_row,
+            tile_nz,
+            run_row,
+            run_first,
+            run_end,
+            nshort,
+        }
+    }
+
+    /// Number of tiles (CTAs of the main kernel).
+    pub(crate) fn ntiles(&self) -> usize {
+        self.tile_row.len() - 1
+    }
+
+    /// Steps per tile.
+    pub(crate) fn tile_items(&self) -> usize {
+        (self.threads * self.items) as usize
+    }
+
+    /// Number of carry runs.
+    pub(crate) fn nruns(&self) -> usize {
+        self.run_row.len()
+    }
+}
+
+impl<T: Scalar> Layout<T> for MergeLayout<T> {
+    fn footprint_bytes(&self) -> usize {
+        // CSR + tile coordinates + runs + the device carry array (one value per tile).
+        self.a.bytes()
+            + 4 * (self.tile_row.len() + self.tile_nz.len())
+            + 4 * (self.run_row.len() + self.run_first.len() + self.run_end.len())
+            + T::BYTES * self.ntiles()
+    }
+
+    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
+        cpu::run(self, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
+        gpu::upload(self, gpu)
+    }
+
+    fn notes(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "threads x items".into(),
+                format!("{} x {}", self.threads, self.items),
+            ),
+            ("tiles".into(), self.ntiles().to_string()),
+            (
+                "carry runs (short/long)".into(),
+                format!("{}/{}", self.nshort, self.nruns() - self.nshort),
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests;

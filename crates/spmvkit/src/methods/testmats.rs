@@ -1,0 +1,198 @@
+//! Test support for method rooms (compiled in tests only): a suite of awkward matrices (empty
+//! shapes, 1×1, empty rows, tall, wide, a row longer than 2^16, power-law rows) and a checker
+//! that runs a method's CPU mirror against the oracle in both precisions with several (α, β),
+//! including β = 0 over a y full of NaN (which must not leak).
+
+use crate::cpu::{check, oracle_spmv};
+use crate::matrix::{Coo, Csr};
+use crate::methods::{GenericMethod, Layout, Params};
+use crate::scalar::Scalar;
+
+/// A small deterministic generator (64-bit LCG, high bits).
+pub(crate) struct Lcg(u64);
+
+impl Lcg {
+    pub(crate) fn new(seed: u64) -> Self {
+        Lcg(seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407))
+    }
+    pub(crate) fn next_u32(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) as u32
+    }
+    pub(crate) fn below(&mut self, n: u32) -> u32 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u32() % n
+        }
+    }
+    /// Uniform in [-1, 1).
+    pub(crate) fn value(&mut self) -> f64 {
+        self.next_u32() as f64 / (1u64 << 30) as f64 - 1.0
+    }
+}
+
+/// A random matrix whose row lengths come from `len(rng, row)` (duplicates are summed).
+pub(crate) fn random_rows(
+    nrows: usize,
+    ncols: usize,
+    seed: u64,
+    mut len: impl FnMut(&mut Lcg, usize) -> usize,
+) -> Csr<f64> {
+    let mut rng = Lcg::new(seed);
+    let mut coo = Coo::new(nrows, ncols).expect("test shape");
+    for r in 0..nrows {
+        let n = if ncols == 0 { 0 } else { len(&mut rng, r) };
+        for _ in 0..n {
+            let c = rng.below(ncols as u32) as usize;
+            let v = rng.value();
+            coo.push(r, c, v).expect("in range");
+        }
+    }
+    coo.to_csr()
+}
+
+/// The awkward-matrix suite, in f64.
+pub(crate) fn suite() -> Vec<(&'static str, Csr<f64>)> {
+    let mut out = vec![
+        ("0x0", Csr::new(0, 0, vec![0], vec![], vec![]).expect("0x0")),
+        ("0x5", Csr::new(0, 5, vec![0], vec![], vec![]).expect("0x5")),
+        (
+            "5x0",
+            Csr::new(5, 0, vec![0; 6], vec![], vec![]).expect("5x0"),
+        ),
+        (
+            "4x4 no entries",
+            Csr::new(4, 4, vec![0; 5], vec![], vec![]).expect("empty"),
+        ),
+        (
+            "1x1",
+            Csr::new(1, 1, vec![0, 1], vec![0], vec![1.5]).expect("1x1"),
+        ),
+        (
+            "1x1 empty",
+            Csr::new(1, 1, vec![0, 0], vec![], vec![]).expect("1x1"),
+        ),
+    ];
+    out.push((
+        "empty rows",
+        random_rows(300, 200, 1, |g, r| {
+            if r % 3 == 0 || r % 7 == 0 {
+                0
+            } else {
+                1 + g.below(9) as usize
+            }
+        }),
+    ));
+    out.push(("tall", random_rows(3000, 3, 2, |g, _| g.below(4) as usize)));
+    out.push((
+        "wide",
+        random_rows(3, 5000, 3, |g, _| 100 + g.below(3000) as usize),
+    ));
+    out.push((
+        "huge row",
+        random_rows(40, 150_000, 4, |g, r| {
+            if r == 17 {
+                120_000
+            } else {
+                g.below(5) as usize
+            }
+        }),
+    ));
+    out.push((
+        "power law",
+        random_rows(2000, 1500, 5, |g, _| {
+            let u = (g.next_u32() as f64 + 1.0) / (u32::MAX as f64 + 2.0);
+            ((1.0 / u.powf(0.8)) as usize).min(1500)
+        }),
+    ));
+    out.push((
+        "medium rows",
+        random_rows(500, 700, 6, |g, _| 20 + g.below(60) as usize),
+    ));
+    out.push((
+        "long rows",
+        random_rows(64, 4000, 7, |g, _| 200 + g.below(900) as usize),
+    ));
+    out.push((
+        "short rows",
+        random_rows(5000, 5000, 8, |g, _| 1 + g.below(3) as usize),
+    ));
+    out.push(("identity", Csr::identity(777).expect("identity")));
+    out
+}
+
+/// x and y for a matrix: values in [-1, 1), reproducible.
+pub(crate) fn vectors<T: Scalar>(nrows: usize, ncols: usize, seed: u64) -> (Vec<T>, Vec<T>) {
+    let mut g = Lcg::new(seed);
+    let x = (0..ncols).map(|_| T::from_f64(g.value())).collect();
+    let y = (0..nrows).map(|_| T::from_f64(g.value())).collect();
+    (x, y)
+}
+
+/// Runs `layout` (built from `a`) against the oracle with several (α, β); panics with `what`
+/// and the case on a mismatch. β = 0 starts from a y full of NaN.
+pub(crate) fn check_layout<T: Scalar>(what: &str, a: &Csr<T>, layout: &dyn Layout<T>) {
+    let (x, y0) = vectors::<T>(a.nrows(), a.ncols(), 99);
+    for &(alpha, beta) in &[(1.0, 0.0), (2.5, 0.0), (1.0, 1.0), (-0.75, 0.5), (0.0, 2.0)] {
+        let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+        let start: Vec<T> = if beta == T::zero() {
+            vec![T::from_f64(f64::NAN); a.nrows()]
+        } else {
+            y0.clone()
+        };
+        let r = oracle_spmv(a, alpha, &x, beta, &start).expect("oracle");
+        let mut y = start.clone();
+        layout
+            .run_cpu(alpha, &x, beta, &mut y)
+            .unwrap_or_else(|e| panic!("{what}: run_cpu failed: {e}"));
+        let c = check(&r, &y);
+        assert!(
+            c.ok,
+            "{what} ({}) α={alpha} β={beta}: row {} off by {:.3e} (got {}, want {})",
+            T::PRECISION,
+            c.worst_row,
+            c.max_rel_err,
+            y.get(c.worst_row).copied().unwrap_or_default(),
+            r.y.get(c.worst_row).copied().unwrap_or_default()
+        );
+    }
+}
+
+/// Checks a method over the whole suite in f32 and f64 with the given parameters.
+pub(crate) fn check_method<M: GenericMethod>(m: &M, params: &Params) {
+    let name = m.info().name;
+    for (case, a) in suite() {
+        let what = format!("{name} [{}] on {case}", params_text(params));
+        let l = m.prepare(&a, params).expect("prepare f64");
+        check_layout(&what, &a, l.as_ref());
+        let a32: Csr<f32> = a.cast();
+        let l = m.prepare(&a32, params).expect("prepare f32");
+        check_layout(&what, &a32, l.as_ref());
+    }
+}
+
+/// Runs a layout twice on the same input and asserts bitwise identical results.
+pub(crate) fn assert_repeatable<T: Scalar>(a: &Csr<T>, layout: &dyn Layout<T>) {
+    let (x, y0) = vectors::<T>(a.nrows(), a.ncols(), 7);
+    let (mut y1, mut y2) = (y0.clone(), y0);
+    let (alpha, beta) = (T::from_f64(1.25), T::from_f64(-0.5));
+    layout.run_cpu(alpha, &x, beta, &mut y1).expect("run 1");
+    layout.run_cpu(alpha, &x, beta, &mut y2).expect("run 2");
+    assert!(y1
+        .iter()
+        .zip(&y2)
+        .all(|(a, b)| a.to_bits_u64() == b.to_bits_u64()));
+}
+
+fn params_text(p: &Params) -> String {
+    p.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}

@@ -1,0 +1,363 @@
+//! Generators (issue #2): determinism across seeds and thread counts, exact shapes of the
+//! stencils, symmetry, every kind's example, the edge-case corpus, and errors for bad specs and
+//! sizes beyond the 32-bit limits.
+
+use spmvkit::gen::{self, corpus, generate, generate_f64, kinds, looks_like_spec, parse_spec};
+use spmvkit::{Csr, Error};
+
+fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("thread pool")
+        .install(f)
+}
+
+fn is_symmetric(a: &Csr<f64>) -> bool {
+    let t = a.transpose();
+    t.row_ptr() == a.row_ptr() && t.col_idx() == a.col_idx() && t.vals() == a.vals()
+}
+
+#[test]
+fn same_seed_same_matrix_any_thread_count() {
+    for spec in [
+        "uniform:3000,2000,9",
+        "powerlaw:20000,6",
+        "banded:5000,20,fill=0.3",
+        "kron:12",
+        "kron:11,8,sym=0,loops=0,vals=rand",
+        "hugerow:3000,3",
+        "blockdiag:100,7",
+        "diag:50000",
+        "poisson3d:12",
+    ] {
+        let one = in_pool(1, || generate_f64(spec).unwrap());
+        let two = in_pool(2, || generate_f64(spec).unwrap());
+        let three = in_pool(3, || generate_f64(spec).unwrap());
+        assert_eq!(one, two, "{spec}: 1 vs 2 threads");
+        assert_eq!(one, three, "{spec}: 1 vs 3 threads");
+    }
+}
+
+#[test]
+fn seed_changes_random_kinds_only() {
+    let a = generate_f64("uniform:500,300,4").unwrap();
+    let b = generate_f64("uniform:500,300,4,seed=1").unwrap();
+    let c = generate_f64("uniform:500,300,4,seed=7").unwrap();
+    assert_eq!(a, b, "default seed is 1");
+    assert_ne!(a, c);
+    assert_eq!(gen::DEFAULT_SEED, 1);
+    let p = generate_f64("poisson2d:9").unwrap();
+    assert_eq!(p, generate_f64("poisson2d:9,seed=99").unwrap());
+}
+
+#[test]
+fn stencil_shapes_are_exact() {
+    for n in [1usize, 2, 3, 10, 17] {
+        let a = generate_f64(&format!("poisson2d:{n}")).unwrap();
+        assert_eq!((a.nrows(), a.ncols()), (n * n, n * n));
+        assert_eq!(a.nnz(), 5 * n * n - 4 * n, "poisson2d:{n}");
+        let a = generate_f64(&format!("poisson3d:{n}")).unwrap();
+        assert_eq!(a.nrows(), n * n * n);
+        assert_eq!(a.nnz(), 7 * n * n * n - 6 * n * n, "poisson3d:{n}");
+        let a = generate_f64(&format!("stencil27:{n}")).unwrap();
+        assert_eq!(a.nrows(), n * n * n);
+        assert_eq!(a.nnz(), (3 * n - 2).pow(3), "stencil27:{n}");
+    }
+}
+
+#[test]
+fn stencils_are_symmetric_and_diagonally_dominant() {
+    for spec in ["poisson2d:13", "poisson3d:7", "stencil27:6"] {
+        let a = generate_f64(spec).unwrap();
+        assert!(is_symmetric(&a), "{spec}");
+        for i in 0..a.nrows() {
+            let (c, v) = a.row(i);
+            let d: f64 = c
+                .iter()
+                .zip(v)
+                .filter(|(&c, _)| c as usize == i)
+                .map(|(_, &v)| v)
+                .sum();
+            let off: f64 = c
+                .iter()
+                .zip(v)
+                .filter(|(&c, _)| c as usize != i)
+                .map(|(_, v)| v.abs())
+                .sum();
+            assert!(d > 0.0 && d >= off, "{spec} row {i}");
+        }
+    }
+    let a = generate_f64("poisson2d:3").unwrap();
+    assert_eq!(a.row(4).0, &[1, 3, 4, 5, 7]);
+    assert_eq!(a.row(4).1, &[-1.0, -1.0, 4.0, -1.0, -1.0]);
+}
+
+#[test]
+fn kron_symmetric_by_default_and_sums_duplicates() {
+    let a = generate_f64("kron:10").unwrap();
+    assert_eq!((a.nrows(), a.ncols()), (1024, 1024));
+    assert!(is_symmetric(&a));
+    let total: f64 = a.vals().iter().sum();
+    let diag: f64 = (0..a.nrows())
+        .map(|i| {
+            let (c, v) = a.row(i);
+            c.iter()
+                .zip(v)
+                .filter(|(&c, _)| c as usize == i)
+                .map(|(_, v)| v)
+                .sum::<f64>()
+        })
+        .sum();
+    // Each of the 16·1024 edges is stored twice, a self-loop once.
+    assert_eq!(total, 2.0 * 16384.0 - diag);
+    assert!(a.nnz() < 2 * 16384, "duplicates merged");
+
+    let d = generate_f64("kron:10,sym=0,loops=0").unwrap();
+    assert!(!is_symmetric(&d));
+    assert!((0..d.nrows()).all(|i| !d.row(i).0.contains(&(i as u32))));
+    let r = generate_f64("kron:9,vals=rand").unwrap();
+    assert!(is_symmetric(&r));
+    assert!(r.vals().iter().all(|v| (0.0625..=1.0).contains(&v.abs())));
+    // R-MAT skew: the heaviest row is far above the mean.
+    let max = (0..a.nrows()).map(|i| a.row_len(i)).max().unwrap();
+    assert!(max > 10 * a.nnz() / a.nrows());
+}
+
+#[test]
+fn random_kinds_have_their_shapes() {
+    let a = generate_f64("uniform:400,300,7").unwrap();
+    assert_eq!((a.nrows(), a.ncols(), a.nnz()), (400, 300, 2800));
+    assert!((0..400).all(|i| a.row_len(i) == 7));
+    let a = generate_f64("uniform:20,20,20").unwrap();
+    assert_eq!(a.nnz(), 400);
+    let a = generate_f64("tall:1000,7,3").unwrap();
+    assert_eq!((a.nrows(), a.ncols(), a.nnz()), (1000, 7, 3000));
+    let a = generate_f64("wide:7,1000,300").unwrap();
+    assert_eq!((a.nrows(), a.ncols(), a.nnz()), (7, 1000, 2100));
+
+    let a = generate_f64("banded:1000,10").unwrap();
+    for i in 0..1000 {
+        let (c, _) = a.row(i);
+        assert!(c.contains(&(i as u32)), "diagonal in row {i}");
+        assert!(c.iter().all(|&j| (j as i64 - i as i64).abs() <= 10));
+    }
+    assert_eq!(a.row_len(500), 11); // round(0.5 · 21)
+    let full = generate_f64("banded:100,2,fill=1").unwrap();
+    assert_eq!(full.nnz(), 5 * 100 - 6);
+
+    let a = generate_f64("powerlaw:20000,8").unwrap();
+    let mean = a.nnz() as f64 / 20000.0;
+    assert!((mean - 8.0).abs() < 0.5, "mean {mean}");
+    let max = (0..a.nrows()).map(|i| a.row_len(i)).max().unwrap();
+    assert!(max > 50 * 8, "heavy tail: max row {max}");
+
+    let a = generate_f64("hugerow:1000,2").unwrap();
+    assert_eq!(a.row_len(500), 1000);
+    assert_eq!(a.nnz(), 999 * 2 + 1000);
+    let a = generate_f64("hugerow:10,1,7,row=0,ncols=50").unwrap();
+    assert_eq!((a.ncols(), a.row_len(0), a.nnz()), (50, 7, 16));
+
+    let a = generate_f64("blockdiag:4,3").unwrap();
+    assert_eq!((a.nrows(), a.nnz()), (12, 36));
+    assert_eq!(a.row(5).0, &[3, 4, 5]);
+    let a = generate_f64("dense:3,5").unwrap();
+    assert_eq!(a.nnz(), 15);
+    let a = generate_f64("identity:5").unwrap();
+    assert_eq!(a, Csr::identity(5).unwrap());
+    let a = generate_f64("diag:5").unwrap();
+    assert_eq!(a.col_idx(), &[0, 1, 2, 3, 4]);
+    let a = generate_f64("empty:4,9").unwrap();
+    assert_eq!((a.nrows(), a.ncols(), a.nnz()), (4, 9, 0));
+}
+
+#[test]
+fn values_are_bounded_and_f32_exact() {
+    for spec in [
+        "uniform:300,300,5",
+        "powerlaw:2000,5",
+        "dense:20,20",
+        "banded:300,4",
+    ] {
+        let a = generate_f64(spec).unwrap();
+        assert!(
+            a.vals().iter().all(|v| (0.0625..=1.0).contains(&v.abs())),
+            "{spec}"
+        );
+        let s = generate::<f32>(spec).unwrap();
+        assert_eq!(
+            s.cast::<f64>(),
+            a,
+            "{spec}: f32 and f64 hold the same numbers"
+        );
+    }
+}
+
+#[test]
+fn every_kind_parses_and_builds_a_small_instance() {
+    let small = [
+        ("poisson2d", "poisson2d:20"),
+        ("poisson3d", "poisson3d:8"),
+        ("stencil27", "stencil27:6"),
+        ("banded", "banded:1000,8"),
+        ("uniform", "uniform:1000,10"),
+        ("tall", "tall:1000,50,5"),
+        ("wide", "wide:20,1000,50"),
+        ("powerlaw", "powerlaw:2000,4"),
+        ("kron", "kron:8"),
+        ("blockdiag", "blockdiag:20,8"),
+        ("hugerow", "hugerow:1000,3"),
+        ("diag", "diag:100"),
+        ("identity", "identity:100"),
+        ("dense", "dense:10,20"),
+        ("empty", "empty:10,20"),
+    ];
+    assert_eq!(kinds().len(), small.len());
+    for k in kinds() {
+        let g = parse_spec(k.example).unwrap_or_else(|e| panic!("{}: {e}", k.example));
+        assert_eq!(g.kind, k.name);
+        assert!(looks_like_spec(k.example));
+        let (_, s) = small
+            .iter()
+            .find(|(n, _)| *n == k.name)
+            .expect("small spec");
+        let a = generate_f64(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+        assert!(a.nrows() > 0, "{s}");
+    }
+}
+
+#[test]
+fn looks_like_spec_needs_a_known_kind() {
+    assert!(looks_like_spec("poisson3d:64"));
+    assert!(looks_like_spec("kron:18,48,seed=3"));
+    assert!(!looks_like_spec("poisson3d"));
+    assert!(!looks_like_spec("matrix.mtx"));
+    assert!(!looks_like_spec("nosuchkind:4"));
+    assert!(!looks_like_spec("C:\\data\\a.mtx"));
+}
+
+fn gen_spec_error(spec: &str) -> String {
+    match generate_f64(spec) {
+        Err(Error::GenSpec { spec: s, msg }) => {
+            assert_eq!(s.trim(), spec.trim());
+            msg
+        }
+        Err(e) => panic!("{spec}: expected a GenSpec error, got {e}"),
+        Ok(_) => panic!("{spec}: expected a GenSpec error, got a matrix"),
+    }
+}
+
+#[test]
+fn bad_specs_are_genspec_errors() {
+    let m = gen_spec_error("poisson3d");
+    assert!(
+        m.contains("poisson3d takes N (grid points per side), e.g. poisson3d:64"),
+        "{m}"
+    );
+    let m = gen_spec_error("poisson3d:x");
+    assert!(m.contains("'x' is not a non-negative integer"), "{m}");
+    let m = gen_spec_error("nosuch:3");
+    assert!(
+        m.contains("unknown generator kind") && m.contains("poisson3d"),
+        "{m}"
+    );
+    let m = gen_spec_error("uniform:10,2,3,4");
+    assert!(m.contains("4 numbers given"), "{m}");
+    let m = gen_spec_error("kron:10,seed=3,color=red");
+    assert!(m.contains("no option 'color'"), "{m}");
+    for spec in [
+        "poisson2d:",
+        "poisson2d:-3",
+        "uniform:10,11",
+        "tall:5,10,2",
+        "wide:10,5,2",
+        "powerlaw:10,20",
+        "powerlaw:100,2,alpha=-1",
+        "banded:100,3,fill=2",
+        "kron:0",
+        "kron:40",
+        "kron:10,0",
+        "kron:10,sym=maybe",
+        "hugerow:10,3,20",
+        "hugerow:10,3,row=10",
+        "diag:3,seed=x",
+        "diag:3,seed=1,seed=2",
+        "poisson2d:4,,",
+        "",
+    ] {
+        gen_spec_error(spec);
+    }
+}
+
+fn too_large(spec: &str) {
+    match generate_f64(spec) {
+        Err(Error::TooLarge { .. }) => {}
+        Err(e) => panic!("{spec}: expected TooLarge, got {e}"),
+        Ok(_) => panic!("{spec}: expected TooLarge, got a matrix"),
+    }
+}
+
+#[test]
+fn sizes_beyond_the_index_limit_are_too_large() {
+    for spec in [
+        "poisson2d:50000",
+        "poisson3d:2000",
+        "poisson3d:10000000000",
+        "poisson3d:18446744073709551615",
+        "poisson2d:18446744073709551615",
+        "blockdiag:18446744073709551615,18446744073709551615",
+        "kron:30,18446744073709551615",
+        "hugerow:100,18446744073709551615,ncols=18446744073709551615",
+        "stencil27:1000",
+        "uniform:1000000000,100",
+        "uniform:3000000000,10,1",
+        "uniform:10,3000000000,1",
+        "powerlaw:1000000000,10",
+        "kron:31",
+        "kron:27",
+        "kron:26,16",
+        "blockdiag:1000000,1000",
+        "dense:100000,100000",
+        "diag:3000000000",
+        "empty:3000000000,1",
+        "hugerow:3000000000,1",
+        "banded:2000000000,10",
+    ] {
+        too_large(spec);
+    }
+}
+
+#[test]
+fn corpus_is_deterministic_small_and_valid() {
+    let t = std::time::Instant::now();
+    let c = corpus::edge_cases();
+    let secs = t.elapsed().as_secs_f64();
+    assert!(c.len() >= 20);
+    let mut names = std::collections::HashSet::new();
+    for (name, a) in &c {
+        assert!(names.insert(name.clone()), "duplicate name {name}");
+        assert!(a.nnz() <= 200_000, "{name}: {} nnz", a.nnz());
+        // Revalidates through the checked constructor.
+        Csr::new(
+            a.nrows(),
+            a.ncols(),
+            a.row_ptr().to_vec(),
+            a.col_idx().to_vec(),
+            a.vals().to_vec(),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let has = |f: &dyn Fn(&Csr<f64>) -> bool| c.iter().any(|(_, a)| f(a));
+    assert!(has(&|a| a.nrows() == 0));
+    assert!(has(&|a| a.nrows() == 1 && a.nnz() == 0));
+    assert!(has(&|a| a.nnz() == 0 && a.nrows() == 5));
+    assert!(has(&|a| (0..a.nrows()).any(|i| a.row_len(i) > 65536)));
+    assert!(has(&|a| (0..a.nrows()).any(|i| a.row_len(i) == 33)));
+    assert!(has(&|a| a.vals().contains(&0.0)));
+    assert!(has(&|a| {
+        let t = a.transpose();
+        (0..t.nrows()).any(|j| t.row_len(j) * 2 > a.nnz() && a.nrows() > 1000)
+    }));
+    assert_eq!(c, corpus::edge_cases(), "deterministic");
+    eprintln!("corpus: {} matrices in {secs:.2} s", c.len());
+}
