@@ -72,7 +72,8 @@ impl Progress for Bar {
         self.bar.set_message(format!("{name}: loading"));
     }
     fn method(&mut self, matrix: &str, method: &str, precision: Precision) {
-        self.bar.set_message(format!("{matrix}: {method} ({precision})"));
+        self.bar
+            .set_message(format!("{matrix}: {method} ({precision})"));
     }
     fn skipped(&mut self, source: &str, error: &str) {
         self.bar.println(format!("skipped {source}: {error}"));
@@ -91,7 +92,8 @@ fn parse_inputs(args: &BenchArgs) -> Result<Vec<MatrixSource>> {
         } else if p.exists() {
             inputs.push(MatrixSource::File(p));
         } else {
-            spmvkit::gen::parse_spec(i).with_context(|| format!("'{i}' is not a file, folder or GEN-SPEC"))?;
+            spmvkit::gen::parse_spec(i)
+                .with_context(|| format!("'{i}' is not a file, folder or GEN-SPEC"))?;
             inputs.push(MatrixSource::Spec(i.clone()));
         }
     }
@@ -104,9 +106,16 @@ fn parse_inputs(args: &BenchArgs) -> Result<Vec<MatrixSource>> {
 pub fn run(args: BenchArgs) -> Result<()> {
     let inputs = parse_inputs(&args)?;
     let methods: Vec<String> = if args.methods == "all" {
-        spmvkit::methods::names().into_iter().map(String::from).collect()
+        spmvkit::methods::names()
+            .into_iter()
+            .map(String::from)
+            .collect()
     } else {
-        let list: Vec<String> = args.methods.split(',').map(|m| m.trim().to_string()).collect();
+        let list: Vec<String> = args
+            .methods
+            .split(',')
+            .map(|m| m.trim().to_string())
+            .collect();
         for m in &list {
             spmvkit::methods::find(m)?;
         }
@@ -117,7 +126,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .split(',')
         .map(|p| p.parse::<Precision>())
         .collect::<Result<Vec<_>, _>>()?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let machine = harness::machine_info(&command);
     if machine.gpu == "none" {
@@ -145,7 +155,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut progress = Bar { bar };
     let run = harness::run(&inputs, &cfg, machine, args.suite.clone(), &mut progress);
     progress.bar.finish_and_clear();
-    let json_path = args.out.join(format!("run-{}.json", run.machine.started.replace(':', "")));
+    let json_path = args
+        .out
+        .join(format!("run-{}.json", run.machine.started.replace(':', "")));
     std::fs::write(&json_path, serde_json::to_string_pretty(&run)?)
         .with_context(|| format!("writing {}", json_path.display()))?;
     let files = spmvkit::bench::report::write_report(std::slice::from_ref(&run), &args.out)?;

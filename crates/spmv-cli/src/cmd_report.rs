@@ -29,20 +29,27 @@ pub fn run(args: ReportArgs) -> Result<()> {
         if first.is_dir() {
             first.clone()
         } else {
-            first.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+            first
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from("."))
         }
     });
     let files = spmvkit::bench::report::write_report(&runs, &out)?;
     println!("merged {} run(s) into {}", runs.len(), out.display());
-    for f in files.all() {
-        println!("  {}", f.display());
-    }
+    print_files(&files);
     Ok(())
 }
 
 /// One screen of what a run did.
 pub fn print_summary(run: &BenchRun, json: &Path, files: &ReportFiles) {
-    let count = |s: Status| run.matrices.iter().flat_map(|m| &m.results).filter(|r| r.status == s).count();
+    let count = |s: Status| {
+        run.matrices
+            .iter()
+            .flat_map(|m| &m.results)
+            .filter(|r| r.status == s)
+            .count()
+    };
     println!(
         "{} matrices on {}: {} ok, {} wrong, {} unsupported, {} failed, {} inputs skipped",
         run.matrices.len(),
@@ -54,7 +61,11 @@ pub fn print_summary(run: &BenchRun, json: &Path, files: &ReportFiles) {
         run.skipped.len()
     );
     for m in &run.matrices {
-        let mut ok: Vec<_> = m.results.iter().filter_map(|r| r.record.as_ref().filter(|_| r.status == Status::Ok)).collect();
+        let mut ok: Vec<_> = m
+            .results
+            .iter()
+            .filter_map(|r| r.record.as_ref().filter(|_| r.status == Status::Ok))
+            .collect();
         ok.sort_by(|a, b| a.time.median_us.total_cmp(&b.time.median_us));
         if let Some(best) = ok.first() {
             println!(
@@ -64,7 +75,22 @@ pub fn print_summary(run: &BenchRun, json: &Path, files: &ReportFiles) {
         }
     }
     println!("record: {}", json.display());
-    for f in files.all() {
-        println!("  {}", f.display());
+    print_files(files);
+}
+
+fn print_files(files: &ReportFiles) {
+    println!("  {}\n  {}", files.summary.display(), files.csv.display());
+    println!(
+        "  {} plot files in {}",
+        files.plots.len(),
+        files
+            .plots
+            .first()
+            .and_then(|p| p.parent())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
+    for n in &files.notes {
+        println!("  note: {n}");
     }
 }

@@ -74,13 +74,20 @@ fn main() {
     );
     assert!(check(&reference, &ys).ok, "sprs disagrees with the oracle");
 
-    println!("{:<28} {:>10} {:>10} {:>12}", "implementation", "ms/call", "GFLOP/s", "vs oracle");
+    println!(
+        "{:<28} {:>10} {:>10} {:>12}",
+        "implementation", "ms/call", "GFLOP/s", "vs oracle"
+    );
     for (name, ms) in [
         ("oracle (serial, f64 acc.)", t_oracle),
         ("sprs 0.11 (serial)", t_sprs),
         ("spmvkit csr (rayon)", t_rayon),
     ] {
-        println!("{name:<28} {ms:>10.3} {:>10.3} {:>11.2}x", gflops(ms), t_oracle / ms);
+        println!(
+            "{name:<28} {ms:>10.3} {:>10.3} {:>11.2}x",
+            gflops(ms),
+            t_oracle / ms
+        );
     }
     println!("rayon over sprs: {:.2}x", t_sprs / t_rayon);
 }

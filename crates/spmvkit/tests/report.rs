@@ -157,6 +157,7 @@ fn synthetic(seed: u64, count: usize, started: &str) -> BenchRun {
         });
     }
     BenchRun {
+        skipped: Vec::new(),
         machine: machine(started),
         suite: Some("demo".into()),
         matrices,

@@ -5,7 +5,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::suites::MatrixSource;
-use super::{byte_model, measure, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult, Status};
+use super::{
+    byte_model, measure, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult, Status,
+};
 use crate::error::{Error, Result};
 use crate::matrix::{Csr, MatrixStats};
 use crate::methods::PrepareFor;
@@ -54,7 +56,9 @@ pub fn machine_info(command: &str) -> MachineInfo {
         gpu: "none".into(),
         cpu_threads: rayon::current_num_threads(),
         command: command.into(),
-        commit: option_env!("SPMVKIT_GIT_DESCRIBE").unwrap_or(env!("CARGO_PKG_VERSION")).into(),
+        commit: option_env!("SPMVKIT_GIT_DESCRIBE")
+            .unwrap_or(env!("CARGO_PKG_VERSION"))
+            .into(),
         started: utc_now(),
         ..Default::default()
     };
@@ -88,7 +92,13 @@ pub fn run_matrix(
             Precision::F32 => run_methods(name, &a.cast::<f32>(), cfg, progress, &mut results),
         }
     }
-    MatrixResult { name: name.into(), source: source.into(), stats, fits_l2, results }
+    MatrixResult {
+        name: name.into(),
+        source: source.into(),
+        stats,
+        fits_l2,
+        results,
+    }
 }
 
 fn run_methods<T: PrepareFor>(
@@ -105,13 +115,26 @@ fn run_methods<T: PrepareFor>(
             Ok(Ok(rec)) if rec.verified => (Status::Ok, None, Some(rec)),
             Ok(Ok(rec)) => (
                 Status::Wrong,
-                Some(format!("max relative error {:.3e} against the oracle", rec.max_rel_err)),
+                Some(format!(
+                    "max relative error {:.3e} against the oracle",
+                    rec.max_rel_err
+                )),
                 Some(rec),
             ),
             Ok(Err(e)) => (status_of(&e), Some(e.to_string()), None),
-            Err(panic) => (Status::Failed, Some(format!("panicked: {}", panic_text(&panic))), None),
+            Err(panic) => (
+                Status::Failed,
+                Some(format!("panicked: {}", panic_text(&panic))),
+                None,
+            ),
         };
-        out.push(MethodResult { method: method.clone(), precision: T::PRECISION, status, error, record });
+        out.push(MethodResult {
+            method: method.clone(),
+            precision: T::PRECISION,
+            status,
+            error,
+            record,
+        });
     }
 }
 
@@ -140,12 +163,19 @@ pub fn run(
     progress: &mut dyn Progress,
 ) -> BenchRun {
     let l2 = machine.l2_bytes;
-    let mut run = BenchRun { machine, suite, matrices: Vec::new(), skipped: Vec::new() };
+    let mut run = BenchRun {
+        machine,
+        suite,
+        matrices: Vec::new(),
+        skipped: Vec::new(),
+    };
     for (i, src) in inputs.iter().enumerate() {
         let name = src.short_name();
         progress.matrix(i, inputs.len(), &name);
         match load_source(src, cfg.use_cache) {
-            Ok(a) => run.matrices.push(run_matrix(&name, &src.label(), &a, cfg, l2, progress)),
+            Ok(a) => run
+                .matrices
+                .push(run_matrix(&name, &src.label(), &a, cfg, l2, progress)),
             Err(e) => {
                 progress.skipped(&src.label(), &e.to_string());
                 run.skipped.push((src.label(), e.to_string()));
@@ -172,7 +202,12 @@ pub fn utc_now() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]
@@ -192,14 +227,30 @@ mod tests {
         let cfg = HarnessConfig {
             methods: vec!["csr".into(), "no-such-method".into()],
             precisions: vec![Precision::F64, Precision::F32],
-            measure: MeasureOptions { warmup: 0, reps: 1, samples: 1, ..Default::default() },
+            measure: MeasureOptions {
+                warmup: 0,
+                reps: 1,
+                samples: 1,
+                ..Default::default()
+            },
             use_cache: false,
         };
         let m = run_matrix("id5", "identity", &a, &cfg, None, &mut Silent);
         assert_eq!(m.results.len(), 4);
-        assert_eq!(m.results.iter().filter(|r| r.status == Status::Ok).count(), 2);
-        let bad = m.results.iter().find(|r| r.method == "no-such-method").unwrap();
+        assert_eq!(
+            m.results.iter().filter(|r| r.status == Status::Ok).count(),
+            2
+        );
+        let bad = m
+            .results
+            .iter()
+            .find(|r| r.method == "no-such-method")
+            .unwrap();
         assert_eq!(bad.status, Status::Failed);
-        assert!(bad.error.as_deref().unwrap_or("").contains("unknown method"));
+        assert!(bad
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("unknown method"));
     }
 }

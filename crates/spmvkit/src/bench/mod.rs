@@ -68,7 +68,11 @@ pub fn test_vector<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
 }
 
 /// Prepares `method` on `a`, checks one call against the oracle, then times repeated calls.
-pub fn measure<T: PrepareFor>(a: &Csr<T>, method: &str, opts: &MeasureOptions) -> Result<RunRecord> {
+pub fn measure<T: PrepareFor>(
+    a: &Csr<T>,
+    method: &str,
+    opts: &MeasureOptions,
+) -> Result<RunRecord> {
     let m = find(method)?;
     let info = m.info();
     let mut plan = Plan::with_method(m, a, &opts.plan)?;
@@ -87,10 +91,16 @@ pub fn measure<T: PrepareFor>(a: &Csr<T>, method: &str, opts: &MeasureOptions) -
     rec.footprint_bytes = plan.layout().footprint_bytes();
     rec.device = match plan.backend() {
         Backend::Cpu => format!("CPU ({} threads)", rayon::current_num_threads()),
-        Backend::Gpu => crate::gpu::Gpu::get().map(|g| g.name().to_string()).unwrap_or_default(),
+        Backend::Gpu => crate::gpu::Gpu::get()
+            .map(|g| g.name().to_string())
+            .unwrap_or_default(),
     };
-    rec.prep_stages_ms =
-        plan.layout().prep_stages().into_iter().map(|(k, d)| (k.to_string(), d.as_secs_f64() * 1e3)).collect();
+    rec.prep_stages_ms = plan
+        .layout()
+        .prep_stages()
+        .into_iter()
+        .map(|(k, d)| (k.to_string(), d.as_secs_f64() * 1e3))
+        .collect();
     rec.fallback_note = plan.fallback_note().map(str::to_string);
     match plan.backend() {
         Backend::Cpu => {
@@ -132,7 +142,9 @@ fn gpu_timing<T: PrepareFor>(
     rec.set_stream_timing(Timing::from_samples(stream.samples_us));
     match time_graph(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y)) {
         Ok(g) => rec.graph_time = Some(Timing::from_samples(g.samples_us)),
-        Err(e) => rec.notes.push(("graph timing".into(), format!("unavailable: {e}"))),
+        Err(e) => rec
+            .notes
+            .push(("graph timing".into(), format!("unavailable: {e}"))),
     }
     Ok(())
 }

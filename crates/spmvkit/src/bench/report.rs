@@ -1417,7 +1417,10 @@ pub fn results_csv(merged: &MergedRuns, opts: &ReportOptions) -> String {
             for b in &opts.baselines {
                 let bt = b.time_us(&m.results, r.precision, TimeKind::Stream);
                 let bg = b.time_us(&m.results, r.precision, TimeKind::Graph);
-                let prep = r.record.as_ref().map_or(0.0, |rec| rec.prep_ms + rec.upload_ms);
+                let prep = r
+                    .record
+                    .as_ref()
+                    .map_or(0.0, |rec| rec.prep_ms + rec.upload_ms);
                 let be = match (bt, t) {
                     (Some(bt), Some(t)) => break_even_calls(prep, bt, t),
                     _ => None,
@@ -1685,7 +1688,7 @@ pub(crate) mod tests {
         assert_eq!((s.wins, s.losses), (1, 1));
         assert_eq!(s.method_failed, 1);
         assert_eq!(s.baseline_missing, 1);
-        assert_eq!(s.break_even, vec![1000.0 / 5.0]);
+        assert_eq!(s.break_even, vec![(1.0 + 0.5) * 1000.0 / 5.0]); // (prepare + upload) ms
 
         let large = speedup_summary(&refs, "fast", &cu, F64, TimeKind::Stream, Subset::Large);
         assert_eq!(large.compared, 1);
@@ -1728,6 +1731,7 @@ pub(crate) mod tests {
     #[test]
     fn merging_replaces_earlier_results() {
         let run1 = BenchRun {
+            skipped: Vec::new(),
             machine: machine(),
             suite: Some("one".into()),
             matrices: vec![matrix(
@@ -1744,6 +1748,7 @@ pub(crate) mod tests {
         let mut m2 = machine();
         m2.started = "2026-11-21T23:00:00Z".into();
         let run2 = BenchRun {
+            skipped: Vec::new(),
             machine: m2,
             suite: None,
             matrices: vec![
@@ -1833,6 +1838,7 @@ pub(crate) mod tests {
             matrices.push(matrix(name, nnz, var, l2, results));
         }
         BenchRun {
+            skipped: Vec::new(),
             machine: machine(),
             suite: Some("synthetic".into()),
             matrices,
@@ -1892,6 +1898,7 @@ pub(crate) mod tests {
         let dir = std::env::temp_dir().join(format!("spmvkit-report-none-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         let run = BenchRun {
+            skipped: Vec::new(),
             machine: MachineInfo::default(),
             suite: None,
             matrices: vec![matrix(

@@ -25,7 +25,10 @@ impl MatrixSource {
     pub fn short_name(&self) -> String {
         match self {
             MatrixSource::File(p) => {
-                let f = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+                let f = p
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 for ext in [".mtx.gz", ".mtx", ".spmvkit"] {
                     if let Some(stem) = f.strip_suffix(ext) {
                         return stem.to_string();
@@ -87,8 +90,14 @@ pub const GPU_LARGE: &[&str] = &[
 /// The inputs of a named suite.
 pub fn suite(name: &str) -> Result<Vec<MatrixSource>> {
     match name {
-        "quick" => Ok(QUICK.iter().map(|s| MatrixSource::Spec(s.to_string())).collect()),
-        "gpu-large" => Ok(GPU_LARGE.iter().map(|s| MatrixSource::Spec(s.to_string())).collect()),
+        "quick" => Ok(QUICK
+            .iter()
+            .map(|s| MatrixSource::Spec(s.to_string()))
+            .collect()),
+        "gpu-large" => Ok(GPU_LARGE
+            .iter()
+            .map(|s| MatrixSource::Spec(s.to_string()))
+            .collect()),
         "shared" => {
             let dir = shared_matrices_dir().ok_or_else(|| {
                 Error::InvalidArgument(
@@ -112,8 +121,14 @@ pub fn shared_matrices_dir() -> Option<PathBuf> {
         return Some(PathBuf::from(d));
     }
     let cwd = std::env::current_dir().ok()?;
-    cwd.ancestors().map(|a| a.join("shared/matrices")).find(|p| p.is_dir())
-        .or_else(|| cwd.ancestors().map(|a| a.join("../shared/matrices")).find(|p| p.is_dir()))
+    cwd.ancestors()
+        .map(|a| a.join("shared/matrices"))
+        .find(|p| p.is_dir())
+        .or_else(|| {
+            cwd.ancestors()
+                .map(|a| a.join("../shared/matrices"))
+                .find(|p| p.is_dir())
+        })
 }
 
 /// Every `.mtx`, `.mtx.gz` and `.spmvkit` file under `dir`, sorted by path.
@@ -153,7 +168,10 @@ mod tests {
 
     #[test]
     fn short_names() {
-        assert_eq!(MatrixSource::File("a/b/jgl009.mtx.gz".into()).short_name(), "jgl009");
+        assert_eq!(
+            MatrixSource::File("a/b/jgl009.mtx.gz".into()).short_name(),
+            "jgl009"
+        );
         assert_eq!(MatrixSource::Spec("kron:12".into()).short_name(), "kron:12");
     }
 
