@@ -6,7 +6,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::suites::MatrixSource;
 use super::{
-    byte_model, measure, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult, Status,
+    byte_model, measure_problem, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult,
+    Problem, Status,
 };
 use crate::error::{Error, Result};
 use crate::matrix::{Csr, MatrixStats};
@@ -108,9 +109,26 @@ fn run_methods<T: PrepareFor>(
     progress: &mut dyn Progress,
     out: &mut Vec<MethodResult>,
 ) {
+    let problem = match Problem::new(a, cfg.measure.alpha, cfg.measure.beta) {
+        Ok(p) => p,
+        Err(e) => {
+            for method in &cfg.methods {
+                out.push(MethodResult {
+                    method: method.clone(),
+                    precision: T::PRECISION,
+                    status: Status::Failed,
+                    error: Some(format!("oracle: {e}")),
+                    record: None,
+                });
+            }
+            return;
+        }
+    };
     for method in &cfg.methods {
         progress.method(name, method, T::PRECISION);
-        let outcome = catch_unwind(AssertUnwindSafe(|| measure(a, method, &cfg.measure)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            measure_problem(a, method, &cfg.measure, &problem)
+        }));
         let (status, error, record) = match outcome {
             Ok(Ok(rec)) if rec.verified => (Status::Ok, None, Some(rec)),
             Ok(Ok(rec)) => (
