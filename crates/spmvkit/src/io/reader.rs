@@ -632,8 +632,7 @@ fn build_csr<T: Scalar>(
             let (lo32, hi32) = (lo as Idx, hi as Idx);
             for c in chunks {
                 let vals = values(c, imag);
-                for k in 0..c.rows.len() {
-                    let (r, col, v) = (c.rows[k], c.cols[k], vals[k]);
+                for ((&r, &col), &v) in c.rows.iter().zip(&c.cols).zip(vals) {
                     if r >= lo32 && r < hi32 {
                         let d = &mut next[(r - lo32) as usize];
                         cs[*d as usize] = col;
