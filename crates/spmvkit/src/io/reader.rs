@@ -498,6 +498,9 @@ fn array_positions<T: Scalar>(parsed: &mut Parsed<T>) {
     let mut rows = Vec::with_capacity(vals.len());
     let mut cols = Vec::with_capacity(vals.len());
     let mut diagonal = 0;
+    // With no rows there are no values, however many columns (a 0 x 2^31-1 array must not
+    // loop over its columns: found by fuzzing).
+    let n = if m == 0 { 0 } else { n };
     for j in 0..n {
         let first = match h.symmetry {
             MmSymmetry::General => 0,
