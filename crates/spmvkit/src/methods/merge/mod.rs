@@ -13,8 +13,9 @@
 //!
 //! Preprocessing (the plan; parallel, O(tiles · log rows)): the tile start coordinates (CUB
 //! computes them per call in a search kernel; they depend only on the structure, so we compute
-//! them once) and the list of carry runs (row, first tile, end tile) that the fix-up walks. Defaults for `threads` × `items` follow
-//! CUB's sm_50 SpMV policy: 64 × 6 for f64, 128 × 7 for f32.
+//! them once) and the list of carry runs (row, first tile, end tile) that the fix-up walks.
+//! Defaults for `threads` × `items` follow CUB's sm_50 SpMV policy: 64 × 6 for f64, 128 × 7 for
+//! f32.
 
 mod cpu;
 mod gpu;
@@ -76,10 +77,10 @@ impl GenericMethod for Merge {
     }
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        let f64_ = T::PRECISION == Precision::F64;
+        let double = T::PRECISION == Precision::F64;
         let threads = match params.get::<String>(NAME, PARAMS, "threads")?.as_str() {
             "auto" => {
-                if f64_ {
+                if double {
                     64
                 } else {
                     128
@@ -92,7 +93,7 @@ impl GenericMethod for Merge {
         check_threads(NAME, threads)?;
         let items = match params.get::<String>(NAME, PARAMS, "items")?.as_str() {
             "auto" => {
-                if f64_ {
+                if double {
                     6
                 } else {
                     7
