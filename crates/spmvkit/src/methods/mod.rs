@@ -7,6 +7,7 @@
 //! combine passes included). Tuning parameters are plain data ([`ParamSpec`]) with the papers'
 //! defaults, overridable as `key=value`.
 
+pub mod cb_spmv;
 pub mod csc;
 pub mod csr;
 pub mod csr_light;
@@ -154,6 +155,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csr_light::KERNEL,
         merge::KERNEL,
         csc::KERNEL,
+        cb_spmv::KERNEL,
     ]
 }
 
@@ -165,6 +167,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csr_light::CsrLight,
         &merge::Merge,
         &csc::CscAtomic,
+        &cb_spmv::CbSpmv,
     ];
     REGISTRY
 }
