@@ -134,11 +134,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
             block_dim: ((WARPS * 32) as u32, 1, 1),
             shared_mem_bytes: 0,
         };
-        let (split, gathered, fused) = (
-            self.split as i32,
-            self.gathered as i32,
-            self.fused as i32,
-        );
+        let (split, gathered, fused) = (self.split as i32, self.gathered as i32, self.fused as i32);
         let n = self.ncols as i32;
         let mut b = gpu.stream().launch_builder(&self.spmv);
         b.arg(&self.arena)

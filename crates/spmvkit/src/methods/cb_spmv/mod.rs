@@ -199,12 +199,20 @@ fn config(params: &Params) -> Result<Config> {
     }
     let gather_frac: f64 = params.get(NAME, PARAMS, "gather_frac")?;
     if !(0.0..=1.0).contains(&gather_frac) {
-        return Err(param_err("gather_frac", format!("{gather_frac} not in [0, 1]")));
+        return Err(param_err(
+            "gather_frac",
+            format!("{gather_frac} not in [0, 1]"),
+        ));
     }
     let fused = match params.get::<String>(NAME, PARAMS, "prologue")?.as_str() {
         "fused" => true,
         "kernel" => false,
-        s => return Err(param_err("prologue", format!("'{s}' is not fused or kernel"))),
+        s => {
+            return Err(param_err(
+                "prologue",
+                format!("'{s}' is not fused or kernel"),
+            ))
+        }
     };
     Ok(Config {
         coo_max,
@@ -354,7 +362,12 @@ fn std_dev(loads: &[u64]) -> f64 {
     }
     let n = loads.len() as f64;
     let mean = loads.iter().map(|&l| l as f64).sum::<f64>() / n;
-    (loads.iter().map(|&l| (l as f64 - mean).powi(2)).sum::<f64>() / n).sqrt()
+    (loads
+        .iter()
+        .map(|&l| (l as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n)
+        .sqrt()
 }
 
 /// LPT greedy assignment (public code's `coo2block_banlance`): blocks by weight descending
@@ -732,7 +745,10 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                 "blocks (COO/CSR/dense)".into(),
                 format!("{} ({coo}/{csr}/{dense})", self.nblocks),
             ),
-            ("scaler blocks (empty panels)".into(), self.nscalers.to_string()),
+            (
+                "scaler blocks (empty panels)".into(),
+                self.nscalers.to_string(),
+            ),
             (
                 "thresholds coo_max/dense_min".into(),
                 format!("{}/{}", self.cfg.coo_max, self.cfg.dense_min),

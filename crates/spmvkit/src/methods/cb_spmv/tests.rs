@@ -23,7 +23,12 @@ const VARIANTS: &[&[&str]] = &[
     &["coo_max=1", "dense_min=2", "gather=on"],
     &["aggregate=off", "gather=on", "balance=on"],
     &["prologue=kernel"],
-    &["prologue=kernel", "aggregate=off", "format=off", "gather=on"],
+    &[
+        "prologue=kernel",
+        "aggregate=off",
+        "format=off",
+        "gather=on",
+    ],
 ];
 
 fn from_triplets(m: usize, n: usize, t: &[(usize, usize, f64)]) -> Csr<f64> {
@@ -40,12 +45,7 @@ fn slots<T: Scalar>(l: &CbLayout<T>) -> Vec<(usize, usize, u32, u32)> {
         .filter_map(|s| {
             let (w0, w1) = (l.meta[2 * s], l.meta[2 * s + 1]);
             let br = (w1 >> 32) as u32;
-            (br != DUMMY_ROW).then_some((
-                (w0 >> 9) as usize,
-                (w0 & 511) as usize,
-                br,
-                w1 as u32,
-            ))
+            (br != DUMMY_ROW).then_some(((w0 >> 9) as usize, (w0 & 511) as usize, br, w1 as u32))
         })
         .collect()
 }
@@ -145,8 +145,8 @@ fn dense_block_region_and_full_precision() {
     let r = oracle_spmv(&a, 1.0, &x, 0.0, &[0.0; 16]).unwrap();
     let mut y = vec![0.0; 16];
     l.run_cpu(1.0, &x, 0.0, &mut y).unwrap();
-    for i in 0..16 {
-        assert!((y[i] - r.y[i]).abs() <= 1e-13 * r.y[i].abs(), "row {i}");
+    for (i, (&got, &want)) in y.iter().zip(&r.y).enumerate() {
+        assert!((got - want).abs() <= 1e-13 * want.abs(), "row {i}");
     }
 }
 
@@ -176,7 +176,9 @@ fn formats_follow_the_thresholds() {
     assert_eq!(format_of(239, 32, 240), Format::Csr);
     assert_eq!(format_of(240, 32, 240), Format::Dense);
     // format=off: everything COO, even a full block
-    let t: Vec<_> = (0..256).map(|k| (k / 16, k % 16, k as f64 - 100.5)).collect();
+    let t: Vec<_> = (0..256)
+        .map(|k| (k / 16, k % 16, k as f64 - 100.5))
+        .collect();
     let a = from_triplets(16, 16, &t);
     let l = layout(&a, &["format=off"]);
     assert_eq!(l.format_counts, [1, 0, 0]);
@@ -203,10 +205,7 @@ fn column_aggregation_mapping_and_dense_blocks_with_cb_above_zero() {
     let l = layout(&a, &["gather=on", "balance=off"]);
     assert!(l.gathered);
     assert_eq!(l.gptr, vec![0, 32, 32]);
-    assert_eq!(
-        l.gcols,
-        (0..32).map(|j| j * 100 + 3).collect::<Vec<u32>>()
-    );
+    assert_eq!(l.gcols, (0..32).map(|j| j * 100 + 3).collect::<Vec<u32>>());
     let s = slots(&l);
     // panel 0: blocks (bc 0, bc 1), both dense; panel 1 (rows 16..19, empty): a scaler
     assert_eq!(
@@ -285,7 +284,12 @@ fn balancing_lowers_the_per_cta_std_dev_and_notes_report_it() {
     assert!(a.nnz() >= 10_000);
     let l = layout(&a, &[]);
     assert!(l.balanced);
-    assert!(l.std_after < l.std_before, "{} {}", l.std_after, l.std_before);
+    assert!(
+        l.std_after < l.std_before,
+        "{} {}",
+        l.std_after,
+        l.std_before
+    );
     let notes = l.notes();
     assert!(notes
         .iter()
@@ -367,7 +371,12 @@ fn gpu_matrices() -> Vec<(String, Csr<f64>)> {
         .map(|(n, a)| (n.to_string(), a))
         .collect();
     v.extend(edge_cases());
-    for s in ["poisson3d:40", "blockdiag:500,20", "powerlaw:50000,8", "banded:30000,24"] {
+    for s in [
+        "poisson3d:40",
+        "blockdiag:500,20",
+        "powerlaw:50000,8",
+        "banded:30000,24",
+    ] {
         v.push((s.into(), crate::gen::generate_f64(s).unwrap()));
     }
     let base = std::env::var("SPMVKIT_MATRICES")
@@ -390,7 +399,6 @@ fn gpu_run<T: crate::methods::PrepareFor>(
     let opts = PlanOptions {
         params: params(p),
         backend: Some(Backend::Gpu),
-        ..PlanOptions::default()
     };
     let mut plan = match Plan::<T>::new(NAME, &a, &opts) {
         Ok(pl) => pl,
@@ -500,7 +508,6 @@ fn gpu_cb_spmv_timing_report() {
             let opts = PlanOptions {
                 params: params(ps),
                 backend: Some(Backend::Gpu),
-                ..PlanOptions::default()
             };
             let mut plan = Plan::<f64>::new(method, a, &opts).unwrap();
             let notes = plan.layout().notes();
@@ -513,8 +520,7 @@ fn gpu_cb_spmv_timing_report() {
             g.download(y, &mut got).unwrap();
             let r = oracle_spmv(a, 1.0, &xs, 0.0, &vec![0.0; a.nrows()]).unwrap();
             let ok = check(&r, &got).ok;
-            let gbs = (12 * a.nnz() + 4 * (a.nrows() + 1) + 8 * a.ncols() + 8 * a.nrows())
-                as f64
+            let gbs = (12 * a.nnz() + 4 * (a.nrows() + 1) + 8 * a.ncols() + 8 * a.nrows()) as f64
                 / s.median_us
                 / 1e3;
             eprintln!(
