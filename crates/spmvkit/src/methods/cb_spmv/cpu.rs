@@ -113,7 +113,7 @@ pub(super) fn run<T: Scalar>(l: &CbLayout<T>, alpha: T, x: &[T], beta: T, y: &mu
         }
         let (br, bc) = (br as usize, (w1 & 0xffff_ffff) as usize);
         let nnz = (w0 & 511) as usize;
-        let off = (w0 >> 9) as usize;
+        let off = (w0 >> 10) as usize;
         let xs = if nnz > 0 {
             stage_x(l, br, bc, x)
         } else {

@@ -1,7 +1,7 @@
 //! Upload and launch of `cb_spmv` (kernel.cu): the arena (u8), the slot metadata (two u64 per
 //! slot), the per-panel block counts with the ticket and ready arrays (zeroed once at upload;
 //! the kernel resets them itself at the end of each call), and the column mapping when
-//! gathered. One launch per call of `nslots / 8` CTAs of 256 threads; with `prologue=kernel`
+//! gathered. One launch per call of `nslots / (8·bpw)` CTAs of 256 threads; with `prologue=kernel`
 //! a grid-stride `cb_scale_y` launch goes first. Nothing when the matrix has no rows.
 
 use std::sync::Arc;
@@ -24,6 +24,7 @@ pub(super) struct DeviceCb<T: Scalar> {
     nrows: usize,
     ncols: usize,
     ctas: usize,
+    bpw: i32,
     coo_max: i32,
     dense_min: i32,
     fused: bool,
@@ -65,7 +66,8 @@ pub(super) fn upload<T: Scalar>(
         scale: gpu.function::<T>(&KERNEL, "cb_scale_y")?,
         nrows: l.nrows,
         ncols: l.ncols,
-        ctas: l.nslots() / WARPS,
+        ctas: l.nslots() / (WARPS * l.bpw),
+        bpw: l.bpw as i32,
         coo_max: l.cfg.coo_max as i32,
         dense_min: l.cfg.dense_min as i32,
         fused: l.cfg.fused,
@@ -156,8 +158,9 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
             .arg(&n)
             .arg(&self.coo_max)
             .arg(&self.dense_min)
-            .arg(&fused);
-        // SAFETY: the arguments match cb_spmv in kernel.cu; meta has 2·8·ctas words; every
+            .arg(&fused)
+            .arg(&self.bpw);
+        // SAFETY: the arguments match cb_spmv in kernel.cu; meta has 2·8·bpw·ctas words; every
         // offset + region length lies inside the arena (or split_vals/voff when split); block
         // rows index panel_nb/tick/ready (one per panel) and gptr (panels + 1) when gathered;
         // staged columns are < ncols = len(x), written rows < nrows <= len(y).

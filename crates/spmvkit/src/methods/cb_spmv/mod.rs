@@ -96,6 +96,11 @@ const PARAMS: &[ParamSpec] = &[
         help: "gather=auto threshold: balance only matrices with at least this many nonzeros",
     },
     ParamSpec {
+        key: "bpw",
+        default: "auto",
+        help: "sub-blocks per warp (1 = the paper: a CTA of 8 warps takes 8 blocks; k: 8k blocks, each warp loops over k with the next metadata prefetched); auto: the largest of 1, 2, 4, 8 that keeps >= 32768 warps",
+    },
+    ParamSpec {
         key: "aggregate",
         default: "on",
         help: "virtual-pointer aggregation (indices and values of a block in one region); off = indices and values in two arenas (ablation)",
@@ -135,6 +140,8 @@ pub(crate) struct Config {
     balance_min_nnz: usize,
     pub(crate) aggregate: bool,
     pub(crate) fused: bool,
+    /// Blocks per warp; None = auto.
+    bpw: Option<usize>,
 }
 
 impl Config {
@@ -214,7 +221,15 @@ fn config(params: &Params) -> Result<Config> {
             ))
         }
     };
+    let bpw = match params.get::<String>(NAME, PARAMS, "bpw")?.as_str() {
+        "auto" => None,
+        s => match s.parse::<usize>() {
+            Ok(k @ 1..=64) => Some(k),
+            _ => return Err(param_err("bpw", format!("'{s}' is not auto or 1..=64"))),
+        },
+    };
     Ok(Config {
+        bpw,
         coo_max,
         dense_min,
         gather: mode(params, "gather")?,
@@ -334,9 +349,12 @@ pub struct CbLayout<T> {
     /// Values when `aggregate=off`, with each slot's start in `voff`.
     pub(crate) split_vals: Vec<T>,
     pub(crate) voff: Vec<u64>,
-    /// Two words per slot (CTA-major, 8 slots per CTA): `offset << 9 | nnz` and
-    /// `block_row << 32 | block_col`; padding slots have block_row = DUMMY_ROW.
+    /// Two words per slot: `offset << 10 | single << 9 | nnz` (single: the block is its
+    /// panel's only one) and `block_row << 32 | block_col`; padding slots have block_row =
+    /// DUMMY_ROW. Slot `t·8·bpw + j·8 + w` is warp w's j-th block in CTA t.
     pub(crate) meta: Vec<u64>,
+    /// Blocks per warp.
+    pub(crate) bpw: usize,
     /// Blocks per panel (at least 1: empty panels get a zero-nnz scaler block).
     pub(crate) panel_nb: Vec<u32>,
     /// Whether columns are aggregated, and the mapping: panel p's compressed column k is the
@@ -372,24 +390,24 @@ fn std_dev(loads: &[u64]) -> f64 {
 
 /// LPT greedy assignment (public code's `coo2block_banlance`): blocks by weight descending
 /// (ties by index), each to the currently lightest CTA (min-heap on (load, CTA)) that still has
-/// a free slot among its 8. Returns the slot table (CTA-major, `None` = padding) and the per-CTA
-/// loads.
-pub(crate) fn lpt_assign(weights: &[u64]) -> (Vec<Option<usize>>, Vec<u64>) {
-    let ctas = weights.len().div_ceil(WARPS);
+/// a free slot among its `per_cta` (8 in the paper). Returns the slot table (CTA-major, `None` =
+/// padding) and the per-CTA loads.
+pub(crate) fn lpt_assign(weights: &[u64], per_cta: usize) -> (Vec<Option<usize>>, Vec<u64>) {
+    let ctas = weights.len().div_ceil(per_cta);
     let mut order: Vec<usize> = (0..weights.len()).collect();
     order.par_sort_unstable_by_key(|&i| (Reverse(weights[i]), i));
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (0..ctas).map(|t| Reverse((0, t))).collect();
     let mut used = vec![0usize; ctas];
     let mut loads = vec![0u64; ctas];
-    let mut slots = vec![None; ctas * WARPS];
+    let mut slots = vec![None; ctas * per_cta];
     for &b in &order {
         let Some(Reverse((load, t))) = heap.pop() else {
             break;
         };
-        slots[t * WARPS + used[t]] = Some(b);
+        slots[t * per_cta + used[t]] = Some(b);
         used[t] += 1;
         loads[t] = load + weights[b];
-        if used[t] < WARPS {
+        if used[t] < per_cta {
             heap.push(Reverse((loads[t], t)));
         }
     }
@@ -516,7 +534,7 @@ impl<T: Scalar> CbLayout<T> {
         }
         off.push(o);
         voff_nat.push(vo);
-        if o >= 1u64 << 55 {
+        if o >= 1u64 << 54 {
             return Err(Error::TooLarge {
                 what: "cb-spmv arena bytes",
                 value: o,
@@ -570,8 +588,15 @@ impl<T: Scalar> CbLayout<T> {
         // Stage 4: slots: LPT balancing over CTAs of 8 warps, or the natural order.
         let t0 = Instant::now();
         let weights: Vec<u64> = blocks.iter().map(|b| b.2 as u64).collect();
-        let ctas = nb_all.div_ceil(WARPS);
-        let natural_loads: Vec<u64> = weights.chunks(WARPS).map(|c| c.iter().sum()).collect();
+        let bpw = cfg.bpw.unwrap_or_else(|| {
+            [8, 4, 2]
+                .into_iter()
+                .find(|&k| nb_all / k >= 32768)
+                .unwrap_or(1)
+        });
+        let per_cta = WARPS * bpw;
+        let ctas = nb_all.div_ceil(per_cta);
+        let natural_loads: Vec<u64> = weights.chunks(per_cta).map(|c| c.iter().sum()).collect();
         let std_before = std_dev(&natural_loads);
         let balanced = match cfg.balance {
             Mode::On => true,
@@ -579,11 +604,11 @@ impl<T: Scalar> CbLayout<T> {
             Mode::Auto => nnz >= cfg.balance_min_nnz,
         };
         let (slots, std_after) = if balanced {
-            let (slots, loads) = lpt_assign(&weights);
+            let (slots, loads) = lpt_assign(&weights, per_cta);
             (slots, std_dev(&loads))
         } else {
             let mut s: Vec<Option<usize>> = (0..nb_all).map(Some).collect();
-            s.resize(ctas * WARPS, None);
+            s.resize(ctas * per_cta, None);
             (s, std_before)
         };
         let mut meta = vec![0u64; 2 * slots.len()];
@@ -597,7 +622,8 @@ impl<T: Scalar> CbLayout<T> {
             .for_each(|(w, s)| match *s {
                 Some(b) => {
                     let (br, bc, k, _, _) = blocks[b];
-                    w[0] = (off[b] << 9) | k as u64;
+                    let single = (panel_nb[br as usize] == 1) as u64;
+                    w[0] = (off[b] << 10) | (single << 9) | k as u64;
                     w[1] = ((br as u64) << 32) | bc as u64;
                 }
                 None => {
@@ -621,6 +647,7 @@ impl<T: Scalar> CbLayout<T> {
             split_vals,
             voff,
             meta,
+            bpw,
             panel_nb,
             gathered,
             gptr,
@@ -636,7 +663,7 @@ impl<T: Scalar> CbLayout<T> {
         })
     }
 
-    /// Number of slots (8 per CTA).
+    /// Number of slots (8·bpw per CTA).
     pub(crate) fn nslots(&self) -> usize {
         self.meta.len() / 2
     }
@@ -765,7 +792,14 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                     "off".into()
                 },
             ),
-            ("CTAs (8 slots)".into(), (self.nslots() / WARPS).to_string()),
+            (
+                "CTAs x slots (8 warps x bpw)".into(),
+                format!(
+                    "{} x {}",
+                    self.nslots() / (WARPS * self.bpw),
+                    WARPS * self.bpw
+                ),
+            ),
             (
                 "per-CTA nnz std-dev before/after".into(),
                 format!(

@@ -29,6 +29,9 @@ const VARIANTS: &[&[&str]] = &[
         "format=off",
         "gather=on",
     ],
+    &["bpw=3", "balance=on"],
+    &["bpw=8", "balance=off", "gather=on"],
+    &["bpw=2", "prologue=kernel"],
 ];
 
 fn from_triplets(m: usize, n: usize, t: &[(usize, usize, f64)]) -> Csr<f64> {
@@ -45,7 +48,7 @@ fn slots<T: Scalar>(l: &CbLayout<T>) -> Vec<(usize, usize, u32, u32)> {
         .filter_map(|s| {
             let (w0, w1) = (l.meta[2 * s], l.meta[2 * s + 1]);
             let br = (w1 >> 32) as u32;
-            (br != DUMMY_ROW).then_some(((w0 >> 9) as usize, (w0 & 511) as usize, br, w1 as u32))
+            (br != DUMMY_ROW).then_some(((w0 >> 10) as usize, (w0 & 511) as usize, br, w1 as u32))
         })
         .collect()
 }
@@ -256,7 +259,7 @@ fn lpt_balancing_assignment() {
     // the lightest until its 8 slots fill; CTA 0 takes the other 7.
     let mut w = vec![1u64; 16];
     w[5] = 100;
-    let (slots, loads) = lpt_assign(&w);
+    let (slots, loads) = lpt_assign(&w, 8);
     assert_eq!(loads, vec![107, 8]);
     assert_eq!(slots[0], Some(5));
     assert!(slots.iter().all(|s| s.is_some()));
@@ -265,13 +268,16 @@ fn lpt_balancing_assignment() {
     assert_eq!(seen, (0..16).collect::<Vec<_>>());
     // a classic LPT case: 8 CTAs' worth of blocks; loads end within max weight of each other
     let w: Vec<u64> = (0..64).map(|i| (i * 37 % 101) as u64 + 1).collect();
-    let (slots, loads) = lpt_assign(&w);
+    let (slots, loads) = lpt_assign(&w, 8);
     assert_eq!(slots.len(), 64);
     let (lo, hi) = (loads.iter().min().unwrap(), loads.iter().max().unwrap());
     assert!(hi - lo <= 101, "{loads:?}");
     // padding: 10 blocks -> 2 CTAs, 6 empty slots
-    let (slots, _) = lpt_assign(&[3; 10]);
+    let (slots, _) = lpt_assign(&[3; 10], 8);
     assert_eq!(slots.iter().filter(|s| s.is_none()).count(), 6);
+    // 16 slots per CTA (bpw = 2): one CTA
+    let (slots, loads) = lpt_assign(&[3; 10], 16);
+    assert_eq!((slots.len(), loads), (16, vec![30]));
 }
 
 #[test]
@@ -340,6 +346,8 @@ fn rejects_bad_params() {
         &["prologue=none"],
         &["gather_frac=2"],
         &["bogus=1"],
+        &["bpw=0"],
+        &["bpw=65"],
     ] {
         assert!(CbSpmv.prepare(&a, &params(bad)).is_err(), "{bad:?}");
     }
