@@ -373,27 +373,51 @@ fn maragal_6_matches_oracle() {
 // ---- GPU: the device kernel against the oracle (skips without a GPU unless
 // SPMVKIT_REQUIRE_GPU=1), with repeated calls to exercise the fused prologue's self-reset.
 
-fn gpu_matrices() -> Vec<(String, Csr<f64>)> {
-    let mut v: Vec<(String, Csr<f64>)> = suite()
-        .into_iter()
-        .map(|(n, a)| (n.to_string(), a))
-        .collect();
-    v.extend(edge_cases());
-    for s in [
-        "poisson3d:40",
-        "blockdiag:500,20",
-        "powerlaw:50000,8",
-        "banded:30000,24",
-    ] {
-        v.push((s.into(), crate::gen::generate_f64(s).unwrap()));
-    }
+/// The shared SuiteSparse matrices (SPMVKIT_MATRICES, else ../shared/matrices from the
+/// workspace), each with its pattern and fresh random values in [-1, 1) (pattern files would
+/// otherwise be all 1.0, which hides precision loss), sorted by name.
+fn shared_matrices() -> Vec<(String, Csr<f64>)> {
     let base = std::env::var("SPMVKIT_MATRICES")
         .unwrap_or_else(|_| "../../../shared/matrices".to_string());
-    let p = std::path::Path::new(&base).join("NYPA/Maragal_6.mtx.gz");
-    if p.exists() {
-        v.push(("Maragal_6".into(), crate::io::load(&p).unwrap()));
+    let mut files = Vec::new();
+    let Ok(groups) = std::fs::read_dir(&base) else {
+        return Vec::new();
+    };
+    for g in groups.flatten() {
+        if let Ok(fs) = std::fs::read_dir(g.path()) {
+            for f in fs.flatten() {
+                let p = f.path();
+                if p.to_string_lossy().ends_with(".mtx.gz") {
+                    files.push(p);
+                }
+            }
+        }
     }
-    v
+    files.sort();
+    let mut out = Vec::new();
+    for p in files {
+        let name = p
+            .file_name()
+            .map(|s| s.to_string_lossy().trim_end_matches(".mtx.gz").to_string())
+            .unwrap_or_default();
+        let Ok(a) = crate::io::load::<f64>(&p) else {
+            eprintln!("shared matrix {}: cannot load", p.display());
+            continue;
+        };
+        let mut g = crate::methods::testmats::Lcg::new(a.nnz() as u64);
+        let vals = (0..a.nnz())
+            .map(|_| {
+                let v = g.value();
+                if v == 0.0 {
+                    0.5
+                } else {
+                    v
+                }
+            })
+            .collect();
+        out.push((name, Csr::with_pattern(a.pattern().clone(), vals).unwrap()));
+    }
+    out
 }
 
 fn gpu_run<T: crate::methods::PrepareFor>(
@@ -445,103 +469,260 @@ fn gpu_run<T: crate::methods::PrepareFor>(
     }
 }
 
-#[test]
-fn gpu_cb_spmv_matches_oracle() {
+fn gpu_or_skip(test: &str) -> bool {
     match crate::gpu::Gpu::get() {
-        Ok(g) => eprintln!("GPU: {} ({})", g.name(), g.arch()),
+        Ok(g) => {
+            eprintln!(
+                "{test}: GPU {} ({}, {} SMs)",
+                g.name(),
+                g.arch(),
+                g.sm_count()
+            );
+            true
+        }
         Err(e) => {
             if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SPMVKIT_REQUIRE_GPU=1 but {e}");
+                panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
             }
-            eprintln!("gpu cb-spmv: skipped: {e}");
-            return;
+            eprintln!("{test}: skipped: {e}");
+            false
         }
     }
+}
+
+#[test]
+fn gpu_cb_spmv_matches_oracle() {
+    if !gpu_or_skip("gpu cb-spmv") {
+        return;
+    }
     let mut fails = Vec::new();
-    let mats = gpu_matrices();
+    let mut mats: Vec<(String, Csr<f64>)> = suite()
+        .into_iter()
+        .map(|(n, a)| (n.to_string(), a))
+        .collect();
+    mats.extend(edge_cases());
+    for s in [
+        "poisson3d:40",
+        "blockdiag:500,20",
+        "powerlaw:50000,8",
+        "banded:30000,24",
+    ] {
+        mats.push((s.into(), crate::gen::generate_f64(s).unwrap()));
+    }
+    let mut runs = 0;
     for v in VARIANTS {
         for (name, a) in &mats {
             gpu_run::<f64>(a, name, v, &mut fails);
             gpu_run::<f32>(a, name, v, &mut fails);
+            runs += 2;
         }
     }
+    let shared = shared_matrices();
+    for (name, a) in &shared {
+        for v in [
+            &[][..],
+            &["gather=on", "bpw=4"],
+            &["prologue=kernel", "gather=off"],
+        ] {
+            gpu_run::<f64>(a, name, v, &mut fails);
+            gpu_run::<f32>(a, name, v, &mut fails);
+            runs += 2;
+        }
+    }
+    eprintln!(
+        "gpu cb-spmv: {runs} plans ({} generated/edge, {} shared matrices), {} failures",
+        mats.len(),
+        shared.len(),
+        fails.len()
+    );
     for f in &fails {
         eprintln!("FAIL: {f}");
     }
     assert!(fails.is_empty(), "{} failures", fails.len());
 }
 
-/// Per-call times next to csr-vector (stream and graph), for the report; asserts nothing but
-/// a correct y.
+/// One timing line to stderr and, when CB_TIMING_OUT names a file, to that file.
+fn report(line: &str) {
+    use std::io::Write;
+    eprintln!("{line}");
+    if let Ok(p) = std::env::var("CB_TIMING_OUT") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
+
+/// Times `method` with `ps` on `a` (f64, α = 1, β = 0); `graph` adds CUDA-graph timing.
+fn time_one(
+    name: &str,
+    a: &Csr<f64>,
+    method: &str,
+    ps: &[&str],
+    cfg: &crate::gpu::TimingConfig,
+    graph: bool,
+) {
+    use crate::gpu::{time_graph, time_stream};
+    use crate::methods::{Backend, Plan, PlanOptions};
+    let opts = PlanOptions {
+        params: params(ps),
+        backend: Some(Backend::Gpu),
+    };
+    let mut plan = match Plan::<f64>::new(method, a, &opts) {
+        Ok(p) => p,
+        Err(e) => {
+            report(&format!("TIMING {name} {method} {ps:?}: plan failed: {e}"));
+            return;
+        }
+    };
+    let prep = plan.prep_times();
+    let layout = plan.layout();
+    let notes = layout.notes();
+    let stages = layout.prep_stages();
+    let foot = layout.footprint_bytes();
+    let (g, dl, x, y) = plan.device_parts().unwrap();
+    let (xs, _) = vectors::<f64>(a.nrows(), a.ncols(), 3);
+    g.stream().memcpy_htod(&xs, x).unwrap();
+    let s = time_stream(g, cfg, || dl.run(g, 1.0, x, 0.0, y)).unwrap();
+    let gr = if graph {
+        time_graph(g, cfg, || dl.run(g, 1.0, x, 0.0, y))
+            .unwrap()
+            .median_us
+    } else {
+        f64::NAN
+    };
+    let mut got = vec![0.0; a.nrows()];
+    g.download(y, &mut got).unwrap();
+    let r = oracle_spmv(a, 1.0, &xs, 0.0, &vec![0.0; a.nrows()]).unwrap();
+    let ok = check(&r, &got).ok;
+    let bytes = 12 * a.nnz() + 4 * (a.nrows() + 1) + 8 * a.ncols() + 8 * a.nrows();
+    report(&format!(
+        "TIMING {name:<20} nnz {:>9} {method:<10} {:<22} stream {:>8.2} graph {:>8.2} us  {:>5.0} GB/s(csr-model)  prep {:>8.1} ms upload {:>6.1} ms  foot/csr {:.3} ok={ok}",
+        a.nnz(),
+        ps.join(","),
+        s.median_us,
+        gr,
+        bytes as f64 / s.median_us / 1e3,
+        prep.prepare.as_secs_f64() * 1e3,
+        prep.upload.as_secs_f64() * 1e3,
+        foot as f64 / (4 * (a.nrows() + 1) + 12 * a.nnz()) as f64,
+    ));
+    if method == NAME && ps.is_empty() {
+        let st: Vec<String> = stages
+            .iter()
+            .map(|(k, d)| format!("{k} {:.1}ms", d.as_secs_f64() * 1e3))
+            .collect();
+        let nt: Vec<String> = notes.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        report(&format!("  notes {}", nt.join("; ")));
+        report(&format!("  stages {}", st.join("; ")));
+    }
+}
+
+/// Per-call times next to csr-vector and merge (stream and graph), for the report; the
+/// ablation switches on large generated matrices; every shared matrix. Set CB_TIMING=1 to run.
 #[test]
 fn gpu_cb_spmv_timing_report() {
-    use crate::gpu::{time_graph, time_stream, TimingConfig};
-    use crate::methods::{Backend, Plan, PlanOptions};
-    let Ok(_g) = crate::gpu::Gpu::get() else {
-        eprintln!("gpu timing: skipped");
+    use crate::gpu::TimingConfig;
+    if std::env::var("CB_TIMING").map_or(true, |v| v != "1") || !gpu_or_skip("gpu timing") {
+        eprintln!("gpu timing: skipped (CB_TIMING=1 and a GPU run it)");
         return;
-    };
+    }
+    let g = crate::gpu::Gpu::get().unwrap();
+    let bw = crate::gpu::measure_copy_bandwidth(&g).unwrap();
+    report(&format!(
+        "GPU {} {} SMs, copy bandwidth {bw:.0} GB/s",
+        g.name(),
+        g.sm_count()
+    ));
     let cfg = TimingConfig {
         warmup: 10,
         calls: 50,
         samples: 5,
     };
-    let mut mats: Vec<(String, Csr<f64>)> = Vec::new();
-    for s in [
-        "poisson3d:64",
-        "banded:2000000,2",
-        "uniform:1000000,8",
-        "stencil27:64",
-        "powerlaw:1000000,8",
-        "blockdiag:20000,32",
+    let shared = shared_matrices();
+    // A: the matrices of shared/notes/methods.md §0.
+    for want in [
+        "copter2",
+        "bcsstk33",
+        "Maragal_6",
+        "af23560",
+        "s1rmq4m1",
+        "wb-cs-stanford",
     ] {
-        mats.push((s.into(), crate::gen::generate_f64(s).unwrap()));
-    }
-    let base = std::env::var("SPMVKIT_MATRICES")
-        .unwrap_or_else(|_| "../../../shared/matrices".to_string());
-    let p = std::path::Path::new(&base).join("NYPA/Maragal_6.mtx.gz");
-    if p.exists() {
-        mats.push(("Maragal_6".into(), crate::io::load(&p).unwrap()));
-    }
-    for (name, a) in &mats {
-        for (method, ps) in [
+        let Some((name, a)) = shared.iter().find(|(n, _)| n == want) else {
+            continue;
+        };
+        for (m, ps) in [
             ("csr-vector", &[][..]),
-            (NAME, &[][..]),
+            ("merge", &[]),
+            (NAME, &[]),
             (NAME, &["prologue=kernel"]),
+            (NAME, &["bpw=2"]),
+            (NAME, &["bpw=4"]),
+            (NAME, &["gather=on"]),
+            (NAME, &["gather=off"]),
+            (NAME, &["balance=off"]),
+        ] {
+            time_one(name, a, m, ps, &cfg, true);
+        }
+    }
+    // B: large generated matrices (gpu-large families), the ablation.
+    for spec in [
+        "poisson3d:160",
+        "uniform:4000000,16",
+        "powerlaw:4000000,8",
+        "blockdiag:30000,32",
+        "kron:20,48",
+    ] {
+        let a = crate::gen::generate_f64(spec).unwrap();
+        for (m, ps) in [
+            ("csr-vector", &[][..]),
+            ("merge", &[]),
+            (NAME, &[]),
+            (NAME, &["bpw=1"]),
+            (NAME, &["bpw=2"]),
+            (NAME, &["bpw=4"]),
+            (NAME, &["bpw=8"]),
+            (NAME, &["gather=on"]),
             (NAME, &["gather=off"]),
             (NAME, &["balance=off"]),
             (NAME, &["format=off"]),
             (NAME, &["aggregate=off"]),
+            (NAME, &["prologue=kernel"]),
         ] {
-            let opts = PlanOptions {
-                params: params(ps),
-                backend: Some(Backend::Gpu),
-            };
-            let mut plan = Plan::<f64>::new(method, a, &opts).unwrap();
-            let notes = plan.layout().notes();
-            let (g, dl, x, y) = plan.device_parts().unwrap();
-            let (xs, _) = vectors::<f64>(a.nrows(), a.ncols(), 3);
-            g.stream().memcpy_htod(&xs, x).unwrap();
-            let s = time_stream(g, &cfg, || dl.run(g, 1.0, x, 0.0, y)).unwrap();
-            let gr = time_graph(g, &cfg, || dl.run(g, 1.0, x, 0.0, y)).unwrap();
-            let mut got = vec![0.0; a.nrows()];
-            g.download(y, &mut got).unwrap();
-            let r = oracle_spmv(a, 1.0, &xs, 0.0, &vec![0.0; a.nrows()]).unwrap();
-            let ok = check(&r, &got).ok;
-            let gbs = (12 * a.nnz() + 4 * (a.nrows() + 1) + 8 * a.ncols() + 8 * a.nrows()) as f64
-                / s.median_us
-                / 1e3;
-            eprintln!(
-                "TIMING {name:<22} nnz {:>9} {method:<10} {:<16} stream {:>8.2} µs graph {:>8.2} µs ({gbs:.0} GB/s CSR-model) ok={ok}",
-                a.nnz(),
-                ps.join(","),
-                s.median_us,
-                gr.median_us
-            );
-            if method == NAME && ps.is_empty() {
-                eprintln!("  notes {notes:?}");
-            }
-            assert!(ok, "{name} {method} {ps:?}: wrong y");
+            time_one(spec, &a, m, ps, &cfg, false);
+        }
+    }
+    // C: every shared matrix, graph and stream, csr-vector vs cb-spmv.
+    let quick = TimingConfig {
+        warmup: 5,
+        calls: 20,
+        samples: 3,
+    };
+    for (name, a) in &shared {
+        for m in ["csr-vector", NAME] {
+            time_one(name, a, m, &[], &quick, true);
+        }
+    }
+}
+
+/// The CPU mirror on every shared matrix (random values), default and gathered + balanced.
+/// Slow in debug builds: set CB_SHARED=1 to run.
+#[test]
+fn shared_matrices_cpu_mirror() {
+    if std::env::var("CB_SHARED").map_or(true, |v| v != "1") {
+        eprintln!("shared matrices: skipped (CB_SHARED=1 runs it)");
+        return;
+    }
+    let shared = shared_matrices();
+    assert!(!shared.is_empty());
+    for (name, a) in &shared {
+        for v in [&[][..], &["gather=on", "balance=on", "bpw=4"]] {
+            let l = CbSpmv.prepare(a, &params(v)).unwrap();
+            check_layout(&format!("{name} {v:?}"), a, l.as_ref());
         }
     }
 }
