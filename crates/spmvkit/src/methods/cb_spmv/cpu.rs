@@ -1,4 +1,5 @@
-//! CPU mirror of `cb_spmv` (kernel.cu): walks the slots in CTA order, decodes each block's
+//! CPU mirror of `cb_spmv` (kernel.cu): walks the slots in index order (warp after warp under
+//! `accumulate=run`, summing a run of one panel's blocks before adding it to y), decodes each block's
 //! region from the arena bytes (nibble-packed indices after the 64-bit offset, values after the
 //! 8-byte padding), stages the block's 16 x values through the column mapping (`bc·16` added in
 //! every format), forms the 16 row sums and applies the kernel's epilogue: with the fused
@@ -104,8 +105,23 @@ pub(super) fn run<T: Scalar>(l: &CbLayout<T>, alpha: T, x: &[T], beta: T, y: &mu
             *v = scale(*v);
         }
     }
+    // accumulate=run: the open run (panel, row sums, mask) of the current warp
+    let mut open: Option<(usize, [T; BS], u32)> = None;
+    let flush = |y: &mut [T], open: &mut Option<(usize, [T; BS], u32)>| {
+        if let Some((br, rs, mask)) = open.take() {
+            for (r, &s) in rs.iter().enumerate() {
+                let i = br * BS + r;
+                if i < l.nrows && mask >> r & 1 == 1 {
+                    y[i] += alpha * s;
+                }
+            }
+        }
+    };
     let mut first_done = vec![false; l.panel_nb.len()];
     for slot in 0..l.nslots() {
+        if l.cfg.run && slot % l.bpw == 0 {
+            flush(y, &mut open); // a new warp
+        }
         let (w0, w1) = (l.meta[2 * slot], l.meta[2 * slot + 1]);
         let br = (w1 >> 32) as u32;
         if br == DUMMY_ROW {
@@ -120,6 +136,17 @@ pub(super) fn run<T: Scalar>(l: &CbLayout<T>, alpha: T, x: &[T], beta: T, y: &mu
             [T::zero(); BS]
         };
         let (rs, mask) = block_sums(l, slot, nnz, off, &xs);
+        if l.cfg.run {
+            if open.as_ref().is_some_and(|o| o.0 != br) {
+                flush(y, &mut open);
+            }
+            let o = open.get_or_insert((br, [T::zero(); BS], 0));
+            for (a, &s) in o.1.iter_mut().zip(&rs) {
+                *a += s;
+            }
+            o.2 |= mask;
+            continue;
+        }
         let first = l.cfg.fused && !first_done[br];
         if l.cfg.fused {
             first_done[br] = true;
@@ -136,4 +163,5 @@ pub(super) fn run<T: Scalar>(l: &CbLayout<T>, alpha: T, x: &[T], beta: T, y: &mu
             }
         }
     }
+    flush(y, &mut open);
 }

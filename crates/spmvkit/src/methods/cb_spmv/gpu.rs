@@ -25,6 +25,7 @@ pub(super) struct DeviceCb<T: Scalar> {
     ncols: usize,
     ctas: usize,
     bpw: i32,
+    run: i32,
     coo_max: i32,
     dense_min: i32,
     fused: bool,
@@ -68,6 +69,7 @@ pub(super) fn upload<T: Scalar>(
         ncols: l.ncols,
         ctas: l.nslots() / (WARPS * l.bpw),
         bpw: l.bpw as i32,
+        run: l.cfg.run as i32,
         coo_max: l.cfg.coo_max as i32,
         dense_min: l.cfg.dense_min as i32,
         fused: l.cfg.fused,
@@ -159,7 +161,8 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
             .arg(&self.coo_max)
             .arg(&self.dense_min)
             .arg(&fused)
-            .arg(&self.bpw);
+            .arg(&self.bpw)
+            .arg(&self.run);
         // SAFETY: the arguments match cb_spmv in kernel.cu; meta has 2·8·bpw·ctas words; every
         // offset + region length lies inside the arena (or split_vals/voff when split); block
         // rows index panel_nb/tick/ready (one per panel) and gptr (panels + 1) when gathered;

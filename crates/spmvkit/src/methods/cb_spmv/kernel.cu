@@ -22,7 +22,8 @@
 // later blocks of the panel compute first, wait for ready (only ever on a running warp), then
 // atomicAdd alpha*s to rows with entries, and count themselves out; the last resets ticket
 // and flag for the next call. Panels with one block write y directly, no atomics.
-// fused = 0: cb_scale_y ran before, every block adds with atomics.
+// fused = 0: cb_scale_y ran before, every block adds with atomics (run = 1: once per run of
+// consecutive blocks of one panel in a warp's slots).
 
 #define CB_WARPS 8
 #define CB_BS 16
@@ -35,26 +36,20 @@ extern "C" __global__ void cb_scale_y(int m, real_t* __restrict__ y, real_t beta
 
 __device__ __forceinline__ unsigned cb_pad8(unsigned b) { return (b + 7u) & ~7u; }
 
-// One sub-block by one warp (all 32 lanes, warp-uniform arguments).
-__device__ __forceinline__ void cb_block(
+// The 16 row sums of one sub-block by one warp (all 32 lanes, warp-uniform arguments): lane
+// r < 16 gets row r's sum in rs; mask gets the rows with entries.
+__device__ __forceinline__ void cb_sums(
     unsigned long long slot, unsigned long long w0, unsigned long long w1,
     const unsigned char* __restrict__ arena, const real_t* __restrict__ split_vals,
-    const unsigned long long* __restrict__ voff, int split, const unsigned* __restrict__ panel_nb,
-    unsigned* tick, unsigned* ready, const unsigned* __restrict__ gptr,
-    const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x, real_t* y,
-    real_t alpha, real_t beta, int m, int n, int coo_max, int dense_min, int fused, real_t* xs,
-    real_t* acc, int lane) {
+    const unsigned long long* __restrict__ voff, int split, const unsigned* __restrict__ gptr,
+    const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x, int n,
+    int coo_max, int dense_min, real_t* xs, real_t* acc, int lane, real_t& rs, unsigned& mask) {
     const unsigned br = (unsigned)(w1 >> 32);
     const unsigned bc = (unsigned)(w1 & 0xffffffffull);
     const int nnz = (int)(w0 & 511ull);
-    const bool single = (w0 >> 9) & 1ull;
     const unsigned char* region = arena + (w0 >> 10);
-    const bool ticketed = fused && !single;
-    unsigned t = 0;
-    if (ticketed && lane == 0) t = atomicAdd(tick + br, 1u);
-
-    real_t rs = (real_t)0;  // lane r < 16: the sum of row r
-    unsigned mask = 0;      // rows with entries
+    rs = (real_t)0;
+    mask = 0;
     if (nnz > 0) {
         const bool coo = nnz <= coo_max;
         const bool dense = !coo && nnz >= dense_min;
@@ -135,6 +130,26 @@ __device__ __forceinline__ void cb_block(
             rs = __shfl_sync(FULL_MASK, sum, (2 * lane) & 31);
         }
     }
+}
+
+// One sub-block by one warp, with its own epilogue (accumulate = block).
+__device__ __forceinline__ void cb_block(
+    unsigned long long slot, unsigned long long w0, unsigned long long w1,
+    const unsigned char* __restrict__ arena, const real_t* __restrict__ split_vals,
+    const unsigned long long* __restrict__ voff, int split, const unsigned* __restrict__ panel_nb,
+    unsigned* tick, unsigned* ready, const unsigned* __restrict__ gptr,
+    const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x, real_t* y,
+    real_t alpha, real_t beta, int m, int n, int coo_max, int dense_min, int fused, real_t* xs,
+    real_t* acc, int lane) {
+    const unsigned br = (unsigned)(w1 >> 32);
+    const bool single = (w0 >> 9) & 1ull;
+    const bool ticketed = fused && !single;
+    unsigned t = 0;
+    if (ticketed && lane == 0) t = atomicAdd(tick + br, 1u);
+    real_t rs;
+    unsigned mask;
+    cb_sums(slot, w0, w1, arena, split_vals, voff, split, gptr, gcols, gathered, x, n, coo_max,
+            dense_min, xs, acc, lane, rs, mask);
 
     const unsigned i = br * CB_BS + lane;
     const bool mine = lane < CB_BS && i < (unsigned)m;
@@ -183,25 +198,56 @@ cb_spmv(const unsigned char* __restrict__ arena, const unsigned long long* __res
         int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
         const unsigned* __restrict__ gptr, const unsigned* __restrict__ gcols, int gathered,
         const real_t* __restrict__ x, real_t* y, real_t alpha, real_t beta, int m, int n,
-        int coo_max, int dense_min, int fused, int bpw) {
+        int coo_max, int dense_min, int fused, int bpw, int run) {
     __shared__ real_t s_x[CB_WARPS][CB_BS];
     __shared__ real_t s_acc[CB_WARPS][CB_BS];
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
-    const unsigned long long first = (unsigned long long)blockIdx.x * bpw * CB_WARPS + warp;
+    // accumulate = block: warp w takes slots j·8 + w of its CTA; run: slots w·bpw + j
+    // (consecutive blocks), summing the row sums of consecutive blocks of one panel in
+    // registers and adding them to y (atomics, after cb_scale_y) once per run.
+    const unsigned long long cta0 = (unsigned long long)blockIdx.x * bpw * CB_WARPS;
+    const unsigned long long first = run ? cta0 + (unsigned long long)warp * bpw : cta0 + warp;
+    const unsigned long long step = run ? 1ull : (unsigned long long)CB_WARPS;
     unsigned long long nw0 = ldg(meta + 2 * first);
     unsigned long long nw1 = ldg(meta + 2 * first + 1);
+    unsigned cur = 0xffffffffu;  // run: the panel being summed
+    real_t run_rs = (real_t)0;
+    unsigned run_mask = 0;
     for (int j = 0; j < bpw; ++j) {
-        const unsigned long long slot = first + (unsigned long long)j * CB_WARPS;
+        const unsigned long long slot = first + (unsigned long long)j * step;
         const unsigned long long w0 = nw0, w1 = nw1;
         if (j + 1 < bpw) {
-            nw0 = ldg(meta + 2 * (slot + CB_WARPS));
-            nw1 = ldg(meta + 2 * (slot + CB_WARPS) + 1);
+            nw0 = ldg(meta + 2 * (slot + step));
+            nw1 = ldg(meta + 2 * (slot + step) + 1);
         }
-        if ((unsigned)(w1 >> 32) == 0xffffffffu) continue;
+        const unsigned br = (unsigned)(w1 >> 32);
+        if (br == 0xffffffffu) continue;
         __syncwarp();  // the previous block's readers of xs/acc are done
-        cb_block(slot, w0, w1, arena, split_vals, voff, split, panel_nb, tick, ready, gptr, gcols,
-                 gathered, x, y, alpha, beta, m, n, coo_max, dense_min, fused, s_x[warp],
-                 s_acc[warp], lane);
+        if (!run) {
+            cb_block(slot, w0, w1, arena, split_vals, voff, split, panel_nb, tick, ready, gptr,
+                     gcols, gathered, x, y, alpha, beta, m, n, coo_max, dense_min, fused,
+                     s_x[warp], s_acc[warp], lane);
+            continue;
+        }
+        if (br != cur) {
+            const unsigned i = cur * CB_BS + lane;
+            if (cur != 0xffffffffu && lane < CB_BS && i < (unsigned)m && ((run_mask >> lane) & 1u))
+                atomic_add_real(y + i, alpha * run_rs);
+            cur = br;
+            run_rs = (real_t)0;
+            run_mask = 0;
+        }
+        real_t rs;
+        unsigned mask;
+        cb_sums(slot, w0, w1, arena, split_vals, voff, split, gptr, gcols, gathered, x, n,
+                coo_max, dense_min, s_x[warp], s_acc[warp], lane, rs, mask);
+        run_rs += rs;
+        run_mask |= mask;
+    }
+    if (run && cur != 0xffffffffu) {
+        const unsigned i = cur * CB_BS + lane;
+        if (lane < CB_BS && i < (unsigned)m && ((run_mask >> lane) & 1u))
+            atomic_add_real(y + i, alpha * run_rs);
     }
 }

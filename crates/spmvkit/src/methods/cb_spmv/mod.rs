@@ -13,13 +13,22 @@
 //! - dense blocks are computed in full precision (the code converts to FP16 for WMMA);
 //! - x is read through the column mapping with `bc·16` added in every format (the code's
 //!   gathered dense path forgets it), and the staging of x is followed by `__syncwarp`;
-//! - y is scaled by β (or zeroed) inside the timed call: by default FUSED into the one launch.
-//!   Every 16-row panel's first-arriving block (a per-panel ticket) writes `y = α·s + β·y` for
-//!   all 16 rows with plain stores and raises a ready flag; the panel's later blocks compute
-//!   first, wait for the flag (they only ever wait for a warp that is already running, so no
+//! - y is scaled by β (or zeroed) inside the timed call. Default (`prologue=kernel`): a small
+//!   grid-stride scaling launch, then the main launch. `prologue=fused` does it in the one
+//!   launch: every 16-row panel's first-arriving block (a per-panel ticket) writes
+//!   `y = α·s + β·y` for all 16 rows with plain stores and raises a ready flag; the panel's
+//!   later blocks wait for the flag (only ever for a warp that is already running, so no
 //!   deadlock), then add with atomics; the last one resets ticket and flag for the next call.
 //!   Panels with a single block need no atomic at all; empty panels get a zero-nnz "scaler"
-//!   block. `prologue=kernel` uses a separate scaling launch instead.
+//!   block. Measured on an H200 (2026-11-21, all variants correct on 115 SuiteSparse matrices):
+//!   the ticket round trips cost more than the second launch almost everywhere (graph mode
+//!   4.4 vs 6.9 µs on s1rmq4m1; 915 vs 1293 µs on poisson3d:160), hence the default.
+//! - `accumulate=run` (opt-in, needs `prologue=kernel`): a warp takes `bpw` CONSECUTIVE slots
+//!   and sums the row sums of consecutive blocks of one panel in registers, adding to y once per
+//!   run. On matrices whose blocks are diagonal lines (stencils, scattered columns) the paper's
+//!   block-wise epilogue issues about one fp64 atomic per nonzero, which capped the H200 at
+//!   ~28·10⁹ atomics/s (poisson3d:160, uniform, power-law and Kronecker alike). Balancing
+//!   scatters a panel's blocks, so under `run`, `balance=auto` means off.
 //!
 //! Atomics make the summation order, and so the last bits of y, vary between runs: not
 //! deterministic.
@@ -107,8 +116,13 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         key: "prologue",
-        default: "fused",
-        help: "how y is scaled by beta before the atomics: fused (per-panel first arriver, one launch) or kernel (a separate launch)",
+        default: "kernel",
+        help: "how y is scaled by beta before the atomics: kernel (a separate launch) or fused (per-panel first arriver, one launch)",
+    },
+    ParamSpec {
+        key: "accumulate",
+        default: "block",
+        help: "block (the paper: each block adds its 16 row sums to y) or run (a warp takes bpw consecutive blocks and adds once per run of one panel; needs prologue=kernel; balance=auto means off)",
     },
 ];
 
@@ -140,6 +154,8 @@ pub(crate) struct Config {
     balance_min_nnz: usize,
     pub(crate) aggregate: bool,
     pub(crate) fused: bool,
+    /// accumulate=run: warp-major slots, one add per run of one panel's blocks.
+    pub(crate) run: bool,
     /// Blocks per warp; None = auto.
     bpw: Option<usize>,
 }
@@ -228,14 +244,35 @@ fn config(params: &Params) -> Result<Config> {
             _ => return Err(param_err("bpw", format!("'{s}' is not auto or 1..=64"))),
         },
     };
+    let run = match params.get::<String>(NAME, PARAMS, "accumulate")?.as_str() {
+        "block" => false,
+        "run" => true,
+        s => {
+            return Err(param_err(
+                "accumulate",
+                format!("'{s}' is not block or run"),
+            ))
+        }
+    };
+    if run && fused {
+        return Err(param_err(
+            "accumulate",
+            "accumulate=run needs prologue=kernel".into(),
+        ));
+    }
+    let mut balance = mode(params, "balance")?;
+    if run && balance == Mode::Auto {
+        balance = Mode::Off;
+    }
     Ok(Config {
+        run,
         bpw,
         coo_max,
         dense_min,
         gather: mode(params, "gather")?,
         gather_frac,
         gather_small: params.get(NAME, PARAMS, "gather_small")?,
-        balance: mode(params, "balance")?,
+        balance,
         balance_min_nnz: params.get(NAME, PARAMS, "balance_min_nnz")?,
         aggregate: on_off(params, "aggregate")?,
         fused,
@@ -351,7 +388,8 @@ pub struct CbLayout<T> {
     pub(crate) voff: Vec<u64>,
     /// Two words per slot: `offset << 10 | single << 9 | nnz` (single: the block is its
     /// panel's only one) and `block_row << 32 | block_col`; padding slots have block_row =
-    /// DUMMY_ROW. Slot `t·8·bpw + j·8 + w` is warp w's j-th block in CTA t.
+    /// DUMMY_ROW. Slot `t·8·bpw + j·8 + w` (accumulate=run: `t·8·bpw + w·bpw + j`) is warp
+    /// w's j-th block in CTA t.
     pub(crate) meta: Vec<u64>,
     /// Blocks per warp.
     pub(crate) bpw: usize,
@@ -817,11 +855,12 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                 ),
             ),
             (
-                "aggregation / prologue".into(),
+                "aggregation / prologue / accumulate".into(),
                 format!(
-                    "{} / {}",
+                    "{} / {} / {}",
                     if self.cfg.aggregate { "on" } else { "off" },
-                    if self.cfg.fused { "fused" } else { "kernel" }
+                    if self.cfg.fused { "fused" } else { "kernel" },
+                    if self.cfg.run { "run" } else { "block" }
                 ),
             ),
         ]

@@ -22,16 +22,14 @@ const VARIANTS: &[&[&str]] = &[
     &["coo_max=0", "dense_min=257"],
     &["coo_max=1", "dense_min=2", "gather=on"],
     &["aggregate=off", "gather=on", "balance=on"],
-    &["prologue=kernel"],
-    &[
-        "prologue=kernel",
-        "aggregate=off",
-        "format=off",
-        "gather=on",
-    ],
-    &["bpw=3", "balance=on"],
+    &["prologue=fused"],
+    &["prologue=fused", "aggregate=off", "format=off", "gather=on"],
+    &["bpw=3", "balance=on", "prologue=fused"],
     &["bpw=8", "balance=off", "gather=on"],
-    &["bpw=2", "prologue=kernel"],
+    &["bpw=2", "prologue=fused", "balance=off"],
+    &["accumulate=run"],
+    &["accumulate=run", "bpw=5", "gather=on"],
+    &["accumulate=run", "bpw=8", "balance=on", "format=off"],
 ];
 
 fn from_triplets(m: usize, n: usize, t: &[(usize, usize, f64)]) -> Csr<f64> {
@@ -70,7 +68,12 @@ fn matches_oracle_on_suite_all_variants() {
 #[test]
 fn matches_oracle_on_edge_corpus_f32_f64() {
     for (name, a) in edge_cases() {
-        for v in [&[][..], &["gather=on", "balance=on"], &["prologue=kernel"]] {
+        for v in [
+            &[][..],
+            &["gather=on", "balance=on"],
+            &["prologue=fused"],
+            &["accumulate=run", "bpw=4"],
+        ] {
             let l = CbSpmv.prepare(&a, &params(v)).unwrap();
             check_layout(&format!("cb-spmv {v:?} on {name}"), &a, l.as_ref());
             let a32: Csr<f32> = a.cast();
@@ -322,7 +325,7 @@ fn footprint_counts_every_array() {
 fn fused_prologue_first_block_scales_the_whole_panel() {
     // two blocks in panel 0 (rows 0..15), a row with no entries (row 7) must still be scaled.
     let a = from_triplets(16, 40, &[(0, 0, 1.0), (0, 30, 2.0), (15, 31, 3.0)]);
-    let l = layout(&a, &["gather=off", "balance=on"]);
+    let l = layout(&a, &["gather=off", "balance=on", "prologue=fused"]);
     assert_eq!(l.panel_nb, vec![2]);
     let x: Vec<f64> = (0..40).map(|j| j as f64).collect();
     let mut y: Vec<f64> = (0..16).map(|i| i as f64).collect();
@@ -347,6 +350,8 @@ fn rejects_bad_params() {
         &["gather_frac=2"],
         &["bogus=1"],
         &["bpw=0"],
+        &["accumulate=run", "prologue=fused"],
+        &["accumulate=rows"],
         &["bpw=65"],
     ] {
         assert!(CbSpmv.prepare(&a, &params(bad)).is_err(), "{bad:?}");
@@ -521,8 +526,8 @@ fn gpu_cb_spmv_matches_oracle() {
     for (name, a) in &shared {
         for v in [
             &[][..],
-            &["gather=on", "bpw=4"],
-            &["prologue=kernel", "gather=off"],
+            &["gather=on", "bpw=4", "prologue=fused"],
+            &["accumulate=run"],
         ] {
             gpu_run::<f64>(a, name, v, &mut fails);
             gpu_run::<f32>(a, name, v, &mut fails);
@@ -659,7 +664,9 @@ fn gpu_cb_spmv_timing_report() {
             ("csr-vector", &[][..]),
             ("merge", &[]),
             (NAME, &[]),
-            (NAME, &["prologue=kernel"]),
+            (NAME, &["prologue=fused"]),
+            (NAME, &["accumulate=run"]),
+            (NAME, &["accumulate=run", "bpw=4"]),
             (NAME, &["bpw=2"]),
             (NAME, &["bpw=4"]),
             (NAME, &["gather=on"]),
@@ -691,7 +698,10 @@ fn gpu_cb_spmv_timing_report() {
             (NAME, &["balance=off"]),
             (NAME, &["format=off"]),
             (NAME, &["aggregate=off"]),
-            (NAME, &["prologue=kernel"]),
+            (NAME, &["prologue=fused"]),
+            (NAME, &["accumulate=run"]),
+            (NAME, &["accumulate=run", "bpw=16"]),
+            (NAME, &["accumulate=run", "bpw=16", "gather=off"]),
         ] {
             time_one(spec, &a, m, ps, &cfg, false);
         }
@@ -703,8 +713,12 @@ fn gpu_cb_spmv_timing_report() {
         samples: 3,
     };
     for (name, a) in &shared {
-        for m in ["csr-vector", NAME] {
-            time_one(name, a, m, &[], &quick, true);
+        for (m, ps) in [
+            ("csr-vector", &[][..]),
+            (NAME, &[]),
+            (NAME, &["accumulate=run"]),
+        ] {
+            time_one(name, a, m, ps, &quick, true);
         }
     }
 }
@@ -725,4 +739,28 @@ fn shared_matrices_cpu_mirror() {
             check_layout(&format!("{name} {v:?}"), a, l.as_ref());
         }
     }
+}
+
+#[test]
+fn accumulate_run_uses_consecutive_slots_per_warp() {
+    // banded 64x64: 4 panels of 4-5 blocks each, natural order (balance=auto is off under run);
+    // with bpw = 4 warp w owns slots 4w..4w+4, i.e. the natural blocks 4w..4w+4.
+    let t: Vec<_> = (0..64usize)
+        .flat_map(|r| {
+            (r.saturating_sub(20)..(r + 21).min(64))
+                .map(move |c| (r, c, 0.5 + (r * 64 + c) as f64 * 1e-3))
+        })
+        .collect();
+    let a = from_triplets(64, 64, &t);
+    let l = layout(&a, &["accumulate=run", "bpw=4"]);
+    assert!(l.cfg.run && !l.balanced && l.bpw == 4);
+    let s = slots(&l);
+    // natural order: block rows non-decreasing along the slot table
+    assert!(s.windows(2).all(|w| w[0].2 <= w[1].2));
+    check_layout("run banded", &a, &l);
+    check_layout(
+        "run banded f32",
+        &a.cast::<f32>(),
+        &layout(&a.cast::<f32>(), &["accumulate=run", "bpw=3"]),
+    );
 }
