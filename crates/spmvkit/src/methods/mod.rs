@@ -7,6 +7,7 @@
 //! combine passes included). Tuning parameters are plain data ([`ParamSpec`]) with the papers'
 //! defaults, overridable as `key=value`.
 
+pub mod cb_spmv;
 pub mod csc;
 pub mod csr;
 pub mod csr_light;
@@ -157,6 +158,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         merge::KERNEL,
         csr_scalar::KERNEL,
         csc::KERNEL,
+        cb_spmv::KERNEL,
     ]
 }
 
@@ -172,6 +174,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,
+        &cb_spmv::CbSpmv,
     ];
     REGISTRY
 }
