@@ -10,6 +10,7 @@
 pub mod csc;
 pub mod csr;
 pub mod csr_light;
+pub mod csr_overlap;
 pub mod csr_vector;
 pub mod merge;
 mod params;
@@ -154,6 +155,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csr_light::KERNEL,
         merge::KERNEL,
         csc::KERNEL,
+        csr_overlap::KERNEL,
     ]
 }
 
@@ -165,6 +167,8 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csr_light::CsrLight,
         &merge::Merge,
         &csc::CscAtomic,
+        &csr_overlap::CsrOverlap,
+        &csr_overlap::CsrFullOverlap,
     ];
     REGISTRY
 }
