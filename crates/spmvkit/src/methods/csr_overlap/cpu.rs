@@ -69,7 +69,10 @@ fn launch<T: Scalar>(
         for &row in &l.part.long_rows {
             let row = row as usize;
             let sum = long_row_sum(l, x, row, &mut lanes);
-            debug_assert!(!written[row], "csr-overlap mirror: long row {row} written twice");
+            debug_assert!(
+                !written[row],
+                "csr-overlap mirror: long row {row} written twice"
+            );
             written[row] = true;
             store(&mut y[row], alpha, sum, beta);
         }

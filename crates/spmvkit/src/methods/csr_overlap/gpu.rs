@@ -69,7 +69,10 @@ fn event(gpu: &Gpu) -> Result<CudaEvent> {
         .map_err(|e| Error::cuda("csr-full-overlap: creating an event", e))
 }
 
-fn pinned_copy<E: DeviceRepr + ValidAsZeroBits + Copy>(gpu: &Gpu, data: &[E]) -> Result<(PinnedBuffer<E>, usize)> {
+fn pinned_copy<E: DeviceRepr + ValidAsZeroBits + Copy>(
+    gpu: &Gpu,
+    data: &[E],
+) -> Result<(PinnedBuffer<E>, usize)> {
     let mut buf = gpu.alloc_pinned::<E>(data.len())?;
     let dst = buf
         .as_mut_slice()
@@ -206,7 +209,10 @@ impl<T: Scalar> DeviceOverlap<T> {
         // as long as self, never written after upload); [start, end) ⊆ [0, nnz).
         let (hc, hv) = unsafe {
             (
-                std::slice::from_raw_parts((f.host_cols_addr as *const Idx).add(start), end - start),
+                std::slice::from_raw_parts(
+                    (f.host_cols_addr as *const Idx).add(start),
+                    end - start,
+                ),
                 std::slice::from_raw_parts((f.host_vals_addr as *const T).add(start), end - start),
             )
         };
@@ -216,12 +222,8 @@ impl<T: Scalar> DeviceOverlap<T> {
         // host ranges are pinned, so the copies are asynchronous on s and the sources outlive
         // them (they live as long as self, and dropping `Full` first waits for its streams).
         unsafe {
-            cudarc::driver::result::memcpy_htod_async(
-                dc + (start * 4) as u64,
-                hc,
-                s.cu_stream(),
-            )
-            .map_err(|e| Error::cuda("csr-full-overlap: copying column indices", e))?;
+            cudarc::driver::result::memcpy_htod_async(dc + (start * 4) as u64, hc, s.cu_stream())
+                .map_err(|e| Error::cuda("csr-full-overlap: copying column indices", e))?;
             cudarc::driver::result::memcpy_htod_async(
                 dv + (start * T::BYTES) as u64,
                 hv,

@@ -106,7 +106,14 @@ const P_STREAMS: ParamSpec = ParamSpec {
 };
 
 const PARAMS: &[ParamSpec] = &[P_MAX_BATCH, P_THREADS, P_CTAS, P_SWITCH, P_VECTOR];
-const PARAMS_FULL: &[ParamSpec] = &[P_MAX_BATCH, P_THREADS, P_CTAS, P_SWITCH, P_VECTOR, P_STREAMS];
+const PARAMS_FULL: &[ParamSpec] = &[
+    P_MAX_BATCH,
+    P_THREADS,
+    P_CTAS,
+    P_SWITCH,
+    P_VECTOR,
+    P_STREAMS,
+];
 
 /// The registry entry of `csr-overlap` (CSR-Partial-Overlap).
 pub struct CsrOverlap;
@@ -314,7 +321,10 @@ pub fn partition(row_ptr: &[Idx], max_batch: u32, max_rows: u32) -> Partition {
 /// number of switch points ≤ ⌊nnz/rows⌋.
 pub fn vector_log2(nnz: u64, rows: u64, switch_points: &[u32; 5]) -> u8 {
     let mean = nnz.checked_div(rows).unwrap_or(0);
-    switch_points.iter().filter(|&&sp| mean >= sp as u64).count() as u8
+    switch_points
+        .iter()
+        .filter(|&&sp| mean >= sp as u64)
+        .count() as u8
 }
 
 /// One big batch of CSR-Full-Overlap (Alg. 7): a range of nonzeros copied on its own stream and
@@ -412,7 +422,11 @@ impl<T: Scalar> OverlapLayout<T> {
 
     /// Interleaved (start, end) rows of every batch, as the kernel reads them.
     fn batch_rows_flat(&self) -> Vec<Idx> {
-        self.part.batches.iter().flat_map(|&(s, e)| [s, e]).collect()
+        self.part
+            .batches
+            .iter()
+            .flat_map(|&(s, e)| [s, e])
+            .collect()
     }
 
     fn meta_bytes(&self) -> usize {

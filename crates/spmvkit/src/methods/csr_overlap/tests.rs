@@ -203,7 +203,11 @@ fn every_forced_vector_size_and_small_batches() {
     }
     check_method(
         &CsrFullOverlap,
-        &params(&["max_batch_size=64", "stream_num=3", "switch_points=2,3,5,9,20"]),
+        &params(&[
+            "max_batch_size=64",
+            "stream_num=3",
+            "switch_points=2,3,5,9,20",
+        ]),
     );
     check_method(&CsrFullOverlap, &params(&["stream_num=1", "ctas_per_sm=1"]));
 }
@@ -238,7 +242,9 @@ fn corpus_both_methods_both_precisions() {
 fn full_equals_partial_bitwise() {
     // The big-batch split changes which launch computes a batch, never how.
     for (_, a) in suite() {
-        let p = CsrOverlap.prepare(&a, &params(&["max_batch_size=50"])).unwrap();
+        let p = CsrOverlap
+            .prepare(&a, &params(&["max_batch_size=50"]))
+            .unwrap();
         let f = CsrFullOverlap
             .prepare(&a, &params(&["max_batch_size=50", "stream_num=3"]))
             .unwrap();
@@ -266,10 +272,7 @@ fn long_rows_and_vectors_reported() {
     let stages = l.prep_stages();
     assert_eq!(stages.len(), 2);
     let f = CsrFullOverlap.prepare(&a, &Params::new()).unwrap();
-    assert!(f
-        .notes()
-        .iter()
-        .any(|(k, _)| k == "timed call includes"));
+    assert!(f.notes().iter().any(|(k, _)| k == "timed call includes"));
 }
 
 #[test]
