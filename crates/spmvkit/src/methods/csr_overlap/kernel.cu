@@ -7,8 +7,9 @@
 //     buffers of values (vcap entries each) and two of column indices (ccap each). Batch i+1 is
 //     copied global->shared with cp.async (a commit group per batch) while batch i is computed;
 //     wait_group 1 + __syncthreads before computing, __syncthreads after (the buffer is refilled
-//     next). A batch's entries [s, e) land at buffer index j - (s rounded down to 16 bytes), so
-//     the aligned middle moves in 16-byte copies and only the head and tail in 4/8-byte ones.
+//     next). A batch's entries [s, e) land at buffer index j - base16(s) (s rounded down to a
+//     16-byte boundary of the source), so the aligned middle moves in 16-byte copies and only
+//     the head and tail in 4/8-byte ones.
 //   - A batch is computed by vectors of V = 2^batch_vlog[b] lanes (Alg. 5/6, choice made on the
 //     host): vector k takes rows r0 + k, r0 + k + T/V, ...; lane l adds entries j = start + l,
 //     start + l + V, ... with fma, then a width-V xor butterfly. Rows are visited in rounds that
@@ -16,21 +17,34 @@
 // y_i = alpha*sum (+ fma(beta, y_i, alpha*sum) when beta != 0; y is not read when beta == 0).
 // Deterministic: no atomics, fixed lane order. The CPU mirror (cpu.rs) reproduces the bits.
 
-#define OVL_PV (16 / SPMVKIT_REAL_BYTES)  // real_t entries per 16 bytes
-
 __device__ __forceinline__ void cp_async_elem(int* d, const int* s) { cp_async_4(d, s); }
 __device__ __forceinline__ void cp_async_elem(float* d, const float* s) { cp_async_4(d, s); }
 __device__ __forceinline__ void cp_async_elem(double* d, const double* s) { cp_async_8(d, s); }
 
-// Copies src[s, e) to dst[j - (s & ~(P-1))] with cp.async (src 16-byte aligned, dst too),
-// P = entries per 16 bytes: the unaligned head and tail entry by entry, the middle by 16 bytes.
+// Entries of E per 16 bytes, and how many entries src sits past a 16-byte boundary (0 for
+// cudaMalloc'd buffers; any entry-aligned base works).
+template <typename E>
+__device__ __forceinline__ int phase16(const E* src) {
+    return (int)((reinterpret_cast<unsigned long long>(src) / sizeof(E)) & (16 / sizeof(E) - 1));
+}
+
+// Buffer index 0 holds entry base16(s) = the last entry at or before s on a 16-byte boundary.
+template <typename E>
+__device__ __forceinline__ int base16(const E* src, int s) {
+    const int P = 16 / (int)sizeof(E), off = phase16(src);
+    return ((s + off) & ~(P - 1)) - off;
+}
+
+// Copies src[s, e) to dst[j - base16(src, s)] with cp.async (dst 16-byte aligned): the head
+// before the first 16-byte boundary and the tail after the last one entry by entry (4 or 8
+// bytes), the middle in 16-byte copies.
 template <typename E>
 __device__ __forceinline__ void copy_batch(E* dst, const E* src, int s, int e) {
-    const int P = 16 / (int)sizeof(E);
-    const int base = s & ~(P - 1);
-    int a0 = (s + P - 1) & ~(P - 1);
+    const int P = 16 / (int)sizeof(E), off = phase16(src);
+    const int base = ((s + off) & ~(P - 1)) - off;
+    int a0 = ((s + off + P - 1) & ~(P - 1)) - off;
     if (a0 > e) a0 = e;
-    int a1 = e & ~(P - 1);
+    int a1 = ((e + off) & ~(P - 1)) - off;
     if (a1 < a0) a1 = a0;
     const int t = threadIdx.x, nt = blockDim.x;
     for (int i = s + t; i < a0; i += nt) cp_async_elem(dst + (i - base), src + i);
@@ -40,15 +54,14 @@ __device__ __forceinline__ void copy_batch(E* dst, const E* src, int s, int e) {
 }
 
 template <int V>
-__device__ __forceinline__ void batch_rows(int r0, int r1, int s, const int* __restrict__ row_ptr,
+__device__ __forceinline__ void batch_rows(int r0, int r1, int bv, int bc,
+                                           const int* __restrict__ row_ptr,
                                            const real_t* sv, const int* sc,
                                            const real_t* __restrict__ x, real_t* __restrict__ y,
                                            real_t alpha, real_t beta) {
     const int vl = threadIdx.x & (V - 1);
     const int vid = threadIdx.x / V;
     const int nv = blockDim.x / V;
-    const int bv = s & ~(OVL_PV - 1);
-    const int bc = s & ~3;
     for (int base = r0; base < r1; base += nv) {
         const int row = base + vid;
         real_t sum = (real_t)0;
@@ -140,15 +153,16 @@ extern "C" __global__ void csr_overlap(const int* __restrict__ batch_rows_se,
         // Stage 2: compute batch b.
         const int r0 = ldg(batch_rows_se + 2 * b), r1 = ldg(batch_rows_se + 2 * b + 1);
         const int s = ldg(row_ptr + r0);
+        const int bv = base16(vals, s), bc = base16(col_idx, s);
         const real_t* bsv = sv + buf * vcap;
         const int* bsc = sc + buf * ccap;
         switch (ldg(batch_vlog + b)) {
-            case 0: batch_rows<1>(r0, r1, s, row_ptr, bsv, bsc, x, y, alpha, beta); break;
-            case 1: batch_rows<2>(r0, r1, s, row_ptr, bsv, bsc, x, y, alpha, beta); break;
-            case 2: batch_rows<4>(r0, r1, s, row_ptr, bsv, bsc, x, y, alpha, beta); break;
-            case 3: batch_rows<8>(r0, r1, s, row_ptr, bsv, bsc, x, y, alpha, beta); break;
-            case 4: batch_rows<16>(r0, r1, s, row_ptr, bsv, bsc, x, y, alpha, beta); break;
-            default: batch_rows<32>(r0, r1, s, row_ptr, bsv, bsc, x, y, alpha, beta); break;
+            case 0: batch_rows<1>(r0, r1, bv, bc, row_ptr, bsv, bsc, x, y, alpha, beta); break;
+            case 1: batch_rows<2>(r0, r1, bv, bc, row_ptr, bsv, bsc, x, y, alpha, beta); break;
+            case 2: batch_rows<4>(r0, r1, bv, bc, row_ptr, bsv, bsc, x, y, alpha, beta); break;
+            case 3: batch_rows<8>(r0, r1, bv, bc, row_ptr, bsv, bsc, x, y, alpha, beta); break;
+            case 4: batch_rows<16>(r0, r1, bv, bc, row_ptr, bsv, bsc, x, y, alpha, beta); break;
+            default: batch_rows<32>(r0, r1, bv, bc, row_ptr, bsv, bsc, x, y, alpha, beta); break;
         }
         __syncthreads();  // the buffer is refilled by the next iteration's stage 1
     }
