@@ -116,7 +116,7 @@ fn larger() -> Vec<(String, Csr<f64>)> {
         "powerlaw:200000,8",
         "uniform:100000,40",
         "hugerow:100000,4",
-        "banded:50000,200",
+        "banded:50000,20",
         "tall:300000,1000,3",
     ]
     .iter()
