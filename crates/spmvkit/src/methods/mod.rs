@@ -11,7 +11,9 @@ pub mod csc;
 pub mod csr;
 pub mod csr_light;
 pub mod csr_overlap;
+pub mod csr_scalar;
 pub mod csr_vector;
+pub mod cusparse;
 pub mod merge;
 mod params;
 mod plan;
@@ -154,6 +156,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csr_vector::KERNEL,
         csr_light::KERNEL,
         merge::KERNEL,
+        csr_scalar::KERNEL,
         csc::KERNEL,
         csr_overlap::KERNEL,
     ]
@@ -167,8 +170,12 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csr_light::CsrLight,
         &merge::Merge,
         &csc::CscAtomic,
+        &csr_scalar::CsrScalar,
         &csr_overlap::CsrOverlap,
         &csr_overlap::CsrFullOverlap,
+        &cusparse::CusparseAlg1,
+        &cusparse::CusparseAlg2,
+        &cusparse::CusparseAuto,
     ];
     REGISTRY
 }
