@@ -5,23 +5,30 @@
 //! and replayed from a CUDA graph (Full forks onto its own streams and joins back), checked
 //! afterwards. Skips without a GPU unless `SPMVKIT_REQUIRE_GPU=1`.
 
+use std::sync::{Mutex, MutexGuard};
+
 use spmvkit::cpu::{check, oracle_spmv};
 use spmvkit::gpu::{time_graph, time_stream, Gpu, TimingConfig};
 use spmvkit::methods::Params;
 use spmvkit::{gen, Backend, Csr, Plan, PlanOptions, PrepareFor, Scalar};
 
-fn gpu_or_skip(test: &str) -> bool {
+/// The tests share the one spmvkit stream (a graph capture on it must see no other work), so
+/// they run one at a time.
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn gpu_or_skip(test: &str) -> Option<MutexGuard<'static, ()>> {
+    let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
     match Gpu::get() {
         Ok(g) => {
             eprintln!("{test}: on {} ({} SMs)", g.name(), g.sm_count());
-            true
+            Some(guard)
         }
         Err(e) => {
             if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
                 panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but no GPU: {e}");
             }
             eprintln!("{test}: skipped: {e}");
-            false
+            None
         }
     }
 }
@@ -126,9 +133,9 @@ fn larger() -> Vec<(String, Csr<f64>)> {
 
 #[test]
 fn gpu_overlap_matches_oracle_and_mirror() {
-    if !gpu_or_skip("gpu_overlap_matches_oracle_and_mirror") {
+    let Some(_lock) = gpu_or_skip("gpu_overlap_matches_oracle_and_mirror") else {
         return;
-    }
+    };
     let mut fails = Vec::new();
     let mut runs = 0;
     let mut mats = gen::corpus::edge_cases();
@@ -188,9 +195,9 @@ fn timed_then_checked<T: PrepareFor>(a: &Csr<T>, method: &str, graph: bool) -> S
 
 #[test]
 fn gpu_overlap_stream_and_graph_timing() {
-    if !gpu_or_skip("gpu_overlap_stream_and_graph_timing") {
+    let Some(_lock) = gpu_or_skip("gpu_overlap_stream_and_graph_timing") else {
         return;
-    }
+    };
     let a = gen::generate_f64("powerlaw:500000,12").expect("gen");
     let a32: Csr<f32> = a.cast();
     for m in ["csr-overlap", "csr-full-overlap"] {

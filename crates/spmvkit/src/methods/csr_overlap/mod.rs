@@ -18,7 +18,9 @@
 //!   tail) while batch i is computed; commit and wait groups order them.
 //! - *Dynamic thread distribution* (§4.1.3, Alg. 5/6): each batch is computed by vectors of 1–32
 //!   lanes, one row per vector at a time, the size picked from the batch's mean row length
-//!   ⌊nnz/rows⌋ by `switch_points` (Table 2's A40 values by default), or forced with `vector`.
+//!   ⌊nnz/rows⌋ by `switch_points`, or forced with `vector`. The default points were
+//!   re-measured on an H200 as §5.2 does (they differ from Table 2's A40 values, which remain
+//!   available as [`PAPER_SWITCH_POINTS`]; see docs/results/overlap-switch-points.md).
 //!   The choice is made on the host into one byte per batch, which the kernel reads.
 //! - *Extra-long rows* (§4.3, Alg. 9): one CTA per long row, warp partial sums in shared
 //!   memory, the first warp adds them. They run in the same launch as the batches: the first
@@ -65,6 +67,11 @@ const NAME_FULL: &str = "csr-full-overlap";
 /// Table 2 of the paper (A40): the mean row lengths at which the vector size doubles.
 pub const PAPER_SWITCH_POINTS: [u32; 5] = [17, 34, 64, 122, 216];
 
+/// Our default, re-measured on an H200 with §5.2's protocol (docs/results/
+/// overlap-switch-points.md): 1 lane below a mean of 32, 2 below 64, 4 below 128, 8 up to the
+/// end of the measured grid (256), 32 beyond it.
+pub const MEASURED_SWITCH_POINTS: [u32; 5] = [32, 64, 128, 257, 257];
+
 /// Dynamic shared memory a CTA may use without opting in (48 KiB), less the static array of 32
 /// warp sums used for long rows.
 const MAX_DYNAMIC_SMEM: usize = 48 * 1024 - 32 * 8;
@@ -89,9 +96,11 @@ const P_CTAS: ParamSpec = ParamSpec {
 };
 const P_SWITCH: ParamSpec = ParamSpec {
     key: "switch_points",
-    default: "17,34,64,122,216",
-    help: "five non-decreasing mean row lengths where the vector size goes 1->2->4->8->16->32 \
-           (Table 2, measured on an A40)",
+    default: "32,64,128,257,257",
+    help: "five non-decreasing mean row lengths where the vector size goes 1->2->4->8->16->32; \
+           default re-measured on an H200 by §5.2's protocol (docs/results/\
+           overlap-switch-points.md; 8 lanes were best up to 256, so 16 and 32 start past the \
+           grid); the paper's Table 2 (A40) is 17,34,64,122,216",
 };
 const P_VECTOR: ParamSpec = ParamSpec {
     key: "vector",

@@ -32,12 +32,22 @@ fn fig5_dynamic_batch_partition() {
     assert_eq!(p.long_rows, vec![6, 9]);
     // The same through the method's prepare.
     let a = with_lengths(&FIG5_LENGTHS);
-    let cfg = Config::parse::<f64>(NAME, PARAMS, &params(&["max_batch_size=64"])).unwrap();
+    let cfg = Config::parse::<f64>(
+        NAME,
+        PARAMS,
+        &params(&["max_batch_size=64", "switch_points=17,34,64,122,216"]),
+    )
+    .unwrap();
     let l = OverlapLayout::build(&a, cfg, None);
     assert_eq!(l.partition(), &p);
     // Table 2 on the batches' means 21, 19, 20, 19: two lanes each.
     assert_eq!(l.vlog, vec![1, 1, 1, 1]);
     check_layout("fig5", &a, &l);
+    // Our H200 points: one lane below a mean of 32.
+    let cfg = Config::parse::<f64>(NAME, PARAMS, &params(&["max_batch_size=64"])).unwrap();
+    assert_eq!(cfg.switch_points, MEASURED_SWITCH_POINTS);
+    let l = OverlapLayout::build(&a, cfg, None);
+    assert_eq!(l.vlog, vec![0, 0, 0, 0]);
 }
 
 #[test]
@@ -123,6 +133,12 @@ fn table2_vector_sizes() {
     assert_eq!(vector_log2(216, 1, &sp), 5);
     assert_eq!(vector_log2(100_000, 1, &sp), 5);
     assert_eq!(parse_switch_points("17,34,64,122,216"), Ok(sp));
+    let ours = MEASURED_SWITCH_POINTS;
+    assert_eq!(vector_log2(31, 1, &ours), 0);
+    assert_eq!(vector_log2(32, 1, &ours), 1);
+    assert_eq!(vector_log2(127, 1, &ours), 2);
+    assert_eq!(vector_log2(256, 1, &ours), 3);
+    assert_eq!(vector_log2(257, 1, &ours), 5);
     assert!(parse_switch_points("1,2,3,4").is_err());
     assert!(parse_switch_points("5,4,6,7,8").is_err());
 }
