@@ -116,6 +116,12 @@ const PARAM_SETS: &[(&str, &[&str])] = &[
     ("csr-full-overlap", &[]),
     ("csr-full-overlap", &["stream_num=1"]),
     ("csr-full-overlap", &["stream_num=3", "max_batch_size=64"]),
+    ("csr-overlap", &["long_chunk=256"]),
+    ("csr-overlap", &["long_chunk=4096", "max_batch_size=64"]),
+    (
+        "csr-full-overlap",
+        &["long_chunk=256", "max_batch_size=100"],
+    ),
 ];
 
 fn larger() -> Vec<(String, Csr<f64>)> {
@@ -156,8 +162,13 @@ fn gpu_overlap_matches_oracle_and_mirror() {
 }
 
 /// Repeated calls on the stream and from a CUDA graph, β = 0, then y is checked.
-fn timed_then_checked<T: PrepareFor>(a: &Csr<T>, method: &str, graph: bool) -> String {
-    let mut plan = Plan::new(method, a, &opts(&[], Backend::Gpu)).expect("plan");
+fn timed_then_checked<T: PrepareFor>(
+    a: &Csr<T>,
+    method: &str,
+    params: &[&str],
+    graph: bool,
+) -> String {
+    let mut plan = Plan::new(method, a, &opts(params, Backend::Gpu)).expect("plan");
     let (x, _) = vectors(a);
     let alpha = T::from_f64(0.75);
     let reference = oracle_spmv(a, alpha, &x, T::zero(), &vec![T::zero(); a.nrows()]).unwrap();
@@ -186,7 +197,7 @@ fn timed_then_checked<T: PrepareFor>(a: &Csr<T>, method: &str, graph: bool) -> S
         r.max_rel_err
     );
     format!(
-        "{method} {} {}: {:.1} µs",
+        "{method} {params:?} {} {}: {:.1} µs",
         T::PRECISION,
         if graph { "graph" } else { "stream" },
         t.median_us
@@ -200,10 +211,15 @@ fn gpu_overlap_stream_and_graph_timing() {
     };
     let a = gen::generate_f64("powerlaw:500000,12").expect("gen");
     let a32: Csr<f32> = a.cast();
-    for m in ["csr-overlap", "csr-full-overlap"] {
+    for (m, p) in [
+        ("csr-overlap", &[][..]),
+        ("csr-overlap", &["long_chunk=4096"][..]),
+        ("csr-full-overlap", &[][..]),
+        ("csr-full-overlap", &["long_chunk=4096"][..]),
+    ] {
         for graph in [false, true] {
-            eprintln!("{}", timed_then_checked(&a, m, graph));
-            eprintln!("{}", timed_then_checked(&a32, m, graph));
+            eprintln!("{}", timed_then_checked(&a, m, p, graph));
+            eprintln!("{}", timed_then_checked(&a32, m, p, graph));
         }
     }
 }

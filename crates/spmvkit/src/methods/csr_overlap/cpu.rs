@@ -5,7 +5,9 @@
 //! j ≡ l (mod V) from the row start with fused multiply-adds, then the width-V butterfly. A long
 //! row is summed by `threads` lanes striding from its start, a 32-lane butterfly per warp, and a
 //! butterfly over the warp sums (zeros past the last warp), as Alg. 9 does. Bitwise equal to the
-//! kernel. Debug builds check that every row is written exactly once.
+//! kernel. With `long_chunk`, each chunk of a long row is summed that way and the chunk sums are
+//! added as the row's last CTA does (warp 0, lane k taking chunks k, k + 32, ..., butterfly).
+//! Debug builds check that every row is written exactly once.
 
 use super::OverlapLayout;
 use crate::methods::csr_vector::cpu::{butterfly_sum, lane_partials, store};
@@ -14,10 +16,14 @@ use crate::scalar::Scalar;
 /// The SM count the mirror assumes when it splits batches among CTAs.
 const NOMINAL_SMS: usize = 132;
 
-/// A long row as one CTA of `threads` lanes sums it (Alg. 9).
-fn long_row_sum<T: Scalar>(l: &OverlapLayout<T>, x: &[T], row: usize, lanes: &mut [T]) -> T {
-    let rp = l.a.row_ptr();
-    let (start, end) = (rp[row] as usize, rp[row + 1] as usize);
+/// Nonzeros [start, end) of a long row as one CTA of `threads` lanes sums them (Alg. 9).
+fn chunk_sum<T: Scalar>(
+    l: &OverlapLayout<T>,
+    x: &[T],
+    start: usize,
+    end: usize,
+    lanes: &mut [T],
+) -> T {
     lane_partials(&l.a, x, start, start, end, lanes);
     let mut warp_sums = [T::zero(); 32];
     for (w, warp) in lanes.chunks_mut(32).enumerate() {
@@ -66,9 +72,27 @@ fn launch<T: Scalar>(
 ) {
     if with_long && !l.part.long_rows.is_empty() {
         let mut lanes = vec![T::zero(); l.cfg.threads as usize];
-        for &row in &l.part.long_rows {
+        for (lr, &row) in l.part.long_rows.iter().enumerate() {
             let row = row as usize;
-            let sum = long_row_sum(l, x, row, &mut lanes);
+            let (first, count) = (l.long_first[lr] as usize, l.long_count[lr] as usize);
+            let partials: Vec<T> = (first..first + count)
+                .map(|t| {
+                    let task = &l.long_tasks[4 * t..4 * t + 4];
+                    debug_assert_eq!(task[0] as usize, lr);
+                    chunk_sum(l, x, task[1] as usize, task[2] as usize, &mut lanes)
+                })
+                .collect();
+            // One task: its sum; several: the last CTA's warp 0, lane k adding partials k,
+            // k + 32, ... in order, then the butterfly.
+            let sum = if count == 1 {
+                partials[0]
+            } else {
+                let mut acc = [T::zero(); 32];
+                for (i, &p) in partials.iter().enumerate() {
+                    acc[i % 32] += p;
+                }
+                butterfly_sum(&mut acc)
+            };
             debug_assert!(
                 !written[row],
                 "csr-overlap mirror: long row {row} written twice"

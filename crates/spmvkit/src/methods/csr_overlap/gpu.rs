@@ -1,6 +1,6 @@
 //! Upload and launch of `csr_overlap` (kernel.cu) for both methods.
 //!
-//! Grid of one launch: `long_ctas` = min(long rows, B) CTAs for the extra-long rows first, then
+//! Grid of one launch: `long_ctas` = min(long-row tasks, B) CTAs for the extra-long rows first, then
 //! ⌈n/per_cta⌉ CTAs of per_cta = ⌈n/B⌉ consecutive batches each, B = ctas_per_sm × SM count;
 //! `threads` threads per CTA and the two double buffers as dynamic shared memory.
 //!
@@ -52,10 +52,17 @@ pub(super) struct DeviceOverlap<T: Scalar> {
     vcap: i32,
     ccap: i32,
     nbatches: usize,
-    nlong: usize,
+    ntasks: usize,
     batch_rows: CudaSlice<Idx>,
     vlog: CudaSlice<u8>,
+    long_tasks: CudaSlice<Idx>,
     long_rows: CudaSlice<Idx>,
+    long_first: CudaSlice<Idx>,
+    long_count: CudaSlice<Idx>,
+    /// One partial sum per long-row task, and one ticket counter per long row (zero between
+    /// calls: the last CTA of a row resets it).
+    long_partial: CudaSlice<T>,
+    long_counter: CudaSlice<u32>,
     row_ptr: CudaSlice<Idx>,
     col_idx: CudaSlice<Idx>,
     vals: CudaSlice<T>,
@@ -128,10 +135,15 @@ pub(super) fn upload<T: Scalar>(
         vcap: buffer_cap(l.cfg.max_batch_size, T::BYTES) as i32,
         ccap: buffer_cap(l.cfg.max_batch_size, 4) as i32,
         nbatches: l.part.batches.len(),
-        nlong: l.part.long_rows.len(),
+        ntasks: l.ntasks(),
         batch_rows: gpu.upload(&l.batch_rows_flat())?,
         vlog: gpu.upload(&l.vlog)?,
+        long_tasks: gpu.upload(&l.long_tasks)?,
         long_rows: gpu.upload(&l.part.long_rows)?,
+        long_first: gpu.upload(&l.long_first)?,
+        long_count: gpu.upload(&l.long_count)?,
+        long_partial: gpu.alloc_zeros::<T>(l.ntasks())?,
+        long_counter: gpu.alloc_zeros::<u32>(l.part.long_rows.len())?,
         row_ptr: gpu.upload(l.a.row_ptr())?,
         col_idx,
         vals,
@@ -157,7 +169,7 @@ impl<T: Scalar> DeviceOverlap<T> {
         let per_cta = OverlapLayout::<T>::per_cta(n, self.ctas);
         let batch_ctas = n.div_ceil(per_cta);
         let long_ctas = if with_long {
-            self.nlong.min(self.ctas)
+            self.ntasks.min(self.ctas)
         } else {
             0
         };
@@ -171,7 +183,7 @@ impl<T: Scalar> DeviceOverlap<T> {
             shared_mem_bytes: self.smem,
         };
         let (first, n, per_cta) = (first as i32, n as i32, per_cta as i32);
-        let nlong = if with_long { self.nlong as i32 } else { 0 };
+        let ntasks = if with_long { self.ntasks as i32 } else { 0 };
         let long_ctas = long_ctas as i32;
         let mut b = stream.launch_builder(&self.func);
         b.arg(&self.batch_rows)
@@ -179,9 +191,14 @@ impl<T: Scalar> DeviceOverlap<T> {
             .arg(&first)
             .arg(&n)
             .arg(&per_cta)
-            .arg(&self.long_rows)
-            .arg(&nlong)
+            .arg(&self.long_tasks)
+            .arg(&ntasks)
             .arg(&long_ctas)
+            .arg(&self.long_rows)
+            .arg(&self.long_first)
+            .arg(&self.long_count)
+            .arg(&self.long_partial)
+            .arg(&self.long_counter)
             .arg(&self.row_ptr)
             .arg(&self.col_idx)
             .arg(&self.vals)
@@ -192,8 +209,10 @@ impl<T: Scalar> DeviceOverlap<T> {
             .arg(&self.vcap)
             .arg(&self.ccap);
         // SAFETY: the arguments match csr_overlap in kernel.cu: batch_rows holds 2 entries and
-        // vlog 1 per batch, [first, first + n) lies within the batches, long_rows holds nlong
-        // rows; row_ptr has nrows + 1 entries, col_idx and vals nnz, x ncols and y nrows
+        // vlog 1 per batch, [first, first + n) lies within the batches; long_tasks holds 4
+        // entries and long_partial 1 per task, whose long-row indices address long_rows,
+        // long_first, long_count and long_counter (zero on entry: zeroed at upload, reset by
+        // each row's last CTA); row_ptr has nrows + 1 entries, col_idx and vals nnz, x ncols and y nrows
         // (checked by Plan); the dynamic shared memory is 2·(vcap·sizeof(real) + ccap·4) bytes
         // (≤ 48 KiB, checked in prepare), which the kernel lays out.
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr-overlap launch", e))?;

@@ -1,8 +1,9 @@
 // csr-overlap / csr-full-overlap: CSR-Partial-Overlap (Zeng & Zou, Electronics 2023, §4.1 Alg.
 // 4-6, §4.3 Alg. 9). One launch computes batches [first_batch, first_batch + nbatches) and,
-// when nlong > 0, the extra-long rows:
-//   - CTAs 0 .. long_ctas-1 take long rows (CTA c: rows c, c + long_ctas, ...), all threads
-//     striding through the row, warp sums in shared memory, the first warp adding them (Alg. 9);
+// when ntasks > 0, the extra-long rows:
+//   - CTAs 0 .. long_ctas-1 take long-row tasks (CTA c: tasks c, c + long_ctas, ...), all
+//     threads striding through the task, warp sums in shared memory, the first warp adding them
+//     (Alg. 9; a task is a whole row unless long_chunk cut rows, see long_rows_cta);
 //   - the other CTAs take per_cta consecutive batches each (Alg. 4). Shared memory holds two
 //     buffers of values (vcap entries each) and two of column indices (ccap each). Batch i+1 is
 //     copied global->shared with cp.async (a commit group per batch) while batch i is computed;
@@ -77,19 +78,30 @@ __device__ __forceinline__ void batch_rows(int r0, int r1, int bv, int bc,
     }
 }
 
-// Alg. 9: CTA c of long_ctas takes long rows c, c + long_ctas, ...
-__device__ __forceinline__ void long_rows_cta(const int* __restrict__ long_rows, int nlong,
-                                              int long_ctas, const int* __restrict__ row_ptr,
+// Alg. 9: CTA c of long_ctas takes long-row tasks c, c + long_ctas, ... A task is a long row's
+// nonzeros [ts, te) (the whole row unless long_chunk cut it): all threads stride through it,
+// warp sums go to shared memory, the first warp adds them. A row of one task writes y; a row of
+// several writes its partial, takes a ticket on the row's counter, and the CTA holding the last
+// ticket adds the row's partials in a fixed order (warp 0: lane k takes k, k + 32, ...; then
+// the butterfly), writes y and resets the counter for the next call.
+__device__ __forceinline__ void long_rows_cta(const int* __restrict__ long_tasks, int ntasks,
+                                              int long_ctas, const int* __restrict__ long_rows,
+                                              const int* __restrict__ long_first,
+                                              const int* __restrict__ long_count,
+                                              real_t* long_partial, unsigned* long_counter,
                                               const int* __restrict__ col_idx,
                                               const real_t* __restrict__ vals,
                                               const real_t* __restrict__ x, real_t* __restrict__ y,
-                                              real_t alpha, real_t beta, real_t* wsum) {
+                                              real_t alpha, real_t beta, real_t* wsum,
+                                              unsigned* ticket) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    for (int lr = blockIdx.x; lr < nlong; lr += long_ctas) {
+    for (int t = blockIdx.x; t < ntasks; t += long_ctas) {
+        const int lr = ldg(long_tasks + 4 * t);
+        const int ts = ldg(long_tasks + 4 * t + 1), te = ldg(long_tasks + 4 * t + 2);
         const int row = ldg(long_rows + lr);
-        const int rs = ldg(row_ptr + row), re = ldg(row_ptr + row + 1);
+        const int count = ldg(long_count + lr);
         real_t sum = (real_t)0;
-        for (int j = rs + threadIdx.x; j < re; j += blockDim.x)
+        for (int j = ts + threadIdx.x; j < te; j += blockDim.x)
             sum = fma(ldg(vals + j), ldg(x + ldg(col_idx + j)), sum);
         sum = warp_reduce_sum(sum);
         if (lane == 0) wsum[warp] = sum;
@@ -98,8 +110,29 @@ __device__ __forceinline__ void long_rows_cta(const int* __restrict__ long_rows,
             real_t v = lane < nwarps ? wsum[lane] : (real_t)0;
             v = warp_reduce_sum(v);
             if (lane == 0) {
-                const real_t t = alpha * v;
-                y[row] = (beta == (real_t)0) ? t : fma(beta, y[row], t);
+                if (count == 1) {
+                    const real_t r = alpha * v;
+                    y[row] = (beta == (real_t)0) ? r : fma(beta, y[row], r);
+                } else {
+                    long_partial[t] = v;
+                    __threadfence();
+                    *ticket = atomicAdd(long_counter + lr, 1u);
+                }
+            }
+        }
+        __syncthreads();
+        if (count > 1 && *ticket == (unsigned)(count - 1)) {  // uniform: the row's last CTA
+            if (warp == 0) {
+                __threadfence();
+                const int first = ldg(long_first + lr);
+                real_t acc = (real_t)0;
+                for (int k = lane; k < count; k += 32) acc += __ldcg(long_partial + first + k);
+                acc = warp_reduce_sum(acc);
+                if (lane == 0) {
+                    const real_t r = alpha * acc;
+                    y[row] = (beta == (real_t)0) ? r : fma(beta, y[row], r);
+                    long_counter[lr] = 0u;
+                }
             }
         }
         __syncthreads();
@@ -109,16 +142,22 @@ __device__ __forceinline__ void long_rows_cta(const int* __restrict__ long_rows,
 extern "C" __global__ void csr_overlap(const int* __restrict__ batch_rows_se,
                                        const unsigned char* __restrict__ batch_vlog,
                                        int first_batch, int nbatches, int per_cta,
-                                       const int* __restrict__ long_rows, int nlong, int long_ctas,
+                                       const int* __restrict__ long_tasks, int ntasks,
+                                       int long_ctas, const int* __restrict__ long_rows,
+                                       const int* __restrict__ long_first,
+                                       const int* __restrict__ long_count,
+                                       real_t* long_partial, unsigned* long_counter,
                                        const int* __restrict__ row_ptr,
                                        const int* __restrict__ col_idx,
                                        const real_t* __restrict__ vals,
                                        const real_t* __restrict__ x, real_t* __restrict__ y,
                                        real_t alpha, real_t beta, int vcap, int ccap) {
     __shared__ real_t wsum[32];
+    __shared__ unsigned ticket;
     if ((int)blockIdx.x < long_ctas) {
-        long_rows_cta(long_rows, nlong, long_ctas, row_ptr, col_idx, vals, x, y, alpha, beta,
-                      wsum);
+        long_rows_cta(long_tasks, ntasks, long_ctas, long_rows, long_first, long_count,
+                      long_partial, long_counter, col_idx, vals, x, y, alpha, beta, wsum,
+                      &ticket);
         return;
     }
     extern __shared__ __align__(16) unsigned char ovl_smem[];

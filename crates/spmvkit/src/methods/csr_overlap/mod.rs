@@ -25,6 +25,11 @@
 //! - *Extra-long rows* (§4.3, Alg. 9): one CTA per long row, warp partial sums in shared
 //!   memory, the first warp adds them. They run in the same launch as the batches: the first
 //!   CTAs of the grid take the long rows (the heaviest work starts first), the rest the batches.
+//!   A row of 150k nonzeros then costs one 128-thread CTA ~0.6 ms (measured on an H200, a
+//!   power-law matrix), so `long_chunk` = N (opt-in, default 0 = the paper) cuts long rows into
+//!   CTA tasks of N nonzeros: each writes its partial sum, and the CTA that finishes a row last
+//!   (an atomic ticket per row, reset by that CTA) adds the row's partials in a fixed order
+//!   and writes y. Still one launch, still deterministic.
 //!
 //! **Full** (§4.2, Alg. 7/8): the same kernel, but the timed call also copies the values and
 //! column indices from pinned host memory: nnz is cut into `stream_num` "big batches" of
@@ -114,13 +119,29 @@ const P_STREAMS: ParamSpec = ParamSpec {
     help: "big batches, one stream each (§5.4 uses 2), 1..=16",
 };
 
-const PARAMS: &[ParamSpec] = &[P_MAX_BATCH, P_THREADS, P_CTAS, P_SWITCH, P_VECTOR];
+const P_LONG_CHUNK: ParamSpec = ParamSpec {
+    key: "long_chunk",
+    default: "0",
+    help: "nonzeros per CTA on an extra-long row: 0 = the paper's one CTA per row (Alg. 9); \
+           N >= 256 cuts a long row into CTAs of N nonzeros, the last to finish adds their \
+           partial sums in a fixed order (deterministic; our extension for power-law rows)",
+};
+
+const PARAMS: &[ParamSpec] = &[
+    P_MAX_BATCH,
+    P_THREADS,
+    P_CTAS,
+    P_SWITCH,
+    P_VECTOR,
+    P_LONG_CHUNK,
+];
 const PARAMS_FULL: &[ParamSpec] = &[
     P_MAX_BATCH,
     P_THREADS,
     P_CTAS,
     P_SWITCH,
     P_VECTOR,
+    P_LONG_CHUNK,
     P_STREAMS,
 ];
 
@@ -197,6 +218,8 @@ pub struct Config {
     pub switch_points: [u32; 5],
     /// log2 of a forced vector size, or `None` for the per-batch choice.
     pub forced_vlog: Option<u8>,
+    /// Nonzeros per CTA on a long row; 0: one CTA per long row (the paper).
+    pub long_chunk: u32,
 }
 
 impl Config {
@@ -247,12 +270,21 @@ impl Config {
                 }
             },
         };
+        let long_chunk: u32 = p.get(name, specs, "long_chunk")?;
+        if long_chunk != 0 && long_chunk < 256 {
+            return Err(param_err(
+                name,
+                "long_chunk",
+                format!("{long_chunk} is neither 0 nor at least 256"),
+            ));
+        }
         Ok(Config {
             max_batch_size,
             threads,
             ctas_per_sm,
             switch_points,
             forced_vlog,
+            long_chunk,
         })
     }
 }
@@ -336,6 +368,34 @@ pub fn vector_log2(nnz: u64, rows: u64, switch_points: &[u32; 5]) -> u8 {
         .count() as u8
 }
 
+/// The work on long rows: with `chunk` = 0 one task per row (Alg. 9), else the row cut into
+/// tasks of `chunk` nonzeros. Returns (tasks as [long-row index, start, end, chunk index],
+/// first task of each long row, task count of each long row).
+pub fn long_tasks(
+    row_ptr: &[Idx],
+    long_rows: &[Idx],
+    chunk: u32,
+) -> (Vec<Idx>, Vec<Idx>, Vec<Idx>) {
+    let mut tasks = Vec::new();
+    let mut first = Vec::with_capacity(long_rows.len());
+    let mut count = Vec::with_capacity(long_rows.len());
+    for (lr, &r) in long_rows.iter().enumerate() {
+        let (s, e) = (row_ptr[r as usize], row_ptr[r as usize + 1]);
+        let step = if chunk == 0 { e - s } else { chunk }.max(1);
+        first.push((tasks.len() / 4) as Idx);
+        let mut k = 0;
+        let mut c = s;
+        while c < e {
+            let ce = c.saturating_add(step).min(e);
+            tasks.extend_from_slice(&[lr as Idx, c, ce, k]);
+            k += 1;
+            c = ce;
+        }
+        count.push(k);
+    }
+    (tasks, first, count)
+}
+
 /// One big batch of CSR-Full-Overlap (Alg. 7): a range of nonzeros copied on its own stream and
 /// the range of batches its kernel computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -380,6 +440,11 @@ pub struct OverlapLayout<T> {
     part: Partition,
     /// log2 of each batch's vector size.
     vlog: Vec<u8>,
+    /// Long-row tasks, 4 entries each: long-row index, first and end nonzero, chunk index.
+    long_tasks: Vec<Idx>,
+    /// Per long row: its first task and its number of tasks (chunks).
+    long_first: Vec<Idx>,
+    long_count: Vec<Idx>,
     /// CSR-Full-Overlap's big batches; `None` for Partial.
     big: Option<Vec<BigBatch>>,
     stages: Vec<(&'static str, Duration)>,
@@ -404,6 +469,7 @@ impl<T: Scalar> OverlapLayout<T> {
             })
             .collect();
         let t2 = Instant::now();
+        let (long_tasks, long_first, long_count) = long_tasks(rp, &part.long_rows, cfg.long_chunk);
         let big = streams.map(|s| big_batches(rp, &part.batches, s));
         let mut stages = vec![("batch partition", t1 - t0), ("vector sizes", t2 - t1)];
         if big.is_some() {
@@ -414,9 +480,17 @@ impl<T: Scalar> OverlapLayout<T> {
             cfg,
             part,
             vlog,
+            long_tasks,
+            long_first,
+            long_count,
             big,
             stages,
         }
+    }
+
+    /// Number of long-row tasks (CTAs' worth of work on long rows).
+    fn ntasks(&self) -> usize {
+        self.long_tasks.len() / 4
     }
 
     /// The batches and long rows (Alg. 3's `batch_infos` and `long_row_infos`).
@@ -439,7 +513,13 @@ impl<T: Scalar> OverlapLayout<T> {
     }
 
     fn meta_bytes(&self) -> usize {
-        self.part.batches.len() * (8 + 1) + self.part.long_rows.len() * 4
+        let nlong = self.part.long_rows.len();
+        let partials = if self.ntasks() > nlong {
+            self.ntasks() * T::BYTES + nlong * 4
+        } else {
+            0
+        };
+        self.part.batches.len() * (8 + 1) + nlong * 12 + self.long_tasks.len() * 4 + partials
     }
 }
 
@@ -476,6 +556,7 @@ impl<T: Scalar> Layout<T> for OverlapLayout<T> {
             ("max_batch_size".into(), self.cfg.max_batch_size.to_string()),
             ("batches".into(), self.part.batches.len().to_string()),
             ("long rows".into(), self.part.long_rows.len().to_string()),
+            ("long-row CTA tasks".into(), self.ntasks().to_string()),
             ("batches by vector size".into(), hist.join(" ")),
             ("threads per CTA".into(), self.cfg.threads.to_string()),
             ("CTAs per SM".into(), self.cfg.ctas_per_sm.to_string()),

@@ -200,6 +200,33 @@ fn big_batches_keep_every_batch() {
 }
 
 #[test]
+fn long_row_tasks() {
+    // Rows 1 (700 nnz) and 3 (300 nnz) are long for max_batch_size 256.
+    let rp = row_ptr_of(&[5, 700, 10, 300]);
+    let p = partition(&rp, 256, 256);
+    assert_eq!(p.long_rows, vec![1, 3]);
+    let (t, f, c) = long_tasks(&rp, &p.long_rows, 0);
+    assert_eq!(t, vec![0, 5, 705, 0, 1, 715, 1015, 0]);
+    assert_eq!((f, c), (vec![0, 1], vec![1, 1]));
+    let (t, f, c) = long_tasks(&rp, &p.long_rows, 256);
+    assert_eq!(
+        t,
+        vec![0, 5, 261, 0, 0, 261, 517, 1, 0, 517, 705, 2, 1, 715, 971, 0, 1, 971, 1015, 1]
+    );
+    assert_eq!((f, c), (vec![0, 3], vec![3, 2]));
+}
+
+#[test]
+fn long_chunks_match_oracle() {
+    // The suite's 120k-nnz row makes 469 chunks of 256: several per lane of the combine.
+    check_method(&CsrOverlap, &params(&["long_chunk=256"]));
+    check_method(
+        &CsrFullOverlap,
+        &params(&["long_chunk=1000", "max_batch_size=64", "stream_num=2"]),
+    );
+}
+
+#[test]
 fn partial_matches_oracle_default() {
     check_method(&CsrOverlap, &Params::new());
 }
@@ -235,6 +262,7 @@ fn corpus_both_methods_both_precisions() {
             (NAME, params(&[])),
             (NAME, params(&["max_batch_size=100", "threads=256"])),
             (NAME_FULL, params(&["max_batch_size=100"])),
+            (NAME, params(&["max_batch_size=100", "long_chunk=256"])),
         ] {
             let what = format!("{m} {p:?} on {name}");
             let l: Box<dyn Layout<f64>> = if m == NAME {
@@ -285,6 +313,18 @@ fn long_rows_and_vectors_reported() {
     let notes = l.notes();
     assert!(notes.contains(&("long rows".to_string(), "6".to_string())));
     check_layout("long rows", &a, l.as_ref());
+    let c = CsrOverlap
+        .prepare(&a, &params(&["long_chunk=512"]))
+        .unwrap();
+    // Rows of ~1460 distinct entries (2000 draws from 3000 columns): 3 chunks of 512 each.
+    let tasks: usize = c
+        .notes()
+        .iter()
+        .find(|(k, _)| k == "long-row CTA tasks")
+        .map(|(_, v)| v.parse().unwrap())
+        .unwrap();
+    assert!((12..=24).contains(&tasks), "{tasks} tasks");
+    check_layout("long rows in chunks", &a, c.as_ref());
     let stages = l.prep_stages();
     assert_eq!(stages.len(), 2);
     let f = CsrFullOverlap.prepare(&a, &Params::new()).unwrap();
@@ -329,6 +369,8 @@ fn rejects_bad_params() {
         "ctas_per_sm=0",
         "switch_points=1,2",
         "switch_points=a,b,c,d,e",
+        "long_chunk=255",
+        "long_chunk=x",
     ] {
         assert!(CsrOverlap.prepare(&a, &params(&[bad])).is_err(), "{bad}");
     }
