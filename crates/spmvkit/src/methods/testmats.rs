@@ -177,6 +177,19 @@ pub(crate) fn check_method<M: GenericMethod>(m: &M, params: &Params) {
     }
 }
 
+/// Checks a method over the shared edge-case corpus (`gen::corpus::edge_cases`) in f32 and f64.
+pub(crate) fn check_method_on_corpus<M: GenericMethod>(m: &M, params: &Params) {
+    let name = m.info().name;
+    for (case, a) in crate::gen::corpus::edge_cases() {
+        let what = format!("{name} [{}] on corpus {case}", params_text(params));
+        let l = m.prepare(&a, params).expect("prepare f64");
+        check_layout(&what, &a, l.as_ref());
+        let a32: Csr<f32> = a.cast();
+        let l = m.prepare(&a32, params).expect("prepare f32");
+        check_layout(&what, &a32, l.as_ref());
+    }
+}
+
 /// Runs a layout twice on the same input and asserts bitwise identical results.
 pub(crate) fn assert_repeatable<T: Scalar>(a: &Csr<T>, layout: &dyn Layout<T>) {
     let (x, y0) = vectors::<T>(a.nrows(), a.ncols(), 7);
@@ -195,4 +208,50 @@ fn params_text(p: &Params) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// Checks, when libnvrtc is present (else skips), that `k` compiles for sm_90 in both
+/// precisions and that each entry point exists with the given parameter kinds, one letter per
+/// parameter: `i` a 32-bit integer, `p` a pointer, `r` a `real_t` — the order the room's gpu.rs
+/// pushes its launch arguments.
+pub(crate) fn check_entry_signatures(k: &crate::gpu::KernelSource, entries: &[(&str, &str)]) {
+    use crate::gpu::{compile_ptx, nvrtc_present};
+    use crate::scalar::Precision;
+    if !nvrtc_present() {
+        eprintln!(
+            "{}: entry signatures not checked: libnvrtc not found",
+            k.name
+        );
+        return;
+    }
+    for p in Precision::ALL {
+        let ptx = compile_ptx(k, p, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+        for &(name, sig) in entries {
+            let head = format!(".entry {name}(");
+            let at = ptx
+                .find(&head)
+                .unwrap_or_else(|| panic!("{} {p}: no entry {name}", k.name));
+            let params = &ptx[at + head.len()..];
+            let params = &params[..params.find(')').unwrap_or(params.len())];
+            let got: String = params
+                .split(',')
+                .filter(|s| s.contains(".param"))
+                .map(|s| {
+                    if s.contains(".u64") || s.contains(".b64") && !s.contains(".f64") {
+                        'p'
+                    } else if s.contains(".f64") || s.contains(".f32") {
+                        'r'
+                    } else {
+                        'i'
+                    }
+                })
+                .collect();
+            assert_eq!(
+                got,
+                sig.replace(' ', ""),
+                "{} {p}: parameters of {name}",
+                k.name
+            );
+        }
+    }
 }
