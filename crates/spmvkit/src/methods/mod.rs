@@ -11,6 +11,7 @@ pub mod cb_spmv;
 pub mod csc;
 pub mod csr;
 pub mod csr_light;
+pub mod csr_overlap;
 pub mod csr_scalar;
 pub mod csr_vector;
 pub mod cusparse;
@@ -159,6 +160,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csr_scalar::KERNEL,
         csc::KERNEL,
         cb_spmv::KERNEL,
+        csr_overlap::KERNEL,
     ]
 }
 
@@ -171,6 +173,8 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &merge::Merge,
         &csc::CscAtomic,
         &csr_scalar::CsrScalar,
+        &csr_overlap::CsrOverlap,
+        &csr_overlap::CsrFullOverlap,
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,
