@@ -14,6 +14,7 @@ pub mod csr_vector;
 pub mod merge;
 mod params;
 mod plan;
+pub mod teb;
 #[cfg(test)]
 pub(crate) mod testmats;
 
@@ -154,6 +155,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csr_light::KERNEL,
         merge::KERNEL,
         csc::KERNEL,
+        teb::KERNEL,
     ]
 }
 
@@ -165,6 +167,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csr_light::CsrLight,
         &merge::Merge,
         &csc::CscAtomic,
+        &teb::Teb,
     ];
     REGISTRY
 }
