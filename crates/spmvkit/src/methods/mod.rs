@@ -7,6 +7,7 @@
 //! combine passes included). Tuning parameters are plain data ([`ParamSpec`]) with the papers'
 //! defaults, overridable as `key=value`.
 
+pub mod amf_csr;
 pub mod csc;
 pub mod csr;
 pub mod csr_light;
@@ -156,6 +157,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         merge::KERNEL,
         csc::KERNEL,
         teb::KERNEL,
+        amf_csr::KERNEL,
     ]
 }
 
@@ -168,6 +170,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &merge::Merge,
         &csc::CscAtomic,
         &teb::Teb,
+        &amf_csr::AmfCsr,
     ];
     REGISTRY
 }

@@ -424,4 +424,4 @@ impl<T: Scalar> Layout<T> for TebLayout<T> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
