@@ -14,6 +14,7 @@ pub mod csr_light;
 pub mod csr_vector;
 pub mod merge;
 mod params;
+pub mod pbc;
 mod plan;
 pub mod teb;
 #[cfg(test)]
@@ -158,6 +159,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csc::KERNEL,
         teb::KERNEL,
         amf_csr::KERNEL,
+        pbc::KERNEL,
     ]
 }
 
@@ -171,6 +173,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csc::CscAtomic,
         &teb::Teb,
         &amf_csr::AmfCsr,
+        &pbc::Pbc,
     ];
     REGISTRY
 }
