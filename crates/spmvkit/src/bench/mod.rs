@@ -60,7 +60,11 @@ pub fn test_vector<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
 }
 
 /// Prepares `method` on `a`, checks one call against the oracle, then times repeated calls.
-pub fn measure<T: PrepareFor>(a: &Csr<T>, method: &str, opts: &MeasureOptions) -> Result<RunRecord> {
+pub fn measure<T: PrepareFor>(
+    a: &Csr<T>,
+    method: &str,
+    opts: &MeasureOptions,
+) -> Result<RunRecord> {
     let m = find(method)?;
     let info = m.info();
     let mut plan = Plan::with_method(m, a, &opts.plan)?;
@@ -79,10 +83,16 @@ pub fn measure<T: PrepareFor>(a: &Csr<T>, method: &str, opts: &MeasureOptions) -
     rec.footprint_bytes = plan.layout().footprint_bytes();
     rec.device = match plan.backend() {
         Backend::Cpu => format!("CPU ({} threads)", rayon::current_num_threads()),
-        Backend::Gpu => crate::gpu::Gpu::get().map(|g| g.name().to_string()).unwrap_or_default(),
+        Backend::Gpu => crate::gpu::Gpu::get()
+            .map(|g| g.name().to_string())
+            .unwrap_or_default(),
     };
-    rec.prep_stages_ms =
-        plan.layout().prep_stages().into_iter().map(|(k, d)| (k.to_string(), d.as_secs_f64() * 1e3)).collect();
+    rec.prep_stages_ms = plan
+        .layout()
+        .prep_stages()
+        .into_iter()
+        .map(|(k, d)| (k.to_string(), d.as_secs_f64() * 1e3))
+        .collect();
     rec.fallback_note = plan.fallback_note().map(str::to_string);
     match plan.backend() {
         Backend::Cpu => {
@@ -112,5 +122,7 @@ fn gpu_timing<T: PrepareFor>(
     rec: &mut RunRecord,
 ) -> Result<()> {
     let _ = (plan, alpha, beta, opts, rec);
-    Err(crate::Error::GpuUnavailable("GPU timing is not wired yet".into()))
+    Err(crate::Error::GpuUnavailable(
+        "GPU timing is not wired yet".into(),
+    ))
 }

@@ -253,11 +253,15 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<TebLayout<T>> {
         .into_par_iter()
         .map(|r| (rp[r + 1] - rp[r]) as u64)
         .collect();
-    let mut order: Vec<Idx> = (0..m as Idx)
+    // Keys (u32::MAX − length, row): unique, so an unstable sort gives the stable order.
+    let mut keys: Vec<u64> = (0..m)
         .into_par_iter()
-        .filter(|&r| lens[r as usize] > 0)
+        .filter(|&r| lens[r] > 0)
+        .map(|r| ((u32::MAX as u64 - lens[r]) << 32) | r as u64)
         .collect();
-    order.par_sort_by(|&a, &b| lens[b as usize].cmp(&lens[a as usize]));
+    keys.par_sort_unstable();
+    let order: Vec<Idx> = keys.par_iter().map(|&k| k as u32).collect();
+    drop(keys);
     let empty: Vec<Idx> = (0..m as Idx)
         .into_par_iter()
         .filter(|&r| lens[r as usize] == 0)
@@ -344,14 +348,12 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<TebLayout<T>> {
         acc += rp[r as usize + 1] - rp[r as usize];
         row_nnz_sum.push(acc);
     }
-    let values: Vec<T> = merged
-        .par_iter()
-        .flat_map_iter(|&r| csr.row(r as usize).1.iter().copied())
-        .collect();
-    let col_idx: Vec<Idx> = merged
-        .par_iter()
-        .flat_map_iter(|&r| csr.row(r as usize).0.iter().copied())
-        .collect();
+    let mut values: Vec<T> = vec![T::zero(); csr.nnz()];
+    let mut col_idx: Vec<Idx> = vec![0; csr.nnz()];
+    rayon::join(
+        || gather(&merged, &row_nnz_sum, rp, csr.vals(), &mut values),
+        || gather(&merged, &row_nnz_sum, rp, csr.col_idx(), &mut col_idx),
+    );
     stages.push(("merge + layout", t3.elapsed()));
 
     Ok(TebLayout {
@@ -366,6 +368,36 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<TebLayout<T>> {
         sel,
         stages,
     })
+}
+
+/// Copies the rows `order` of a CSR array `src` (row offsets `src_ptr`) into `out`, whose row
+/// offsets are `offs` (relative to `offs[0]`); parallel by halving.
+fn gather<V: Copy + Send + Sync>(
+    order: &[Idx],
+    offs: &[Idx],
+    src_ptr: &[Idx],
+    src: &[V],
+    out: &mut [V],
+) {
+    const GRAIN: usize = 8192;
+    if order.len() <= GRAIN {
+        let mut o = 0usize;
+        for &r in order {
+            let (s, e) = (
+                src_ptr[r as usize] as usize,
+                src_ptr[r as usize + 1] as usize,
+            );
+            out[o..o + e - s].copy_from_slice(&src[s..e]);
+            o += e - s;
+        }
+        return;
+    }
+    let mid = order.len() / 2;
+    let (a, b) = out.split_at_mut((offs[mid] - offs[0]) as usize);
+    rayon::join(
+        || gather(&order[..mid], &offs[..=mid], src_ptr, src, a),
+        || gather(&order[mid..], &offs[mid..], src_ptr, src, b),
+    );
 }
 
 /// The default bLN window for `rows` non-empty rows: mean rows per block in [64, 1024].
