@@ -26,7 +26,8 @@ fn every_kernel_compiles_for_sm80_and_sm90_in_both_precisions() {
         return;
     }
     eprintln!("NVRTC version {:?}", nvrtc_version());
-    let sources = spmvkit::methods::kernel_sources();
+    let mut sources = spmvkit::methods::kernel_sources();
+    sources.extend(spmvkit::gpu::internal_kernels());
     let mut failures = Vec::new();
     let mut compiled = 0;
     for k in &sources {

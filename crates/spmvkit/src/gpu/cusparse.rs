@@ -1,1 +1,389 @@
-//! cuSPARSE generic SpMV baseline (issue #3): RAII wrapper; filled in next.
+//! The cuSPARSE baseline (issue #3; methods.md §0 "cuSPARSE had descriptors and a buffer made
+//! once, and `SpMV_preprocess` run once"): an RAII wrapper over cuSPARSE's generic SpMV on a CSR
+//! matrix with 32-bit indices. Setup creates the handle (bound to [`Gpu::stream`]), the CSR and
+//! dense-vector descriptors and the work buffer (`cusparseSpMV_bufferSize`), and runs
+//! `cusparseSpMV_preprocess` once; each call is then a single `cusparseSpMV` (α and β as host
+//! pointers), after re-pointing the x/y descriptors only when the buffers changed. Everything is
+//! freed on drop.
+//!
+//! cudarc 0.19 has no safe cuSPARSE layer, only `cudarc::cusparse::{sys, result}`; and its
+//! bindings lack `cusparseSpMV_preprocess` (cuSPARSE ≥ 12.4), which is looked up in the loaded
+//! library by name and skipped when absent.
+//!
+//! Determinism (cuSPARSE documentation, section "cusparseSpMV()", properties list: "Provides
+//! deterministic (bit-wise) results for each run only for CUSPARSE_SPMV_COO_ALG2 and
+//! CUSPARSE_SPMV_CSR_ALG2 algorithms, and opA == CUSPARSE_OPERATION_NON_TRANSPOSE";
+//! <https://docs.nvidia.com/cuda/cusparse/#cusparsespmv>): CSR_ALG1 is not guaranteed to be
+//! bitwise reproducible, CSR_ALG2 is.
+
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+use cudarc::cusparse::sys::{
+    self, cudaDataType, cusparseDnVecDescr_t, cusparseHandle_t, cusparseIndexBase_t,
+    cusparseIndexType_t, cusparseOperation_t, cusparseSpMVAlg_t, cusparseSpMatDescr_t,
+    cusparseStatus_t,
+};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+
+use super::Gpu;
+use crate::error::{Error, Result};
+use crate::matrix::Csr;
+use crate::scalar::{Precision, Scalar};
+
+/// Which cuSPARSE CSR SpMV algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpmvAlg {
+    /// `CUSPARSE_SPMV_CSR_ALG1` (the default; not guaranteed bitwise deterministic).
+    CsrAlg1,
+    /// `CUSPARSE_SPMV_CSR_ALG2` (bitwise deterministic for the non-transposed operation).
+    CsrAlg2,
+}
+
+impl SpmvAlg {
+    fn raw(self) -> cusparseSpMVAlg_t {
+        match self {
+            SpmvAlg::CsrAlg1 => cusparseSpMVAlg_t::CUSPARSE_SPMV_CSR_ALG1,
+            SpmvAlg::CsrAlg2 => cusparseSpMVAlg_t::CUSPARSE_SPMV_CSR_ALG2,
+        }
+    }
+    /// "ALG1" or "ALG2".
+    pub fn name(self) -> &'static str {
+        match self {
+            SpmvAlg::CsrAlg1 => "ALG1",
+            SpmvAlg::CsrAlg2 => "ALG2",
+        }
+    }
+    /// Whether cuSPARSE documents bitwise reproducible results (module doc).
+    pub fn deterministic(self) -> bool {
+        matches!(self, SpmvAlg::CsrAlg2)
+    }
+}
+
+fn check(what: &str, s: cusparseStatus_t) -> Result<()> {
+    if s == cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::cuda(format!("cuSPARSE {what}"), format!("{s:?}")))
+    }
+}
+
+fn data_type<T: Scalar>() -> cudaDataType {
+    match T::PRECISION {
+        Precision::F32 => cudaDataType::CUDA_R_32F,
+        Precision::F64 => cudaDataType::CUDA_R_64F,
+    }
+}
+
+type PreprocessFn = unsafe extern "C" fn(
+    cusparseHandle_t,
+    cusparseOperation_t,
+    *const c_void,
+    sys::cusparseConstSpMatDescr_t,
+    sys::cusparseConstDnVecDescr_t,
+    *const c_void,
+    cusparseDnVecDescr_t,
+    cudaDataType,
+    cusparseSpMVAlg_t,
+    *mut c_void,
+) -> cusparseStatus_t;
+
+/// `cusparseSpMV_preprocess` from the loaded library, when it has one.
+fn preprocess_fn() -> Option<PreprocessFn> {
+    // SAFETY: the library is present (checked by Gpu::get); the symbol has this C signature in
+    // cuSPARSE ≥ 12.4.
+    unsafe {
+        let lib = sys::culib();
+        lib.get::<PreprocessFn>(b"cusparseSpMV_preprocess\0")
+            .ok()
+            .map(|s| *s)
+    }
+}
+
+/// The raw handles, guarded together (cuSPARSE handles and descriptors are not thread safe);
+/// each non-null one is destroyed on drop.
+struct Handles {
+    handle: cusparseHandle_t,
+    mat: cusparseSpMatDescr_t,
+    x: cusparseDnVecDescr_t,
+    y: cusparseDnVecDescr_t,
+    /// Device addresses the x and y descriptors point at now.
+    x_ptr: u64,
+    y_ptr: u64,
+}
+
+impl Handles {
+    fn null() -> Self {
+        Handles {
+            handle: std::ptr::null_mut(),
+            mat: std::ptr::null_mut(),
+            x: std::ptr::null_mut(),
+            y: std::ptr::null_mut(),
+            x_ptr: 0,
+            y_ptr: 0,
+        }
+    }
+}
+
+impl Drop for Handles {
+    fn drop(&mut self) {
+        // SAFETY: each handle was created once and is destroyed once, here.
+        unsafe {
+            if !self.y.is_null() {
+                sys::cusparseDestroyDnVec(self.y as _);
+            }
+            if !self.x.is_null() {
+                sys::cusparseDestroyDnVec(self.x as _);
+            }
+            if !self.mat.is_null() {
+                sys::cusparseDestroySpMat(self.mat as _);
+            }
+            if !self.handle.is_null() {
+                let _ = cudarc::cusparse::result::destroy(self.handle);
+            }
+        }
+    }
+}
+
+/// cuSPARSE SpMV on one CSR matrix, set up once and called many times.
+pub struct CusparseSpmv<T: Scalar> {
+    gpu: Arc<Gpu>,
+    alg: SpmvAlg,
+    nrows: usize,
+    ncols: usize,
+    nnz: usize,
+    preprocessed: bool,
+    // Declared before the buffers: the descriptors go before the memory they point at.
+    h: Mutex<Handles>,
+    buffer: CudaSlice<u8>,
+    row_ptr: CudaSlice<u32>,
+    col_idx: CudaSlice<u32>,
+    vals: CudaSlice<T>,
+    /// Buffers the vector descriptors point at during setup (before the first call).
+    _setup_x: CudaSlice<T>,
+    _setup_y: CudaSlice<T>,
+}
+
+// SAFETY: the raw handles are used only under the mutex, on the context of `gpu`.
+unsafe impl<T: Scalar> Send for CusparseSpmv<T> {}
+unsafe impl<T: Scalar> Sync for CusparseSpmv<T> {}
+
+impl<T: Scalar> CusparseSpmv<T> {
+    /// Uploads `a` and prepares cuSPARSE SpMV with `alg`. A matrix without entries needs no
+    /// cuSPARSE at all ([`CusparseSpmv::run`] then only scales y).
+    pub fn new(gpu: &Arc<Gpu>, a: &Csr<T>, alg: SpmvAlg) -> Result<Self> {
+        gpu.context()
+            .bind_to_thread()
+            .map_err(|e| Error::cuda("binding the context", e))?;
+        let (nrows, ncols, nnz) = (a.nrows(), a.ncols(), a.nnz());
+        let row_ptr = gpu.upload(a.row_ptr())?;
+        let col_idx = gpu.upload(a.col_idx())?;
+        let vals = gpu.upload(a.vals())?;
+        let mut setup_x = gpu.alloc_zeros::<T>(ncols)?;
+        let mut setup_y = gpu.alloc_zeros::<T>(nrows)?;
+        let mut buffer = gpu.alloc_zeros::<u8>(1)?;
+        let mut h = Handles::null();
+        let mut preprocessed = false;
+        if nnz > 0 {
+            let stream = gpu.stream();
+            let dt = data_type::<T>();
+            h.handle = cudarc::cusparse::result::create()
+                .map_err(|e| Error::cuda("cusparseCreate", format!("{e:?}")))?;
+            // SAFETY (this block): live handle and descriptors; device arrays that outlive the
+            // descriptors (struct field order); host scalars of the compute type. On an error,
+            // `h` drops and frees what was created.
+            unsafe {
+                // The driver and runtime stream types name the same object.
+                check(
+                    "SetStream",
+                    sys::cusparseSetStream(h.handle, stream.cu_stream() as sys::cudaStream_t),
+                )?;
+                let (rp, _g1) = row_ptr.device_ptr(stream);
+                let (ci, _g2) = col_idx.device_ptr(stream);
+                let (va, _g3) = vals.device_ptr(stream);
+                check(
+                    "CreateCsr",
+                    sys::cusparseCreateCsr(
+                        &mut h.mat,
+                        nrows as i64,
+                        ncols as i64,
+                        nnz as i64,
+                        rp as *mut c_void,
+                        ci as *mut c_void,
+                        va as *mut c_void,
+                        cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                        cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                        cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
+                        dt,
+                    ),
+                )?;
+                let (xp, _g4) = setup_x.device_ptr_mut(stream);
+                check(
+                    "CreateDnVec(x)",
+                    sys::cusparseCreateDnVec(&mut h.x, ncols as i64, xp as *mut c_void, dt),
+                )?;
+                h.x_ptr = xp;
+                let (yp, _g5) = setup_y.device_ptr_mut(stream);
+                check(
+                    "CreateDnVec(y)",
+                    sys::cusparseCreateDnVec(&mut h.y, nrows as i64, yp as *mut c_void, dt),
+                )?;
+                h.y_ptr = yp;
+                let (one, zero) = (T::one(), T::zero());
+                let mut size = 0usize;
+                check(
+                    "SpMV_bufferSize",
+                    sys::cusparseSpMV_bufferSize(
+                        h.handle,
+                        cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                        &one as *const T as *const c_void,
+                        h.mat as _,
+                        h.x as _,
+                        &zero as *const T as *const c_void,
+                        h.y,
+                        dt,
+                        alg.raw(),
+                        &mut size,
+                    ),
+                )?;
+                buffer = gpu.alloc_zeros::<u8>(size.max(1))?;
+                if let Some(pre) = preprocess_fn() {
+                    let (bp, _g6) = buffer.device_ptr_mut(stream);
+                    check(
+                        "SpMV_preprocess",
+                        pre(
+                            h.handle,
+                            cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                            &one as *const T as *const c_void,
+                            h.mat as _,
+                            h.x as _,
+                            &zero as *const T as *const c_void,
+                            h.y,
+                            dt,
+                            alg.raw(),
+                            bp as *mut c_void,
+                        ),
+                    )?;
+                    preprocessed = true;
+                }
+            }
+            gpu.synchronize()?;
+        }
+        Ok(CusparseSpmv {
+            gpu: gpu.clone(),
+            alg,
+            nrows,
+            ncols,
+            nnz,
+            preprocessed,
+            h: Mutex::new(h),
+            buffer,
+            row_ptr,
+            col_idx,
+            vals,
+            _setup_x: setup_x,
+            _setup_y: setup_y,
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Handles> {
+        self.h.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The algorithm in use.
+    pub fn alg(&self) -> SpmvAlg {
+        self.alg
+    }
+    /// Rows of the matrix.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+    /// Columns of the matrix.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+    /// Whether `cusparseSpMV_preprocess` ran at setup.
+    pub fn preprocessed(&self) -> bool {
+        self.preprocessed
+    }
+    /// Device bytes of the matrix copy and the work buffer.
+    pub fn footprint_bytes(&self) -> usize {
+        self.row_ptr.num_bytes()
+            + self.col_idx.num_bytes()
+            + self.vals.num_bytes()
+            + self.buffer.num_bytes()
+    }
+
+    /// Enqueues y = αAx + βy on [`Gpu::stream`] (one `cusparseSpMV`; no synchronisation).
+    pub fn run(&self, alpha: T, x: &CudaSlice<T>, beta: T, y: &mut CudaSlice<T>) -> Result<()> {
+        if x.len() < self.ncols {
+            return Err(Error::DimensionMismatch {
+                what: "x (device)".into(),
+                expected: self.ncols,
+                got: x.len(),
+            });
+        }
+        if y.len() < self.nrows {
+            return Err(Error::DimensionMismatch {
+                what: "y (device)".into(),
+                expected: self.nrows,
+                got: y.len(),
+            });
+        }
+        if self.nrows == 0 {
+            return Ok(());
+        }
+        if self.nnz == 0 {
+            return self.gpu.scale(y, self.nrows, beta);
+        }
+        self.gpu
+            .context()
+            .bind_to_thread()
+            .map_err(|e| Error::cuda("binding the context", e))?;
+        let stream = self.gpu.stream();
+        let mut h = self.lock();
+        let (xp, _gx) = x.device_ptr(stream);
+        let (yp, _gy) = y.device_ptr_mut(stream);
+        // SAFETY: live descriptors; x and y hold at least ncols / nrows elements.
+        unsafe {
+            if xp != h.x_ptr {
+                check(
+                    "DnVecSetValues(x)",
+                    sys::cusparseDnVecSetValues(h.x, xp as *mut c_void),
+                )?;
+                h.x_ptr = xp;
+            }
+            if yp != h.y_ptr {
+                check(
+                    "DnVecSetValues(y)",
+                    sys::cusparseDnVecSetValues(h.y, yp as *mut c_void),
+                )?;
+                h.y_ptr = yp;
+            }
+        }
+        let (bp, _gb) = self.buffer.device_ptr(stream);
+        // SAFETY: live handle, descriptors and the work buffer sized by bufferSize.
+        check("SpMV", unsafe {
+            sys::cusparseSpMV(
+                h.handle,
+                cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                &alpha as *const T as *const c_void,
+                h.mat as _,
+                h.x as _,
+                &beta as *const T as *const c_void,
+                h.y,
+                data_type::<T>(),
+                self.alg.raw(),
+                bp as *mut c_void,
+            )
+        })
+    }
+}
+
+impl<T: Scalar> Drop for CusparseSpmv<T> {
+    fn drop(&mut self) {
+        let _ = self.gpu.context().bind_to_thread();
+        // Work enqueued with these handles must finish before they and the buffers go.
+        let _ = self.gpu.synchronize();
+    }
+}

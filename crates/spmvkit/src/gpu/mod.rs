@@ -22,7 +22,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
 
 pub use memory::PinnedBuffer;
 pub use nvrtc::{compile_ptx, nvrtc_present, nvrtc_version, PRELUDE};
@@ -40,6 +42,17 @@ pub struct KernelSource {
     pub name: &'static str,
     /// The `.cu` text (`include_str!`).
     pub source: &'static str,
+}
+
+/// Kernels of the runtime itself (no method): `spmvkit_scale`.
+pub const UTIL_KERNELS: KernelSource = KernelSource {
+    name: "spmvkit-util",
+    source: include_str!("util.cu"),
+};
+
+/// The runtime's own kernels, for the CI NVRTC check.
+pub fn internal_kernels() -> Vec<KernelSource> {
+    vec![UTIL_KERNELS]
 }
 
 /// Loaded modules, keyed by (kernel text, precision).
@@ -171,6 +184,41 @@ impl Gpu {
                 e,
             )
         })
+    }
+
+    /// Enqueues y[..n] = β·y[..n] on [`Gpu::stream`]; with β = 0, y is zeroed without being read
+    /// (so NaN garbage does not survive). For methods that accumulate with atomics.
+    pub fn scale<T: Scalar>(&self, y: &mut CudaSlice<T>, n: usize, beta: T) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        if n > y.len() {
+            return Err(Error::DimensionMismatch {
+                what: "scale: n exceeds the buffer".into(),
+                expected: y.len(),
+                got: n,
+            });
+        }
+        if beta == T::zero() {
+            return self
+                .stream
+                .memset_zeros(&mut y.slice_mut(0..n))
+                .map_err(|e| Error::cuda("zeroing y", e));
+        }
+        let f = self.function::<T>(&UTIL_KERNELS, "spmvkit_scale")?;
+        let n_i32 = n as i32;
+        let blocks = n.div_ceil(256).min(self.sm_count * 32) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.stream.launch_builder(&f);
+        b.arg(y).arg(&n_i32).arg(&beta);
+        // SAFETY: spmvkit_scale(real_t*, int, real_t) with n ≤ y.len().
+        unsafe { b.launch(cfg) }
+            .map(|_| ())
+            .map_err(|e| Error::cuda("spmvkit_scale launch", e))
     }
 
     fn module(&self, k: &KernelSource, precision: Precision) -> Result<Arc<CudaModule>> {

@@ -11,7 +11,9 @@ pub mod amf_csr;
 pub mod csc;
 pub mod csr;
 pub mod csr_light;
+pub mod csr_scalar;
 pub mod csr_vector;
+pub mod cusparse;
 pub mod merge;
 mod params;
 pub mod pbc;
@@ -156,6 +158,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csr_vector::KERNEL,
         csr_light::KERNEL,
         merge::KERNEL,
+        csr_scalar::KERNEL,
         csc::KERNEL,
         teb::KERNEL,
         amf_csr::KERNEL,
@@ -171,6 +174,10 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csr_light::CsrLight,
         &merge::Merge,
         &csc::CscAtomic,
+        &csr_scalar::CsrScalar,
+        &cusparse::CusparseAlg1,
+        &cusparse::CusparseAlg2,
+        &cusparse::CusparseAuto,
         &teb::Teb,
         &amf_csr::AmfCsr,
         &pbc::Pbc,

@@ -88,3 +88,19 @@ fn rejects_bad_params() {
         assert!(CsrLight.prepare(&a, &params(&[bad])).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn kernel_entries_match_the_launch() {
+    // gpu.rs pushes: nrows, row_ptr, col_idx, vals, x, y, alpha, beta, counter, grab
+    let sig = "i ppppp rr p i";
+    crate::methods::testmats::check_entry_signatures(
+        &KERNEL,
+        &[
+            ("csr_light_v2", sig),
+            ("csr_light_v4", sig),
+            ("csr_light_v8", sig),
+            ("csr_light_v16", sig),
+            ("csr_light_v32", sig),
+        ],
+    );
+}

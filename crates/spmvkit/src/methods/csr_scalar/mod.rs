@@ -1,0 +1,65 @@
+//! `csr-scalar`: the classic scalar CSR kernel, one GPU thread per row (Bell & Garland, SC'09,
+//! "CSR (scalar)"; the simplest baseline of issue #3). Its layout is the CSR matrix itself; each
+//! thread sums its row left to right with fused multiply-adds, so the result is deterministic and
+//! the CPU mirror ([`cpu`]) reproduces it bit for bit.
+
+mod cpu;
+mod gpu;
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::gpu::{Gpu, KernelSource};
+use crate::matrix::Csr;
+use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
+use crate::scalar::Scalar;
+
+/// The kernel of `csr-scalar`.
+pub const KERNEL: KernelSource = KernelSource {
+    name: "csr-scalar",
+    source: include_str!("kernel.cu"),
+};
+
+/// The registry entry of `csr-scalar`.
+pub struct CsrScalar;
+
+impl GenericMethod for CsrScalar {
+    fn info(&self) -> MethodInfo {
+        MethodInfo {
+            name: "csr-scalar",
+            summary: "GPU: one thread per CSR row (scalar CSR kernel)",
+            source: "Bell & Garland, SC'09, CSR (scalar) kernel",
+            deterministic: true,
+            gpu: true,
+            cpu: true,
+            params: &[],
+        }
+    }
+
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
+        Ok(Box::new(CsrScalarLayout { a: csr.clone() }))
+    }
+}
+
+/// The layout of `csr-scalar`: the matrix as given.
+pub struct CsrScalarLayout<T> {
+    a: Csr<T>,
+}
+
+impl<T: Scalar> Layout<T> for CsrScalarLayout<T> {
+    fn footprint_bytes(&self) -> usize {
+        self.a.bytes()
+    }
+
+    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
+        cpu::run(&self.a, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn upload(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
+        Ok(Box::new(gpu::CsrScalarDevice::upload(gpu, &self.a)?))
+    }
+}
+
+#[cfg(test)]
+mod tests;
