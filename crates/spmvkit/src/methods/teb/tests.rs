@@ -212,3 +212,9 @@ fn rejects_bad_params() {
         assert!(Teb.prepare(&a, &params(&[bad])).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn kernel_entries_match_the_launch() {
+    // gpu.rs pushes: blo_idx, row_nnz_sum, row_ids, col_idx, values, x, y, alpha, beta
+    crate::methods::testmats::check_entry_signatures(&KERNEL, &[("teb_spmv", "ppppppp rr")]);
+}
