@@ -14,6 +14,10 @@
 //! T_s = ⌊4·nnz_short / rows_short⌋ + 1: the code's "approximate nnz of a folded row" (the mean
 //! nnz of four short rows), plus one so that the strict test admits a fold of exactly that size.
 //!
+//! On the paper's 8×8 matrix with T_s = 4, T_l = 7 this gives the three blocks of 6, 6 and 4
+//! nnz of teb.md Fig. 5. The S² printed there (1.29) does not follow from 6/6/4 under Eq. 5
+//! (0.889) nor under the sample variance (1.333); see the `pbc` module docs.
+//!
 //! Kernel (designed here: the authors' GPU kernel, `RFCOC_spmv_prepare0` in `utility.h`, is not
 //! in the public tree): one CTA per block. In a block of folded rows, a vector of TPV lanes takes
 //! a folded row; lane l takes entries l, l + TPV, … and accumulates into four partial sums chosen

@@ -22,6 +22,11 @@
 //! (Val_Data). A row cut by a block boundary is stored as COO segments, one per block it
 //! touches: `coo_col`, `coo_val`, `seg_ptr`, `seg_row`, `seg_slot`, `blk_seg`.
 //!
+//! The paper's S² figures: teb.md gives S²_PBC = 0.23 for 5/6/5 and S²_AMF-CSR = 1.29 for 6/6/4,
+//! both "by Eq. (5)". Eq. 5 (divide by bLN) gives 0.222 and 0.889; the sample variance (divide
+//! by bLN − 1) gives 0.333 and 1.333. No one formula gives both printed values (0.23 is Eq. 5
+//! rounded up; 1.29 matches neither), so the tests check the block counts, not the S² values.
+//!
 //! Kernel: one CTA per block. The CSR part takes one thread per row (looping when the block has
 //! more rows than threads); each COO segment is summed by the whole CTA (strided, warp butterfly,
 //! warp sums added in order) into a partial slot. The last CTA to finish (atomic counter, reset by
