@@ -8,6 +8,7 @@
 //! defaults, overridable as `key=value`.
 
 pub mod cb_spmv;
+pub mod amf_csr;
 pub mod csc;
 pub mod csr;
 pub mod csr_light;
@@ -17,7 +18,9 @@ pub mod csr_vector;
 pub mod cusparse;
 pub mod merge;
 mod params;
+pub mod pbc;
 mod plan;
+pub mod teb;
 #[cfg(test)]
 pub(crate) mod testmats;
 
@@ -161,6 +164,9 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csc::KERNEL,
         cb_spmv::KERNEL,
         csr_overlap::KERNEL,
+        teb::KERNEL,
+        amf_csr::KERNEL,
+        pbc::KERNEL,
     ]
 }
 
@@ -179,6 +185,9 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,
         &cb_spmv::CbSpmv,
+        &teb::Teb,
+        &amf_csr::AmfCsr,
+        &pbc::Pbc,
     ];
     REGISTRY
 }

@@ -1,5 +1,5 @@
 //! `merge`: merge-based CSR SpMV after Merrill & Garland, "Merge-based parallel sparse
-//! matrix-vector multiplication", SC'16, §4 (our own implementation; CUB's `DeviceSpmv` was
+//! matrix-vector multiplication", SC'16 (our own implementation; CUB's `DeviceSpmv` was
 //! removed in CCCL 3.0).
 //!
 //! SpMV is a merge of the row-end offsets (`row_ptr[1..]`) with the nonzero indices 0..nnz: a
@@ -68,7 +68,7 @@ impl GenericMethod for Merge {
             name: NAME,
             summary:
                 "GPU: merge-path CSR, equal shares of rows + nnz per thread, carry fix-up pass",
-            source: "Merrill & Garland, Merge-based parallel SpMV, SC'16, §4",
+            source: "Merrill & Garland, Merge-based parallel SpMV, SC'16 (merge-based CsrMV)",
             deterministic: true,
             gpu: true,
             cpu: true,
