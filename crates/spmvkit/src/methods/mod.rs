@@ -9,6 +9,7 @@
 
 pub mod csc;
 pub mod csr;
+pub mod csr5;
 pub mod csr_light;
 pub mod csr_scalar;
 pub mod csr_vector;
@@ -157,6 +158,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         merge::KERNEL,
         csr_scalar::KERNEL,
         csc::KERNEL,
+        csr5::KERNEL,
     ]
 }
 
@@ -169,6 +171,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &merge::Merge,
         &csc::CscAtomic,
         &csr_scalar::CsrScalar,
+        &csr5::Csr5,
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,
