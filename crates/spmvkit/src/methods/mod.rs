@@ -14,6 +14,7 @@ pub mod csr_light;
 pub mod csr_scalar;
 pub mod csr_vector;
 pub mod cusparse;
+pub mod dasp;
 pub mod merge;
 mod params;
 mod plan;
@@ -159,6 +160,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csr_scalar::KERNEL,
         csc::KERNEL,
         csr5::KERNEL,
+        dasp::KERNEL,
     ]
 }
 
@@ -172,6 +174,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csc::CscAtomic,
         &csr_scalar::CsrScalar,
         &csr5::Csr5,
+        &dasp::Dasp,
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,
