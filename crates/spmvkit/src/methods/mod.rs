@@ -14,6 +14,7 @@ pub mod csr_light;
 pub mod csr_scalar;
 pub mod csr_vector;
 pub mod cusparse;
+pub mod cusparse_bsr;
 pub mod dasp;
 pub mod merge;
 mod params;
@@ -178,6 +179,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,
+        &cusparse_bsr::CusparseBsr,
     ];
     REGISTRY
 }
