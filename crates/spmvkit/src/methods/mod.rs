@@ -21,6 +21,7 @@ mod params;
 mod plan;
 #[cfg(test)]
 pub(crate) mod testmats;
+pub mod tilespmv;
 
 use std::time::Duration;
 
@@ -162,6 +163,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csc::KERNEL,
         csr5::KERNEL,
         dasp::KERNEL,
+        tilespmv::KERNEL,
     ]
 }
 
@@ -176,6 +178,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csr_scalar::CsrScalar,
         &csr5::Csr5,
         &dasp::Dasp,
+        &tilespmv::TileSpmv,
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,
