@@ -3,7 +3,8 @@
 //! fused multiply-adds in k order (the tensor core's internal order of the four products is not
 //! specified, so the mirror agrees with the kernel to rounding, not bitwise). For f32 each lane
 //! keeps its own FMA sum and the 4 lanes of a group are added by the xor butterfly, as the
-//! kernel does. Long rows add their 8 diagonal values (or 32 lane sums) with the butterfly.
+//! kernel does. A long row's part adds its 8 diagonal values (or 32 lane sums) with the butterfly;
+//! `dasp_long_sum` adds a row's parts with 32 strided lanes and the butterfly.
 
 use super::{DaspLayout, NONE};
 use crate::methods::csr_vector::cpu::{butterfly_sum, store};
@@ -59,9 +60,10 @@ impl<T: Scalar> Acc<T> {
 /// y = αAx + βy as dasp_spmv computes it.
 pub(super) fn run<T: Scalar>(l: &DaspLayout<T>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
     let (mut a, mut b) = ([T::zero(); 32], [T::zero(); 32]);
-    // long rows
-    for (i, &row) in l.long_rows.iter().enumerate() {
-        let (s, e) = (l.long_ptr[i] as usize, l.long_ptr[i + 1] as usize);
+    // long rows: parts, then each row's parts added by 32 strided lanes and the butterfly
+    let mut part = vec![T::zero(); l.part_start.len()];
+    for (w, pv) in part.iter_mut().enumerate() {
+        let (s, e) = (l.part_start[w] as usize, l.part_end[w] as usize);
         let mut acc = Acc::new();
         let mut base = s;
         while base < e {
@@ -77,7 +79,19 @@ pub(super) fn run<T: Scalar>(l: &DaspLayout<T>, alpha: T, x: &[T], beta: T, y: &
             base += 32;
         }
         let mut d = acc.diag();
-        let sum = butterfly_sum(&mut d);
+        *pv = butterfly_sum(&mut d);
+    }
+    for (i, &row) in l.long_rows.iter().enumerate() {
+        let (s, e) = (l.part_ptr[i] as usize, l.part_ptr[i + 1] as usize);
+        let mut lanes = [T::zero(); 32];
+        for (lane, v) in lanes.iter_mut().enumerate() {
+            let mut p = s + lane;
+            while p < e {
+                *v += part[p];
+                p += 32;
+            }
+        }
+        let sum = butterfly_sum(&mut lanes);
         store(&mut y[row as usize], alpha, sum, beta);
     }
     // row-block groups

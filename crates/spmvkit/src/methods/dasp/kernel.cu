@@ -1,7 +1,8 @@
 // dasp: DASP SpMV (Lu & Liu, SC'23). See mod.rs for the layout.
 //
-// dasp_spmv: warps [0, nlong) do one long row each; then one row-block group each; then
-// `spw` short tiles each; the remaining warps write y = beta*y for the empty rows.
+// dasp_spmv: warps [0, nparts) do one part (long_chunk nonzeros) of a long row each, into
+// long_part; then one row-block group each; then `spw` short tiles each; the remaining warps
+// write y = beta*y for the empty rows. dasp_long_sum: a warp per long row adds its parts.
 // f64 multiplies 8x4 tiles with mma.sync.aligned.m8n8k4.row.col.f64 (sm_80+): lane t holds
 // A[t/4][t%4] and B[t%4][t/4] = x[col of its own A element], so D[m][m] is row m's dot product,
 // held by lane 4m + m/2 as element m%2. f32 (no such MMA) does one FMA per lane and sums each
@@ -39,8 +40,8 @@ __device__ __forceinline__ void dasp_store(real_t* y, int i, real_t alpha, real_
 }
 
 extern "C" __global__ void dasp_spmv(
-    int nlong, const int* __restrict__ long_rows, const int* __restrict__ long_ptr,
-    const int* __restrict__ long_cols, const real_t* __restrict__ long_vals,
+    int nparts, const int* __restrict__ part_start, const int* __restrict__ part_end,
+    const int* __restrict__ long_cols, const real_t* __restrict__ long_vals, real_t* __restrict__ long_part,
     int ngroups, const int* __restrict__ blk_rows, const int* __restrict__ blk_slab_ptr,
     const int* __restrict__ blk_cols, const real_t* __restrict__ blk_vals,
     const int* __restrict__ irr_ptr, const int* __restrict__ irr_cols, const real_t* __restrict__ irr_vals,
@@ -51,8 +52,8 @@ extern "C" __global__ void dasp_spmv(
     const int lane = threadIdx.x & 31;
     const int m = lane >> 2, k = lane & 3;
     long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (w < nlong) {
-        const int s = long_ptr[w], e = long_ptr[w + 1];
+    if (w < nparts) {
+        const int s = part_start[w], e = part_end[w];
         dasp_acc acc = {0, 0};
         for (int base = s; base < e; base += 32) {
             const int p = base + lane;
@@ -64,10 +65,10 @@ extern "C" __global__ void dasp_spmv(
             dasp_mma(acc, a, b);
         }
         const real_t sum = warp_reduce_sum(dasp_diag(acc));
-        if (lane == 0) dasp_store(y, long_rows[w], alpha, sum, beta);
+        if (lane == 0) long_part[w] = sum;
         return;
     }
-    w -= nlong;
+    w -= nparts;
     if (w < ngroups) {
         const int g = (int)w;
         dasp_acc acc = {0, 0};
@@ -110,6 +111,19 @@ extern "C" __global__ void dasp_spmv(
     }
     w -= nshort_warps;
     const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
-    const long long rest = nwarps - nlong - ngroups - nshort_warps;
+    const long long rest = nwarps - nparts - ngroups - nshort_warps;
     for (long long i = w * 32 + lane; i < nempty; i += rest * 32) dasp_store(y, empty_rows[i], alpha, (real_t)0, beta);
+}
+
+extern "C" __global__ void dasp_long_sum(
+    int nlong, const int* __restrict__ long_rows, const int* __restrict__ part_ptr,
+    const real_t* __restrict__ long_part, real_t* __restrict__ y, real_t alpha, real_t beta) {
+    const int lane = threadIdx.x & 31;
+    const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (w >= nlong) return;
+    const int e = part_ptr[w + 1];
+    real_t s = 0;
+    for (int p = part_ptr[w] + lane; p < e; p += 32) s += long_part[p];
+    s = warp_reduce_sum(s);
+    if (lane == 0) dasp_store(y, long_rows[w], alpha, s, beta);
 }

@@ -8,7 +8,10 @@
 //!   (4 alone; 1 with 3; 2 with 2; leftovers 1 with 1, 1 with 2, or alone). A tile is multiplied
 //!   twice, once with each half of its tile rows masked, so the two rows of a tile row come out
 //!   separately;
-//! - long (≥ `long` nonzeros, default 256): a warp per row, 32 consecutive nonzeros per 8×4 MMA;
+//! - long (≥ `long` nonzeros, default 256): cut into parts of `long_chunk` (64) nonzeros, a warp
+//!   per part (32 consecutive nonzeros per 8×4 MMA), the parts of a row added in order by a
+//!   second kernel, `dasp_long_sum` (the original's `longPart_sum`), launched only when there are
+//!   long rows;
 //! - row-block (the rest): sorted by length (descending), cut into groups of 8 rows; a group's
 //!   4-wide column slabs (entries 4j..4j+3 of each row) are kept as 8×4 MMA tiles while at least
 //!   `threshold` (0.75) of the slab is filled; what is left of each row is the irregular part,
@@ -21,11 +24,10 @@
 //! f32 has no m8n8k4 MMA: the f32 path walks the same layout with one FMA per lane and a sum
 //! over each 4-lane group.
 //!
-//! y is written in the original row order by the kernel itself (the original un-permutes on the
-//! host, outside its timing). One launch per call; no atomics, deterministic. Simplifications
-//! against the original: long rows take one warp each (the original spreads a long row over
-//! warps of 64 nonzeros and adds them in a second `longPart_sum` kernel) and there is no
-//! `rowloop` (one group per warp).
+//! y is written in the original row order by the kernels themselves (the original un-permutes on
+//! the host, outside its timing). One launch per call (two with long rows); no atomics,
+//! deterministic. Simplification against the original: no `rowloop` (one row-block group per
+//! warp).
 
 mod cpu;
 mod gpu;
@@ -52,7 +54,12 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         key: "long",
         default: "256",
-        help: "rows with at least this many nonzeros are long (a warp each); > 4",
+        help: "rows with at least this many nonzeros are long; > 4",
+    },
+    ParamSpec {
+        key: "long_chunk",
+        default: "64",
+        help: "nonzeros of a long row per warp (a multiple of 32, 32..=65536)",
     },
     ParamSpec {
         key: "threshold",
@@ -92,6 +99,7 @@ impl GenericMethod for Dasp {
         let long: usize = params.get(NAME, PARAMS, "long")?;
         let threshold: f64 = params.get(NAME, PARAMS, "threshold")?;
         let spw: usize = params.get(NAME, PARAMS, "short_tiles_per_warp")?;
+        let chunk: usize = params.get(NAME, PARAMS, "long_chunk")?;
         let err = |key: &str, msg: &str| Error::Param {
             method: NAME.into(),
             key: key.into(),
@@ -103,16 +111,22 @@ impl GenericMethod for Dasp {
         if !(0.0..=1.0).contains(&threshold) {
             return Err(err("threshold", "must be in [0, 1]"));
         }
+        if chunk % 32 != 0 || !(32..=65536).contains(&chunk) {
+            return Err(err("long_chunk", "must be a multiple of 32 in 32..=65536"));
+        }
         if !(1..=64).contains(&spw) {
             return Err(err("short_tiles_per_warp", "must be in 1..=64"));
         }
-        Ok(Box::new(DaspLayout::build(csr, long, threshold, spw)))
+        Ok(Box::new(DaspLayout::build(
+            csr, long, chunk, threshold, spw,
+        )))
     }
 }
 
 /// The layout of `dasp`.
 pub struct DaspLayout<T> {
     pub(crate) long_len: usize,
+    pub(crate) long_chunk: usize,
     pub(crate) threshold: f64,
     pub(crate) short_per_warp: usize,
     pub(crate) empty_rows: Vec<Idx>,
@@ -129,6 +143,10 @@ pub struct DaspLayout<T> {
     pub(crate) long_ptr: Vec<Idx>,
     pub(crate) long_cols: Vec<Idx>,
     pub(crate) long_vals: Vec<T>,
+    /// Parts of the long rows: [start, end) in long_vals; part_ptr[i].. are row i's parts.
+    pub(crate) part_start: Vec<Idx>,
+    pub(crate) part_end: Vec<Idx>,
+    pub(crate) part_ptr: Vec<Idx>,
     /// Row-block groups: rows (8 per group, NONE padding), slab offsets (ngroups + 1, in slabs),
     /// MMA values/columns (32 per slab, lane order), irregular CSR per group row.
     pub(crate) blk_rows: Vec<i32>,
@@ -175,7 +193,13 @@ fn pack_short(by_len: [Vec<usize>; 5]) -> Vec<(i32, i32, i32)> {
 }
 
 impl<T: Scalar> DaspLayout<T> {
-    pub(crate) fn build(a: &Csr<T>, long_len: usize, threshold: f64, spw: usize) -> Self {
+    pub(crate) fn build(
+        a: &Csr<T>,
+        long_len: usize,
+        long_chunk: usize,
+        threshold: f64,
+        spw: usize,
+    ) -> Self {
         let t0 = Instant::now();
         let rp = a.row_ptr();
         let (cols, vals) = (a.col_idx(), a.vals());
@@ -236,6 +260,16 @@ impl<T: Scalar> DaspLayout<T> {
             long_vals.extend_from_slice(&vals[s..e]);
             long_ptr.push(long_cols.len() as Idx);
         }
+        let (mut part_start, mut part_end, mut part_ptr) = (Vec::new(), Vec::new(), vec![0 as Idx]);
+        for w in long_ptr.windows(2) {
+            let mut p = w[0];
+            while p < w[1] {
+                part_start.push(p);
+                p = (p + long_chunk as Idx).min(w[1]);
+                part_end.push(p);
+            }
+            part_ptr.push(part_start.len() as Idx);
+        }
 
         // row-block groups
         let need = (threshold * 32.0).ceil() as usize;
@@ -288,6 +322,7 @@ impl<T: Scalar> DaspLayout<T> {
         let t3 = Instant::now();
         DaspLayout {
             long_len,
+            long_chunk,
             threshold,
             short_per_warp: spw,
             empty_rows,
@@ -300,6 +335,9 @@ impl<T: Scalar> DaspLayout<T> {
             long_ptr,
             long_cols,
             long_vals,
+            part_start,
+            part_end,
+            part_ptr,
             blk_rows,
             blk_slab_ptr,
             blk_vals,
@@ -331,6 +369,8 @@ impl<T: Scalar> Layout<T> for DaspLayout<T> {
             + self.long_rows.len()
             + self.long_ptr.len()
             + self.long_cols.len()
+            + self.part_start.len() * 2
+            + self.part_ptr.len()
             + self.blk_rows.len()
             + self.blk_slab_ptr.len()
             + self.blk_cols.len()
@@ -339,6 +379,7 @@ impl<T: Scalar> Layout<T> for DaspLayout<T> {
             + T::BYTES
                 * (self.short_vals.len()
                     + self.long_vals.len()
+                    + self.part_start.len()
                     + self.blk_vals.len()
                     + self.irr_vals.len())
     }
@@ -361,8 +402,14 @@ impl<T: Scalar> Layout<T> for DaspLayout<T> {
         let irr = self.irr_vals.len();
         vec![
             (
-                "long rows (>= long)".into(),
-                format!("{} (>= {})", self.long_rows.len(), self.long_len),
+                "long rows (>= long) / parts (<= long_chunk)".into(),
+                format!(
+                    "{} (>= {}) / {} (<= {})",
+                    self.long_rows.len(),
+                    self.long_len,
+                    self.part_start.len(),
+                    self.long_chunk
+                ),
             ),
             ("short tiles".into(), self.nshort_tiles().to_string()),
             ("row-block groups".into(), self.ngroups().to_string()),

@@ -14,6 +14,8 @@ fn matches_oracle_default() {
 fn matches_oracle_other_params() {
     for p in [
         &["long=5"][..],
+        &["long=5", "long_chunk=32"],
+        &["long_chunk=4096"],
         &["long=64", "threshold=0"],
         &["threshold=1", "short_tiles_per_warp=1"],
         &["short_tiles_per_warp=64", "long=1000000"],
@@ -48,9 +50,13 @@ fn worked_example_layout() {
     let nnz = cols.len();
     let vals: Vec<f64> = (0..nnz).map(|k| 0.5 + k as f64).collect();
     let a = Csr::new(lens.len(), 400, rp, cols, vals).unwrap();
-    let l = DaspLayout::build(&a, 256, 0.75, 4);
+    let l = DaspLayout::build(&a, 256, 64, 0.75, 4);
     assert_eq!(l.empty_rows, vec![0]);
     assert_eq!(l.long_rows, vec![15]);
+    // 300 nonzeros in parts of 64: 4 full and one of 44
+    assert_eq!(l.part_ptr, vec![0, 5]);
+    assert_eq!(l.part_start, vec![0, 64, 128, 192, 256]);
+    assert_eq!(l.part_end, vec![64, 128, 192, 256, 300]);
     // short tile rows: 4 alone (row 5), 3 with 1 (row 2 + row 6), 2 with 2 (4 + 3), 1 alone (1)
     assert_eq!(&l.short_row1[..4], &[5, 2, 4, 1]);
     assert_eq!(&l.short_row2[..4], &[NONE, 6, 3, NONE]);
@@ -65,7 +71,7 @@ fn worked_example_layout() {
     check_layout(
         "dasp worked example f32",
         &a.cast::<f32>(),
-        &DaspLayout::build(&a.cast::<f32>(), 256, 0.75, 4),
+        &DaspLayout::build(&a.cast::<f32>(), 256, 64, 0.75, 4),
     );
 }
 
@@ -94,7 +100,10 @@ fn rejects_bad_params() {
 fn kernel_entries_match_the_launch() {
     crate::methods::testmats::check_entry_signatures(
         &KERNEL,
-        &[("dasp_spmv", "i pppp i ppppppp ii ppppp i p pp rr")],
+        &[
+            ("dasp_spmv", "i ppppp i ppppppp ii ppppp i p pp rr"),
+            ("dasp_long_sum", "i pp p p rr"),
+        ],
     );
 }
 
