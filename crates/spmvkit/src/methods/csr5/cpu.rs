@@ -11,7 +11,8 @@ use crate::scalar::Scalar;
 
 /// y = αAx + βy as the csr5 kernels compute it.
 pub(super) fn run<T: Scalar>(l: &Csr5Layout<T>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
-    let rp = &l.row_ptr;
+    let rp = l.a.row_ptr();
+    let tl = l.tiles();
     let tile = l.tile_len();
     let mut carry = vec![T::zero(); l.ntiles + 1];
     for (t, carry_t) in carry.iter_mut().enumerate().take(l.ntiles) {
@@ -22,7 +23,7 @@ pub(super) fn run<T: Scalar>(l: &Csr5Layout<T>, alpha: T, x: &[T], beta: T, y: &
         let cont = (rp[row0] as usize) < base;
         let row_of = |k: usize| -> usize {
             if flagged {
-                row0 + l.empty_offset[l.empty_ptr[t] as usize + k] as usize
+                row0 + tl.empty_offset[l.empty_ptr[t] as usize + k] as usize
             } else {
                 row0 + k
             }
@@ -56,7 +57,7 @@ pub(super) fn run<T: Scalar>(l: &Csr5Layout<T>, alpha: T, x: &[T], beta: T, y: &
                     sum = T::zero();
                     k += 1;
                 }
-                sum = l.vals[p].mul_add(x[l.col_idx[p] as usize], sum);
+                sum = tl.vals[p].mul_add(x[tl.col_idx[p] as usize], sum);
             }
             if has[i] {
                 tail[i] = sum;
@@ -101,7 +102,7 @@ pub(super) fn run<T: Scalar>(l: &Csr5Layout<T>, alpha: T, x: &[T], beta: T, y: &
             for (lane, v) in lanes.iter_mut().enumerate() {
                 let p = j + lane;
                 if p >= start && p < end {
-                    *v = l.vals[p].mul_add(x[l.col_idx[p] as usize], *v);
+                    *v = tl.vals[p].mul_add(x[tl.col_idx[p] as usize], *v);
                 }
             }
             j += 32;

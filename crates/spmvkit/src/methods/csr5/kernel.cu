@@ -123,3 +123,84 @@ extern "C" __global__ void csr5_calibrate(
     const int row = run_row[i];
     y[row] = fma(alpha, s, y[row]);
 }
+
+// csr5_generate: the O(nnz) preprocessing on the GPU (the original builds CSR5 on the device),
+// a warp per tile: lane i transposes its sigma entries (entry j to j*32 + i), finds the row
+// starts among them (bit_flag; bit 0 of lane 0 always), y_offset by a warp scan of the flag
+// counts, seg_offset from a ballot (lanes to the first lane >= i holding a flag, to lane 31 if
+// none), packs the descriptor, and for tiles flagged in tile_ptr writes each segment's row
+// (relative to the tile's first row) to empty_offset. The tail stays as copied (CSR order).
+extern "C" __global__ void csr5_generate(
+    int ntiles, int sigma, int npacket, int y_bits, int nrows,
+    const int* __restrict__ row_ptr, const int* __restrict__ col_in, const real_t* __restrict__ val_in,
+    const unsigned* __restrict__ tile_ptr, const int* __restrict__ empty_ptr,
+    int* __restrict__ col_out, real_t* __restrict__ val_out, unsigned* __restrict__ tile_desc,
+    int* __restrict__ empty_offset) {
+    const int lane = threadIdx.x & 31;
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (warp >= ntiles) return;
+    const int t = (int)warp;
+    const long long tile = (long long)CSR5_OMEGA * sigma;
+    const long long base = (long long)t * tile;
+    const unsigned tp = tile_ptr[t];
+    const int row0 = (int)(tp & 0x7fffffffu);
+    const bool flagged = (tp & 0x80000000u) != 0;
+    const long long p0 = base + (long long)lane * sigma;
+    // the row holding p0: the last r with row_ptr[r] <= p0
+    int lo = 0, hi = nrows + 1;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if ((long long)row_ptr[mid] <= p0) lo = mid + 1; else hi = mid;
+    }
+    const int r0 = lo - 1;
+    unsigned flags = 0;
+    int rr = r0;
+    for (int j = 0; j < sigma; ++j) {
+        const long long p = p0 + j;
+        col_out[base + j * CSR5_OMEGA + lane] = col_in[p];
+        val_out[base + j * CSR5_OMEGA + lane] = val_in[p];
+        bool start;
+        if (j == 0) {
+            start = (p == base) || ((long long)row_ptr[rr] == p);
+        } else if ((long long)row_ptr[rr + 1] == p) {
+            while ((long long)row_ptr[rr + 1] <= p) ++rr;
+            start = true;
+        } else {
+            start = false;
+        }
+        if (start) flags |= 1u << j;
+    }
+    const int cnt = __popc(flags);
+    int incl = cnt;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(FULL_MASK, incl, o);
+        if (lane >= o) incl += v;
+    }
+    const int y_off = incl - cnt;
+    const unsigned ballot = __ballot_sync(FULL_MASK, flags != 0u);
+    const unsigned m = ballot >> lane;
+    const int next = m ? lane + __ffs(m) - 1 : 31;
+    const unsigned long long word = (unsigned long long)y_off
+        | ((unsigned long long)(next - lane) << y_bits)
+        | ((unsigned long long)flags << (y_bits + 5));
+    for (int q = 0; q < npacket; ++q)
+        tile_desc[((long long)t * npacket + q) * CSR5_OMEGA + lane] = (unsigned)(word >> (32 * q));
+    if (flagged) {
+        int k = empty_ptr[t] + y_off;
+        rr = r0;
+        for (int j = 0; j < sigma; ++j) {
+            const long long p = p0 + j;
+            bool start;
+            if (j == 0) {
+                start = (p == base) || ((long long)row_ptr[rr] == p);
+            } else if ((long long)row_ptr[rr + 1] == p) {
+                while ((long long)row_ptr[rr + 1] <= p) ++rr;
+                start = true;
+            } else {
+                start = false;
+            }
+            if (start) empty_offset[k++] = rr - row0;
+        }
+    }
+}

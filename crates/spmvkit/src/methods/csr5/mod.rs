@@ -23,12 +23,17 @@
 //! σ (param `sigma`, auto): by mean nonzeros per row r: r ≤ 4 → 4; r ≤ 32 → r; r ≤ 256 → 32;
 //! else 6 (the rule of the authors' CUDA code as recorded in the notes).
 //!
-//! Preprocessing: the original generates the descriptors on the GPU. Here they are generated on
-//! the host, in parallel over tiles (rayon) — a deviation stated in the method summary.
+//! Preprocessing, split as the original does: the O(nnz) part — transposing the tiles, the
+//! descriptors and the empty-row offsets — runs on the GPU at upload (`csr5_generate`, a warp per
+//! tile, counted in the upload time); the O(rows + tiles) bookkeeping (`tile_ptr` and its flags,
+//! `empty_ptr`, the carry runs, the empty rows) runs on the host in `prepare`, in parallel. The
+//! host has the same generator (`build_tiles`, the same walk per lane) for the CPU mirror, for
+//! `prep=host`, and to cross-check the GPU with `verify=1`.
 
 mod cpu;
 mod gpu;
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -56,12 +61,25 @@ pub(crate) const SEG_BITS: u32 = 5;
 /// Most significant bit of `tile_ptr`: the tile spans empty rows.
 pub(crate) const EMPTY_FLAG: u32 = 1 << 31;
 
-const PARAMS: &[ParamSpec] = &[ParamSpec {
-    key: "sigma",
-    default: "auto",
-    help: "entries per lane of a tile (σ, 1..=32); auto: by mean nnz per row r, \
-           r<=4 -> 4, r<=32 -> r, r<=256 -> 32, else 6",
-}];
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        key: "sigma",
+        default: "auto",
+        help: "entries per lane of a tile (σ, 1..=32); auto: by mean nnz per row r, \
+               r<=4 -> 4, r<=32 -> r, r<=256 -> 32, else 6",
+    },
+    ParamSpec {
+        key: "prep",
+        default: "gpu",
+        help: "who builds the transposed tiles and descriptors at upload: gpu (the \
+               csr5_generate kernel, as the original) or host",
+    },
+    ParamSpec {
+        key: "verify",
+        default: "0",
+        help: "1: after csr5_generate, download its arrays and compare with the host build",
+    },
+];
 
 /// The registry entry of `csr5`.
 pub struct Csr5;
@@ -73,7 +91,7 @@ impl GenericMethod for Csr5 {
             summary:
                 "GPU: CSR5 tiles of 32 x sigma nonzeros (transposed), bit-flag segmented sum, \
                       calibrate pass for carried sums (fixed order, no atomics), tail as CSR; \
-                      descriptors generated on the host (parallel), not on the GPU",
+                      tiles and descriptors generated on the GPU at upload",
             source: "Liu & Vinter, CSR5, ICS'15, §3-4",
             deterministic: true,
             gpu: true,
@@ -97,7 +115,29 @@ impl GenericMethod for Csr5 {
                 }
             },
         };
-        Ok(Box::new(Csr5Layout::build(csr, sigma)))
+        let prep = match params.get::<String>(NAME, PARAMS, "prep")?.as_str() {
+            "gpu" => Prep::Gpu,
+            "host" => Prep::Host,
+            s => {
+                return Err(Error::Param {
+                    method: NAME.into(),
+                    key: "prep".into(),
+                    msg: format!("'{s}' is not gpu or host"),
+                })
+            }
+        };
+        let verify = match params.get::<u8>(NAME, PARAMS, "verify")? {
+            0 => false,
+            1 => true,
+            v => {
+                return Err(Error::Param {
+                    method: NAME.into(),
+                    key: "verify".into(),
+                    msg: format!("{v} is not 0 or 1"),
+                })
+            }
+        };
+        Ok(Box::new(Csr5Layout::build_with(csr, sigma, prep, verify)))
     }
 }
 
@@ -120,8 +160,31 @@ fn bits_for(v: usize) -> u32 {
     usize::BITS - v.leading_zeros()
 }
 
-/// The layout of `csr5`.
+/// How `upload` produces the O(nnz) part of the layout (transposed tiles, descriptors, empty
+/// offsets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Prep {
+    /// By the `csr5_generate` kernel, as the original does.
+    Gpu,
+    /// Uploaded from the host build (the CPU mirror's arrays).
+    Host,
+}
+
+/// The O(nnz) arrays of the layout (built on the host only for the CPU mirror, `prep=host` and
+/// `verify=1`).
+pub(crate) struct Tiles<T> {
+    /// Column indices and values: tiles transposed, the tail in CSR order.
+    pub(crate) col_idx: Vec<Idx>,
+    pub(crate) vals: Vec<T>,
+    /// Lane descriptors: word p of lane i of tile t at `(t·npacket + p)·32 + i`.
+    pub(crate) tile_desc: Vec<u32>,
+    /// Row of each segment of a flagged tile, relative to its `tile_ptr` row.
+    pub(crate) empty_offset: Vec<Idx>,
+}
+
+/// The layout of `csr5`: the host bookkeeping (O(rows + tiles)) and, built lazily, the tiles.
 pub struct Csr5Layout<T> {
+    pub(crate) a: Csr<T>,
     pub(crate) sigma: usize,
     /// Full tiles.
     pub(crate) ntiles: usize,
@@ -129,20 +192,11 @@ pub struct Csr5Layout<T> {
     pub(crate) y_bits: u32,
     /// 32-bit words per lane descriptor.
     pub(crate) npacket: usize,
-    /// CSR row pointer (the tail and the continuation test read it).
-    pub(crate) row_ptr: Vec<Idx>,
-    /// Column indices and values: tiles transposed, the tail in CSR order.
-    pub(crate) col_idx: Vec<Idx>,
-    pub(crate) vals: Vec<T>,
     /// ntiles + 1 entries: row of each tile's first nonzero (| EMPTY_FLAG); the last is the row
     /// of the tail's first nonzero (nrows when there is no tail).
     pub(crate) tile_ptr: Vec<Idx>,
-    /// Lane descriptors: word p of lane i of tile t at `(t·npacket + p)·32 + i`.
-    pub(crate) tile_desc: Vec<u32>,
     /// For tiles flagged in `tile_ptr`: offsets into `empty_offset` (ntiles + 1 entries).
     pub(crate) empty_ptr: Vec<Idx>,
-    /// Row of each segment of a flagged tile, relative to its `tile_ptr` row.
-    pub(crate) empty_offset: Vec<Idx>,
     /// Rows with no nonzero (y = βy).
     pub(crate) empty_rows: Vec<Idx>,
     /// Carry runs of the calibrate pass: row, first carry slot, end slot (slots 0..=ntiles; slot
@@ -152,6 +206,9 @@ pub struct Csr5Layout<T> {
     pub(crate) run_end: Vec<Idx>,
     /// Tail rows done by warps: rows tile_ptr[ntiles] .. tail_end.
     pub(crate) tail_end: usize,
+    pub(crate) prep: Prep,
+    pub(crate) verify: bool,
+    tiles: OnceLock<Tiles<T>>,
     stages: Vec<(&'static str, Duration)>,
 }
 
@@ -160,16 +217,14 @@ fn row_of(rp: &[Idx], p: usize) -> usize {
     rp.partition_point(|&v| (v as usize) <= p) - 1
 }
 
-/// One tile's descriptor words, its segment rows (relative) and whether it spans empty rows.
-struct TileBuild {
-    desc: Vec<u32>,
-    seg_rows: Vec<Idx>,
-    first_row: usize,
-    flagged: bool,
-}
-
 impl<T: Scalar> Csr5Layout<T> {
+    /// The host bookkeeping: tile_ptr with the empty-row flags, empty_ptr, carry runs, empty
+    /// rows, the tail (all O(rows + tiles·log rows), in parallel).
     pub(crate) fn build(a: &Csr<T>, sigma: usize) -> Self {
+        Self::build_with(a, sigma, Prep::Gpu, false)
+    }
+
+    pub(crate) fn build_with(a: &Csr<T>, sigma: usize, prep: Prep, verify: bool) -> Self {
         let t0 = Instant::now();
         let rp = a.row_ptr();
         let (nrows, nnz) = (a.nrows(), a.nnz());
@@ -177,11 +232,173 @@ impl<T: Scalar> Csr5Layout<T> {
         let ntiles = nnz / tile;
         let y_bits = bits_for(tile);
         let npacket = (y_bits + SEG_BITS + sigma as u32).div_ceil(32) as usize;
+        let split = ntiles * tile;
 
-        // Transposed storage of the full tiles; the tail stays in CSR order.
+        let empty_rows: Vec<Idx> = (0..nrows)
+            .into_par_iter()
+            .filter(|&r| rp[r] == rp[r + 1])
+            .map(|r| r as Idx)
+            .collect();
+        // A tile spans an empty row iff an empty row starts strictly inside it.
+        let mut flagged = vec![false; ntiles];
+        for &r in &empty_rows {
+            let p = rp[r as usize] as usize;
+            if p % tile != 0 && p < split {
+                flagged[p / tile] = true;
+            }
+        }
+        let firsts: Vec<(usize, usize)> = (0..ntiles)
+            .into_par_iter()
+            .map(|t| (row_of(rp, t * tile), row_of(rp, t * tile + tile - 1)))
+            .collect();
+        let mut tile_ptr = Vec::with_capacity(ntiles + 1);
+        let mut empty_ptr = Vec::with_capacity(ntiles + 1);
+        let mut nseg = 0usize;
+        for (t, &(first, last)) in firsts.iter().enumerate() {
+            empty_ptr.push(nseg as Idx);
+            if flagged[t] {
+                tile_ptr.push(first as Idx | EMPTY_FLAG);
+                // segments: rows spanned less the empty rows strictly inside
+                let lo = empty_rows.partition_point(|&e| (e as usize) <= first);
+                let hi = empty_rows.partition_point(|&e| (e as usize) < last);
+                nseg += last - first + 1 - (hi - lo);
+            } else {
+                tile_ptr.push(first as Idx);
+            }
+        }
+        empty_ptr.push(nseg as Idx);
+        let tail_row = if split < nnz {
+            row_of(rp, split)
+        } else {
+            nrows
+        };
+        tile_ptr.push(tail_row as Idx);
+        let tail_end = if split < nnz {
+            row_of(rp, nnz - 1) + 1
+        } else {
+            nrows
+        };
+        // Carry slots: tile t (or the tail, slot ntiles) whose first row began earlier.
+        let cont = |slot: usize| -> Option<usize> {
+            let start = slot * tile;
+            if start >= nnz || start == 0 {
+                return None;
+            }
+            let r = (tile_ptr[slot] & !EMPTY_FLAG) as usize;
+            ((rp[r] as usize) < start).then_some(r)
+        };
+        let (mut run_row, mut run_first, mut run_end) = (Vec::new(), Vec::new(), Vec::new());
+        for slot in 0..=ntiles {
+            if let Some(r) = cont(slot) {
+                let extends = run_row.last().is_some_and(|&lr: &Idx| lr as usize == r)
+                    && run_end.last().is_some_and(|&e: &Idx| e as usize == slot);
+                if extends {
+                    if let Some(e) = run_end.last_mut() {
+                        *e += 1;
+                    }
+                } else {
+                    run_row.push(r as Idx);
+                    run_first.push(slot as Idx);
+                    run_end.push(slot as Idx + 1);
+                }
+            }
+        }
+        let mut l = Csr5Layout {
+            a: a.clone(),
+            sigma,
+            ntiles,
+            y_bits,
+            npacket,
+            tile_ptr,
+            empty_ptr,
+            empty_rows,
+            run_row,
+            run_first,
+            run_end,
+            tail_end,
+            prep,
+            verify,
+            tiles: OnceLock::new(),
+            stages: vec![(
+                "tile_ptr, empty_ptr, carries, empty rows (host)",
+                t0.elapsed(),
+            )],
+        };
+        if prep == Prep::Host {
+            let t1 = Instant::now();
+            let _ = l.tiles();
+            l.stages.push(("tiles + descriptors (host)", t1.elapsed()));
+        }
+        l
+    }
+
+    /// The transposed tiles and descriptors, built on the host on first use.
+    pub(crate) fn tiles(&self) -> &Tiles<T> {
+        self.tiles.get_or_init(|| self.build_tiles())
+    }
+
+    /// The host version of `csr5_generate` (kernel.cu): per tile and lane, the same walk.
+    fn build_tiles(&self) -> Tiles<T> {
+        let a = &self.a;
+        let rp = a.row_ptr();
+        let (sigma, tile, npacket, y_bits) =
+            (self.sigma, self.tile_len(), self.npacket, self.y_bits);
+        let split = self.ntiles * tile;
         let mut col_idx = a.col_idx().to_vec();
         let mut vals = a.vals().to_vec();
-        let split = ntiles * tile;
+        let mut tile_desc = vec![0u32; self.ntiles * npacket * OMEGA];
+        let mut empty_offset = vec![0 as Idx; *self.empty_ptr.last().unwrap_or(&0) as usize];
+        let per_tile: Vec<(Vec<u32>, Vec<Idx>)> = (0..self.ntiles)
+            .into_par_iter()
+            .map(|t| {
+                let base = t * tile;
+                let row0 = (self.tile_ptr[t] & !EMPTY_FLAG) as usize;
+                let flagged = self.tile_ptr[t] & EMPTY_FLAG != 0;
+                let mut flags = [0u32; OMEGA];
+                let mut seg_rows = Vec::new();
+                for (i, f) in flags.iter_mut().enumerate() {
+                    let p0 = base + i * sigma;
+                    let mut r = row_of(rp, p0);
+                    for j in 0..sigma {
+                        let p = p0 + j;
+                        let start = if j == 0 {
+                            p == base || rp[r] as usize == p
+                        } else if rp[r + 1] as usize == p {
+                            while rp[r + 1] as usize <= p {
+                                r += 1;
+                            }
+                            true
+                        } else {
+                            false
+                        };
+                        if start {
+                            *f |= 1 << j;
+                            if flagged {
+                                seg_rows.push((r - row0) as Idx);
+                            }
+                        }
+                    }
+                }
+                let mut desc = vec![0u32; npacket * OMEGA];
+                let mut y_off = 0u64;
+                for i in 0..OMEGA {
+                    let next = (i..OMEGA).find(|&k| flags[k] != 0).unwrap_or(OMEGA - 1);
+                    let word: u64 = y_off
+                        | (((next - i) as u64) << y_bits)
+                        | ((flags[i] as u64) << (y_bits + SEG_BITS));
+                    for p in 0..npacket {
+                        desc[p * OMEGA + i] = (word >> (32 * p)) as u32;
+                    }
+                    y_off += flags[i].count_ones() as u64;
+                }
+                (desc, seg_rows)
+            })
+            .collect();
+        for (t, (desc, seg_rows)) in per_tile.into_iter().enumerate() {
+            tile_desc[t * npacket * OMEGA..(t + 1) * npacket * OMEGA].copy_from_slice(&desc);
+            let e0 = self.empty_ptr[t] as usize;
+            empty_offset[e0..e0 + seg_rows.len()].copy_from_slice(&seg_rows);
+        }
         col_idx[..split]
             .par_chunks_mut(tile)
             .zip(vals[..split].par_chunks_mut(tile))
@@ -195,142 +412,11 @@ impl<T: Scalar> Csr5Layout<T> {
                     }
                 }
             });
-        let t1 = Instant::now();
-
-        // Descriptors, per tile in parallel.
-        let builds: Vec<TileBuild> = (0..ntiles)
-            .into_par_iter()
-            .map(|t| {
-                let base = t * tile;
-                let first_row = row_of(rp, base);
-                let last_row = row_of(rp, base + tile - 1);
-                // flags per lane
-                let mut flags = [0u32; OMEGA];
-                let mut seg_rows = Vec::new();
-                let mut r = first_row;
-                for (i, f) in flags.iter_mut().enumerate() {
-                    for j in 0..sigma {
-                        let p = base + i * sigma + j;
-                        let starts = p == base || rp[r + 1] as usize == p;
-                        if p != base && starts {
-                            // advance to the (nonempty) row starting at p
-                            while rp[r + 1] as usize <= p {
-                                r += 1;
-                            }
-                        }
-                        if starts {
-                            *f |= 1 << j;
-                            seg_rows.push((r - first_row) as Idx);
-                        }
-                    }
-                }
-                let flagged = seg_rows.len() != last_row - first_row + 1;
-                let mut desc = vec![0u32; npacket * OMEGA];
-                let mut y_off = 0usize;
-                for i in 0..OMEGA {
-                    // lanes from i to the first lane >= i with a flag (to 31 if none)
-                    let next = (i..OMEGA).find(|&k| flags[k] != 0).unwrap_or(OMEGA - 1);
-                    let seg = (next - i) as u64;
-                    let word: u128 = (y_off as u128)
-                        | ((seg as u128) << y_bits)
-                        | ((flags[i] as u128) << (y_bits + SEG_BITS));
-                    for p in 0..npacket {
-                        desc[p * OMEGA + i] = (word >> (32 * p)) as u32;
-                    }
-                    y_off += flags[i].count_ones() as usize;
-                }
-                TileBuild {
-                    desc,
-                    seg_rows,
-                    first_row,
-                    flagged,
-                }
-            })
-            .collect();
-        let t2 = Instant::now();
-
-        let mut tile_ptr = Vec::with_capacity(ntiles + 1);
-        let mut tile_desc = Vec::with_capacity(ntiles * npacket * OMEGA);
-        let mut empty_ptr = Vec::with_capacity(ntiles + 1);
-        let mut empty_offset = Vec::new();
-        for b in &builds {
-            tile_ptr.push(b.first_row as Idx | if b.flagged { EMPTY_FLAG } else { 0 });
-            tile_desc.extend_from_slice(&b.desc);
-            empty_ptr.push(empty_offset.len() as Idx);
-            if b.flagged {
-                empty_offset.extend_from_slice(&b.seg_rows);
-            }
-        }
-        empty_ptr.push(empty_offset.len() as Idx);
-        let tail_row = if split < nnz {
-            row_of(rp, split)
-        } else {
-            nrows
-        };
-        tile_ptr.push(tail_row as Idx);
-        // last nonempty row + 1
-        let tail_end = if split < nnz {
-            row_of(rp, nnz - 1) + 1
-        } else {
-            nrows
-        };
-
-        // Carry slots: tile t (or the tail, slot ntiles) whose first row began earlier.
-        let cont = |slot: usize| -> Option<usize> {
-            let start = slot * tile;
-            if start >= nnz || start == 0 {
-                return None;
-            }
-            let r = (tile_ptr[slot] & !EMPTY_FLAG) as usize;
-            ((rp[r] as usize) < start).then_some(r)
-        };
-        let (mut run_row, mut run_first, mut run_end) = (Vec::new(), Vec::new(), Vec::new());
-        for slot in 0..=ntiles {
-            if let Some(r) = cont(slot) {
-                match run_row.last() {
-                    Some(&lr)
-                        if lr as usize == r && *run_end.last().unwrap_or(&0) as usize == slot =>
-                    {
-                        if let Some(e) = run_end.last_mut() {
-                            *e += 1;
-                        }
-                    }
-                    _ => {
-                        run_row.push(r as Idx);
-                        run_first.push(slot as Idx);
-                        run_end.push(slot as Idx + 1);
-                    }
-                }
-            }
-        }
-        let empty_rows: Vec<Idx> = (0..nrows)
-            .into_par_iter()
-            .filter(|&r| rp[r] == rp[r + 1])
-            .map(|r| r as Idx)
-            .collect();
-        let t3 = Instant::now();
-        Csr5Layout {
-            sigma,
-            ntiles,
-            y_bits,
-            npacket,
-            row_ptr: rp.to_vec(),
+        Tiles {
             col_idx,
             vals,
-            tile_ptr,
             tile_desc,
-            empty_ptr,
             empty_offset,
-            empty_rows,
-            run_row,
-            run_first,
-            run_end,
-            tail_end,
-            stages: vec![
-                ("transpose tiles", t1 - t0),
-                ("tile descriptors", t2 - t1),
-                ("tile_ptr, carries, empty rows", t3 - t2),
-            ],
         }
     }
 
@@ -346,28 +432,31 @@ impl<T: Scalar> Csr5Layout<T> {
 
     /// The decoded descriptor of lane `i` of tile `t`: (y_offset, seg_offset, bit_flag).
     pub(crate) fn desc(&self, t: usize, i: usize) -> (usize, usize, u32) {
-        let mut word: u128 = 0;
+        let d = &self.tiles().tile_desc;
+        let mut word: u64 = 0;
         for p in 0..self.npacket {
-            word |= (self.tile_desc[(t * self.npacket + p) * OMEGA + i] as u128) << (32 * p);
+            word |= (d[(t * self.npacket + p) * OMEGA + i] as u64) << (32 * p);
         }
-        let y = (word & ((1u128 << self.y_bits) - 1)) as usize;
+        let y = (word & ((1u64 << self.y_bits) - 1)) as usize;
         let s = ((word >> self.y_bits) & 31) as usize;
-        let f = ((word >> (self.y_bits + SEG_BITS)) & ((1u128 << self.sigma) - 1)) as u32;
+        let f = ((word >> (self.y_bits + SEG_BITS)) & ((1u64 << self.sigma) - 1)) as u32;
         (y, s, f)
     }
 }
 
 impl<T: Scalar> Layout<T> for Csr5Layout<T> {
     fn footprint_bytes(&self) -> usize {
-        4 * (self.row_ptr.len()
-            + self.col_idx.len()
+        let tile_words = self.ntiles * self.npacket * OMEGA;
+        let nseg = *self.empty_ptr.last().unwrap_or(&0) as usize;
+        4 * (self.a.row_ptr().len()
+            + self.a.nnz()
             + self.tile_ptr.len()
-            + self.tile_desc.len()
+            + tile_words
             + self.empty_ptr.len()
-            + self.empty_offset.len()
+            + nseg
             + self.empty_rows.len()
             + 3 * self.run_row.len())
-            + T::BYTES * (self.vals.len() + self.ntiles + 1)
+            + T::BYTES * (self.a.nnz() + self.ntiles + 1)
     }
 
     fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
@@ -397,6 +486,13 @@ impl<T: Scalar> Layout<T> for Csr5Layout<T> {
             ("tail rows".into(), self.ntail_rows().to_string()),
             ("carry runs".into(), self.run_row.len().to_string()),
             ("descriptor words per lane".into(), self.npacket.to_string()),
+            (
+                "tiles generated by".into(),
+                match self.prep {
+                    Prep::Gpu => "gpu (csr5_generate)".into(),
+                    Prep::Host => "host".into(),
+                },
+            ),
         ]
     }
 }

@@ -38,6 +38,45 @@ fn matches_oracle_on_the_edge_corpus() {
 }
 
 #[test]
+fn prep_host_matches_the_lazy_build() {
+    for (_, a) in suite() {
+        for s in [1, 4, 32] {
+            let g = Csr5Layout::build_with(&a, s, Prep::Gpu, false);
+            let h = Csr5Layout::build_with(&a, s, Prep::Host, true);
+            assert_eq!(g.tiles().tile_desc, h.tiles().tile_desc);
+            assert_eq!(
+                g.tiles().empty_offset.len(),
+                *g.empty_ptr.last().unwrap() as usize
+            );
+        }
+    }
+}
+
+/// The bookkeeping's segment counts agree with the flags of the tiles.
+#[test]
+fn empty_ptr_counts_the_segments_of_flagged_tiles() {
+    for (name, a) in suite().into_iter().chain(
+        crate::gen::corpus::edge_cases()
+            .into_iter()
+            .map(|(n, a)| (Box::leak(n.into_boxed_str()) as &str, a)),
+    ) {
+        for s in [1, 2, 4, 7, 32] {
+            let l = Csr5Layout::build(&a, s);
+            for t in 0..l.ntiles {
+                let segs: u32 = (0..OMEGA).map(|i| l.desc(t, i).2.count_ones()).sum();
+                let flagged = l.tile_ptr[t] & EMPTY_FLAG != 0;
+                let want = if flagged { segs } else { 0 };
+                assert_eq!(
+                    l.empty_ptr[t + 1] - l.empty_ptr[t],
+                    want,
+                    "{name} sigma {s} tile {t}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn sigma_rule() {
     assert_eq!(auto_sigma(0, 0), 4);
     assert_eq!(auto_sigma(400, 100), 4);
@@ -66,11 +105,11 @@ fn worked_example_layout() {
     // tile 0 spans rows 0..=3 with row 1 empty: flagged; tile 1 starts inside row 3; tail row 3
     assert_eq!(l.tile_ptr, vec![EMPTY_FLAG, 3, 3]);
     assert_eq!(l.empty_ptr, vec![0, 3, 3]);
-    assert_eq!(l.empty_offset, vec![0, 2, 3]);
+    assert_eq!(l.tiles().empty_offset, vec![0, 2, 3]);
     // transposed: entry j of lane i at j·32 + i
-    assert_eq!(l.vals[0], 1.0);
-    assert_eq!(l.vals[32], 2.0);
-    assert_eq!(l.vals[1], 3.0);
+    assert_eq!(l.tiles().vals[0], 1.0);
+    assert_eq!(l.tiles().vals[32], 2.0);
+    assert_eq!(l.tiles().vals[1], 3.0);
     // lane 0: entries 0,1 (row 0 starts at 0): flags 0b01, y_offset 0, seg 0
     assert_eq!(l.desc(0, 0), (0, 0, 0b01));
     // lane 1: entries 2 (row 0), 3 (row 2 starts): flags 0b10, y_offset 1
@@ -110,7 +149,14 @@ fn repeatable() {
 #[test]
 fn rejects_bad_params() {
     let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [&["sigma=0"][..], &["sigma=33"], &["sigma=x"], &["omega=3"]] {
+    for bad in [
+        &["sigma=0"][..],
+        &["sigma=33"],
+        &["sigma=x"],
+        &["omega=3"],
+        &["prep=cpu"],
+        &["verify=2"],
+    ] {
         assert!(Csr5.prepare(&a, &params(bad)).is_err(), "{bad:?}");
     }
 }
@@ -122,6 +168,7 @@ fn kernel_entries_match_the_launch() {
         &[
             ("csr5_spmv", "iiii pppppppp iii pp rr p"),
             ("csr5_calibrate", "i ppppp r"),
+            ("csr5_generate", "iiiii ppppp pppp"),
         ],
     );
 }
