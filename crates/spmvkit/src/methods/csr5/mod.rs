@@ -220,6 +220,7 @@ fn row_of(rp: &[Idx], p: usize) -> usize {
 impl<T: Scalar> Csr5Layout<T> {
     /// The host bookkeeping: tile_ptr with the empty-row flags, empty_ptr, carry runs, empty
     /// rows, the tail (all O(rows + tiles·log rows), in parallel).
+    #[cfg(test)]
     pub(crate) fn build(a: &Csr<T>, sigma: usize) -> Self {
         Self::build_with(a, sigma, Prep::Gpu, false)
     }

@@ -50,8 +50,8 @@ fn tile_row<T: Scalar>(l: &TileLayout<T>, t: usize, r: usize, x: &[T]) -> T {
             } else {
                 nnz
             };
-            for i in ix[r] as usize..e {
-                s = v[i].mul_add(xv(nibble(&ix[TILE..], i)), s);
+            for (i, vi) in v.iter().enumerate().take(e).skip(ix[r] as usize) {
+                s = vi.mul_add(xv(nibble(&ix[TILE..], i)), s);
             }
         }
         3 => {
