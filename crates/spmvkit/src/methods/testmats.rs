@@ -177,6 +177,19 @@ pub(crate) fn check_method<M: GenericMethod>(m: &M, params: &Params) {
     }
 }
 
+/// Checks a method over the shared edge-case corpus (`gen::corpus::edge_cases`) in f32 and f64.
+pub(crate) fn check_method_on_corpus<M: GenericMethod>(m: &M, params: &Params) {
+    let name = m.info().name;
+    for (case, a) in crate::gen::corpus::edge_cases() {
+        let what = format!("{name} [{}] on corpus {case}", params_text(params));
+        let l = m.prepare(&a, params).expect("prepare f64");
+        check_layout(&what, &a, l.as_ref());
+        let a32: Csr<f32> = a.cast();
+        let l = m.prepare(&a32, params).expect("prepare f32");
+        check_layout(&what, &a32, l.as_ref());
+    }
+}
+
 /// Runs a layout twice on the same input and asserts bitwise identical results.
 pub(crate) fn assert_repeatable<T: Scalar>(a: &Csr<T>, layout: &dyn Layout<T>) {
     let (x, y0) = vectors::<T>(a.nrows(), a.ncols(), 7);

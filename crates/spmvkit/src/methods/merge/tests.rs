@@ -154,3 +154,8 @@ fn kernel_entries_match_the_launch() {
         ],
     );
 }
+
+#[test]
+fn matches_oracle_on_corpus() {
+    crate::methods::testmats::check_method_on_corpus(&Merge, &Params::new());
+}
