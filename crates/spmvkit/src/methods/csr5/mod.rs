@@ -1,6 +1,6 @@
 //! `csr5`: CSR5 SpMV after Liu & Vinter, "CSR5: An Efficient Storage Format for Cross-Platform
-//! Sparse Matrix-Vector Multiplication", ICS'15, §3–4 (our own implementation from the paper and
-//! the notes in `shared/notes/methods.md` §4).
+//! Sparse Matrix-Vector Multiplication", ICS'15 (our own implementation from the paper's
+//! description and the notes in `shared/notes/methods.md` §4).
 //!
 //! The nonzeros (in CSR order) are cut into tiles of ω = 32 lanes × σ entries; entry `j` of lane
 //! `i` of tile `t` is nonzero `t·ωσ + i·σ + j`, stored transposed (`j·ω + i` inside the tile) so
@@ -92,7 +92,8 @@ impl GenericMethod for Csr5 {
                 "GPU: CSR5 tiles of 32 x sigma nonzeros (transposed), bit-flag segmented sum, \
                       calibrate pass for carried sums (fixed order, no atomics), tail as CSR; \
                       tiles and descriptors generated on the GPU at upload",
-            source: "Liu & Vinter, CSR5, ICS'15, §3-4",
+            source:
+                "Liu & Vinter, CSR5: an efficient storage format for cross-platform SpMV, ICS'15",
             deterministic: true,
             gpu: true,
             cpu: true,

@@ -20,7 +20,8 @@
 //! The diagonal trick: in `mma.sync.aligned.m8n8k4.row.col.f64` lane t holds A[t/4][t%4] and
 //! B[t%4][t/4]; loading B with x at the column of the lane's own A element makes the diagonal
 //! of the 8×8 result the row dot products (D[m][m] = Σ_k A[m][k]·x[col(A[m][k])]), found in lane
-//! 4m + m/2, element m%2 (PTX ISA, "Matrix fragments for mma.m8n8k4 with .f64").
+//! 4m + m/2, element m%2 (the fragment layout of the PTX ISA's m8n8k4 .f64 MMA, as CUTLASS's
+//! SM80_8x8x4_F64 traits spell it: `SM80_8x4` for A and B, `SM80_8x8_Row` for C).
 //! f32 has no m8n8k4 MMA: the f32 path walks the same layout with one FMA per lane and a sum
 //! over each 4-lane group.
 //!
@@ -86,7 +87,7 @@ impl GenericMethod for Dasp {
             summary: "GPU: DASP, rows classed short/long/row-block as 8x4 tiles, f64 by \
                       mma.m8n8k4 with the diagonal trick (f32: plain FMA code on the same \
                       layout), y scattered to the original order in the kernel",
-            source: "Lu & Liu, DASP, SC'23, §3-4",
+            source: "Lu & Liu, DASP: specific dense matrix multiply-accumulate units accelerated general SpMV, SC'23",
             deterministic: true,
             gpu: true,
             cpu: true,

@@ -118,7 +118,7 @@ impl GenericMethod for TileSpmv {
             summary: "GPU: TileSpMV, 16x16 tiles in per-tile formats (dense, COO, CSR, ELL, \
                       dense-row, dense-col) with nibble indices, units of <= 4 tiles, deferred \
                       COO; y scaled by beta then atomics",
-            source: "Niu et al., TileSpMV, IPDPS'21, §III-IV",
+            source: "Niu et al., TileSpMV: a tiled algorithm for SpMV on GPUs, IPDPS'21",
             deterministic: false,
             gpu: true,
             cpu: true,
