@@ -62,7 +62,7 @@ impl GenericMethod for CusparseBsr {
                 msg: format!("{b} is not in 2..=32"),
             });
         }
-        Ok(Box::new(BsrLayout::build(csr, b)))
+        Ok(Box::new(BsrLayout::build(csr, b)?))
     }
 }
 
@@ -80,46 +80,71 @@ pub struct BsrLayout<T> {
 }
 
 impl<T: Scalar> BsrLayout<T> {
-    pub(crate) fn build(a: &Csr<T>, b: usize) -> Self {
+    /// Converts `a` to BSR, or refuses (MethodUnsupported) when the stored values would not
+    /// fit the 32-bit indexing of the legacy API (nnzb·b² < 2^31), before allocating them.
+    pub(crate) fn build(a: &Csr<T>, b: usize) -> Result<Self> {
         let t0 = Instant::now();
         let (nrows, ncols) = (a.nrows(), a.ncols());
         let (mb, nb) = (nrows.div_ceil(b), ncols.div_ceil(b));
         let rp = a.row_ptr();
-        // per block row: sorted block columns and their dense blocks
-        let rows: Vec<(Vec<Idx>, Vec<T>)> = (0..mb)
+        let rows = |br: usize| {
+            let r0 = br * b;
+            (r0, (r0 + b).min(nrows))
+        };
+        // pass 1: the sorted block columns of each block row
+        let bcols: Vec<Vec<Idx>> = (0..mb)
             .into_par_iter()
             .map(|br| {
-                let r0 = br * b;
-                let r1 = (r0 + b).min(nrows);
-                let mut bcols: Vec<Idx> = (r0..r1)
+                let (r0, r1) = rows(br);
+                let mut c: Vec<Idx> = (r0..r1)
                     .flat_map(|r| {
                         let (s, e) = (rp[r] as usize, rp[r + 1] as usize);
                         a.col_idx()[s..e].iter().map(|&c| c / b as Idx)
                     })
                     .collect();
-                bcols.sort_unstable();
-                bcols.dedup();
-                let mut vals = vec![T::zero(); bcols.len() * b * b];
+                c.sort_unstable();
+                c.dedup();
+                c
+            })
+            .collect();
+        let nnzb: usize = bcols.iter().map(Vec::len).sum();
+        let stored = nnzb as u128 * (b * b) as u128;
+        if stored > i32::MAX as u128 {
+            return Err(Error::MethodUnsupported {
+                method: NAME.into(),
+                reason: format!(
+                    "{nnzb} blocks of {b}x{b} store {stored} values, more than the 32-bit \
+                     indexing of cusparse<t>bsrmv allows"
+                ),
+            });
+        }
+        // pass 2: the dense blocks
+        let vals_per_row: Vec<Vec<T>> = bcols
+            .par_iter()
+            .enumerate()
+            .map(|(br, bc)| {
+                let (r0, r1) = rows(br);
+                let mut vals = vec![T::zero(); bc.len() * b * b];
                 for r in r0..r1 {
-                    let (s, e) = (rp[r] as usize, rp[r + 1] as usize);
-                    for p in s..e {
+                    for p in rp[r] as usize..rp[r + 1] as usize {
                         let c = a.col_idx()[p] as usize;
-                        let k = bcols.partition_point(|&bc| (bc as usize) < c / b);
+                        let k = bc.partition_point(|&x| (x as usize) < c / b);
                         vals[k * b * b + (r - r0) * b + c % b] += a.vals()[p];
                     }
                 }
-                (bcols, vals)
+                vals
             })
             .collect();
         let mut row_ptr = Vec::with_capacity(mb + 1);
         row_ptr.push(0 as Idx);
-        let (mut col_idx, mut vals) = (Vec::new(), Vec::new());
-        for (c, v) in rows {
+        let mut col_idx = Vec::with_capacity(nnzb);
+        let mut vals = Vec::with_capacity(nnzb * b * b);
+        for (c, v) in bcols.into_iter().zip(vals_per_row) {
             col_idx.extend_from_slice(&c);
             vals.extend_from_slice(&v);
             row_ptr.push(col_idx.len() as Idx);
         }
-        BsrLayout {
+        Ok(BsrLayout {
             nrows,
             ncols,
             b,
@@ -129,7 +154,7 @@ impl<T: Scalar> BsrLayout<T> {
             col_idx,
             vals,
             stages: vec![("CSR to BSR (host)", t0.elapsed())],
-        }
+        })
     }
 
     /// Stored blocks.
