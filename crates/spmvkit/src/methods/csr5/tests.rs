@@ -172,3 +172,12 @@ fn kernel_entries_match_the_launch() {
         ],
     );
 }
+
+#[test]
+fn gpu_matches_the_mirror() {
+    // bitwise (deterministic room); sigma 1 and 32 cover one and two descriptor words
+    crate::methods::testmats::check_gpu_against_mirror(&Csr5, &Params::new());
+    crate::methods::testmats::check_gpu_against_mirror(&Csr5, &params(&["sigma=1"]));
+    crate::methods::testmats::check_gpu_against_mirror(&Csr5, &params(&["sigma=32", "verify=1"]));
+    crate::methods::testmats::check_gpu_against_mirror(&Csr5, &params(&["prep=host"]));
+}

@@ -134,3 +134,13 @@ fn kernel_entries_match_the_launch() {
         &[("tilespmv_spmv", "iii ppppppppp i ppp pp r")],
     );
 }
+
+#[test]
+fn gpu_matches_the_mirror() {
+    // within the oracle tolerance (atomics)
+    crate::methods::testmats::check_gpu_against_mirror(&TileSpmv, &Params::new());
+    crate::methods::testmats::check_gpu_against_mirror(
+        &TileSpmv,
+        &params(&["deferred=0", "coo_nnz=0", "ell_cv=0", "dense_fill=0.2"]),
+    );
+}
