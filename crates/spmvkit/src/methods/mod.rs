@@ -11,11 +11,14 @@ pub mod cb_spmv;
 pub mod amf_csr;
 pub mod csc;
 pub mod csr;
+pub mod csr5;
 pub mod csr_light;
 pub mod csr_overlap;
 pub mod csr_scalar;
 pub mod csr_vector;
 pub mod cusparse;
+pub mod cusparse_bsr;
+pub mod dasp;
 pub mod merge;
 mod params;
 pub mod pbc;
@@ -23,6 +26,7 @@ mod plan;
 pub mod teb;
 #[cfg(test)]
 pub(crate) mod testmats;
+pub mod tilespmv;
 
 use std::time::Duration;
 
@@ -167,27 +171,38 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         teb::KERNEL,
         amf_csr::KERNEL,
         pbc::KERNEL,
+        csr5::KERNEL,
+        dasp::KERNEL,
+        tilespmv::KERNEL,
     ]
 }
 
 /// Every registered method, in listing order.
 pub fn registry() -> &'static [&'static dyn Method] {
     static REGISTRY: &[&dyn Method] = &[
+        // CPU production path
         &csr::CsrRayon,
+        // baselines (issue #3)
+        &csr_scalar::CsrScalar,
         &csr_vector::CsrVector,
         &csr_light::CsrLight,
         &merge::Merge,
         &csc::CscAtomic,
-        &csr_scalar::CsrScalar,
-        &csr_overlap::CsrOverlap,
-        &csr_overlap::CsrFullOverlap,
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,
-        &cb_spmv::CbSpmv,
+        // peer baselines the papers compare against (issue #10)
+        &csr5::Csr5,
+        &dasp::Dasp,
+        &tilespmv::TileSpmv,
+        &cusparse_bsr::CusparseBsr,
+        // the papers' methods
+        &csr_overlap::CsrOverlap,
+        &csr_overlap::CsrFullOverlap,
         &teb::Teb,
-        &amf_csr::AmfCsr,
         &pbc::Pbc,
+        &amf_csr::AmfCsr,
+        &cb_spmv::CbSpmv,
     ];
     REGISTRY
 }

@@ -49,3 +49,8 @@ fn kernel_entries_match_the_launch() {
 fn matches_oracle_on_corpus() {
     crate::methods::testmats::check_method_on_corpus(&CscAtomic, &Params::new());
 }
+
+#[test]
+fn gpu_matches_the_mirror() {
+    crate::methods::testmats::check_gpu_against_mirror(&CscAtomic, &Params::new());
+}

@@ -61,3 +61,8 @@ fn kernel_entry_matches_the_launch() {
 fn matches_oracle_on_corpus() {
     crate::methods::testmats::check_method_on_corpus(&CsrVector, &Params::new());
 }
+
+#[test]
+fn gpu_matches_the_mirror() {
+    crate::methods::testmats::check_gpu_against_mirror(&CsrVector, &Params::new());
+}
