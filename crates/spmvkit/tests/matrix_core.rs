@@ -120,10 +120,10 @@ fn dense_of_coo(c: &Coo<f64>) -> Vec<Vec<f64>> {
 
 fn dense_of_csr(a: &Csr<f64>) -> Vec<Vec<f64>> {
     let mut d = vec![vec![0.0; a.ncols()]; a.nrows()];
-    for i in 0..a.nrows() {
+    for (i, row) in d.iter_mut().enumerate() {
         let (cols, vals) = a.row(i);
         for (&c, &v) in cols.iter().zip(vals) {
-            d[i][c as usize] += v;
+            row[c as usize] += v;
         }
     }
     d

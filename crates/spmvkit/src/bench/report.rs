@@ -204,7 +204,7 @@ pub fn best_method(
     let mut best: Option<(&str, f64)> = None;
     for r in results.iter().filter(|r| r.precision == precision) {
         if let Some(t) = result_time_us(r, kind) {
-            if best.map_or(true, |(_, b)| t < b) {
+            if best.is_none_or(|(_, b)| t < b) {
                 best = Some((r.method.as_str(), t));
             }
         }
@@ -1410,7 +1410,7 @@ pub fn results_csv(merged: &MergedRuns, opts: &ReportOptions) -> String {
                         })),
                     ]);
                 }
-                None => row.extend(std::iter::repeat(String::new()).take(23)),
+                None => row.extend(std::iter::repeat_n(String::new(), 23)),
             }
             let t = result_time_us(r, TimeKind::Stream);
             let tg = result_time_us(r, TimeKind::Graph);

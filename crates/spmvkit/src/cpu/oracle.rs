@@ -110,7 +110,9 @@ pub fn check<T: Scalar>(r: &Reference, y: &[T]) -> Check {
         } else {
             f64::INFINITY
         };
-        if !(diff <= tol) {
+        // NaN (from a wrong result) fails too.
+        let within = diff <= tol;
+        if !within {
             out.ok = false;
         }
         if rel > out.max_rel_err || rel.is_nan() {

@@ -7,8 +7,8 @@
 //! combine passes included). Tuning parameters are plain data ([`ParamSpec`]) with the papers'
 //! defaults, overridable as `key=value`.
 
-pub mod cb_spmv;
 pub mod amf_csr;
+pub mod cb_spmv;
 pub mod csc;
 pub mod csr;
 pub mod csr5;
