@@ -31,13 +31,9 @@ pub fn run(args: InfoArgs) -> Result<()> {
         if args.json {
             let mut v = serde_json::to_value(&s)?;
             v["name"] = serde_json::Value::String(loaded.name.clone());
-            v["explicit_zeros"] = loaded
-                .matrix
-                .vals()
-                .iter()
-                .filter(|&&x| x == 0.0)
-                .count()
-                .into();
+            let zeros = loaded.matrix.vals().iter().filter(|&&x| x == 0.0).count();
+            v["explicit_zeros"] = zeros.into();
+            v["nnz_nonzero"] = (s.nnz - zeros).into();
             println!("{}", serde_json::to_string(&v)?);
         } else {
             print_stats(&loaded.name, &s, &loaded.matrix, loaded.seconds);
@@ -50,10 +46,15 @@ fn print_stats(name: &str, s: &MatrixStats, a: &spmvkit::Csr<f64>, secs: f64) {
     let zeros = a.vals().iter().filter(|&&x| x == 0.0).count();
     println!("{name}");
     println!("  size          {} x {}", s.nrows, s.ncols);
-    println!(
-        "  nnz           {} (explicit zeros among them: {zeros})",
-        s.nnz
-    );
+    if zeros == 0 {
+        println!("  nnz           {} (after symmetric expansion)", s.nnz);
+    } else {
+        println!(
+            "  nnz           {} stored after symmetric expansion: {} nonzero values + {zeros} explicit zeros",
+            s.nnz,
+            s.nnz - zeros
+        );
+    }
     println!("  density       {:.3e}", s.density);
     println!("  empty rows    {}", s.empty_rows);
     println!("  empty cols    {}", s.empty_cols);

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use spmvkit::{Csr, PrepareFor};
 
 /// Where a matrix came from, for reports.
@@ -22,8 +22,7 @@ pub fn load<T: PrepareFor>(arg: &str, use_cache: bool) -> Result<Loaded<T>> {
             spmvkit::io::load_cached::<T>(path, None)
         } else {
             spmvkit::io::load::<T>(path)
-        }
-        .with_context(|| format!("reading {arg}"))?
+        }?
     } else if spmvkit::gen::looks_like_spec(arg) {
         spmvkit::gen::generate::<T>(arg)?
     } else if arg.contains(':') {

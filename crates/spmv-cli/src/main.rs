@@ -43,7 +43,24 @@ enum Command {
     Report(cmd_report::ReportArgs),
 }
 
+/// Restores the default SIGPIPE action, so `spmv info … | head` ends quietly instead of failing
+/// on a closed pipe.
+#[cfg(unix)]
+fn default_sigpipe() {
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIGPIPE: i32 = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: installs the default disposition for SIGPIPE before any thread is started.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(a) => cmd_bench::run(a),
