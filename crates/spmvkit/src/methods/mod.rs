@@ -13,6 +13,7 @@ pub mod csr_light;
 pub mod csr_scalar;
 pub mod csr_vector;
 pub mod cusparse;
+pub mod hbp;
 pub mod merge;
 mod params;
 mod plan;
@@ -157,6 +158,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         merge::KERNEL,
         csr_scalar::KERNEL,
         csc::KERNEL,
+        hbp::KERNEL,
     ]
 }
 
@@ -169,6 +171,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &merge::Merge,
         &csc::CscAtomic,
         &csr_scalar::CsrScalar,
+        &hbp::Hbp,
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,
