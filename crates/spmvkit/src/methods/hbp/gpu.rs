@@ -36,6 +36,7 @@ pub(super) struct DeviceHbp<T: Scalar> {
     per_cta: usize,
     nfixed: usize,
     grab: u32,
+    compete_cta: bool,
     blk_slot: CudaSlice<u32>,
     blk_group: CudaSlice<u32>,
     begin_nnz: CudaSlice<u32>,
@@ -98,6 +99,7 @@ pub(super) fn upload<T: Scalar>(
         per_cta,
         nfixed,
         grab: l.cfg.grab,
+        compete_cta: l.cfg.compete_cta,
         blk_slot: gpu.upload(&l.blk_slot)?,
         blk_group: gpu.upload(&l.blk_group)?,
         begin_nnz: gpu.upload(&l.begin_nnz)?,
@@ -137,11 +139,12 @@ impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
                 self.block_cols as i32,
                 self.dense as i32,
             );
-            let (per_cta, nfixed, nblocks, grab) = (
+            let (per_cta, nfixed, nblocks, grab, compete) = (
                 self.per_cta as i32,
                 self.nfixed as i32,
                 nblocks as i32,
                 self.grab as i32,
+                self.compete_cta as i32,
             );
             let cfg = LaunchConfig {
                 grid_dim: (self.ctas, 1, 1),
@@ -169,6 +172,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
                 .arg(&nfixed)
                 .arg(&nblocks)
                 .arg(&grab)
+                .arg(&compete)
                 .arg(&self.ticket);
             // SAFETY: the arguments match hbp_spmv in kernel.cu; the block, group, slot and
             // nonzero arrays are the layout's (all indices inside them, checked < 2^31 at

@@ -6,9 +6,11 @@
 //   ...] in shared memory (bounds-checked against ncols, so x is neither padded nor copied),
 //   then its warps take that segment's blocks in turn (warp w: the w-th, w + warps-th, ...), so
 //   every warp gets the same count of blocks, from one column block.
-//   Competitive part: each warp then takes `grab` blocks at a time from the ticket counter
-//   (lane 0's atomicAdd, broadcast) until the nblocks - nfixed competitive blocks are gone,
-//   reading x from global memory. The counter is reset by the combine kernel of the same call.
+//   Competitive part, compete_cta == 0 (the paper's): each warp then takes `grab` blocks at a
+//   time from the ticket counter (lane 0's atomicAdd, broadcast) until the nblocks - nfixed
+//   competitive blocks are gone, reading x from global memory. compete_cta == 1 (ours): the CTA
+//   takes grab * warps consecutive blocks per ticket and runs them like a fixed range, x staged
+//   in shared memory. The counter is reset by the combine kernel of the same call.
 //   A block (Alg. 3): per group of 32 slots, lane q takes slot g*32 + q; its first nonzero is
 //   begin_nnz[group] + q - zero_row[slot] (dense tables; -1 = empty row: the partial is 0) or
 //   begin_nnz[group] + q (sparse tables hold no empty rows); it walks j += add_sign[j] until
@@ -38,8 +40,7 @@ __device__ __forceinline__ void hbp_block(int q, int nbr, int nbc, int nrows, in
     const int s0 = ldg(blk_slot + b);
     const int t = ldg(blk_slot + b + 1) - s0;
     const int g0 = ldg(blk_group + b);
-    const int h = min(block_rows, nrows - bm * block_rows);
-    const int mbase = bm * block_rows * nbc + bn * h;
+    const int mbase = dense ? bm * block_rows * nbc + bn * min(block_rows, nrows - bm * block_rows) : 0;
     for (int g = 0;; ++g) {
         const int s = g * 32 + lane;
         if (s >= t) break;
@@ -73,25 +74,22 @@ __device__ __forceinline__ void hbp_block(int q, int nbr, int nbc, int nrows, in
     }
 }
 
-extern "C" __global__ void hbp_spmv(int nbr, int nbc, int nrows, int ncols, int block_rows,
-                                    int block_cols, int dense, const int* __restrict__ blk_slot,
-                                    const int* __restrict__ blk_group,
-                                    const int* __restrict__ begin_nnz,
-                                    const int* __restrict__ zero_row,
-                                    const int* __restrict__ out_idx,
-                                    const unsigned* __restrict__ packed,
-                                    const real_t* __restrict__ data,
-                                    const real_t* __restrict__ x, real_t* __restrict__ mid,
-                                    int per_cta, int nfixed, int nblocks, int grab,
-                                    int* __restrict__ ticket) {
-    extern __shared__ __align__(16) unsigned char hbp_smem[];
-    real_t* xs = reinterpret_cast<real_t*>(hbp_smem);
+// The CTA's blocks [q, qend) in column-major order: for each column block the range touches,
+// stage its x segment in shared memory (bounds-checked against ncols: x is neither padded nor
+// copied), then the warps take the segment's blocks in turn (warp w: the w-th, w + warps-th, ...).
+__device__ __forceinline__ void hbp_cta_range(int q, int qend, int nbr, int nbc, int nrows,
+                                              int ncols, int block_rows, int block_cols,
+                                              int dense, const int* __restrict__ blk_slot,
+                                              const int* __restrict__ blk_group,
+                                              const int* __restrict__ begin_nnz,
+                                              const int* __restrict__ zero_row,
+                                              const int* __restrict__ out_idx,
+                                              const unsigned* __restrict__ packed,
+                                              const real_t* __restrict__ data,
+                                              const real_t* __restrict__ x, real_t* xs,
+                                              real_t* __restrict__ mid) {
     const int warps = blockDim.x >> 5;
     const int warp = threadIdx.x >> 5;
-
-    // fixed part: equal consecutive ranges of column-major blocks, x segments in shared memory
-    int q = blockIdx.x * per_cta;
-    const int qend = q + per_cta;
     while (q < qend) {
         const int bn = q / nbr;
         const int seg_end = min(qend, (bn + 1) * nbr);
@@ -105,19 +103,55 @@ extern "C" __global__ void hbp_spmv(int nbr, int nbc, int nrows, int ncols, int 
                             begin_nnz, zero_row, out_idx, packed, data, xs, mid);
         q = seg_end;
     }
+}
 
-    // competitive part: `grab` blocks per ticket, x from global memory
+extern "C" __global__ void hbp_spmv(int nbr, int nbc, int nrows, int ncols, int block_rows,
+                                    int block_cols, int dense, const int* __restrict__ blk_slot,
+                                    const int* __restrict__ blk_group,
+                                    const int* __restrict__ begin_nnz,
+                                    const int* __restrict__ zero_row,
+                                    const int* __restrict__ out_idx,
+                                    const unsigned* __restrict__ packed,
+                                    const real_t* __restrict__ data,
+                                    const real_t* __restrict__ x, real_t* __restrict__ mid,
+                                    int per_cta, int nfixed, int nblocks, int grab,
+                                    int compete_cta, int* __restrict__ ticket) {
+    extern __shared__ __align__(16) unsigned char hbp_smem[];
+    __shared__ int s_ticket;
+    real_t* xs = reinterpret_cast<real_t*>(hbp_smem);
+
+    // fixed part: equal consecutive ranges of column-major blocks, x segments in shared memory
+    const int q0 = blockIdx.x * per_cta;
+    hbp_cta_range(q0, q0 + per_cta, nbr, nbc, nrows, ncols, block_rows, block_cols, dense,
+                  blk_slot, blk_group, begin_nnz, zero_row, out_idx, packed, data, x, xs, mid);
+
     const int ncomp = nblocks - nfixed;
-    for (;;) {
-        int tk = 0;
-        if ((threadIdx.x & 31) == 0) tk = atomicAdd(ticket, grab);
-        tk = __shfl_sync(FULL_MASK, tk, 0);
-        if (tk >= ncomp) break;
-        const int e = min(tk + grab, ncomp);
-        for (int k = nfixed + tk; k < nfixed + e; ++k)
-            hbp_block<false>(k, nbr, nbc, nrows, block_rows, dense, blk_slot, blk_group,
-                             begin_nnz, zero_row, out_idx, packed, data,
-                             x + (k / nbr) * block_cols, mid);
+    if (compete_cta) {
+        // competitive part, per CTA: grab * warps consecutive blocks per ticket, staged x
+        const int chunk = grab * (int)(blockDim.x >> 5);
+        for (;;) {
+            __syncthreads();  // everyone has read the previous ticket
+            if (threadIdx.x == 0) s_ticket = atomicAdd(ticket, chunk);
+            __syncthreads();
+            const int tk = s_ticket;
+            if (tk >= ncomp) break;
+            hbp_cta_range(nfixed + tk, nfixed + min(tk + chunk, ncomp), nbr, nbc, nrows, ncols,
+                          block_rows, block_cols, dense, blk_slot, blk_group, begin_nnz,
+                          zero_row, out_idx, packed, data, x, xs, mid);
+        }
+    } else {
+        // competitive part, per warp (the paper's): grab blocks per ticket, x from global memory
+        for (;;) {
+            int tk = 0;
+            if ((threadIdx.x & 31) == 0) tk = atomicAdd(ticket, grab);
+            tk = __shfl_sync(FULL_MASK, tk, 0);
+            if (tk >= ncomp) break;
+            const int e = min(tk + grab, ncomp);
+            for (int k = nfixed + tk; k < nfixed + e; ++k)
+                hbp_block<false>(k, nbr, nbc, nrows, block_rows, dense, blk_slot, blk_group,
+                                 begin_nnz, zero_row, out_idx, packed, data,
+                                 x + (k / nbr) * block_cols, mid);
+        }
     }
 }
 

@@ -26,9 +26,12 @@
 //! `fixed` share of them, rounded to an equal count per warp, is cut into equal consecutive
 //! ranges, one per CTA of `warps_per_cta` warps; the CTA stages the x segment of each column
 //! block its range touches in shared memory (bounds-checked, so x needs no padding and is not
-//! copied), and its warps take the blocks of that segment in turn. The competitive part: warps
-//! that finished take `grab` blocks at a time from an atomic ticket counter, reading x from
-//! global memory. The counter is reset to 0 by the combine kernel of the same call (the public
+//! copied), and its warps take the blocks of that segment in turn. The competitive part
+//! (`compete=warp`, the paper's): warps that finished take `grab` blocks at a time from an atomic
+//! ticket counter, reading x from global memory; `compete=cta` (default, ours): a CTA takes
+//! `grab × warps_per_cta` consecutive blocks per ticket and runs them like a fixed range, so
+//! every block reads x from shared memory, which is the point of the method on gather-bound
+//! matrices. The counter is reset to 0 by the combine kernel of the same call (the public
 //! code reset it once, so its timed runs skipped the competitive part). A second kernel combines:
 //! `combine=dense` (faithful) sums the dense intermediate `mid[rows × column blocks]`, zeros
 //! included; `combine=sparse` (default) sums only the non-empty partial rows, which the SpMV
@@ -108,6 +111,13 @@ const PARAMS: &[ParamSpec] = &[
         help: "warps per CTA sharing one staged x segment (1..=32)",
     },
     ParamSpec {
+        key: "compete",
+        default: "cta",
+        help: "competitive part: warp (paper: a warp takes `grab` blocks per ticket, x from \
+               global memory) or cta (a CTA takes grab × warps_per_cta blocks per ticket and \
+               stages their x segments in shared memory)",
+    },
+    ParamSpec {
         key: "grab",
         default: "10",
         help: "blocks taken per ticket in the competitive part (the public code's SUB_N = 10)",
@@ -140,6 +150,8 @@ pub(crate) struct Config {
     pub fixed: f64,
     pub warps_per_cta: u32,
     pub grab: u32,
+    /// Competitive part taken per CTA (x staged) rather than per warp (x from global).
+    pub compete_cta: bool,
 }
 
 /// The registry entry of `hbp`.
@@ -209,6 +221,11 @@ impl GenericMethod for Hbp {
         }
         let warps_per_cta = ranged(params, "warps_per_cta", 1, 32)? as u32;
         let grab = ranged(params, "grab", 1, 1 << 20)? as u32;
+        let compete_cta = match params.get::<String>(NAME, PARAMS, "compete")?.as_str() {
+            "cta" => true,
+            "warp" => false,
+            s => return Err(param_err("compete", format!("'{s}' is not warp or cta"))),
+        };
         let cfg = Config {
             block_rows,
             block_cols,
@@ -218,6 +235,7 @@ impl GenericMethod for Hbp {
             fixed,
             warps_per_cta,
             grab,
+            compete_cta,
         };
         Ok(Box::new(HbpLayout::build(csr, cfg)?))
     }
@@ -302,7 +320,7 @@ pub struct HbpLayout<T> {
 }
 
 /// Splits `s` into consecutive pieces of the given lengths.
-fn split_lens<'a, U>(mut s: &'a mut [U], lens: impl Iterator<Item = usize>) -> Vec<&'a mut [U]> {
+fn split_lens<U>(mut s: &mut [U], lens: impl Iterator<Item = usize>) -> Vec<&mut [U]> {
     let mut out = Vec::new();
     for n in lens {
         let (a, b) = s.split_at_mut(n);
@@ -454,8 +472,9 @@ impl<T: Scalar> HbpLayout<T> {
                     let mut fill = start.clone();
                     let mut bucket = vec![(0u32, 0u32); p1 - p0];
                     for r in r0..r1 {
-                        for p in seg_ptr[r] as usize..seg_ptr[r + 1] as usize {
-                            let b = seg_bn[p] as usize;
+                        let (q0, q1) = (seg_ptr[r] as usize, seg_ptr[r + 1] as usize);
+                        for (p, &b) in (q0..q1).zip(&seg_bn[q0..q1]) {
+                            let b = b as usize;
                             bucket[fill[b]] = ((r - r0) as u32, p as u32);
                             fill[b] += 1;
                         }
@@ -751,10 +770,13 @@ impl<T: Scalar> Layout<T> for HbpLayout<T> {
                 format!("{:.3} -> {:.3}", eff(s.lanes_before), eff(s.lanes_after)),
             ),
             (
-                "fixed share / warps per CTA / grab".into(),
+                "fixed share / warps per CTA / grab / compete".into(),
                 format!(
-                    "{} / {} / {}",
-                    self.cfg.fixed, self.cfg.warps_per_cta, self.cfg.grab
+                    "{} / {} / {} / {}",
+                    self.cfg.fixed,
+                    self.cfg.warps_per_cta,
+                    self.cfg.grab,
+                    if self.cfg.compete_cta { "cta" } else { "warp" }
                 ),
             ),
         ]
