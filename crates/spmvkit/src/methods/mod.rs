@@ -172,6 +172,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csc::CscAtomic,
         &csr_scalar::CsrScalar,
         &hbp::Hbp,
+        &hbp::HbpPaper,
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,

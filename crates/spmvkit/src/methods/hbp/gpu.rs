@@ -3,14 +3,15 @@
 //! (the x segment; opted in above 48 KiB), as many CTAs as fit the GPU at once (occupancy query ×
 //! SM count, at most one per `warps_per_cta` blocks); the fixed/competitive split follows from
 //! that grid ([`HbpLayout::split`]). The combine runs one thread per row, 256 per CTA, and resets
-//! the ticket counter for the next call. x is read in place (no padded copy).
+//! the ticket counter for the next call. x is read in place (no padded copy). `phase=spmv` /
+//! `phase=combine` launch one kernel alone (the Fig. 9 split; spmv then zeroes the counter first).
 
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
-use super::{Combine, HbpLayout, KERNEL};
+use super::{Combine, HbpLayout, Phase, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::methods::{DeviceLayout, Layout};
@@ -37,6 +38,7 @@ pub(super) struct DeviceHbp<T: Scalar> {
     nfixed: usize,
     grab: u32,
     compete_cta: bool,
+    phase: Phase,
     blk_slot: CudaSlice<u32>,
     blk_group: CudaSlice<u32>,
     begin_nnz: CudaSlice<u32>,
@@ -100,6 +102,7 @@ pub(super) fn upload<T: Scalar>(
         nfixed,
         grab: l.cfg.grab,
         compete_cta: l.cfg.compete_cta,
+        phase: l.cfg.phase,
         blk_slot: gpu.upload(&l.blk_slot)?,
         blk_group: gpu.upload(&l.blk_group)?,
         begin_nnz: gpu.upload(&l.begin_nnz)?,
@@ -112,6 +115,50 @@ pub(super) fn upload<T: Scalar>(
         ticket: gpu.alloc_zeros::<i32>(1)?,
         bytes: l.footprint_bytes(),
     }))
+}
+
+impl<T: Scalar> DeviceHbp<T> {
+    /// Launches the combine over the first `nrows` rows (0: only the ticket reset).
+    fn combine(
+        &self,
+        gpu: &Gpu,
+        nrows: usize,
+        alpha: T,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let cfg = LaunchConfig {
+            grid_dim: (nrows.div_ceil(COMBINE_THREADS as usize).max(1) as u32, 1, 1),
+            block_dim: (COMBINE_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let nrows = nrows as i32;
+        let mut b = gpu.stream().launch_builder(&self.combine);
+        let (nbc, br) = (self.nbc as i32, self.block_rows as i32);
+        if self.dense {
+            b.arg(&nrows)
+                .arg(&nbc)
+                .arg(&br)
+                .arg(&self.mid)
+                .arg(y)
+                .arg(&alpha)
+                .arg(&beta)
+                .arg(&self.ticket);
+        } else {
+            b.arg(&nrows)
+                .arg(&self.cptr)
+                .arg(&self.mid)
+                .arg(y)
+                .arg(&alpha)
+                .arg(&beta)
+                .arg(&self.ticket);
+        }
+        // SAFETY: the arguments match hbp_combine_dense / hbp_combine_sparse in kernel.cu; mid
+        // holds rows × column blocks (dense) or cptr[nrows] (sparse) partials; y has at least
+        // nrows entries (checked by Plan).
+        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("hbp combine launch", e))?;
+        Ok(())
+    }
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
@@ -127,7 +174,11 @@ impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
             return Ok(());
         }
         let nblocks = self.nbr * self.nbc;
-        if nblocks > 0 {
+        if self.phase == Phase::Spmv {
+            // timing the SpMV part alone: a combine over no rows resets the ticket counter
+            self.combine(gpu, 0, alpha, beta, y)?;
+        }
+        if nblocks > 0 && self.phase != Phase::Combine {
             let (nbr, nbc, nrows, ncols) = (
                 self.nbr as i32,
                 self.nbc as i32,
@@ -181,37 +232,10 @@ impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
             // ticket counter is 0 on entry (zeroed at upload, reset by every combine).
             unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("hbp_spmv launch", e))?;
         }
-        let nrows = self.nrows as i32;
-        let cfg = LaunchConfig {
-            grid_dim: (self.nrows.div_ceil(COMBINE_THREADS as usize) as u32, 1, 1),
-            block_dim: (COMBINE_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = gpu.stream().launch_builder(&self.combine);
-        let (nbc, br) = (self.nbc as i32, self.block_rows as i32);
-        if self.dense {
-            b.arg(&nrows)
-                .arg(&nbc)
-                .arg(&br)
-                .arg(&self.mid)
-                .arg(y)
-                .arg(&alpha)
-                .arg(&beta)
-                .arg(&self.ticket);
-        } else {
-            b.arg(&nrows)
-                .arg(&self.cptr)
-                .arg(&self.mid)
-                .arg(y)
-                .arg(&alpha)
-                .arg(&beta)
-                .arg(&self.ticket);
+        if self.phase == Phase::Spmv {
+            return Ok(());
         }
-        // SAFETY: the arguments match hbp_combine_dense / hbp_combine_sparse in kernel.cu; mid
-        // holds rows × column blocks (dense) or cptr[nrows] (sparse) partials; y has nrows
-        // entries (checked by Plan).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("hbp combine launch", e))?;
-        Ok(())
+        self.combine(gpu, self.nrows, alpha, beta, y)
     }
 
     fn footprint_bytes(&self) -> usize {

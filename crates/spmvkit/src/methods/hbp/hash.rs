@@ -46,16 +46,6 @@ pub enum HashKind {
 }
 
 impl HashKind {
-    pub(crate) fn parse(s: &str) -> Option<Self> {
-        match s {
-            "sampled" => Some(Self::Sampled),
-            "fixed" => Some(Self::Fixed),
-            "none" => Some(Self::None),
-            "sort" => Some(Self::Sort),
-            _ => None,
-        }
-    }
-
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Sampled => "sampled",

@@ -75,54 +75,71 @@ pub const KERNEL: KernelSource = KernelSource {
 };
 
 const NAME: &str = "hbp";
+const PAPER_NAME: &str = "hbp-paper";
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "block_rows",
-        default: "512",
-        help: "rows per block (the paper's 512; 1..=65536)",
-    },
-    ParamSpec {
-        key: "block_cols",
-        default: "4096",
-        help: "columns per block = x segment staged in shared memory (the paper's 4096; \
-               1..=65536, and at most 227 KiB of shared memory)",
-    },
-    ParamSpec {
-        key: "hash",
-        default: "sampled",
-        help: "row order inside a block: sampled (paper §III-B, designed hash), fixed (public \
-               code's (nnz>>4)<<8), none (plain 2D baseline), sort (sort2D baseline)",
-    },
-    ParamSpec {
-        key: "combine",
-        default: "sparse",
-        help: "dense (paper: tables of all rows, dense intermediate) or sparse (tables of \
-               non-empty rows, intermediate of the non-empty partial rows only)",
-    },
-    ParamSpec {
-        key: "fixed",
-        default: "0.8",
-        help: "share of the blocks in the fixed part (0..=1); the rest is competitive",
-    },
-    ParamSpec {
-        key: "warps_per_cta",
-        default: "8",
-        help: "warps per CTA sharing one staged x segment (1..=32)",
-    },
-    ParamSpec {
-        key: "compete",
-        default: "cta",
-        help: "competitive part: warp (paper: a warp takes `grab` blocks per ticket, x from \
-               global memory) or cta (a CTA takes grab × warps_per_cta blocks per ticket and \
-               stages their x segments in shared memory)",
-    },
-    ParamSpec {
-        key: "grab",
-        default: "10",
-        help: "blocks taken per ticket in the competitive part (the public code's SUB_N = 10)",
-    },
-];
+/// The parameter list with the given defaults for `combine` and `compete`.
+macro_rules! hbp_params {
+    ($combine:literal, $compete:literal) => {
+        &[
+            ParamSpec {
+                key: "block_rows",
+                default: "512",
+                help: "rows per block (the paper's 512; 1..=65536)",
+            },
+            ParamSpec {
+                key: "block_cols",
+                default: "4096",
+                help: "columns per block = x segment staged in shared memory (the paper's 4096; \
+                       1..=65536, and at most 227 KiB of shared memory)",
+            },
+            ParamSpec {
+                key: "hash",
+                default: "sampled",
+                help: "row order inside a block: sampled (paper §III-B, designed hash), fixed \
+                       (public code's (nnz>>4)<<8), none (plain 2D baseline), sort (sort2D \
+                       baseline)",
+            },
+            ParamSpec {
+                key: "combine",
+                default: $combine,
+                help: "dense (paper: tables of all rows, dense intermediate) or sparse (tables \
+                       of non-empty rows, intermediate of the non-empty partial rows only)",
+            },
+            ParamSpec {
+                key: "fixed",
+                default: "0.8",
+                help: "share of the blocks in the fixed part (0..=1); the rest is competitive",
+            },
+            ParamSpec {
+                key: "warps_per_cta",
+                default: "8",
+                help: "warps per CTA sharing one staged x segment (1..=32)",
+            },
+            ParamSpec {
+                key: "compete",
+                default: $compete,
+                help: "competitive part: warp (paper: a warp takes `grab` blocks per ticket, x \
+                       from global memory) or cta (a CTA takes grab × warps_per_cta blocks per \
+                       ticket and stages their x segments in shared memory)",
+            },
+            ParamSpec {
+                key: "grab",
+                default: "10",
+                help: "blocks taken per ticket in the competitive part (the public code's \
+                       SUB_N = 10)",
+            },
+            ParamSpec {
+                key: "phase",
+                default: "all",
+                help: "all, or spmv / combine to time one phase alone (Fig. 9): then the GPU \
+                       y is NOT the product (the CPU mirror always runs both)",
+            },
+        ]
+    };
+}
+
+const PARAMS: &[ParamSpec] = hbp_params!("sparse", "cta");
+const PAPER_PARAMS: &[ParamSpec] = hbp_params!("dense", "warp");
 
 /// Shared memory one CTA may opt in to on sm_90 (227 KiB).
 pub(crate) const MAX_SMEM: usize = 227 * 1024;
@@ -152,35 +169,44 @@ pub(crate) struct Config {
     pub grab: u32,
     /// Competitive part taken per CTA (x staged) rather than per warp (x from global).
     pub compete_cta: bool,
+    /// Which kernels a GPU call runs.
+    pub phase: Phase,
 }
 
-/// The registry entry of `hbp`.
+/// Which kernels a GPU call runs (all but `All` are for timing the Fig. 9 split only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    All,
+    Spmv,
+    Combine,
+}
+
+/// The registry entry of `hbp`: our defaults (compact tables + sparse combine, competitive
+/// part per CTA with staged x).
 pub struct Hbp;
 
-fn param_err(key: &str, msg: String) -> Error {
+/// The registry entry of `hbp-paper`: the paper's execution (dense tables and intermediate,
+/// competitive part per warp reading x from global memory); same parameters.
+pub struct HbpPaper;
+
+fn param_err(name: &str, key: &str, msg: String) -> Error {
     Error::Param {
-        method: NAME.into(),
+        method: name.into(),
         key: key.into(),
         msg,
     }
 }
 
-fn ranged(params: &Params, key: &str, lo: usize, hi: usize) -> Result<usize> {
-    let v: usize = params.get(NAME, PARAMS, key)?;
-    if v < lo || v > hi {
-        return Err(param_err(key, format!("{v} is not in {lo}..={hi}")));
-    }
-    Ok(v)
-}
+const SOURCE: &str =
+    "Yan et al., A Nonlinear Hash-based Optimization Method for SpMV on GPUs (HBP), §III";
 
 impl GenericMethod for Hbp {
     fn info(&self) -> MethodInfo {
         MethodInfo {
             name: NAME,
             summary: "GPU: 2D blocks, hash-reordered rows interleaved per warp, x segments in \
-                      shared memory, fixed + competitive blocks, combine pass",
-            source: "Yan et al., A Nonlinear Hash-based Optimization Method for SpMV on GPUs \
-                     (HBP), §III",
+                      shared memory, fixed + competitive blocks, sparse combine pass",
+            source: SOURCE,
             deterministic: true,
             gpu: true,
             cpu: true,
@@ -189,56 +215,91 @@ impl GenericMethod for Hbp {
     }
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        params.check_known(NAME, PARAMS)?;
-        let block_rows = ranged(params, "block_rows", 1, 65536)?;
-        let block_cols = ranged(params, "block_cols", 1, 65536)?;
-        if block_cols * T::BYTES > MAX_SMEM {
-            return Err(param_err(
-                "block_cols",
-                format!(
-                    "{block_cols} columns of {} bytes exceed {MAX_SMEM} bytes of shared memory",
-                    T::BYTES
-                ),
-            ));
-        }
-        let h: String = params.get(NAME, PARAMS, "hash")?;
-        let hash = HashKind::parse(&h).ok_or_else(|| {
-            param_err("hash", format!("'{h}' is not sampled, fixed, none or sort"))
-        })?;
-        let combine = match params.get::<String>(NAME, PARAMS, "combine")?.as_str() {
-            "dense" => Combine::Dense,
-            "sparse" => Combine::Sparse,
-            s => {
-                return Err(param_err(
-                    "combine",
-                    format!("'{s}' is not dense or sparse"),
-                ))
-            }
-        };
-        let fixed: f64 = params.get(NAME, PARAMS, "fixed")?;
-        if !(0.0..=1.0).contains(&fixed) {
-            return Err(param_err("fixed", format!("{fixed} is not in 0..=1")));
-        }
-        let warps_per_cta = ranged(params, "warps_per_cta", 1, 32)? as u32;
-        let grab = ranged(params, "grab", 1, 1 << 20)? as u32;
-        let compete_cta = match params.get::<String>(NAME, PARAMS, "compete")?.as_str() {
-            "cta" => true,
-            "warp" => false,
-            s => return Err(param_err("compete", format!("'{s}' is not warp or cta"))),
-        };
-        let cfg = Config {
-            block_rows,
-            block_cols,
-            warp: WARP,
-            hash,
-            combine,
-            fixed,
-            warps_per_cta,
-            grab,
-            compete_cta,
-        };
-        Ok(Box::new(HbpLayout::build(csr, cfg)?))
+        Ok(Box::new(HbpLayout::build(
+            csr,
+            config::<T>(NAME, PARAMS, params)?,
+        )?))
     }
+}
+
+impl GenericMethod for HbpPaper {
+    fn info(&self) -> MethodInfo {
+        MethodInfo {
+            name: PAPER_NAME,
+            summary: "GPU: HBP as published: dense per-block tables and intermediate, \
+                      competitive blocks per warp with x from global memory, dense combine",
+            source: SOURCE,
+            deterministic: true,
+            gpu: true,
+            cpu: true,
+            params: PAPER_PARAMS,
+        }
+    }
+
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        Ok(Box::new(HbpLayout::build(
+            csr,
+            config::<T>(PAPER_NAME, PAPER_PARAMS, params)?,
+        )?))
+    }
+}
+
+/// The build configuration from user parameters.
+fn config<T: Scalar>(name: &str, specs: &[ParamSpec], params: &Params) -> Result<Config> {
+    params.check_known(name, specs)?;
+    let ranged = |key: &str, lo: usize, hi: usize| -> Result<usize> {
+        let v: usize = params.get(name, specs, key)?;
+        if v < lo || v > hi {
+            return Err(param_err(name, key, format!("{v} is not in {lo}..={hi}")));
+        }
+        Ok(v)
+    };
+    let word = |key: &str, choices: &[&str]| -> Result<usize> {
+        let v: String = params.get(name, specs, key)?;
+        choices.iter().position(|c| *c == v).ok_or_else(|| {
+            param_err(
+                name,
+                key,
+                format!("'{v}' is not one of {}", choices.join(", ")),
+            )
+        })
+    };
+    let block_rows = ranged("block_rows", 1, 65536)?;
+    let block_cols = ranged("block_cols", 1, 65536)?;
+    if block_cols * T::BYTES > MAX_SMEM {
+        return Err(param_err(
+            name,
+            "block_cols",
+            format!(
+                "{block_cols} columns of {} bytes exceed {MAX_SMEM} bytes of shared memory",
+                T::BYTES
+            ),
+        ));
+    }
+    let hash = [
+        HashKind::Sampled,
+        HashKind::Fixed,
+        HashKind::None,
+        HashKind::Sort,
+    ][word("hash", &["sampled", "fixed", "none", "sort"])?];
+    let combine = [Combine::Dense, Combine::Sparse][word("combine", &["dense", "sparse"])?];
+    let fixed: f64 = params.get(name, specs, "fixed")?;
+    if !(0.0..=1.0).contains(&fixed) {
+        return Err(param_err(name, "fixed", format!("{fixed} is not in 0..=1")));
+    }
+    Ok(Config {
+        block_rows,
+        block_cols,
+        warp: WARP,
+        hash,
+        combine,
+        fixed,
+        warps_per_cta: ranged("warps_per_cta", 1, 32)? as u32,
+        grab: ranged("grab", 1, 1 << 20)? as u32,
+        compete_cta: word("compete", &["warp", "cta"])? == 1,
+        phase: [Phase::All, Phase::Spmv, Phase::Combine]
+            [word("phase", &["all", "spmv", "combine"])?],
+    })
 }
 
 /// Per-warp spread of row lengths (Fig. 6), summed over the groups of non-empty blocks.

@@ -23,6 +23,7 @@ fn cfg(
         warps_per_cta: 8,
         grab: 10,
         compete_cta: true,
+        phase: Phase::All,
     }
 }
 
@@ -192,6 +193,7 @@ fn chains_cover_every_nonzero() {
 #[test]
 fn matches_oracle_default() {
     check_method(&Hbp, &Params::new());
+    check_method(&HbpPaper, &Params::new());
 }
 
 #[test]
@@ -306,6 +308,7 @@ fn rejects_bad_params() {
         &["warps_per_cta=33"],
         &["grab=0"],
         &["compete=block"],
+        &["phase=both"],
         &["nope=1"],
     ] {
         assert!(Hbp.prepare(&a, &params(bad)).is_err(), "{bad:?}");
