@@ -44,3 +44,13 @@ fn kernel_entries_match_the_launch() {
         &[("csc_scale_y", "i p r"), ("csc_atomic", "i ppppp r")],
     );
 }
+
+#[test]
+fn matches_oracle_on_corpus() {
+    crate::methods::testmats::check_method_on_corpus(&CscAtomic, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror() {
+    crate::methods::testmats::check_gpu_against_mirror(&CscAtomic, &Params::new());
+}

@@ -104,3 +104,20 @@ fn kernel_entries_match_the_launch() {
         ],
     );
 }
+
+#[test]
+fn matches_oracle_on_corpus() {
+    crate::methods::testmats::check_method_on_corpus(&CsrLight, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror() {
+    crate::methods::testmats::check_gpu_against_mirror(&CsrLight, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror_every_vector_size() {
+    for p in ["vector=2", "vector=4", "vector=16", "vector=32"] {
+        crate::methods::testmats::check_gpu_against_mirror(&CsrLight, &params(&[p, "grab=2"]));
+    }
+}

@@ -1,4 +1,4 @@
-// merge: merge-based CSR SpMV (Merrill & Garland, SC'16, §4), two kernels per call.
+// merge: merge-based CSR SpMV (Merrill & Garland, SC'16), two kernels per call.
 //
 // The merge path has nrows + nnz steps: at coordinate (row, k) the next step closes `row` when
 // row_end[row] <= k (row ends first on ties), else consumes nonzero k into `row`.

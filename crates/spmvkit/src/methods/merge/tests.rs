@@ -154,3 +154,19 @@ fn kernel_entries_match_the_launch() {
         ],
     );
 }
+
+#[test]
+fn matches_oracle_on_corpus() {
+    crate::methods::testmats::check_method_on_corpus(&Merge, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror() {
+    crate::methods::testmats::check_gpu_against_mirror(&Merge, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror_small_tiles() {
+    // 32 x 2: many tiles, long carry runs through the huge row (the fix-up's warp path)
+    crate::methods::testmats::check_gpu_against_mirror(&Merge, &params(&["threads=32", "items=2"]));
+}
