@@ -90,7 +90,7 @@ macro_rules! hbp_params {
                 key: "block_cols",
                 default: "4096",
                 help: "columns per block = x segment staged in shared memory (the paper's 4096; \
-                       1..=65536, and at most 227 KiB of shared memory)",
+                       1..=65536, and at most 226 KiB of shared memory)",
             },
             ParamSpec {
                 key: "hash",
@@ -141,8 +141,9 @@ macro_rules! hbp_params {
 const PARAMS: &[ParamSpec] = hbp_params!("sparse", "cta");
 const PAPER_PARAMS: &[ParamSpec] = hbp_params!("dense", "warp");
 
-/// Shared memory one CTA may opt in to on sm_90 (227 KiB).
-pub(crate) const MAX_SMEM: usize = 227 * 1024;
+/// Dynamic shared memory the x segment may take: sm_90 lets a CTA opt in to 227 KiB; 1 KiB is
+/// left for the kernel's static shared memory.
+pub(crate) const MAX_SMEM: usize = 226 * 1024;
 
 /// Warp width of the kernels.
 pub(crate) const WARP: usize = 32;

@@ -332,3 +332,38 @@ fn kernel_entries_match_the_launch() {
         ],
     );
 }
+
+#[test]
+fn matches_oracle_on_corpus() {
+    crate::methods::testmats::check_method_on_corpus(&Hbp, &Params::new());
+    crate::methods::testmats::check_method_on_corpus(&HbpPaper, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror() {
+    use crate::methods::testmats::check_gpu_against_mirror;
+    check_gpu_against_mirror(&Hbp, &Params::new());
+    check_gpu_against_mirror(&HbpPaper, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror_variants() {
+    use crate::methods::testmats::check_gpu_against_mirror;
+    // competitive part per warp and per CTA, all-competitive and all-fixed, small blocks (many
+    // column segments per CTA), an x segment above 48 KiB in f64 (shared-memory opt-in)
+    for p in [
+        &["compete=warp", "fixed=0.3", "grab=1"][..],
+        &["fixed=0", "grab=3"],
+        &["fixed=1", "warps_per_cta=1"],
+        &[
+            "block_rows=17",
+            "block_cols=33",
+            "combine=dense",
+            "compete=cta",
+        ],
+        &["block_rows=64", "block_cols=8192", "hash=sort"],
+        &["hash=none", "combine=dense", "warps_per_cta=32"],
+    ] {
+        check_gpu_against_mirror(&Hbp, &params(p));
+    }
+}
