@@ -31,12 +31,23 @@
 //! the same slots in near-constant time per row.
 //!
 //! The public code's fixed hash, `slot = (n >> 4) << 8`, is kept as `hash=fixed`.
+//!
+//! `hash=quantile` (ours) keeps the aggregation and the probing but samples the dispersion too:
+//! with `F_k` the sampled share of table rows whose bucket is below k (empty rows of the dense
+//! tables counted exactly), `base = ⌊d·F_k⌋`, `width = ⌊d·F_{k+1}⌋ − base`,
+//! `fine = ((n' mod 2^a)·width) >> a`. Equal ninths (`sampled`) overflow when most rows share a
+//! bucket (the empty and 1-nonzero rows of a sparse graph's blocks), and the spill scrambles the
+//! order; regions sized by the sample keep collisions among rows of equal counts.
 
 /// How the rows of a block are ordered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HashKind {
-    /// The designed nonlinear hash with the sampled shift `a` (the paper's method).
+    /// The designed nonlinear hash with the sampled shift `a` and equal bucket regions
+    /// (b = d/9, from the table size only: the paper's text).
     Sampled,
+    /// Ours: as `Sampled`, but bucket k's region is the sampled share of rows in bucket k, and
+    /// the linear mapping spreads the low bits of n over that region (multiply and shift).
+    Quantile,
     /// The public code's `(n >> 4) << 8`.
     Fixed,
     /// No reordering: the plain 2D-partitioned baseline (`2d`).
@@ -49,6 +60,7 @@ impl HashKind {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Sampled => "sampled",
+            Self::Quantile => "quantile",
             Self::Fixed => "fixed",
             Self::None => "none",
             Self::Sort => "sort",
@@ -102,6 +114,40 @@ pub(crate) fn sampled_target(n: u32, a: u32, c: u32, d: usize) -> usize {
     let base = k * d64 / BUCKETS;
     let fine = (n & ((1u64 << a) - 1)) >> c;
     ((base + fine) % d64) as usize
+}
+
+/// Fixed-point one of the sampled cumulative shares.
+pub(crate) const SHARE_ONE: u64 = 1 << 16;
+
+/// The cumulative bucket shares `F_0..=F_9` (fixed point, F_0 = 0, F_9 = SHARE_ONE) of a sample
+/// of non-empty counts under shift `a`, with a share `empty` (0..=1) of empty rows added to
+/// bucket 0.
+pub(crate) fn sample_shares(sample: &[u32], a: u32, empty: f64) -> [u32; 10] {
+    let mut hist = [0u64; 9];
+    for &n in sample {
+        hist[((n >> a) as usize).min(8)] += 1;
+    }
+    let total = sample.len().max(1) as f64;
+    let mut cum = [0u32; 10];
+    let mut acc = 0.0;
+    for k in 0..9 {
+        let share = hist[k] as f64 / total * (1.0 - empty) + if k == 0 { empty } else { 0.0 };
+        acc += share;
+        cum[k + 1] = ((acc * SHARE_ONE as f64).round() as u64).min(SHARE_ONE) as u32;
+    }
+    cum[9] = SHARE_ONE as u32;
+    cum
+}
+
+/// The quantile hash's target for a row of `n` nonzeros in a table of `d` slots (d ≥ 1).
+pub(crate) fn quantile_target(n: u32, a: u32, cum: &[u32; 10], d: usize) -> usize {
+    let d64 = d as u64;
+    let n = (n as u64).min((BUCKETS << a) - 1);
+    let k = (n >> a) as usize;
+    let base = d64 * cum[k] as u64 / SHARE_ONE;
+    let end = d64 * cum[k + 1] as u64 / SHARE_ONE;
+    let fine = ((n & ((1u64 << a) - 1)) * (end - base)) >> a;
+    ((base + fine) as usize).min(d - 1)
 }
 
 /// The public code's target: `(n >> 4) << 8` (may lie past the table).
@@ -184,8 +230,16 @@ impl Probe {
 }
 
 /// The hashed order of one block's table: `perm[slot]` = index into `lens` (the table's rows in
-/// their original order). `a` is the sampled aggregation shift (used by `Sampled` only).
-pub(crate) fn order(kind: HashKind, lens: &[u32], a: u32, probe: &mut Probe, perm: &mut Vec<u32>) {
+/// their original order). `a` is the sampled aggregation shift and `cum` the sampled bucket
+/// shares (used by the sampled hashes only).
+pub(crate) fn order(
+    kind: HashKind,
+    lens: &[u32],
+    a: u32,
+    cum: &[u32; 10],
+    probe: &mut Probe,
+    perm: &mut Vec<u32>,
+) {
     let d = lens.len();
     perm.clear();
     match kind {
@@ -194,7 +248,7 @@ pub(crate) fn order(kind: HashKind, lens: &[u32], a: u32, probe: &mut Probe, per
             perm.extend(0..d as u32);
             perm.sort_by_key(|&i| lens[i as usize]);
         }
-        HashKind::Sampled | HashKind::Fixed => {
+        HashKind::Sampled | HashKind::Quantile | HashKind::Fixed => {
             if d == 0 {
                 return;
             }
@@ -204,6 +258,7 @@ pub(crate) fn order(kind: HashKind, lens: &[u32], a: u32, probe: &mut Probe, per
             for (i, &n) in lens.iter().enumerate() {
                 let t = match kind {
                     HashKind::Sampled => sampled_target(n, a, c, d),
+                    HashKind::Quantile => quantile_target(n, a, cum, d),
                     _ => fixed_target(n),
                 };
                 let s = probe.place(t, d);
@@ -253,7 +308,7 @@ mod tests {
         for d in [1usize, 2, 5, 31, 64, 512, 700] {
             for spread in [1u32, 8, 40, 300, 5000] {
                 let lens: Vec<u32> = (0..d).map(|_| g.below(spread)).collect();
-                order(HashKind::Fixed, &lens, 0, &mut probe, &mut perm);
+                order(HashKind::Fixed, &lens, 0, &[0; 10], &mut probe, &mut perm);
                 assert_eq!(
                     perm,
                     naive(&lens, fixed_target),
@@ -262,11 +317,18 @@ mod tests {
                 let mut sample: Vec<u32> = lens.iter().copied().filter(|&n| n > 0).collect();
                 let a = sample_shift(&mut sample);
                 let c = fine_shift(a, d);
-                order(HashKind::Sampled, &lens, a, &mut probe, &mut perm);
+                order(HashKind::Sampled, &lens, a, &[0; 10], &mut probe, &mut perm);
                 assert_eq!(
                     perm,
                     naive(&lens, |n| sampled_target(n, a, c, d)),
                     "sampled d={d} spread={spread}"
+                );
+                let cum = sample_shares(&sample, a, 0.3);
+                order(HashKind::Quantile, &lens, a, &cum, &mut probe, &mut perm);
+                assert_eq!(
+                    perm,
+                    naive(&lens, |n| quantile_target(n, a, &cum, d)),
+                    "quantile d={d} spread={spread}"
                 );
             }
         }
@@ -306,12 +368,37 @@ mod tests {
     }
 
     #[test]
+    fn quantile_shares_and_targets() {
+        // a = 0: buckets are the counts; sample 1,1,1,2 → shares 0, 3/4, 1/4 (+ 50 % empty)
+        let cum = sample_shares(&[1, 1, 1, 2], 0, 0.5);
+        let one = SHARE_ONE as u32;
+        assert_eq!(&cum[..4], [0, one / 2, one / 2 + 3 * one / 8, one]);
+        assert_eq!(cum[9], one);
+        // d = 16: empty rows in 0..8, 1s in 8..14, 2s in 14..16
+        assert_eq!(quantile_target(0, 0, &cum, 16), 0);
+        assert_eq!(quantile_target(1, 0, &cum, 16), 8);
+        assert_eq!(quantile_target(2, 0, &cum, 16), 14);
+        assert_eq!(quantile_target(99, 0, &cum, 16), 15);
+        for d in [1usize, 5, 100, 512] {
+            for a in 0..4 {
+                let cum = sample_shares(&[1, 5, 9, 30, 3, 3, 3, 70], a, 0.2);
+                let mut last = 0;
+                for n in 0..(9u32 << a) + 20 {
+                    let t = quantile_target(n, a, &cum, d);
+                    assert!(t < d && t >= last, "d={d} a={a} n={n}");
+                    last = t;
+                }
+            }
+        }
+    }
+
+    #[test]
     fn sort_and_none_orders() {
         let lens = [3, 0, 5, 1, 3];
         let (mut probe, mut perm) = (Probe::new(), Vec::new());
-        order(HashKind::Sort, &lens, 0, &mut probe, &mut perm);
+        order(HashKind::Sort, &lens, 0, &[0; 10], &mut probe, &mut perm);
         assert_eq!(perm, [1, 3, 0, 4, 2]);
-        order(HashKind::None, &lens, 0, &mut probe, &mut perm);
+        order(HashKind::None, &lens, 0, &[0; 10], &mut probe, &mut perm);
         assert_eq!(perm, [0, 1, 2, 3, 4]);
     }
 }

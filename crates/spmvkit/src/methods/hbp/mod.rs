@@ -43,10 +43,19 @@
 //! because on large sparse graphs most (row, column block) pairs are empty: for a Kronecker
 //! graph of 2^20 rows and 256 column blocks the dense intermediate is 2.1 GB (f64) against 1 GB
 //! of matrix, written and read in full every call, plus 8 bytes of slot metadata per pair; the
-//! compact tables make every per-call array O(nnz). `hash=sampled` is the paper's method,
-//! `fixed` the public code's function, `none` the plain 2D baseline (`2d`) and `sort` the sort2D
-//! preprocessing baseline. The paper's DP2D (Regu2D's dynamic programming) is not described
-//! beyond "a sorting step then dynamic programming", so it is not implemented.
+//! compact tables make every per-call array O(nnz). `hash=sampled` is the paper's hash as
+//! designed in [`hash`] (b = d/9: bucket regions fixed by the table size); `quantile` (default of
+//! `hbp`) sizes the bucket regions from the same sample, which keeps rows of a crowded bucket
+//! from spilling over the others (per-warp std-dev on kron:16 dense tables: 5.27 → 3.47 sampled,
+//! 2.00 quantile, 1.61 sort); `fixed` is the public code's function, `none` the plain 2D baseline
+//! (`2d`) and `sort` the sort2D preprocessing baseline. The paper's DP2D (Regu2D's dynamic
+//! programming) is not described beyond "a sorting step then dynamic programming", so it is not
+//! implemented. `hbp-paper` registers the paper's choices (sampled hash, dense tables and
+//! intermediate, competition per warp) under the same parameters.
+//!
+//! **Preprocessing stages** (`prep_stages`): row segments (Alg. 2), sample, table sizes, reorder
+//! (the only stage where the hash variants differ: compare it for the sort2D claim), layout, and
+//! the Fig. 6 statistics (a pass of its own, reported in `notes`).
 //!
 //! **Determinism.** Every partial sum is computed by one lane in a fixed order and written to its
 //! own slot; the combine sums a row's partials in column-block order. No float atomics: bitwise
@@ -79,7 +88,7 @@ const PAPER_NAME: &str = "hbp-paper";
 
 /// The parameter list with the given defaults for `combine` and `compete`.
 macro_rules! hbp_params {
-    ($combine:literal, $compete:literal) => {
+    ($hash:literal, $combine:literal, $compete:literal) => {
         &[
             ParamSpec {
                 key: "block_rows",
@@ -94,8 +103,9 @@ macro_rules! hbp_params {
             },
             ParamSpec {
                 key: "hash",
-                default: "sampled",
-                help: "row order inside a block: sampled (paper §III-B, designed hash), fixed \
+                default: $hash,
+                help: "row order inside a block: sampled (paper §III-B, designed hash, equal \
+                       bucket regions), quantile (ours: bucket regions from the sample), fixed \
                        (public code's (nnz>>4)<<8), none (plain 2D baseline), sort (sort2D \
                        baseline)",
             },
@@ -138,8 +148,8 @@ macro_rules! hbp_params {
     };
 }
 
-const PARAMS: &[ParamSpec] = hbp_params!("sparse", "cta");
-const PAPER_PARAMS: &[ParamSpec] = hbp_params!("dense", "warp");
+const PARAMS: &[ParamSpec] = hbp_params!("quantile", "sparse", "cta");
+const PAPER_PARAMS: &[ParamSpec] = hbp_params!("sampled", "dense", "warp");
 
 /// Dynamic shared memory the x segment may take: sm_90 lets a CTA opt in to 227 KiB; 1 KiB is
 /// left for the kernel's static shared memory.
@@ -182,12 +192,13 @@ pub enum Phase {
     Combine,
 }
 
-/// The registry entry of `hbp`: our defaults (compact tables + sparse combine, competitive
-/// part per CTA with staged x).
+/// The registry entry of `hbp`: our defaults (quantile hash, compact tables + sparse combine,
+/// competitive part per CTA with staged x).
 pub struct Hbp;
 
-/// The registry entry of `hbp-paper`: the paper's execution (dense tables and intermediate,
-/// competitive part per warp reading x from global memory); same parameters.
+/// The registry entry of `hbp-paper`: the paper's method (designed hash with equal bucket
+/// regions, dense tables and intermediate, competitive part per warp reading x from global
+/// memory); same parameters.
 pub struct HbpPaper;
 
 fn param_err(name: &str, key: &str, msg: String) -> Error {
@@ -279,10 +290,11 @@ fn config<T: Scalar>(name: &str, specs: &[ParamSpec], params: &Params) -> Result
     }
     let hash = [
         HashKind::Sampled,
+        HashKind::Quantile,
         HashKind::Fixed,
         HashKind::None,
         HashKind::Sort,
-    ][word("hash", &["sampled", "fixed", "none", "sort"])?];
+    ][word("hash", &["sampled", "quantile", "fixed", "none", "sort"])?];
     let combine = [Combine::Dense, Combine::Sparse][word("combine", &["dense", "sparse"])?];
     let fixed: f64 = params.get(name, specs, "fixed")?;
     if !(0.0..=1.0).contains(&fixed) {
@@ -329,13 +341,8 @@ impl Spread {
         self
     }
 
-    /// Adds the groups of one table in `order` (indices into `lens`); returns (Σ std, Σ lanes).
-    fn groups_of(
-        lens: &[u32],
-        order: impl Iterator<Item = usize> + Clone,
-        warp: usize,
-    ) -> (f64, u64) {
-        let v: Vec<u32> = order.map(|i| lens[i]).collect();
+    /// Σ std-dev and Σ warp × max over the groups of `v` (one table in some order).
+    fn groups_of(v: &[u32], warp: usize) -> (f64, u64) {
         let (mut s, mut lanes) = (0.0, 0u64);
         for g in v.chunks(warp) {
             let n = g.len() as f64;
@@ -356,8 +363,10 @@ pub struct HbpLayout<T> {
     /// Row panels and column blocks.
     pub(crate) nbr: usize,
     pub(crate) nbc: usize,
-    /// The sampled aggregation shift `a` (hash=sampled).
+    /// The sampled aggregation shift `a` (hash=sampled|quantile).
     pub(crate) agg_shift: u32,
+    /// The sampled cumulative bucket shares (hash=quantile), fixed point.
+    pub(crate) shares: [u32; 10],
     /// First slot of each block (storage order b = bm·nbc + bn), nblocks + 1 entries.
     pub(crate) blk_slot: Vec<u32>,
     /// First group of each block, nblocks + 1 entries.
@@ -473,12 +482,20 @@ impl<T: Scalar> HbpLayout<T> {
 
         // 2. The aggregation shift a from a sample of non-empty row-in-block counts.
         let t = Instant::now();
-        let agg_shift = if cfg.hash == HashKind::Sampled {
+        let (agg_shift, shares) = if matches!(cfg.hash, HashKind::Sampled | HashKind::Quantile) {
             let step = nseg.div_ceil(4096).max(1);
             let mut sample: Vec<u32> = seg_len.iter().step_by(step).copied().collect();
-            hash::sample_shift(&mut sample)
+            let a = hash::sample_shift(&mut sample);
+            // the dense tables' empty rows, counted exactly
+            let slots = (nrows * nbc) as f64;
+            let empty = if dense && slots > 0.0 {
+                1.0 - nseg as f64 / slots
+            } else {
+                0.0
+            };
+            (a, hash::sample_shares(&sample, a, empty))
         } else {
-            4
+            (4, [0; 10])
         };
         stages.push(("sample a, c", t.elapsed()));
 
@@ -505,13 +522,15 @@ impl<T: Scalar> HbpLayout<T> {
         drop(table_sizes);
         let nslots = *blk_slot.last().unwrap_or(&0) as usize;
         let ngroups = *blk_group.last().unwrap_or(&0) as usize;
+        stages.push(("tables", t.elapsed()));
 
         // 4. Reorder (parallel over panels): each block's table, its hashed order, and per slot
         //    the local row and the segment (partial row) it holds.
         let mut output_hash = vec![0u32; nslots];
         let mut slot_seg = vec![NONE; nslots];
         let panel_slots = |bm: usize| (blk_slot[(bm + 1) * nbc] - blk_slot[bm * nbc]) as usize;
-        let spread = {
+        let t = Instant::now();
+        {
             let oh = split_lens(&mut output_hash, (0..nbr).map(panel_slots));
             let ss = split_lens(&mut slot_seg, (0..nbr).map(panel_slots));
             oh.into_iter()
@@ -519,7 +538,7 @@ impl<T: Scalar> HbpLayout<T> {
                 .enumerate()
                 .collect::<Vec<_>>()
                 .into_par_iter()
-                .map(|(bm, (oh, ss))| {
+                .for_each(|(bm, (oh, ss))| {
                     let (r0, r1) = panel_rows(bm);
                     let h = r1 - r0;
                     // bucket the panel's segments by column block (counting sort, row order kept)
@@ -543,7 +562,6 @@ impl<T: Scalar> HbpLayout<T> {
                     }
                     let (mut probe, mut perm) = (hash::Probe::new(), Vec::new());
                     let (mut lens, mut rows, mut segs) = (Vec::new(), Vec::new(), Vec::new());
-                    let mut spread = Spread::default();
                     let mut at = 0usize;
                     for bn in 0..nbc {
                         let entries = &bucket[start[bn]..start[bn + 1]];
@@ -565,30 +583,15 @@ impl<T: Scalar> HbpLayout<T> {
                                 segs.push(p);
                             }
                         }
-                        hash::order(cfg.hash, &lens, agg_shift, &mut probe, &mut perm);
+                        hash::order(cfg.hash, &lens, agg_shift, &shares, &mut probe, &mut perm);
                         for (s, &i) in perm.iter().enumerate() {
                             oh[at + s] = rows[i as usize];
                             ss[at + s] = segs[i as usize];
                         }
                         at += lens.len();
-                        if !entries.is_empty() {
-                            let (sb, lb) = Spread::groups_of(&lens, 0..lens.len(), w);
-                            let (sa, la) =
-                                Spread::groups_of(&lens, perm.iter().map(|&i| i as usize), w);
-                            spread = spread.add(Spread {
-                                groups: lens.len().div_ceil(w) as u64,
-                                std_before: sb,
-                                std_after: sa,
-                                lanes_before: lb,
-                                lanes_after: la,
-                                nnz: lens.iter().map(|&n| n as u64).sum(),
-                            });
-                        }
                     }
-                    spread
-                })
-                .reduce(Spread::default, Spread::add)
-        };
+                });
+        }
         stages.push(("reorder", t.elapsed()));
 
         // 5. Layout (parallel over panels): zero_row, begin_nnz and the interleaved nonzeros.
@@ -682,12 +685,46 @@ impl<T: Scalar> HbpLayout<T> {
                     }
                 });
         }
+        stages.push(("layout", t.elapsed()));
+
+        // 6. Fig. 6: per-warp spread of the tables' row counts in original and hashed order
+        //    (a pass of its own, so the reorder stage times the reordering alone).
+        let t = Instant::now();
+        let spread = (0..nbr * nbc)
+            .into_par_iter()
+            .map(|b| {
+                let (s0, s1) = (blk_slot[b] as usize, blk_slot[b + 1] as usize);
+                let len = |s: usize| match slot_seg[s] {
+                    NONE => 0,
+                    p => seg_len[p as usize],
+                };
+                let after: Vec<u32> = (s0..s1).map(len).collect();
+                let nnz: u64 = after.iter().map(|&n| n as u64).sum();
+                if nnz == 0 {
+                    return Spread::default();
+                }
+                let mut by_row: Vec<(u32, u32)> =
+                    (s0..s1).map(|s| (output_hash[s], len(s))).collect();
+                by_row.sort_unstable_by_key(|r| r.0);
+                let before: Vec<u32> = by_row.iter().map(|r| r.1).collect();
+                let (sb, lb) = Spread::groups_of(&before, w);
+                let (sa, la) = Spread::groups_of(&after, w);
+                Spread {
+                    groups: after.len().div_ceil(w) as u64,
+                    std_before: sb,
+                    std_after: sa,
+                    lanes_before: lb,
+                    lanes_after: la,
+                    nnz,
+                }
+            })
+            .reduce(Spread::default, Spread::add);
+        stages.push(("Fig. 6 stats", t.elapsed()));
         let (out_pos, cptr) = if dense {
             (Vec::new(), Vec::new())
         } else {
             (slot_seg, seg_ptr)
         };
-        stages.push(("layout", t.elapsed()));
         Ok(HbpLayout {
             cfg,
             nrows,
@@ -695,6 +732,7 @@ impl<T: Scalar> HbpLayout<T> {
             nbr,
             nbc,
             agg_shift,
+            shares,
             blk_slot,
             blk_group,
             begin_nnz,
@@ -803,6 +841,14 @@ impl<T: Scalar> Layout<T> for HbpLayout<T> {
                     HashKind::Sampled => format!(
                         "sampled: a = {}, c = {c}, b = d/9, d = table size (c at d = {})",
                         self.agg_shift, self.cfg.block_rows
+                    ),
+                    HashKind::Quantile => format!(
+                        "quantile: a = {}, bucket shares % {:?}",
+                        self.agg_shift,
+                        self.shares
+                            .windows(2)
+                            .map(|w| (100 * (w[1] - w[0]) as u64 / hash::SHARE_ONE) as u32)
+                            .collect::<Vec<_>>()
                     ),
                     k => k.name().into(),
                 },

@@ -245,7 +245,12 @@ fn hashing_reduces_the_per_warp_spread() {
     };
     let none = spread(HashKind::None);
     let sampled = spread(HashKind::Sampled);
+    let quantile = spread(HashKind::Quantile);
     let sorted = spread(HashKind::Sort);
+    assert!(
+        quantile.std_after < 0.7 * quantile.std_before,
+        "{quantile:?}"
+    );
     assert!((none.std_before - none.std_after).abs() < 1e-9);
     assert!(sampled.std_after < 0.7 * sampled.std_before, "{sampled:?}");
     assert!(
@@ -287,11 +292,20 @@ fn notes_and_stages() {
     let l = Hbp.prepare(&a, &Params::new()).unwrap();
     let notes = l.notes();
     assert!(notes.iter().any(|(k, _)| k.contains("Fig. 6")));
-    assert!(notes[1].1.starts_with("sampled: a = "), "{notes:?}");
+    assert!(notes[1].1.starts_with("quantile: a = "), "{notes:?}");
+    let l = HbpPaper.prepare(&a, &Params::new()).unwrap();
+    assert!(l.notes()[1].1.starts_with("sampled: a = "));
     let stages: Vec<_> = l.prep_stages().into_iter().map(|(s, _)| s).collect();
     assert_eq!(
         stages,
-        ["row segments (Alg. 2)", "sample a, c", "reorder", "layout"]
+        [
+            "row segments (Alg. 2)",
+            "sample a, c",
+            "tables",
+            "reorder",
+            "layout",
+            "Fig. 6 stats"
+        ]
     );
 }
 
