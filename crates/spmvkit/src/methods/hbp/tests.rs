@@ -150,7 +150,9 @@ fn check_chains<T: Scalar>(what: &str, l: &HbpLayout<T>) {
                     seen[j] = true;
                     let c = l.col[j] as usize;
                     assert_eq!(c / l.cfg.block_cols, bn, "{what}: column outside block");
-                    assert!(last.map_or(true, |p| p < c), "{what}: columns out of order");
+                    if let Some(p) = last {
+                        assert!(p < c, "{what}: columns out of order");
+                    }
                     last = Some(c);
                     if l.add_sign[j] < 0 {
                         break;
