@@ -19,6 +19,7 @@ pub mod csr_vector;
 pub mod cusparse;
 pub mod cusparse_bsr;
 pub mod dasp;
+pub mod hbp;
 pub mod merge;
 mod params;
 pub mod pbc;
@@ -174,6 +175,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csr5::KERNEL,
         dasp::KERNEL,
         tilespmv::KERNEL,
+        hbp::KERNEL,
     ]
 }
 
@@ -203,6 +205,8 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &pbc::Pbc,
         &amf_csr::AmfCsr,
         &cb_spmv::CbSpmv,
+        &hbp::Hbp,
+        &hbp::HbpPaper,
     ];
     REGISTRY
 }
