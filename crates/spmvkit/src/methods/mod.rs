@@ -13,6 +13,7 @@ pub mod csr_light;
 pub mod csr_scalar;
 pub mod csr_vector;
 pub mod cusparse;
+pub mod fastload;
 pub mod merge;
 mod params;
 mod plan;
@@ -157,6 +158,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         merge::KERNEL,
         csr_scalar::KERNEL,
         csc::KERNEL,
+        fastload::KERNEL,
     ]
 }
 
@@ -168,6 +170,8 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csr_light::CsrLight,
         &merge::Merge,
         &csc::CscAtomic,
+        &fastload::FastLoad,
+        &fastload::FastLoadAtomic,
         &csr_scalar::CsrScalar,
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
