@@ -2,7 +2,8 @@
 //
 // Prologue (flag FL_PRO, the first `npro` CTAs of the grid by ticket order):
 //   y = beta * y (y = 0 when beta == 0, y unread) when FL_SCALE; xs[j'] = x[perm[j']] when FL_GATHER.
-// Blocks (flag FL_MAIN): warp w takes `bpw` consecutive blocks. For a block (ptr, col0, len, fmt),
+// Blocks (flag FL_MAIN): warp w takes `bpw` (<= 32) consecutive blocks, their metadata fetched
+// by lanes 0..bpw-1 at once and broadcast by shuffles. For a block (ptr, col0, len, fmt),
 // lane l < len owns sorted column col0 + l; its x value is loaded once (coalesced from xs, or
 // x[perm[col0 + l]]) and kept while the next block starts at the same column. Round r loads
 // vals/row_idx[ptr + r * len + l] (coalesced, streaming) and adds alpha * a * x to y by the block's
@@ -85,40 +86,52 @@ extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __rest
     const long long first = ((long long)vb * warps + (threadIdx.x >> 5)) * (long long)bpw;
     const bool opt = (flags & FL_OPT) != 0;
     const bool gather = (flags & FL_GATHER) != 0;
+    // Lanes k < bpw (bpw <= 32) fetch the metadata of the warp's k-th block in one coalesced go.
+    int m_start = 0, m_end = 0, m_col = 0;
+    unsigned m_info = 0u;
+    const long long mine = first + lane;
+    if (lane < bpw && mine < (long long)nblocks) {
+        m_start = ldg(blk_ptr + mine);
+        m_end = ldg(blk_ptr + mine + 1);
+        m_col = ldg(blk_col + mine);
+        m_info = ldg(blk_info + mine);
+    }
+    const long long left = (long long)nblocks - first;
+    const int nb = left <= 0 ? 0 : (left < (long long)bpw ? (int)left : bpw);
     int prev_col = -1, prev_len = 0;
     real_t xv = (real_t)0;
-    for (int k = 0; k < bpw; ++k) {
-        const long long bl = first + k;
-        if (bl >= (long long)nblocks) break;
-        const int b = (int)bl;
-        const int start = ldg(blk_ptr + b);
-        const int end = ldg(blk_ptr + b + 1);
-        const int col0 = ldg(blk_col + b);
-        const unsigned info = ldg(blk_info + b);
+    for (int k = 0; k < nb; ++k) {
+        const int start = __shfl_sync(FULL_MASK, m_start, k);
+        const int end = __shfl_sync(FULL_MASK, m_end, k);
+        const int col0 = __shfl_sync(FULL_MASK, m_col, k);
+        const unsigned info = __shfl_sync(FULL_MASK, m_info, k);
         const int len = (int)(info & 63u);
         const unsigned fmt = opt ? (info >> 6) : 0u;
         const bool active = lane < len;
-        if (must_wait) {
-            if (lane == 0) {
-                while (*(volatile unsigned*)(sync + 1) < (unsigned)npro) __nanosleep(100);
-                __threadfence();
-            }
-            __syncwarp();
-            must_wait = false;
-        }
-        if (col0 != prev_col || len != prev_len) {
-            xv = (real_t)0;
-            if (active) xv = gather ? __ldcg(xs + col0 + lane) : ldg(x + ldg(perm + col0 + lane));
-            prev_col = col0;
-            prev_len = len;
-        }
+        bool newx = col0 != prev_col || len != prev_len;
+        prev_col = col0;
+        prev_len = len;
         for (int base = start; base < end; base += len) {
-            real_t v = (real_t)0;
+            real_t a = (real_t)0;
             int r = -1;
             if (active) {
-                v = ldcs(vals + base + lane) * xv;
+                a = ldcs(vals + base + lane);
                 r = ldcs(row_idx + base + lane);
             }
+            if (newx && !gather) xv = active ? ldg(x + ldg(perm + col0 + lane)) : (real_t)0;
+            if (must_wait) {
+                // The prologue (y scaling, x gather) must be complete before x_sorted is read and
+                // before any atomic lands in y; the matrix loads above are already in flight.
+                if (lane == 0) {
+                    while (*(volatile unsigned*)(sync + 1) < (unsigned)npro) __nanosleep(100);
+                    __threadfence();
+                }
+                __syncwarp();
+                must_wait = false;
+            }
+            if (newx && gather) xv = active ? __ldcg(xs + col0 + lane) : (real_t)0;
+            newx = false;
+            real_t v = a * xv;
             if (fmt == 0u) {
                 if (active) atomic_add_real(y + r, alpha * v);
             } else if (fmt == 1u) {

@@ -107,7 +107,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         key: "blocks_per_warp",
         default: "4",
-        help: "consecutive blocks a warp takes in turn (1 = the paper's one block per warp)",
+        help: "consecutive blocks a warp takes in turn, 1..=32 (1 = the paper's one block per warp)",
     },
 ];
 
@@ -191,10 +191,10 @@ impl FastLoadOptions {
         let threads: u32 = params.get(method, PARAMS, "threads")?;
         check_threads(method, threads)?;
         let blocks_per_warp: u32 = params.get(method, PARAMS, "blocks_per_warp")?;
-        if !(1..=1024).contains(&blocks_per_warp) {
+        if !(1..=32).contains(&blocks_per_warp) {
             return Err(bad(
                 "blocks_per_warp",
-                format!("{blocks_per_warp} is not in 1..=1024"),
+                format!("{blocks_per_warp} is not in 1..=32"),
             ));
         }
         Ok(FastLoadOptions {

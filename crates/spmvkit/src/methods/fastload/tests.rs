@@ -304,12 +304,12 @@ fn footprint_and_info() {
 }
 
 /// GPU: variants (permute_x, fuse, heights, β ∈ {0, −0.5, 1}) against the oracle, each plan
-/// applied twice (the second call checks that the fused kernel reset its counters), then the cost
-/// of the prologue on a larger matrix. Skips without a GPU unless SPMVKIT_REQUIRE_GPU=1.
+/// applied twice (the second call checks that the fused kernel reset its counters), then timings
+/// next to csc and cuSPARSE on shared matrices (SPMVKIT_MATRICES) and large generated ones. Skips without a GPU unless SPMVKIT_REQUIRE_GPU=1.
 #[test]
 fn gpu_fastload_variants_and_prologue_cost() {
-    use crate::gpu::{time_stream, Gpu, TimingConfig};
-    use crate::methods::{Backend, Plan, PlanOptions};
+    use crate::gpu::Gpu;
+    use crate::methods::{Backend, PlanOptions};
     match Gpu::get() {
         Ok(_) => {}
         Err(e) => {
@@ -371,43 +371,90 @@ fn gpu_fastload_variants_and_prologue_cost() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 
-    // Prologue cost (the public code left both outside its timing).
+    // Timings (f64, stream mode, median of 3×50 calls): our variants next to csc and cuSPARSE,
+    // and the prologue's cost (β = 1 with permute_x=kernel has none; the public code left both the
+    // x permutation and the zeroing of y outside its timing).
+    let mut mats: Vec<(String, Csr<f64>)> = Vec::new();
+    if let Ok(dir) = std::env::var("SPMVKIT_MATRICES") {
+        for f in [
+            "GHS_psdef/copter2",
+            "HB/bcsstk33",
+            "NYPA/Maragal_6",
+            "Bai/af23560",
+            "Cylshell/s1rmq4m1",
+            "Gleich/wb-cs-stanford",
+        ] {
+            let path = std::path::Path::new(&dir).join(format!("{f}.mtx.gz"));
+            match crate::io::load::<f64>(&path) {
+                Ok(a) => mats.push((f.to_string(), a)),
+                Err(e) => eprintln!("timing: {}: {e}", path.display()),
+            }
+        }
+    }
+    for spec in ["uniform:4000000,16", "poisson3d:160", "kron:20,48"] {
+        mats.push((spec.to_string(), crate::gen::generate_f64(spec).unwrap()));
+    }
+    for (name, a) in &mats {
+        time_configs(name, a, a.nnz() < 10_000_000);
+    }
+}
+
+fn time_configs(name: &str, a: &Csr<f64>, all: bool) {
+    use crate::gpu::{time_graph, time_stream, TimingConfig};
+    use crate::methods::{Backend, Plan, PlanOptions};
     let cfg = TimingConfig {
         warmup: 5,
         calls: 50,
         samples: 3,
     };
-    for spec in ["uniform:1000000,16", "uniform:4000000,16"] {
-        let a: Csr<f64> = crate::gen::generate_f64(spec).unwrap();
-        for v in [
-            &["permute_x=kernel"][..],
-            &["permute_x=gather"],
-            &["permute_x=kernel", "fuse=two"],
-            &["permute_x=gather", "fuse=two"],
-            &["height=4"],
-            &["height=unlimited"],
-        ] {
-            let opts = PlanOptions {
-                params: Params::parse(v.iter().copied()).unwrap(),
-                backend: Some(Backend::Gpu),
-            };
-            let mut plan = Plan::<f64>::with_method(&FastLoad, &a, &opts).unwrap();
-            let (g, l, x, y) = plan.device_parts().unwrap();
-            let mut line = format!("fastload {spec} {v:?}:");
-            for beta in [1.0, 0.0, 0.5] {
-                let t = time_stream(g, &cfg, || l.run(g, 1.0, x, beta, y)).unwrap();
-                line += &format!(" β={beta}: {:.1} µs", t.median_us);
-            }
-            eprintln!("{line}");
+    let configs: &[(&str, &[&str])] = &[
+        ("fastload", &[]),
+        ("fastload", &["permute_x=kernel"]),
+        ("fastload", &["fuse=two"]),
+        ("fastload", &["permute_x=kernel", "fuse=two"]),
+        ("fastload", &["blocks_per_warp=1", "threads=64"]),
+        ("fastload", &["blocks_per_warp=16"]),
+        ("fastload", &["height=2"]),
+        ("fastload", &["height=8"]),
+        ("fastload", &["height=unlimited"]),
+        ("fastload-atomic", &[]),
+        ("csc", &[]),
+        ("cusparse-alg1", &[]),
+    ];
+    let short = ["fastload", "fastload-atomic", "csc", "cusparse-alg1"];
+    eprintln!("timing {name}: {}x{} nnz {}", a.nrows(), a.ncols(), a.nnz());
+    for (m, p) in configs {
+        if !all
+            && !(short.contains(m)
+                && (p.is_empty() || p == &["permute_x=kernel"] || p == &["height=unlimited"]))
+        {
+            continue;
         }
         let opts = PlanOptions {
-            params: Params::new(),
+            params: Params::parse(p.iter().copied()).unwrap(),
             backend: Some(Backend::Gpu),
         };
-        let mut plan = Plan::<f64>::with_method(&FastLoadAtomic, &a, &opts).unwrap();
+        let mut plan = match Plan::<f64>::new(m, a, &opts) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("  {m} {p:?}: {e}");
+                continue;
+            }
+        };
+        let prep = plan.prep_times().prepare.as_secs_f64();
         let (g, l, x, y) = plan.device_parts().unwrap();
-        let t = time_stream(g, &cfg, || l.run(g, 1.0, x, 0.0, y)).unwrap();
-        eprintln!("fastload-atomic {spec}: β=0: {:.1} µs", t.median_us);
+        let mut line = format!("  {m:<16} {:<40}", format!("{p:?}"));
+        for beta in [0.0, 1.0] {
+            match time_stream(g, &cfg, || l.run(g, 1.0, x, beta, y)) {
+                Ok(t) => line += &format!(" β={beta}: {:8.1} µs", t.median_us),
+                Err(e) => line += &format!(" β={beta}: {e}"),
+            }
+        }
+        if let Ok(t) = time_graph(g, &cfg, || l.run(g, 1.0, x, 0.0, y)) {
+            line += &format!(" graph β=0: {:8.1} µs", t.median_us);
+        }
+        line += &format!(" prep {prep:.3} s");
+        eprintln!("{line}");
     }
 }
 
