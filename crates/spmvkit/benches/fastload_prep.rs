@@ -3,7 +3,7 @@
 //! paper's height limit 1, warp 32) is run and each stage of `Layout::prep_stages` is printed.
 //!
 //! Run: `cargo bench -p spmvkit --bench fastload_prep`. Environment: `SPMVKIT_BENCH_SPECS`
-//! (comma-free list separated by `;`, default `kron:21;uniform:30000000,2;uniform:4000000,16`),
+//! (matrix specs separated by `;`, default `kron:21;uniform:30000000,2;uniform:4000000,16`),
 //! `SPMVKIT_BENCH_PARAMS` (extra `key=value` items separated by spaces, e.g. `height=unlimited`).
 
 use std::time::Instant;

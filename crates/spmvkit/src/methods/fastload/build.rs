@@ -1,18 +1,21 @@
 //! FastLoad preprocessing (§IV-B), in parallel and linear or n·log n in every step (the public
 //! code has O(n²) prefix sums):
 //!
-//! 1. `csr->csc`: the counting transpose of [`Csr::to_csc`] (rows stay ascending in a column);
+//! 1. `column counts`: the rows are cut into P chunks (P ≤ threads, bounded so that P·ncols
+//!    counters stay under 512 MiB); each chunk counts its entries per column in parallel, and a
+//!    scan over the chunks gives every chunk its starting depth in each column — the first half of
+//!    a parallel counting transpose (CSR→CSC);
 //! 2. `sort columns`: a stable sort of the columns by nnz, ascending — a parallel counting sort
 //!    on the counts (chunked histograms, a scan, a stable scatter), or rayon's stable merge sort
 //!    when the counts span too wide a range;
-//! 3. `sorted csc`: the column pointers in sorted order (the sorted CSC is read in place through
-//!    them, not copied: one pass over the nnz less);
-//! 4. `blocks`: layers of equal depth range from the distinct heights (one scan over the sorted
-//!    heights), blocks per layer in closed form, a scan for `blk_ptr`, then every block's
-//!    (ptr, column, length) in parallel;
-//! 5. `zigzag fill`: `row_idx`/`vals` written block by block, round by round, in parallel;
-//! 6. `classify`: each block's add format from its rounds' runs of equal rows, in parallel.
-
+//! 3. `blocks`: layers of equal depth range from the distinct heights of the sorted columns (one
+//!    scan), blocks per layer in closed form, then every block's (ptr, column, length) in parallel;
+//! 4. `scatter`: the second half of the transpose, fused with the sorted CSC and the zigzag: each
+//!    chunk walks its rows, and the entry of column c at depth d (its rank in the column in row
+//!    order, as in CSC) goes straight to its place in the layout, layer(d).elem0 + chunk·warp·
+//!    thickness + (d − layer depth0)·blk_length + lane. The CSC and the sorted CSC are never
+//!    materialised: one write of the nnz instead of three;
+//! 5. `classify`: each block's add format from its rounds' runs of equal rows, in parallel.
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -48,23 +51,89 @@ pub(super) fn build<T: Scalar>(csr: &Csr<T>, opts: FastLoadOptions) -> Result<Fa
     let mut stages = Vec::new();
 
     let t = Instant::now();
-    let csc = csr.to_csc();
-    stages.push(("csr->csc", t.elapsed()));
+    let (rp, ci, cv) = (csr.row_ptr(), csr.col_idx(), csr.vals());
+    let nparts = rayon::current_num_threads()
+        .min((512 << 20) / (4 * ncols.max(1)))
+        .clamp(1, 64)
+        .min(nrows.max(1));
+    // Row chunks of about equal nnz.
+    let bounds: Vec<usize> = (0..=nparts)
+        .map(|p| {
+            rp.partition_point(|&v| (v as usize) < nnz * p / nparts)
+                .min(nrows)
+        })
+        .map(|r| r.min(nrows))
+        .collect();
+    let mut bounds = bounds;
+    bounds[0] = 0;
+    bounds[nparts] = nrows;
+    let mut offs: Vec<Vec<u32>> = (0..nparts)
+        .into_par_iter()
+        .map(|p| {
+            let mut h = vec![0u32; ncols];
+            for &c in &ci[rp[bounds[p]] as usize..rp[bounds[p + 1]] as usize] {
+                h[c as usize] += 1;
+            }
+            h
+        })
+        .collect();
+    // offs[p][c] = depth in column c of chunk p's first entry; counts[c] = column length.
+    let mut counts = vec![0u32; ncols];
+    {
+        let mut chunks: Vec<&mut [u32]> = offs.iter_mut().map(|v| v.as_mut_slice()).collect();
+        let cols_per = ncols.div_ceil(rayon::current_num_threads() * 4).max(4096);
+        let mut per_range: Vec<Vec<&mut [u32]>> = Vec::new();
+        let mut rest = chunks.drain(..).collect::<Vec<_>>();
+        let mut cnt_rest = counts.as_mut_slice();
+        let mut cnt_parts = Vec::new();
+        let mut start = 0;
+        while start < ncols {
+            let n = cols_per.min(ncols - start);
+            let mut here = Vec::with_capacity(nparts);
+            let mut next = Vec::with_capacity(nparts);
+            for s in rest {
+                let (a, b) = s.split_at_mut(n);
+                here.push(a);
+                next.push(b);
+            }
+            rest = next;
+            let (a, b) = std::mem::take(&mut cnt_rest).split_at_mut(n);
+            cnt_parts.push(a);
+            cnt_rest = b;
+            per_range.push(here);
+            start += n;
+        }
+        per_range
+            .into_par_iter()
+            .zip(cnt_parts)
+            .for_each(|(mut hs, cnt)| {
+                for (j, out) in cnt.iter_mut().enumerate() {
+                    let mut acc = 0u32;
+                    for h in hs.iter_mut() {
+                        let v = h[j];
+                        h[j] = acc;
+                        acc += v;
+                    }
+                    *out = acc;
+                }
+            });
+    }
+    stages.push(("column counts", t.elapsed()));
 
     let t = Instant::now();
-    let cp = csc.col_ptr();
-    let counts: Vec<u32> = cp.par_windows(2).map(|w| w[1] - w[0]).collect();
     let perm = stable_sort_by_count(&counts);
-    stages.push(("sort columns", t.elapsed()));
-
-    let t = Instant::now();
-    // Sorted CSC: column j' starts at sorted_ptr[j'] in the CSC arrays and has heights[j'] rows.
-    let (sorted_ptr, heights): (Vec<u32>, Vec<u32>) = perm
-        .par_iter()
-        .map(|&c| (cp[c as usize], counts[c as usize]))
-        .unzip();
+    let mut inv = vec![0 as Idx; ncols];
+    {
+        let out = SyncPtr(inv.as_mut_ptr());
+        perm.par_iter().enumerate().for_each(|(j, &c)| {
+            let out = &out;
+            // SAFETY: perm is a permutation of 0..ncols, so each slot is written once.
+            unsafe { *out.0.add(c as usize) = j as Idx };
+        });
+    }
+    let heights: Vec<u32> = perm.par_iter().map(|&c| counts[c as usize]).collect();
     drop(counts);
-    stages.push(("sorted csc", t.elapsed()));
+    stages.push(("sort columns", t.elapsed()));
 
     let t = Instant::now();
     let w = opts.warp as usize;
@@ -88,18 +157,17 @@ pub(super) fn build<T: Scalar>(csr: &Csr<T>, opts: FastLoadOptions) -> Result<Fa
         }
     }
     debug_assert_eq!(nel, nnz);
+    drop(heights);
     let mut blk_ptr = vec![0 as Idx; nblk + 1];
     blk_ptr[nblk] = nnz as Idx;
     let mut blk_col = vec![0 as Idx; nblk];
     let mut blk_info = vec![0u8; nblk];
-    let mut blk_depth = vec![0u32; nblk];
     blk_ptr[..nblk]
         .par_chunks_mut(BLOCK_CHUNK)
         .zip(blk_col.par_chunks_mut(BLOCK_CHUNK))
         .zip(blk_info.par_chunks_mut(BLOCK_CHUNK))
-        .zip(blk_depth.par_chunks_mut(BLOCK_CHUNK))
         .enumerate()
-        .for_each(|(ci, (((ptr, col), info), depth))| {
+        .for_each(|(ci, ((ptr, col), info))| {
             let b0 = ci * BLOCK_CHUNK;
             let mut k = layers.partition_point(|l| l.blk0 <= b0) - 1;
             for (i, b) in (b0..b0 + ptr.len()).enumerate() {
@@ -116,57 +184,50 @@ pub(super) fn build<T: Scalar>(csr: &Csr<T>, opts: FastLoadOptions) -> Result<Fa
                 ptr[i] = (l.elem0 + chunk * w * l.thick as usize + r0 as usize * len) as Idx;
                 col[i] = c0 as Idx;
                 info[i] = len as u8;
-                depth[i] = l.depth0 + r0;
             }
         });
     stages.push(("blocks", t.elapsed()));
 
     let t = Instant::now();
+    // Layer of every depth (depth d lies in the layer k with depth0 ≤ d < depth0 + thick).
+    let max_h = layers.last().map_or(0, |l| (l.depth0 + l.thick) as usize);
+    let mut layer_of = vec![0u32; max_h];
+    for (k, l) in layers.iter().enumerate() {
+        layer_of[l.depth0 as usize..(l.depth0 + l.thick) as usize].fill(k as u32);
+    }
     let mut row_idx = vec![0 as Idx; nnz];
     let mut vals = vec![T::zero(); nnz];
     {
-        let nchunks = nblk.div_ceil(BLOCK_CHUNK);
-        let mut rs: Vec<&mut [Idx]> = Vec::with_capacity(nchunks);
-        let mut vs: Vec<&mut [T]> = Vec::with_capacity(nchunks);
-        let (mut rrest, mut vrest) = (row_idx.as_mut_slice(), vals.as_mut_slice());
-        for ci in 0..nchunks {
-            let (a, b) = (ci * BLOCK_CHUNK, ((ci + 1) * BLOCK_CHUNK).min(nblk));
-            let n = (blk_ptr[b] - blk_ptr[a]) as usize;
-            let (r, rr) = std::mem::take(&mut rrest).split_at_mut(n);
-            let (v, vr) = std::mem::take(&mut vrest).split_at_mut(n);
-            rs.push(r);
-            vs.push(v);
-            rrest = rr;
-            vrest = vr;
-        }
-        let (ri, cv) = (csc.row_idx(), csc.vals());
-        rs.into_par_iter()
-            .zip(vs)
-            .enumerate()
-            .for_each(|(ci, (rout, vout))| {
-                let a = ci * BLOCK_CHUNK;
-                let b = ((ci + 1) * BLOCK_CHUNK).min(nblk);
-                let base = blk_ptr[a] as usize;
-                for blk in a..b {
-                    let len = (blk_info[blk] & 63) as usize;
-                    let (p, e) = (blk_ptr[blk] as usize, blk_ptr[blk + 1] as usize);
-                    let c0 = blk_col[blk] as usize;
-                    let cols = &sorted_ptr[c0..c0 + len];
-                    for (r, o) in (p..e).step_by(len).enumerate() {
-                        let d = blk_depth[blk] + r as u32;
-                        let out = o - base;
-                        for (lane, &sp) in cols.iter().enumerate() {
-                            let src = (sp + d) as usize;
-                            rout[out + lane] = ri[src];
-                            vout[out + lane] = cv[src];
-                        }
+        let (ro, vo) = (SyncPtr(row_idx.as_mut_ptr()), SyncPtrT(vals.as_mut_ptr()));
+        offs.par_iter_mut().enumerate().for_each(|(p, off)| {
+            let (ro, vo) = (&ro, &vo);
+            for i in bounds[p]..bounds[p + 1] {
+                for k in rp[i] as usize..rp[i + 1] as usize {
+                    let c = ci[k] as usize;
+                    let d = off[c];
+                    off[c] = d + 1;
+                    let j = inv[c] as usize;
+                    let l = &layers[layer_of[d as usize] as usize];
+                    let rel = j - l.col0;
+                    let (chunk, lane) = (rel / w, rel % w);
+                    let len = w.min(ncols - l.col0 - chunk * w);
+                    let pos = l.elem0
+                        + chunk * w * l.thick as usize
+                        + (d - l.depth0) as usize * len
+                        + lane;
+                    // SAFETY: (column, depth) pairs are distinct and map one to one onto 0..nnz
+                    // (each layer's rectangle is laid out chunk by chunk, round by round), so
+                    // every position is written exactly once.
+                    unsafe {
+                        *ro.0.add(pos) = i as Idx;
+                        *vo.0.add(pos) = cv[k];
                     }
                 }
-            });
+            }
+        });
     }
-    drop(blk_depth);
-    drop(csc);
-    stages.push(("zigzag fill", t.elapsed()));
+    drop(offs);
+    stages.push(("scatter (zigzag)", t.elapsed()));
 
     let t = Instant::now();
     if opts.optimised {
@@ -274,3 +335,7 @@ fn stable_sort_by_count(counts: &[u32]) -> Vec<Idx> {
 struct SyncPtr(*mut Idx);
 // SAFETY: used only for disjoint writes (each destination written once).
 unsafe impl Sync for SyncPtr {}
+
+struct SyncPtrT<T>(*mut T);
+// SAFETY: used only for disjoint writes (each destination written once); T is a plain scalar.
+unsafe impl<T: Send> Sync for SyncPtrT<T> {}

@@ -218,6 +218,23 @@ fn layout_invariants() {
                 }
             }
             assert!(seen.iter().all(|&s| s == 1), "{name} height {hp}");
+            // In storage order each sorted column's entries come depth by depth: exactly the
+            // column's CSC rows, ascending, with their values.
+            let mut got: Vec<Vec<(Idx, f64)>> = vec![Vec::new(); a.ncols()];
+            for b in 0..l.nblocks() {
+                let len = l.blk_length(b) as usize;
+                let (p, e) = (l.blk_ptr()[b] as usize, l.blk_ptr()[b + 1] as usize);
+                for k in p..e {
+                    let j = l.blk_col_idx()[b] as usize + (k - p) % len;
+                    got[j].push((l.row_idx()[k], l.vals()[k]));
+                }
+            }
+            for (j, g) in got.iter().enumerate() {
+                let (rows, vals) = csc.col(l.perm()[j] as usize);
+                let want: Vec<(Idx, f64)> =
+                    rows.iter().copied().zip(vals.iter().copied()).collect();
+                assert_eq!(g, &want, "{name} height {hp} sorted column {j}");
+            }
             // Heights of sorted columns ascend (stable sort by nnz).
             let h: Vec<usize> = l.perm().iter().map(|&c| csc.col_len(c as usize)).collect();
             assert!(h.windows(2).all(|w| w[0] <= w[1]), "{name}");
@@ -299,7 +316,7 @@ fn footprint_and_info() {
     );
     assert!(!FastLoad.info().deterministic && !FastLoadAtomic.info().deterministic);
     assert!(l.notes().iter().any(|(k, _)| k.contains("CSR bytes")));
-    assert_eq!(l.prep_stages().len(), 6);
+    assert_eq!(l.prep_stages().len(), 5);
     assert_repeatable(&a, &l);
 }
 
