@@ -11,6 +11,21 @@ use std::time::Instant;
 use spmvkit::methods::{find, Params, PrepareFor};
 use spmvkit::{gen, Csr};
 
+/// CPU seconds used by this process so far (user + system, from /proc/self/stat; 0 elsewhere):
+/// on a loaded machine, wall time alone says little.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    let Some(rest) = stat.rsplit(')').next() else {
+        return 0.0;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // Fields 14 and 15 of stat (utime, stime) are 12 and 13 after the ')'; 100 ticks a second.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn main() {
     let specs = std::env::var("SPMVKIT_BENCH_SPECS")
         .unwrap_or_else(|_| "kron:21;uniform:30000000,2;uniform:4000000,16".into());
@@ -43,7 +58,7 @@ fn main() {
             }
         };
         let gen_s = t.elapsed().as_secs_f64();
-        let t = Instant::now();
+        let (t, c0) = (Instant::now(), cpu_seconds());
         let l = match f64::prepare_with(method, &a, &params) {
             Ok(l) => l,
             Err(e) => {
@@ -52,8 +67,9 @@ fn main() {
             }
         };
         let total = t.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - c0;
         println!(
-            "{spec}: {} x {}, nnz {} (generated in {gen_s:.2} s); prepare {total:.3} s = {:.1} ns/nnz",
+            "{spec}: {} x {}, nnz {} (generated in {gen_s:.2} s); prepare {total:.3} s wall = {:.1} ns/nnz, {cpu:.2} CPU s",
             a.nrows(),
             a.ncols(),
             a.nnz(),

@@ -143,69 +143,100 @@ impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
         if self.nrows == 0 {
             return Ok(());
         }
-        let scale = beta != T::one();
-        let gather = self.gather && self.nblocks > 0;
-        let pro = scale || gather;
-        let mut flags = 0;
-        if gather {
-            flags |= FL_GATHER;
+        let launches = plan_launches(
+            &PlanInput {
+                nrows: self.nrows,
+                ncols: self.ncols,
+                nblocks: self.nblocks,
+                threads: self.threads,
+                bpw: self.bpw,
+                gather: self.gather,
+                fuse_one: self.fuse_one,
+                optimised: self.optimised,
+                sm_count: self.sm_count,
+            },
+            beta != T::one(),
+        )?;
+        for l in launches {
+            self.launch(gpu, l.grid, l.npro, l.flags, alpha, x, beta, y)?;
         }
-        if scale {
-            flags |= FL_SCALE;
-        }
-        if self.optimised {
-            flags |= FL_OPT;
-        }
-        let per_cta = self.threads as usize * 4;
-        let pro_work = if scale { self.nrows } else { 0 }.max(if gather { self.ncols } else { 0 });
-        let npro = pro_work.div_ceil(per_cta).clamp(1, self.sm_count * 2);
-        let warps = (self.threads / 32) as usize * self.bpw as usize;
-        let main = self.nblocks.div_ceil(warps);
-        if main + npro > i32::MAX as usize {
-            return Err(Error::InvalidArgument(
-                "fastload: too many blocks for one grid".into(),
-            ));
-        }
-        match (pro, main > 0) {
-            (false, false) => Ok(()),
-            (false, true) => self.launch(gpu, main as u32, 0, flags | FL_MAIN, alpha, x, beta, y),
-            (true, false) => self.launch(
-                gpu,
-                npro as u32,
-                npro as i32,
-                flags | FL_PRO,
-                alpha,
-                x,
-                beta,
-                y,
-            ),
-            (true, true) if self.fuse_one => self.launch(
-                gpu,
-                (npro + main) as u32,
-                npro as i32,
-                flags | FL_PRO | FL_MAIN,
-                alpha,
-                x,
-                beta,
-                y,
-            ),
-            (true, true) => {
-                self.launch(
-                    gpu,
-                    npro as u32,
-                    npro as i32,
-                    flags | FL_PRO,
-                    alpha,
-                    x,
-                    beta,
-                    y,
-                )?;
-                self.launch(gpu, main as u32, 0, flags | FL_MAIN, alpha, x, beta, y)
-            }
-        }
+        Ok(())
     }
 
     fn footprint_bytes(&self) -> usize {
         self.bytes
     }
+}
+
+/// What `run` needs to know to plan its launches.
+pub(super) struct PlanInput {
+    pub nrows: usize,
+    pub ncols: usize,
+    pub nblocks: usize,
+    pub threads: u32,
+    pub bpw: u32,
+    pub gather: bool,
+    pub fuse_one: bool,
+    pub optimised: bool,
+    pub sm_count: usize,
+}
+
+/// One launch of `fastload_spmv`: grid size, prologue CTAs and flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Launch {
+    pub grid: u32,
+    pub npro: i32,
+    pub flags: i32,
+}
+
+/// The launches of one call (`scale`: β ≠ 1): none, the blocks alone, the prologue alone, both
+/// fused in one grid, or the prologue and then the blocks. Prologue CTAs grid-stride over y and x
+/// with about 4 items per thread, at most 2 per SM.
+pub(super) fn plan_launches(p: &PlanInput, scale: bool) -> Result<Vec<Launch>> {
+    if p.nrows == 0 {
+        return Ok(Vec::new());
+    }
+    let gather = p.gather && p.nblocks > 0;
+    let pro = scale || gather;
+    let mut flags = 0;
+    if gather {
+        flags |= FL_GATHER;
+    }
+    if scale {
+        flags |= FL_SCALE;
+    }
+    if p.optimised {
+        flags |= FL_OPT;
+    }
+    let per_cta = p.threads as usize * 4;
+    let pro_work = if scale { p.nrows } else { 0 }.max(if gather { p.ncols } else { 0 });
+    let npro = pro_work.div_ceil(per_cta).clamp(1, p.sm_count * 2);
+    let warps = (p.threads / 32) as usize * p.bpw as usize;
+    let main = p.nblocks.div_ceil(warps);
+    if main + npro > i32::MAX as usize {
+        return Err(Error::InvalidArgument(
+            "fastload: too many blocks for one grid".into(),
+        ));
+    }
+    let blocks = Launch {
+        grid: main as u32,
+        npro: 0,
+        flags: flags | FL_MAIN,
+    };
+    let prologue = Launch {
+        grid: npro as u32,
+        npro: npro as i32,
+        flags: flags | FL_PRO,
+    };
+    Ok(match (pro, main > 0) {
+        (false, false) => vec![],
+        (false, true) => vec![blocks],
+        (true, false) => vec![prologue],
+        (true, true) if p.fuse_one => vec![Launch {
+            grid: (npro + main) as u32,
+            npro: npro as i32,
+            flags: flags | FL_PRO | FL_MAIN,
+        }],
+        (true, true) => vec![prologue, blocks],
+    })
 }
