@@ -57,14 +57,12 @@ pub(super) fn build<T: Scalar>(csr: &Csr<T>, opts: FastLoadOptions) -> Result<Fa
         .clamp(1, 64)
         .min(nrows.max(1));
     // Row chunks of about equal nnz.
-    let bounds: Vec<usize> = (0..=nparts)
+    let mut bounds: Vec<usize> = (0..=nparts)
         .map(|p| {
             rp.partition_point(|&v| (v as usize) < nnz * p / nparts)
                 .min(nrows)
         })
-        .map(|r| r.min(nrows))
         .collect();
-    let mut bounds = bounds;
     bounds[0] = 0;
     bounds[nparts] = nrows;
     let mut offs: Vec<Vec<u32>> = (0..nparts)
@@ -80,10 +78,9 @@ pub(super) fn build<T: Scalar>(csr: &Csr<T>, opts: FastLoadOptions) -> Result<Fa
     // offs[p][c] = depth in column c of chunk p's first entry; counts[c] = column length.
     let mut counts = vec![0u32; ncols];
     {
-        let mut chunks: Vec<&mut [u32]> = offs.iter_mut().map(|v| v.as_mut_slice()).collect();
+        let mut rest: Vec<&mut [u32]> = offs.iter_mut().map(|v| v.as_mut_slice()).collect();
         let cols_per = ncols.div_ceil(rayon::current_num_threads() * 4).max(4096);
         let mut per_range: Vec<Vec<&mut [u32]>> = Vec::new();
-        let mut rest = chunks.drain(..).collect::<Vec<_>>();
         let mut cnt_rest = counts.as_mut_slice();
         let mut cnt_parts = Vec::new();
         let mut start = 0;
