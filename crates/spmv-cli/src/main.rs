@@ -1,1 +1,63 @@
-fn main() {}
+//! `spmv`: inspect, generate, run and benchmark sparse matrix–vector products.
+//!
+//! The CLI parses arguments and prints; every algorithm lives in the `spmvkit` library.
+
+mod cmd_bench;
+mod cmd_gen;
+mod cmd_info;
+mod cmd_methods;
+mod cmd_report;
+mod cmd_run;
+mod input;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Sparse matrix–vector multiplication (y = αAx + βy) on NVIDIA GPUs, with a CPU fallback.
+///
+/// MATRIX arguments are a Matrix Market file (.mtx, .mtx.gz), a spmvkit cache (.spmvkit), or a
+/// GEN-SPEC naming a generated matrix, such as `poisson3d:64`, `kron:18` or `uniform:100000,16`
+/// (`spmv gen --help` lists the kinds). Without a GPU, everything runs on the CPU with a note.
+#[derive(Parser)]
+#[command(name = "spmv", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Examples:
+  spmv bench --suite quick                   benchmark every method on small generated matrices
+  spmv info poisson3d:32                     statistics of a generated 3D Poisson matrix
+  spmv gen kron 16 -o kron16.mtx             write a Graph500 Kronecker graph (2^16 vertices)
+  spmv methods                               list the SpMV methods
+  spmv run poisson3d:64 --method csr         run, check against the oracle and time one method
+  spmv run matrix.mtx.gz --method csr --precision f32 --json")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Bench(cmd_bench::BenchArgs),
+    Info(cmd_info::InfoArgs),
+    Gen(cmd_gen::GenArgs),
+    Methods(cmd_methods::MethodsArgs),
+    Run(cmd_run::RunArgs),
+    Report(cmd_report::ReportArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(a) => cmd_bench::run(a),
+        Command::Info(a) => cmd_info::run(a),
+        Command::Gen(a) => cmd_gen::run(a),
+        Command::Methods(a) => cmd_methods::run(a),
+        Command::Run(a) => cmd_run::run(a),
+        Command::Report(a) => cmd_report::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -103,6 +103,10 @@ pub enum Error {
     /// A result that disagrees with the oracle.
     #[error("wrong result: {0}")]
     Verification(String),
+
+    /// Writing a benchmark report (summary, CSV or plots) failed.
+    #[error("report: {0}")]
+    Report(String),
 }
 
 impl Error {

@@ -11,6 +11,9 @@ fn path(name: &str) -> PathBuf {
 }
 
 fn dense<T: Scalar>(a: &Csr<T>) -> Vec<Vec<f64>> {
+    if a.nrows() == 0 {
+        return Vec::new();
+    }
     let mut d = vec![vec![0.0; a.ncols()]; a.nrows()];
     for (i, row) in d.iter_mut().enumerate() {
         let (c, v) = a.row(i);
@@ -143,6 +146,8 @@ fn cases() -> Vec<(&'static str, Vec<Vec<f64>>, usize)> {
         ),
         ("empty_matrix.mtx", vec![], 0),
         ("no_entries.mtx", vec![vec![0.0; 5]; 2], 0),
+        // Fuzzing regression: a 0 x (2^31-1) array once looped over its 2^31-1 empty columns.
+        ("array_zero_rows_max_columns.mtx", vec![], 0),
         (
             "no_final_newline.mtx",
             vec![vec![0.0, 0.0], vec![3.5, 0.0]],

@@ -5,14 +5,22 @@
 //! timing protocol of [`crate::gpu::timing`] is used (CUDA events around N calls on one stream,
 //! and the same N calls replayed from a CUDA graph), and the record carries both figures.
 
+pub mod harness;
+pub mod plots;
 mod record;
+pub mod report;
+mod run;
+pub mod suites;
 
 pub use record::{byte_model, RunRecord, Timing};
+pub use report::{load_runs, write_report, write_report_with, ReportFiles, ReportOptions};
+pub use run::{BenchRun, MachineInfo, MatrixResult, MethodResult, Status};
 
 use std::time::Instant;
 
-use crate::cpu::{check, oracle_spmv};
+use crate::cpu::{check, oracle_spmv_par, Reference};
 use crate::error::Result;
+use crate::gpu::{time_graph, time_stream, TimingConfig};
 use crate::matrix::Csr;
 use crate::methods::{find, Backend, Plan, PlanOptions, PrepareFor};
 use crate::scalar::Scalar;
@@ -59,18 +67,57 @@ pub fn test_vector<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
         .collect()
 }
 
+/// The inputs of a measurement and the oracle's answer, computed once per matrix and precision
+/// and shared by every method.
+pub struct Problem<T> {
+    pub alpha: T,
+    pub beta: T,
+    pub x: Vec<T>,
+    pub y0: Vec<T>,
+    pub reference: Reference,
+}
+
+impl<T: Scalar> Problem<T> {
+    /// Deterministic x and y0 in [-1, 1] and the oracle's y = αAx + βy0.
+    pub fn new(a: &Csr<T>, alpha: f64, beta: f64) -> Result<Self> {
+        let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+        let x = test_vector::<T>(a.ncols(), 1);
+        let y0 = test_vector::<T>(a.nrows(), 2);
+        let reference = oracle_spmv_par(a, alpha, &x, beta, &y0)?;
+        Ok(Problem {
+            alpha,
+            beta,
+            x,
+            y0,
+            reference,
+        })
+    }
+}
+
 /// Prepares `method` on `a`, checks one call against the oracle, then times repeated calls.
-pub fn measure<T: PrepareFor>(a: &Csr<T>, method: &str, opts: &MeasureOptions) -> Result<RunRecord> {
+pub fn measure<T: PrepareFor>(
+    a: &Csr<T>,
+    method: &str,
+    opts: &MeasureOptions,
+) -> Result<RunRecord> {
+    let problem = Problem::new(a, opts.alpha, opts.beta)?;
+    measure_problem(a, method, opts, &problem)
+}
+
+/// [`measure`] with the oracle's answer already computed.
+pub fn measure_problem<T: PrepareFor>(
+    a: &Csr<T>,
+    method: &str,
+    opts: &MeasureOptions,
+    problem: &Problem<T>,
+) -> Result<RunRecord> {
     let m = find(method)?;
     let info = m.info();
     let mut plan = Plan::with_method(m, a, &opts.plan)?;
-    let (alpha, beta) = (T::from_f64(opts.alpha), T::from_f64(opts.beta));
-    let x = test_vector::<T>(a.ncols(), 1);
-    let y0 = test_vector::<T>(a.nrows(), 2);
-    let reference = oracle_spmv(a, alpha, &x, beta, &y0)?;
-    let mut y = y0.clone();
-    plan.apply(alpha, &x, beta, &mut y)?;
-    let checked = check(&reference, &y);
+    let (alpha, beta, x) = (problem.alpha, problem.beta, &problem.x);
+    let mut y = problem.y0.clone();
+    plan.apply(alpha, x, beta, &mut y)?;
+    let checked = check(&problem.reference, &y);
 
     let mut rec = RunRecord::new::<T>(a, &info, plan.backend(), plan.prep_times());
     rec.max_rel_err = checked.max_rel_err;
@@ -79,21 +126,27 @@ pub fn measure<T: PrepareFor>(a: &Csr<T>, method: &str, opts: &MeasureOptions) -
     rec.footprint_bytes = plan.layout().footprint_bytes();
     rec.device = match plan.backend() {
         Backend::Cpu => format!("CPU ({} threads)", rayon::current_num_threads()),
-        Backend::Gpu => crate::gpu::Gpu::get().map(|g| g.name().to_string()).unwrap_or_default(),
+        Backend::Gpu => crate::gpu::Gpu::get()
+            .map(|g| g.name().to_string())
+            .unwrap_or_default(),
     };
-    rec.prep_stages_ms =
-        plan.layout().prep_stages().into_iter().map(|(k, d)| (k.to_string(), d.as_secs_f64() * 1e3)).collect();
+    rec.prep_stages_ms = plan
+        .layout()
+        .prep_stages()
+        .into_iter()
+        .map(|(k, d)| (k.to_string(), d.as_secs_f64() * 1e3))
+        .collect();
     rec.fallback_note = plan.fallback_note().map(str::to_string);
     match plan.backend() {
         Backend::Cpu => {
             for _ in 0..opts.warmup {
-                plan.apply(alpha, &x, beta, &mut y)?;
+                plan.apply(alpha, x, beta, &mut y)?;
             }
             let mut samples = Vec::with_capacity(opts.samples.max(1));
             for _ in 0..opts.samples.max(1) {
                 let t = Instant::now();
                 for _ in 0..opts.reps.max(1) {
-                    plan.apply(alpha, &x, beta, &mut y)?;
+                    plan.apply(alpha, x, beta, &mut y)?;
                 }
                 samples.push(t.elapsed().as_secs_f64() * 1e6 / opts.reps.max(1) as f64);
             }
@@ -111,6 +164,22 @@ fn gpu_timing<T: PrepareFor>(
     opts: &MeasureOptions,
     rec: &mut RunRecord,
 ) -> Result<()> {
-    let _ = (plan, alpha, beta, opts, rec);
-    Err(crate::Error::GpuUnavailable("GPU timing is not wired yet".into()))
+    let Some((gpu, layout, x, y)) = plan.device_parts() else {
+        return Ok(());
+    };
+    let gpu = gpu.clone();
+    let cfg = TimingConfig {
+        warmup: opts.warmup,
+        calls: opts.reps.max(1),
+        samples: opts.samples.max(1),
+    };
+    let stream = time_stream(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y))?;
+    rec.set_stream_timing(Timing::from_samples(stream.samples_us));
+    match time_graph(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y)) {
+        Ok(g) => rec.graph_time = Some(Timing::from_samples(g.samples_us)),
+        Err(e) => rec
+            .notes
+            .push(("graph timing".into(), format!("unavailable: {e}"))),
+    }
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! One measured (matrix, method, precision) record, with the derived figures: GFLOP/s (2·nnz/t)
 //! and effective GB/s from the byte model.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::matrix::Csr;
 use crate::methods::{Backend, MethodInfo, PrepTimes};
@@ -15,7 +15,7 @@ pub fn byte_model(nrows: usize, ncols: usize, nnz: usize, value_bytes: usize) ->
 }
 
 /// Per-call time statistics over samples, in µs.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Timing {
     pub median_us: f64,
     pub min_us: f64,
@@ -33,13 +33,22 @@ impl Timing {
         let mut sorted = samples.clone();
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len();
-        let median = if n % 2 == 1 { sorted[n / 2] } else { 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]) };
-        Timing { median_us: median, min_us: sorted[0], max_us: sorted[n - 1], samples_us: samples }
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
+        };
+        Timing {
+            median_us: median,
+            min_us: sorted[0],
+            max_us: sorted[n - 1],
+            samples_us: samples,
+        }
     }
 }
 
 /// The record of one measurement.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
     pub method: String,
     pub precision: Precision,
@@ -69,7 +78,12 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    pub(crate) fn new<T: Scalar>(a: &Csr<T>, info: &MethodInfo, backend: Backend, prep: PrepTimes) -> Self {
+    pub(crate) fn new<T: Scalar>(
+        a: &Csr<T>,
+        info: &MethodInfo,
+        backend: Backend,
+        prep: PrepTimes,
+    ) -> Self {
         RunRecord {
             method: info.name.to_string(),
             precision: T::PRECISION,
@@ -113,14 +127,23 @@ mod tests {
     #[test]
     fn byte_model_matches_notes_formula_for_f64() {
         // methods.md §0: 12·nnz + 4·(rows+1) + 8·cols + 8·rows
-        assert_eq!(byte_model(10, 20, 100, 8), 12 * 100 + 4 * 11 + 8 * 20 + 8 * 10);
-        assert_eq!(byte_model(10, 20, 100, 4), 8 * 100 + 4 * 11 + 4 * 20 + 4 * 10);
+        assert_eq!(
+            byte_model(10, 20, 100, 8),
+            12 * 100 + 4 * 11 + 8 * 20 + 8 * 10
+        );
+        assert_eq!(
+            byte_model(10, 20, 100, 4),
+            8 * 100 + 4 * 11 + 4 * 20 + 4 * 10
+        );
     }
 
     #[test]
     fn median_of_even_and_odd_samples() {
         assert_eq!(Timing::from_samples(vec![3.0, 1.0, 2.0]).median_us, 2.0);
-        assert_eq!(Timing::from_samples(vec![4.0, 1.0, 2.0, 3.0]).median_us, 2.5);
+        assert_eq!(
+            Timing::from_samples(vec![4.0, 1.0, 2.0, 3.0]).median_us,
+            2.5
+        );
         assert_eq!(Timing::from_samples(vec![]).median_us, 0.0);
     }
 }

@@ -4,11 +4,11 @@
 //! random stream each), bucketed by row with atomic counters, sorted per row (which makes the
 //! result independent of scheduling) and merged: duplicate edges are summed.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::build::{build_rows, chunk_rows, lengths_to_ptr};
+use super::build::{build_rows, chunk_rows};
 use super::rng::{mix64, value_from_bits, Purpose, Rng};
 use crate::error::Result;
 use crate::matrix::Csr;
@@ -75,13 +75,17 @@ impl Scramble {
     }
 }
 
-/// Calls `f(u, v)` for every edge of chunk `c`, labels scrambled.
-#[inline]
-fn chunk_edges(o: &KronOptions, perm: &Scramble, c: u64, mut f: impl FnMut(u32, u32)) {
-    let m = o.edge_factor << o.scale;
-    let count = (m - c * EDGE_CHUNK).min(EDGE_CHUNK);
+/// Marks an edge dropped (a self-loop when loops are off).
+const NO_EDGE: u64 = u64::MAX;
+/// log2 of the most row buckets of the partition pass.
+const BUCKET_BITS: u32 = 10;
+
+/// Writes the edges of chunk `c` into `out` as `(u << 32) | v`, labels scrambled, and returns
+/// how many stored entries fall into each row bucket (`row >> shift`).
+fn chunk_edges(o: &KronOptions, perm: &Scramble, c: u64, out: &mut [u64], shift: u32) -> Vec<u32> {
+    let mut hist = vec![0u32; 1 << (o.scale - shift)];
     let mut rng = Rng::stream(o.seed, Purpose::Edges, c);
-    for _ in 0..count {
+    for e in out.iter_mut() {
         let (mut u, mut v) = (0u64, 0u64);
         let mut bits = 0u64;
         for level in 0..o.scale {
@@ -90,89 +94,137 @@ fn chunk_edges(o: &KronOptions, perm: &Scramble, c: u64, mut f: impl FnMut(u32, 
             }
             let r = bits & 0xFFFF_FFFF;
             bits >>= 32;
-            let (i, j) = if r < T_A {
-                (0, 0)
-            } else if r < T_AB {
-                (0, 1)
-            } else if r < T_ABC {
-                (1, 0)
-            } else {
-                (1, 1)
-            };
+            // Quadrant (0,0) below a, (0,1) below a+b, (1,0) below a+b+c, else (1,1).
+            let i = (r >= T_AB) as u64;
+            let j = ((T_A..T_AB).contains(&r) | (r >= T_ABC)) as u64;
             u = (u << 1) | i;
             v = (v << 1) | j;
         }
-        let (u, v) = (perm.apply(u) as u32, perm.apply(v) as u32);
+        let (u, v) = (perm.apply(u), perm.apply(v));
         if o.loops || u != v {
-            f(u, v);
+            *e = (u << 32) | v;
+            hist[(u >> shift) as usize] += 1;
+            if o.symmetric && u != v {
+                hist[(v >> shift) as usize] += 1;
+            }
+        } else {
+            *e = NO_EDGE;
         }
     }
+    hist
 }
 
 /// Generates the Kronecker matrix; the caller has checked 2^scale and EF·2^scale (doubled when
 /// symmetric) against the index limit.
+///
+/// Edges are generated per chunk with a histogram over 2^10 row buckets; a scatter pass writes
+/// each chunk's entries to its own reserved range of each bucket (plain stores, no atomic
+/// read-modify-write); each bucket, small enough for the cache, is then counting-sorted by row
+/// into the final row order, and each row sorted by column and its duplicates counted.
 pub(crate) fn kron<T: Scalar>(o: KronOptions) -> Result<Csr<T>> {
     let n = 1usize << o.scale;
-    let m = o.edge_factor << o.scale;
-    let nchunks = m.div_ceil(EDGE_CHUNK);
+    let m = (o.edge_factor as usize) << o.scale;
     let perm = Scramble::new(o.scale, o.seed);
-    let both = |u: u32, v: u32| o.symmetric && u != v;
+    let bbits = o.scale.min(BUCKET_BITS);
+    let shift = o.scale - bbits;
+    let (nbuckets, bucket_rows) = (1usize << bbits, 1usize << shift);
 
-    // Pass 1: degrees.
-    let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
-    (0..nchunks).into_par_iter().for_each(|c| {
-        chunk_edges(&o, &perm, c, |u, v| {
-            counts[u as usize].fetch_add(1, Ordering::Relaxed);
-            if both(u, v) {
-                counts[v as usize].fetch_add(1, Ordering::Relaxed);
-            }
-        })
-    });
-    let mut raw_ptr: Vec<Idx> = Vec::with_capacity(n + 1);
-    raw_ptr.push(0);
-    raw_ptr.extend(counts.into_iter().map(AtomicU32::into_inner));
-    let row_chunk = chunk_rows(o.edge_factor as f64 * 2.0);
-    let total = lengths_to_ptr(&mut raw_ptr, row_chunk)? as usize;
+    // Edges, and per chunk the number of entries in each bucket.
+    let mut edges: Vec<u64> = vec![0; m];
+    let hist: Vec<Vec<u32>> = edges
+        .par_chunks_mut(EDGE_CHUNK as usize)
+        .enumerate()
+        .map(|(c, out)| chunk_edges(&o, &perm, c as u64, out, shift))
+        .collect();
 
-    // Pass 2: scatter the same edges into their rows (order inside a row is arbitrary).
-    let cursor: Vec<AtomicU32> = raw_ptr[..n].iter().map(|&p| AtomicU32::new(p)).collect();
-    let raw: Vec<AtomicU32> = (0..total).map(|_| AtomicU32::new(0)).collect();
-    (0..nchunks).into_par_iter().for_each(|c| {
-        chunk_edges(&o, &perm, c, |u, v| {
-            let p = cursor[u as usize].fetch_add(1, Ordering::Relaxed);
-            raw[p as usize].store(v, Ordering::Relaxed);
-            if both(u, v) {
-                let p = cursor[v as usize].fetch_add(1, Ordering::Relaxed);
-                raw[p as usize].store(u, Ordering::Relaxed);
-            }
-        })
-    });
-    drop(cursor);
-    let mut raw: Vec<u32> = raw.into_iter().map(AtomicU32::into_inner).collect();
-
-    // Sort each row (now deterministic) and count its distinct columns.
-    let mut unique: Vec<Idx> = vec![0; n];
-    {
-        let mut parts = Vec::with_capacity(n.div_ceil(row_chunk));
-        let mut rest: &mut [u32] = &mut raw;
-        for (ci, lens) in unique.chunks_mut(row_chunk).enumerate() {
-            let start = ci * row_chunk;
-            let end = start + lens.len();
-            let len = (raw_ptr[end] - raw_ptr[start]) as usize;
-            let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
-            rest = tail;
-            parts.push((start, head, lens));
+    // Where each chunk's entries of each bucket go: bucket-major, chunks in order.
+    let mut offsets: Vec<Vec<u32>> = vec![vec![0; nbuckets]; hist.len()];
+    let mut bucket_start = Vec::with_capacity(nbuckets + 1);
+    let mut acc = 0u64;
+    for b in 0..nbuckets {
+        bucket_start.push(acc as usize);
+        for (c, h) in hist.iter().enumerate() {
+            offsets[c][b] = acc as u32;
+            acc += h[b] as u64;
         }
-        parts.into_par_iter().for_each(|(start, seg, lens)| {
-            let base = raw_ptr[start] as usize;
-            for (k, l) in lens.iter_mut().enumerate() {
-                let i = start + k;
-                let row = &mut seg[raw_ptr[i] as usize - base..raw_ptr[i + 1] as usize - base];
-                row.sort_unstable();
-                *l = (1 + row.windows(2).filter(|w| w[0] != w[1]).count()).min(row.len()) as Idx;
+    }
+    bucket_start.push(acc as usize);
+    drop(hist);
+    let total = usize::try_from(acc).unwrap_or(usize::MAX);
+    crate::error::check_index_range("nnz", acc)?;
+
+    // Scatter every entry (row, col) into its bucket.
+    let ent: Vec<AtomicU64> = (0..total).map(|_| AtomicU64::new(0)).collect();
+    edges
+        .par_chunks(EDGE_CHUNK as usize)
+        .zip(offsets.into_par_iter())
+        .for_each(|(chunk, mut next)| {
+            let mut put = |row: u64, col: u64| {
+                let b = (row >> shift) as usize;
+                ent[next[b] as usize].store((row << 32) | col, Ordering::Relaxed);
+                next[b] += 1;
+            };
+            for &e in chunk {
+                if e != NO_EDGE {
+                    let (u, v) = (e >> 32, e & 0xFFFF_FFFF);
+                    put(u, v);
+                    if o.symmetric && u != v {
+                        put(v, u);
+                    }
+                }
             }
         });
+    drop(edges);
+    let ent: Vec<u64> = ent.into_iter().map(AtomicU64::into_inner).collect();
+
+    // Per bucket: counting sort by row into `raw`, row pointers, then sort each row and count
+    // its distinct columns.
+    let mut raw: Vec<Idx> = vec![0; total];
+    let mut raw_ptr: Vec<Idx> = vec![0; n + 1];
+    let mut unique: Vec<Idx> = vec![0; n];
+    {
+        let mut parts = Vec::with_capacity(nbuckets);
+        let mut rest: &mut [Idx] = &mut raw;
+        for b in 0..nbuckets {
+            let (head, tail) =
+                std::mem::take(&mut rest).split_at_mut(bucket_start[b + 1] - bucket_start[b]);
+            rest = tail;
+            parts.push(head);
+        }
+        parts
+            .into_par_iter()
+            .zip(raw_ptr[1..].par_chunks_mut(bucket_rows))
+            .zip(unique.par_chunks_mut(bucket_rows))
+            .enumerate()
+            .for_each(|(b, ((out, ptr), uniq))| {
+                let first_row = b << shift;
+                let src = &ent[bucket_start[b]..bucket_start[b + 1]];
+                let mut pos = vec![0u32; bucket_rows + 1];
+                for &e in src {
+                    pos[(e >> 32) as usize - first_row + 1] += 1;
+                }
+                for r in 0..bucket_rows {
+                    pos[r + 1] += pos[r];
+                }
+                for (p, &q) in ptr.iter_mut().zip(&pos[1..]) {
+                    *p = (bucket_start[b] + q as usize) as Idx;
+                }
+                let starts = pos.clone();
+                for &e in src {
+                    let r = (e >> 32) as usize - first_row;
+                    out[pos[r] as usize] = e as u32;
+                    pos[r] += 1;
+                }
+                for (r, l) in uniq.iter_mut().enumerate() {
+                    let row = &mut out[starts[r] as usize..starts[r + 1] as usize];
+                    row.sort_unstable();
+                    *l =
+                        (1 + row.windows(2).filter(|w| w[0] != w[1]).count()).min(row.len()) as Idx;
+                }
+            });
     }
+    drop(ent);
+    let row_chunk = chunk_rows(o.edge_factor as f64 * 2.0);
 
     let value_key = mix64(o.seed ^ 0x6B72_6F6E);
     let raw = &raw;

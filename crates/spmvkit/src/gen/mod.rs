@@ -440,12 +440,18 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
         "poisson2d" | "poisson3d" | "stencil27" => {
             positive(&["N"])?;
             let n = a[0];
-            let (rows, nnz) = match g.kind {
-                "poisson2d" => (n * n, 5 * n * n - 4 * n),
-                "poisson3d" => (n * n * n, 7 * n * n * n - 6 * n * n),
-                _ => (n * n * n, (3 * n - 2).pow(3)),
+            let square = n * n;
+            let rows = if g.kind == "poisson2d" {
+                square
+            } else {
+                square.saturating_mul(n)
             };
             limit("rows", rows)?;
+            let nnz = match g.kind {
+                "poisson2d" => 5 * square - 4 * n,
+                "poisson3d" => 7 * rows - 6 * square,
+                _ => (3 * n - 2).pow(3),
+            };
             limit("nnz", nnz)?;
             let dims = if g.kind == "poisson2d" { 2 } else { 3 };
             kinds::stencil::<T>(n as usize, dims, g.kind == "stencil27")

@@ -16,6 +16,7 @@
 pub mod cusparse;
 mod memory;
 pub mod nvrtc;
+mod props;
 pub mod timing;
 
 use std::collections::HashMap;

@@ -53,3 +53,14 @@ pub fn load<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
         read_matrix_market(path)
     }
 }
+
+/// Writes a matrix by file type: `*.spmvkit` as a binary cache, anything else as Matrix Market
+/// text (gzip-compressed when the name ends in `.gz`).
+pub fn save<T: Scalar>(path: impl AsRef<Path>, a: &Csr<T>) -> Result<()> {
+    let path = path.as_ref();
+    if cache::is_cache_path(path) {
+        write_cache(path, a, None)
+    } else {
+        write_matrix_market(path, a)
+    }
+}

@@ -498,6 +498,9 @@ fn array_positions<T: Scalar>(parsed: &mut Parsed<T>) {
     let mut rows = Vec::with_capacity(vals.len());
     let mut cols = Vec::with_capacity(vals.len());
     let mut diagonal = 0;
+    // With no rows there are no values, however many columns (a 0 x 2^31-1 array must not
+    // loop over its columns: found by fuzzing).
+    let n = if m == 0 { 0 } else { n };
     for j in 0..n {
         let first = match h.symmetry {
             MmSymmetry::General => 0,
@@ -632,8 +635,7 @@ fn build_csr<T: Scalar>(
             let (lo32, hi32) = (lo as Idx, hi as Idx);
             for c in chunks {
                 let vals = values(c, imag);
-                for k in 0..c.rows.len() {
-                    let (r, col, v) = (c.rows[k], c.cols[k], vals[k]);
+                for ((&r, &col), &v) in c.rows.iter().zip(&c.cols).zip(vals) {
                     if r >= lo32 && r < hi32 {
                         let d = &mut next[(r - lo32) as usize];
                         cs[*d as usize] = col;

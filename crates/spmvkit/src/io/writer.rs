@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn extreme_values_round_trip() {
-        let vals = vec![1e-300, -0.1, 3.0, f64::MAX, 5e-324, 123456789.123456789];
+        let vals = vec![1e-300, -0.1, 3.0, f64::MAX, 5e-324, 123_456_789.123_456_79];
         let n = vals.len();
         let a = Csr::new(
             1,

@@ -7,18 +7,27 @@
 //! combine passes included). Tuning parameters are plain data ([`ParamSpec`]) with the papers'
 //! defaults, overridable as `key=value`.
 
+pub mod cb_spmv;
+pub mod amf_csr;
 pub mod csc;
 pub mod csr;
+pub mod csr5;
 pub mod csr_light;
+pub mod csr_overlap;
 pub mod csr_scalar;
 pub mod csr_vector;
 pub mod cusparse;
+pub mod cusparse_bsr;
+pub mod dasp;
 pub mod fastload;
 pub mod merge;
 mod params;
+pub mod pbc;
 mod plan;
+pub mod teb;
 #[cfg(test)]
 pub(crate) mod testmats;
+pub mod tilespmv;
 
 use std::time::Duration;
 
@@ -159,23 +168,45 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         csr_scalar::KERNEL,
         csc::KERNEL,
         fastload::KERNEL,
+        cb_spmv::KERNEL,
+        csr_overlap::KERNEL,
+        teb::KERNEL,
+        amf_csr::KERNEL,
+        pbc::KERNEL,
+        csr5::KERNEL,
+        dasp::KERNEL,
+        tilespmv::KERNEL,
     ]
 }
 
 /// Every registered method, in listing order.
 pub fn registry() -> &'static [&'static dyn Method] {
     static REGISTRY: &[&dyn Method] = &[
+        // CPU production path
         &csr::CsrRayon,
+        // baselines (issue #3)
+        &csr_scalar::CsrScalar,
         &csr_vector::CsrVector,
         &csr_light::CsrLight,
         &merge::Merge,
         &csc::CscAtomic,
-        &fastload::FastLoad,
-        &fastload::FastLoadAtomic,
-        &csr_scalar::CsrScalar,
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,
+        // peer baselines the papers compare against (issue #10)
+        &csr5::Csr5,
+        &dasp::Dasp,
+        &tilespmv::TileSpmv,
+        &cusparse_bsr::CusparseBsr,
+        // the papers' methods
+        &csr_overlap::CsrOverlap,
+        &csr_overlap::CsrFullOverlap,
+        &teb::Teb,
+        &pbc::Pbc,
+        &amf_csr::AmfCsr,
+        &cb_spmv::CbSpmv,
+        &fastload::FastLoad,
+        &fastload::FastLoadAtomic,
     ];
     REGISTRY
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaSlice;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{find, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
 use crate::cpu::oracle::check_lengths_dims;
@@ -15,7 +15,7 @@ use crate::gpu::Gpu;
 use crate::matrix::Csr;
 
 /// Where a plan runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
     Cpu,

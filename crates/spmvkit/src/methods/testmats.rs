@@ -177,6 +177,19 @@ pub(crate) fn check_method<M: GenericMethod>(m: &M, params: &Params) {
     }
 }
 
+/// Checks a method over the shared edge-case corpus (`gen::corpus::edge_cases`) in f32 and f64.
+pub(crate) fn check_method_on_corpus<M: GenericMethod>(m: &M, params: &Params) {
+    let name = m.info().name;
+    for (case, a) in crate::gen::corpus::edge_cases() {
+        let what = format!("{name} [{}] on corpus {case}", params_text(params));
+        let l = m.prepare(&a, params).expect("prepare f64");
+        check_layout(&what, &a, l.as_ref());
+        let a32: Csr<f32> = a.cast();
+        let l = m.prepare(&a32, params).expect("prepare f32");
+        check_layout(&what, &a32, l.as_ref());
+    }
+}
+
 /// Runs a layout twice on the same input and asserts bitwise identical results.
 pub(crate) fn assert_repeatable<T: Scalar>(a: &Csr<T>, layout: &dyn Layout<T>) {
     let (x, y0) = vectors::<T>(a.nrows(), a.ncols(), 7);
@@ -195,4 +208,119 @@ fn params_text(p: &Params) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// Checks, when libnvrtc is present (else skips), that `k` compiles for sm_90 in both
+/// precisions and that each entry point exists with the given parameter kinds, one letter per
+/// parameter: `i` a 32-bit integer, `p` a pointer, `r` a `real_t` — the order the room's gpu.rs
+/// pushes its launch arguments.
+pub(crate) fn check_entry_signatures(k: &crate::gpu::KernelSource, entries: &[(&str, &str)]) {
+    use crate::gpu::{compile_ptx, nvrtc_present};
+    use crate::scalar::Precision;
+    if !nvrtc_present() {
+        eprintln!(
+            "{}: entry signatures not checked: libnvrtc not found",
+            k.name
+        );
+        return;
+    }
+    for p in Precision::ALL {
+        let ptx = compile_ptx(k, p, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+        for &(name, sig) in entries {
+            let head = format!(".entry {name}(");
+            let at = ptx
+                .find(&head)
+                .unwrap_or_else(|| panic!("{} {p}: no entry {name}", k.name));
+            let params = &ptx[at + head.len()..];
+            let params = &params[..params.find(')').unwrap_or(params.len())];
+            let got: String = params
+                .split(',')
+                .filter(|s| s.contains(".param"))
+                .map(|s| {
+                    if s.contains(".u64") || s.contains(".b64") && !s.contains(".f64") {
+                        'p'
+                    } else if s.contains(".f64") || s.contains(".f32") {
+                        'r'
+                    } else {
+                        'i'
+                    }
+                })
+                .collect();
+            assert_eq!(
+                got,
+                sig.replace(' ', ""),
+                "{} {p}: parameters of {name}",
+                k.name
+            );
+        }
+    }
+}
+
+/// On a GPU (skipped without one unless `SPMVKIT_REQUIRE_GPU=1`), runs the method's device layout on the suite in f32 and f64
+/// with (α, β) = (1.5, 0) over a y of NaN and (−0.75, 0.5), and compares with the CPU mirror:
+/// bit for bit when the method is deterministic (the mirrors reproduce the kernels' arithmetic),
+/// else within the oracle tolerance.
+pub(crate) fn check_gpu_against_mirror<M: GenericMethod>(m: &M, params: &Params) {
+    static GPU_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let gpu = match crate::gpu::Gpu::get() {
+        Ok(g) => g,
+        Err(e) => {
+            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("{}: SPMVKIT_REQUIRE_GPU=1 but {e}", m.info().name);
+            }
+            eprintln!("{}: GPU check skipped: {e}", m.info().name);
+            return;
+        }
+    };
+    for (case, a) in suite() {
+        gpu_case(m, params, &gpu, case, &a);
+        gpu_case(m, params, &gpu, case, &a.cast::<f32>());
+    }
+}
+
+fn gpu_case<M: GenericMethod, T: Scalar>(
+    m: &M,
+    params: &Params,
+    gpu: &std::sync::Arc<crate::gpu::Gpu>,
+    case: &str,
+    a: &Csr<T>,
+) {
+    let info = m.info();
+    let what = format!("{} on {case} ({})", info.name, T::PRECISION);
+    let l = m.prepare(a, params).expect("prepare");
+    let dl = l
+        .upload(gpu)
+        .unwrap_or_else(|e| panic!("{what}: upload: {e}"));
+    let (x, y0) = vectors::<T>(a.nrows(), a.ncols(), 11);
+    for &(alpha, beta) in &[(1.5, 0.0), (-0.75, 0.5)] {
+        let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+        let start: Vec<T> = if beta == T::zero() {
+            vec![T::from_f64(f64::NAN); a.nrows()]
+        } else {
+            y0.clone()
+        };
+        let mut want = start.clone();
+        l.run_cpu(alpha, &x, beta, &mut want).expect("mirror");
+        let dx = gpu.upload(&x).expect("upload x");
+        let mut dy = gpu.upload(&start).expect("upload y");
+        dl.run(gpu, alpha, &dx, beta, &mut dy)
+            .unwrap_or_else(|e| panic!("{what}: run: {e}"));
+        let mut got = vec![T::zero(); a.nrows()];
+        gpu.download(&dy, &mut got)
+            .unwrap_or_else(|e| panic!("{what}: download: {e}"));
+        if info.deterministic {
+            let bad = (0..got.len()).find(|&i| got[i].to_bits_u64() != want[i].to_bits_u64());
+            if let Some(i) = bad {
+                panic!(
+                    "{what} α={alpha} β={beta}: row {i}: GPU {} but CPU mirror {}",
+                    got[i], want[i]
+                );
+            }
+        } else {
+            let r = oracle_spmv(a, alpha, &x, beta, &start).expect("oracle");
+            let c = check(&r, &got);
+            assert!(c.ok, "{what} α={alpha} β={beta}: row {} off", c.worst_row);
+        }
+    }
 }

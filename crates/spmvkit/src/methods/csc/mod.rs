@@ -11,6 +11,8 @@
 mod cpu;
 mod gpu;
 
+use std::time::{Duration, Instant};
+
 use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::{Csc, Csr};
@@ -51,9 +53,12 @@ impl GenericMethod for CscAtomic {
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let threads: u32 = params.get(NAME, PARAMS, "threads")?;
         check_threads(NAME, threads)?;
+        let t0 = Instant::now();
+        let a = csr.to_csc();
         Ok(Box::new(CscLayout {
-            a: csr.to_csc(),
+            a,
             threads,
+            convert: t0.elapsed(),
         }))
     }
 }
@@ -62,6 +67,8 @@ impl GenericMethod for CscAtomic {
 pub struct CscLayout<T> {
     a: Csc<T>,
     threads: u32,
+    /// Time of the CSR → CSC conversion.
+    convert: Duration,
 }
 
 impl<T: Scalar> CscLayout<T> {
@@ -82,6 +89,10 @@ impl<T: Scalar> Layout<T> for CscLayout<T> {
 
     fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
         gpu::upload(self, gpu)
+    }
+
+    fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
+        vec![("CSR to CSC", self.convert)]
     }
 
     fn notes(&self) -> Vec<(String, String)> {

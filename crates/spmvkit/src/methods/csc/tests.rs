@@ -35,3 +35,22 @@ fn honest_footprint_and_info() {
     assert_eq!(l.footprint_bytes(), 4 * 6 + 12 * 3);
     assert!(!CscAtomic.info().deterministic);
 }
+
+#[test]
+fn kernel_entries_match_the_launch() {
+    // gpu.rs pushes: n, y, beta; then ncols, col_ptr, row_idx, vals, x, y, alpha
+    crate::methods::testmats::check_entry_signatures(
+        &KERNEL,
+        &[("csc_scale_y", "i p r"), ("csc_atomic", "i ppppp r")],
+    );
+}
+
+#[test]
+fn matches_oracle_on_corpus() {
+    crate::methods::testmats::check_method_on_corpus(&CscAtomic, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror() {
+    crate::methods::testmats::check_gpu_against_mirror(&CscAtomic, &Params::new());
+}

@@ -1,4 +1,4 @@
-// csr-light: LightSpMV (Liu & Schmidt, ASAP'15, §III) — CSR with one vector of V lanes per row
+// csr-light: LightSpMV (Liu & Schmidt, ASAP'15) — CSR with one vector of V lanes per row
 // and rows handed out dynamically by a global counter (the paper's warp-level variant: lane 0
 // of a warp takes rows for the whole warp with one atomicAdd and broadcasts the first id).
 //

@@ -1,15 +1,17 @@
 //! `csr-light`: LightSpMV (Liu & Schmidt, "LightSpMV: faster CSR-based sparse matrix-vector
-//! multiplication on CUDA-enabled GPUs", ASAP'15, §III): CSR with one vector of V lanes per row
-//! and rows handed out at run time by a global atomic row counter (the paper's warp-level
-//! variant: one atomicAdd per warp, broadcast by shuffle).
+//! multiplication on CUDA-enabled GPUs", ASAP'15): CSR with one vector of V lanes per row
+//! and rows handed out at run time by a global atomic row counter. Of the paper's two variants
+//! (an atomicAdd per vector, or per warp) this is the warp-level one: lane 0 of a warp takes
+//! rows for all its vectors with one atomicAdd and broadcasts the first id by shuffle.
 //!
 //! V comes from the mean row length by the paper's rule (≤ 2 → 2, ≤ 4 → 4, ≤ 64 → 8, else 32),
 //! or is set with `vector=2|4|8|16|32`. `grab` sets how many warp iterations (of 32/V rows each)
-//! one atomicAdd takes: 1 is the paper's scheme; `auto` keeps the number of atomics on the single
-//! counter to about 2^16 per call, since on current GPUs millions of same-address atomics would
-//! cost more than the SpMV. The counter is reset inside every call by the kernel's last block
-//! (see kernel.cu), so a call is one launch. Deterministic: every row is summed by one vector in
-//! a fixed lane order, whichever warp takes it.
+//! one atomicAdd takes: `grab=1` is the paper's scheme; `auto` keeps the atomics on the single
+//! counter to about 2^16 per call, because same-address atomics serialise in L2 and millions of
+//! them could rival the SpMV itself on large matrices (an estimate, to be measured against
+//! `grab=1`). The counter is reset inside every call by the kernel's last block (see kernel.cu),
+//! so a call is one launch, also under CUDA-graph replay. Deterministic: every row is summed by
+//! one vector in a fixed lane order, whichever warp takes it.
 
 mod cpu;
 mod gpu;
@@ -60,7 +62,7 @@ impl GenericMethod for CsrLight {
         MethodInfo {
             name: NAME,
             summary: "GPU: LightSpMV, a V-lane vector per row, rows from a dynamic atomic counter",
-            source: "Liu & Schmidt, LightSpMV, ASAP'15, §III",
+            source: "Liu & Schmidt, LightSpMV, ASAP'15",
             deterministic: true,
             gpu: true,
             cpu: true,

@@ -88,3 +88,36 @@ fn rejects_bad_params() {
         assert!(CsrLight.prepare(&a, &params(&[bad])).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn kernel_entries_match_the_launch() {
+    // gpu.rs pushes: nrows, row_ptr, col_idx, vals, x, y, alpha, beta, counter, grab
+    let sig = "i ppppp rr p i";
+    crate::methods::testmats::check_entry_signatures(
+        &KERNEL,
+        &[
+            ("csr_light_v2", sig),
+            ("csr_light_v4", sig),
+            ("csr_light_v8", sig),
+            ("csr_light_v16", sig),
+            ("csr_light_v32", sig),
+        ],
+    );
+}
+
+#[test]
+fn matches_oracle_on_corpus() {
+    crate::methods::testmats::check_method_on_corpus(&CsrLight, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror() {
+    crate::methods::testmats::check_gpu_against_mirror(&CsrLight, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror_every_vector_size() {
+    for p in ["vector=2", "vector=4", "vector=16", "vector=32"] {
+        crate::methods::testmats::check_gpu_against_mirror(&CsrLight, &params(&[p, "grab=2"]));
+    }
+}

@@ -1,4 +1,4 @@
-// csr-vector: one warp per CSR row (Bell & Garland, SC'09, §4.2 "CSR (vector)").
+// csr-vector: one warp per CSR row (Bell & Garland, SC'09, the "CSR (vector)" kernel).
 // Lane l takes the row's entries j ≡ l (mod 32), starting from the row start aligned down to a
 // multiple of 32 (whole-sector loads), accumulating with fma in order; the butterfly
 // warp_reduce_sum adds the 32 partials in a fixed order, so the result is deterministic.

@@ -1,7 +1,7 @@
 //! `csr-vector`: CSR SpMV with one warp per row, the "CSR (vector)" kernel of Bell & Garland
-//! (SC'09, §4.2): the 32 lanes stride through the row (the stride start aligned down to a
-//! multiple of 32, as LightSpMV does, so each load covers whole sectors), each keeps a partial
-//! sum, and a shuffle butterfly adds them. One launch per call; deterministic, since every row
+//! (SC'09): the 32 lanes stride through the row, each keeping a partial sum, and a shuffle
+//! butterfly adds them. As in LightSpMV, the stride starts at the row start aligned down to a
+//! multiple of 32 entries, so each warp-wide load touches the fewest sectors. One launch per call; deterministic, since every row
 //! is summed by fixed lanes in a fixed order.
 //!
 //! The layout is the CSR matrix itself. The CPU mirror ([`cpu`]) simulates the 32 lanes and the
@@ -38,7 +38,7 @@ impl GenericMethod for CsrVector {
         MethodInfo {
             name: NAME,
             summary: "GPU: CSR, one warp per row, shuffle reduction",
-            source: "Bell & Garland, Implementing SpMV on throughput-oriented processors, SC'09, §4.2 (CSR vector)",
+            source: "Bell & Garland, Implementing SpMV on throughput-oriented processors, SC'09 (CSR vector kernel)",
             deterministic: true,
             gpu: true,
             cpu: true,

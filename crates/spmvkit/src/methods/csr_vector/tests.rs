@@ -50,3 +50,19 @@ fn rejects_bad_block_size() {
         assert!(CsrVector.prepare(&a, &p).is_err(), "threads={bad}");
     }
 }
+
+#[test]
+fn kernel_entry_matches_the_launch() {
+    // gpu.rs pushes: nrows, row_ptr, col_idx, vals, x, y, alpha, beta
+    crate::methods::testmats::check_entry_signatures(&KERNEL, &[("csr_vector", "i ppppp rr")]);
+}
+
+#[test]
+fn matches_oracle_on_corpus() {
+    crate::methods::testmats::check_method_on_corpus(&CsrVector, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror() {
+    crate::methods::testmats::check_gpu_against_mirror(&CsrVector, &Params::new());
+}

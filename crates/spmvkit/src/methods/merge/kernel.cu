@@ -1,4 +1,4 @@
-// merge: merge-based CSR SpMV (Merrill & Garland, SC'16, §4), two kernels per call.
+// merge: merge-based CSR SpMV (Merrill & Garland, SC'16), two kernels per call.
 //
 // The merge path has nrows + nnz steps: at coordinate (row, k) the next step closes `row` when
 // row_end[row] <= k (row ends first on ties), else consumes nonzero k into `row`.
@@ -51,10 +51,12 @@ extern "C" __global__ void merge_spmv(int nrows, const int* __restrict__ row_ptr
     real_t* s_rowsum = s_prod + tile_nnz;  // after the products: one sum per closed row
 
     // 1. stage row ends (entry tile_rows: the end of the row open at the tile end, if any)
+#pragma unroll 4
     for (int i = tid; i <= tile_rows; i += blockDim.x) {
         const int r = row0 + i;
         s_row_end[i] = (r < nrows) ? ldg(row_ptr + r + 1) : nz1;
     }
+#pragma unroll 4
     for (int i = tid; i < tile_nnz; i += blockDim.x) {
         const int k = nz0 + i;
         s_prod[i] = ldg(vals + k) * ldg(x + ldg(col_idx + k));

@@ -1,5 +1,5 @@
 //! `merge`: merge-based CSR SpMV after Merrill & Garland, "Merge-based parallel sparse
-//! matrix-vector multiplication", SC'16, §4 (our own implementation; CUB's `DeviceSpmv` was
+//! matrix-vector multiplication", SC'16 (our own implementation; CUB's `DeviceSpmv` was
 //! removed in CCCL 3.0).
 //!
 //! SpMV is a merge of the row-end offsets (`row_ptr[1..]`) with the nonzero indices 0..nnz: a
@@ -11,13 +11,18 @@
 //! in a fixed order (one thread per short run of carries, one warp per long run). No float
 //! atomics anywhere, so the method is deterministic.
 //!
-//! Preprocessing (the plan): the tile start coordinates (CUB computes them per call in a search
-//! kernel; they depend only on the structure, so we compute them once) and the list of carry
-//! runs (row, first tile, end tile) that the fix-up walks. Defaults for `threads` × `items` follow
-//! CUB's sm_50 SpMV policy: 64 × 6 for f64, 128 × 7 for f32.
+//! Preprocessing (the plan; parallel, O(tiles · log rows)): the tile start coordinates (CUB
+//! computes them per call in a search kernel; they depend only on the structure, so we compute
+//! them once) and the list of carry runs (row, first tile, end tile) that the fix-up walks.
+//! Defaults for `threads` × `items` follow CUB's sm_50 SpMV policy: 64 × 6 for f64, 128 × 7 for
+//! f32.
 
 mod cpu;
 mod gpu;
+
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, KernelSource};
@@ -63,7 +68,7 @@ impl GenericMethod for Merge {
             name: NAME,
             summary:
                 "GPU: merge-path CSR, equal shares of rows + nnz per thread, carry fix-up pass",
-            source: "Merrill & Garland, Merge-based parallel SpMV, SC'16, §4",
+            source: "Merrill & Garland, Merge-based parallel SpMV, SC'16 (merge-based CsrMV)",
             deterministic: true,
             gpu: true,
             cpu: true,
@@ -72,10 +77,10 @@ impl GenericMethod for Merge {
     }
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        let f64_ = T::PRECISION == Precision::F64;
+        let double = T::PRECISION == Precision::F64;
         let threads = match params.get::<String>(NAME, PARAMS, "threads")?.as_str() {
             "auto" => {
-                if f64_ {
+                if double {
                     64
                 } else {
                     128
@@ -88,7 +93,7 @@ impl GenericMethod for Merge {
         check_threads(NAME, threads)?;
         let items = match params.get::<String>(NAME, PARAMS, "items")?.as_str() {
             "auto" => {
-                if f64_ {
+                if double {
                     6
                 } else {
                     7
@@ -160,6 +165,8 @@ pub struct MergeLayout<T> {
     run_end: Vec<Idx>,
     /// How many runs are short.
     nshort: usize,
+    /// Preprocessing time by stage.
+    stages: Vec<(&'static str, Duration)>,
 }
 
 impl<T: Scalar> MergeLayout<T> {
@@ -169,15 +176,15 @@ impl<T: Scalar> MergeLayout<T> {
         let tile = (threads * items) as u64;
         let total = (nrows + a.nnz()) as u64;
         let ntiles = total.div_ceil(tile) as usize;
-        let (mut tile_row, mut tile_nz) = (
-            Vec::with_capacity(ntiles + 1),
-            Vec::with_capacity(ntiles + 1),
-        );
-        for t in 0..=ntiles as u64 {
-            let (r, k) = path_coordinate(rp, (t * tile).min(total));
-            tile_row.push(r as Idx);
-            tile_nz.push(k as Idx);
-        }
+        let t0 = Instant::now();
+        let (tile_row, tile_nz): (Vec<Idx>, Vec<Idx>) = (0..=ntiles as u64)
+            .into_par_iter()
+            .map(|t| {
+                let (r, k) = path_coordinate(rp, (t * tile).min(total));
+                (r as Idx, k as Idx)
+            })
+            .unzip();
+        let t1 = Instant::now();
         // Carries: tile t carries into row tile_row[t + 1] the nonzeros of that row it consumed.
         let mut runs: Vec<(Idx, Idx, Idx)> = Vec::new();
         for t in 0..ntiles {
@@ -205,6 +212,7 @@ impl<T: Scalar> MergeLayout<T> {
             run_first.push(f);
             run_end.push(e);
         }
+        let stages = vec![("tile coordinates", t1 - t0), ("carry runs", t1.elapsed())];
         MergeLayout {
             a: a.clone(),
             threads,
@@ -215,6 +223,7 @@ impl<T: Scalar> MergeLayout<T> {
             run_first,
             run_end,
             nshort,
+            stages,
         }
     }
 
@@ -250,6 +259,10 @@ impl<T: Scalar> Layout<T> for MergeLayout<T> {
 
     fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
         gpu::upload(self, gpu)
+    }
+
+    fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
+        self.stages.clone()
     }
 
     fn notes(&self) -> Vec<(String, String)> {

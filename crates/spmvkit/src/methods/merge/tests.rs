@@ -141,3 +141,32 @@ fn rejects_bad_params() {
         assert!(Merge.prepare(&a, &params(bad)).is_err(), "{bad:?}");
     }
 }
+
+#[test]
+fn kernel_entries_match_the_launch() {
+    // gpu.rs pushes: nrows, row_ptr, col_idx, vals, x, y, alpha, beta, tile_row, tile_nz,
+    // carry, items; then nshort, nlong, run_row, run_first, run_end, carry, y, alpha
+    crate::methods::testmats::check_entry_signatures(
+        &KERNEL,
+        &[
+            ("merge_spmv", "i ppppp rr ppp i"),
+            ("merge_fixup", "ii ppppp r"),
+        ],
+    );
+}
+
+#[test]
+fn matches_oracle_on_corpus() {
+    crate::methods::testmats::check_method_on_corpus(&Merge, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror() {
+    crate::methods::testmats::check_gpu_against_mirror(&Merge, &Params::new());
+}
+
+#[test]
+fn gpu_matches_the_mirror_small_tiles() {
+    // 32 x 2: many tiles, long carry runs through the huge row (the fix-up's warp path)
+    crate::methods::testmats::check_gpu_against_mirror(&Merge, &params(&["threads=32", "items=2"]));
+}

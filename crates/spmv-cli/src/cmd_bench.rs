@@ -1,0 +1,166 @@
+//! `spmv bench`: every method side by side on the same device in one run, with reports.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use spmvkit::bench::harness::{self, HarnessConfig, Progress};
+use spmvkit::bench::suites::{self, MatrixSource, SUITES};
+use spmvkit::bench::MeasureOptions;
+use spmvkit::Precision;
+
+/// Benchmark methods side by side on one device: per matrix, method and precision, the
+/// preprocessing time, the kernel time (stream and CUDA-graph replay), GFLOP/s, effective GB/s,
+/// the speedup over cuSPARSE, the error against the oracle and the memory footprint.
+///
+/// Results go to DIR/run-<time>.json (the record), DIR/results.csv, DIR/summary.md and
+/// DIR/plots/. Without a GPU every method runs its CPU mirror, and the GPU-only ones are recorded
+/// as unsupported.
+#[derive(Args)]
+#[command(after_help = bench_help())]
+pub struct BenchArgs {
+    /// Matrix Market files, folders of them, or GEN-SPECs.
+    #[arg(value_name = "MATRIX")]
+    inputs: Vec<String>,
+    /// A named suite (quick, gpu-large, shared), added to the inputs.
+    #[arg(long)]
+    suite: Option<String>,
+    /// `all`, or a comma-separated list of method names.
+    #[arg(long, default_value = "all")]
+    methods: String,
+    /// Comma-separated precisions.
+    #[arg(long, default_value = "f64")]
+    precision: String,
+    /// Untimed warm-up calls per measurement.
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
+    /// Calls per timed sample.
+    #[arg(long, default_value_t = 50)]
+    reps: usize,
+    /// Timed samples per measurement (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    samples: usize,
+    /// Output folder.
+    #[arg(long, default_value = "bench-out")]
+    out: PathBuf,
+    /// Do not read or write the binary cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+fn bench_help() -> String {
+    let mut s = String::from("Suites:\n");
+    for suite in SUITES {
+        s.push_str(&format!("  {:<10} {}\n", suite.name, suite.help));
+    }
+    s.push_str(
+        "\nExamples:\n  spmv bench --suite quick\n  spmv bench --suite shared --precision f32,f64 --out docs/results/h100\n  spmv bench poisson3d:128 kron:18 --methods csr-vector,merge,cusparse",
+    );
+    s
+}
+
+struct Bar {
+    bar: ProgressBar,
+}
+
+impl Progress for Bar {
+    fn matrix(&mut self, index: usize, total: usize, name: &str) {
+        self.bar.set_length(total as u64);
+        self.bar.set_position(index as u64);
+        self.bar.set_message(format!("{name}: loading"));
+    }
+    fn method(&mut self, matrix: &str, method: &str, precision: Precision) {
+        self.bar
+            .set_message(format!("{matrix}: {method} ({precision})"));
+    }
+    fn skipped(&mut self, source: &str, error: &str) {
+        self.bar.println(format!("skipped {source}: {error}"));
+    }
+}
+
+fn parse_inputs(args: &BenchArgs) -> Result<Vec<MatrixSource>> {
+    let mut inputs = Vec::new();
+    if let Some(s) = &args.suite {
+        inputs.extend(suites::suite(s)?);
+    }
+    for i in &args.inputs {
+        let p = PathBuf::from(i);
+        if p.is_dir() {
+            inputs.extend(suites::matrix_files(&p)?);
+        } else if p.exists() {
+            inputs.push(MatrixSource::File(p));
+        } else {
+            spmvkit::gen::parse_spec(i)
+                .with_context(|| format!("'{i}' is not a file, folder or GEN-SPEC"))?;
+            inputs.push(MatrixSource::Spec(i.clone()));
+        }
+    }
+    if inputs.is_empty() {
+        bail!("nothing to run: give MATRIX arguments or --suite (see `spmv bench --help`)");
+    }
+    Ok(inputs)
+}
+
+pub fn run(args: BenchArgs) -> Result<()> {
+    let inputs = parse_inputs(&args)?;
+    let methods: Vec<String> = if args.methods == "all" {
+        spmvkit::methods::names()
+            .into_iter()
+            .map(String::from)
+            .collect()
+    } else {
+        let list: Vec<String> = args
+            .methods
+            .split(',')
+            .map(|m| m.trim().to_string())
+            .collect();
+        for m in &list {
+            spmvkit::methods::find(m)?;
+        }
+        list
+    };
+    let precisions = args
+        .precision
+        .split(',')
+        .map(|p| p.parse::<Precision>())
+        .collect::<Result<Vec<_>, _>>()?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let machine = harness::machine_info(&command);
+    if machine.gpu == "none" {
+        if let Err(e) = spmvkit::gpu::Gpu::get() {
+            eprintln!("note: {e}; running every method's CPU path");
+        }
+    }
+    let cfg = HarnessConfig {
+        methods,
+        precisions,
+        measure: MeasureOptions {
+            warmup: args.warmup,
+            reps: args.reps.max(1),
+            samples: args.samples.max(1),
+            ..Default::default()
+        },
+        use_cache: !args.no_cache,
+    };
+    let bar = ProgressBar::new(inputs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    let mut progress = Bar { bar };
+    let run = harness::run(&inputs, &cfg, machine, args.suite.clone(), &mut progress);
+    progress.bar.finish_and_clear();
+    let json_path = args
+        .out
+        .join(format!("run-{}.json", run.machine.started.replace(':', "")));
+    std::fs::write(&json_path, serde_json::to_string_pretty(&run)?)
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    let files = spmvkit::bench::report::write_report(std::slice::from_ref(&run), &args.out)?;
+    crate::cmd_report::print_summary(&run, &json_path, &files);
+    Ok(())
+}

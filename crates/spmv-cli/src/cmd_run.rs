@@ -1,0 +1,232 @@
+//! `spmv run`: one method on one matrix, checked against the oracle and timed.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use serde_json::json;
+use spmvkit::bench::{measure, MeasureOptions, RunRecord};
+use spmvkit::methods::{Backend, Params, PlanOptions};
+use spmvkit::{Precision, PrepareFor};
+
+use crate::input;
+
+/// Run one SpMV method on a matrix: prepare it (timed apart), check one call of y = αAx + βy
+/// against the serial f64 oracle, then time repeated calls.
+///
+/// On a GPU the kernel time is the median over samples of N back-to-back calls on one stream
+/// (CUDA events), also replayed from a CUDA graph, and the run includes cuSPARSE (the better of
+/// CSR_ALG1 and CSR_ALG2) measured the same way, for the speedup. Without a GPU the method's CPU
+/// mirror runs (slow by design: it walks the GPU layout) and the note says so.
+#[derive(Args)]
+#[command(after_help = "Examples:
+  spmv run poisson3d:64 --method csr
+  spmv run kron:16 --method csr-vector --precision f32 --reps 50
+  spmv run a.mtx.gz --method merge --param items_per_thread=7 --json")]
+pub struct RunArgs {
+    /// Matrix Market file, .spmvkit cache, or GEN-SPEC.
+    #[arg(value_name = "MATRIX")]
+    matrix: String,
+    /// Method name (see `spmv methods`).
+    #[arg(short, long)]
+    method: String,
+    /// Value precision.
+    #[arg(short, long, default_value = "f64", value_parser = ["f32", "f64"])]
+    precision: String,
+    /// Calls per timed sample.
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
+    /// Timed samples; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    samples: usize,
+    /// Untimed warm-up calls.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// α in y = αAx + βy.
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    alpha: f64,
+    /// β in y = αAx + βy.
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    beta: f64,
+    /// Method parameter override, repeatable (see `spmv methods`).
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    params: Vec<String>,
+    /// Run on the CPU even when a GPU is present.
+    #[arg(long)]
+    cpu: bool,
+    /// Skip the cuSPARSE comparison on the GPU.
+    #[arg(long)]
+    no_baseline: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Do not read or write the binary cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+pub fn run(args: RunArgs) -> Result<()> {
+    match args.precision.parse::<Precision>()? {
+        Precision::F32 => run_t::<f32>(&args),
+        Precision::F64 => run_t::<f64>(&args),
+    }
+}
+
+fn run_t<T: PrepareFor>(args: &RunArgs) -> Result<()> {
+    let loaded = input::load::<T>(&args.matrix, !args.no_cache)?;
+    let opts = MeasureOptions {
+        plan: PlanOptions {
+            params: Params::parse(args.params.iter().map(String::as_str))?,
+            backend: if args.cpu { Some(Backend::Cpu) } else { None },
+        },
+        warmup: args.warmup,
+        reps: args.reps.max(1),
+        samples: args.samples.max(1),
+        alpha: args.alpha,
+        beta: args.beta,
+    };
+    let rec = measure(&loaded.matrix, &args.method, &opts)?;
+    if let Some(note) = &rec.fallback_note {
+        eprintln!("note: {note}");
+    }
+    let baseline =
+        if rec.backend == Backend::Gpu && !args.no_baseline && !args.method.starts_with("cusparse")
+        {
+            let base_opts = MeasureOptions {
+                plan: PlanOptions::default(),
+                ..opts.clone()
+            };
+            match measure(&loaded.matrix, "cusparse", &base_opts) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    eprintln!("note: cuSPARSE baseline failed: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+    if args.json {
+        print_json(&loaded.name, &rec, baseline.as_ref())?;
+    } else {
+        print_text(&loaded.name, &rec, baseline.as_ref());
+    }
+    if !rec.verified {
+        bail!(
+            "{} gave a wrong result on {}: max relative error {:.3e}",
+            rec.method,
+            loaded.name,
+            rec.max_rel_err
+        );
+    }
+    Ok(())
+}
+
+fn speedup(rec: &RunRecord, base: Option<&RunRecord>) -> (Option<f64>, Option<f64>) {
+    let Some(b) = base else { return (None, None) };
+    let stream = (rec.time.median_us > 0.0).then(|| b.time.median_us / rec.time.median_us);
+    let graph = match (&rec.graph_time, &b.graph_time) {
+        (Some(r), Some(b)) if r.median_us > 0.0 => Some(b.median_us / r.median_us),
+        _ => None,
+    };
+    (stream, graph)
+}
+
+fn print_json(name: &str, rec: &RunRecord, base: Option<&RunRecord>) -> Result<()> {
+    let (s, g) = speedup(rec, base);
+    let v = json!({
+        "matrix": name,
+        "method": rec.method,
+        "precision": rec.precision,
+        "backend": rec.backend,
+        "device": rec.device,
+        "nrows": rec.nrows, "ncols": rec.ncols, "nnz": rec.nnz,
+        "preprocessing_ms": rec.prep_ms + rec.upload_ms,
+        "prepare_ms": rec.prep_ms,
+        "upload_ms": rec.upload_ms,
+        "time_us": rec.time.median_us,
+        "time_us_min": rec.time.min_us,
+        "time_us_max": rec.time.max_us,
+        "graph_time_us": rec.graph_time.as_ref().map(|t| t.median_us),
+        "gflops": rec.gflops,
+        "gbs": rec.gbs,
+        "max_rel_err": rec.max_rel_err,
+        "verified": rec.verified,
+        "deterministic": rec.deterministic,
+        "footprint_bytes": rec.footprint_bytes,
+        "cusparse_time_us": base.map(|b| b.time.median_us),
+        "cusparse_graph_time_us": base.and_then(|b| b.graph_time.as_ref().map(|t| t.median_us)),
+        "speedup_vs_cusparse": s,
+        "graph_speedup_vs_cusparse": g,
+        "notes": rec.notes,
+    });
+    println!("{}", serde_json::to_string(&v)?);
+    Ok(())
+}
+
+fn print_text(name: &str, rec: &RunRecord, base: Option<&RunRecord>) {
+    println!(
+        "{name}: {} x {}, {} nnz, {} on {} ({})",
+        rec.nrows, rec.ncols, rec.nnz, rec.precision, rec.device, rec.backend
+    );
+    println!(
+        "  method          {} ({})",
+        rec.method,
+        if rec.deterministic {
+            "bitwise deterministic"
+        } else {
+            "not bitwise deterministic"
+        }
+    );
+    println!(
+        "  preprocessing   {:.3} ms (prepare {:.3} ms, upload {:.3} ms)",
+        rec.prep_ms + rec.upload_ms,
+        rec.prep_ms,
+        rec.upload_ms
+    );
+    for (k, ms) in &rec.prep_stages_ms {
+        println!("    {k:<14} {ms:.3} ms");
+    }
+    println!(
+        "  time per call   {:.2} µs median (min {:.2}, max {:.2}){}",
+        rec.time.median_us,
+        rec.time.min_us,
+        rec.time.max_us,
+        if rec.backend == Backend::Gpu {
+            ", stream"
+        } else {
+            ", wall clock"
+        }
+    );
+    if let Some(g) = &rec.graph_time {
+        println!("  graph replay    {:.2} µs median per call", g.median_us);
+    }
+    println!(
+        "  throughput      {:.2} GFLOP/s, {:.1} GB/s effective",
+        rec.gflops, rec.gbs
+    );
+    println!(
+        "  check           max relative error {:.3e} ({})",
+        rec.max_rel_err,
+        if rec.verified { "ok" } else { "WRONG" }
+    );
+    println!("  footprint       {} bytes", rec.footprint_bytes);
+    for (k, v) in &rec.notes {
+        println!("  {k:<15} {v}");
+    }
+    if let Some(b) = base {
+        let (s, g) = speedup(rec, Some(b));
+        println!(
+            "  cusparse        {:.2} µs stream{}",
+            b.time.median_us,
+            b.graph_time
+                .as_ref()
+                .map(|t| format!(", {:.2} µs graph", t.median_us))
+                .unwrap_or_default()
+        );
+        if let Some(s) = s {
+            println!("  speedup         {s:.3}x over cusparse (stream to stream)");
+        }
+        if let Some(g) = g {
+            println!("  graph speedup   {g:.3}x over cusparse (graph to graph)");
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! The benchmark loop: every matrix × precision × method, side by side on one device in one run.
+//! A method that fails, panics, disagrees with the oracle or cannot run is recorded with its
+//! reason, never dropped.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::suites::MatrixSource;
+use super::{
+    byte_model, measure_problem, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult,
+    Problem, Status,
+};
+use crate::error::{Error, Result};
+use crate::matrix::{Csr, MatrixStats};
+use crate::methods::PrepareFor;
+use crate::scalar::Precision;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct HarnessConfig {
+    pub methods: Vec<String>,
+    pub precisions: Vec<Precision>,
+    pub measure: MeasureOptions,
+    /// Read and write the `.spmvkit` cache for files.
+    pub use_cache: bool,
+}
+
+/// Progress callbacks (the CLI draws a bar).
+pub trait Progress {
+    /// Starting matrix `index` of `total`.
+    fn matrix(&mut self, index: usize, total: usize, name: &str);
+    /// Starting a method on the current matrix.
+    fn method(&mut self, matrix: &str, method: &str, precision: Precision);
+    /// An input that could not be loaded.
+    fn skipped(&mut self, source: &str, error: &str);
+}
+
+/// A progress sink that shows nothing.
+pub struct Silent;
+impl Progress for Silent {
+    fn matrix(&mut self, _: usize, _: usize, _: &str) {}
+    fn method(&mut self, _: &str, _: &str, _: Precision) {}
+    fn skipped(&mut self, _: &str, _: &str) {}
+}
+
+/// Loads one input in f64: a file (through the cache when asked) or a GEN-SPEC.
+pub fn load_source(src: &MatrixSource, use_cache: bool) -> Result<Csr<f64>> {
+    match src {
+        MatrixSource::File(p) if use_cache => crate::io::load_cached::<f64>(p, None),
+        MatrixSource::File(p) => crate::io::load::<f64>(p),
+        MatrixSource::Spec(s) => crate::gen::generate::<f64>(s),
+    }
+}
+
+/// The machine description: GPU properties if one is usable, CPU threads, the command line.
+pub fn machine_info(command: &str) -> MachineInfo {
+    let mut m = MachineInfo {
+        gpu: "none".into(),
+        cpu_threads: rayon::current_num_threads(),
+        command: command.into(),
+        commit: option_env!("SPMVKIT_GIT_DESCRIBE")
+            .unwrap_or(env!("CARGO_PKG_VERSION"))
+            .into(),
+        started: utc_now(),
+        ..Default::default()
+    };
+    if let Ok(g) = crate::gpu::Gpu::get() {
+        m.gpu = g.name().to_string();
+        m.sm_count = Some(g.sm_count());
+        m.gpu_memory_bytes = g.memory().ok().map(|(_, total)| total as u64);
+        m.l2_bytes = g.l2_bytes().map(|b| b as u64);
+        m.driver_version = g.driver_version();
+        m.cuda_version = crate::gpu::nvrtc_version().map(|(a, b)| format!("NVRTC {a}.{b}"));
+        m.copy_bandwidth_gbs = crate::gpu::measure_copy_bandwidth(&g).ok();
+    }
+    m
+}
+
+/// Runs every method and precision on one matrix.
+pub fn run_matrix(
+    name: &str,
+    source: &str,
+    a: &Csr<f64>,
+    cfg: &HarnessConfig,
+    l2_bytes: Option<u64>,
+    progress: &mut dyn Progress,
+) -> MatrixResult {
+    let stats = MatrixStats::of(a);
+    let fits_l2 = l2_bytes.is_some_and(|l2| byte_model(a.nrows(), a.ncols(), a.nnz(), 8) <= l2);
+    let mut results = Vec::new();
+    for &p in &cfg.precisions {
+        match p {
+            Precision::F64 => run_methods(name, a, cfg, progress, &mut results),
+            Precision::F32 => run_methods(name, &a.cast::<f32>(), cfg, progress, &mut results),
+        }
+    }
+    MatrixResult {
+        name: name.into(),
+        source: source.into(),
+        stats,
+        fits_l2,
+        results,
+    }
+}
+
+fn run_methods<T: PrepareFor>(
+    name: &str,
+    a: &Csr<T>,
+    cfg: &HarnessConfig,
+    progress: &mut dyn Progress,
+    out: &mut Vec<MethodResult>,
+) {
+    let problem = match Problem::new(a, cfg.measure.alpha, cfg.measure.beta) {
+        Ok(p) => p,
+        Err(e) => {
+            for method in &cfg.methods {
+                out.push(MethodResult {
+                    method: method.clone(),
+                    precision: T::PRECISION,
+                    status: Status::Failed,
+                    error: Some(format!("oracle: {e}")),
+                    record: None,
+                });
+            }
+            return;
+        }
+    };
+    for method in &cfg.methods {
+        progress.method(name, method, T::PRECISION);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            measure_problem(a, method, &cfg.measure, &problem)
+        }));
+        let (status, error, record) = match outcome {
+            Ok(Ok(rec)) if rec.verified => (Status::Ok, None, Some(rec)),
+            Ok(Ok(rec)) => (
+                Status::Wrong,
+                Some(format!(
+                    "max relative error {:.3e} against the oracle",
+                    rec.max_rel_err
+                )),
+                Some(rec),
+            ),
+            Ok(Err(e)) => (status_of(&e), Some(e.to_string()), None),
+            Err(panic) => (
+                Status::Failed,
+                Some(format!("panicked: {}", panic_text(&panic))),
+                None,
+            ),
+        };
+        out.push(MethodResult {
+            method: method.clone(),
+            precision: T::PRECISION,
+            status,
+            error,
+            record,
+        });
+    }
+}
+
+fn status_of(e: &Error) -> Status {
+    match e {
+        Error::MethodUnsupported { .. } | Error::GpuUnavailable(_) | Error::DeviceMemory { .. } => {
+            Status::Unsupported
+        }
+        _ => Status::Failed,
+    }
+}
+
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Runs the whole benchmark over `inputs`.
+pub fn run(
+    inputs: &[MatrixSource],
+    cfg: &HarnessConfig,
+    machine: MachineInfo,
+    suite: Option<String>,
+    progress: &mut dyn Progress,
+) -> BenchRun {
+    let l2 = machine.l2_bytes;
+    let mut run = BenchRun {
+        machine,
+        suite,
+        matrices: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for (i, src) in inputs.iter().enumerate() {
+        let name = src.short_name();
+        progress.matrix(i, inputs.len(), &name);
+        match load_source(src, cfg.use_cache) {
+            Ok(a) => run
+                .matrices
+                .push(run_matrix(&name, &src.label(), &a, cfg, l2, progress)),
+            Err(e) => {
+                progress.skipped(&src.label(), &e.to_string());
+                run.skipped.push((src.label(), e.to_string()));
+            }
+        }
+    }
+    run
+}
+
+/// The current UTC time as RFC 3339 (seconds), without a date crate.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_format_is_rfc3339() {
+        let s = utc_now();
+        assert_eq!(s.len(), 20, "{s}");
+        assert!(s.starts_with("20") && s.ends_with('Z'));
+    }
+
+    #[test]
+    fn failures_and_unknown_methods_are_recorded() {
+        let a = Csr::<f64>::identity(5).unwrap();
+        let cfg = HarnessConfig {
+            methods: vec!["csr".into(), "no-such-method".into()],
+            precisions: vec![Precision::F64, Precision::F32],
+            measure: MeasureOptions {
+                warmup: 0,
+                reps: 1,
+                samples: 1,
+                ..Default::default()
+            },
+            use_cache: false,
+        };
+        let m = run_matrix("id5", "identity", &a, &cfg, None, &mut Silent);
+        assert_eq!(m.results.len(), 4);
+        assert_eq!(
+            m.results.iter().filter(|r| r.status == Status::Ok).count(),
+            2
+        );
+        let bad = m
+            .results
+            .iter()
+            .find(|r| r.method == "no-such-method")
+            .unwrap();
+        assert_eq!(bad.status, Status::Failed);
+        assert!(bad
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("unknown method"));
+    }
+}

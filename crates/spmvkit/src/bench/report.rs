@@ -1,0 +1,1964 @@
+//! Turning saved benchmark runs into a report (issue #4): merging runs, the comparison maths,
+//! `summary.md`, the `results.csv` mirror and the plot set drawn by [`super::plots`].
+//!
+//! The maths, all on the median per-call time of a result whose status is `Ok`:
+//! - speedup of method M over baseline B on a matrix: `t_B / t_M`; the `cusparse` baseline is
+//!   the faster of `cusparse-alg1`, `cusparse-alg2` and `cusparse` on that matrix;
+//! - the geometric mean of those speedups over all matrices, over those with nnz > 1M and over
+//!   the bandwidth-bound ones (working set larger than L2), with wins and losses;
+//! - the performance profile (Dolan–Moré): for τ ∈ [1, 4], the fraction of matrices on which a
+//!   method's time is within τ of the best method's (a method that did not run never is);
+//! - break-even calls `n* = (prepare + upload ms)·1000 / (t_B − t_M)` when M is faster (FastLoad §5.4);
+//! - the share of the machine's device copy bandwidth reached (byte-model GB/s ÷ copy GB/s).
+//!
+//! Stream times ([`RunRecord::time`]) are compared only with stream times and CUDA-graph times
+//! ([`RunRecord::graph_time`]) only with graph times. The plots follow FastLoad Figs. 7
+//! (speedup against nnz), 8 (speedup against row-length variation) and 10 (preprocessing time
+//! against nnz), plus the performance profile; one set per precision.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::plots::{self, auto_range, Chart, Series, Style};
+use super::{BenchRun, MachineInfo, MatrixResult, MethodResult, RunRecord, Status};
+use crate::error::{Error, Result};
+use crate::scalar::Precision;
+
+/// Matrices with more nonzeros than this form the "large" subset.
+pub const LARGE_NNZ: usize = 1_000_000;
+
+/// Which per-call time to compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeKind {
+    /// Back-to-back launches on one stream (CPU: wall clock).
+    Stream,
+    /// Replayed from a captured CUDA graph (GPU only).
+    Graph,
+}
+
+impl TimeKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeKind::Stream => "stream",
+            TimeKind::Graph => "CUDA graph",
+        }
+    }
+}
+
+/// The matrices a summary figure is taken over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subset {
+    All,
+    /// nnz > [`LARGE_NNZ`].
+    Large,
+    /// Working set larger than the GPU's L2 (`!fits_l2`).
+    BandwidthBound,
+}
+
+impl Subset {
+    pub const ALL: [Subset; 3] = [Subset::All, Subset::Large, Subset::BandwidthBound];
+
+    pub fn contains(self, m: &MatrixResult) -> bool {
+        match self {
+            Subset::All => true,
+            Subset::Large => m.stats.nnz > LARGE_NNZ,
+            Subset::BandwidthBound => !m.fits_l2,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Subset::All => "all",
+            Subset::Large => "nnz > 1M",
+            Subset::BandwidthBound => "bandwidth-bound",
+        }
+    }
+}
+
+/// A baseline: a name and the methods it stands for (the fastest that ran counts).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Baseline {
+    pub name: String,
+    pub members: Vec<String>,
+}
+
+impl Baseline {
+    /// cuSPARSE: the better of `cusparse-alg1`, `cusparse-alg2` and `cusparse`.
+    pub fn cusparse() -> Self {
+        Baseline {
+            name: "cusparse".into(),
+            members: vec![
+                "cusparse-alg1".into(),
+                "cusparse-alg2".into(),
+                "cusparse".into(),
+            ],
+        }
+    }
+
+    /// A baseline that is one method.
+    pub fn method(name: &str) -> Self {
+        Baseline {
+            name: name.into(),
+            members: vec![name.into()],
+        }
+    }
+
+    /// The baselines a report compares against: cuSPARSE and the plain `csr` method.
+    pub fn defaults() -> Vec<Baseline> {
+        vec![Baseline::cusparse(), Baseline::method("csr")]
+    }
+
+    pub fn is_member(&self, method: &str) -> bool {
+        self.members.iter().any(|m| m == method)
+    }
+
+    /// How the baseline is described in the summary.
+    pub fn describe(&self) -> String {
+        if self.members.len() > 1 {
+            format!("{} (best of {})", self.name, self.members.join(", "))
+        } else {
+            self.name.clone()
+        }
+    }
+
+    /// The baseline's time on one matrix: the fastest member that ran.
+    pub fn time_us(
+        &self,
+        results: &[MethodResult],
+        precision: Precision,
+        kind: TimeKind,
+    ) -> Option<f64> {
+        self.members
+            .iter()
+            .filter_map(|m| method_time_us(results, m, precision, kind))
+            .min_by(f64::total_cmp)
+    }
+}
+
+/// Report settings.
+#[derive(Clone, Debug)]
+pub struct ReportOptions {
+    /// Baselines to compare against; the first is the one the speedup plots use.
+    pub baselines: Vec<Baseline>,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            baselines: Baseline::defaults(),
+        }
+    }
+}
+
+/// Geometric mean; `None` when empty or when a value is not finite and positive.
+pub fn geomean(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        return None;
+    }
+    Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
+}
+
+/// The median per-call time of a result, in µs, if it ran correctly and has that timing.
+pub fn result_time_us(r: &MethodResult, kind: TimeKind) -> Option<f64> {
+    if r.status != Status::Ok {
+        return None;
+    }
+    let rec = r.record.as_ref()?;
+    let t = match kind {
+        TimeKind::Stream => rec.time.median_us,
+        TimeKind::Graph => rec.graph_time.as_ref()?.median_us,
+    };
+    (t.is_finite() && t > 0.0).then_some(t)
+}
+
+/// The result of `method` in `precision` on a matrix (the last one if listed twice).
+pub fn find_result<'a>(
+    results: &'a [MethodResult],
+    method: &str,
+    precision: Precision,
+) -> Option<&'a MethodResult> {
+    results
+        .iter()
+        .rev()
+        .find(|r| r.method == method && r.precision == precision)
+}
+
+/// The time of `method` in `precision` on a matrix, if it ran correctly.
+pub fn method_time_us(
+    results: &[MethodResult],
+    method: &str,
+    precision: Precision,
+    kind: TimeKind,
+) -> Option<f64> {
+    find_result(results, method, precision).and_then(|r| result_time_us(r, kind))
+}
+
+/// The fastest method in `precision` on a matrix and its time (first listed on a tie).
+pub fn best_method(
+    results: &[MethodResult],
+    precision: Precision,
+    kind: TimeKind,
+) -> Option<(&str, f64)> {
+    let mut best: Option<(&str, f64)> = None;
+    for r in results.iter().filter(|r| r.precision == precision) {
+        if let Some(t) = result_time_us(r, kind) {
+            if best.map_or(true, |(_, b)| t < b) {
+                best = Some((r.method.as_str(), t));
+            }
+        }
+    }
+    best
+}
+
+/// Speedup `baseline / method`, when both ran.
+pub fn speedup(baseline_us: Option<f64>, method_us: Option<f64>) -> Option<f64> {
+    match (baseline_us, method_us) {
+        (Some(b), Some(m)) if b > 0.0 && m > 0.0 => Some(b / m),
+        _ => None,
+    }
+}
+
+/// Calls after which a method's preprocessing has paid for itself against a baseline:
+/// `prep_ms·1000 / (t_baseline − t_method)`. `None` when the method is not faster (it never
+/// pays off).
+pub fn break_even_calls(prep_ms: f64, baseline_us: f64, method_us: f64) -> Option<f64> {
+    if !(prep_ms.is_finite() && prep_ms >= 0.0 && method_us < baseline_us) {
+        return None;
+    }
+    Some(prep_ms * 1000.0 / (baseline_us - method_us))
+}
+
+/// Effective GB/s of a record from its byte model and the chosen timing.
+pub fn effective_gbs(rec: &RunRecord, kind: TimeKind) -> Option<f64> {
+    let t = match kind {
+        TimeKind::Stream => rec.time.median_us,
+        TimeKind::Graph => rec.graph_time.as_ref()?.median_us,
+    };
+    (t.is_finite() && t > 0.0).then(|| rec.bytes_model as f64 / (t * 1e-6) * 1e-9)
+}
+
+/// Percent of the measured device copy bandwidth that `gbs` reaches.
+pub fn copy_bandwidth_pct(gbs: f64, copy_bandwidth_gbs: Option<f64>) -> Option<f64> {
+    match copy_bandwidth_gbs {
+        Some(c) if c > 0.0 && c.is_finite() && gbs.is_finite() && gbs >= 0.0 => {
+            Some(100.0 * gbs / c)
+        }
+        _ => None,
+    }
+}
+
+/// The τ grid of the performance profile: `steps + 1` points from 1 to 4.
+pub fn tau_grid(steps: usize) -> Vec<f64> {
+    let steps = steps.max(1);
+    (0..=steps)
+        .map(|k| 1.0 + 3.0 * k as f64 / steps as f64)
+        .collect()
+}
+
+/// The performance profile. `times[i][m]` is method m's time on matrix i (`None`: did not
+/// run). Returns `profile[m][k]`: the fraction of matrices with `times[i][m] ≤ taus[k]·best_i`.
+/// Matrices on which no method ran are left out of the count.
+pub fn performance_profile(times: &[Vec<Option<f64>>], taus: &[f64]) -> Vec<Vec<f64>> {
+    let methods = times.iter().map(Vec::len).max().unwrap_or(0);
+    let mut counts = vec![vec![0usize; taus.len()]; methods];
+    let mut matrices = 0usize;
+    for row in times {
+        let Some(best) = row.iter().flatten().copied().min_by(f64::total_cmp) else {
+            continue;
+        };
+        matrices += 1;
+        for (m, t) in row.iter().enumerate() {
+            if let Some(t) = t {
+                for (k, tau) in taus.iter().enumerate() {
+                    // A relative slack so that the best method is within τ = 1 despite rounding.
+                    if *t <= tau * best * (1.0 + 1e-12) {
+                        counts[m][k] += 1;
+                    }
+                }
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .map(|c| {
+            c.into_iter()
+                .map(|n| {
+                    if matrices > 0 {
+                        n as f64 / matrices as f64
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Speedups of one method over one baseline on a set of matrices.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SpeedupSummary {
+    /// Matrices on which both ran.
+    pub compared: usize,
+    /// Geometric mean of the speedups over the compared matrices.
+    pub geomean: Option<f64>,
+    /// Compared matrices with speedup > 1 and < 1.
+    pub wins: usize,
+    pub losses: usize,
+    /// The baseline ran but the method has a result that is not a correct timed run.
+    pub method_failed: usize,
+    /// The method ran but no baseline member did.
+    pub baseline_missing: usize,
+    /// Break-even calls on the compared matrices where the method is faster (stream timing).
+    pub break_even: Vec<f64>,
+}
+
+/// Summarises the speedups of `method` over `baseline` on the matrices of `subset`.
+pub fn speedup_summary(
+    matrices: &[&MatrixResult],
+    method: &str,
+    baseline: &Baseline,
+    precision: Precision,
+    kind: TimeKind,
+    subset: Subset,
+) -> SpeedupSummary {
+    let mut s = SpeedupSummary::default();
+    let mut speedups = Vec::new();
+    for m in matrices.iter().filter(|m| subset.contains(m)) {
+        let b = baseline.time_us(&m.results, precision, kind);
+        let r = find_result(&m.results, method, precision);
+        let t = r.and_then(|r| result_time_us(r, kind));
+        match (b, t) {
+            (Some(b), Some(t)) => {
+                let x = b / t;
+                speedups.push(x);
+                if x > 1.0 {
+                    s.wins += 1;
+                } else if x < 1.0 {
+                    s.losses += 1;
+                }
+                let prep = r
+                    .and_then(|r| r.record.as_ref())
+                    .map_or(0.0, |rec| rec.prep_ms + rec.upload_ms);
+                if let Some(n) = break_even_calls(prep, b, t) {
+                    s.break_even.push(n);
+                }
+            }
+            (Some(_), None) if r.is_some() => s.method_failed += 1,
+            (None, Some(_)) => s.baseline_missing += 1,
+            _ => {}
+        }
+    }
+    s.compared = speedups.len();
+    s.geomean = geomean(&speedups);
+    s
+}
+
+/// One matrix after merging, with the run each result came from.
+#[derive(Clone, Debug)]
+pub struct MergedMatrix {
+    pub matrix: MatrixResult,
+    /// `run_of[i]`: index into the runs of `matrix.results[i]`.
+    pub run_of: Vec<usize>,
+}
+
+/// Several runs merged into one set of results.
+#[derive(Clone, Debug, Default)]
+pub struct MergedRuns {
+    /// The machine and suite of each run, in the order given.
+    pub runs: Vec<(MachineInfo, Option<String>)>,
+    /// Matrices in order of first appearance.
+    pub matrices: Vec<MergedMatrix>,
+}
+
+impl MergedRuns {
+    pub fn matrix_refs(&self) -> Vec<&MatrixResult> {
+        self.matrices.iter().map(|m| &m.matrix).collect()
+    }
+
+    /// Precisions with at least one result.
+    pub fn precisions(&self) -> Vec<Precision> {
+        Precision::ALL
+            .into_iter()
+            .filter(|p| {
+                self.matrices
+                    .iter()
+                    .any(|m| m.matrix.results.iter().any(|r| r.precision == *p))
+            })
+            .collect()
+    }
+
+    /// Methods with a result in `precision`, in order of first appearance.
+    pub fn methods(&self, precision: Precision) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in self.matrices.iter().flat_map(|m| &m.matrix.results) {
+            if r.precision == precision && !out.contains(&r.method) {
+                out.push(r.method.clone());
+            }
+        }
+        out
+    }
+
+    /// Methods with a result in any precision, in order of first appearance.
+    pub fn all_methods(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in self.matrices.iter().flat_map(|m| &m.matrix.results) {
+            if !out.contains(&r.method) {
+                out.push(r.method.clone());
+            }
+        }
+        out
+    }
+
+    /// The copy bandwidth of the machine result `i` of matrix `m` was measured on.
+    fn copy_bandwidth(&self, m: &MergedMatrix, i: usize) -> Option<f64> {
+        m.run_of
+            .get(i)
+            .and_then(|&r| self.runs.get(r))
+            .and_then(|(machine, _)| machine.copy_bandwidth_gbs)
+    }
+}
+
+/// Merges runs in the order given: matrices are matched by name, and a result for the same
+/// (matrix, method, precision) in a later run replaces the earlier one. A matrix's statistics
+/// and L2 flag are those of the last run that measured it.
+pub fn merge_runs(runs: &[BenchRun]) -> MergedRuns {
+    let mut merged = MergedRuns::default();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    for (ri, run) in runs.iter().enumerate() {
+        merged.runs.push((run.machine.clone(), run.suite.clone()));
+        for m in &run.matrices {
+            let idx = *by_name.entry(m.name.clone()).or_insert_with(|| {
+                merged.matrices.push(MergedMatrix {
+                    matrix: MatrixResult {
+                        results: Vec::new(),
+                        ..m.clone()
+                    },
+                    run_of: Vec::new(),
+                });
+                merged.matrices.len() - 1
+            });
+            let slot = &mut merged.matrices[idx];
+            slot.matrix.source.clone_from(&m.source);
+            slot.matrix.stats = m.stats.clone();
+            slot.matrix.fits_l2 = m.fits_l2;
+            for r in &m.results {
+                let existing = slot
+                    .matrix
+                    .results
+                    .iter()
+                    .position(|e| e.method == r.method && e.precision == r.precision);
+                match existing {
+                    Some(i) => {
+                        slot.matrix.results[i] = r.clone();
+                        slot.run_of[i] = ri;
+                    }
+                    None => {
+                        slot.matrix.results.push(r.clone());
+                        slot.run_of.push(ri);
+                    }
+                }
+            }
+        }
+    }
+    merged
+}
+
+/// What [`write_report`] wrote.
+#[derive(Clone, Debug, Default)]
+pub struct ReportFiles {
+    pub summary: PathBuf,
+    pub csv: PathBuf,
+    /// Every plot file (SVG and PNG).
+    pub plots: Vec<PathBuf>,
+    /// Plots not drawn, and why.
+    pub notes: Vec<String>,
+}
+
+/// Reads run files: each path is a `run-*.json` file or a directory whose `run-*.json` files
+/// are read in name order. Paths are taken in the order given (later runs win when merged).
+pub fn load_runs(paths: &[PathBuf]) -> Result<Vec<BenchRun>> {
+    if paths.is_empty() {
+        return Err(Error::InvalidArgument(
+            "no run files or directories given".into(),
+        ));
+    }
+    let mut files = Vec::new();
+    for p in paths {
+        let meta = fs::metadata(p).map_err(|e| Error::io(p, e))?;
+        if meta.is_dir() {
+            let mut found = Vec::new();
+            for entry in fs::read_dir(p).map_err(|e| Error::io(p, e))? {
+                let path = entry.map_err(|e| Error::io(p, e))?.path();
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if name.starts_with("run-") && name.ends_with(".json") && path.is_file() {
+                    found.push(path);
+                }
+            }
+            if found.is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "{}: no run-*.json files in this directory",
+                    p.display()
+                )));
+            }
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    files.iter().map(|f| read_run(f)).collect()
+}
+
+fn read_run(path: &Path) -> Result<BenchRun> {
+    let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    serde_json::from_str(&text).map_err(|e| Error::Parse {
+        path: Some(path.to_path_buf()),
+        line: e.line() as u64,
+        msg: format!("not a spmvkit run file: {e}"),
+    })
+}
+
+/// Writes `summary.md`, `results.csv` and `plots/*.{svg,png}` under `out_dir` for the merged
+/// runs, comparing against [`Baseline::defaults`].
+pub fn write_report(runs: &[BenchRun], out_dir: &Path) -> Result<ReportFiles> {
+    write_report_with(runs, out_dir, &ReportOptions::default())
+}
+
+/// [`write_report`] with explicit options.
+pub fn write_report_with(
+    runs: &[BenchRun],
+    out_dir: &Path,
+    opts: &ReportOptions,
+) -> Result<ReportFiles> {
+    if runs.is_empty() {
+        return Err(Error::InvalidArgument("no runs to report on".into()));
+    }
+    let merged = merge_runs(runs);
+    let plot_dir = out_dir.join("plots");
+    fs::create_dir_all(&plot_dir).map_err(|e| Error::io(&plot_dir, e))?;
+    let mut files = ReportFiles {
+        summary: out_dir.join("summary.md"),
+        csv: out_dir.join("results.csv"),
+        ..ReportFiles::default()
+    };
+    let mut drawn: Vec<(Precision, String, String)> = Vec::new();
+    for p in merged.precisions() {
+        let (charts, notes) = charts_for(&merged, opts, p);
+        files.notes.extend(notes);
+        for (stem, chart) in charts {
+            let paths = plots::render(&chart, &plot_dir.join(&stem))?;
+            drawn.push((p, chart.title.clone(), format!("plots/{stem}.png")));
+            files.plots.extend(paths);
+        }
+    }
+    let summary = summary_markdown(&merged, opts, &drawn, &files.notes);
+    fs::write(&files.summary, summary).map_err(|e| Error::io(&files.summary, e))?;
+    fs::write(&files.csv, results_csv(&merged, opts)).map_err(|e| Error::io(&files.csv, e))?;
+    Ok(files)
+}
+
+/// The plot set of one precision: `(file stem, chart)`, and notes on plots left out.
+pub fn charts_for(
+    merged: &MergedRuns,
+    opts: &ReportOptions,
+    p: Precision,
+) -> (Vec<(String, Chart)>, Vec<String>) {
+    let kind = TimeKind::Stream;
+    let mut charts = Vec::new();
+    let mut notes = Vec::new();
+    let matrices = merged.matrix_refs();
+    let methods = merged.methods(p);
+    let every = merged.all_methods();
+    let style_of = |me: &str| every.iter().position(|x| x == me).unwrap_or(0);
+    let any_ok = matrices
+        .iter()
+        .any(|m| best_method(&m.results, p, kind).is_some());
+    if !any_ok {
+        notes.push(format!(
+            "{p}: no plots, no method ran correctly in this precision"
+        ));
+        return (charts, notes);
+    }
+
+    // Performance profile.
+    let taus = tau_grid(300);
+    let times: Vec<Vec<Option<f64>>> = matrices
+        .iter()
+        .map(|m| {
+            methods
+                .iter()
+                .map(|me| method_time_us(&m.results, me, p, kind))
+                .collect()
+        })
+        .collect();
+    let profile = performance_profile(&times, &taus);
+    let n_profiled = times
+        .iter()
+        .filter(|row| row.iter().any(Option::is_some))
+        .count();
+    charts.push((
+        format!("profile-{p}"),
+        Chart {
+            title: format!("Performance profile, {p}, stream timing ({n_profiled} matrices)"),
+            x_label: "τ (time ≤ τ × fastest method's time)".into(),
+            y_label: "fraction of matrices".into(),
+            x_log: false,
+            y_log: false,
+            x_range: (1.0, 4.0),
+            y_range: (0.0, 1.04),
+            style: Style::Lines,
+            series: methods
+                .iter()
+                .zip(&profile)
+                .map(|(me, fr)| Series {
+                    label: me.clone(),
+                    style: style_of(me),
+                    points: taus.iter().copied().zip(fr.iter().copied()).collect(),
+                })
+                .collect(),
+            hline: None,
+        },
+    ));
+
+    // Speedup over the first baseline against nnz and against row-length variation.
+    if let Some(base) = opts.baselines.first() {
+        let mut by_nnz = Vec::new();
+        let mut by_var = Vec::new();
+        for me in methods.iter().filter(|me| !base.is_member(me)) {
+            let mut a = Vec::new();
+            let mut v = Vec::new();
+            for m in &matrices {
+                let b = base.time_us(&m.results, p, kind);
+                if let Some(x) = speedup(b, method_time_us(&m.results, me, p, kind)) {
+                    a.push((m.stats.nnz as f64, x));
+                    v.push((m.stats.row_variation, x));
+                }
+            }
+            if !a.is_empty() {
+                by_nnz.push(Series {
+                    label: me.clone(),
+                    style: style_of(me),
+                    points: a,
+                });
+                by_var.push(Series {
+                    label: me.clone(),
+                    style: style_of(me),
+                    points: v,
+                });
+            }
+        }
+        if by_nnz.is_empty() {
+            notes.push(format!(
+                "{p}: no speedup plots, no matrix has both a {} result and another method's",
+                base.name
+            ));
+        } else {
+            let ys = || by_nnz.iter().flat_map(|s| s.points.iter().map(|q| q.1));
+            let y_hi = ys().fold(1.0f64, f64::max);
+            let y_range = (0.0, (y_hi * 1.08).max(1.25));
+            let x_range = auto_range(
+                by_nnz.iter().flat_map(|s| s.points.iter().map(|q| q.0)),
+                true,
+                (1.0, 1e6),
+            );
+            let y_label = format!("speedup over {} (t_{} / t_method)", base.name, base.name);
+            charts.push((
+                format!("speedup-nnz-{p}"),
+                Chart {
+                    title: format!("Speedup over {} against nnz, {p}, stream timing", base.name),
+                    x_label: "nonzeros (log scale)".into(),
+                    y_label: y_label.clone(),
+                    x_log: true,
+                    y_log: false,
+                    x_range,
+                    y_range,
+                    style: Style::Points,
+                    series: by_nnz,
+                    hline: Some((1.0, format!("equal to {}", base.name))),
+                },
+            ));
+            let xs: Vec<f64> = by_var
+                .iter()
+                .flat_map(|s| s.points.iter().map(|q| q.0))
+                .collect();
+            let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = xs.iter().copied().fold(0.0f64, f64::max);
+            let x_log = lo > 0.0 && hi / lo > 30.0;
+            let x_range = if x_log {
+                auto_range(xs.iter().copied(), true, (0.01, 10.0))
+            } else {
+                (0.0, (hi * 1.06).max(0.1))
+            };
+            charts.push((
+                format!("speedup-variation-{p}"),
+                Chart {
+                    title: format!(
+                        "Speedup over {} against row-length variation, {p}",
+                        base.name
+                    ),
+                    x_label: format!(
+                        "row-length variation (std / mean of row lengths{})",
+                        if x_log { ", log scale" } else { "" }
+                    ),
+                    y_label,
+                    x_log,
+                    y_log: false,
+                    x_range,
+                    y_range,
+                    style: Style::Points,
+                    series: by_var,
+                    hline: Some((1.0, format!("equal to {}", base.name))),
+                },
+            ));
+        }
+    }
+
+    // Preprocessing time against nnz (log-log); a zero time is drawn at the floor.
+    const PREP_FLOOR_MS: f64 = 1e-3;
+    let prep: Vec<Series> = methods
+        .iter()
+        .filter_map(|me| {
+            let points: Vec<(f64, f64)> = matrices
+                .iter()
+                .filter_map(|m| {
+                    let r = find_result(&m.results, me, p)?;
+                    result_time_us(r, kind)?;
+                    let rec = r.record.as_ref()?;
+                    (m.stats.nnz > 0).then(|| (m.stats.nnz as f64, rec.prep_ms.max(PREP_FLOOR_MS)))
+                })
+                .collect();
+            (!points.is_empty()).then(|| Series {
+                label: me.clone(),
+                style: style_of(me),
+                points,
+            })
+        })
+        .collect();
+    if !prep.is_empty() {
+        let x_range = auto_range(
+            prep.iter().flat_map(|s| s.points.iter().map(|q| q.0)),
+            true,
+            (1.0, 1e6),
+        );
+        let y_range = auto_range(
+            prep.iter().flat_map(|s| s.points.iter().map(|q| q.1)),
+            true,
+            (1e-3, 1e3),
+        );
+        charts.push((
+            format!("prep-nnz-{p}"),
+            Chart {
+                title: format!("Preprocessing time against nnz, {p}"),
+                x_label: "nonzeros (log scale)".into(),
+                y_label: "host preprocessing time, ms (log scale; 0 drawn at 0.001)".into(),
+                x_log: true,
+                y_log: true,
+                x_range,
+                y_range,
+                style: Style::Points,
+                series: prep,
+                hline: None,
+            },
+        ));
+    }
+    (charts, notes)
+}
+
+fn fmt_speedup(x: Option<f64>) -> String {
+    x.map_or_else(|| "–".into(), |x| format!("{x:.2}×"))
+}
+
+fn fmt_opt(x: Option<f64>, digits: usize) -> String {
+    x.map_or_else(|| "–".into(), |x| format!("{x:.digits$}"))
+}
+
+fn fmt_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn fmt_count(n: usize) -> String {
+    if n >= 1_000_000 {
+        format!("{:.2}M", n as f64 / 1e6)
+    } else if n >= 10_000 {
+        format!("{:.1}k", n as f64 / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Markdown table cell text: no newlines, pipes escaped.
+fn cell(s: &str) -> String {
+    s.replace('\r', "").replace('\n', " ").replace('|', "\\|")
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        0.5 * (s[n / 2 - 1] + s[n / 2])
+    })
+}
+
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Wrong => "wrong",
+        Status::Unsupported => "unsupported",
+        Status::Failed => "failed",
+    }
+}
+
+/// The text of `summary.md`. `plots` lists `(precision, title, relative PNG path)`.
+pub fn summary_markdown(
+    merged: &MergedRuns,
+    opts: &ReportOptions,
+    plots: &[(Precision, String, String)],
+    notes: &[String],
+) -> String {
+    let mut s = String::new();
+    let matrices = merged.matrix_refs();
+    let _ = writeln!(s, "# spmvkit benchmark report\n");
+    if merged.runs.len() > 1 {
+        let _ = writeln!(
+            s,
+            "Merged from {} runs, in the order given: where runs overlap, the later run's result for a \
+             (matrix, method, precision) replaces the earlier one.\n",
+            merged.runs.len()
+        );
+    }
+    machine_section(&mut s, merged);
+
+    let l2 = matrices.iter().filter(|m| m.fits_l2).count();
+    let large = matrices.iter().filter(|m| m.stats.nnz > LARGE_NNZ).count();
+    let _ = writeln!(s, "## Matrices\n");
+    let _ = writeln!(
+        s,
+        "{} matrices: {} bandwidth-bound, {} whose working set fits in L2 (reported apart: they \
+         measure launch overhead more than memory bandwidth), {} with nnz > 1M.\n",
+        matrices.len(),
+        matrices.len() - l2,
+        l2,
+        large
+    );
+
+    for p in merged.precisions() {
+        precision_section(&mut s, merged, opts, p);
+        let mine: Vec<_> = plots.iter().filter(|(q, _, _)| *q == p).collect();
+        if !mine.is_empty() {
+            let _ = writeln!(s, "### Plots ({p})\n");
+            for (_, title, path) in mine {
+                let svg = path.replace(".png", ".svg");
+                let _ = writeln!(s, "![{title}]({path})  \n[{title} (SVG)]({svg})\n");
+            }
+        }
+    }
+
+    problems_section(&mut s, merged);
+    if !notes.is_empty() {
+        let _ = writeln!(s, "## Notes\n");
+        for n in notes {
+            let _ = writeln!(s, "- {n}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn machine_section(s: &mut String, merged: &MergedRuns) {
+    let _ = writeln!(s, "## Machine\n");
+    for (i, (m, suite)) in merged.runs.iter().enumerate() {
+        if merged.runs.len() > 1 {
+            let _ = writeln!(
+                s,
+                "### Run {} ({})\n",
+                i + 1,
+                if m.started.is_empty() {
+                    "start time unknown"
+                } else {
+                    &m.started
+                }
+            );
+        }
+        let mut gpu = m.gpu.clone();
+        let mut extra = Vec::new();
+        if let Some(n) = m.sm_count {
+            extra.push(format!("{n} SMs"));
+        }
+        if let Some(b) = m.gpu_memory_bytes {
+            extra.push(format!("{} memory", fmt_bytes(b)));
+        }
+        if let Some(b) = m.l2_bytes {
+            extra.push(format!("{} L2", fmt_bytes(b)));
+        }
+        if !extra.is_empty() {
+            let _ = write!(gpu, " ({})", extra.join(", "));
+        }
+        let rows = [
+            ("GPU", gpu),
+            (
+                "Driver / CUDA",
+                format!(
+                    "{} / {}",
+                    m.driver_version.as_deref().unwrap_or("unknown"),
+                    m.cuda_version.as_deref().unwrap_or("unknown")
+                ),
+            ),
+            ("CPU threads", m.cpu_threads.to_string()),
+            (
+                "Copy bandwidth",
+                m.copy_bandwidth_gbs.map_or_else(
+                    || "not measured".into(),
+                    |g| format!("{g:.1} GB/s (device-to-device, read + write)"),
+                ),
+            ),
+            (
+                "Commit",
+                if m.commit.is_empty() {
+                    "unknown".into()
+                } else {
+                    m.commit.clone()
+                },
+            ),
+            (
+                "Command",
+                if m.command.is_empty() {
+                    "unknown".into()
+                } else {
+                    format!("`{}`", m.command.replace('`', "'"))
+                },
+            ),
+            (
+                "Started",
+                if m.started.is_empty() {
+                    "unknown".into()
+                } else {
+                    m.started.clone()
+                },
+            ),
+            ("Suite", suite.clone().unwrap_or_else(|| "–".into())),
+        ];
+        let _ = writeln!(s, "| | |\n|---|---|");
+        for (k, v) in rows {
+            let _ = writeln!(s, "| {k} | {} |", cell(&v));
+        }
+        s.push('\n');
+    }
+}
+
+fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, p: Precision) {
+    let matrices = merged.matrix_refs();
+    let methods = merged.methods(p);
+    let _ = writeln!(s, "## Precision {p}\n");
+    let mut counts = [0usize; 4];
+    for r in matrices
+        .iter()
+        .flat_map(|m| &m.results)
+        .filter(|r| r.precision == p)
+    {
+        counts[r.status as usize] += 1;
+    }
+    let _ = writeln!(
+        s,
+        "Results: {} ok, {} wrong, {} unsupported, {} failed (listed under Failures).\n",
+        counts[Status::Ok as usize],
+        counts[Status::Wrong as usize],
+        counts[Status::Unsupported as usize],
+        counts[Status::Failed as usize]
+    );
+
+    for kind in [TimeKind::Stream, TimeKind::Graph] {
+        let has_kind = matrices.iter().any(|m| {
+            m.results
+                .iter()
+                .any(|r| r.precision == p && result_time_us(r, kind).is_some())
+        });
+        if !has_kind {
+            continue;
+        }
+        for base in &opts.baselines {
+            let present = matrices
+                .iter()
+                .any(|m| base.time_us(&m.results, p, kind).is_some());
+            if !present {
+                if kind == TimeKind::Stream {
+                    let _ = writeln!(
+                        s,
+                        "No {} results in {p}: no speedups over it.\n",
+                        base.describe()
+                    );
+                }
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                "### Speedup over {}, {} timing\n",
+                base.describe(),
+                kind.name()
+            );
+            let _ = writeln!(
+                s,
+                "Geometric mean of t_baseline / t_method over the matrices where both ran (n); wins / \
+                 losses over all matrices; break-even: median calls for the method's preprocessing \
+                 to pay off where it is faster.\n"
+            );
+            let _ = writeln!(
+                s,
+                "| method | all | nnz > 1M | bandwidth-bound | wins / losses | method failed | no baseline | break-even calls |"
+            );
+            let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+            // A one-method baseline against itself says nothing; the members of a composite
+            // baseline stay (which cuSPARSE algorithm wins is worth seeing).
+            for me in methods
+                .iter()
+                .filter(|me| base.members.len() > 1 || !base.is_member(me))
+            {
+                let sums: Vec<SpeedupSummary> = Subset::ALL
+                    .iter()
+                    .map(|sub| speedup_summary(&matrices, me, base, p, kind, *sub))
+                    .collect();
+                let all = &sums[0];
+                let be = if kind == TimeKind::Stream {
+                    let never = all.compared - all.break_even.len();
+                    match median(&all.break_even) {
+                        Some(n) => format!("{} (never: {never})", fmt_count(n.ceil() as usize)),
+                        None if all.compared > 0 => format!("never ({never})"),
+                        None => "–".into(),
+                    }
+                } else {
+                    "–".into()
+                };
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} / {} | {} | {} | {} |",
+                    cell(me),
+                    speedup_cell(&sums[0]),
+                    speedup_cell(&sums[1]),
+                    speedup_cell(&sums[2]),
+                    all.wins,
+                    all.losses,
+                    all.method_failed,
+                    all.baseline_missing,
+                    be
+                );
+            }
+            s.push('\n');
+        }
+    }
+
+    // Profile at a few τ.
+    let kind = TimeKind::Stream;
+    let taus = [1.0, 1.1, 1.25, 1.5, 2.0, 4.0];
+    let times: Vec<Vec<Option<f64>>> = matrices
+        .iter()
+        .map(|m| {
+            methods
+                .iter()
+                .map(|me| method_time_us(&m.results, me, p, kind))
+                .collect()
+        })
+        .collect();
+    let profile = performance_profile(&times, &taus);
+    if times.iter().any(|row| row.iter().any(Option::is_some)) {
+        let _ = writeln!(s, "### Performance profile, stream timing\n");
+        let _ = writeln!(
+            s,
+            "Fraction of matrices on which the method is within τ of the fastest method.\n"
+        );
+        let _ = write!(s, "| method |");
+        for t in taus {
+            let _ = write!(s, " τ = {t} |");
+        }
+        let _ = writeln!(s, "\n|---|{}", "---|".repeat(taus.len()));
+        for (me, fr) in methods.iter().zip(&profile) {
+            let _ = write!(s, "| {} |", cell(me));
+            for f in fr {
+                let _ = write!(s, " {:.0}% |", 100.0 * f);
+            }
+            s.push('\n');
+        }
+        s.push('\n');
+    }
+
+    let bw: Vec<&MergedMatrix> = merged
+        .matrices
+        .iter()
+        .filter(|m| !m.matrix.fits_l2)
+        .collect();
+    let l2: Vec<&MergedMatrix> = merged
+        .matrices
+        .iter()
+        .filter(|m| m.matrix.fits_l2)
+        .collect();
+    for (title, set) in [
+        ("Best method per matrix: bandwidth-bound", bw),
+        (
+            "Best method per matrix: working set fits in L2, launch-bound",
+            l2,
+        ),
+    ] {
+        if set.is_empty() {
+            continue;
+        }
+        best_table(s, merged, opts, p, title, &set);
+    }
+}
+
+fn speedup_cell(x: &SpeedupSummary) -> String {
+    if x.compared == 0 {
+        "–".into()
+    } else {
+        format!("{} (n={})", fmt_speedup(x.geomean), x.compared)
+    }
+}
+
+fn best_table(
+    s: &mut String,
+    merged: &MergedRuns,
+    opts: &ReportOptions,
+    p: Precision,
+    title: &str,
+    set: &[&MergedMatrix],
+) {
+    let kind = TimeKind::Stream;
+    let base = opts.baselines.first();
+    let _ = writeln!(s, "### {title} ({p}, stream timing)\n");
+    let base_col = base.map_or_else(String::new, |b| format!(" vs {} |", b.name));
+    let _ = writeln!(
+        s,
+        "| matrix | rows | nnz | row variation | best method | µs | GB/s | % copy BW |{base_col}"
+    );
+    let _ = writeln!(
+        s,
+        "|---|---|---|---|---|---|---|---|{}",
+        if base.is_some() { "---|" } else { "" }
+    );
+    for mm in set {
+        let m = &mm.matrix;
+        let lead = format!(
+            "| {} | {} | {} | {:.2} |",
+            cell(&m.name),
+            fmt_count(m.stats.nrows),
+            fmt_count(m.stats.nnz),
+            m.stats.row_variation
+        );
+        let Some((best, t)) = best_method(&m.results, p, kind) else {
+            let ran = m.results.iter().any(|r| r.precision == p);
+            let why = if ran {
+                "no method ran correctly"
+            } else {
+                "not measured"
+            };
+            let _ = writeln!(
+                s,
+                "{lead} {why} | – | – | – |{}",
+                if base.is_some() { " – |" } else { "" }
+            );
+            continue;
+        };
+        let idx = m
+            .results
+            .iter()
+            .rposition(|r| r.method == best && r.precision == p)
+            .unwrap_or(0);
+        let rec = m.results.get(idx).and_then(|r| r.record.as_ref());
+        let gbs = rec.and_then(|r| effective_gbs(r, kind));
+        let pct = gbs.and_then(|g| copy_bandwidth_pct(g, merged.copy_bandwidth(mm, idx)));
+        let vs = base.map_or_else(String::new, |b| {
+            format!(
+                " {} |",
+                fmt_speedup(speedup(b.time_us(&m.results, p, kind), Some(t)))
+            )
+        });
+        let _ = writeln!(
+            s,
+            "{lead} {} | {t:.2} | {} | {} |{vs}",
+            cell(best),
+            fmt_opt(gbs, 1),
+            pct.map_or_else(|| "–".into(), |x| format!("{x:.0}%"))
+        );
+    }
+    s.push('\n');
+}
+
+fn problems_section(s: &mut String, merged: &MergedRuns) {
+    let _ = writeln!(s, "## Failures, wrong results and unsupported\n");
+    let mut rows = Vec::new();
+    for m in &merged.matrices {
+        for r in &m.matrix.results {
+            let issue = match r.status {
+                Status::Ok if r.record.is_none() => {
+                    Some("ok but no measurement recorded".to_string())
+                }
+                Status::Ok => None,
+                _ => Some(
+                    r.error
+                        .clone()
+                        .unwrap_or_else(|| "no reason recorded".into()),
+                ),
+            };
+            if let Some(why) = issue {
+                rows.push(format!(
+                    "| {} | {} | {} | {} | {} |",
+                    cell(&m.matrix.name),
+                    r.precision,
+                    cell(&r.method),
+                    status_name(r.status),
+                    cell(&why)
+                ));
+            }
+        }
+    }
+    if rows.is_empty() {
+        let _ = writeln!(s, "None: every result ran and matched the oracle.\n");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "| matrix | precision | method | status | reason |\n|---|---|---|---|---|"
+    );
+    for r in rows {
+        let _ = writeln!(s, "{r}");
+    }
+    s.push('\n');
+}
+
+/// One CSV field, quoted when needed (RFC 4180).
+fn csv_field(v: &str) -> String {
+    if v.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", v.replace('"', "\"\""))
+    } else {
+        v.to_string()
+    }
+}
+
+fn opt_num(x: Option<f64>) -> String {
+    x.map_or_else(String::new, |v| format!("{v}"))
+}
+
+fn join_samples(v: &[f64]) -> String {
+    v.iter()
+        .map(|x| format!("{x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The text of `results.csv`: one row per (matrix, method, precision) with the matrix
+/// statistics, every record field (empty when the method did not run) and derived columns.
+pub fn results_csv(merged: &MergedRuns, opts: &ReportOptions) -> String {
+    let mut header: Vec<String> = [
+        "matrix",
+        "source",
+        "fits_l2",
+        "nrows",
+        "ncols",
+        "nnz",
+        "density",
+        "empty_rows",
+        "empty_cols",
+        "row_len_min",
+        "row_len_max",
+        "row_len_mean",
+        "row_len_std",
+        "row_variation",
+        "col_len_min",
+        "col_len_max",
+        "col_len_mean",
+        "col_len_std",
+        "lower_bandwidth",
+        "upper_bandwidth",
+        "bandwidth",
+        "csr_bytes",
+        "method",
+        "precision",
+        "status",
+        "error",
+        "run",
+        "run_started",
+        "run_commit",
+        "backend",
+        "device",
+        "deterministic",
+        "prep_ms",
+        "upload_ms",
+        "prep_stages_ms",
+        "time_median_us",
+        "time_min_us",
+        "time_max_us",
+        "time_samples_us",
+        "graph_median_us",
+        "graph_min_us",
+        "graph_max_us",
+        "graph_samples_us",
+        "gflops",
+        "gbs",
+        "bytes_model",
+        "max_rel_err",
+        "verified",
+        "footprint_bytes",
+        "notes",
+        "fallback_note",
+        "copy_bw_pct",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    for b in &opts.baselines {
+        header.push(format!("speedup_vs_{}", b.name));
+        header.push(format!("graph_speedup_vs_{}", b.name));
+        header.push(format!("break_even_calls_vs_{}", b.name));
+    }
+    let mut out = header.join(",");
+    out.push('\n');
+    for mm in &merged.matrices {
+        let m = &mm.matrix;
+        let st = &m.stats;
+        let lead = [
+            m.name.clone(),
+            m.source.clone(),
+            m.fits_l2.to_string(),
+            st.nrows.to_string(),
+            st.ncols.to_string(),
+            st.nnz.to_string(),
+            st.density.to_string(),
+            st.empty_rows.to_string(),
+            st.empty_cols.to_string(),
+            st.row_len.min.to_string(),
+            st.row_len.max.to_string(),
+            st.row_len.mean.to_string(),
+            st.row_len.std.to_string(),
+            st.row_variation.to_string(),
+            st.col_len.min.to_string(),
+            st.col_len.max.to_string(),
+            st.col_len.mean.to_string(),
+            st.col_len.std.to_string(),
+            st.lower_bandwidth.to_string(),
+            st.upper_bandwidth.to_string(),
+            st.bandwidth.to_string(),
+            st.csr_bytes.to_string(),
+        ];
+        for (i, r) in m.results.iter().enumerate() {
+            let mut row: Vec<String> = lead.to_vec();
+            let run = mm.run_of.get(i).copied().unwrap_or(0);
+            let machine = merged.runs.get(run).map(|(mi, _)| mi);
+            row.extend([
+                r.method.clone(),
+                r.precision.to_string(),
+                status_name(r.status).to_string(),
+                r.error.clone().unwrap_or_default(),
+                (run + 1).to_string(),
+                machine.map(|mi| mi.started.clone()).unwrap_or_default(),
+                machine.map(|mi| mi.commit.clone()).unwrap_or_default(),
+            ]);
+            match &r.record {
+                Some(rec) => {
+                    let g = rec.graph_time.as_ref();
+                    row.extend([
+                        rec.backend.to_string(),
+                        rec.device.clone(),
+                        rec.deterministic.to_string(),
+                        rec.prep_ms.to_string(),
+                        rec.upload_ms.to_string(),
+                        rec.prep_stages_ms
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(";"),
+                        rec.time.median_us.to_string(),
+                        rec.time.min_us.to_string(),
+                        rec.time.max_us.to_string(),
+                        join_samples(&rec.time.samples_us),
+                        opt_num(g.map(|g| g.median_us)),
+                        opt_num(g.map(|g| g.min_us)),
+                        opt_num(g.map(|g| g.max_us)),
+                        g.map(|g| join_samples(&g.samples_us)).unwrap_or_default(),
+                        rec.gflops.to_string(),
+                        rec.gbs.to_string(),
+                        rec.bytes_model.to_string(),
+                        rec.max_rel_err.to_string(),
+                        rec.verified.to_string(),
+                        rec.footprint_bytes.to_string(),
+                        rec.notes
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(";"),
+                        rec.fallback_note.clone().unwrap_or_default(),
+                        opt_num(effective_gbs(rec, TimeKind::Stream).and_then(|g| {
+                            copy_bandwidth_pct(g, machine.and_then(|mi| mi.copy_bandwidth_gbs))
+                        })),
+                    ]);
+                }
+                None => row.extend(std::iter::repeat(String::new()).take(23)),
+            }
+            let t = result_time_us(r, TimeKind::Stream);
+            let tg = result_time_us(r, TimeKind::Graph);
+            for b in &opts.baselines {
+                let bt = b.time_us(&m.results, r.precision, TimeKind::Stream);
+                let bg = b.time_us(&m.results, r.precision, TimeKind::Graph);
+                let prep = r
+                    .record
+                    .as_ref()
+                    .map_or(0.0, |rec| rec.prep_ms + rec.upload_ms);
+                let be = match (bt, t) {
+                    (Some(bt), Some(t)) => break_even_calls(prep, bt, t),
+                    _ => None,
+                };
+                row.push(opt_num(speedup(bt, t)));
+                row.push(opt_num(speedup(bg, tg)));
+                row.push(opt_num(be));
+            }
+            out.push_str(
+                &row.iter()
+                    .map(|f| csv_field(f))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::bench::{byte_model, Timing};
+    use crate::matrix::{LengthStats, MatrixStats};
+    use crate::methods::Backend;
+
+    pub(crate) fn record(
+        method: &str,
+        p: Precision,
+        nnz: usize,
+        t_us: f64,
+        prep_ms: f64,
+    ) -> RunRecord {
+        let n = (nnz / 10).max(1);
+        let mut rec = RunRecord {
+            method: method.into(),
+            precision: p,
+            backend: Backend::Gpu,
+            device: "Test GPU".into(),
+            nrows: n,
+            ncols: n,
+            nnz,
+            deterministic: true,
+            prep_ms,
+            upload_ms: 0.5,
+            prep_stages_ms: vec![("sort".into(), prep_ms)],
+            time: Timing::default(),
+            graph_time: Some(Timing::from_samples(vec![t_us * 0.9])),
+            gflops: 0.0,
+            gbs: 0.0,
+            bytes_model: byte_model(n, n, nnz, p.bytes()),
+            max_rel_err: 1e-15,
+            verified: true,
+            footprint_bytes: 12 * nnz,
+            notes: vec![("k".into(), "a,b".into())],
+            fallback_note: None,
+        };
+        rec.set_stream_timing(Timing::from_samples(vec![t_us]));
+        rec
+    }
+
+    pub(crate) fn ok(
+        method: &str,
+        p: Precision,
+        nnz: usize,
+        t_us: f64,
+        prep_ms: f64,
+    ) -> MethodResult {
+        MethodResult {
+            method: method.into(),
+            precision: p,
+            status: Status::Ok,
+            error: None,
+            record: Some(record(method, p, nnz, t_us, prep_ms)),
+        }
+    }
+
+    pub(crate) fn failed(method: &str, p: Precision, why: &str) -> MethodResult {
+        MethodResult {
+            method: method.into(),
+            precision: p,
+            status: Status::Failed,
+            error: Some(why.into()),
+            record: None,
+        }
+    }
+
+    pub(crate) fn matrix(
+        name: &str,
+        nnz: usize,
+        variation: f64,
+        fits_l2: bool,
+        results: Vec<MethodResult>,
+    ) -> MatrixResult {
+        let n = (nnz / 10).max(1);
+        MatrixResult {
+            name: name.into(),
+            source: format!("{name}.mtx"),
+            stats: MatrixStats {
+                nrows: n,
+                ncols: n,
+                nnz,
+                density: nnz as f64 / (n as f64 * n as f64),
+                empty_rows: 0,
+                empty_cols: 0,
+                row_len: LengthStats {
+                    min: 1,
+                    max: 40,
+                    mean: 10.0,
+                    std: 10.0 * variation,
+                },
+                col_len: LengthStats::default(),
+                row_variation: variation,
+                lower_bandwidth: 3,
+                upper_bandwidth: 4,
+                bandwidth: 4,
+                csr_bytes: 12 * nnz,
+            },
+            fits_l2,
+            results,
+        }
+    }
+
+    fn machine() -> MachineInfo {
+        MachineInfo {
+            gpu: "NVIDIA Test GPU".into(),
+            sm_count: Some(132),
+            gpu_memory_bytes: Some(80 << 30),
+            l2_bytes: Some(50 << 20),
+            driver_version: Some("580.1".into()),
+            cuda_version: Some("13.0".into()),
+            cpu_threads: 16,
+            copy_bandwidth_gbs: Some(3000.0),
+            commit: "v0.1.0-3-gabc".into(),
+            command: "spmv bench --suite test".into(),
+            started: "2026-11-21T22:00:00Z".into(),
+        }
+    }
+
+    const F64: Precision = Precision::F64;
+
+    #[test]
+    fn geomean_of_known_values() {
+        assert!((geomean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
+        assert!((geomean(&[2.0, 8.0, 4.0]).unwrap() - 4.0).abs() < 1e-12);
+        assert!((geomean(&[3.0]).unwrap() - 3.0).abs() < 1e-12);
+        assert_eq!(geomean(&[]), None);
+        assert_eq!(geomean(&[1.0, 0.0]), None);
+        assert_eq!(geomean(&[1.0, f64::NAN]), None);
+    }
+
+    #[test]
+    fn performance_profile_counts_failures_as_never_within() {
+        let times = vec![
+            vec![Some(1.0), Some(2.0), None],
+            vec![Some(3.0), Some(3.0), Some(1.0)],
+            vec![None, None, None],
+        ];
+        let p = performance_profile(&times, &[1.0, 2.0, 3.0]);
+        assert_eq!(p[0], vec![0.5, 0.5, 1.0]);
+        assert_eq!(p[1], vec![0.0, 0.5, 1.0]);
+        assert_eq!(p[2], vec![0.5, 0.5, 0.5]);
+        let grid = tau_grid(300);
+        assert_eq!(grid.len(), 301);
+        assert_eq!(grid[0], 1.0);
+        assert!((grid[300] - 4.0).abs() < 1e-12);
+        assert!(performance_profile(&[], &[1.0]).is_empty());
+    }
+
+    #[test]
+    fn break_even_only_when_faster() {
+        assert_eq!(break_even_calls(2.0, 10.0, 6.0), Some(500.0));
+        assert_eq!(break_even_calls(0.0, 10.0, 6.0), Some(0.0));
+        assert_eq!(break_even_calls(2.0, 6.0, 6.0), None);
+        assert_eq!(break_even_calls(2.0, 5.0, 6.0), None);
+        assert_eq!(break_even_calls(f64::NAN, 10.0, 6.0), None);
+    }
+
+    #[test]
+    fn copy_bandwidth_share_from_byte_model() {
+        // 1000 × 1000, 10 000 nonzeros, f64: 12·10⁴ + 4·1001 + 8·1000 + 8·1000 = 140 004 bytes.
+        let mut rec = record("m", F64, 10_000, 1.0, 0.0);
+        rec.nrows = 1000;
+        rec.ncols = 1000;
+        rec.bytes_model = byte_model(1000, 1000, 10_000, 8);
+        assert_eq!(rec.bytes_model, 140_004);
+        rec.set_stream_timing(Timing::from_samples(vec![1.0]));
+        let gbs = effective_gbs(&rec, TimeKind::Stream).unwrap();
+        assert!((gbs - 140.004).abs() < 1e-9);
+        assert!((rec.gbs - gbs).abs() < 1e-9);
+        assert!((copy_bandwidth_pct(gbs, Some(1400.04)).unwrap() - 10.0).abs() < 1e-9);
+        assert_eq!(copy_bandwidth_pct(gbs, None), None);
+        assert_eq!(copy_bandwidth_pct(gbs, Some(0.0)), None);
+        let g = effective_gbs(&rec, TimeKind::Graph).unwrap();
+        assert!((g - 140.004 / 0.9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn speedups_with_missing_and_failed_baselines() {
+        let ms = [
+            // alg1 failed: alg2 is the baseline.
+            matrix(
+                "a",
+                2_000_000,
+                0.1,
+                false,
+                vec![
+                    failed("cusparse-alg1", F64, "boom"),
+                    ok("cusparse-alg2", F64, 2_000_000, 10.0, 0.0),
+                    ok("fast", F64, 2_000_000, 5.0, 1.0),
+                ],
+            ),
+            // both ran: the faster (alg1) is the baseline; fast loses.
+            matrix(
+                "b",
+                5_000,
+                0.1,
+                true,
+                vec![
+                    ok("cusparse-alg1", F64, 5_000, 8.0, 0.0),
+                    ok("cusparse-alg2", F64, 5_000, 10.0, 0.0),
+                    ok("fast", F64, 5_000, 16.0, 1.0),
+                ],
+            ),
+            // no baseline ran.
+            matrix(
+                "c",
+                5_000,
+                0.1,
+                false,
+                vec![
+                    failed("cusparse-alg1", F64, "x"),
+                    ok("fast", F64, 5_000, 16.0, 1.0),
+                ],
+            ),
+            // the method failed.
+            matrix(
+                "d",
+                5_000,
+                0.1,
+                false,
+                vec![
+                    ok("cusparse", F64, 5_000, 8.0, 0.0),
+                    failed("fast", F64, "out of memory"),
+                ],
+            ),
+        ];
+        let refs: Vec<&MatrixResult> = ms.iter().collect();
+        let cu = Baseline::cusparse();
+        assert_eq!(
+            cu.time_us(&ms[0].results, F64, TimeKind::Stream),
+            Some(10.0)
+        );
+        assert_eq!(cu.time_us(&ms[1].results, F64, TimeKind::Stream), Some(8.0));
+        assert_eq!(cu.time_us(&ms[2].results, F64, TimeKind::Stream), None);
+        assert_eq!(
+            cu.time_us(&ms[0].results, Precision::F32, TimeKind::Stream),
+            None
+        );
+
+        let s = speedup_summary(&refs, "fast", &cu, F64, TimeKind::Stream, Subset::All);
+        assert_eq!(s.compared, 2);
+        assert!((s.geomean.unwrap() - 1.0).abs() < 1e-12); // √(2 · 0.5)
+        assert_eq!((s.wins, s.losses), (1, 1));
+        assert_eq!(s.method_failed, 1);
+        assert_eq!(s.baseline_missing, 1);
+        assert_eq!(s.break_even, vec![(1.0 + 0.5) * 1000.0 / 5.0]); // (prepare + upload) ms
+
+        let large = speedup_summary(&refs, "fast", &cu, F64, TimeKind::Stream, Subset::Large);
+        assert_eq!(large.compared, 1);
+        assert!((large.geomean.unwrap() - 2.0).abs() < 1e-12);
+        let bw = speedup_summary(
+            &refs,
+            "fast",
+            &cu,
+            F64,
+            TimeKind::Stream,
+            Subset::BandwidthBound,
+        );
+        assert_eq!(bw.compared, 1);
+        // Graph times are compared with graph times: both scaled by 0.9, same ratio.
+        let g = speedup_summary(&refs, "fast", &cu, F64, TimeKind::Graph, Subset::Large);
+        assert!((g.geomean.unwrap() - 2.0).abs() < 1e-12);
+        // A baseline that never ran gives no comparison at all.
+        let none = speedup_summary(
+            &refs,
+            "fast",
+            &Baseline::method("csr"),
+            F64,
+            TimeKind::Stream,
+            Subset::All,
+        );
+        assert_eq!((none.compared, none.geomean), (0, None));
+
+        assert_eq!(
+            best_method(&ms[1].results, F64, TimeKind::Stream),
+            Some(("cusparse-alg1", 8.0))
+        );
+        assert_eq!(
+            best_method(&ms[0].results, Precision::F32, TimeKind::Stream),
+            None
+        );
+        assert_eq!(speedup(Some(10.0), None), None);
+        assert_eq!(speedup(None, Some(1.0)), None);
+    }
+
+    #[test]
+    fn merging_replaces_earlier_results() {
+        let run1 = BenchRun {
+            skipped: Vec::new(),
+            machine: machine(),
+            suite: Some("one".into()),
+            matrices: vec![matrix(
+                "a",
+                100,
+                0.1,
+                true,
+                vec![
+                    ok("m1", F64, 100, 10.0, 0.0),
+                    failed("m2", F64, "first try failed"),
+                ],
+            )],
+        };
+        let mut m2 = machine();
+        m2.started = "2026-11-21T23:00:00Z".into();
+        let run2 = BenchRun {
+            skipped: Vec::new(),
+            machine: m2,
+            suite: None,
+            matrices: vec![
+                matrix(
+                    "a",
+                    100,
+                    0.5,
+                    true,
+                    vec![
+                        ok("m2", F64, 100, 5.0, 0.0),
+                        ok("m2", Precision::F32, 100, 4.0, 0.0),
+                    ],
+                ),
+                matrix("b", 200, 0.1, false, vec![ok("m1", F64, 200, 3.0, 0.0)]),
+            ],
+        };
+        let merged = merge_runs(&[run1, run2]);
+        assert_eq!(merged.runs.len(), 2);
+        assert_eq!(merged.matrices.len(), 2);
+        let a = &merged.matrices[0];
+        assert_eq!(a.matrix.name, "a");
+        assert_eq!(a.matrix.results.len(), 3);
+        assert_eq!(a.run_of, vec![0, 1, 1]);
+        assert_eq!(a.matrix.results[1].status, Status::Ok);
+        assert_eq!(
+            method_time_us(&a.matrix.results, "m2", F64, TimeKind::Stream),
+            Some(5.0)
+        );
+        assert_eq!(a.matrix.stats.row_variation, 0.5);
+        assert_eq!(merged.matrices[1].matrix.name, "b");
+        assert_eq!(
+            merged.methods(F64),
+            vec!["m1".to_string(), "m2".to_string()]
+        );
+        assert_eq!(merged.precisions(), vec![Precision::F32, Precision::F64]);
+    }
+
+    /// Splits one CSV line into fields (quotes honoured).
+    fn csv_split(line: &str) -> Vec<String> {
+        let mut out = vec![String::new()];
+        let mut quoted = false;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' if quoted && chars.peek() == Some(&'"') => {
+                    chars.next();
+                    out.last_mut().unwrap().push('"');
+                }
+                '"' => quoted = !quoted,
+                ',' if !quoted => out.push(String::new()),
+                c => out.last_mut().unwrap().push(c),
+            }
+        }
+        out
+    }
+
+    pub(crate) fn synthetic_run() -> BenchRun {
+        let mut matrices = Vec::new();
+        for (i, (name, nnz, var, l2)) in [
+            ("small", 20_000usize, 0.2, true),
+            ("mid", 600_000, 1.5, false),
+            ("big", 3_000_000, 4.0, false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let base = nnz as f64 * 12.0 / 2500.0 * 1e-3 + 4.0;
+            let mut results = vec![
+                ok("cusparse-alg1", F64, nnz, base * 1.1, 0.01),
+                ok("cusparse-alg2", F64, nnz, base, 0.05),
+            ];
+            if i == 1 {
+                results.push(failed(
+                    "fastload",
+                    F64,
+                    "CUDA error in launch: too many resources requested",
+                ));
+            } else {
+                results.push(ok(
+                    "fastload",
+                    F64,
+                    nnz,
+                    base / (1.2 + i as f64 * 0.3),
+                    2.0 + nnz as f64 * 1e-5,
+                ));
+            }
+            matrices.push(matrix(name, nnz, var, l2, results));
+        }
+        BenchRun {
+            skipped: Vec::new(),
+            machine: machine(),
+            suite: Some("synthetic".into()),
+            matrices,
+        }
+    }
+
+    #[test]
+    fn writes_full_report_with_failure_listed() {
+        let dir = std::env::temp_dir().join(format!("spmvkit-report-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let files = write_report(&[synthetic_run()], &dir).unwrap();
+        let summary = fs::read_to_string(&files.summary).unwrap();
+        assert!(
+            summary.contains("too many resources requested"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("| big | f64 |")
+                || summary.contains("| mid | f64 | fastload | failed |"),
+            "{summary}"
+        );
+        assert!(summary.contains("NVIDIA Test GPU (132 SMs, 80.0 GiB memory, 50.0 MiB L2)"));
+        assert!(summary.contains("3000.0 GB/s"));
+        assert!(summary.contains("fits in L2"));
+        assert!(summary.contains("No csr results in f64"));
+        let csv = fs::read_to_string(&files.csv).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 1 + 9);
+        let width = csv_split(lines[0]).len();
+        for l in &lines {
+            assert_eq!(csv_split(l).len(), width, "{l}");
+        }
+        assert!(csv.contains("mid,mid.mtx,false"));
+        assert!(csv
+            .contains(",fastload,f64,failed,CUDA error in launch: too many resources requested,"));
+        assert_eq!(files.plots.len(), 8, "{:?} {:?}", files.plots, files.notes);
+        for stem in [
+            "profile-f64",
+            "speedup-nnz-f64",
+            "speedup-variation-f64",
+            "prep-nnz-f64",
+        ] {
+            for ext in ["svg", "png"] {
+                let f = dir.join("plots").join(format!("{stem}.{ext}"));
+                assert!(
+                    fs::metadata(&f).map(|m| m.len() > 1000).unwrap_or(false),
+                    "{}",
+                    f.display()
+                );
+            }
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn report_when_nothing_ran() {
+        let dir = std::env::temp_dir().join(format!("spmvkit-report-none-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let run = BenchRun {
+            skipped: Vec::new(),
+            machine: MachineInfo::default(),
+            suite: None,
+            matrices: vec![matrix(
+                "only",
+                0,
+                0.0,
+                true,
+                vec![
+                    failed("cusparse-alg1", F64, "no GPU"),
+                    failed("fast", F64, "no GPU"),
+                ],
+            )],
+        };
+        let files = write_report(&[run, BenchRun::default()], &dir).unwrap();
+        assert!(files.plots.is_empty());
+        assert_eq!(files.notes.len(), 1, "{:?}", files.notes);
+        let summary = fs::read_to_string(&files.summary).unwrap();
+        assert!(
+            summary.contains("| only | f64 | fast | failed | no GPU |"),
+            "{summary}"
+        );
+        assert!(summary.contains("no method ran correctly"), "{summary}");
+        assert!(summary.contains("not measured"), "{summary}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn load_runs_reads_files_and_directories() {
+        let dir = std::env::temp_dir().join(format!("spmvkit-load-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let run = synthetic_run();
+        let text = serde_json::to_string(&run).unwrap();
+        fs::write(dir.join("run-2.json"), &text).unwrap();
+        fs::write(dir.join("run-1.json"), &text).unwrap();
+        fs::write(dir.join("other.json"), "not json").unwrap();
+        let runs = load_runs(std::slice::from_ref(&dir)).unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].matrices.len(), 3);
+        let one = load_runs(&[dir.join("run-1.json")]).unwrap();
+        assert_eq!(one.len(), 1);
+        assert!(matches!(
+            load_runs(&[dir.join("other.json")]),
+            Err(Error::Parse { .. })
+        ));
+        assert!(matches!(
+            load_runs(&[dir.join("missing.json")]),
+            Err(Error::Io { .. })
+        ));
+        assert!(matches!(load_runs(&[]), Err(Error::InvalidArgument(_))));
+        let empty = dir.join("empty");
+        fs::create_dir_all(&empty).unwrap();
+        assert!(matches!(
+            load_runs(&[empty]),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            write_report(&[], &dir),
+            Err(Error::InvalidArgument(_))
+        ));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

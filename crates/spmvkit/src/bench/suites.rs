@@ -1,0 +1,182 @@
+//! Named benchmark suites. Every suite exists anywhere: `quick` and `gpu-large` are generated
+//! (GEN-SPECs), `shared` is the folder of real SuiteSparse matrices beside the checkout.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// One input of a run: a file or a GEN-SPEC.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MatrixSource {
+    File(PathBuf),
+    Spec(String),
+}
+
+impl MatrixSource {
+    /// The file path or spec, as written in reports.
+    pub fn label(&self) -> String {
+        match self {
+            MatrixSource::File(p) => p.display().to_string(),
+            MatrixSource::Spec(s) => s.clone(),
+        }
+    }
+
+    /// A short name: the file name without `.mtx`/`.mtx.gz`/`.spmvkit`, or the spec.
+    pub fn short_name(&self) -> String {
+        match self {
+            MatrixSource::File(p) => {
+                let f = p
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                for ext in [".mtx.gz", ".mtx", ".spmvkit"] {
+                    if let Some(stem) = f.strip_suffix(ext) {
+                        return stem.to_string();
+                    }
+                }
+                f
+            }
+            MatrixSource::Spec(s) => s.clone(),
+        }
+    }
+}
+
+/// A named suite.
+#[derive(Clone, Copy, Debug)]
+pub struct Suite {
+    pub name: &'static str,
+    pub help: &'static str,
+}
+
+/// The suites `--suite` accepts.
+pub const SUITES: &[Suite] = &[
+    Suite { name: "quick", help: "small generated matrices of every family, seconds on a CPU (CI)" },
+    Suite {
+        name: "gpu-large",
+        help: "generated 10M-200M nnz matrices (Poisson 160^3, kron:21, uniform, power-law, banded, dense blocks, one huge row, short rows)",
+    },
+    Suite { name: "shared", help: "the real SuiteSparse matrices in $SPMVKIT_MATRICES or ../shared/matrices" },
+];
+
+/// GEN-SPECs of the `quick` suite.
+pub const QUICK: &[&str] = &[
+    "poisson2d:100",
+    "poisson3d:20",
+    "stencil27:12",
+    "banded:20000,8",
+    "uniform:20000,12",
+    "powerlaw:20000,8",
+    "kron:12",
+    "blockdiag:100,24",
+    "hugerow:20000,4",
+    "tall:40000,400,4",
+    "wide:400,40000,80",
+    "diag:20000",
+];
+
+/// GEN-SPECs of the `gpu-large` suite (10M-200M nnz; generate them on the GPU machine).
+pub const GPU_LARGE: &[&str] = &[
+    "poisson3d:160",
+    "stencil27:100",
+    "kron:21",
+    "uniform:4000000,16",
+    "powerlaw:4000000,8",
+    "banded:4000000,16",
+    "blockdiag:40000,64",
+    "hugerow:8000000,4",
+    "uniform:30000000,2",
+];
+
+/// The inputs of a named suite.
+pub fn suite(name: &str) -> Result<Vec<MatrixSource>> {
+    match name {
+        "quick" => Ok(QUICK
+            .iter()
+            .map(|s| MatrixSource::Spec(s.to_string()))
+            .collect()),
+        "gpu-large" => Ok(GPU_LARGE
+            .iter()
+            .map(|s| MatrixSource::Spec(s.to_string()))
+            .collect()),
+        "shared" => {
+            let dir = shared_matrices_dir().ok_or_else(|| {
+                Error::InvalidArgument(
+                    "suite 'shared': no matrices folder found; set SPMVKIT_MATRICES or run from a checkout with ../shared/matrices beside it"
+                        .into(),
+                )
+            })?;
+            matrix_files(&dir)
+        }
+        other => Err(Error::InvalidArgument(format!(
+            "unknown suite '{other}'; suites: {}",
+            SUITES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// `$SPMVKIT_MATRICES`, else the first `shared/matrices` found beside the working directory or
+/// one of its ancestors.
+pub fn shared_matrices_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("SPMVKIT_MATRICES") {
+        return Some(PathBuf::from(d));
+    }
+    let cwd = std::env::current_dir().ok()?;
+    cwd.ancestors()
+        .map(|a| a.join("shared/matrices"))
+        .find(|p| p.is_dir())
+        .or_else(|| {
+            cwd.ancestors()
+                .map(|a| a.join("../shared/matrices"))
+                .find(|p| p.is_dir())
+        })
+}
+
+/// Every `.mtx`, `.mtx.gz` and `.spmvkit` file under `dir`, sorted by path.
+pub fn matrix_files(dir: &Path) -> Result<Vec<MatrixSource>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|e| Error::io(&d, e))?;
+        for e in entries {
+            let p = e.map_err(|e| Error::io(&d, e))?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if is_matrix_file(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out.into_iter().map(MatrixSource::File).collect())
+}
+
+fn is_matrix_file(p: &Path) -> bool {
+    let s = p.to_string_lossy();
+    s.ends_with(".mtx") || s.ends_with(".mtx.gz") || s.ends_with(".spmvkit")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_generated_suite_spec_parses() {
+        for spec in QUICK.iter().chain(GPU_LARGE) {
+            crate::gen::parse_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        }
+    }
+
+    #[test]
+    fn short_names() {
+        assert_eq!(
+            MatrixSource::File("a/b/jgl009.mtx.gz".into()).short_name(),
+            "jgl009"
+        );
+        assert_eq!(MatrixSource::Spec("kron:12".into()).short_name(), "kron:12");
+    }
+
+    #[test]
+    fn unknown_suite_is_an_error() {
+        assert!(suite("nope").unwrap_err().to_string().contains("quick"));
+    }
+}

@@ -1,0 +1,167 @@
+//! CPU mirror of `cb_spmv` (kernel.cu): walks the slots in index order (warp after warp under
+//! `accumulate=run`, summing a run of one panel's blocks before adding it to y), decodes each block's
+//! region from the arena bytes (nibble-packed indices after the 64-bit offset, values after the
+//! 8-byte padding), stages the block's 16 x values through the column mapping (`bc·16` added in
+//! every format), forms the 16 row sums and applies the kernel's epilogue: with the fused
+//! prologue the first block of a panel (here: the first in slot order) writes `α·s + β·y` for
+//! all 16 rows and the later ones add `α·s` to rows with entries; with `prologue=kernel` y is
+//! scaled first and every block adds.
+
+use super::{pad8, read_value, CbLayout, Format, BS, DUMMY_ROW};
+use crate::scalar::Scalar;
+
+/// The 16 x values block (`br`, `bc`) reads: through the panel's column list when gathered.
+pub(super) fn stage_x<T: Scalar>(l: &CbLayout<T>, br: usize, bc: usize, x: &[T]) -> [T; BS] {
+    let mut xs = [T::zero(); BS];
+    for (lane, v) in xs.iter_mut().enumerate() {
+        let k = bc * BS + lane;
+        if l.gathered {
+            let (p0, p1) = (l.gptr[br] as usize, l.gptr[br + 1] as usize);
+            if p0 + k < p1 {
+                *v = x[l.gcols[p0 + k] as usize];
+            }
+        } else if k < l.ncols {
+            *v = x[k];
+        }
+    }
+    xs
+}
+
+/// Row sums of one block and the mask of rows that have entries.
+pub(super) fn block_sums<T: Scalar>(
+    l: &CbLayout<T>,
+    slot: usize,
+    nnz: usize,
+    off: usize,
+    xs: &[T; BS],
+) -> ([T; BS], u32) {
+    let mut rs = [T::zero(); BS];
+    let mut mask = 0u32;
+    if nnz == 0 {
+        return (rs, mask);
+    }
+    let f = l.cfg.format(nnz);
+    let ib = super::index_bytes(f, nnz);
+    let val = |i: usize| -> T {
+        if l.cfg.aggregate {
+            read_value::<T>(&l.arena[off + pad8(ib)..], i)
+        } else {
+            l.split_vals[l.voff[slot] as usize + i]
+        }
+    };
+    let idx = &l.arena[off..off + ib];
+    match f {
+        Format::Coo => {
+            for (k, &e) in idx.iter().enumerate() {
+                let r = (e >> 4) as usize;
+                rs[r] += val(k) * xs[(e & 15) as usize];
+                mask |= 1 << r;
+            }
+        }
+        Format::Csr => {
+            for r in 0..BS {
+                let s = idx[r] as usize;
+                let e = if r == BS - 1 {
+                    nnz
+                } else {
+                    idx[r + 1] as usize
+                };
+                // two lanes per row, then the pair sum
+                let mut half = [T::zero(); 2];
+                for k in s..e {
+                    half[(k - s) & 1] += val(k) * xs[idx[BS + 1 + k] as usize];
+                }
+                rs[r] = half[0] + half[1];
+                if e > s {
+                    mask |= 1 << r;
+                }
+            }
+        }
+        Format::Dense => {
+            for (r, out) in rs.iter_mut().enumerate() {
+                let mut half = [T::zero(); 2];
+                for c in 0..BS {
+                    half[c / 8] += val(r * BS + c) * xs[c];
+                }
+                *out = half[0] + half[1];
+            }
+            mask = 0xffff;
+        }
+    }
+    (rs, mask)
+}
+
+/// y = αAx + βy as the kernel computes it.
+pub(super) fn run<T: Scalar>(l: &CbLayout<T>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
+    let scale = |v: T| {
+        if beta == T::zero() {
+            T::zero()
+        } else {
+            beta * v
+        }
+    };
+    if !l.cfg.fused {
+        for v in y.iter_mut() {
+            *v = scale(*v);
+        }
+    }
+    // accumulate=run: the open run (panel, row sums, mask) of the current warp
+    let mut open: Option<(usize, [T; BS], u32)> = None;
+    let flush = |y: &mut [T], open: &mut Option<(usize, [T; BS], u32)>| {
+        if let Some((br, rs, mask)) = open.take() {
+            for (r, &s) in rs.iter().enumerate() {
+                let i = br * BS + r;
+                if i < l.nrows && mask >> r & 1 == 1 {
+                    y[i] += alpha * s;
+                }
+            }
+        }
+    };
+    let mut first_done = vec![false; l.panel_nb.len()];
+    for slot in 0..l.nslots() {
+        if l.cfg.run && slot % l.bpw == 0 {
+            flush(y, &mut open); // a new warp
+        }
+        let (w0, w1) = (l.meta[2 * slot], l.meta[2 * slot + 1]);
+        let br = (w1 >> 32) as u32;
+        if br == DUMMY_ROW {
+            continue;
+        }
+        let (br, bc) = (br as usize, (w1 & 0xffff_ffff) as usize);
+        let nnz = (w0 & 511) as usize;
+        let off = (w0 >> 10) as usize;
+        let xs = if nnz > 0 {
+            stage_x(l, br, bc, x)
+        } else {
+            [T::zero(); BS]
+        };
+        let (rs, mask) = block_sums(l, slot, nnz, off, &xs);
+        if l.cfg.run {
+            if open.as_ref().is_some_and(|o| o.0 != br) {
+                flush(y, &mut open);
+            }
+            let o = open.get_or_insert((br, [T::zero(); BS], 0));
+            for (a, &s) in o.1.iter_mut().zip(&rs) {
+                *a += s;
+            }
+            o.2 |= mask;
+            continue;
+        }
+        let first = l.cfg.fused && !first_done[br];
+        if l.cfg.fused {
+            first_done[br] = true;
+        }
+        for (r, &s) in rs.iter().enumerate() {
+            let i = br * BS + r;
+            if i >= l.nrows {
+                break;
+            }
+            if first {
+                y[i] = alpha * s + scale(y[i]);
+            } else if mask >> r & 1 == 1 {
+                y[i] += alpha * s;
+            }
+        }
+    }
+    flush(y, &mut open);
+}

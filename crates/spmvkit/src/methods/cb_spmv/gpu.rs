@@ -1,0 +1,177 @@
+//! Upload and launch of `cb_spmv` (kernel.cu): the arena (u8), the slot metadata (two u64 per
+//! slot), the per-panel block counts with the ticket and ready arrays (zeroed once at upload;
+//! the kernel resets them itself at the end of each call), and the column mapping when
+//! gathered. One launch per call of `nslots / (8·bpw)` CTAs of 256 threads; with `prologue=kernel`
+//! a grid-stride `cb_scale_y` launch goes first. Nothing when the matrix has no rows.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+
+use super::{CbLayout, KERNEL, WARPS};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::methods::{DeviceLayout, Layout};
+use crate::scalar::Scalar;
+
+/// Threads per block of the scaling kernel.
+const SCALE_THREADS: u32 = 256;
+
+/// The device copy of a cb-spmv layout.
+pub(super) struct DeviceCb<T: Scalar> {
+    spmv: CudaFunction,
+    scale: CudaFunction,
+    nrows: usize,
+    ncols: usize,
+    ctas: usize,
+    bpw: i32,
+    run: i32,
+    coo_max: i32,
+    dense_min: i32,
+    fused: bool,
+    split: bool,
+    gathered: bool,
+    arena: CudaSlice<u8>,
+    meta: CudaSlice<u64>,
+    split_vals: CudaSlice<T>,
+    voff: CudaSlice<u64>,
+    panel_nb: CudaSlice<u32>,
+    tick: CudaSlice<u32>,
+    ready: CudaSlice<u32>,
+    gptr: CudaSlice<u32>,
+    gcols: CudaSlice<u32>,
+    bytes: usize,
+}
+
+/// Uploads `data`, or one zero element when it is empty (a valid pointer the kernel never
+/// dereferences).
+fn upload_or_dummy<V>(gpu: &Gpu, data: &[V]) -> Result<CudaSlice<V>>
+where
+    V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy,
+{
+    if data.is_empty() {
+        gpu.alloc_zeros::<V>(1)
+    } else {
+        gpu.upload(data)
+    }
+}
+
+pub(super) fn upload<T: Scalar>(
+    l: &CbLayout<T>,
+    gpu: &Arc<Gpu>,
+) -> Result<Box<dyn DeviceLayout<T>>> {
+    gpu.ensure_fits("cb-spmv layout", l.footprint_bytes())?;
+    let npanels = l.panel_nb.len();
+    Ok(Box::new(DeviceCb {
+        spmv: gpu.function::<T>(&KERNEL, "cb_spmv")?,
+        scale: gpu.function::<T>(&KERNEL, "cb_scale_y")?,
+        nrows: l.nrows,
+        ncols: l.ncols,
+        ctas: l.nslots() / (WARPS * l.bpw),
+        bpw: l.bpw as i32,
+        run: l.cfg.run as i32,
+        coo_max: l.cfg.coo_max as i32,
+        dense_min: l.cfg.dense_min as i32,
+        fused: l.cfg.fused,
+        split: !l.cfg.aggregate,
+        gathered: l.gathered,
+        arena: upload_or_dummy(gpu, &l.arena)?,
+        meta: upload_or_dummy(gpu, &l.meta)?,
+        split_vals: upload_or_dummy(gpu, &l.split_vals)?,
+        voff: upload_or_dummy(gpu, &l.voff)?,
+        panel_nb: upload_or_dummy(gpu, &l.panel_nb)?,
+        tick: gpu.alloc_zeros::<u32>(npanels.max(1))?,
+        ready: gpu.alloc_zeros::<u32>(npanels.max(1))?,
+        gptr: upload_or_dummy(gpu, &l.gptr)?,
+        gcols: upload_or_dummy(gpu, &l.gcols)?,
+        bytes: l.footprint_bytes(),
+    }))
+}
+
+impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
+    fn run(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        if x.len() < self.ncols {
+            return Err(Error::DimensionMismatch {
+                what: "cb-spmv x".into(),
+                expected: self.ncols,
+                got: x.len(),
+            });
+        }
+        if y.len() < self.nrows {
+            return Err(Error::DimensionMismatch {
+                what: "cb-spmv y".into(),
+                expected: self.nrows,
+                got: y.len(),
+            });
+        }
+        if self.nrows == 0 {
+            return Ok(());
+        }
+        let m = self.nrows as i32;
+        if !self.fused {
+            let blocks = self
+                .nrows
+                .div_ceil(SCALE_THREADS as usize)
+                .min(gpu.sm_count().max(1) * 8) as u32;
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (SCALE_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = gpu.stream().launch_builder(&self.scale);
+            b.arg(&m).arg(&mut *y).arg(&beta);
+            // SAFETY: matches cb_scale_y(int, real_t*, real_t); y has at least nrows entries.
+            unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("cb-spmv scale-y launch", e))?;
+        }
+        if self.ctas == 0 {
+            return Ok(());
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (self.ctas as u32, 1, 1),
+            block_dim: ((WARPS * 32) as u32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (split, gathered, fused) = (self.split as i32, self.gathered as i32, self.fused as i32);
+        let n = self.ncols as i32;
+        let mut b = gpu.stream().launch_builder(&self.spmv);
+        b.arg(&self.arena)
+            .arg(&self.meta)
+            .arg(&self.split_vals)
+            .arg(&self.voff)
+            .arg(&split)
+            .arg(&self.panel_nb)
+            .arg(&self.tick)
+            .arg(&self.ready)
+            .arg(&self.gptr)
+            .arg(&self.gcols)
+            .arg(&gathered)
+            .arg(x)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&m)
+            .arg(&n)
+            .arg(&self.coo_max)
+            .arg(&self.dense_min)
+            .arg(&fused)
+            .arg(&self.bpw)
+            .arg(&self.run);
+        // SAFETY: the arguments match cb_spmv in kernel.cu; meta has 2·8·bpw·ctas words; every
+        // offset + region length lies inside the arena (or split_vals/voff when split); block
+        // rows index panel_nb/tick/ready (one per panel) and gptr (panels + 1) when gathered;
+        // staged columns are < ncols = len(x), written rows < nrows <= len(y).
+        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("cb-spmv launch", e))?;
+        Ok(())
+    }
+
+    fn footprint_bytes(&self) -> usize {
+        self.bytes
+    }
+}

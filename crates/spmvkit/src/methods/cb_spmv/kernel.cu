@@ -1,0 +1,250 @@
+// cb-spmv: CB-SpMV (Cong et al., ICS'25, §3) — one warp per 16x16 sub-block, 8 warps (slots) per
+// CTA, the slot table built by LPT balancing on the host.
+//
+// Slot metadata: two u64 words, w0 = arena offset << 10 | single << 9 | nnz (single: the only
+// block of its panel), w1 = block row << 32 | block col (block row 0xffffffff = padding slot).
+// A CTA holds 8·bpw slots: warp w takes slots j·8 + w, j < bpw, in turn (bpw = 1 is the paper's
+// one block per warp), with the next slot's metadata loaded ahead. The format follows from nnz and the thresholds
+// (COO nnz <= coo_max, dense nnz >= dense_min, else CSR). A region at arena + offset holds the
+// nibble-packed u8 indices (COO: row<<4|col; CSR: rp[17] + col[nnz]), zero padding to 8 bytes,
+// then the values (dense: 256, row-major). With split = 1 (aggregation ablation) the values sit
+// in their own array at split_vals + voff[slot].
+//
+// x: lanes 0..15 stage x[bc*16 + lane] (gathered: x[gcols[gptr[br] + bc*16 + lane]], the
+// column offset bc*16 added in EVERY format) into a per-warp shared slice, then __syncwarp.
+// Row sums: COO — lane per nonzero, a segmented warp scan by row (entries are row-major) so
+// one add per row run instead of one atomic per nonzero; CSR — 2 lanes per row, pair sum;
+// dense — 2 lanes per row (8 columns each), pair sum. Full precision throughout (no FP16).
+//
+// y (fused = 1): the ticket is taken as soon as the metadata is in (its latency hides behind
+// the block's loads); the first block of a panel to take the panel's ticket writes
+// y = alpha*s + beta*y for its 16 rows (y unread when beta == 0), fences, and raises ready[br];
+// later blocks of the panel compute first, wait for ready (only ever on a running warp), then
+// atomicAdd alpha*s to rows with entries, and count themselves out; the last resets ticket
+// and flag for the next call. Panels with one block write y directly, no atomics.
+// fused = 0: cb_scale_y ran before, every block adds with atomics (run = 1: once per run of
+// consecutive blocks of one panel in a warp's slots).
+
+#define CB_WARPS 8
+#define CB_BS 16
+
+extern "C" __global__ void cb_scale_y(int m, real_t* __restrict__ y, real_t beta) {
+    const unsigned stride = gridDim.x * blockDim.x;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)m; i += stride)
+        y[i] = (beta == (real_t)0) ? (real_t)0 : beta * y[i];
+}
+
+__device__ __forceinline__ unsigned cb_pad8(unsigned b) { return (b + 7u) & ~7u; }
+
+// The 16 row sums of one sub-block by one warp (all 32 lanes, warp-uniform arguments): lane
+// r < 16 gets row r's sum in rs; mask gets the rows with entries.
+__device__ __forceinline__ void cb_sums(
+    unsigned long long slot, unsigned long long w0, unsigned long long w1,
+    const unsigned char* __restrict__ arena, const real_t* __restrict__ split_vals,
+    const unsigned long long* __restrict__ voff, int split, const unsigned* __restrict__ gptr,
+    const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x, int n,
+    int coo_max, int dense_min, real_t* xs, real_t* acc, int lane, real_t& rs, unsigned& mask) {
+    const unsigned br = (unsigned)(w1 >> 32);
+    const unsigned bc = (unsigned)(w1 & 0xffffffffull);
+    const int nnz = (int)(w0 & 511ull);
+    const unsigned char* region = arena + (w0 >> 10);
+    rs = (real_t)0;
+    mask = 0;
+    if (nnz > 0) {
+        const bool coo = nnz <= coo_max;
+        const bool dense = !coo && nnz >= dense_min;
+        const real_t* val;
+        if (split) val = split_vals + ldg(voff + slot);
+        else if (coo) val = (const real_t*)(region + cb_pad8((unsigned)nnz));
+        else if (dense) val = (const real_t*)region;
+        else val = (const real_t*)(region + cb_pad8(CB_BS + 1 + (unsigned)nnz));
+        // Loads issued before the x staging completes: COO's first 32 entries, a CSR row's
+        // bounds. (Preloading a dense block's 8 values per lane as well took the f64 kernel from
+        // 45 to 63 registers, i.e. from 5 to 4 CTAs per SM: not done.)
+        const int r = lane >> 1, h = lane & 1;
+        unsigned e0 = 0;
+        real_t v0 = (real_t)0;
+        int cs = 0, ce = 0;
+        if (coo) {
+            if (lane < nnz) {
+                e0 = region[lane];
+                v0 = ldg(val + lane);
+            }
+        } else if (!dense) {
+            cs = region[r];
+            ce = (r == CB_BS - 1) ? nnz : (int)region[r + 1];
+        }
+        if (lane < CB_BS) {
+            real_t v = (real_t)0;
+            const unsigned long long k = (unsigned long long)bc * CB_BS + lane;
+            if (gathered) {
+                const unsigned p0 = ldg(gptr + br), p1 = ldg(gptr + br + 1);
+                if (p0 + k < p1) v = ldg(x + ldg(gcols + p0 + k));
+            } else if (k < (unsigned long long)n) {
+                v = ldg(x + k);
+            }
+            xs[lane] = v;
+            acc[lane] = (real_t)0;
+        }
+        __syncwarp();
+        if (coo) {
+            // Segmented warp scan by row (entries are row-major): one add per row run.
+            for (int base = 0; base < nnz; base += 32) {
+                const int k = base + lane;
+                int row = CB_BS + lane;  // unique key for idle lanes
+                real_t v = (real_t)0;
+                if (k < nnz) {
+                    const unsigned e = base == 0 ? e0 : (unsigned)region[k];
+                    const real_t a = base == 0 ? v0 : ldg(val + k);
+                    row = (int)(e >> 4);
+                    v = a * xs[e & 15u];
+                    mask |= 1u << row;
+                }
+#pragma unroll
+                for (int o = 1; o < 32; o <<= 1) {
+                    const real_t tv = __shfl_up_sync(FULL_MASK, v, o);
+                    const int r2 = __shfl_up_sync(FULL_MASK, row, o);
+                    if (lane >= o && r2 == row) v += tv;
+                }
+                const int rnext = __shfl_down_sync(FULL_MASK, row, 1);
+                if (k < nnz && (lane == 31 || rnext != row)) acc[row] += v;
+                __syncwarp();
+            }
+            mask = __reduce_or_sync(FULL_MASK, mask);
+            if (lane < CB_BS) rs = acc[lane];
+        } else {
+            real_t sum = (real_t)0;
+            if (dense) {
+#pragma unroll
+                for (int j = 0; j < 8; ++j) sum += ldg(val + r * CB_BS + h * 8 + j) * xs[h * 8 + j];
+                mask = 0xffffu;
+            } else {
+                const unsigned char* col = region + CB_BS + 1;
+                for (int k = cs + h; k < ce; k += 2) sum += ldg(val + k) * xs[col[k]];
+                mask = __reduce_or_sync(FULL_MASK, (ce > cs) ? (1u << r) : 0u);
+            }
+            sum += __shfl_xor_sync(FULL_MASK, sum, 1);
+            rs = __shfl_sync(FULL_MASK, sum, (2 * lane) & 31);
+        }
+    }
+}
+
+// One sub-block by one warp, with its own epilogue (accumulate = block).
+__device__ __forceinline__ void cb_block(
+    unsigned long long slot, unsigned long long w0, unsigned long long w1,
+    const unsigned char* __restrict__ arena, const real_t* __restrict__ split_vals,
+    const unsigned long long* __restrict__ voff, int split, const unsigned* __restrict__ panel_nb,
+    unsigned* tick, unsigned* ready, const unsigned* __restrict__ gptr,
+    const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x, real_t* y,
+    real_t alpha, real_t beta, int m, int n, int coo_max, int dense_min, int fused, real_t* xs,
+    real_t* acc, int lane) {
+    const unsigned br = (unsigned)(w1 >> 32);
+    const bool single = (w0 >> 9) & 1ull;
+    const bool ticketed = fused && !single;
+    unsigned t = 0;
+    if (ticketed && lane == 0) t = atomicAdd(tick + br, 1u);
+    real_t rs;
+    unsigned mask;
+    cb_sums(slot, w0, w1, arena, split_vals, voff, split, gptr, gcols, gathered, x, n, coo_max,
+            dense_min, xs, acc, lane, rs, mask);
+
+    const unsigned i = br * CB_BS + lane;
+    const bool mine = lane < CB_BS && i < (unsigned)m;
+    if (!fused) {
+        if (mine && ((mask >> lane) & 1u)) atomic_add_real(y + i, alpha * rs);
+        return;
+    }
+    if (!ticketed) {
+        if (mine) y[i] = (beta == (real_t)0) ? alpha * rs : alpha * rs + beta * y[i];
+        return;
+    }
+    t = __shfl_sync(FULL_MASK, t, 0);
+    if (t == 0) {
+        if (mine) {
+            const real_t old = (beta == (real_t)0) ? (real_t)0 : beta * __ldcg(y + i);
+            __stcg(y + i, alpha * rs + old);
+            __threadfence();
+        }
+        __syncwarp();
+        if (lane == 0) {
+            __threadfence();
+            atomicExch(ready + br, 1u);
+        }
+    } else {
+        if (lane == 0) {
+            while (*(volatile unsigned*)(ready + br) == 0u) __nanosleep(32);
+            __threadfence();
+        }
+        __syncwarp();
+        if (mine && ((mask >> lane) & 1u)) atomic_add_real(y + i, alpha * rs);
+        __syncwarp();
+        if (lane == 0) {
+            const unsigned nb = ldg(panel_nb + br);
+            const unsigned f = atomicAdd(tick + br, 1u);
+            if (f == 2u * nb - 2u) {
+                tick[br] = 0u;
+                ready[br] = 0u;
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(CB_WARPS * 32)
+cb_spmv(const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
+        const real_t* __restrict__ split_vals, const unsigned long long* __restrict__ voff,
+        int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
+        const unsigned* __restrict__ gptr, const unsigned* __restrict__ gcols, int gathered,
+        const real_t* __restrict__ x, real_t* y, real_t alpha, real_t beta, int m, int n,
+        int coo_max, int dense_min, int fused, int bpw, int run) {
+    __shared__ real_t s_x[CB_WARPS][CB_BS];
+    __shared__ real_t s_acc[CB_WARPS][CB_BS];
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    // accumulate = block: warp w takes slots j·8 + w of its CTA; run: slots w·bpw + j
+    // (consecutive blocks), summing the row sums of consecutive blocks of one panel in
+    // registers and adding them to y (atomics, after cb_scale_y) once per run.
+    const unsigned long long cta0 = (unsigned long long)blockIdx.x * bpw * CB_WARPS;
+    const unsigned long long first = run ? cta0 + (unsigned long long)warp * bpw : cta0 + warp;
+    const unsigned long long step = run ? 1ull : (unsigned long long)CB_WARPS;
+    unsigned long long nw0 = ldg(meta + 2 * first);
+    unsigned long long nw1 = ldg(meta + 2 * first + 1);
+    unsigned cur = 0xffffffffu;  // run: the panel being summed
+    real_t run_rs = (real_t)0;
+    unsigned run_mask = 0;
+    for (int j = 0; j < bpw; ++j) {
+        const unsigned long long slot = first + (unsigned long long)j * step;
+        const unsigned long long w0 = nw0, w1 = nw1;
+        if (j + 1 < bpw) {
+            nw0 = ldg(meta + 2 * (slot + step));
+            nw1 = ldg(meta + 2 * (slot + step) + 1);
+        }
+        const unsigned br = (unsigned)(w1 >> 32);
+        if (br == 0xffffffffu) continue;
+        __syncwarp();  // the previous block's readers of xs/acc are done
+        if (!run) {
+            cb_block(slot, w0, w1, arena, split_vals, voff, split, panel_nb, tick, ready, gptr,
+                     gcols, gathered, x, y, alpha, beta, m, n, coo_max, dense_min, fused,
+                     s_x[warp], s_acc[warp], lane);
+            continue;
+        }
+        if (br != cur) {
+            const unsigned i = cur * CB_BS + lane;
+            if (cur != 0xffffffffu && lane < CB_BS && i < (unsigned)m && ((run_mask >> lane) & 1u))
+                atomic_add_real(y + i, alpha * run_rs);
+            cur = br;
+            run_rs = (real_t)0;
+            run_mask = 0;
+        }
+        real_t rs;
+        unsigned mask;
+        cb_sums(slot, w0, w1, arena, split_vals, voff, split, gptr, gcols, gathered, x, n,
+                coo_max, dense_min, s_x[warp], s_acc[warp], lane, rs, mask);
+        run_rs += rs;
+        run_mask |= mask;
+    }
+    if (run && cur != 0xffffffffu) {
+        const unsigned i = cur * CB_BS + lane;
+        if (lane < CB_BS && i < (unsigned)m && ((run_mask >> lane) & 1u))
+            atomic_add_real(y + i, alpha * run_rs);
+    }
+}

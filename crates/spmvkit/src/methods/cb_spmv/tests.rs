@@ -1,0 +1,766 @@
+use super::*;
+use crate::cpu::{check, oracle_spmv};
+use crate::gen::corpus::edge_cases;
+use crate::matrix::Coo;
+use crate::methods::testmats::{check_layout, check_method, suite, vectors};
+
+fn params(items: &[&str]) -> Params {
+    Params::parse(items.iter().copied()).unwrap()
+}
+
+fn layout<T: Scalar>(a: &Csr<T>, p: &[&str]) -> CbLayout<T> {
+    CbLayout::build(a, config(&params(p)).unwrap()).unwrap()
+}
+
+/// Every ablation switch and the extreme thresholds.
+const VARIANTS: &[&[&str]] = &[
+    &[],
+    &["gather=on"],
+    &["gather=off", "balance=off"],
+    &["balance=on"],
+    &["format=off"],
+    &["coo_max=0", "dense_min=257"],
+    &["coo_max=1", "dense_min=2", "gather=on"],
+    &["aggregate=off", "gather=on", "balance=on"],
+    &["prologue=fused"],
+    &["prologue=fused", "aggregate=off", "format=off", "gather=on"],
+    &["bpw=3", "balance=on", "prologue=fused"],
+    &["bpw=8", "balance=off", "gather=on"],
+    &["bpw=2", "prologue=fused", "balance=off"],
+    &["accumulate=run"],
+    &["accumulate=run", "bpw=5", "gather=on"],
+    &["accumulate=run", "bpw=8", "balance=on", "format=off"],
+];
+
+fn from_triplets(m: usize, n: usize, t: &[(usize, usize, f64)]) -> Csr<f64> {
+    let mut c = Coo::new(m, n).unwrap();
+    for &(i, j, v) in t {
+        c.push(i, j, v).unwrap();
+    }
+    c.to_csr()
+}
+
+/// (offset, nnz, block row, block col) of every non-padding slot.
+fn slots<T: Scalar>(l: &CbLayout<T>) -> Vec<(usize, usize, u32, u32)> {
+    (0..l.nslots())
+        .filter_map(|s| {
+            let (w0, w1) = (l.meta[2 * s], l.meta[2 * s + 1]);
+            let br = (w1 >> 32) as u32;
+            (br != DUMMY_ROW).then_some(((w0 >> 10) as usize, (w0 & 511) as usize, br, w1 as u32))
+        })
+        .collect()
+}
+
+fn f64s(bytes: &[u8]) -> Vec<f64> {
+    bytes
+        .chunks(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn matches_oracle_on_suite_all_variants() {
+    for v in VARIANTS {
+        check_method(&CbSpmv, &params(v));
+    }
+}
+
+#[test]
+fn matches_oracle_on_edge_corpus_f32_f64() {
+    for (name, a) in edge_cases() {
+        for v in [
+            &[][..],
+            &["gather=on", "balance=on"],
+            &["prologue=fused"],
+            &["accumulate=run", "bpw=4"],
+        ] {
+            let l = CbSpmv.prepare(&a, &params(v)).unwrap();
+            check_layout(&format!("cb-spmv {v:?} on {name}"), &a, l.as_ref());
+            let a32: Csr<f32> = a.cast();
+            let l = CbSpmv.prepare(&a32, &params(v)).unwrap();
+            check_layout(&format!("cb-spmv {v:?} on {name}"), &a32, l.as_ref());
+        }
+    }
+}
+
+#[test]
+fn coo_block_region_exact_bytes() {
+    // One 16x16 block, 3 nonzeros: indices (row<<4|col), padding to 8, then the values.
+    let a = from_triplets(16, 16, &[(0, 4, 1.5), (3, 15, -2.0), (15, 0, 0.25)]);
+    let l = layout(&a, &["balance=off", "gather=off"]);
+    assert_eq!(slots(&l), vec![(0, 3, 0, 0)]);
+    assert_eq!(&l.arena[..8], &[0x04, 0x3f, 0xf0, 0, 0, 0, 0, 0]);
+    assert_eq!(f64s(&l.arena[8..]), vec![1.5, -2.0, 0.25]);
+    assert_eq!(l.arena.len(), 32);
+    // f32: 8 index bytes + 12 value bytes padded to 16
+    let l32 = layout(&a.cast::<f32>(), &["balance=off", "gather=off"]);
+    assert_eq!(l32.arena.len(), 24);
+    assert_eq!(&l32.arena[8..12], &1.5f32.to_le_bytes());
+    // the CTA holds the block and 7 padding slots
+    assert_eq!(l.nslots(), 8);
+    check_layout("coo block", &a, &l);
+}
+
+#[test]
+fn csr_block_region_exact_bytes() {
+    // 40 nonzeros in one block: rows 0..4 full (16 each would be 64: take 10 per row).
+    let t: Vec<_> = (0..4)
+        .flat_map(|r| (0..10).map(move |c| (r * 3, c + 6, (r * 10 + c) as f64 + 0.5)))
+        .collect();
+    let a = from_triplets(16, 20, &t);
+    let l = layout(&a, &["balance=off", "gather=off"]);
+    assert_eq!(slots(&l), vec![(0, 40, 0, 0)]);
+    let rp: Vec<u8> = l.arena[..17].to_vec();
+    assert_eq!(
+        rp,
+        vec![0, 10, 10, 10, 20, 20, 20, 30, 30, 30, 40, 40, 40, 40, 40, 40, 40]
+    );
+    let cols: Vec<u8> = l.arena[17..57].to_vec();
+    assert_eq!(cols[..10], [6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+    assert_eq!(&l.arena[57..64], &[0u8; 7]); // padding 57 -> 64
+    let vals = f64s(&l.arena[64..64 + 320]);
+    assert_eq!(vals[0], 0.5);
+    assert_eq!(vals[39], 39.5);
+    assert_eq!(l.arena.len(), 64 + 320);
+    check_layout("csr block", &a, &l);
+}
+
+#[test]
+fn dense_block_region_and_full_precision() {
+    // 250 of 256 entries: dense, 256 values row-major with zeros filled. Values that FP16
+    // could not hold (1 + 2^-30, 1e-12) keep their full precision.
+    let mut t = Vec::new();
+    for r in 0..16 {
+        for c in 0..16 {
+            if (r * 16 + c) % 43 != 5 {
+                t.push((r, c, 1.0 + (r * 16 + c) as f64 * 2f64.powi(-30)));
+            }
+        }
+    }
+    t[0].2 = 1e-12;
+    let a = from_triplets(16, 16, &t);
+    assert_eq!(a.nnz(), 250);
+    let l = layout(&a, &["balance=off", "gather=off"]);
+    assert_eq!(slots(&l), vec![(0, 250, 0, 0)]);
+    assert_eq!(l.arena.len(), 256 * 8);
+    let vals = f64s(&l.arena);
+    assert_eq!(vals[0], 1e-12);
+    assert_eq!(vals[5], 0.0);
+    assert_eq!(vals[17], 1.0 + 17.0 * 2f64.powi(-30));
+    let x: Vec<f64> = (0..16).map(|j| 1.0 + j as f64 * 1e-9).collect();
+    let r = oracle_spmv(&a, 1.0, &x, 0.0, &[0.0; 16]).unwrap();
+    let mut y = vec![0.0; 16];
+    l.run_cpu(1.0, &x, 0.0, &mut y).unwrap();
+    for (i, (&got, &want)) in y.iter().zip(&r.y).enumerate() {
+        assert!((got - want).abs() <= 1e-13 * want.abs(), "row {i}");
+    }
+}
+
+#[test]
+fn padding_keeps_every_region_8_byte_aligned() {
+    let a = suite()
+        .into_iter()
+        .find(|(n, _)| *n == "power law")
+        .unwrap()
+        .1;
+    for a in [a.clone()] {
+        let l = layout(&a.cast::<f32>(), &["gather=off"]);
+        for (off, nnz, _, _) in slots(&l) {
+            assert_eq!(off % 8, 0);
+            let f = l.cfg.format(nnz);
+            let end = off + pad8(index_bytes(f, nnz)) + pad8(value_count(f, nnz) * 4);
+            assert!(end <= l.arena.len());
+        }
+        assert_eq!(l.arena.len() % 8, 0);
+    }
+}
+
+#[test]
+fn formats_follow_the_thresholds() {
+    assert_eq!(format_of(32, 32, 240), Format::Coo);
+    assert_eq!(format_of(33, 32, 240), Format::Csr);
+    assert_eq!(format_of(239, 32, 240), Format::Csr);
+    assert_eq!(format_of(240, 32, 240), Format::Dense);
+    // format=off: everything COO, even a full block
+    let t: Vec<_> = (0..256)
+        .map(|k| (k / 16, k % 16, k as f64 - 100.5))
+        .collect();
+    let a = from_triplets(16, 16, &t);
+    let l = layout(&a, &["format=off"]);
+    assert_eq!(l.format_counts, [1, 0, 0]);
+    assert_eq!(l.arena.len(), 256 + 256 * 8);
+    check_layout("format=off full block", &a, &l);
+    // dense_min=257: a full block is CSR whose rp[16] = 256 wraps to 0 in u8
+    let l = layout(&a, &["dense_min=257"]);
+    assert_eq!(l.format_counts, [0, 1, 0]);
+    assert_eq!(l.arena[16], 0);
+    check_layout("csr 256", &a, &l);
+}
+
+#[test]
+fn column_aggregation_mapping_and_dense_blocks_with_cb_above_zero() {
+    // 16 rows x 32 columns spread 100 apart: full rows -> gathered, 2 compressed block columns,
+    // each a dense block (the public code's gathered dense path dropped bc*16 for bc > 0).
+    let mut t = Vec::new();
+    for r in 0..16 {
+        for j in 0..32 {
+            t.push((r, j * 100 + 3, (r * 32 + j) as f64 * 0.01 - 2.0));
+        }
+    }
+    let a = from_triplets(20, 3200, &t);
+    let l = layout(&a, &["gather=on", "balance=off"]);
+    assert!(l.gathered);
+    assert_eq!(l.gptr, vec![0, 32, 32]);
+    assert_eq!(l.gcols, (0..32).map(|j| j * 100 + 3).collect::<Vec<u32>>());
+    let s = slots(&l);
+    // panel 0: blocks (bc 0, bc 1), both dense; panel 1 (rows 16..19, empty): a scaler
+    assert_eq!(
+        s.iter().map(|b| (b.1, b.2, b.3)).collect::<Vec<_>>(),
+        vec![(256, 0, 0), (256, 0, 1), (0, 1, 0)]
+    );
+    assert_eq!(l.format_counts, [0, 0, 2]);
+    assert_eq!(l.panel_nb, vec![2, 1]);
+    // x staging through the mapping: block (0, 1) reads columns 1603, 1703, ...
+    let x: Vec<f64> = (0..3200).map(|j| j as f64).collect();
+    let xs = cpu::stage_x(&l, 0, 1, &x);
+    assert_eq!(xs[0], 1603.0);
+    assert_eq!(xs[15], 3103.0);
+    check_layout("gathered dense cb>0", &a, &l);
+    check_layout(
+        "gathered dense cb>0 f32",
+        &a.cast::<f32>(),
+        &layout(&a.cast::<f32>(), &["gather=on"]),
+    );
+    // Not gathered: 32 COO blocks of 16 nonzeros.
+    let l = layout(&a, &["gather=off"]);
+    assert!(!l.gathered);
+    assert_eq!(l.format_counts, [32, 0, 0]);
+    check_layout("ungathered", &a, &l);
+}
+
+#[test]
+fn gather_auto_follows_the_small_block_fraction() {
+    // a scattered matrix: almost every block has 1 nonzero -> gather
+    let a = suite()
+        .into_iter()
+        .find(|(n, _)| *n == "short rows")
+        .unwrap()
+        .1;
+    let l = layout(&a, &[]);
+    assert!(l.gathered && l.small_frac > 0.15);
+    // a full band: blocks are dense/CSR -> no gather
+    let t: Vec<_> = (0..64)
+        .flat_map(|r| (0..64).map(move |c| (r, c, 1.0 + (r + c) as f64)))
+        .collect();
+    let l = layout(&from_triplets(64, 64, &t), &[]);
+    assert!(!l.gathered && l.small_frac == 0.0);
+}
+
+#[test]
+fn lpt_balancing_assignment() {
+    // 16 blocks: one of weight 100, fifteen of 1 -> 2 CTAs. CTA 0 takes the 100; CTA 1 is then
+    // the lightest until its 8 slots fill; CTA 0 takes the other 7.
+    let mut w = vec![1u64; 16];
+    w[5] = 100;
+    let (slots, loads) = lpt_assign(&w, 8);
+    assert_eq!(loads, vec![107, 8]);
+    assert_eq!(slots[0], Some(5));
+    assert!(slots.iter().all(|s| s.is_some()));
+    let mut seen: Vec<usize> = slots.iter().flatten().copied().collect();
+    seen.sort();
+    assert_eq!(seen, (0..16).collect::<Vec<_>>());
+    // a classic LPT case: 8 CTAs' worth of blocks; loads end within max weight of each other
+    let w: Vec<u64> = (0..64).map(|i| (i * 37 % 101) as u64 + 1).collect();
+    let (slots, loads) = lpt_assign(&w, 8);
+    assert_eq!(slots.len(), 64);
+    let (lo, hi) = (loads.iter().min().unwrap(), loads.iter().max().unwrap());
+    assert!(hi - lo <= 101, "{loads:?}");
+    // padding: 10 blocks -> 2 CTAs, 6 empty slots
+    let (slots, _) = lpt_assign(&[3; 10], 8);
+    assert_eq!(slots.iter().filter(|s| s.is_none()).count(), 6);
+    // 16 slots per CTA (bpw = 2): one CTA
+    let (slots, loads) = lpt_assign(&[3; 10], 16);
+    assert_eq!((slots.len(), loads), (16, vec![30]));
+}
+
+#[test]
+fn balancing_lowers_the_per_cta_std_dev_and_notes_report_it() {
+    let a = suite()
+        .into_iter()
+        .find(|(n, _)| *n == "power law")
+        .unwrap()
+        .1;
+    assert!(a.nnz() >= 10_000);
+    let l = layout(&a, &[]);
+    assert!(l.balanced);
+    assert!(
+        l.std_after < l.std_before,
+        "{} {}",
+        l.std_after,
+        l.std_before
+    );
+    let notes = l.notes();
+    assert!(notes
+        .iter()
+        .any(|(k, v)| k.contains("std-dev") && !v.contains("not balanced")));
+    assert!(notes.iter().any(|(k, _)| k == "footprint / CSR"));
+    check_layout("balanced power law", &a, &l);
+    // small matrices are not balanced under auto
+    let small = from_triplets(40, 40, &[(1, 1, 2.0), (39, 0, 1.0)]);
+    assert!(!layout(&small, &[]).balanced);
+    // the stages are all reported
+    assert_eq!(l.prep_stages().len(), 4);
+}
+
+#[test]
+fn footprint_counts_every_array() {
+    let a = from_triplets(16, 16, &[(0, 4, 1.5), (3, 15, -2.0), (15, 0, 0.25)]);
+    let l = layout(&a, &["gather=off"]);
+    // arena 32 + meta 8 slots x 16 + one panel x 12
+    assert_eq!(l.footprint_bytes(), 32 + 128 + 12);
+    assert!(!CbSpmv.info().deterministic);
+}
+
+#[test]
+fn fused_prologue_first_block_scales_the_whole_panel() {
+    // two blocks in panel 0 (rows 0..15), a row with no entries (row 7) must still be scaled.
+    let a = from_triplets(16, 40, &[(0, 0, 1.0), (0, 30, 2.0), (15, 31, 3.0)]);
+    let l = layout(&a, &["gather=off", "balance=on", "prologue=fused"]);
+    assert_eq!(l.panel_nb, vec![2]);
+    let x: Vec<f64> = (0..40).map(|j| j as f64).collect();
+    let mut y: Vec<f64> = (0..16).map(|i| i as f64).collect();
+    l.run_cpu(2.0, &x, -1.0, &mut y).unwrap();
+    assert_eq!(y[0], 2.0 * 60.0);
+    assert_eq!(y[7], -7.0);
+    assert_eq!(y[15], 2.0 * 93.0 - 15.0);
+}
+
+#[test]
+fn rejects_bad_params() {
+    let a = Csr::<f64>::identity(4).unwrap();
+    for bad in [
+        &["coo_max=300"][..],
+        &["dense_min=0"],
+        &["dense_min=258"],
+        &["coo_max=40", "dense_min=40"],
+        &["gather=maybe"],
+        &["balance=1"],
+        &["format=no"],
+        &["prologue=none"],
+        &["gather_frac=2"],
+        &["bogus=1"],
+        &["bpw=0"],
+        &["accumulate=run", "prologue=fused"],
+        &["accumulate=rows"],
+        &["bpw=65"],
+    ] {
+        assert!(CbSpmv.prepare(&a, &params(bad)).is_err(), "{bad:?}");
+    }
+}
+
+/// Maragal_6 (21255 x 10152, rectangular; the public code gave a wrong result on it), when the
+/// shared matrix collection is reachable from the package root.
+#[test]
+fn maragal_6_matches_oracle() {
+    let base = std::env::var("SPMVKIT_MATRICES")
+        .unwrap_or_else(|_| "../../../shared/matrices".to_string());
+    let path = std::path::Path::new(&base).join("NYPA/Maragal_6.mtx.gz");
+    if !path.exists() {
+        eprintln!("maragal_6: skipped: {} not found", path.display());
+        return;
+    }
+    let a: Csr<f64> = crate::io::load(&path).unwrap();
+    assert_eq!((a.nrows(), a.ncols()), (21255, 10152));
+    let l = CbSpmv.prepare(&a, &Params::new()).unwrap();
+    check_layout("maragal_6", &a, l.as_ref());
+}
+
+// ---- GPU: the device kernel against the oracle (skips without a GPU unless
+// SPMVKIT_REQUIRE_GPU=1), with repeated calls to exercise the fused prologue's self-reset.
+
+/// The shared SuiteSparse matrices (SPMVKIT_MATRICES, else ../shared/matrices from the
+/// workspace), each with its pattern and fresh random values in [-1, 1) (pattern files would
+/// otherwise be all 1.0, which hides precision loss), sorted by name.
+fn shared_matrices() -> Vec<(String, Csr<f64>)> {
+    let base = std::env::var("SPMVKIT_MATRICES")
+        .unwrap_or_else(|_| "../../../shared/matrices".to_string());
+    let mut files = Vec::new();
+    let Ok(groups) = std::fs::read_dir(&base) else {
+        return Vec::new();
+    };
+    for g in groups.flatten() {
+        if let Ok(fs) = std::fs::read_dir(g.path()) {
+            for f in fs.flatten() {
+                let p = f.path();
+                if p.to_string_lossy().ends_with(".mtx.gz") {
+                    files.push(p);
+                }
+            }
+        }
+    }
+    files.sort();
+    let mut out = Vec::new();
+    for p in files {
+        let name = p
+            .file_name()
+            .map(|s| s.to_string_lossy().trim_end_matches(".mtx.gz").to_string())
+            .unwrap_or_default();
+        let Ok(a) = crate::io::load::<f64>(&p) else {
+            eprintln!("shared matrix {}: cannot load", p.display());
+            continue;
+        };
+        let mut g = crate::methods::testmats::Lcg::new(a.nnz() as u64);
+        let vals = (0..a.nnz())
+            .map(|_| {
+                let v = g.value();
+                if v == 0.0 {
+                    0.5
+                } else {
+                    v
+                }
+            })
+            .collect();
+        out.push((name, Csr::with_pattern(a.pattern().clone(), vals).unwrap()));
+    }
+    out
+}
+
+fn gpu_run<T: crate::methods::PrepareFor>(
+    a64: &Csr<f64>,
+    name: &str,
+    p: &[&str],
+    fails: &mut Vec<String>,
+) {
+    use crate::methods::{Backend, Plan, PlanOptions};
+    let a: Csr<T> = a64.cast();
+    let opts = PlanOptions {
+        params: params(p),
+        backend: Some(Backend::Gpu),
+    };
+    let mut plan = match Plan::<T>::new(NAME, &a, &opts) {
+        Ok(pl) => pl,
+        Err(e) => {
+            fails.push(format!("{name} {p:?}: plan: {e}"));
+            return;
+        }
+    };
+    let (x, y0) = vectors::<T>(a.nrows(), a.ncols(), 5);
+    for (alpha, beta) in [(1.5, 0.0), (1.0, -0.5), (-0.75, 1.0)] {
+        let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+        let start: Vec<T> = if beta == T::zero() {
+            vec![T::from_f64(f64::NAN); a.nrows()]
+        } else {
+            y0.clone()
+        };
+        let r = oracle_spmv(&a, alpha, &x, beta, &start).unwrap();
+        // three calls in a row: the tickets and flags must reset themselves
+        for call in 0..3 {
+            let mut y = start.clone();
+            if let Err(e) = plan.apply(alpha, &x, beta, &mut y) {
+                fails.push(format!("{name} {p:?}: apply: {e}"));
+                return;
+            }
+            let c = check(&r, &y);
+            if !c.ok {
+                fails.push(format!(
+                    "{name} {p:?} {} α={alpha} β={beta} call {call}: row {} rel err {:.3e}",
+                    T::PRECISION,
+                    c.worst_row,
+                    c.max_rel_err
+                ));
+                return;
+            }
+        }
+    }
+}
+
+fn gpu_or_skip(test: &str) -> bool {
+    match crate::gpu::Gpu::get() {
+        Ok(g) => {
+            eprintln!(
+                "{test}: GPU {} ({}, {} SMs)",
+                g.name(),
+                g.arch(),
+                g.sm_count()
+            );
+            true
+        }
+        Err(e) => {
+            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
+            }
+            eprintln!("{test}: skipped: {e}");
+            false
+        }
+    }
+}
+
+#[test]
+fn gpu_cb_spmv_matches_oracle() {
+    if !gpu_or_skip("gpu cb-spmv") {
+        return;
+    }
+    let mut fails = Vec::new();
+    let mut mats: Vec<(String, Csr<f64>)> = suite()
+        .into_iter()
+        .map(|(n, a)| (n.to_string(), a))
+        .collect();
+    mats.extend(edge_cases());
+    for s in [
+        "poisson3d:40",
+        "blockdiag:500,20",
+        "powerlaw:50000,8",
+        "banded:30000,24",
+    ] {
+        mats.push((s.into(), crate::gen::generate_f64(s).unwrap()));
+    }
+    let mut runs = 0;
+    for v in VARIANTS {
+        for (name, a) in &mats {
+            gpu_run::<f64>(a, name, v, &mut fails);
+            gpu_run::<f32>(a, name, v, &mut fails);
+            runs += 2;
+        }
+    }
+    let shared = shared_matrices();
+    for (name, a) in &shared {
+        for v in [
+            &[][..],
+            &["gather=on", "bpw=4", "prologue=fused"],
+            &["accumulate=run"],
+        ] {
+            gpu_run::<f64>(a, name, v, &mut fails);
+            gpu_run::<f32>(a, name, v, &mut fails);
+            runs += 2;
+        }
+    }
+    eprintln!(
+        "gpu cb-spmv: {runs} plans ({} generated/edge, {} shared matrices), {} failures",
+        mats.len(),
+        shared.len(),
+        fails.len()
+    );
+    for f in &fails {
+        eprintln!("FAIL: {f}");
+    }
+    assert!(fails.is_empty(), "{} failures", fails.len());
+}
+
+/// One timing line to stderr and, when CB_TIMING_OUT names a file, to that file.
+fn report(line: &str) {
+    use std::io::Write;
+    eprintln!("{line}");
+    if let Ok(p) = std::env::var("CB_TIMING_OUT") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
+
+/// Times `method` with `ps` on `a` (f64, α = 1, β = 0); `graph` adds CUDA-graph timing.
+fn time_one(
+    name: &str,
+    a: &Csr<f64>,
+    method: &str,
+    ps: &[&str],
+    cfg: &crate::gpu::TimingConfig,
+    graph: bool,
+) {
+    use crate::gpu::{time_graph, time_stream};
+    use crate::methods::{Backend, Plan, PlanOptions};
+    let opts = PlanOptions {
+        params: params(ps),
+        backend: Some(Backend::Gpu),
+    };
+    let mut plan = match Plan::<f64>::new(method, a, &opts) {
+        Ok(p) => p,
+        Err(e) => {
+            report(&format!("TIMING {name} {method} {ps:?}: plan failed: {e}"));
+            return;
+        }
+    };
+    let prep = plan.prep_times();
+    let layout = plan.layout();
+    let notes = layout.notes();
+    let stages = layout.prep_stages();
+    let foot = layout.footprint_bytes();
+    let (g, dl, x, y) = plan.device_parts().unwrap();
+    let (xs, _) = vectors::<f64>(a.nrows(), a.ncols(), 3);
+    g.stream().memcpy_htod(&xs, x).unwrap();
+    let s = time_stream(g, cfg, || dl.run(g, 1.0, x, 0.0, y)).unwrap();
+    let gr = if graph {
+        time_graph(g, cfg, || dl.run(g, 1.0, x, 0.0, y))
+            .unwrap()
+            .median_us
+    } else {
+        f64::NAN
+    };
+    let mut got = vec![0.0; a.nrows()];
+    g.download(y, &mut got).unwrap();
+    let r = oracle_spmv(a, 1.0, &xs, 0.0, &vec![0.0; a.nrows()]).unwrap();
+    let ok = check(&r, &got).ok;
+    let bytes = 12 * a.nnz() + 4 * (a.nrows() + 1) + 8 * a.ncols() + 8 * a.nrows();
+    report(&format!(
+        "TIMING {name:<20} nnz {:>9} {method:<10} {:<22} stream {:>8.2} graph {:>8.2} us  {:>5.0} GB/s(csr-model)  prep {:>8.1} ms upload {:>6.1} ms  foot/csr {:.3} ok={ok}",
+        a.nnz(),
+        ps.join(","),
+        s.median_us,
+        gr,
+        bytes as f64 / s.median_us / 1e3,
+        prep.prepare.as_secs_f64() * 1e3,
+        prep.upload.as_secs_f64() * 1e3,
+        foot as f64 / (4 * (a.nrows() + 1) + 12 * a.nnz()) as f64,
+    ));
+    if method == NAME && ps.is_empty() {
+        let st: Vec<String> = stages
+            .iter()
+            .map(|(k, d)| format!("{k} {:.1}ms", d.as_secs_f64() * 1e3))
+            .collect();
+        let nt: Vec<String> = notes.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        report(&format!("  notes {}", nt.join("; ")));
+        report(&format!("  stages {}", st.join("; ")));
+    }
+}
+
+/// Per-call times next to csr-vector and merge (stream and graph), for the report; the
+/// ablation switches on large generated matrices; every shared matrix. Set CB_TIMING=1 to run.
+#[test]
+fn gpu_cb_spmv_timing_report() {
+    use crate::gpu::TimingConfig;
+    if std::env::var("CB_TIMING").map_or(true, |v| v != "1") || !gpu_or_skip("gpu timing") {
+        eprintln!("gpu timing: skipped (CB_TIMING=1 and a GPU run it)");
+        return;
+    }
+    let g = crate::gpu::Gpu::get().unwrap();
+    let bw = crate::gpu::measure_copy_bandwidth(&g).unwrap();
+    report(&format!(
+        "GPU {} {} SMs, copy bandwidth {bw:.0} GB/s",
+        g.name(),
+        g.sm_count()
+    ));
+    let cfg = TimingConfig {
+        warmup: 10,
+        calls: 50,
+        samples: 5,
+    };
+    let shared = shared_matrices();
+    // A: the matrices of shared/notes/methods.md §0.
+    for want in [
+        "copter2",
+        "bcsstk33",
+        "Maragal_6",
+        "af23560",
+        "s1rmq4m1",
+        "wb-cs-stanford",
+    ] {
+        let Some((name, a)) = shared.iter().find(|(n, _)| n == want) else {
+            continue;
+        };
+        for (m, ps) in [
+            ("csr-vector", &[][..]),
+            ("merge", &[]),
+            (NAME, &[]),
+            (NAME, &["prologue=fused"]),
+            (NAME, &["accumulate=run"]),
+            (NAME, &["accumulate=run", "bpw=4"]),
+            (NAME, &["bpw=2"]),
+            (NAME, &["bpw=4"]),
+            (NAME, &["gather=on"]),
+            (NAME, &["gather=off"]),
+            (NAME, &["balance=off"]),
+        ] {
+            time_one(name, a, m, ps, &cfg, true);
+        }
+    }
+    // B: large generated matrices (gpu-large families), the ablation.
+    for spec in [
+        "poisson3d:160",
+        "uniform:4000000,16",
+        "powerlaw:4000000,8",
+        "blockdiag:30000,32",
+        "kron:20,48",
+    ] {
+        let a = crate::gen::generate_f64(spec).unwrap();
+        for (m, ps) in [
+            ("csr-vector", &[][..]),
+            ("merge", &[]),
+            (NAME, &[]),
+            (NAME, &["bpw=1"]),
+            (NAME, &["bpw=2"]),
+            (NAME, &["bpw=4"]),
+            (NAME, &["bpw=8"]),
+            (NAME, &["gather=on"]),
+            (NAME, &["gather=off"]),
+            (NAME, &["balance=off"]),
+            (NAME, &["format=off"]),
+            (NAME, &["aggregate=off"]),
+            (NAME, &["prologue=fused"]),
+            (NAME, &["accumulate=run"]),
+            (NAME, &["accumulate=run", "bpw=16"]),
+            (NAME, &["accumulate=run", "bpw=16", "gather=off"]),
+        ] {
+            time_one(spec, &a, m, ps, &cfg, false);
+        }
+    }
+    // C: every shared matrix, graph and stream, csr-vector vs cb-spmv.
+    let quick = TimingConfig {
+        warmup: 5,
+        calls: 20,
+        samples: 3,
+    };
+    for (name, a) in &shared {
+        for (m, ps) in [
+            ("csr-vector", &[][..]),
+            (NAME, &[]),
+            (NAME, &["accumulate=run"]),
+        ] {
+            time_one(name, a, m, ps, &quick, true);
+        }
+    }
+}
+
+/// The CPU mirror on every shared matrix (random values), default and gathered + balanced.
+/// Slow in debug builds: set CB_SHARED=1 to run.
+#[test]
+fn shared_matrices_cpu_mirror() {
+    if std::env::var("CB_SHARED").map_or(true, |v| v != "1") {
+        eprintln!("shared matrices: skipped (CB_SHARED=1 runs it)");
+        return;
+    }
+    let shared = shared_matrices();
+    assert!(!shared.is_empty());
+    for (name, a) in &shared {
+        for v in [&[][..], &["gather=on", "balance=on", "bpw=4"]] {
+            let l = CbSpmv.prepare(a, &params(v)).unwrap();
+            check_layout(&format!("{name} {v:?}"), a, l.as_ref());
+        }
+    }
+}
+
+#[test]
+fn accumulate_run_uses_consecutive_slots_per_warp() {
+    // banded 64x64: 4 panels of 4-5 blocks each, natural order (balance=auto is off under run);
+    // with bpw = 4 warp w owns slots 4w..4w+4, i.e. the natural blocks 4w..4w+4.
+    let t: Vec<_> = (0..64usize)
+        .flat_map(|r| {
+            (r.saturating_sub(20)..(r + 21).min(64))
+                .map(move |c| (r, c, 0.5 + (r * 64 + c) as f64 * 1e-3))
+        })
+        .collect();
+    let a = from_triplets(64, 64, &t);
+    let l = layout(&a, &["accumulate=run", "bpw=4"]);
+    assert!(l.cfg.run && !l.balanced && l.bpw == 4);
+    let s = slots(&l);
+    // natural order: block rows non-decreasing along the slot table
+    assert!(s.windows(2).all(|w| w[0].2 <= w[1].2));
+    check_layout("run banded", &a, &l);
+    check_layout(
+        "run banded f32",
+        &a.cast::<f32>(),
+        &layout(&a.cast::<f32>(), &["accumulate=run", "bpw=3"]),
+    );
+}

@@ -1,0 +1,314 @@
+//! Upload and launch of `csr_overlap` (kernel.cu) for both methods.
+//!
+//! Grid of one launch: `long_ctas` = min(long-row tasks, B) CTAs for the extra-long rows first, then
+//! ⌈n/per_cta⌉ CTAs of per_cta = ⌈n/B⌉ consecutive batches each, B = ctas_per_sm × SM count;
+//! `threads` threads per CTA and the two double buffers as dynamic shared memory.
+//!
+//! Partial: one launch on `gpu.stream()`; the matrix stays on the device.
+//!
+//! Full: values and column indices wait in pinned host buffers (filled at upload, untimed);
+//! their device buffers are filled inside every call. The call records an event on
+//! `gpu.stream()`; big batch i's stream waits for it, copies its nonzero range (values and
+//! column indices, `cuMemcpyHtoDAsync`), records "copied i", waits for "copied j" of every j < i,
+//! and launches its batches (the last one also the long rows), then records "done i";
+//! `gpu.stream()` waits for every "done i". So the call is ordered after earlier work and before
+//! later work on `gpu.stream()`, and can be captured into a CUDA graph (fork and join by events).
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{
+    CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
+    PushKernelArg, ValidAsZeroBits,
+};
+
+use super::{buffer_cap, smem_bytes, BigBatch, OverlapLayout, KERNEL};
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, PinnedBuffer};
+use crate::methods::{DeviceLayout, Layout};
+use crate::scalar::{Idx, Scalar};
+
+/// CSR-Full-Overlap's per-call copy machinery.
+struct Full<T> {
+    big: Vec<BigBatch>,
+    streams: Vec<Arc<CudaStream>>,
+    host_cols: PinnedBuffer<Idx>,
+    host_vals: PinnedBuffer<T>,
+    /// Addresses of the pinned buffers' data (kept to avoid an event synchronisation per call;
+    /// the buffers live as long as `self` and are never written after upload).
+    host_cols_addr: usize,
+    host_vals_addr: usize,
+    start: CudaEvent,
+    copied: Vec<CudaEvent>,
+    done: Vec<CudaEvent>,
+}
+
+/// The device copy of an overlap layout.
+pub(super) struct DeviceOverlap<T: Scalar> {
+    func: CudaFunction,
+    threads: u32,
+    ctas: usize,
+    smem: u32,
+    vcap: i32,
+    ccap: i32,
+    nbatches: usize,
+    ntasks: usize,
+    batch_rows: CudaSlice<Idx>,
+    vlog: CudaSlice<u8>,
+    long_tasks: CudaSlice<Idx>,
+    long_rows: CudaSlice<Idx>,
+    long_first: CudaSlice<Idx>,
+    long_count: CudaSlice<Idx>,
+    /// One partial sum per long-row task, and one ticket counter per long row (zero between
+    /// calls: the last CTA of a row resets it).
+    long_partial: CudaSlice<T>,
+    long_counter: CudaSlice<u32>,
+    row_ptr: CudaSlice<Idx>,
+    col_idx: CudaSlice<Idx>,
+    vals: CudaSlice<T>,
+    full: Option<Full<T>>,
+    bytes: usize,
+}
+
+fn event(gpu: &Gpu) -> Result<CudaEvent> {
+    gpu.context()
+        .new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
+        .map_err(|e| Error::cuda("csr-full-overlap: creating an event", e))
+}
+
+fn pinned_copy<E: DeviceRepr + ValidAsZeroBits + Copy>(
+    gpu: &Gpu,
+    data: &[E],
+) -> Result<(PinnedBuffer<E>, usize)> {
+    let mut buf = gpu.alloc_pinned::<E>(data.len())?;
+    let dst = buf
+        .as_mut_slice()
+        .map_err(|e| Error::cuda("csr-full-overlap: pinned buffer", e))?;
+    dst[..data.len()].copy_from_slice(data);
+    let addr = dst.as_ptr() as usize;
+    Ok((buf, addr))
+}
+
+pub(super) fn upload<T: Scalar>(
+    l: &OverlapLayout<T>,
+    gpu: &Arc<Gpu>,
+) -> Result<Box<dyn DeviceLayout<T>>> {
+    let func = gpu.function::<T>(&KERNEL, "csr_overlap")?;
+    let nnz = l.a.nnz();
+    let (col_idx, vals, full) = match &l.big {
+        None => (gpu.upload(l.a.col_idx())?, gpu.upload(l.a.vals())?, None),
+        Some(big) => {
+            let (host_cols, host_cols_addr) = pinned_copy(gpu, l.a.col_idx())?;
+            let (host_vals, host_vals_addr) = pinned_copy(gpu, l.a.vals())?;
+            let streams = (0..big.len())
+                .map(|_| gpu.new_stream())
+                .collect::<Result<Vec<_>>>()?;
+            let copied = (0..big.len())
+                .map(|_| event(gpu))
+                .collect::<Result<Vec<_>>>()?;
+            let done = (0..big.len())
+                .map(|_| event(gpu))
+                .collect::<Result<Vec<_>>>()?;
+            let full = Full {
+                big: big.clone(),
+                streams,
+                host_cols,
+                host_vals,
+                host_cols_addr,
+                host_vals_addr,
+                start: event(gpu)?,
+                copied,
+                done,
+            };
+            (
+                gpu.alloc_zeros::<Idx>(nnz)?,
+                gpu.alloc_zeros::<T>(nnz)?,
+                Some(full),
+            )
+        }
+    };
+    Ok(Box::new(DeviceOverlap {
+        func,
+        threads: l.cfg.threads,
+        ctas: gpu.sm_count().max(1) * l.cfg.ctas_per_sm as usize,
+        smem: smem_bytes::<T>(l.cfg.max_batch_size) as u32,
+        vcap: buffer_cap(l.cfg.max_batch_size, T::BYTES) as i32,
+        ccap: buffer_cap(l.cfg.max_batch_size, 4) as i32,
+        nbatches: l.part.batches.len(),
+        ntasks: l.ntasks(),
+        batch_rows: gpu.upload(&l.batch_rows_flat())?,
+        vlog: gpu.upload(&l.vlog)?,
+        long_tasks: gpu.upload(&l.long_tasks)?,
+        long_rows: gpu.upload(&l.part.long_rows)?,
+        long_first: gpu.upload(&l.long_first)?,
+        long_count: gpu.upload(&l.long_count)?,
+        long_partial: gpu.alloc_zeros::<T>(l.ntasks())?,
+        long_counter: gpu.alloc_zeros::<u32>(l.part.long_rows.len())?,
+        row_ptr: gpu.upload(l.a.row_ptr())?,
+        col_idx,
+        vals,
+        full,
+        bytes: l.footprint_bytes(),
+    }))
+}
+
+impl<T: Scalar> DeviceOverlap<T> {
+    /// One launch on `stream`: batches [first, first + n), plus the long rows if `with_long`.
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &self,
+        stream: &Arc<CudaStream>,
+        first: usize,
+        n: usize,
+        with_long: bool,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let per_cta = OverlapLayout::<T>::per_cta(n, self.ctas);
+        let batch_ctas = n.div_ceil(per_cta);
+        let long_ctas = if with_long {
+            self.ntasks.min(self.ctas)
+        } else {
+            0
+        };
+        let grid = batch_ctas + long_ctas;
+        if grid == 0 {
+            return Ok(());
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (grid as u32, 1, 1),
+            block_dim: (self.threads, 1, 1),
+            shared_mem_bytes: self.smem,
+        };
+        let (first, n, per_cta) = (first as i32, n as i32, per_cta as i32);
+        let ntasks = if with_long { self.ntasks as i32 } else { 0 };
+        let long_ctas = long_ctas as i32;
+        let mut b = stream.launch_builder(&self.func);
+        b.arg(&self.batch_rows)
+            .arg(&self.vlog)
+            .arg(&first)
+            .arg(&n)
+            .arg(&per_cta)
+            .arg(&self.long_tasks)
+            .arg(&ntasks)
+            .arg(&long_ctas)
+            .arg(&self.long_rows)
+            .arg(&self.long_first)
+            .arg(&self.long_count)
+            .arg(&self.long_partial)
+            .arg(&self.long_counter)
+            .arg(&self.row_ptr)
+            .arg(&self.col_idx)
+            .arg(&self.vals)
+            .arg(x)
+            .arg(&mut *y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&self.vcap)
+            .arg(&self.ccap);
+        // SAFETY: the arguments match csr_overlap in kernel.cu: batch_rows holds 2 entries and
+        // vlog 1 per batch, [first, first + n) lies within the batches; long_tasks holds 4
+        // entries and long_partial 1 per task, whose long-row indices address long_rows,
+        // long_first, long_count and long_counter (zero on entry: zeroed at upload, reset by
+        // each row's last CTA); row_ptr has nrows + 1 entries, col_idx and vals nnz, x ncols and y nrows
+        // (checked by Plan); the dynamic shared memory is 2·(vcap·sizeof(real) + ccap·4) bytes
+        // (≤ 48 KiB, checked in prepare), which the kernel lays out.
+        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr-overlap launch", e))?;
+        Ok(())
+    }
+
+    /// Full: copies [start, end) of values and column indices from the pinned buffers on `s`.
+    fn copy_range(&self, f: &Full<T>, s: &Arc<CudaStream>, start: usize, end: usize) -> Result<()> {
+        if end <= start {
+            return Ok(());
+        }
+        // SAFETY: the addresses are those of f.host_cols / f.host_vals (nnz entries each, alive
+        // as long as self, never written after upload); [start, end) ⊆ [0, nnz).
+        let (hc, hv) = unsafe {
+            (
+                std::slice::from_raw_parts(
+                    (f.host_cols_addr as *const Idx).add(start),
+                    end - start,
+                ),
+                std::slice::from_raw_parts((f.host_vals_addr as *const T).add(start), end - start),
+            )
+        };
+        let (dc, _gc) = self.col_idx.device_ptr(s);
+        let (dv, _gv) = self.vals.device_ptr(s);
+        // SAFETY: the device buffers hold nnz entries, so [start, end) lies inside them; the
+        // host ranges are pinned, so the copies are asynchronous on s and the sources outlive
+        // them (they live as long as self, and dropping `Full` first waits for its streams).
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(dc + (start * 4) as u64, hc, s.cu_stream())
+                .map_err(|e| Error::cuda("csr-full-overlap: copying column indices", e))?;
+            cudarc::driver::result::memcpy_htod_async(
+                dv + (start * T::BYTES) as u64,
+                hv,
+                s.cu_stream(),
+            )
+            .map_err(|e| Error::cuda("csr-full-overlap: copying values", e))?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
+    fn run(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let Some(f) = &self.full else {
+            return self.launch(gpu.stream(), 0, self.nbatches, true, alpha, x, beta, y);
+        };
+        let ev = |r: std::result::Result<(), cudarc::driver::DriverError>| {
+            r.map_err(|e| Error::cuda("csr-full-overlap: stream ordering", e))
+        };
+        let main = gpu.stream();
+        ev(f.start.record(main))?;
+        let count = f.big.len();
+        for (i, bb) in f.big.iter().enumerate() {
+            let s = &f.streams[i];
+            ev(s.wait(&f.start))?;
+            self.copy_range(f, s, bb.start_nnz, bb.end_nnz)?;
+            ev(f.copied[i].record(s))?;
+            for c in &f.copied[..i] {
+                ev(s.wait(c))?;
+            }
+            self.launch(
+                s,
+                bb.start_batch,
+                bb.end_batch - bb.start_batch,
+                i + 1 == count,
+                alpha,
+                x,
+                beta,
+                y,
+            )?;
+            ev(f.done[i].record(s))?;
+        }
+        for d in &f.done {
+            ev(main.wait(d))?;
+        }
+        Ok(())
+    }
+
+    fn footprint_bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl<T> Drop for Full<T> {
+    fn drop(&mut self) {
+        // The pinned buffers must outlive the copies enqueued from them.
+        for s in &self.streams {
+            let _ = s.synchronize();
+        }
+        let _ = (&self.host_cols, &self.host_vals);
+    }
+}

@@ -1,0 +1,255 @@
+//! The device side of `cusparse-bsr`: an RAII holder of the cuSPARSE handle (bound to
+//! [`Gpu::stream`]), a general matrix descriptor, the BSR arrays and, when the shape is not a
+//! multiple of the block size, zero-padded x/y scratch vectors. `cusparse<S|D>bsrmv` is looked up
+//! in the loaded cuSPARSE by name (as `gpu/cusparse.rs` does for `SpMV_preprocess`), so a
+//! cuSPARSE without it gives `MethodUnsupported` instead of a panic.
+
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, Mutex};
+
+use cudarc::cusparse::sys::{
+    self, cusparseDirection_t, cusparseHandle_t, cusparseMatDescr_t, cusparseOperation_t,
+    cusparseStatus_t,
+};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+
+use super::{BsrLayout, NAME};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::methods::{DeviceLayout, Layout};
+use crate::scalar::{Idx, Precision, Scalar};
+
+type BsrmvFn = unsafe extern "C" fn(
+    cusparseHandle_t,
+    cusparseDirection_t,
+    cusparseOperation_t,
+    c_int,
+    c_int,
+    c_int,
+    *const c_void,
+    cusparseMatDescr_t,
+    *const c_void,
+    *const c_int,
+    *const c_int,
+    c_int,
+    *const c_void,
+    *const c_void,
+    *mut c_void,
+) -> cusparseStatus_t;
+
+/// `cusparse<S|D>bsrmv` from the loaded library, when it has one.
+fn bsrmv_fn<T: Scalar>() -> Option<BsrmvFn> {
+    let name: &[u8] = match T::PRECISION {
+        Precision::F32 => b"cusparseSbsrmv\0",
+        Precision::F64 => b"cusparseDbsrmv\0",
+    };
+    // SAFETY: the library is present (checked by Gpu::get); the symbol has this C signature
+    // (scalars and arrays of the precision's type, passed as void pointers).
+    unsafe { sys::culib().get::<BsrmvFn>(name).ok().map(|s| *s) }
+}
+
+fn check(what: &str, s: cusparseStatus_t) -> Result<()> {
+    if s == cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::cuda(format!("cuSPARSE {what}"), format!("{s:?}")))
+    }
+}
+
+/// Handles destroyed on drop.
+struct Handles {
+    handle: cusparseHandle_t,
+    descr: cusparseMatDescr_t,
+}
+
+// SAFETY: the raw handles are only used under the Mutex that holds them.
+unsafe impl Send for Handles {}
+
+impl Drop for Handles {
+    fn drop(&mut self) {
+        // SAFETY: each non-null handle was created once and is destroyed once, here.
+        unsafe {
+            if !self.descr.is_null() {
+                sys::cusparseDestroyMatDescr(self.descr);
+            }
+            if !self.handle.is_null() {
+                sys::cusparseDestroy(self.handle);
+            }
+        }
+    }
+}
+
+/// Padded x and y when the shape is not a multiple of b.
+struct Scratch<T> {
+    x: CudaSlice<T>,
+    y: CudaSlice<T>,
+}
+
+pub(super) struct DeviceBsr<T: Scalar> {
+    gpu: Arc<Gpu>,
+    bsrmv: BsrmvFn,
+    nrows: usize,
+    ncols: usize,
+    b: usize,
+    mb: usize,
+    nb: usize,
+    nnzb: usize,
+    h: Mutex<Handles>,
+    scratch: Option<Mutex<Scratch<T>>>,
+    row_ptr: CudaSlice<Idx>,
+    col_idx: CudaSlice<Idx>,
+    vals: CudaSlice<T>,
+    bytes: usize,
+}
+
+pub(super) fn upload<T: Scalar>(
+    l: &BsrLayout<T>,
+    gpu: &Arc<Gpu>,
+) -> Result<Box<dyn DeviceLayout<T>>> {
+    let bsrmv = bsrmv_fn::<T>().ok_or_else(|| Error::MethodUnsupported {
+        method: NAME.into(),
+        reason: "the loaded cuSPARSE has no cusparse<t>bsrmv".into(),
+    })?;
+    gpu.context()
+        .bind_to_thread()
+        .map_err(|e| Error::cuda("binding the context", e))?;
+    let mut h = Handles {
+        handle: std::ptr::null_mut(),
+        descr: std::ptr::null_mut(),
+    };
+    h.handle = cudarc::cusparse::result::create()
+        .map_err(|e| Error::cuda("cusparseCreate", format!("{e:?}")))?;
+    // SAFETY: a live handle; the driver and runtime stream types name the same object.
+    unsafe {
+        check(
+            "SetStream",
+            sys::cusparseSetStream(h.handle, gpu.stream().cu_stream() as sys::cudaStream_t),
+        )?;
+        check("CreateMatDescr", sys::cusparseCreateMatDescr(&mut h.descr))?;
+    }
+    let padded = l.mb * l.b != l.nrows || l.nb * l.b != l.ncols;
+    let scratch = if padded {
+        Some(Mutex::new(Scratch {
+            x: gpu.alloc_zeros::<T>(l.nb * l.b)?,
+            y: gpu.alloc_zeros::<T>(l.mb * l.b)?,
+        }))
+    } else {
+        None
+    };
+    let pad_bytes = if padded {
+        T::BYTES * (l.nb + l.mb) * l.b
+    } else {
+        0
+    };
+    Ok(Box::new(DeviceBsr {
+        gpu: gpu.clone(),
+        bsrmv,
+        nrows: l.nrows,
+        ncols: l.ncols,
+        b: l.b,
+        mb: l.mb,
+        nb: l.nb,
+        nnzb: l.nnzb(),
+        h: Mutex::new(h),
+        scratch,
+        row_ptr: gpu.upload(&l.row_ptr)?,
+        col_idx: gpu.upload(&l.col_idx)?,
+        vals: gpu.upload(&l.vals)?,
+        bytes: l.footprint_bytes() + pad_bytes,
+    }))
+}
+
+impl<T: Scalar> DeviceBsr<T> {
+    /// One bsrmv on device addresses `xp` (nb·b values) and `yp` (mb·b values).
+    fn call(&self, alpha: T, xp: u64, beta: T, yp: u64) -> Result<()> {
+        let stream = self.gpu.stream();
+        let h = self.h.lock().unwrap_or_else(|p| p.into_inner());
+        let (rp, _g1) = self.row_ptr.device_ptr(stream);
+        let (ci, _g2) = self.col_idx.device_ptr(stream);
+        let (va, _g3) = self.vals.device_ptr(stream);
+        // SAFETY: live handle and descriptor; BSR arrays of mb + 1, nnzb and nnzb·b² entries;
+        // x and y of nb·b and mb·b elements; host scalars of the precision's type.
+        check("bsrmv", unsafe {
+            (self.bsrmv)(
+                h.handle,
+                cusparseDirection_t::CUSPARSE_DIRECTION_ROW,
+                cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                self.mb as c_int,
+                self.nb as c_int,
+                self.nnzb as c_int,
+                &alpha as *const T as *const c_void,
+                h.descr,
+                va as *const c_void,
+                rp as *const c_int,
+                ci as *const c_int,
+                self.b as c_int,
+                xp as *const c_void,
+                &beta as *const T as *const c_void,
+                yp as *mut c_void,
+            )
+        })
+    }
+}
+
+impl<T: Scalar> DeviceLayout<T> for DeviceBsr<T> {
+    fn run(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        if self.nrows == 0 {
+            return Ok(());
+        }
+        if self.nnzb == 0 {
+            return gpu.scale(y, self.nrows, beta);
+        }
+        gpu.context()
+            .bind_to_thread()
+            .map_err(|e| Error::cuda("binding the context", e))?;
+        let stream = gpu.stream();
+        match &self.scratch {
+            None => {
+                let (xp, _gx) = x.device_ptr(stream);
+                let (yp, _gy) = y.device_ptr_mut(stream);
+                self.call(alpha, xp, beta, yp)
+            }
+            Some(s) => {
+                let mut s = s.lock().unwrap_or_else(|p| p.into_inner());
+                let s = &mut *s;
+                let cp = |e| Error::cuda("cusparse-bsr scratch copy", e);
+                stream
+                    .memcpy_dtod(&x.slice(..self.ncols), &mut s.x.slice_mut(..self.ncols))
+                    .map_err(cp)?;
+                if beta != T::zero() {
+                    stream
+                        .memcpy_dtod(&y.slice(..self.nrows), &mut s.y.slice_mut(..self.nrows))
+                        .map_err(cp)?;
+                }
+                {
+                    let (xp, _gx) = s.x.device_ptr(stream);
+                    let (yp, _gy) = s.y.device_ptr_mut(stream);
+                    self.call(alpha, xp, beta, yp)?;
+                }
+                stream
+                    .memcpy_dtod(&s.y.slice(..self.nrows), &mut y.slice_mut(..self.nrows))
+                    .map_err(cp)?;
+                Ok(())
+            }
+        }
+    }
+
+    fn footprint_bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl<T: Scalar> Drop for DeviceBsr<T> {
+    fn drop(&mut self) {
+        let _ = self.gpu.context().bind_to_thread();
+        // Work enqueued with the handle must finish before it and the buffers go.
+        let _ = self.gpu.synchronize();
+    }
+}

@@ -1,0 +1,74 @@
+// pbc: PBC (Cui et al. 2022, via teb.md §2.2; inferred design, see mod.rs). One CTA per block of
+// the row-major nnz stream:
+//   1. CSR part: one thread per whole row (rows sorted by length in the block), summed in order
+//      with fma, y written at the original row;
+//   2. COO part: each segment of a row cut by a block boundary is summed by the whole CTA
+//      (strided lanes, warp butterfly, warp sums added in order by thread 0) into part[slot];
+//   3. the last CTA to finish (atomic counter, __threadfence before and after) adds each cut
+//      row's slots in block order and writes y, then resets the counter for the next call.
+// y = alpha*sum (+ beta*y fused), never read when beta == 0. Deterministic.
+
+__device__ __forceinline__ void pbc_store(real_t* y, int row, real_t alpha, real_t sum, real_t beta) {
+    const real_t t = alpha * sum;
+    y[row] = (beta == (real_t)0) ? t : fma(beta, y[row], t);
+}
+
+extern "C" __global__ void pbc_spmv(const int* __restrict__ blk_row, const int* __restrict__ rows,
+                                    const int* __restrict__ row_off, const int* __restrict__ col,
+                                    const real_t* __restrict__ val, const int* __restrict__ blk_seg,
+                                    const int* __restrict__ seg_ptr, const int* __restrict__ seg_slot,
+                                    const int* __restrict__ coo_col,
+                                    const real_t* __restrict__ coo_val, real_t* part, int nsplit,
+                                    const int* __restrict__ split_row,
+                                    const int* __restrict__ split_ptr, unsigned* ctr,
+                                    const real_t* __restrict__ x, real_t* __restrict__ y,
+                                    real_t alpha, real_t beta) {
+    __shared__ real_t warp_sums[32];
+    __shared__ int is_last;
+    const int b = blockIdx.x;
+    const int tid = (int)threadIdx.x;
+    const int nwarps = (int)(blockDim.x >> 5);
+
+    const int r1 = ldg(blk_row + b + 1);
+    for (int i = ldg(blk_row + b) + tid; i < r1; i += (int)blockDim.x) {
+        const int e = ldg(row_off + i + 1);
+        real_t sum = (real_t)0;
+        for (int j = ldg(row_off + i); j < e; ++j) sum = fma(ldg(val + j), ldg(x + ldg(col + j)), sum);
+        pbc_store(y, ldg(rows + i), alpha, sum, beta);
+    }
+
+    const int s1 = ldg(blk_seg + b + 1);
+    for (int sg = ldg(blk_seg + b); sg < s1; ++sg) {  // uniform over the CTA
+        const int e = ldg(seg_ptr + sg + 1);
+        real_t sum = (real_t)0;
+        for (int j = ldg(seg_ptr + sg) + tid; j < e; j += (int)blockDim.x)
+            sum = fma(ldg(coo_val + j), ldg(x + ldg(coo_col + j)), sum);
+        sum = warp_reduce_sum(sum);
+        if ((tid & 31) == 0) warp_sums[tid >> 5] = sum;
+        __syncthreads();
+        if (tid == 0) {
+            real_t total = (real_t)0;
+            for (int w = 0; w < nwarps; ++w) total += warp_sums[w];
+            part[ldg(seg_slot + sg)] = total;
+        }
+        __syncthreads();
+    }
+
+    if (nsplit == 0) return;
+    if (tid == 0) {
+        __threadfence();
+        const unsigned done = atomicAdd(ctr, 1u);
+        is_last = (done == gridDim.x - 1u);
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    const volatile real_t* vpart = part;
+    for (int i = tid; i < nsplit; i += (int)blockDim.x) {
+        real_t total = (real_t)0;
+        const int p1 = ldg(split_ptr + i + 1);
+        for (int p = ldg(split_ptr + i); p < p1; ++p) total += vpart[p];
+        pbc_store(y, ldg(split_row + i), alpha, total, beta);
+    }
+    if (tid == 0) atomicExch(ctr, 0u);
+}

@@ -1,0 +1,82 @@
+//! Upload and launch of `teb_spmv` (kernel.cu): one CTA of `threads` per block, one launch per
+//! call, no launch when there are no blocks (no rows).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+
+use super::{TebLayout, KERNEL};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::methods::{DeviceLayout, Layout};
+use crate::scalar::{Idx, Scalar};
+
+/// The device copy of a TEB layout.
+pub(super) struct DeviceTeb<T: Scalar> {
+    func: CudaFunction,
+    nblocks: usize,
+    threads: u32,
+    blo_idx: CudaSlice<Idx>,
+    row_nnz_sum: CudaSlice<Idx>,
+    row_ids: CudaSlice<Idx>,
+    col_idx: CudaSlice<Idx>,
+    values: CudaSlice<T>,
+    bytes: usize,
+}
+
+pub(super) fn upload<T: Scalar>(
+    l: &TebLayout<T>,
+    gpu: &Arc<Gpu>,
+) -> Result<Box<dyn DeviceLayout<T>>> {
+    let func = gpu.function::<T>(&KERNEL, "teb_spmv")?;
+    Ok(Box::new(DeviceTeb {
+        func,
+        nblocks: l.nblocks(),
+        threads: l.threads,
+        blo_idx: gpu.upload(&l.blo_idx)?,
+        row_nnz_sum: gpu.upload(&l.row_nnz_sum)?,
+        row_ids: gpu.upload(&l.row_ids)?,
+        col_idx: gpu.upload(&l.col_idx)?,
+        values: gpu.upload(&l.values)?,
+        bytes: Layout::<T>::footprint_bytes(l),
+    }))
+}
+
+impl<T: Scalar> DeviceLayout<T> for DeviceTeb<T> {
+    fn run(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        if self.nblocks == 0 {
+            return Ok(());
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (self.nblocks as u32, 1, 1),
+            block_dim: (self.threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = gpu.stream().launch_builder(&self.func);
+        b.arg(&self.blo_idx)
+            .arg(&self.row_nnz_sum)
+            .arg(&self.row_ids)
+            .arg(&self.col_idx)
+            .arg(&self.values)
+            .arg(x)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta);
+        // SAFETY: the arguments match teb_spmv in kernel.cu; blo_idx has nblocks + 1 entries,
+        // row_nnz_sum rows + 1, row_ids rows, col_idx and values nnz (all indices in range by
+        // construction), x ncols and y nrows (checked by Plan).
+        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("teb launch", e))?;
+        Ok(())
+    }
+
+    fn footprint_bytes(&self) -> usize {
+        self.bytes
+    }
+}

@@ -1,0 +1,220 @@
+use super::select::{heuristic_k, variance, Lengths, K_HIGH, K_LOW, K_MID};
+use super::*;
+use crate::methods::testmats::{assert_repeatable, check_layout, check_method, suite};
+
+fn params(items: &[&str]) -> Params {
+    Params::parse(items.iter().copied()).unwrap()
+}
+
+/// The paper's 8×8 matrix A (Fig. 1).
+pub(crate) fn matrix_a() -> Csr<f64> {
+    let rows: [&[(u32, f64)]; 8] = [
+        &[(2, 2.0), (6, 1.0), (7, 8.0)],
+        &[(0, 3.0)],
+        &[(3, 6.0), (7, 9.0)],
+        &[(0, 6.0), (1, 7.0)],
+        &[(6, 2.0)],
+        &[(4, 5.0), (5, 8.0)],
+        &[(4, 6.0)],
+        &[(0, 5.0), (5, 4.0), (6, 2.0), (7, 1.0)],
+    ];
+    let mut rp = vec![0u32];
+    let (mut ci, mut v) = (Vec::new(), Vec::new());
+    for r in rows {
+        for &(c, x) in r {
+            ci.push(c);
+            v.push(x);
+        }
+        rp.push(ci.len() as u32);
+    }
+    Csr::new(8, 8, rp, ci, v).unwrap()
+}
+
+#[test]
+fn fig15_arrays() {
+    let a = matrix_a();
+    let l = build(&a, &params(&["bln=4", "k=1"])).unwrap();
+    assert_eq!(
+        l.values(),
+        &[5., 4., 2., 1., 2., 1., 8., 6., 6., 9., 2., 3., 6., 7., 5., 8.]
+    );
+    assert_eq!(
+        l.col_idx(),
+        &[0, 5, 6, 7, 2, 6, 7, 4, 3, 7, 6, 0, 0, 1, 4, 5]
+    );
+    assert_eq!(l.blo_idx(), &[0, 1, 3, 6, 8]);
+    assert_eq!(l.row_nnz_sum(), &[0, 4, 7, 8, 10, 11, 12, 14, 16]);
+    assert_eq!(l.row_ids(), &[7, 0, 6, 2, 4, 1, 3, 5]);
+    let s = l.selection().unwrap();
+    assert_eq!((s.bln, s.k, s.threshold), (4, 1.0, 4.0));
+    assert_eq!(s.variance, 0.0);
+    check_layout("teb fig15", &a, &l);
+}
+
+#[test]
+fn block_sums_pass_matches_fig13() {
+    let a = matrix_a();
+    let lens: Vec<u64> = (0..8).map(|r| a.row_len(r) as u64).collect();
+    let l = Lengths::new(&lens);
+    let mut sums = Vec::new();
+    l.block_sums(4, 4.0, &mut sums);
+    assert_eq!(sums, vec![4, 4, 4, 4]);
+    // Alg. 2: the last block takes what is left; blocks beyond the rows are empty.
+    l.block_sums(2, 4.0, &mut sums);
+    assert_eq!(sums, vec![4, 12]);
+    l.block_sums(10, 1.6, &mut sums);
+    assert_eq!(sums, vec![4, 3, 2, 2, 2, 1, 1, 1, 0, 0]);
+    assert!((variance(&[5, 6, 5], 16, 3) - 2.0 / 9.0).abs() < 1e-12);
+}
+
+#[test]
+fn rle_pass_equals_two_pointer_merge() {
+    // The O(bLN + D) pass gives the nnz of the blocks the layout builder forms.
+    for (name, a) in suite() {
+        let lens: Vec<u64> = (0..a.nrows()).map(|r| a.row_len(r) as u64).collect();
+        let lengths = Lengths::new(&lens);
+        for bln in [1usize, 2, 3, 7, 40, 300] {
+            for k in ["1", "1.01", "1.03", "1.5"] {
+                let l = build(&a, &params(&[&format!("bln={bln}"), &format!("k={k}")])).unwrap();
+                let mut sums = Vec::new();
+                if lengths.rows() == 0 {
+                    continue;
+                }
+                let t = select::threshold(lengths.nnz(), bln, k.parse().unwrap());
+                lengths.block_sums(bln, t, &mut sums);
+                let got: Vec<u64> = l.blo_idx()[..=l.merge_blocks]
+                    .windows(2)
+                    .map(|w| {
+                        (l.row_nnz_sum()[w[1] as usize] - l.row_nnz_sum()[w[0] as usize]) as u64
+                    })
+                    .collect();
+                let nonempty: Vec<u64> = sums.iter().copied().take(got.len()).collect();
+                assert_eq!(got, nonempty, "{name} bln={bln} k={k}");
+                assert!(sums[got.len()..].iter().all(|&s| s == 0), "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn decision_tree() {
+    assert_eq!(heuristic_k(10, None), K_HIGH);
+    assert_eq!(heuristic_k(9, Some(10)), K_HIGH);
+    assert_eq!(heuristic_k(10, Some(10)), K_MID);
+    assert_eq!(heuristic_k(19, Some(10)), K_MID);
+    assert_eq!(heuristic_k(20, Some(10)), K_LOW);
+}
+
+#[test]
+fn critical_is_the_first_count_where_k101_wins() {
+    for (_, a) in suite() {
+        let lens: Vec<u64> = (0..a.nrows()).map(|r| a.row_len(r) as u64).collect();
+        let l = Lengths::new(&lens);
+        if l.rows() == 0 {
+            continue;
+        }
+        let upto = 200;
+        let c = l.critical(upto);
+        let first = (2..=upto).find(|&i| l.variance_at(i, 1.0) > l.variance_at(i, 1.01));
+        assert_eq!(c, first);
+    }
+}
+
+#[test]
+fn search_respects_eq10_and_finds_the_least_variance() {
+    for (name, a) in suite() {
+        let l = build(&a, &params(&["bln_range=2..500", "candidates=16"])).unwrap();
+        let Some(s) = l.selection() else { continue };
+        let lens: Vec<u64> = (0..a.nrows()).map(|r| a.row_len(r) as u64).collect();
+        let len = Lengths::new(&lens);
+        let top = s.window.1;
+        // Eq. 10 holds at the top of the window only (or the window ends at 500 / the rows).
+        for b in s.window.0..top {
+            let t = select::threshold(
+                len.nnz(),
+                b,
+                len.k_at(select::KChoice::Heuristic, b, s.critical),
+            );
+            assert!(
+                len.max() as f64 <= 2.0 * t,
+                "{name}: Eq. 10 holds before {top}"
+            );
+        }
+        // The coarse-to-fine result is close to the exhaustive minimum.
+        let ex = build(&a, &params(&["bln_range=2..500", "candidates=100000"])).unwrap();
+        let e = ex.selection().unwrap();
+        assert!(s.variance >= e.variance, "{name}");
+        assert_eq!(e.window, s.window, "{name}");
+    }
+}
+
+#[test]
+fn matches_oracle_default() {
+    check_method(&Teb, &Params::new());
+}
+
+#[test]
+fn matches_oracle_varied() {
+    for p in [
+        &["bln=1"][..],
+        &["bln=3", "k=1"],
+        &["bln=50", "threads=32"],
+        &["k=1.03", "bln_range=2..100"],
+        &["bln_range=2..5000", "candidates=7"],
+    ] {
+        check_method(&Teb, &params(p));
+    }
+}
+
+#[test]
+fn corpus_edge_cases() {
+    for (name, a) in crate::gen::corpus::edge_cases() {
+        let l = build(&a, &Params::new()).unwrap();
+        check_layout(&format!("teb corpus {name}"), &a, &l);
+        let a32: Csr<f32> = a.cast();
+        let l = build(&a32, &params(&["bln=7"])).unwrap();
+        check_layout(&format!("teb corpus {name} f32"), &a32, &l);
+    }
+}
+
+#[test]
+fn repeatable_and_stages() {
+    for (_, a) in suite() {
+        let l = Teb.prepare(&a, &Params::new()).unwrap();
+        assert_repeatable(&a, l.as_ref());
+        let names: Vec<&str> = l.prep_stages().iter().map(|s| s.0).collect();
+        assert_eq!(
+            names,
+            [
+                "sort rows",
+                "threshold selection",
+                "bLN search",
+                "merge + layout"
+            ]
+        );
+    }
+}
+
+#[test]
+fn rejects_bad_params() {
+    let a = Csr::<f64>::identity(4).unwrap();
+    for bad in [
+        "k=0",
+        "k=x",
+        "bln=0",
+        "bln_range=5..2",
+        "bln_range=0..3",
+        "bln_range=3",
+        "candidates=2",
+        "threads=33",
+        "nope=1",
+    ] {
+        assert!(Teb.prepare(&a, &params(&[bad])).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn kernel_entries_match_the_launch() {
+    // gpu.rs pushes: blo_idx, row_nnz_sum, row_ids, col_idx, values, x, y, alpha, beta
+    crate::methods::testmats::check_entry_signatures(&KERNEL, &[("teb_spmv", "ppppppp rr")]);
+}
