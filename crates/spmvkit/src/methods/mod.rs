@@ -20,6 +20,7 @@ pub mod cusparse;
 pub mod cusparse_bsr;
 pub mod dasp;
 pub mod hbp;
+pub mod fastload;
 pub mod merge;
 mod params;
 pub mod pbc;
@@ -167,6 +168,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         merge::KERNEL,
         csr_scalar::KERNEL,
         csc::KERNEL,
+        fastload::KERNEL,
         cb_spmv::KERNEL,
         csr_overlap::KERNEL,
         teb::KERNEL,
@@ -207,6 +209,8 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &cb_spmv::CbSpmv,
         &hbp::Hbp,
         &hbp::HbpPaper,
+        &fastload::FastLoad,
+        &fastload::FastLoadAtomic,
     ];
     REGISTRY
 }

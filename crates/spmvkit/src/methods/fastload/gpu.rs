@@ -1,0 +1,242 @@
+//! Upload and launch of `fastload_spmv` (kernel.cu). A call needs a prologue (y = β·y or zeros,
+//! and with `permute_x=gather` x_sorted = x[perm]) unless β = 1 and `permute_x=kernel`. With
+//! `fuse=one` the prologue CTAs (`npro` ≈ 2 per SM, grid-striding over y and x) and the block CTAs
+//! share one launch, synchronised through three device counters that the kernel resets itself;
+//! with `fuse=two` the prologue is its own launch first. No launch at all without rows.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+
+use super::{FastLoadLayout, PermuteX, KERNEL};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::methods::{DeviceLayout, Layout};
+use crate::scalar::{Idx, Scalar};
+
+const FL_GATHER: i32 = 1;
+const FL_SCALE: i32 = 2;
+const FL_MAIN: i32 = 4;
+const FL_PRO: i32 = 8;
+const FL_OPT: i32 = 16;
+
+/// The device copy of a FastLoad layout.
+pub(super) struct DeviceFastLoad<T: Scalar> {
+    f: CudaFunction,
+    nrows: usize,
+    ncols: usize,
+    nblocks: usize,
+    threads: u32,
+    bpw: u32,
+    gather: bool,
+    fuse_one: bool,
+    optimised: bool,
+    sm_count: usize,
+    blk_ptr: CudaSlice<Idx>,
+    blk_col: CudaSlice<Idx>,
+    blk_info: CudaSlice<u8>,
+    row_idx: CudaSlice<Idx>,
+    vals: CudaSlice<T>,
+    perm: CudaSlice<Idx>,
+    xs: CudaSlice<T>,
+    sync: CudaSlice<u32>,
+    bytes: usize,
+}
+
+pub(super) fn upload<T: Scalar>(
+    l: &FastLoadLayout<T>,
+    gpu: &Arc<Gpu>,
+) -> Result<Box<dyn DeviceLayout<T>>> {
+    let gather = l.opts.permute_x == PermuteX::Gather;
+    // Empty arrays are uploaded with one element so that every argument is a valid pointer.
+    fn up<U: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Default>(
+        gpu: &Gpu,
+        v: &[U],
+    ) -> Result<CudaSlice<U>> {
+        if v.is_empty() {
+            gpu.upload(&[U::default()])
+        } else {
+            gpu.upload(v)
+        }
+    }
+    Ok(Box::new(DeviceFastLoad {
+        f: gpu.function::<T>(&KERNEL, "fastload_spmv")?,
+        nrows: l.nrows,
+        ncols: l.ncols,
+        nblocks: l.nblocks(),
+        threads: l.opts.threads,
+        bpw: l.opts.blocks_per_warp,
+        gather,
+        fuse_one: l.opts.fuse_one,
+        optimised: l.opts.optimised,
+        sm_count: gpu.sm_count().max(1),
+        blk_ptr: up(gpu, &l.blk_ptr)?,
+        blk_col: up(gpu, &l.blk_col_idx)?,
+        blk_info: up(gpu, &l.blk_info)?,
+        row_idx: up(gpu, &l.row_idx)?,
+        vals: up(gpu, &l.vals)?,
+        perm: up(gpu, &l.perm)?,
+        xs: gpu.alloc_zeros::<T>(if gather { l.ncols.max(1) } else { 1 })?,
+        sync: gpu.alloc_zeros::<u32>(4)?,
+        bytes: l.footprint_bytes(),
+    }))
+}
+
+impl<T: Scalar> DeviceFastLoad<T> {
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &self,
+        gpu: &Gpu,
+        grid: u32,
+        npro: i32,
+        flags: i32,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let cfg = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (self.threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (nblocks, bpw) = (self.nblocks as i32, self.bpw as i32);
+        let (nrows, ncols) = (self.nrows as i32, self.ncols as i32);
+        let mut b = gpu.stream().launch_builder(&self.f);
+        b.arg(&nblocks)
+            .arg(&bpw)
+            .arg(&self.blk_ptr)
+            .arg(&self.blk_col)
+            .arg(&self.blk_info)
+            .arg(&self.row_idx)
+            .arg(&self.vals)
+            .arg(&self.perm)
+            .arg(x)
+            .arg(&self.xs)
+            .arg(y)
+            .arg(&nrows)
+            .arg(&ncols)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&self.sync)
+            .arg(&npro)
+            .arg(&flags);
+        // SAFETY: the arguments match fastload_spmv in kernel.cu: blk_ptr has nblocks + 1
+        // entries, blk_col/blk_info nblocks, every block's elements lie in row_idx/vals with rows
+        // < nrows = len(y) and columns col0 + lane < ncols = len(perm) = len(xs) (gather mode);
+        // perm maps into x (ncols entries, checked by Plan); sync holds the three counters,
+        // zero between calls.
+        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("fastload launch", e))?;
+        Ok(())
+    }
+}
+
+impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
+    fn run(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        if self.nrows == 0 {
+            return Ok(());
+        }
+        let launches = plan_launches(
+            &PlanInput {
+                nrows: self.nrows,
+                ncols: self.ncols,
+                nblocks: self.nblocks,
+                threads: self.threads,
+                bpw: self.bpw,
+                gather: self.gather,
+                fuse_one: self.fuse_one,
+                optimised: self.optimised,
+                sm_count: self.sm_count,
+            },
+            beta != T::one(),
+        )?;
+        for l in launches {
+            self.launch(gpu, l.grid, l.npro, l.flags, alpha, x, beta, y)?;
+        }
+        Ok(())
+    }
+
+    fn footprint_bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// What `run` needs to know to plan its launches.
+pub(super) struct PlanInput {
+    pub nrows: usize,
+    pub ncols: usize,
+    pub nblocks: usize,
+    pub threads: u32,
+    pub bpw: u32,
+    pub gather: bool,
+    pub fuse_one: bool,
+    pub optimised: bool,
+    pub sm_count: usize,
+}
+
+/// One launch of `fastload_spmv`: grid size, prologue CTAs and flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Launch {
+    pub grid: u32,
+    pub npro: i32,
+    pub flags: i32,
+}
+
+/// The launches of one call (`scale`: β ≠ 1): none, the blocks alone, the prologue alone, both
+/// fused in one grid, or the prologue and then the blocks. Prologue CTAs grid-stride over y and x
+/// with about 4 items per thread, at most 2 per SM.
+pub(super) fn plan_launches(p: &PlanInput, scale: bool) -> Result<Vec<Launch>> {
+    if p.nrows == 0 {
+        return Ok(Vec::new());
+    }
+    let gather = p.gather && p.nblocks > 0;
+    let pro = scale || gather;
+    let mut flags = 0;
+    if gather {
+        flags |= FL_GATHER;
+    }
+    if scale {
+        flags |= FL_SCALE;
+    }
+    if p.optimised {
+        flags |= FL_OPT;
+    }
+    let per_cta = p.threads as usize * 4;
+    let pro_work = if scale { p.nrows } else { 0 }.max(if gather { p.ncols } else { 0 });
+    let npro = pro_work.div_ceil(per_cta).clamp(1, p.sm_count * 2);
+    let warps = (p.threads / 32) as usize * p.bpw as usize;
+    let main = p.nblocks.div_ceil(warps);
+    if main + npro > i32::MAX as usize {
+        return Err(Error::InvalidArgument(
+            "fastload: too many blocks for one grid".into(),
+        ));
+    }
+    let blocks = Launch {
+        grid: main as u32,
+        npro: 0,
+        flags: flags | FL_MAIN,
+    };
+    let prologue = Launch {
+        grid: npro as u32,
+        npro: npro as i32,
+        flags: flags | FL_PRO,
+    };
+    Ok(match (pro, main > 0) {
+        (false, false) => vec![],
+        (false, true) => vec![blocks],
+        (true, false) => vec![prologue],
+        (true, true) if p.fuse_one => vec![Launch {
+            grid: (npro + main) as u32,
+            npro: npro as i32,
+            flags: flags | FL_PRO | FL_MAIN,
+        }],
+        (true, true) => vec![prologue, blocks],
+    })
+}
