@@ -1,6 +1,6 @@
 //! `spmv bench`: every method side by side on the same device in one run, with reports.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -8,7 +8,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use spmvkit::bench::harness::{self, HarnessConfig, Progress};
 use spmvkit::bench::suites::{self, MatrixSource, SUITES};
-use spmvkit::bench::MeasureOptions;
+use spmvkit::bench::{BenchRun, MeasureOptions};
 use spmvkit::Precision;
 
 /// Benchmark methods side by side on one device: per matrix, method and precision, the
@@ -63,6 +63,8 @@ fn bench_help() -> String {
 
 struct Bar {
     bar: ProgressBar,
+    /// Where the run record is saved after every matrix.
+    json: PathBuf,
 }
 
 impl Progress for Bar {
@@ -77,6 +79,11 @@ impl Progress for Bar {
     }
     fn skipped(&mut self, source: &str, error: &str) {
         self.bar.println(format!("skipped {source}: {error}"));
+    }
+    fn checkpoint(&mut self, run: &BenchRun) {
+        if let Err(e) = write_json(&self.json, run) {
+            self.bar.println(format!("warning: {e:#}"));
+        }
     }
 }
 
@@ -101,6 +108,11 @@ fn parse_inputs(args: &BenchArgs) -> Result<Vec<MatrixSource>> {
         bail!("nothing to run: give MATRIX arguments or --suite (see `spmv bench --help`)");
     }
     Ok(inputs)
+}
+
+fn write_json(path: &Path, run: &BenchRun) -> Result<()> {
+    std::fs::write(path, serde_json::to_string_pretty(run)?)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
@@ -152,14 +164,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.enable_steady_tick(Duration::from_millis(200));
-    let mut progress = Bar { bar };
-    let run = harness::run(&inputs, &cfg, machine, args.suite.clone(), &mut progress);
-    progress.bar.finish_and_clear();
     let json_path = args
         .out
-        .join(format!("run-{}.json", run.machine.started.replace(':', "")));
-    std::fs::write(&json_path, serde_json::to_string_pretty(&run)?)
-        .with_context(|| format!("writing {}", json_path.display()))?;
+        .join(format!("run-{}.json", machine.started.replace(':', "")));
+    let mut progress = Bar {
+        bar,
+        json: json_path.clone(),
+    };
+    let run = harness::run(&inputs, &cfg, machine, args.suite.clone(), &mut progress);
+    progress.bar.finish_and_clear();
+    write_json(&json_path, &run)?;
     let files = spmvkit::bench::report::write_report(std::slice::from_ref(&run), &args.out)?;
     crate::cmd_report::print_summary(&run, &json_path, &files);
     Ok(())

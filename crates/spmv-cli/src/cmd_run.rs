@@ -82,6 +82,7 @@ fn run_t<T: PrepareFor>(args: &RunArgs) -> Result<()> {
         samples: args.samples.max(1),
         alpha: args.alpha,
         beta: args.beta,
+        ..Default::default()
     };
     let rec = measure(&loaded.matrix, &args.method, &opts)?;
     if let Some(note) = &rec.fallback_note {

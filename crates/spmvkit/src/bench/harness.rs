@@ -32,6 +32,8 @@ pub trait Progress {
     fn method(&mut self, matrix: &str, method: &str, precision: Precision);
     /// An input that could not be loaded.
     fn skipped(&mut self, source: &str, error: &str);
+    /// The run so far, after each matrix (to save partial results).
+    fn checkpoint(&mut self, _run: &BenchRun) {}
 }
 
 /// A progress sink that shows nothing.
@@ -199,6 +201,7 @@ pub fn run(
                 run.skipped.push((src.label(), e.to_string()));
             }
         }
+        progress.checkpoint(&run);
     }
     run
 }

@@ -37,6 +37,23 @@ pub struct MeasureOptions {
     pub samples: usize,
     pub alpha: f64,
     pub beta: f64,
+    /// Upper bound on one timed sample, ms: `reps` (and `warmup`) shrink for slow calls so a
+    /// pathological method on a huge matrix cannot stall a run (at least one call per sample).
+    pub max_sample_ms: f64,
+}
+
+impl MeasureOptions {
+    /// (warm-up calls, calls per sample) for a call of about `per_call_us`.
+    pub fn capped(&self, per_call_us: f64) -> (usize, usize) {
+        let reps = self.reps.max(1);
+        let fit = if per_call_us > 0.0 {
+            (self.max_sample_ms * 1e3 / per_call_us).floor().max(1.0) as usize
+        } else {
+            reps
+        };
+        let reps = reps.min(fit);
+        (self.warmup.min(reps), reps)
+    }
 }
 
 impl Default for MeasureOptions {
@@ -48,6 +65,7 @@ impl Default for MeasureOptions {
             samples: 5,
             alpha: 1.0,
             beta: 0.0,
+            max_sample_ms: 200.0,
         }
     }
 }
@@ -139,16 +157,19 @@ pub fn measure_problem<T: PrepareFor>(
     rec.fallback_note = plan.fallback_note().map(str::to_string);
     match plan.backend() {
         Backend::Cpu => {
-            for _ in 0..opts.warmup {
+            let t = Instant::now();
+            plan.apply(alpha, x, beta, &mut y)?;
+            let (warmup, reps) = opts.capped(t.elapsed().as_secs_f64() * 1e6);
+            for _ in 0..warmup {
                 plan.apply(alpha, x, beta, &mut y)?;
             }
             let mut samples = Vec::with_capacity(opts.samples.max(1));
             for _ in 0..opts.samples.max(1) {
                 let t = Instant::now();
-                for _ in 0..opts.reps.max(1) {
+                for _ in 0..reps {
                     plan.apply(alpha, x, beta, &mut y)?;
                 }
-                samples.push(t.elapsed().as_secs_f64() * 1e6 / opts.reps.max(1) as f64);
+                samples.push(t.elapsed().as_secs_f64() * 1e6 / reps as f64);
             }
             rec.set_stream_timing(Timing::from_samples(samples));
         }
@@ -168,9 +189,16 @@ fn gpu_timing<T: PrepareFor>(
         return Ok(());
     };
     let gpu = gpu.clone();
+    let probe = TimingConfig {
+        warmup: 1,
+        calls: 1,
+        samples: 1,
+    };
+    let one = time_stream(&gpu, &probe, || layout.run(&gpu, alpha, x, beta, y))?;
+    let (warmup, calls) = opts.capped(one.median_us);
     let cfg = TimingConfig {
-        warmup: opts.warmup,
-        calls: opts.reps.max(1),
+        warmup,
+        calls,
         samples: opts.samples.max(1),
     };
     let stream = time_stream(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y))?;
