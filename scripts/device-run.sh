@@ -3,8 +3,8 @@
 # ../shared/tools/gpu-pack --matrices ../shared/matrices, carry .gpu, then e.g.
 #   scripts/device-run.sh tests "$OUT"
 #   scripts/device-run.sh run "$OUT"             # every method on poisson3d:160, kron:20, copter2 (f64)
-#   scripts/device-run.sh bench shared "$OUT" f32,f64
-#   scripts/device-run.sh bench gpu-large "$OUT" f64
+#   scripts/device-run.sh bench shared "$OUT" 400 --suite shared --precision f32,f64
+#   scripts/device-run.sh bench large1 "$OUT" 500 poisson3d:160 kron:21 --precision f64
 # Each step leaves one log or one .tgz in the output folder.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,11 +45,13 @@ for r in rows:
 PY
     ;;
   bench)
-    suite=$1 out=$2 prec=$3
+    # bench LABEL OUT SECONDS BENCH-ARGS...: runs `spmv bench BENCH-ARGS` for at most SECONDS and
+    # packs whatever it wrote (the run record is saved after every matrix) into OUT/LABEL.tgz.
+    label=$1 out=$2 secs=$3
     shift 3
-    mkdir -p "/tmp/bench-$suite"
-    $B bench --suite "$suite" --precision "$prec" --out "/tmp/bench-$suite" "$@" 2>&1 | tail -40
-    tar czf "$out/bench-$suite-${prec/,/-}.tgz" -C "/tmp/bench-$suite" .
+    mkdir -p "/tmp/bench-$label"
+    timeout "$secs" $B bench "$@" --out "/tmp/bench-$label" 2>&1 | tail -40
+    tar czf "$out/$label.tgz" -C "/tmp/bench-$label" .
     ;;
   *)
     echo "unknown step $step" >&2
