@@ -97,10 +97,18 @@ pub fn libraries_present() -> std::result::Result<(), String> {
 impl Gpu {
     /// The process-wide GPU 0, opened on first use. Errors (no library, no device) are cached
     /// and returned again, so detection runs once.
+    ///
+    /// The context is made current on the calling thread, so raw driver calls that do not bind
+    /// it themselves (occupancy queries, attributes) work from any thread.
     pub fn get() -> Result<Arc<Gpu>> {
-        GPU.get_or_init(|| Gpu::open(0).map(Arc::new))
+        let gpu = GPU
+            .get_or_init(|| Gpu::open(0).map(Arc::new))
             .clone()
-            .map_err(Error::GpuUnavailable)
+            .map_err(Error::GpuUnavailable)?;
+        gpu.ctx
+            .bind_to_thread()
+            .map_err(|e| Error::cuda("binding the CUDA context to this thread", e))?;
+        Ok(gpu)
     }
 
     fn open(ordinal: usize) -> std::result::Result<Gpu, String> {

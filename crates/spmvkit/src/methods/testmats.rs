@@ -256,13 +256,19 @@ pub(crate) fn check_entry_signatures(k: &crate::gpu::KernelSource, entries: &[(&
     }
 }
 
+/// Serialises the library's GPU tests: they share one stream, and a CUDA-graph capture on it
+/// must not take in another test's work. Every GPU test takes this first.
+pub(crate) fn gpu_test_lock() -> std::sync::MutexGuard<'static, ()> {
+    static GPU_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// On a GPU (skipped without one unless `SPMVKIT_REQUIRE_GPU=1`), runs the method's device layout on the suite in f32 and f64
 /// with (α, β) = (1.5, 0) over a y of NaN and (−0.75, 0.5), and compares with the CPU mirror:
 /// bit for bit when the method is deterministic (the mirrors reproduce the kernels' arithmetic),
 /// else within the oracle tolerance.
 pub(crate) fn check_gpu_against_mirror<M: GenericMethod>(m: &M, params: &Params) {
-    static GPU_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _guard = GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = gpu_test_lock();
     let gpu = match crate::gpu::Gpu::get() {
         Ok(g) => g,
         Err(e) => {

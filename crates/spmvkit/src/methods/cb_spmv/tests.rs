@@ -497,6 +497,7 @@ fn gpu_or_skip(test: &str) -> bool {
 
 #[test]
 fn gpu_cb_spmv_matches_oracle() {
+    let _gpu = crate::methods::testmats::gpu_test_lock();
     if !gpu_or_skip("gpu cb-spmv") {
         return;
     }
@@ -630,6 +631,7 @@ fn time_one(
 /// ablation switches on large generated matrices; every shared matrix. Set CB_TIMING=1 to run.
 #[test]
 fn gpu_cb_spmv_timing_report() {
+    let _gpu = crate::methods::testmats::gpu_test_lock();
     use crate::gpu::TimingConfig;
     if std::env::var("CB_TIMING").map_or(true, |v| v != "1") || !gpu_or_skip("gpu timing") {
         eprintln!("gpu timing: skipped (CB_TIMING=1 and a GPU run it)");

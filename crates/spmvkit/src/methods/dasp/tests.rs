@@ -123,6 +123,7 @@ fn f64_kernel_uses_the_mma() {
 /// fail on) an f64 bitwise difference. Skipped without a GPU unless SPMVKIT_REQUIRE_GPU=1.
 #[test]
 fn gpu_matches_the_mirror() {
+    let _gpu = crate::methods::testmats::gpu_test_lock();
     use crate::cpu::{check, oracle_spmv};
     use crate::methods::testmats::vectors;
     use crate::scalar::Precision;

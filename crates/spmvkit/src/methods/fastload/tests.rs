@@ -325,6 +325,7 @@ fn footprint_and_info() {
 /// next to csc and cuSPARSE on shared matrices (SPMVKIT_MATRICES) and large generated ones. Skips without a GPU unless SPMVKIT_REQUIRE_GPU=1.
 #[test]
 fn gpu_fastload_variants_and_prologue_cost() {
+    let _gpu = crate::methods::testmats::gpu_test_lock();
     use crate::gpu::Gpu;
     use crate::methods::{Backend, PlanOptions};
     match Gpu::get() {
