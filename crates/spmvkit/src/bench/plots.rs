@@ -276,11 +276,16 @@ where
 }
 
 fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> DrawResult<DB> {
-    let text = (FAMILY, 18)
+    // Entries share the panel's height, so up to ~40 methods fit without overflowing.
+    let entries = c.series.len() as i32 + i32::from(c.hline.is_some());
+    let height = area.dim_in_pixel().1 as i32;
+    let step = ((height - 60) / entries.max(1)).clamp(14, 32);
+    let size = (step - 4).clamp(11, 18);
+    let text = (FAMILY, size)
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));
-    let mut y = 70;
+    let mut y = 40 + step / 2;
     if c.series.is_empty() {
         area.draw(&Text::new("(no data)", (20, y), text.clone()))?;
         return Ok(());
@@ -303,7 +308,7 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> 
             s.label.clone()
         };
         area.draw(&Text::new(label, (70, y), text.clone()))?;
-        y += 32;
+        y += step;
     }
     if let Some((_, label)) = &c.hline {
         area.draw(&PathElement::new(
