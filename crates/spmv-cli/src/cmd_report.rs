@@ -53,7 +53,11 @@ pub fn print_summary(run: &BenchRun, json: &Path, files: &ReportFiles) {
     println!(
         "{} matrices on {}: {} ok, {} wrong, {} unsupported, {} failed, {} inputs skipped",
         run.matrices.len(),
-        run.machine.gpu,
+        if run.machine.gpu == "none" {
+            "the CPU (no GPU)"
+        } else {
+            run.machine.gpu.as_str()
+        },
         count(Status::Ok),
         count(Status::Wrong),
         count(Status::Unsupported),
