@@ -42,6 +42,10 @@ pub struct BenchArgs {
     /// Timed samples per measurement (the median is reported).
     #[arg(long, default_value_t = 5)]
     samples: usize,
+    /// Upper bound on one timed sample in ms: slow calls get fewer repetitions (at least one), so a
+    /// pathological method on a huge matrix cannot stall the run.
+    #[arg(long, default_value_t = 200.0)]
+    max_sample_ms: f64,
     /// Output folder.
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
@@ -154,6 +158,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             warmup: args.warmup,
             reps: args.reps.max(1),
             samples: args.samples.max(1),
+            max_sample_ms: args.max_sample_ms.max(0.0),
             ..Default::default()
         },
         use_cache: !args.no_cache,
