@@ -345,7 +345,9 @@ pub fn speedup_summary(
                     s.break_even.push(n);
                 }
             }
-            (Some(_), None) if r.is_some() => s.method_failed += 1,
+            // A method that ran fine but has no time of this kind (a CPU method has no CUDA
+            // graph timing) is not a failure; one that did not run is.
+            (Some(_), None) if r.is_some_and(|r| r.status != Status::Ok) => s.method_failed += 1,
             (None, Some(_)) => s.baseline_missing += 1,
             _ => {}
         }
@@ -1617,6 +1619,33 @@ pub(crate) mod tests {
         assert_eq!(copy_bandwidth_pct(gbs, Some(0.0)), None);
         let g = effective_gbs(&rec, TimeKind::Graph).unwrap();
         assert!((g - 140.004 / 0.9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_method_without_graph_timing_is_not_a_failure() {
+        let mut cpu = ok("csr", F64, 1_000, 40.0, 0.0);
+        if let Some(rec) = cpu.record.as_mut() {
+            rec.graph_time = None; // a CPU method: wall clock only
+        }
+        let ms = [matrix(
+            "a",
+            1_000,
+            0.1,
+            true,
+            vec![
+                ok("cusparse", F64, 1_000, 8.0, 0.0),
+                cpu,
+                failed("broken", F64, "boom"),
+            ],
+        )];
+        let refs: Vec<&MatrixResult> = ms.iter().collect();
+        let cu = Baseline::cusparse();
+        let g = speedup_summary(&refs, "csr", &cu, F64, TimeKind::Graph, Subset::All);
+        assert_eq!((g.compared, g.method_failed), (0, 0));
+        let s = speedup_summary(&refs, "csr", &cu, F64, TimeKind::Stream, Subset::All);
+        assert_eq!(s.compared, 1);
+        let b = speedup_summary(&refs, "broken", &cu, F64, TimeKind::Graph, Subset::All);
+        assert_eq!(b.method_failed, 1);
     }
 
     #[test]
