@@ -23,10 +23,8 @@ pub fn load<T: PrepareFor>(arg: &str, use_cache: bool) -> Result<Loaded<T>> {
         } else {
             spmvkit::io::load::<T>(path)
         }?
-    } else if spmvkit::gen::looks_like_spec(arg) {
-        spmvkit::gen::generate::<T>(arg)?
-    } else if arg.contains(':') {
-        // Let the generator say what is wrong with the spec.
+    } else if spmvkit::gen::looks_like_spec(arg) || arg.contains(':') {
+        // A malformed spec gets the generator's own explanation.
         spmvkit::gen::generate::<T>(arg)?
     } else {
         bail!(

@@ -202,9 +202,9 @@ fn gpu_timing<T: PrepareFor>(
         samples: opts.samples.max(1),
     };
     let stream = time_stream(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y))?;
-    rec.set_stream_timing(Timing::from_samples(stream.samples_us));
+    rec.set_stream_timing(stream.into());
     match time_graph(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y)) {
-        Ok(g) => rec.graph_time = Some(Timing::from_samples(g.samples_us)),
+        Ok(g) => rec.graph_time = Some(g.into()),
         Err(e) => rec
             .notes
             .push(("graph timing".into(), format!("unavailable: {e}"))),

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::gpu::timing::sample_stats;
 use crate::matrix::Csr;
 use crate::methods::{Backend, MethodInfo, PrepTimes};
 use crate::scalar::{Precision, Scalar};
@@ -24,25 +25,29 @@ pub struct Timing {
 }
 
 impl Timing {
-    /// Median, min and max of per-call sample times.
+    /// Median, min and max of per-call sample times (non-finite samples dropped).
     pub fn from_samples(mut samples: Vec<f64>) -> Self {
         samples.retain(|v| v.is_finite());
-        if samples.is_empty() {
-            return Timing::default();
+        match sample_stats(&samples) {
+            Some((median_us, min_us, max_us)) => Timing {
+                median_us,
+                min_us,
+                max_us,
+                samples_us: samples,
+            },
+            None => Timing::default(),
         }
-        let mut sorted = samples.clone();
-        sorted.sort_by(f64::total_cmp);
-        let n = sorted.len();
-        let median = if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
-        };
+    }
+}
+
+impl From<crate::gpu::Timing> for Timing {
+    /// Keeps the statistics the GPU timing already computed.
+    fn from(t: crate::gpu::Timing) -> Self {
         Timing {
-            median_us: median,
-            min_us: sorted[0],
-            max_us: sorted[n - 1],
-            samples_us: samples,
+            median_us: t.median_us,
+            min_us: t.min_us,
+            max_us: t.max_us,
+            samples_us: t.samples_us,
         }
     }
 }
