@@ -27,7 +27,9 @@ pub struct BenchArgs {
     /// A named suite (quick, gpu-large, shared), added to the inputs.
     #[arg(long)]
     suite: Option<String>,
-    /// `all`, or a comma-separated list of method names.
+    /// `all`, or a comma-separated list of method names and variants: `NAME[KEY=VALUE;...]` runs a
+    /// method with parameters (see `spmv methods`) under that label, e.g.
+    /// `fastload,fastload[height=2],cb-spmv[format=off,balance=off]` (quote it in the shell).
     #[arg(long, default_value = "all")]
     methods: String,
     /// Comma-separated precisions.
@@ -60,7 +62,7 @@ fn bench_help() -> String {
         s.push_str(&format!("  {:<10} {}\n", suite.name, suite.help));
     }
     s.push_str(
-        "\nExamples:\n  spmv bench --suite quick\n  spmv bench --suite shared --precision f32,f64 --out docs/results/h100\n  spmv bench poisson3d:128 kron:18 --methods csr-vector,merge,cusparse",
+        "\nExamples:\n  spmv bench --suite quick\n  spmv bench --suite shared --precision f32,f64 --out docs/results/h100\n  spmv bench poisson3d:128 kron:18 --methods csr-vector,merge,cusparse\n  spmv bench --suite shared --methods 'cusparse,fastload,fastload[height=2],fastload[height=unlimited]'",
     );
     s
 }
@@ -127,13 +129,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
             .map(String::from)
             .collect()
     } else {
-        let list: Vec<String> = args
-            .methods
-            .split(',')
-            .map(|m| m.trim().to_string())
-            .collect();
+        let list = spmvkit::methods::split_method_list(&args.methods);
         for m in &list {
-            spmvkit::methods::find(m)?;
+            spmvkit::methods::find_variant(m)?;
         }
         list
     };

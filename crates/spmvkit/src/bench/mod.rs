@@ -22,7 +22,7 @@ use crate::cpu::{check, oracle_spmv_par, Reference};
 use crate::error::Result;
 use crate::gpu::{time_graph, time_stream, TimingConfig};
 use crate::matrix::Csr;
-use crate::methods::{find, Backend, Plan, PlanOptions, PrepareFor};
+use crate::methods::{find_variant, Backend, Plan, PlanOptions, PrepareFor};
 use crate::scalar::Scalar;
 
 /// How to measure.
@@ -129,15 +129,20 @@ pub fn measure_problem<T: PrepareFor>(
     opts: &MeasureOptions,
     problem: &Problem<T>,
 ) -> Result<RunRecord> {
-    let m = find(method)?;
+    let (m, variant) = find_variant(method)?;
     let info = m.info();
-    let mut plan = Plan::with_method(m, a, &opts.plan)?;
+    let mut plan_opts = opts.plan.clone();
+    for (k, v) in variant.iter() {
+        plan_opts.params.set(k, v);
+    }
+    let mut plan = Plan::with_method(m, a, &plan_opts)?;
     let (alpha, beta, x) = (problem.alpha, problem.beta, &problem.x);
     let mut y = problem.y0.clone();
     plan.apply(alpha, x, beta, &mut y)?;
     let checked = check(&problem.reference, &y);
 
     let mut rec = RunRecord::new::<T>(a, &info, plan.backend(), plan.prep_times());
+    rec.method = method.trim().to_string();
     rec.max_rel_err = checked.max_rel_err;
     rec.verified = checked.ok;
     rec.notes = plan.layout().notes();

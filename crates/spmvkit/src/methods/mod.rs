@@ -220,6 +220,50 @@ pub fn names() -> Vec<&'static str> {
     registry().iter().map(|m| m.info().name).collect()
 }
 
+/// A method with parameter overrides, written `name[key=value;key=value]` (a *variant*), as the
+/// benchmark harness takes it: `fastload[height=2]` runs FastLoad with height limit 2 and is
+/// reported under that full label, next to plain `fastload`.
+pub fn find_variant(spec: &str) -> Result<(&'static dyn Method, Params)> {
+    let spec = spec.trim();
+    let Some(open) = spec.find('[') else {
+        return Ok((find(spec)?, Params::new()));
+    };
+    let bad = |msg: &str| Error::InvalidArgument(format!("method variant '{spec}': {msg}"));
+    let inner = spec[open + 1..]
+        .strip_suffix(']')
+        .ok_or_else(|| bad("expected name[key=value;...] ending in ']'"))?;
+    let m = find(spec[..open].trim())?;
+    let params = Params::parse(inner.split(';').map(str::trim).filter(|s| !s.is_empty()))
+        .map_err(|e| bad(&e.to_string()))?;
+    params.check_known(m.info().name, m.info().params)?;
+    Ok((m, params))
+}
+
+/// Splits a comma-separated list of method names and variants, keeping commas inside `[...]`
+/// (`csr-vector,cb-spmv[format=off,balance=off]` is two entries).
+pub fn split_method_list(list: &str) -> Vec<String> {
+    let (mut out, mut cur, mut depth) = (Vec::new(), String::new(), 0i32);
+    for c in list.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth <= 0 => {
+                out.push(std::mem::take(&mut cur).trim().to_string());
+                continue;
+            }
+            ',' => {
+                cur.push(';');
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    out.push(cur.trim().to_string());
+    out.retain(|s| !s.is_empty());
+    out
+}
+
 /// Looks a method up by name.
 pub fn find(name: &str) -> Result<&'static dyn Method> {
     registry()
@@ -230,4 +274,27 @@ pub fn find(name: &str) -> Result<&'static dyn Method> {
             name: name.into(),
             available: names().join(", "),
         })
+}
+
+#[cfg(test)]
+mod variant_tests {
+    use super::*;
+
+    #[test]
+    fn variants_parse_and_lists_keep_bracketed_commas() {
+        assert_eq!(
+            split_method_list("csr-vector, cb-spmv[format=off,balance=off],merge"),
+            vec!["csr-vector", "cb-spmv[format=off;balance=off]", "merge"]
+        );
+        let (m, p) = find_variant("fastload[height=2; threads=128]").unwrap();
+        assert_eq!(m.info().name, "fastload");
+        assert_eq!(
+            p.iter().collect::<Vec<_>>(),
+            vec![("height", "2"), ("threads", "128")]
+        );
+        assert!(find_variant("merge").unwrap().1.is_empty());
+        assert!(find_variant("fastload[height=2").is_err());
+        assert!(find_variant("fastload[no_such_key=1]").is_err());
+        assert!(find_variant("nosuch[height=2]").is_err());
+    }
 }
