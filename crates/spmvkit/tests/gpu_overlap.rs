@@ -117,6 +117,8 @@ const PARAM_SETS: &[(&str, &[&str])] = &[
     ("csr-full-overlap", &["stream_num=1"]),
     ("csr-full-overlap", &["stream_num=3", "max_batch_size=64"]),
     ("csr-overlap", &["long_chunk=256"]),
+    ("csr-overlap", &["long_chunk=0"]),
+    ("csr-overlap", &["long_chunk=0", "max_batch_size=64"]),
     ("csr-overlap", &["long_chunk=4096", "max_batch_size=64"]),
     (
         "csr-full-overlap",

@@ -23,12 +23,17 @@
 //!   block. Measured on an H200 (2026-11-21, all variants correct on 115 SuiteSparse matrices):
 //!   the ticket round trips cost more than the second launch almost everywhere (graph mode
 //!   4.4 vs 6.9 µs on s1rmq4m1; 915 vs 1293 µs on poisson3d:160), hence the default.
-//! - `accumulate=run` (opt-in, needs `prologue=kernel`): a warp takes `bpw` CONSECUTIVE slots
-//!   and sums the row sums of consecutive blocks of one panel in registers, adding to y once per
-//!   run. On matrices whose blocks are diagonal lines (stencils, scattered columns) the paper's
-//!   block-wise epilogue issues about one fp64 atomic per nonzero, which capped the H200 at
-//!   ~28·10⁹ atomics/s (poisson3d:160, uniform, power-law and Kronecker alike). Balancing
-//!   scatters a panel's blocks, so under `run`, `balance=auto` means off.
+//! - `accumulate=run` (the default, ours; needs `prologue=kernel`): a warp takes `bpw`
+//!   CONSECUTIVE slots and sums the row sums of consecutive blocks of one panel in registers,
+//!   adding to y once per run. On matrices whose blocks are diagonal lines (stencils, scattered
+//!   columns) the paper's block-wise epilogue (`accumulate=block`) issues about one fp64 atomic
+//!   per nonzero, which capped the H200 at ~28·10⁹ atomics/s (poisson3d:160, uniform, power-law
+//!   and Kronecker alike). Balancing scatters a panel's blocks, so under `run`, `balance=auto`
+//!   means off. Measured on an H200 (f64, 2026-11-22), `run` against `block`: 558 vs 786 µs on
+//!   poisson3d:160, 1590 vs 1867 on uniform:4000000,16, 858 vs 1040 on powerlaw:4000000,8, 1877
+//!   vs 2242 on kron:20,48, and equal or faster on the six small SuiteSparse matrices of
+//!   shared/notes/methods.md §0 (e.g. 7.1 vs 8.1 µs on s1rmq4m1). The paper's configuration is
+//!   `cb-spmv[accumulate=block]`, benchmarked as such (Fig. 11 ablation).
 //!
 //! Atomics make the summation order, and so the last bits of y, vary between runs: not
 //! deterministic.
@@ -121,8 +126,8 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         key: "accumulate",
-        default: "block",
-        help: "block (the paper: each block adds its 16 row sums to y) or run (a warp takes bpw consecutive blocks and adds once per run of one panel; needs prologue=kernel; balance=auto means off)",
+        default: "run",
+        help: "run (ours, default: a warp takes bpw consecutive blocks and adds once per run of one panel; needs prologue=kernel; balance=auto means off) or block (the paper: each block adds its 16 row sums to y; with it balance=auto balances)",
     },
 ];
 

@@ -22,12 +22,19 @@ const VARIANTS: &[&[&str]] = &[
     &["coo_max=0", "dense_min=257"],
     &["coo_max=1", "dense_min=2", "gather=on"],
     &["aggregate=off", "gather=on", "balance=on"],
-    &["prologue=fused"],
-    &["prologue=fused", "aggregate=off", "format=off", "gather=on"],
-    &["bpw=3", "balance=on", "prologue=fused"],
+    &["prologue=fused", "accumulate=block"],
+    &[
+        "prologue=fused",
+        "accumulate=block",
+        "aggregate=off",
+        "format=off",
+        "gather=on",
+    ],
+    &["bpw=3", "balance=on", "prologue=fused", "accumulate=block"],
     &["bpw=8", "balance=off", "gather=on"],
-    &["bpw=2", "prologue=fused", "balance=off"],
-    &["accumulate=run"],
+    &["bpw=2", "prologue=fused", "accumulate=block", "balance=off"],
+    &["accumulate=block"],
+    &["accumulate=block", "balance=on", "gather=on"],
     &["accumulate=run", "bpw=5", "gather=on"],
     &["accumulate=run", "bpw=8", "balance=on", "format=off"],
 ];
@@ -71,7 +78,7 @@ fn matches_oracle_on_edge_corpus_f32_f64() {
         for v in [
             &[][..],
             &["gather=on", "balance=on"],
-            &["prologue=fused"],
+            &["prologue=fused", "accumulate=block"],
             &["accumulate=run", "bpw=4"],
         ] {
             let l = CbSpmv.prepare(&a, &params(v)).unwrap();
@@ -291,7 +298,7 @@ fn balancing_lowers_the_per_cta_std_dev_and_notes_report_it() {
         .unwrap()
         .1;
     assert!(a.nnz() >= 10_000);
-    let l = layout(&a, &[]);
+    let l = layout(&a, &["accumulate=block"]);
     assert!(l.balanced);
     assert!(
         l.std_after < l.std_before,
@@ -307,7 +314,9 @@ fn balancing_lowers_the_per_cta_std_dev_and_notes_report_it() {
     check_layout("balanced power law", &a, &l);
     // small matrices are not balanced under auto
     let small = from_triplets(40, 40, &[(1, 1, 2.0), (39, 0, 1.0)]);
-    assert!(!layout(&small, &[]).balanced);
+    assert!(!layout(&small, &["accumulate=block"]).balanced);
+    // accumulate=run (the default) keeps a panel's blocks together: auto means no balancing
+    assert!(!layout(&a, &[]).balanced);
     // the stages are all reported
     assert_eq!(l.prep_stages().len(), 4);
 }
@@ -325,7 +334,15 @@ fn footprint_counts_every_array() {
 fn fused_prologue_first_block_scales_the_whole_panel() {
     // two blocks in panel 0 (rows 0..15), a row with no entries (row 7) must still be scaled.
     let a = from_triplets(16, 40, &[(0, 0, 1.0), (0, 30, 2.0), (15, 31, 3.0)]);
-    let l = layout(&a, &["gather=off", "balance=on", "prologue=fused"]);
+    let l = layout(
+        &a,
+        &[
+            "gather=off",
+            "balance=on",
+            "prologue=fused",
+            "accumulate=block",
+        ],
+    );
     assert_eq!(l.panel_nb, vec![2]);
     let x: Vec<f64> = (0..40).map(|j| j as f64).collect();
     let mut y: Vec<f64> = (0..16).map(|i| i as f64).collect();
@@ -527,7 +544,7 @@ fn gpu_cb_spmv_matches_oracle() {
     for (name, a) in &shared {
         for v in [
             &[][..],
-            &["gather=on", "bpw=4", "prologue=fused"],
+            &["gather=on", "bpw=4", "prologue=fused", "accumulate=block"],
             &["accumulate=run"],
         ] {
             gpu_run::<f64>(a, name, v, &mut fails);
@@ -666,8 +683,8 @@ fn gpu_cb_spmv_timing_report() {
             ("csr-vector", &[][..]),
             ("merge", &[]),
             (NAME, &[]),
-            (NAME, &["prologue=fused"]),
-            (NAME, &["accumulate=run"]),
+            (NAME, &["prologue=fused", "accumulate=block"]),
+            (NAME, &["accumulate=block"]),
             (NAME, &["accumulate=run", "bpw=4"]),
             (NAME, &["bpw=2"]),
             (NAME, &["bpw=4"]),
@@ -700,7 +717,7 @@ fn gpu_cb_spmv_timing_report() {
             (NAME, &["balance=off"]),
             (NAME, &["format=off"]),
             (NAME, &["aggregate=off"]),
-            (NAME, &["prologue=fused"]),
+            (NAME, &["prologue=fused", "accumulate=block"]),
             (NAME, &["accumulate=run"]),
             (NAME, &["accumulate=run", "bpw=16"]),
             (NAME, &["accumulate=run", "bpw=16", "gather=off"]),

@@ -290,6 +290,7 @@ fn params_are_checked() {
         "threads=48",
         "blocks_per_warp=0",
         "bogus=1",
+        "phase=half",
     ] {
         assert!(
             FastLoad
@@ -298,6 +299,12 @@ fn params_are_checked() {
             "{bad}"
         );
     }
+    assert!(FastLoad
+        .prepare(&a, &Params::parse(["phase=blocks", "fuse=one"]).unwrap())
+        .is_err());
+    assert!(FastLoad
+        .prepare(&a, &Params::parse(["phase=prologue"]).unwrap())
+        .is_ok());
 }
 
 #[test]
@@ -350,8 +357,8 @@ fn gpu_fastload_variants_and_prologue_cost() {
     let variants: &[&[&str]] = &[
         &[],
         &["permute_x=kernel"],
-        &["fuse=two"],
-        &["fuse=two", "permute_x=kernel"],
+        &["fuse=one"],
+        &["fuse=one", "permute_x=kernel"],
         &["height=4"],
         &["height=unlimited", "blocks_per_warp=1", "threads=64"],
         &["warp=16", "height=2"],
@@ -428,8 +435,8 @@ fn time_configs(name: &str, a: &Csr<f64>, all: bool) {
     let configs: &[(&str, &[&str])] = &[
         ("fastload", &[]),
         ("fastload", &["permute_x=kernel"]),
-        ("fastload", &["fuse=two"]),
-        ("fastload", &["permute_x=kernel", "fuse=two"]),
+        ("fastload", &["fuse=one"]),
+        ("fastload", &["permute_x=kernel", "fuse=one"]),
         ("fastload", &["blocks_per_warp=1", "threads=64"]),
         ("fastload", &["blocks_per_warp=16"]),
         ("fastload", &["height=2"]),
@@ -527,8 +534,8 @@ fn dump_for_kernel_emulation() {
     let variants: &[&[&str]] = &[
         &[],
         &["permute_x=kernel"],
-        &["fuse=two"],
-        &["fuse=two", "permute_x=kernel"],
+        &["fuse=one"],
+        &["fuse=one", "permute_x=kernel"],
         &["height=4", "threads=64"],
         &["height=unlimited", "blocks_per_warp=1", "threads=64"],
         &["warp=16", "height=2", "blocks_per_warp=32"],
