@@ -380,7 +380,13 @@ fn gpu_wrong_vector_lengths_are_dimension_mismatch() {
         assert!(matches!(e, Error::DimensionMismatch { .. }), "{name}: {e}");
     }
     // Device-level checks of this helper's device layouts.
-    for name in ["csr-scalar", "cusparse-alg1", "cusparse-alg2", "cusparse"] {
+    for name in [
+        "csr-scalar",
+        "cusparse-alg1",
+        "cusparse-alg2",
+        "cusparse",
+        "cusparse-e2e",
+    ] {
         let mut plan = Plan::<f64>::new(name, &a, &gpu_opts()).unwrap();
         let (g, dl, x, y) = plan.device_parts().unwrap();
         let short_x = g.alloc_zeros::<f64>(29).unwrap();

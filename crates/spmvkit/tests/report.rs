@@ -71,7 +71,7 @@ fn machine(started: &str) -> MachineInfo {
     }
 }
 
-const METHODS: [(&str, f64, f64); 6] = [
+const METHODS: [(&str, f64, f64); 10] = [
     // name, speed factor relative to the best cuSPARSE algorithm, sensitivity to variation
     ("cusparse-alg1", 1.0, 0.05),
     ("cusparse-alg2", 1.05, 0.0),
@@ -79,6 +79,11 @@ const METHODS: [(&str, f64, f64); 6] = [
     ("csr-vector", 1.1, 0.1),
     ("merge-path", 1.15, -0.02),
     ("fastload", 1.4, 0.02),
+    ("fastload[height=2]", 1.3, 0.02),
+    // CSR-Overlap and the two times with a host-to-device copy (Eq. 2).
+    ("csr-overlap", 1.3, 0.05),
+    ("csr-full-overlap", 0.3, 0.0),
+    ("cusparse-e2e", 0.2, 0.0),
 ];
 
 fn synthetic(seed: u64, count: usize, started: &str) -> BenchRun {
@@ -193,9 +198,20 @@ fn report_from_saved_runs() {
     assert!(summary.contains("Merged from 2 runs"));
     assert!(summary.contains("out of shared memory"));
     assert!(summary.contains("| unsupported |"));
-    // 30 matrices × 6 methods × 2 precisions, plus the header.
+    assert!(summary.contains("## CSR-Full-Overlap against cuSPARSE with upload (Eq. 2)"));
+    assert!(summary.contains("### Eq. 2, f32"));
+    assert!(
+        summary.contains("| **geometric mean** (n=30) |"),
+        "{summary}"
+    );
+    assert!(summary.contains("## Speedup over cusparse by mean row length"));
+    assert!(summary.contains("| fastload[height=2] |"));
+    assert!(summary.contains("## Paper claims, measured in this run"));
+    assert!(summary.contains("| csr-overlap | cusparse | 1.4× average |"));
+    assert!(summary.contains("| fastload | cusparse | 2.98× |"));
+    // 30 matrices × 10 methods × 2 precisions, plus the header.
     let csv = fs::read_to_string(&files.csv).unwrap();
-    assert_eq!(csv.lines().count(), 1 + 30 * 6 * 2);
+    assert_eq!(csv.lines().count(), 1 + 30 * 10 * 2);
     if keep.is_none() {
         fs::remove_dir_all(&dir).unwrap();
     }

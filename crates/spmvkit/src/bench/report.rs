@@ -9,7 +9,15 @@
 //! - the performance profile (Dolan–Moré): for τ ∈ [1, 4], the fraction of matrices on which a
 //!   method's time is within τ of the best method's (a method that did not run never is);
 //! - break-even calls `n* = (prepare + upload ms)·1000 / (t_B − t_M)` when M is faster (FastLoad §5.4);
-//! - the share of the machine's device copy bandwidth reached (byte-model GB/s ÷ copy GB/s).
+//! - the share of the machine's device copy bandwidth reached (byte-model GB/s ÷ copy GB/s);
+//! - CSR-Overlap's Eq. 2 (§5.5), `(t_cusparse_e2e − t_full) / t_partial + 1` with `cusparse-e2e`,
+//!   `csr-full-overlap` and `csr-overlap`, and the plain ratio t_cusparse_e2e / t_full;
+//! - the speedup over cuSPARSE in buckets of mean row length (< 16, 16–64, ≥ 64);
+//! - the papers' speedup claims ([`PAPER_CLAIMS`]) next to the run's geomean and maximum of
+//!   t_peer / t_method.
+//!
+//! A method variant (`name[key=value;...]`) is its own method everywhere: matched by its full
+//! label, never by its base name.
 //!
 //! Stream times ([`RunRecord::time`]) are compared only with stream times and CUDA-graph times
 //! ([`RunRecord::graph_time`]) only with graph times. The plots follow FastLoad Figs. 7
@@ -55,16 +63,40 @@ pub enum Subset {
     Large,
     /// Working set larger than the GPU's L2 (`!fits_l2`).
     BandwidthBound,
+    /// Mean row length (nnz / rows) below [`SHORT_ROWS`].
+    ShortRows,
+    /// Mean row length in [[`SHORT_ROWS`], [`LONG_ROWS`]).
+    MediumRows,
+    /// Mean row length at least [`LONG_ROWS`].
+    LongRows,
+}
+
+/// Mean row length below which a matrix counts as short-rowed (CSR-Overlap's claim: far ahead
+/// of cuSPARSE there).
+pub const SHORT_ROWS: f64 = 16.0;
+/// Mean row length from which a matrix counts as long-rowed.
+pub const LONG_ROWS: f64 = 64.0;
+
+/// Mean row length nnz / rows of a matrix (`None` without rows).
+pub fn mean_row_length(m: &MatrixResult) -> Option<f64> {
+    (m.stats.nrows > 0).then(|| m.stats.nnz as f64 / m.stats.nrows as f64)
 }
 
 impl Subset {
     pub const ALL: [Subset; 3] = [Subset::All, Subset::Large, Subset::BandwidthBound];
+    /// The buckets of mean row length, shortest first.
+    pub const ROW_LENGTH: [Subset; 3] = [Subset::ShortRows, Subset::MediumRows, Subset::LongRows];
 
     pub fn contains(self, m: &MatrixResult) -> bool {
         match self {
             Subset::All => true,
             Subset::Large => m.stats.nnz > LARGE_NNZ,
             Subset::BandwidthBound => !m.fits_l2,
+            Subset::ShortRows => mean_row_length(m).is_some_and(|l| l < SHORT_ROWS),
+            Subset::MediumRows => {
+                mean_row_length(m).is_some_and(|l| (SHORT_ROWS..LONG_ROWS).contains(&l))
+            }
+            Subset::LongRows => mean_row_length(m).is_some_and(|l| l >= LONG_ROWS),
         }
     }
 
@@ -73,6 +105,9 @@ impl Subset {
             Subset::All => "all",
             Subset::Large => "nnz > 1M",
             Subset::BandwidthBound => "bandwidth-bound",
+            Subset::ShortRows => "mean row length < 16",
+            Subset::MediumRows => "mean row length 16–64",
+            Subset::LongRows => "mean row length ≥ 64",
         }
     }
 }
@@ -355,6 +390,179 @@ pub fn speedup_summary(
     s.compared = speedups.len();
     s.geomean = geomean(&speedups);
     s
+}
+
+/// Eq. 2 of CSR-Overlap §5.5: `(t_cusparse_e2e − t_full) / t_partial + 1`, the number of
+/// CSR-Full-Overlap SpMVs done in the time of one cuSPARSE SpMV with its upload.
+pub fn eq2_speedup(t_cusparse_e2e: f64, t_full: f64, t_partial: f64) -> Option<f64> {
+    let ok = |t: f64| t.is_finite() && t > 0.0;
+    (ok(t_cusparse_e2e) && ok(t_full) && ok(t_partial))
+        .then(|| (t_cusparse_e2e - t_full) / t_partial + 1.0)
+}
+
+/// The methods Eq. 2 compares: cuSPARSE with upload, CSR-Full-Overlap, CSR-Partial-Overlap.
+pub const EQ2_METHODS: [&str; 3] = ["cusparse-e2e", "csr-full-overlap", "csr-overlap"];
+
+/// One matrix of the Eq. 2 comparison (times in µs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Eq2Row {
+    pub matrix: String,
+    pub t_cusparse_e2e: f64,
+    pub t_full: f64,
+    pub t_partial: f64,
+    /// [`eq2_speedup`].
+    pub eq2: f64,
+    /// `t_cusparse_e2e / t_full`.
+    pub ratio: f64,
+}
+
+/// The Eq. 2 rows of the matrices on which `cusparse-e2e`, `csr-full-overlap` and
+/// `csr-overlap` all ran correctly in `precision` (exact names: a variant is another method).
+pub fn eq2_rows(matrices: &[&MatrixResult], precision: Precision, kind: TimeKind) -> Vec<Eq2Row> {
+    matrices
+        .iter()
+        .filter_map(|m| {
+            let t = |me| method_time_us(&m.results, me, precision, kind);
+            let (e2e, full, partial) = (t(EQ2_METHODS[0])?, t(EQ2_METHODS[1])?, t(EQ2_METHODS[2])?);
+            Some(Eq2Row {
+                matrix: m.name.clone(),
+                t_cusparse_e2e: e2e,
+                t_full: full,
+                t_partial: partial,
+                eq2: eq2_speedup(e2e, full, partial)?,
+                ratio: e2e / full,
+            })
+        })
+        .collect()
+}
+
+/// Arithmetic mean; `None` when empty or when a value is not finite.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    Some(values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// A speedup claimed in a paper: `seed` is faster than `peer` by `factor` (t_peer / t_seed).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PaperClaim {
+    pub seed: &'static str,
+    /// The compared method; `cusparse` stands for the cuSPARSE baseline (best of its members).
+    pub peer: &'static str,
+    /// The claimed factor, `None` where the paper gives no figure.
+    pub factor: Option<f64>,
+    /// The claim in the paper's words.
+    pub claim: &'static str,
+    pub source: &'static str,
+}
+
+const fn claim(
+    seed: &'static str,
+    peer: &'static str,
+    factor: Option<f64>,
+    claim: &'static str,
+    source: &'static str,
+) -> PaperClaim {
+    PaperClaim {
+        seed,
+        peer,
+        factor,
+        claim,
+        source,
+    }
+}
+
+const FASTLOAD: &str = "FastLoad (TPDS'24), average speedup";
+const TEB: &str = "TEB, Table 2, average speedup";
+const CB: &str = "CB-SpMV, summary";
+
+/// The papers' speedup claims the report checks against the run.
+pub const PAPER_CLAIMS: &[PaperClaim] = &[
+    claim("fastload", "csc", Some(2.12), "2.12×", FASTLOAD),
+    claim("fastload", "cusparse", Some(2.98), "2.98×", FASTLOAD),
+    claim("fastload", "csr5", Some(2.88), "2.88×", FASTLOAD),
+    claim("fastload", "tilespmv", Some(1.22), "1.22×", FASTLOAD),
+    claim("teb", "amf-csr", Some(3.23), "3.23×", TEB),
+    claim("teb", "pbc", Some(5.83), "5.83×", TEB),
+    claim("teb", "csr-scalar", Some(2.33), "2.33×", TEB),
+    claim("teb", "csr5", Some(2.21), "2.21×", TEB),
+    claim(
+        "csr-overlap",
+        "cusparse",
+        Some(1.4),
+        "1.4× average",
+        "CSR-Overlap §5.3",
+    ),
+    claim("cb-spmv", "cusparse", Some(3.95), "up to 3.95× average", CB),
+    claim("cb-spmv", "cusparse-bsr", None, "faster (no figure)", CB),
+    claim("cb-spmv", "tilespmv", None, "faster (no figure)", CB),
+    claim("cb-spmv", "dasp", None, "faster (no figure)", CB),
+    claim(
+        "hbp",
+        "csr-vector",
+        Some(1.61),
+        "1.61× average, up to 3.01×",
+        "HBP (RTX 4090)",
+    ),
+];
+
+/// What the run says about one claim in one precision and timing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClaimMeasure {
+    /// Matrices on which both ran correctly.
+    pub n: usize,
+    /// Geometric mean and maximum of t_peer / t_seed over them.
+    pub geomean: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl PaperClaim {
+    /// The peer as a baseline: `cusparse` is [`Baseline::cusparse`], any other name itself.
+    pub fn peer_baseline(&self) -> Baseline {
+        if self.peer == "cusparse" {
+            Baseline::cusparse()
+        } else {
+            Baseline::method(self.peer)
+        }
+    }
+
+    /// Whether both methods have a result (of any status) in `precision`.
+    pub fn present(&self, matrices: &[&MatrixResult], precision: Precision) -> bool {
+        let peer = self.peer_baseline();
+        let has = |f: &dyn Fn(&str) -> bool| {
+            matrices.iter().any(|m| {
+                m.results
+                    .iter()
+                    .any(|r| r.precision == precision && f(&r.method))
+            })
+        };
+        has(&|me| me == self.seed) && has(&|me| peer.is_member(me))
+    }
+
+    /// t_peer / t_seed over the matrices where both ran correctly.
+    pub fn measure(
+        &self,
+        matrices: &[&MatrixResult],
+        precision: Precision,
+        kind: TimeKind,
+    ) -> ClaimMeasure {
+        let peer = self.peer_baseline();
+        let ratios: Vec<f64> = matrices
+            .iter()
+            .filter_map(|m| {
+                speedup(
+                    peer.time_us(&m.results, precision, kind),
+                    method_time_us(&m.results, self.seed, precision, kind),
+                )
+            })
+            .collect();
+        ClaimMeasure {
+            n: ratios.len(),
+            geomean: geomean(&ratios),
+            max: ratios.iter().copied().max_by(f64::total_cmp),
+        }
+    }
 }
 
 /// One matrix after merging, with the run each result came from.
@@ -877,6 +1085,9 @@ pub fn summary_markdown(
         }
     }
 
+    eq2_section(&mut s, merged);
+    row_length_section(&mut s, merged);
+    claims_section(&mut s, merged);
     problems_section(&mut s, merged);
     if !notes.is_empty() {
         let _ = writeln!(s, "## Notes\n");
@@ -1202,6 +1413,213 @@ fn best_table(
         );
     }
     s.push('\n');
+}
+
+fn eq2_section(s: &mut String, merged: &MergedRuns) {
+    let matrices = merged.matrix_refs();
+    let kind = TimeKind::Stream;
+    let per_p: Vec<(Precision, Vec<Eq2Row>)> = merged
+        .precisions()
+        .into_iter()
+        .map(|p| (p, eq2_rows(&matrices, p, kind)))
+        .filter(|(_, rows)| !rows.is_empty())
+        .collect();
+    if per_p.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "## CSR-Full-Overlap against cuSPARSE with upload (Eq. 2)\n"
+    );
+    let _ = writeln!(
+        s,
+        "CSR-Overlap §5.5, Eq. 2: speedup = (t_cusparse_e2e − t_full) / t_partial + 1, the number \
+         of CSR-Full-Overlap SpMVs done in the time of one cuSPARSE SpMV with its upload. \
+         t_cusparse_e2e: `cusparse-e2e` (host-to-device copy of column indices and values from \
+         pinned memory, then cuSPARSE SpMV); t_full: `csr-full-overlap` (the same copy overlapped \
+         with its kernel); t_partial: `csr-overlap` (kernel only). Also the plain ratio \
+         t_cusparse_e2e / t_full. Stream timing, µs per call, matrices where all three ran \
+         correctly. The paper reports 2.03× on average, up to 2.67× (f32, A40, Fig. 9).\n"
+    );
+    for (p, rows) in per_p {
+        let _ = writeln!(s, "### Eq. 2, {p}\n");
+        let _ = writeln!(
+            s,
+            "| matrix | t_cusparse_e2e µs | t_full µs | t_partial µs | Eq. 2 | t_cusparse_e2e / t_full |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|---|");
+        for r in &rows {
+            let _ = writeln!(
+                s,
+                "| {} | {:.2} | {:.2} | {:.2} | {:.2}× | {:.2}× |",
+                cell(&r.matrix),
+                r.t_cusparse_e2e,
+                r.t_full,
+                r.t_partial,
+                r.eq2,
+                r.ratio
+            );
+        }
+        let col = |f: fn(&Eq2Row) -> f64| rows.iter().map(f).collect::<Vec<f64>>();
+        let cols = [
+            col(|r| r.t_cusparse_e2e),
+            col(|r| r.t_full),
+            col(|r| r.t_partial),
+        ];
+        let (eq2, ratio) = (col(|r| r.eq2), col(|r| r.ratio));
+        let n = rows.len();
+        for (label, f) in [
+            ("arithmetic mean", mean as fn(&[f64]) -> Option<f64>),
+            ("geometric mean", geomean),
+        ] {
+            let _ = writeln!(
+                s,
+                "| **{label}** (n={n}) | {} | {} | {} | {} | {} |",
+                fmt_opt(f(&cols[0]), 2),
+                fmt_opt(f(&cols[1]), 2),
+                fmt_opt(f(&cols[2]), 2),
+                fmt_speedup(f(&eq2)),
+                fmt_speedup(f(&ratio))
+            );
+        }
+        s.push('\n');
+        if eq2.iter().any(|x| *x <= 0.0) {
+            let _ = writeln!(
+                s,
+                "Eq. 2 is ≤ 0 on some matrices (CSR-Full-Overlap slower than cuSPARSE with upload \
+                 by more than one csr-overlap call), so its geometric mean is undefined (–).\n"
+            );
+        }
+    }
+}
+
+fn row_length_section(s: &mut String, merged: &MergedRuns) {
+    let matrices = merged.matrix_refs();
+    let base = Baseline::cusparse();
+    let mut body = String::new();
+    for p in merged.precisions() {
+        let methods: Vec<String> = merged
+            .methods(p)
+            .into_iter()
+            .filter(|me| !base.is_member(me))
+            .collect();
+        for kind in [TimeKind::Stream, TimeKind::Graph] {
+            let rows: Vec<(String, Vec<SpeedupSummary>)> = methods
+                .iter()
+                .map(|me| {
+                    let sums = Subset::ROW_LENGTH
+                        .iter()
+                        .map(|sub| speedup_summary(&matrices, me, &base, p, kind, *sub))
+                        .collect::<Vec<_>>();
+                    (me.clone(), sums)
+                })
+                .filter(|(_, sums)| sums.iter().any(|x| x.compared > 0))
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let counts: Vec<usize> = Subset::ROW_LENGTH
+                .iter()
+                .map(|sub| matrices.iter().filter(|m| sub.contains(m)).count())
+                .collect();
+            let _ = writeln!(body, "### {p}, {} timing\n", kind.name());
+            let _ = writeln!(
+                body,
+                "| method | < 16 ({} matrices) | 16–64 ({} matrices) | ≥ 64 ({} matrices) |\n|---|---|---|---|",
+                counts[0], counts[1], counts[2]
+            );
+            for (me, sums) in rows {
+                let _ = writeln!(
+                    body,
+                    "| {} | {} | {} | {} |",
+                    cell(&me),
+                    speedup_cell(&sums[0]),
+                    speedup_cell(&sums[1]),
+                    speedup_cell(&sums[2])
+                );
+            }
+            body.push('\n');
+        }
+    }
+    if body.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "## Speedup over cusparse by mean row length\n");
+    let _ = writeln!(
+        s,
+        "Geometric mean of t_cusparse / t_method ({}) over the matrices of each bucket of mean \
+         row length nnz / rows where both ran (n). CSR-Overlap claims to be far ahead of cuSPARSE \
+         below 16.{}\n",
+        base.describe(),
+        if body.contains("| cusparse-e2e |") || body.contains("| csr-full-overlap") {
+            " The times of `cusparse-e2e` and `csr-full-overlap` include the host-to-device copy \
+             of column indices and values: against plain cuSPARSE they say how much the copy \
+             costs, and are compared fairly only by Eq. 2."
+        } else {
+            ""
+        }
+    );
+    s.push_str(&body);
+}
+
+fn claims_section(s: &mut String, merged: &MergedRuns) {
+    let matrices = merged.matrix_refs();
+    let mut body = String::new();
+    for p in merged.precisions() {
+        let claims: Vec<&PaperClaim> = PAPER_CLAIMS
+            .iter()
+            .filter(|c| c.present(&matrices, p))
+            .collect();
+        if claims.is_empty() {
+            continue;
+        }
+        let _ = writeln!(body, "### {p}\n");
+        let _ = writeln!(
+            body,
+            "| method | over | claimed | measured geomean, stream (n) | max, stream | measured geomean, CUDA graph (n) | source |\n|---|---|---|---|---|---|---|"
+        );
+        for c in claims {
+            let st = c.measure(&matrices, p, TimeKind::Stream);
+            let gr = c.measure(&matrices, p, TimeKind::Graph);
+            let with_n = |m: &ClaimMeasure| {
+                if m.n == 0 {
+                    "– (n=0)".to_string()
+                } else {
+                    format!("{} (n={})", fmt_speedup(m.geomean), m.n)
+                }
+            };
+            let _ = writeln!(
+                body,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                cell(c.seed),
+                cell(c.peer),
+                if c.factor.is_some() {
+                    cell(c.claim)
+                } else {
+                    "–".into()
+                },
+                with_n(&st),
+                fmt_speedup(st.max),
+                with_n(&gr),
+                cell(c.source)
+            );
+        }
+        body.push('\n');
+    }
+    if body.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "## Paper claims, measured in this run\n");
+    let _ = writeln!(
+        s,
+        "Each claim: the paper's speedup of a method over a peer, next to the geometric mean and \
+         the maximum of t_peer / t_method over the matrices where both ran correctly here (n). \
+         `cusparse` is {}. Claims were measured on the papers' GPUs and matrix sets; claims whose \
+         methods are not in this run are left out; \"–\" under claimed: the paper gives no \
+         figure.\n",
+        Baseline::cusparse().describe()
+    );
+    s.push_str(&body);
 }
 
 fn problems_section(s: &mut String, merged: &MergedRuns) {
@@ -1755,6 +2173,214 @@ pub(crate) mod tests {
         );
         assert_eq!(speedup(Some(10.0), None), None);
         assert_eq!(speedup(None, Some(1.0)), None);
+    }
+
+    /// A matrix with `nrows` rows (mean row length nnz / nrows).
+    fn matrix_rows(
+        name: &str,
+        nnz: usize,
+        nrows: usize,
+        results: Vec<MethodResult>,
+    ) -> MatrixResult {
+        let mut m = matrix(name, nnz, 0.5, false, results);
+        m.stats.nrows = nrows;
+        m
+    }
+
+    const F32: Precision = Precision::F32;
+
+    /// Three matrices with the Eq. 2 trio in f32 (one also with a variant of csr-full-overlap,
+    /// one without csr-overlap), plus claims' methods.
+    fn eq2_run() -> BenchRun {
+        let trio = |e2e: f64, full: f64, partial: f64| {
+            vec![
+                ok("cusparse", F32, 1000, 10.0, 0.0),
+                ok("cusparse-e2e", F32, 1000, e2e, 0.0),
+                ok("csr-full-overlap", F32, 1000, full, 0.0),
+                ok("csr-overlap", F32, 1000, partial, 0.0),
+            ]
+        };
+        let mut a = trio(30.0, 20.0, 5.0); // Eq. 2 = 3, ratio 1.5
+        a.push(ok("csr-full-overlap[stream_num=4]", F32, 1000, 1.0, 0.0));
+        a.push(ok("fastload", F32, 1000, 5.0, 0.0)); // 2× over cusparse
+        a.push(ok("teb", F32, 1000, 4.0, 0.0));
+        let mut b = trio(24.0, 16.0, 8.0); // Eq. 2 = 2, ratio 1.5
+        b.push(ok("fastload", F32, 1000, 1.25, 0.0)); // 8× over cusparse
+        b.push(failed("teb", F32, "boom"));
+        let mut c = trio(24.0, 16.0, 8.0);
+        c.retain(|r| r.method != "csr-overlap");
+        BenchRun {
+            skipped: Vec::new(),
+            machine: machine(),
+            suite: None,
+            matrices: vec![
+                matrix_rows("a", 1000, 100, a), // mean row length 10
+                matrix_rows("b", 1000, 20, b),  // 50
+                matrix_rows("c", 1000, 10, c),  // 100
+            ],
+        }
+    }
+
+    #[test]
+    fn eq2_of_known_values_and_variants_apart() {
+        assert_eq!(eq2_speedup(30.0, 20.0, 5.0), Some(3.0));
+        assert_eq!(eq2_speedup(20.0, 20.0, 5.0), Some(1.0));
+        assert_eq!(eq2_speedup(10.0, 20.0, 5.0), Some(-1.0));
+        assert_eq!(eq2_speedup(10.0, 0.0, 5.0), None);
+        assert_eq!(eq2_speedup(f64::NAN, 1.0, 5.0), None);
+        assert_eq!(mean(&[1.0, 2.0, 6.0]), Some(3.0));
+        assert_eq!(mean(&[]), None);
+        let run = eq2_run();
+        let refs: Vec<&MatrixResult> = run.matrices.iter().collect();
+        let rows = eq2_rows(&refs, F32, TimeKind::Stream);
+        // c lacks csr-overlap; a's variant of csr-full-overlap does not replace the plain one.
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].matrix, "a");
+        assert_eq!(
+            (rows[0].t_full, rows[0].eq2, rows[0].ratio),
+            (20.0, 3.0, 1.5)
+        );
+        assert_eq!((rows[1].eq2, rows[1].ratio), (2.0, 1.5));
+        assert!(eq2_rows(&refs, F64, TimeKind::Stream).is_empty());
+        // Graph times are all scaled by 0.9 in these records: same ratios.
+        let g = eq2_rows(&refs, F32, TimeKind::Graph);
+        assert!((g[0].eq2 - 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn row_length_buckets() {
+        let run = eq2_run();
+        let refs: Vec<&MatrixResult> = run.matrices.iter().collect();
+        let in_bucket = |sub: Subset| {
+            refs.iter()
+                .filter(|m| sub.contains(m))
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(in_bucket(Subset::ShortRows), vec!["a"]);
+        assert_eq!(in_bucket(Subset::MediumRows), vec!["b"]);
+        assert_eq!(in_bucket(Subset::LongRows), vec!["c"]);
+        let mut edge = matrix_rows("edge", 64, 4, Vec::new());
+        assert!(Subset::MediumRows.contains(&edge)); // exactly 16
+        edge.stats.nrows = 1;
+        assert!(Subset::LongRows.contains(&edge)); // exactly 64
+        edge.stats.nrows = 0;
+        assert!(Subset::ROW_LENGTH.iter().all(|s| !s.contains(&edge)));
+        let cu = Baseline::cusparse();
+        let short = speedup_summary(
+            &refs,
+            "fastload",
+            &cu,
+            F32,
+            TimeKind::Stream,
+            Subset::ShortRows,
+        );
+        assert_eq!(short.compared, 1);
+        assert!((short.geomean.unwrap() - 2.0).abs() < 1e-12);
+        let mid = speedup_summary(
+            &refs,
+            "fastload",
+            &cu,
+            F32,
+            TimeKind::Stream,
+            Subset::MediumRows,
+        );
+        assert!((mid.geomean.unwrap() - 8.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn claims_measured_and_absent_ones_skipped() {
+        let run = eq2_run();
+        let refs: Vec<&MatrixResult> = run.matrices.iter().collect();
+        let find = |seed: &str, peer: &str| {
+            *PAPER_CLAIMS
+                .iter()
+                .find(|c| c.seed == seed && c.peer == peer)
+                .unwrap()
+        };
+        let fl = find("fastload", "cusparse");
+        assert_eq!(fl.factor, Some(2.98));
+        assert!(fl.present(&refs, F32));
+        assert!(!fl.present(&refs, F64));
+        let m = fl.measure(&refs, F32, TimeKind::Stream);
+        assert_eq!(m.n, 2);
+        assert!((m.geomean.unwrap() - 4.0).abs() < 1e-12); // √(2 · 8)
+        assert_eq!(m.max, Some(8.0));
+        // teb ran once, failed once; csr-overlap is not cusparse but ran: 10/5 and 10/8.
+        let teb = find("teb", "csr5");
+        assert!(!teb.present(&refs, F32));
+        let co = find("csr-overlap", "cusparse").measure(&refs, F32, TimeKind::Stream);
+        assert_eq!(co.n, 2);
+        assert!((co.geomean.unwrap() - (2.0f64 * 1.25).sqrt()).abs() < 1e-12);
+        assert_eq!(
+            PAPER_CLAIMS.iter().filter(|c| c.factor.is_none()).count(),
+            3
+        );
+        assert!(PAPER_CLAIMS
+            .iter()
+            .all(|c| crate::methods::find(c.seed).is_ok() && crate::methods::find(c.peer).is_ok()));
+    }
+
+    #[test]
+    fn summary_has_eq2_row_length_and_claims_sections() {
+        let merged = merge_runs(&[eq2_run()]);
+        let md = summary_markdown(&merged, &ReportOptions::default(), &[], &[]);
+        assert!(
+            md.contains("## CSR-Full-Overlap against cuSPARSE with upload (Eq. 2)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("2.03× on average, up to 2.67× (f32, A40"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| a | 30.00 | 20.00 | 5.00 | 3.00× | 1.50× |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| **arithmetic mean** (n=2) | 27.00 | 18.00 | 6.50 | 2.50× | 1.50× |"),
+            "{md}"
+        );
+        assert!(md.contains("| **geometric mean** (n=2) |"), "{md}");
+        assert!(
+            md.contains("## Speedup over cusparse by mean row length"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| method | < 16 (1 matrices) | 16–64 (1 matrices) | ≥ 64 (1 matrices) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| fastload | 2.00× (n=1) | 8.00× (n=1) | – |"),
+            "{md}"
+        );
+        // The variant is its own row.
+        assert!(
+            md.contains("| csr-full-overlap[stream_num=4] | 10.00× (n=1) | – | – |"),
+            "{md}"
+        );
+        assert!(md.contains("## Paper claims, measured in this run"), "{md}");
+        assert!(
+            md.contains("| fastload | cusparse | 2.98× | 4.00× (n=2) | 8.00× | 4.00× (n=2) |"),
+            "{md}"
+        );
+        assert!(!md.contains("| teb | csr5 |"), "{md}");
+        assert!(!md.contains("| hbp |"), "{md}");
+        assert!(!md.contains("### f64\n"), "{md}");
+        // Nothing to say without the methods: no sections at all.
+        let bare = merge_runs(&[synthetic_run()]);
+        let md = summary_markdown(&bare, &ReportOptions::default(), &[], &[]);
+        assert!(!md.contains("Eq. 2"), "{md}");
+        assert!(
+            md.contains("## Speedup over cusparse by mean row length"),
+            "{md}"
+        );
+        assert!(md.contains("| fastload | cusparse | 2.98× |"), "{md}");
+        if let Ok(path) = std::env::var("SPMVKIT_REPORT_SAMPLE") {
+            let merged = merge_runs(&[eq2_run()]);
+            let sample = summary_markdown(&merged, &ReportOptions::default(), &[], &[]);
+            fs::write(path, sample).unwrap();
+        }
     }
 
     #[test]

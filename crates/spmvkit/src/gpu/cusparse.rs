@@ -4,7 +4,8 @@
 //! dense-vector descriptors and the work buffer (`cusparseSpMV_bufferSize`), and runs
 //! `cusparseSpMV_preprocess` once; each call is then a single `cusparseSpMV` (α and β as host
 //! pointers), after re-pointing the x/y descriptors only when the buffers changed. Everything is
-//! freed on drop.
+//! freed on drop. [`CusparseSpmv::refill_entries`] re-copies the column indices and values from
+//! pinned host memory into the arrays the descriptor points at (`cusparse-e2e`).
 //!
 //! cudarc 0.19 has no safe cuSPARSE layer, only `cudarc::cusparse::{sys, result}`; and its
 //! bindings lack `cusparseSpMV_preprocess` (cuSPARSE ≥ 12.4), which is looked up in the loaded
@@ -26,7 +27,7 @@ use cudarc::cusparse::sys::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
-use super::Gpu;
+use super::{Gpu, PinnedSource};
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
 use crate::scalar::{Precision, Scalar};
@@ -314,8 +315,39 @@ impl<T: Scalar> CusparseSpmv<T> {
             + self.buffer.num_bytes()
     }
 
-    /// Enqueues y = αAx + βy on [`Gpu::stream`] (one `cusparseSpMV`; no synchronisation).
-    pub fn run(&self, alpha: T, x: &CudaSlice<T>, beta: T, y: &mut CudaSlice<T>) -> Result<()> {
+    /// Enqueues on [`Gpu::stream`] the copy of the matrix's column indices and values from
+    /// pinned host memory into the device arrays cuSPARSE reads (the same bytes, so the
+    /// preprocessing stays valid): the host-to-device transfer of CSR-Full-Overlap's Eq. 2
+    /// baseline (§5.5). Row pointers stay resident. No synchronisation.
+    pub fn refill_entries(
+        &self,
+        col_idx: &PinnedSource<u32>,
+        vals: &PinnedSource<T>,
+    ) -> Result<()> {
+        if col_idx.len() != self.nnz || vals.len() != self.nnz {
+            return Err(Error::DimensionMismatch {
+                what: "cuSPARSE refill: pinned column indices / values".into(),
+                expected: self.nnz,
+                got: if col_idx.len() != self.nnz {
+                    col_idx.len()
+                } else {
+                    vals.len()
+                },
+            });
+        }
+        let stream = self.gpu.stream();
+        col_idx.copy_range_async(
+            "cuSPARSE column indices",
+            &self.col_idx,
+            0,
+            self.nnz,
+            stream,
+        )?;
+        vals.copy_range_async("cuSPARSE values", &self.vals, 0, self.nnz, stream)
+    }
+
+    /// Checks that x and y are long enough for this matrix (`DimensionMismatch` otherwise).
+    pub fn check_vectors(&self, x: &CudaSlice<T>, y: &CudaSlice<T>) -> Result<()> {
         if x.len() < self.ncols {
             return Err(Error::DimensionMismatch {
                 what: "x (device)".into(),
@@ -330,6 +362,12 @@ impl<T: Scalar> CusparseSpmv<T> {
                 got: y.len(),
             });
         }
+        Ok(())
+    }
+
+    /// Enqueues y = αAx + βy on [`Gpu::stream`] (one `cusparseSpMV`; no synchronisation).
+    pub fn run(&self, alpha: T, x: &CudaSlice<T>, beta: T, y: &mut CudaSlice<T>) -> Result<()> {
+        self.check_vectors(x, y)?;
         if self.nrows == 0 {
             return Ok(());
         }

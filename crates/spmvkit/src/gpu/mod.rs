@@ -27,7 +27,7 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 
-pub use memory::PinnedBuffer;
+pub use memory::{PinnedBuffer, PinnedSource};
 pub use nvrtc::{compile_ptx, nvrtc_present, nvrtc_version, PRELUDE};
 pub use timing::{
     measure_copy_bandwidth, time_graph, time_stream, Timing, TimingConfig, TimingMode,

@@ -195,6 +195,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &cusparse::CusparseAlg1,
         &cusparse::CusparseAlg2,
         &cusparse::CusparseAuto,
+        &cusparse::CusparseE2e,
         // peer baselines the papers compare against (issue #10)
         &csr5::Csr5,
         &dasp::Dasp,

@@ -17,14 +17,11 @@
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{
-    CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
-    PushKernelArg, ValidAsZeroBits,
-};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::{buffer_cap, smem_bytes, BigBatch, OverlapLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, PinnedBuffer};
+use crate::gpu::{Gpu, PinnedSource};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -32,12 +29,9 @@ use crate::scalar::{Idx, Scalar};
 struct Full<T> {
     big: Vec<BigBatch>,
     streams: Vec<Arc<CudaStream>>,
-    host_cols: PinnedBuffer<Idx>,
-    host_vals: PinnedBuffer<T>,
-    /// Addresses of the pinned buffers' data (kept to avoid an event synchronisation per call;
-    /// the buffers live as long as `self` and are never written after upload).
-    host_cols_addr: usize,
-    host_vals_addr: usize,
+    /// The pinned copies the call uploads from (dropping them waits for pending copies).
+    host_cols: PinnedSource<Idx>,
+    host_vals: PinnedSource<T>,
     start: CudaEvent,
     copied: Vec<CudaEvent>,
     done: Vec<CudaEvent>,
@@ -76,19 +70,6 @@ fn event(gpu: &Gpu) -> Result<CudaEvent> {
         .map_err(|e| Error::cuda("csr-full-overlap: creating an event", e))
 }
 
-fn pinned_copy<E: DeviceRepr + ValidAsZeroBits + Copy>(
-    gpu: &Gpu,
-    data: &[E],
-) -> Result<(PinnedBuffer<E>, usize)> {
-    let mut buf = gpu.alloc_pinned::<E>(data.len())?;
-    let dst = buf
-        .as_mut_slice()
-        .map_err(|e| Error::cuda("csr-full-overlap: pinned buffer", e))?;
-    dst[..data.len()].copy_from_slice(data);
-    let addr = dst.as_ptr() as usize;
-    Ok((buf, addr))
-}
-
 pub(super) fn upload<T: Scalar>(
     l: &OverlapLayout<T>,
     gpu: &Arc<Gpu>,
@@ -98,8 +79,8 @@ pub(super) fn upload<T: Scalar>(
     let (col_idx, vals, full) = match &l.big {
         None => (gpu.upload(l.a.col_idx())?, gpu.upload(l.a.vals())?, None),
         Some(big) => {
-            let (host_cols, host_cols_addr) = pinned_copy(gpu, l.a.col_idx())?;
-            let (host_vals, host_vals_addr) = pinned_copy(gpu, l.a.vals())?;
+            let host_cols = gpu.pinned_source(l.a.col_idx())?;
+            let host_vals = gpu.pinned_source(l.a.vals())?;
             let streams = (0..big.len())
                 .map(|_| gpu.new_stream())
                 .collect::<Result<Vec<_>>>()?;
@@ -114,8 +95,6 @@ pub(super) fn upload<T: Scalar>(
                 streams,
                 host_cols,
                 host_vals,
-                host_cols_addr,
-                host_vals_addr,
                 start: event(gpu)?,
                 copied,
                 done,
@@ -221,36 +200,15 @@ impl<T: Scalar> DeviceOverlap<T> {
 
     /// Full: copies [start, end) of values and column indices from the pinned buffers on `s`.
     fn copy_range(&self, f: &Full<T>, s: &Arc<CudaStream>, start: usize, end: usize) -> Result<()> {
-        if end <= start {
-            return Ok(());
-        }
-        // SAFETY: the addresses are those of f.host_cols / f.host_vals (nnz entries each, alive
-        // as long as self, never written after upload); [start, end) ⊆ [0, nnz).
-        let (hc, hv) = unsafe {
-            (
-                std::slice::from_raw_parts(
-                    (f.host_cols_addr as *const Idx).add(start),
-                    end - start,
-                ),
-                std::slice::from_raw_parts((f.host_vals_addr as *const T).add(start), end - start),
-            )
-        };
-        let (dc, _gc) = self.col_idx.device_ptr(s);
-        let (dv, _gv) = self.vals.device_ptr(s);
-        // SAFETY: the device buffers hold nnz entries, so [start, end) lies inside them; the
-        // host ranges are pinned, so the copies are asynchronous on s and the sources outlive
-        // them (they live as long as self, and dropping `Full` first waits for its streams).
-        unsafe {
-            cudarc::driver::result::memcpy_htod_async(dc + (start * 4) as u64, hc, s.cu_stream())
-                .map_err(|e| Error::cuda("csr-full-overlap: copying column indices", e))?;
-            cudarc::driver::result::memcpy_htod_async(
-                dv + (start * T::BYTES) as u64,
-                hv,
-                s.cu_stream(),
-            )
-            .map_err(|e| Error::cuda("csr-full-overlap: copying values", e))?;
-        }
-        Ok(())
+        f.host_cols.copy_range_async(
+            "csr-full-overlap: column indices",
+            &self.col_idx,
+            start,
+            end,
+            s,
+        )?;
+        f.host_vals
+            .copy_range_async("csr-full-overlap: values", &self.vals, start, end, s)
     }
 }
 
@@ -300,15 +258,5 @@ impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
 
     fn footprint_bytes(&self) -> usize {
         self.bytes
-    }
-}
-
-impl<T> Drop for Full<T> {
-    fn drop(&mut self) {
-        // The pinned buffers must outlive the copies enqueued from them.
-        for s in &self.streams {
-            let _ = s.synchronize();
-        }
-        let _ = (&self.host_cols, &self.host_vals);
     }
 }

@@ -4,9 +4,20 @@
 //! upload, one `cusparseSpMV` per call. `cusparse` times a few calls of each algorithm at upload
 //! and keeps the faster one (the choice and both times are in the layout's notes).
 //!
+//! `cusparse-e2e` is CSR-Full-Overlap's baseline, t_cuSPARSE of Eq. 2 (Zeng & Zou, Electronics
+//! 12:3687, 2023, §5.5): "the total time for cuSPARSE to perform data transfer and SpMV, where
+//! the data transfer time is the time spent to transfer the column_indices array and values
+//! array from the host to the device". Its call enqueues, on the spmvkit stream, the
+//! host-to-device copy of the column indices and values from pinned host memory (the same bytes
+//! `csr-full-overlap` copies per call; row pointers stay resident, as there), then one
+//! `cusparseSpMV`. The algorithm is chosen as `cusparse` chooses it (the faster of ALG1 and ALG2
+//! on SpMV alone, timed at upload; the copy is the same for both), so Eq. 2 compares against the
+//! best cuSPARSE. Copy and SpMV are on one stream, so the call is captured into a CUDA graph like
+//! the others (a memcpy node, then cuSPARSE's kernels).
+//!
 //! Determinism follows the cuSPARSE documentation (see `gpu/cusparse.rs`): CSR_ALG2 is bitwise
-//! reproducible, CSR_ALG1 is not guaranteed to be, so `cusparse-alg1` and `cusparse` claim no
-//! determinism. No CPU executor: these are library calls.
+//! reproducible, CSR_ALG1 is not guaranteed to be, so `cusparse-alg1`, `cusparse` and
+//! `cusparse-e2e` claim no determinism. No CPU executor: these are library calls.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,10 +25,10 @@ use cudarc::driver::CudaSlice;
 
 use crate::error::{Error, Result};
 use crate::gpu::cusparse::{CusparseSpmv, SpmvAlg};
-use crate::gpu::{time_stream, Gpu, TimingConfig};
+use crate::gpu::{time_stream, Gpu, PinnedSource, TimingConfig};
 use crate::matrix::Csr;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
-use crate::scalar::Scalar;
+use crate::scalar::{Idx, Scalar};
 
 /// `cusparse-alg1`: `CUSPARSE_SPMV_CSR_ALG1`.
 pub struct CusparseAlg1;
@@ -25,6 +36,9 @@ pub struct CusparseAlg1;
 pub struct CusparseAlg2;
 /// `cusparse`: the faster of ALG1 and ALG2 for the matrix, chosen at upload.
 pub struct CusparseAuto;
+/// `cusparse-e2e`: host-to-device copy of column indices and values, then `cusparse`'s SpMV
+/// (CSR-Full-Overlap's Eq. 2 baseline).
+pub struct CusparseE2e;
 
 #[derive(Clone, Copy, Debug)]
 enum Choice {
@@ -44,11 +58,17 @@ fn info(name: &'static str, summary: &'static str, deterministic: bool) -> Metho
     }
 }
 
-fn prepare<T: Scalar>(name: &'static str, csr: &Csr<T>, choice: Choice) -> Box<dyn Layout<T>> {
+fn prepare<T: Scalar>(
+    name: &'static str,
+    csr: &Csr<T>,
+    choice: Choice,
+    with_upload: bool,
+) -> Box<dyn Layout<T>> {
     Box::new(CusparseLayout {
         name,
         a: csr.clone(),
         choice,
+        with_upload,
         notes: Mutex::new(Vec::new()),
     })
 }
@@ -66,6 +86,7 @@ impl GenericMethod for CusparseAlg1 {
             "cusparse-alg1",
             csr,
             Choice::Fixed(SpmvAlg::CsrAlg1),
+            false,
         ))
     }
 }
@@ -83,6 +104,7 @@ impl GenericMethod for CusparseAlg2 {
             "cusparse-alg2",
             csr,
             Choice::Fixed(SpmvAlg::CsrAlg2),
+            false,
         ))
     }
 }
@@ -96,15 +118,37 @@ impl GenericMethod for CusparseAuto {
         )
     }
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
-        Ok(prepare("cusparse", csr, Choice::Fastest))
+        Ok(prepare("cusparse", csr, Choice::Fastest, false))
     }
 }
 
-/// The host side: the CSR matrix and which algorithm to use.
+impl GenericMethod for CusparseE2e {
+    fn info(&self) -> MethodInfo {
+        MethodInfo {
+            name: "cusparse-e2e",
+            summary: "GPU: host-to-device copy of column indices and values (pinned) + cuSPARSE \
+                      SpMV (the faster of CSR_ALG1/ALG2 timed at upload). ITS TIME INCLUDES THE \
+                      COPY: the t_cuSPARSE of CSR-Full-Overlap's Eq. 2",
+            source: "NVIDIA cuSPARSE (cusparseSpMV) + transfer, as in Zeng & Zou, Electronics \
+                     12:3687 (2023), §5.5 Eq. 2",
+            deterministic: false,
+            gpu: true,
+            cpu: false,
+            params: &[],
+        }
+    }
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
+        Ok(prepare("cusparse-e2e", csr, Choice::Fastest, true))
+    }
+}
+
+/// The host side: the CSR matrix, which algorithm to use, and whether each call uploads the
+/// column indices and values first (`cusparse-e2e`).
 pub struct CusparseLayout<T> {
     name: &'static str,
     a: Csr<T>,
     choice: Choice,
+    with_upload: bool,
     notes: Mutex<Vec<(String, String)>>,
 }
 
@@ -162,7 +206,20 @@ impl<T: Scalar> Layout<T> for CusparseLayout<T> {
         };
         self.note("alg", spmv.alg().name().to_string());
         self.note("preprocessed", spmv.preprocessed().to_string());
-        Ok(Box::new(CusparseDevice { spmv }))
+        let upload = if self.with_upload {
+            let entries = HostEntries {
+                col_idx: gpu.pinned_source(self.a.col_idx())?,
+                vals: gpu.pinned_source(self.a.vals())?,
+            };
+            self.note(
+                "h2d_bytes_per_call",
+                (self.a.nnz() * (4 + T::BYTES)).to_string(),
+            );
+            Some(entries)
+        } else {
+            None
+        };
+        Ok(Box::new(CusparseDevice { spmv, upload }))
     }
 
     fn notes(&self) -> Vec<(String, String)> {
@@ -170,9 +227,18 @@ impl<T: Scalar> Layout<T> for CusparseLayout<T> {
     }
 }
 
-/// cuSPARSE SpMV resident on the GPU.
+/// `cusparse-e2e`'s pinned host copies of the column indices and values.
+struct HostEntries<T> {
+    col_idx: PinnedSource<Idx>,
+    vals: PinnedSource<T>,
+}
+
+/// cuSPARSE SpMV resident on the GPU, with the pinned entries it re-uploads per call
+/// (`cusparse-e2e`). Field order: `spmv` drops (and synchronises its stream) before the pinned
+/// memory goes.
 struct CusparseDevice<T: Scalar> {
     spmv: CusparseSpmv<T>,
+    upload: Option<HostEntries<T>>,
 }
 
 impl<T: Scalar> DeviceLayout<T> for CusparseDevice<T> {
@@ -184,6 +250,10 @@ impl<T: Scalar> DeviceLayout<T> for CusparseDevice<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
+        if let Some(u) = &self.upload {
+            self.spmv.check_vectors(x, y)?;
+            self.spmv.refill_entries(&u.col_idx, &u.vals)?;
+        }
         self.spmv.run(alpha, x, beta, y)
     }
 
