@@ -100,11 +100,16 @@ __device__ __forceinline__ void cb_sums(
                     v = a * xs[e & 15u];
                     mask |= 1u << row;
                 }
+                // Blocks that are diagonal lines (stencils, scattered columns) have no two
+                // entries of one row: the scan would add nothing, so it is skipped (same bits).
+                const int rprev = __shfl_up_sync(FULL_MASK, row, 1);
+                if (__any_sync(FULL_MASK, lane > 0 && rprev == row)) {
 #pragma unroll
-                for (int o = 1; o < 32; o <<= 1) {
-                    const real_t tv = __shfl_up_sync(FULL_MASK, v, o);
-                    const int r2 = __shfl_up_sync(FULL_MASK, row, o);
-                    if (lane >= o && r2 == row) v += tv;
+                    for (int o = 1; o < 32; o <<= 1) {
+                        const real_t tv = __shfl_up_sync(FULL_MASK, v, o);
+                        const int r2 = __shfl_up_sync(FULL_MASK, row, o);
+                        if (lane >= o && r2 == row) v += tv;
+                    }
                 }
                 const int rnext = __shfl_down_sync(FULL_MASK, row, 1);
                 if (k < nnz && (lane == 31 || rnext != row)) acc[row] += v;

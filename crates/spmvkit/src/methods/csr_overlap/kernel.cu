@@ -68,6 +68,9 @@ __device__ __forceinline__ void batch_rows(int r0, int r1, int bv, int bc,
         real_t sum = (real_t)0;
         if (row < r1) {
             const int rs = ldg(row_ptr + row), re = ldg(row_ptr + row + 1);
+            // Unrolled so that several x gathers are in flight per thread (the fma chain keeps
+            // its order, so the bits do not change).
+#pragma unroll 4
             for (int j = rs + vl; j < re; j += V) sum = fma(sv[j - bv], ldg(x + sc[j - bc]), sum);
         }
         if (V > 1) sum = warp_reduce_sum_width(sum, V);
