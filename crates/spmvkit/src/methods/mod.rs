@@ -205,6 +205,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &csr_overlap::CsrOverlap,
         &csr_overlap::CsrFullOverlap,
         &teb::Teb,
+        &teb::TebVector,
         &pbc::Pbc,
         &amf_csr::AmfCsr,
         &cb_spmv::CbSpmv,

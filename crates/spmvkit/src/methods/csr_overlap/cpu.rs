@@ -10,7 +10,7 @@
 //! Debug builds check that every row is written exactly once.
 
 use super::OverlapLayout;
-use crate::methods::csr_vector::cpu::{butterfly_sum, lane_partials, store};
+use crate::methods::csr_vector::cpu::{butterfly_sum, cta_sum, lane_partials, store};
 use crate::scalar::Scalar;
 
 /// The SM count the mirror assumes when it splits batches among CTAs.
@@ -25,11 +25,7 @@ fn chunk_sum<T: Scalar>(
     lanes: &mut [T],
 ) -> T {
     lane_partials(&l.a, x, start, start, end, lanes);
-    let mut warp_sums = [T::zero(); 32];
-    for (w, warp) in lanes.chunks_mut(32).enumerate() {
-        warp_sums[w] = butterfly_sum(warp);
-    }
-    butterfly_sum(&mut warp_sums)
+    cta_sum(lanes)
 }
 
 /// The rows of batch `b` as its vectors compute them (Alg. 5).

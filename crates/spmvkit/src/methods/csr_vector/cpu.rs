@@ -4,7 +4,7 @@
 //! kernel.
 
 use crate::matrix::Csr;
-use crate::scalar::Scalar;
+use crate::scalar::{Idx, Scalar};
 
 /// The butterfly sum of `lanes` (a power-of-two count ≤ 32) as lane 0 sees it: at each step,
 /// every lane adds the value of the lane whose index differs in bit `o`.
@@ -19,6 +19,19 @@ pub(crate) fn butterfly_sum<T: Scalar>(lanes: &mut [T]) -> T {
         o /= 2;
     }
     lanes.first().copied().unwrap_or_else(T::zero)
+}
+
+/// The sum of a CTA's lane partials (`lanes.len()` a multiple of 32, at most 1024) as the
+/// kernels' CTA reduction gives it to thread 0: the butterfly of each warp's 32 lanes (warp
+/// w's sum lands in `wsum[w]` in shared memory), then warp 0 takes lane l = `wsum[l]` (zero past
+/// the last warp) and does the butterfly again.
+pub(crate) fn cta_sum<T: Scalar>(lanes: &mut [T]) -> T {
+    debug_assert!(lanes.len() % 32 == 0 && lanes.len() <= 1024);
+    let mut warp_sums = [T::zero(); 32];
+    for (w, warp) in lanes.chunks_mut(32).enumerate() {
+        warp_sums[w] = butterfly_sum(warp);
+    }
+    butterfly_sum(&mut warp_sums)
 }
 
 /// y_i = α·sum (+ β·y_i fused), never reading y_i when β = 0: the kernels' store.
@@ -42,9 +55,23 @@ pub(crate) fn lane_partials<T: Scalar>(
     end: usize,
     lanes: &mut [T],
 ) {
+    strided_partials(a.vals(), a.col_idx(), x, first, start, end, lanes);
+}
+
+/// [`lane_partials`] over raw `vals`/`cols` arrays (layouts that reorder the matrix keep no
+/// [`Csr`]): lane l adds the entries j ≡ l (mod `lanes.len()`) of [start, end) from `first`,
+/// fused multiply-adds from zero in j order.
+pub(crate) fn strided_partials<T: Scalar>(
+    vals: &[T],
+    cols: &[Idx],
+    x: &[T],
+    first: usize,
+    start: usize,
+    end: usize,
+    lanes: &mut [T],
+) {
     let width = lanes.len();
     lanes.iter_mut().for_each(|v| *v = T::zero());
-    let (cols, vals) = (a.col_idx(), a.vals());
     let mut j = first;
     while j < end {
         for (l, s) in lanes.iter_mut().enumerate() {

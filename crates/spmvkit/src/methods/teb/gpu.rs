@@ -1,5 +1,7 @@
-//! Upload and launch of `teb_spmv` (kernel.cu): one CTA of `threads` per block, one launch per
-//! call, no launch when there are no blocks (no rows).
+//! Upload and launch of `teb_spmv` (`teb`) and `teb_vector_spmv` (`teb-vector`, kernel.cu): one
+//! CTA of `threads` per block, one launch per call, no launch when there are no blocks (no rows).
+//! The entry is chosen at upload from the layout's `long_row`; the launch path is shared, the
+//! vector entry taking `long_row` as one more argument.
 
 use std::sync::Arc;
 
@@ -14,6 +16,8 @@ use crate::scalar::{Idx, Scalar};
 /// The device copy of a TEB layout.
 pub(super) struct DeviceTeb<T: Scalar> {
     func: CudaFunction,
+    /// `teb_vector_spmv`'s last argument (None: `teb_spmv`, which has no such argument).
+    long_row: Option<i32>,
     nblocks: usize,
     threads: u32,
     blo_idx: CudaSlice<Idx>,
@@ -28,9 +32,15 @@ pub(super) fn upload<T: Scalar>(
     l: &TebLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    let func = gpu.function::<T>(&KERNEL, "teb_spmv")?;
+    let entry = match l.long_row {
+        None => "teb_spmv",
+        Some(_) => "teb_vector_spmv",
+    };
+    let func = gpu.function::<T>(&KERNEL, entry)?;
     Ok(Box::new(DeviceTeb {
         func,
+        // parse() keeps long_row in 1..=i32::MAX
+        long_row: l.long_row.map(|v| v as i32),
         nblocks: l.nblocks(),
         threads: l.threads,
         blo_idx: gpu.upload(&l.blo_idx)?,
@@ -69,7 +79,11 @@ impl<T: Scalar> DeviceLayout<T> for DeviceTeb<T> {
             .arg(y)
             .arg(&alpha)
             .arg(&beta);
-        // SAFETY: the arguments match teb_spmv in kernel.cu; blo_idx has nblocks + 1 entries,
+        if let Some(long_row) = &self.long_row {
+            b.arg(long_row);
+        }
+        // SAFETY: the arguments match teb_spmv in kernel.cu, plus long_row for teb_vector_spmv
+        // (the entry chosen at upload from the same Option); blo_idx has nblocks + 1 entries,
         // row_nnz_sum rows + 1, row_ids rows, col_idx and values nnz (all indices in range by
         // construction), x ncols and y nrows (checked by Plan).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("teb launch", e))?;

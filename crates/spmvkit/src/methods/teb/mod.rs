@@ -28,10 +28,23 @@
 //!
 //! Parameters: `k` (auto = heuristic, or a number), `bln` (auto = search, or a number),
 //! `bln_range` (auto = mean rows per block in [64, 1024], or `lo..hi`), `candidates`, `threads`.
-//! No `teb-vector` variant: the issue asks for one only if profiling shows it helps, and we had
-//! one device run (H200, the GPU test suite: on a 1M-nnz random matrix with 10 entries per row
-//! `teb` took 12.2 µs per call against 11.5 µs for csr-scalar and 15.9 µs for cuSPARSE), no
-//! long-row profile; `teb` stays the paper's scalar kernel.
+//!
+//! **`teb-vector`** (ours, issue #7; `teb` stays the paper's kernel). Alg. 3 gives every row
+//! one thread, so a hub row is walked by a single thread while the rest of its CTA idles; with
+//! the merge, a hub row is usually a block of its own. Measured on an H200 (f64, `teb`): 158 µs
+//! against cuSPARSE's 164 on poisson3d:160 (no long rows), but 81,464 µs against 304 on
+//! powerlaw:4000000,8 (one row of 872k entries) and 13,325 against 633 on kron:20,48.
+//! `teb-vector` keeps the layout and the build (same parameters, the same arrays bit for bit)
+//! and changes the kernel only: a row of at least `long_row` (default 256) entries is summed by
+//! the whole CTA — thread t adds entries start + t, start + t + blockDim, … with fma, then the
+//! warp butterflies and a butterfly over the warp sums, in a fixed order — and the other rows
+//! take a thread each as in Alg. 3. The CTA finds its long rows itself (a `__syncthreads_count`
+//! per `threads` rows, then the warps' ballots): they lead a merged block (its largest row) or
+//! the descending last block, but the ascending tail of a block can hold long rows too when
+//! bLN is small, so no position is assumed. Deterministic as `teb`; with no row of `long_row`
+//! entries, y is bitwise that of `teb`. Not timed on a GPU yet. Limits: a CTA takes its long
+//! rows one at a time (two barriers each), so blocks of many rows just over `long_row` may want
+//! a larger `long_row`; and a hub row gets one CTA, not the whole GPU.
 
 mod cpu;
 mod gpu;
@@ -56,45 +69,65 @@ pub const KERNEL: KernelSource = KernelSource {
 };
 
 const NAME: &str = "teb";
+const VECTOR_NAME: &str = "teb-vector";
 
 /// Default bounds on the mean rows per block for the bLN search window.
 const ROWS_PER_BLOCK_MIN: usize = 64;
 const ROWS_PER_BLOCK_MAX: usize = 1024;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "k",
-        default: "auto",
-        help: "Threshold = NNZ/bLN * k: auto (Alg. 1 + Fig. 11 decision tree: 1.005, 1.01 or \
-               1.03) or a number >= 1",
-    },
-    ParamSpec {
-        key: "bln",
-        default: "auto",
-        help: "block count: auto (least block-nnz variance, Eq. 5, stopped by Eq. 10) or a number",
-    },
-    ParamSpec {
-        key: "bln_range",
-        default: "auto",
-        help: "search window for bln=auto: auto (mean rows per block in [64, 1024]) or lo..hi \
-               (the paper: 2..M)",
-    },
-    ParamSpec {
-        key: "candidates",
-        default: "256",
-        help: "bLN counts evaluated per coarse-to-fine level (>= 3); a window no wider is \
-               searched exhaustively",
-    },
-    ParamSpec {
-        key: "threads",
-        default: "auto",
-        help: "threads per CTA: auto (rows of the largest merged block, rounded up to 32, at most \
-               1024) or a multiple of 32",
-    },
-];
+/// The parameter list of `teb`, followed by `$extra` (the parameters of `teb-vector`).
+macro_rules! teb_params {
+    ($($extra:expr),* $(,)?) => {
+        &[
+            ParamSpec {
+                key: "k",
+                default: "auto",
+                help: "Threshold = NNZ/bLN * k: auto (Alg. 1 + Fig. 11 decision tree: 1.005, \
+                       1.01 or 1.03) or a number >= 1",
+            },
+            ParamSpec {
+                key: "bln",
+                default: "auto",
+                help: "block count: auto (least block-nnz variance, Eq. 5, stopped by Eq. 10) or \
+                       a number",
+            },
+            ParamSpec {
+                key: "bln_range",
+                default: "auto",
+                help: "search window for bln=auto: auto (mean rows per block in [64, 1024]) or \
+                       lo..hi (the paper: 2..M)",
+            },
+            ParamSpec {
+                key: "candidates",
+                default: "256",
+                help: "bLN counts evaluated per coarse-to-fine level (>= 3); a window no wider \
+                       is searched exhaustively",
+            },
+            ParamSpec {
+                key: "threads",
+                default: "auto",
+                help: "threads per CTA: auto (rows of the largest merged block, rounded up to \
+                       32, at most 1024) or a multiple of 32",
+            },
+            $($extra),*
+        ]
+    };
+}
 
-/// The registry entry of `teb`.
+const PARAMS: &[ParamSpec] = teb_params!();
+const VECTOR_PARAMS: &[ParamSpec] = teb_params!(ParamSpec {
+    key: "long_row",
+    default: "256",
+    help: "rows with at least this many entries are summed by the whole CTA (strided lanes, \
+           fixed-order CTA reduction); shorter rows take one thread each as in teb (>= 1)",
+});
+
+/// The registry entry of `teb`: the paper's method (Alg. 3, a thread per row).
 pub struct Teb;
+
+/// The registry entry of `teb-vector`: the TEB layout and build, with rows of at least
+/// `long_row` entries summed by their whole CTA (ours, issue #7; see the module doc).
+pub struct TebVector;
 
 impl GenericMethod for Teb {
     fn info(&self) -> MethodInfo {
@@ -115,9 +148,30 @@ impl GenericMethod for Teb {
     }
 }
 
-fn param_err(key: &str, msg: String) -> Error {
+impl GenericMethod for TebVector {
+    fn info(&self) -> MethodInfo {
+        MethodInfo {
+            name: VECTOR_NAME,
+            summary: "GPU: TEB blocks, rows of >= long_row entries summed by the whole CTA (the \
+                      paper's thread per row walks a hub row alone: 81 ms vs cuSPARSE 0.3 ms on \
+                      powerlaw:4000000,8, H200), the other rows a thread each",
+            source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2; kernel: Alg. 3 with a CTA per \
+                     long row (spmvkit, issue #7)",
+            deterministic: true,
+            gpu: true,
+            cpu: true,
+            params: VECTOR_PARAMS,
+        }
+    }
+
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        Ok(Box::new(build_vector(csr, params)?))
+    }
+}
+
+fn param_err(name: &str, key: &str, msg: String) -> Error {
     Error::Param {
-        method: NAME.into(),
+        method: name.into(),
         key: key.into(),
         msg,
     }
@@ -130,39 +184,45 @@ struct Opts {
     range: Option<(usize, usize)>,
     candidates: usize,
     threads: Option<u32>,
+    /// `teb-vector`'s long-row threshold (None for `teb`).
+    long_row: Option<u32>,
 }
 
-fn parse(params: &Params) -> Result<Opts> {
-    params.check_known(NAME, PARAMS)?;
-    let k = match params.get::<String>(NAME, PARAMS, "k")?.as_str() {
+/// Parses the parameters of method `name` (`teb` or `teb-vector`) against its list `specs`.
+fn parse(name: &str, specs: &[ParamSpec], params: &Params) -> Result<Opts> {
+    params.check_known(name, specs)?;
+    let k = match params.get::<String>(name, specs, "k")?.as_str() {
         "auto" => KChoice::Heuristic,
         s => match s.parse::<f64>() {
             Ok(v) if v.is_finite() && v > 0.0 => KChoice::Fixed(v),
             _ => {
                 return Err(param_err(
+                    name,
                     "k",
                     format!("'{s}' is not auto or a positive number"),
                 ))
             }
         },
     };
-    let bln = match params.get::<String>(NAME, PARAMS, "bln")?.as_str() {
+    let bln = match params.get::<String>(name, specs, "bln")?.as_str() {
         "auto" => None,
         s => match s.parse::<usize>() {
             Ok(v) if v >= 1 => Some(v),
             _ => {
                 return Err(param_err(
+                    name,
                     "bln",
                     format!("'{s}' is not auto or a count >= 1"),
                 ))
             }
         },
     };
-    let range = match params.get::<String>(NAME, PARAMS, "bln_range")?.as_str() {
+    let range = match params.get::<String>(name, specs, "bln_range")?.as_str() {
         "auto" => None,
         s => {
             let bad = || {
                 param_err(
+                    name,
                     "bln_range",
                     format!("'{s}' is not auto or lo..hi (1 <= lo <= hi)"),
                 )
@@ -176,19 +236,36 @@ fn parse(params: &Params) -> Result<Opts> {
             Some((lo, hi))
         }
     };
-    let candidates: usize = params.get(NAME, PARAMS, "candidates")?;
+    let candidates: usize = params.get(name, specs, "candidates")?;
     if candidates < 3 {
-        return Err(param_err("candidates", format!("{candidates} is below 3")));
+        return Err(param_err(
+            name,
+            "candidates",
+            format!("{candidates} is below 3"),
+        ));
     }
-    let threads = match params.get::<String>(NAME, PARAMS, "threads")?.as_str() {
+    let threads = match params.get::<String>(name, specs, "threads")?.as_str() {
         "auto" => None,
         s => {
-            let t: u32 = s
-                .parse()
-                .map_err(|_| param_err("threads", format!("'{s}' is not auto or a number")))?;
-            check_threads(NAME, t)?;
+            let t: u32 = s.parse().map_err(|_| {
+                param_err(name, "threads", format!("'{s}' is not auto or a number"))
+            })?;
+            check_threads(name, t)?;
             Some(t)
         }
+    };
+    let long_row = if specs.iter().any(|p| p.key == "long_row") {
+        let v: u32 = params.get(name, specs, "long_row")?;
+        if v == 0 || v > i32::MAX as u32 {
+            return Err(param_err(
+                name,
+                "long_row",
+                format!("{v} is not in 1..={}", i32::MAX),
+            ));
+        }
+        Some(v)
+    } else {
+        None
     };
     Ok(Opts {
         k,
@@ -196,6 +273,7 @@ fn parse(params: &Params) -> Result<Opts> {
         range,
         candidates,
         threads,
+        long_row,
     })
 }
 
@@ -211,6 +289,9 @@ pub struct TebLayout<T> {
     /// Original row of each merged row.
     row_ids: Vec<Idx>,
     threads: u32,
+    /// `teb-vector`: rows of at least this many entries are summed by their whole CTA (None:
+    /// `teb`, a thread per row).
+    long_row: Option<u32>,
     /// Blocks from the merge (the rest hold only empty rows).
     merge_blocks: usize,
     sel: Option<Selection>,
@@ -233,6 +314,14 @@ impl<T> TebLayout<T> {
     pub fn row_ids(&self) -> &[Idx] {
         &self.row_ids
     }
+    /// Threads per CTA.
+    pub fn threads(&self) -> u32 {
+        self.threads
+    }
+    /// `teb-vector`'s long-row threshold (None for `teb`).
+    pub fn long_row(&self) -> Option<u32> {
+        self.long_row
+    }
     /// The chosen bLN, k, Threshold (None when there are no non-empty rows).
     pub fn selection(&self) -> Option<&Selection> {
         self.sel.as_ref()
@@ -242,9 +331,17 @@ impl<T> TebLayout<T> {
     }
 }
 
-/// Builds the TEB layout of `csr`.
+/// Builds the TEB layout of `csr` for `teb`.
 pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<TebLayout<T>> {
-    let o = parse(params)?;
+    build_with(csr, parse(NAME, PARAMS, params)?)
+}
+
+/// Builds the TEB layout of `csr` for `teb-vector` (the same layout, plus `long_row`).
+pub fn build_vector<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<TebLayout<T>> {
+    build_with(csr, parse(VECTOR_NAME, VECTOR_PARAMS, params)?)
+}
+
+fn build_with<T: Scalar>(csr: &Csr<T>, o: Opts) -> Result<TebLayout<T>> {
     let m = csr.nrows();
     let rp = csr.row_ptr();
     let mut stages = Vec::new();
@@ -366,6 +463,7 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<TebLayout<T>> {
         row_nnz_sum,
         row_ids: merged,
         threads,
+        long_row: o.long_row,
         merge_blocks,
         sel,
         stages,
@@ -438,6 +536,15 @@ impl<T: Scalar> Layout<T> for TebLayout<T> {
             ("merged blocks".into(), self.merge_blocks.to_string()),
             ("threads per block".into(), self.threads.to_string()),
         ];
+        if let Some(lr) = self.long_row {
+            let long = self
+                .row_nnz_sum
+                .windows(2)
+                .filter(|w| w[1] - w[0] >= lr)
+                .count();
+            v.push(("long_row".into(), lr.to_string()));
+            v.push(("rows summed per CTA".into(), long.to_string()));
+        }
         if let Some(s) = &self.sel {
             v.push(("bLN".into(), s.bln.to_string()));
             v.push(("k".into(), format!("{}", s.k)));

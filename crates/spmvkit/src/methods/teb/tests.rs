@@ -216,5 +216,180 @@ fn rejects_bad_params() {
 #[test]
 fn kernel_entries_match_the_launch() {
     // gpu.rs pushes: blo_idx, row_nnz_sum, row_ids, col_idx, values, x, y, alpha, beta
-    crate::methods::testmats::check_entry_signatures(&KERNEL, &[("teb_spmv", "ppppppp rr")]);
+    // teb_vector_spmv: the same, then long_row
+    crate::methods::testmats::check_entry_signatures(
+        &KERNEL,
+        &[
+            ("teb_spmv", "ppppppp rr"),
+            ("teb_vector_spmv", "ppppppp rri"),
+        ],
+    );
+}
+
+// ---- teb-vector ----------------------------------------------------------------------------
+
+/// Matrices with hub rows: one huge row among short ones, a power law, a Kronecker graph.
+fn hub_matrices() -> Vec<(&'static str, Csr<f64>)> {
+    ["hugerow:3000,4", "powerlaw:20000,8", "kron:12,16"]
+        .into_iter()
+        .map(|s| (s, crate::gen::generate_f64(s).unwrap()))
+        .collect()
+}
+
+/// Rows of `l` the vector kernel sums per CTA.
+fn long_rows<T>(l: &TebLayout<T>) -> usize {
+    let lr = l.long_row().expect("teb-vector layout");
+    l.row_nnz_sum()
+        .windows(2)
+        .filter(|w| w[1] - w[0] >= lr)
+        .count()
+}
+
+/// y of `l` with (α, β) = (1.25, −0.5), as bits.
+fn mirror_bits<T: Scalar>(a: &Csr<T>, l: &dyn Layout<T>) -> Vec<u64> {
+    let (x, mut y) = crate::methods::testmats::vectors::<T>(a.nrows(), a.ncols(), 5);
+    l.run_cpu(T::from_f64(1.25), &x, T::from_f64(-0.5), &mut y)
+        .unwrap();
+    y.iter().map(|v| v.to_bits_u64()).collect()
+}
+
+#[test]
+fn vector_matches_oracle_default() {
+    check_method(&TebVector, &Params::new());
+}
+
+#[test]
+fn vector_matches_oracle_varied() {
+    for p in [
+        &["long_row=1"][..],
+        &["long_row=1", "threads=32"],
+        &["long_row=16", "threads=64", "bln=3"],
+        &["long_row=100", "bln=1"],
+        &["long_row=300", "threads=1024", "bln=50"],
+        &["k=1.03", "bln_range=2..100", "long_row=2"],
+    ] {
+        check_method(&TebVector, &params(p));
+    }
+    crate::methods::testmats::check_method_on_corpus(&TebVector, &params(&["long_row=4"]));
+}
+
+#[test]
+fn vector_on_hub_rows_matches_oracle() {
+    for (name, a) in hub_matrices() {
+        for p in [&[][..], &["long_row=32"], &["long_row=32", "threads=96"]] {
+            let l = build_vector(&a, &params(p)).unwrap();
+            assert!(long_rows(&l) > 0, "{name} {p:?}: no long row");
+            check_layout(&format!("teb-vector {name} {p:?}"), &a, &l);
+            let a32: Csr<f32> = a.cast();
+            let l = build_vector(&a32, &params(p)).unwrap();
+            check_layout(&format!("teb-vector {name} {p:?} f32"), &a32, &l);
+            assert_repeatable(&a32, &l);
+        }
+    }
+}
+
+#[test]
+fn vector_layout_is_the_teb_layout() {
+    for (name, a) in hub_matrices() {
+        let (t, v) = (
+            build(&a, &Params::new()).unwrap(),
+            build_vector(&a, &Params::new()).unwrap(),
+        );
+        assert_eq!(t.blo_idx(), v.blo_idx(), "{name}");
+        assert_eq!(t.row_ids(), v.row_ids(), "{name}");
+        assert_eq!(t.row_nnz_sum(), v.row_nnz_sum(), "{name}");
+        assert_eq!(t.threads(), v.threads(), "{name}");
+        assert_eq!((t.long_row(), v.long_row()), (None, Some(256)), "{name}");
+    }
+}
+
+#[test]
+fn vector_without_long_rows_equals_teb_bitwise() {
+    let mut cases = suite();
+    cases.extend(hub_matrices());
+    for (name, a) in cases {
+        let longest = (0..a.nrows()).map(|r| a.row_len(r)).max().unwrap_or(0);
+        let lr = format!("long_row={}", longest + 1);
+        for p in [&["bln=7"][..], &[]] {
+            let t = Teb.prepare(&a, &params(p)).unwrap();
+            let mut pv = p.to_vec();
+            pv.push(&lr);
+            let v = TebVector.prepare(&a, &params(&pv)).unwrap();
+            assert_eq!(
+                mirror_bits(&a, t.as_ref()),
+                mirror_bits(&a, v.as_ref()),
+                "{name} {pv:?}"
+            );
+            let a32: Csr<f32> = a.cast();
+            let t = Teb.prepare(&a32, &params(p)).unwrap();
+            let v = TebVector.prepare(&a32, &params(&pv)).unwrap();
+            assert_eq!(
+                mirror_bits(&a32, t.as_ref()),
+                mirror_bits(&a32, v.as_ref()),
+                "{name} {pv:?} f32"
+            );
+        }
+    }
+    // Default long_row = 256 on a matrix whose rows are all shorter: the same y as teb.
+    let a = crate::gen::generate_f64("poisson3d:12").unwrap();
+    let t = Teb.prepare(&a, &Params::new()).unwrap();
+    let v = TebVector.prepare(&a, &Params::new()).unwrap();
+    assert_eq!(mirror_bits(&a, t.as_ref()), mirror_bits(&a, v.as_ref()));
+}
+
+#[test]
+fn vector_long_rows_take_the_cta_order() {
+    // A long row's sum is the CTA's: per-thread strided partials, warp butterflies, then the
+    // butterfly over the warp sums. With threads = 64 and a row of 128 entries, thread t adds
+    // entries t and t + 64.
+    let n = 128usize;
+    let vals: Vec<f64> = (0..n).map(|j| 1.0 + (j as f64) * 1e-3).collect();
+    let a = Csr::new(
+        1,
+        n,
+        vec![0, n as u32],
+        (0..n as u32).collect(),
+        vals.clone(),
+    )
+    .unwrap();
+    let x: Vec<f64> = (0..n).map(|j| 1.0 / (1.0 + j as f64)).collect();
+    let l = build_vector(&a, &params(&["threads=64", "long_row=128"])).unwrap();
+    let mut y = vec![f64::NAN];
+    l.run_cpu(1.0, &x, 0.0, &mut y).unwrap();
+    let mut lanes: Vec<f64> = (0..64)
+        .map(|t| vals[t + 64].mul_add(x[t + 64], vals[t].mul_add(x[t], 0.0)))
+        .collect();
+    let want = crate::methods::csr_vector::cpu::cta_sum(&mut lanes);
+    assert_eq!(y[0].to_bits(), want.to_bits());
+    // One entry short of long_row: the sequential sum instead.
+    let l = build_vector(&a, &params(&["threads=64", "long_row=129"])).unwrap();
+    l.run_cpu(1.0, &x, 0.0, &mut y).unwrap();
+    let seq = (0..n).fold(0.0f64, |s, j| vals[j].mul_add(x[j], s));
+    assert_eq!(y[0].to_bits(), seq.to_bits());
+}
+
+#[test]
+fn vector_rejects_bad_params() {
+    let a = Csr::<f64>::identity(4).unwrap();
+    for bad in [
+        "long_row=0",
+        "long_row=x",
+        "long_row=4294967295",
+        "threads=48",
+    ] {
+        assert!(TebVector.prepare(&a, &params(&[bad])).is_err(), "{bad}");
+    }
+    assert!(Teb.prepare(&a, &params(&["long_row=8"])).is_err());
+    assert!(TebVector
+        .prepare(&a, &params(&["long_row=8", "k=1.01"]))
+        .is_ok());
+}
+
+#[test]
+fn gpu_matches_the_mirror() {
+    use crate::methods::testmats::check_gpu_against_mirror;
+    check_gpu_against_mirror(&Teb, &Params::new());
+    check_gpu_against_mirror(&TebVector, &Params::new());
+    check_gpu_against_mirror(&TebVector, &params(&["long_row=1", "threads=64"]));
+    check_gpu_against_mirror(&TebVector, &params(&["long_row=16", "bln=3"]));
 }
