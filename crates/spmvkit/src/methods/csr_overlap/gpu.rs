@@ -233,6 +233,13 @@ impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
         for (i, bb) in f.big.iter().enumerate() {
             let s = &f.streams[i];
             ev(s.wait(&f.start))?;
+            // Copies go one after the other (Alg. 7: big batch i+1 is copied while batch i
+            // computes). Issued at once, the copies shared the link and all finished together,
+            // so no kernel overlapped any copy (H200, 2026-11-22: Full = upload + the whole
+            // Partial time on poisson3d:160).
+            if i > 0 {
+                ev(s.wait(&f.copied[i - 1]))?;
+            }
             self.copy_range(f, s, bb.start_nnz, bb.end_nnz)?;
             ev(f.copied[i].record(s))?;
             for c in &f.copied[..i] {
