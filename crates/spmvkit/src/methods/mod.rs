@@ -211,6 +211,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &cb_spmv::CbSpmv,
         &hbp::Hbp,
         &hbp::HbpPaper,
+        &hbp::Plain2d,
         &fastload::FastLoad,
         &fastload::FastLoadAtomic,
     ];

@@ -32,6 +32,20 @@
 //!
 //! The public code's fixed hash, `slot = (n >> 4) << 8`, is kept as `hash=fixed`.
 //!
+//! `hash=dp` is the paper's DP2D preprocessing baseline: Regu2D's reordering, "a sorting step
+//! then dynamic programming" (§IV-B; Regu2D itself is not in our papers). Regu2D sorts a block's
+//! rows by length and partitions the sorted rows by dynamic programming into groups, each padded
+//! with zeros to its longest row, minimising the padding. Here the groups are the layout's warp
+//! groups: `⌊d/w⌋` groups of `w` rows and, when `r = d mod w > 0`, one short group of `r` rows,
+//! stored last in the table. The DP runs over the group boundaries of the sorted rows
+//! (`s_0 ≤ … ≤ s_{d−1}`), with the padded zeros `Σ_g (|g|·max_g − Σ_g n)` as cost: state
+//! (full groups placed j, short group placed u ∈ {0, 1}) covers the first `j·w + u·r` sorted rows;
+//! a full group costs `w·s_last`, the short group `r·s_last`. So the DP chooses which run of the
+//! sorted rows forms the short group; ties keep it as late as possible (the sort2D order when
+//! that is optimal). The sort is O(d log d), the DP O(d/w) per block: as in the paper, the sort
+//! dominates. (With warp groups of fixed width the boundaries are forced but for the short group;
+//! variable group sizes, which Regu2D pads to, would change the layout.)
+//!
 //! `hash=quantile` (ours) keeps the aggregation and the probing but samples the dispersion too:
 //! with `F_k` the sampled share of table rows whose bucket is below k (empty rows of the dense
 //! tables counted exactly), `base = ⌊d·F_k⌋`, `width = ⌊d·F_{k+1}⌋ − base`,
@@ -54,6 +68,9 @@ pub enum HashKind {
     None,
     /// Stable ascending sort by count: the paper's sort2D preprocessing baseline.
     Sort,
+    /// Sort, then the DP over warp-group boundaries minimising padded zeros: the paper's DP2D
+    /// (Regu2D) preprocessing baseline.
+    Dp,
 }
 
 impl HashKind {
@@ -64,6 +81,7 @@ impl HashKind {
             Self::Fixed => "fixed",
             Self::None => "none",
             Self::Sort => "sort",
+            Self::Dp => "dp",
         }
     }
 }
@@ -231,12 +249,13 @@ impl Probe {
 
 /// The hashed order of one block's table: `perm[slot]` = index into `lens` (the table's rows in
 /// their original order). `a` is the sampled aggregation shift and `cum` the sampled bucket
-/// shares (used by the sampled hashes only).
+/// shares (used by the sampled hashes only), `warp` the group width (used by `Dp` only).
 pub(crate) fn order(
     kind: HashKind,
     lens: &[u32],
     a: u32,
     cum: &[u32; 10],
+    warp: usize,
     probe: &mut Probe,
     perm: &mut Vec<u32>,
 ) {
@@ -247,6 +266,11 @@ pub(crate) fn order(
         HashKind::Sort => {
             perm.extend(0..d as u32);
             perm.sort_by_key(|&i| lens[i as usize]);
+        }
+        HashKind::Dp => {
+            perm.extend(0..d as u32);
+            perm.sort_by_key(|&i| lens[i as usize]);
+            dp_groups(lens, warp, perm);
         }
         HashKind::Sampled | HashKind::Quantile | HashKind::Fixed => {
             if d == 0 {
@@ -267,6 +291,56 @@ pub(crate) fn order(
             }
         }
     }
+}
+
+/// DP2D's dynamic programming over the warp-group boundaries of `perm` (the table's rows sorted
+/// by count, ascending): the full groups and the one short group (`d mod w` rows) cut from the
+/// sorted order so that the padded zeros `Σ_g (|g|·max_g − Σ_g n)` are least; `perm` is rewritten
+/// with the full groups first (sorted order) and the short group last, as the layout stores it.
+fn dp_groups(lens: &[u32], w: usize, perm: &mut [u32]) {
+    let d = perm.len();
+    let r = d % w;
+    if r == 0 || d <= w {
+        return; // every boundary is forced
+    }
+    let full = d / w; // full groups
+    let s = |i: usize| lens[perm[i] as usize] as u64;
+    // f0[j]: j full groups, short not placed (rows 0..j·w); f1[j]: j full groups and the short
+    // one (rows 0..j·w + r); short_at[j]: f1[j] places the short group last (at rows j·w..+r).
+    let mut f0 = vec![0u64; full + 1];
+    for j in 1..=full {
+        f0[j] = f0[j - 1] + w as u64 * s(j * w - 1);
+    }
+    let mut f1 = vec![0u64; full + 1];
+    let mut short_at = vec![false; full + 1];
+    for j in 0..=full {
+        let short = f0[j] + r as u64 * s(j * w + r - 1);
+        let cont = if j > 0 {
+            f1[j - 1] + w as u64 * s(j * w + r - 1)
+        } else {
+            u64::MAX
+        };
+        // ties: the short group as late as possible
+        short_at[j] = short <= cont;
+        f1[j] = short.min(cont);
+    }
+    let mut k = full;
+    while !short_at[k] {
+        k -= 1;
+    }
+    // rows k·w..k·w + r form the short group: move them to the end
+    perm[k * w..].rotate_left(r);
+}
+
+/// The padded zeros of a table in the order `perm` with groups of `w` slots (Regu2D's cost).
+#[cfg(test)]
+pub(crate) fn padded_zeros(lens: &[u32], perm: &[u32], w: usize) -> u64 {
+    perm.chunks(w)
+        .map(|g| {
+            let n: Vec<u64> = g.iter().map(|&i| lens[i as usize] as u64).collect();
+            n.len() as u64 * n.iter().copied().max().unwrap_or(0) - n.iter().sum::<u64>()
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -308,7 +382,15 @@ mod tests {
         for d in [1usize, 2, 5, 31, 64, 512, 700] {
             for spread in [1u32, 8, 40, 300, 5000] {
                 let lens: Vec<u32> = (0..d).map(|_| g.below(spread)).collect();
-                order(HashKind::Fixed, &lens, 0, &[0; 10], &mut probe, &mut perm);
+                order(
+                    HashKind::Fixed,
+                    &lens,
+                    0,
+                    &[0; 10],
+                    32,
+                    &mut probe,
+                    &mut perm,
+                );
                 assert_eq!(
                     perm,
                     naive(&lens, fixed_target),
@@ -317,14 +399,30 @@ mod tests {
                 let mut sample: Vec<u32> = lens.iter().copied().filter(|&n| n > 0).collect();
                 let a = sample_shift(&mut sample);
                 let c = fine_shift(a, d);
-                order(HashKind::Sampled, &lens, a, &[0; 10], &mut probe, &mut perm);
+                order(
+                    HashKind::Sampled,
+                    &lens,
+                    a,
+                    &[0; 10],
+                    32,
+                    &mut probe,
+                    &mut perm,
+                );
                 assert_eq!(
                     perm,
                     naive(&lens, |n| sampled_target(n, a, c, d)),
                     "sampled d={d} spread={spread}"
                 );
                 let cum = sample_shares(&sample, a, 0.3);
-                order(HashKind::Quantile, &lens, a, &cum, &mut probe, &mut perm);
+                order(
+                    HashKind::Quantile,
+                    &lens,
+                    a,
+                    &cum,
+                    32,
+                    &mut probe,
+                    &mut perm,
+                );
                 assert_eq!(
                     perm,
                     naive(&lens, |n| quantile_target(n, a, &cum, d)),
@@ -396,9 +494,101 @@ mod tests {
     fn sort_and_none_orders() {
         let lens = [3, 0, 5, 1, 3];
         let (mut probe, mut perm) = (Probe::new(), Vec::new());
-        order(HashKind::Sort, &lens, 0, &[0; 10], &mut probe, &mut perm);
+        order(
+            HashKind::Sort,
+            &lens,
+            0,
+            &[0; 10],
+            32,
+            &mut probe,
+            &mut perm,
+        );
         assert_eq!(perm, [1, 3, 0, 4, 2]);
-        order(HashKind::None, &lens, 0, &[0; 10], &mut probe, &mut perm);
+        order(
+            HashKind::None,
+            &lens,
+            0,
+            &[0; 10],
+            32,
+            &mut probe,
+            &mut perm,
+        );
         assert_eq!(perm, [0, 1, 2, 3, 4]);
+    }
+
+    /// Every permutation of `0..d` (Heap's algorithm), for brute force.
+    fn permutations(d: usize) -> Vec<Vec<u32>> {
+        let mut p: Vec<u32> = (0..d as u32).collect();
+        let mut out = vec![p.clone()];
+        let mut c = vec![0usize; d];
+        let mut i = 0;
+        while i < d {
+            if c[i] < i {
+                if i % 2 == 0 {
+                    p.swap(0, i);
+                } else {
+                    p.swap(c[i], i);
+                }
+                out.push(p.clone());
+                c[i] += 1;
+                i = 0;
+            } else {
+                c[i] = 0;
+                i += 1;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn dp_hand_made_blocks() {
+        let (mut probe, mut perm) = (Probe::new(), Vec::new());
+        let mut dp = |lens: &[u32], w: usize| {
+            order(HashKind::Dp, lens, 0, &[0; 10], w, &mut probe, &mut perm);
+            perm.clone()
+        };
+        // w = 4, sorted 1 1 5 5 5 5: the short group is the two 1s (padding 0), not the top
+        // two 5s as sort2D cuts it (groups 1 1 5 5 | 5 5, padding 8)
+        let lens = [5, 1, 5, 5, 1, 5];
+        assert_eq!(dp(&lens, 4), [0, 2, 3, 5, 1, 4]);
+        assert_eq!(padded_zeros(&lens, &dp(&lens, 4), 4), 0);
+        let mut sorted: Vec<u32> = (0..6).collect();
+        sorted.sort_by_key(|&i| lens[i as usize]);
+        assert_eq!(padded_zeros(&lens, &sorted, 4), 8);
+        // sorted 1 1 1 1 9 9: sort2D's cut is optimal and kept (1 1 1 1 | 9 9)
+        assert_eq!(dp(&[9, 1, 1, 9, 1, 1], 4), [1, 2, 4, 5, 0, 3]);
+        // a multiple of w, or one group: the stable sort
+        assert_eq!(dp(&[3, 0, 5, 1, 3, 2], 3), [1, 3, 5, 0, 4, 2]);
+        assert_eq!(dp(&[3, 0, 5], 4), [1, 0, 2]);
+        assert!(dp(&[], 4).is_empty());
+    }
+
+    #[test]
+    fn dp_matches_brute_force() {
+        let mut g = crate::methods::testmats::Lcg::new(17);
+        let (mut probe, mut perm) = (Probe::new(), Vec::new());
+        for d in 1..=8usize {
+            let all = permutations(d);
+            for w in [1usize, 2, 3, 4, 5] {
+                for spread in [2u32, 5, 40] {
+                    for _ in 0..3 {
+                        let lens: Vec<u32> = (0..d).map(|_| g.below(spread)).collect();
+                        order(HashKind::Dp, &lens, 0, &[0; 10], w, &mut probe, &mut perm);
+                        let mut seen = perm.clone();
+                        seen.sort_unstable();
+                        assert_eq!(seen, (0..d as u32).collect::<Vec<_>>(), "not a permutation");
+                        let best = all.iter().map(|p| padded_zeros(&lens, p, w)).min().unwrap();
+                        assert_eq!(
+                            padded_zeros(&lens, &perm, w),
+                            best,
+                            "d={d} w={w} lens={lens:?} perm={perm:?}"
+                        );
+                        // never worse than sort2D
+                        order(HashKind::Sort, &lens, 0, &[0; 10], w, &mut probe, &mut perm);
+                        assert!(padded_zeros(&lens, &perm, w) >= best);
+                    }
+                }
+            }
+        }
     }
 }

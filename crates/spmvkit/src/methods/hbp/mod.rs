@@ -48,10 +48,15 @@
 //! `hbp`) sizes the bucket regions from the same sample, which keeps rows of a crowded bucket
 //! from spilling over the others (per-warp std-dev on kron:16 dense tables: 5.27 → 3.47 sampled,
 //! 2.00 quantile, 1.61 sort); `fixed` is the public code's function, `none` the plain 2D baseline
-//! (`2d`) and `sort` the sort2D preprocessing baseline. The paper's DP2D (Regu2D's dynamic
-//! programming) is not described beyond "a sorting step then dynamic programming", so it is not
-//! implemented. `hbp-paper` registers the paper's choices (sampled hash, dense tables and
-//! intermediate, competition per warp) under the same parameters.
+//! and `sort` the sort2D preprocessing baseline. `dp` is the DP2D baseline (Regu2D's dynamic
+//! programming): the paper says no more than "a sorting step then dynamic programming", so
+//! [`hash`] designs it from Regu2D's idea: sort, then a DP over the warp-group boundaries of the
+//! sorted rows with Regu2D's cost (padded zeros); with groups of fixed width its only freedom is
+//! which sorted rows form the table's short group, so its order is sort2D's up to that group and
+//! its cost is the sort plus an O(d/w) pass. `hbp-paper` registers the paper's choices (sampled
+//! hash, dense tables and intermediate, competition per warp) under the same parameters, and `2d`
+//! the plain 2D-partitioned baseline of issue #9 (`hash=none`, `hbp`'s other defaults, the same
+//! kernels).
 //!
 //! **Preprocessing stages** (`prep_stages`): row segments (Alg. 2), sample, table sizes, reorder
 //! (the only stage where the hash variants differ: compare it for the sort2D claim), layout, and
@@ -85,6 +90,7 @@ pub const KERNEL: KernelSource = KernelSource {
 
 const NAME: &str = "hbp";
 const PAPER_NAME: &str = "hbp-paper";
+const PLAIN_NAME: &str = "2d";
 
 /// The parameter list with the given defaults for `combine` and `compete`.
 macro_rules! hbp_params {
@@ -107,7 +113,9 @@ macro_rules! hbp_params {
                 help: "row order inside a block: sampled (paper §III-B, designed hash, equal \
                        bucket regions), quantile (ours: bucket regions from the sample), fixed \
                        (public code's (nnz>>4)<<8), none (plain 2D baseline), sort (sort2D \
-                       baseline)",
+                       baseline), dp (DP2D baseline: sort, then a DP over the warp-group \
+                       boundaries choosing which sorted rows form the table's short group, \
+                       least padded zeros as in Regu2D)",
             },
             ParamSpec {
                 key: "combine",
@@ -150,6 +158,7 @@ macro_rules! hbp_params {
 
 const PARAMS: &[ParamSpec] = hbp_params!("quantile", "sparse", "cta");
 const PAPER_PARAMS: &[ParamSpec] = hbp_params!("sampled", "dense", "warp");
+const PLAIN_PARAMS: &[ParamSpec] = hbp_params!("none", "sparse", "cta");
 
 /// Dynamic shared memory the x segment may take: sm_90 lets a CTA opt in to 227 KiB; 1 KiB is
 /// left for the kernel's static shared memory.
@@ -200,6 +209,10 @@ pub struct Hbp;
 /// regions, dense tables and intermediate, competitive part per warp reading x from global
 /// memory); same parameters.
 pub struct HbpPaper;
+
+/// The registry entry of `2d`: the plain 2D-partitioned baseline (issue #9, the paper's
+/// "2D-partitioning"): `hbp` with no row reordering (`hash=none`), same kernels and parameters.
+pub struct Plain2d;
 
 fn param_err(name: &str, key: &str, msg: String) -> Error {
     Error::Param {
@@ -256,6 +269,44 @@ impl GenericMethod for HbpPaper {
     }
 }
 
+impl GenericMethod for Plain2d {
+    fn info(&self) -> MethodInfo {
+        MethodInfo {
+            name: PLAIN_NAME,
+            summary: "GPU: plain 2D-partitioned baseline: hbp's blocks, kernels and combine, \
+                      rows in their original order (hash=none)",
+            source: SOURCE,
+            deterministic: true,
+            gpu: true,
+            cpu: true,
+            params: PLAIN_PARAMS,
+        }
+    }
+
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        Ok(Box::new(HbpLayout::build(
+            csr,
+            config::<T>(PLAIN_NAME, PLAIN_PARAMS, params)?,
+        )?))
+    }
+}
+
+/// Builds the layout of `hbp`, `hbp-paper` or `2d` (by `name`) with user parameters, as the
+/// concrete type, for tools that read its statistics ([`HbpLayout::warp_stats`]).
+pub fn build_layout<T: Scalar>(name: &str, csr: &Csr<T>, params: &Params) -> Result<HbpLayout<T>> {
+    let specs = match name {
+        NAME => PARAMS,
+        PAPER_NAME => PAPER_PARAMS,
+        PLAIN_NAME => PLAIN_PARAMS,
+        _ => {
+            return Err(Error::InvalidArgument(format!(
+                "build_layout: '{name}' is not {NAME}, {PAPER_NAME} or {PLAIN_NAME}"
+            )))
+        }
+    };
+    HbpLayout::build(csr, config::<T>(name, specs, params)?)
+}
+
 /// The build configuration from user parameters.
 fn config<T: Scalar>(name: &str, specs: &[ParamSpec], params: &Params) -> Result<Config> {
     params.check_known(name, specs)?;
@@ -294,7 +345,11 @@ fn config<T: Scalar>(name: &str, specs: &[ParamSpec], params: &Params) -> Result
         HashKind::Fixed,
         HashKind::None,
         HashKind::Sort,
-    ][word("hash", &["sampled", "quantile", "fixed", "none", "sort"])?];
+        HashKind::Dp,
+    ][word(
+        "hash",
+        &["sampled", "quantile", "fixed", "none", "sort", "dp"],
+    )?];
     let combine = [Combine::Dense, Combine::Sparse][word("combine", &["dense", "sparse"])?];
     let fixed: f64 = params.get(name, specs, "fixed")?;
     if !(0.0..=1.0).contains(&fixed) {
@@ -353,6 +408,22 @@ impl Spread {
         }
         (s, lanes)
     }
+}
+
+/// Per-warp nonzero statistics of a layout (Fig. 6), over the warp groups (`warp` consecutive
+/// slots of a block's table) of the non-empty blocks; "before" is the table in original row
+/// order, "after" in the layout's order. Empty rows of the dense tables count as 0.
+#[derive(Clone, Copy, Debug)]
+pub struct WarpStats {
+    /// Warp groups counted.
+    pub groups: u64,
+    /// Mean over the groups of the standard deviation of their rows' nonzero counts.
+    pub std_before: f64,
+    pub std_after: f64,
+    /// Σ over groups of warp × (longest row) / nonzeros: the mean of max/mean per group,
+    /// weighted by nonzeros (1 = every lane busy every round).
+    pub max_over_mean_before: f64,
+    pub max_over_mean_after: f64,
 }
 
 /// The HBP layout: host arrays as §III-A names them, plus what the sparse combine needs.
@@ -583,7 +654,9 @@ impl<T: Scalar> HbpLayout<T> {
                                 segs.push(p);
                             }
                         }
-                        hash::order(cfg.hash, &lens, agg_shift, &shares, &mut probe, &mut perm);
+                        hash::order(
+                            cfg.hash, &lens, agg_shift, &shares, w, &mut probe, &mut perm,
+                        );
                         for (s, &i) in perm.iter().enumerate() {
                             oh[at + s] = rows[i as usize];
                             ss[at + s] = segs[i as usize];
@@ -746,6 +819,26 @@ impl<T: Scalar> HbpLayout<T> {
             spread,
             stages,
         })
+    }
+
+    /// The per-warp nonzero statistics (Fig. 6).
+    pub fn warp_stats(&self) -> WarpStats {
+        let s = &self.spread;
+        let g = s.groups.max(1) as f64;
+        let ratio = |lanes: u64| {
+            if s.nnz == 0 {
+                1.0
+            } else {
+                lanes as f64 / s.nnz as f64
+            }
+        };
+        WarpStats {
+            groups: s.groups,
+            std_before: s.std_before / g,
+            std_after: s.std_after / g,
+            max_over_mean_before: ratio(s.lanes_before),
+            max_over_mean_after: ratio(s.lanes_after),
+        }
     }
 
     /// Number of blocks.

@@ -174,6 +174,7 @@ fn chains_cover_every_nonzero() {
             HashKind::Fixed,
             HashKind::None,
             HashKind::Sort,
+            HashKind::Dp,
         ] {
             for combine in [Combine::Dense, Combine::Sparse] {
                 for (br, bc, w) in [(512, 4096, 32), (7, 13, 4), (64, 100, 32), (3, 1, 1)] {
@@ -196,6 +197,7 @@ fn chains_cover_every_nonzero() {
 fn matches_oracle_default() {
     check_method(&Hbp, &Params::new());
     check_method(&HbpPaper, &Params::new());
+    check_method(&Plain2d, &Params::new());
 }
 
 #[test]
@@ -206,6 +208,8 @@ fn matches_oracle_all_variants() {
         &["hash=none"],
         &["hash=sort", "combine=dense"],
         &["hash=fixed", "combine=dense"],
+        &["hash=dp"],
+        &["hash=dp", "combine=dense", "block_rows=50"],
         &["block_rows=17", "block_cols=33"],
         &["block_rows=5", "block_cols=64", "combine=dense"],
         &["block_rows=1", "block_cols=1"],
@@ -318,7 +322,7 @@ fn rejects_bad_params() {
         &["block_rows=0"][..],
         &["block_cols=70000"],
         &["block_cols=30000"], // 240 KB of f64 > 227 KiB
-        &["hash=dp"],
+        &["hash=regu"],
         &["combine=x"],
         &["fixed=1.5"],
         &["warps_per_cta=33"],
@@ -381,5 +385,49 @@ fn gpu_matches_the_mirror_variants() {
         &["hash=none", "combine=dense", "warps_per_cta=32"],
     ] {
         check_gpu_against_mirror(&Hbp, &params(p));
+    }
+}
+
+#[test]
+fn plain_2d_is_hbp_without_reordering() {
+    let (_, a) = suite()
+        .into_iter()
+        .find(|(n, _)| *n == "power law")
+        .unwrap();
+    let plain = build_layout("2d", &a, &Params::new()).unwrap();
+    let none = build_layout("hbp", &a, &params(&["hash=none"])).unwrap();
+    assert_eq!(plain.output_hash, none.output_hash);
+    assert_eq!(plain.col, none.col);
+    // in original order: every block's table lists its rows ascending
+    for b in 0..plain.nblocks() {
+        let t = &plain.output_hash[plain.blk_slot[b] as usize..plain.blk_slot[b + 1] as usize];
+        assert!(t.windows(2).all(|w| w[0] < w[1]));
+    }
+    let s = plain.warp_stats();
+    assert!((s.std_before - s.std_after).abs() < 1e-12);
+    assert!(build_layout("csr", &a, &Params::new()).is_err());
+    assert!(crate::methods::find("2d").is_ok());
+}
+
+#[test]
+fn dp_orders_like_sort() {
+    // DP2D cuts the sorted rows into the same warp groups as sort2D except for the short group,
+    // so its per-warp spread is close to sort's (its padding is checked in hash.rs).
+    let (_, a) = suite()
+        .into_iter()
+        .find(|(n, _)| *n == "power law")
+        .unwrap();
+    for (br, w) in [(512, 32), (50, 32), (37, 4)] {
+        for combine in [Combine::Dense, Combine::Sparse] {
+            let sort = HbpLayout::build(&a, cfg(br, 4096, w, HashKind::Sort, combine)).unwrap();
+            let dp = HbpLayout::build(&a, cfg(br, 4096, w, HashKind::Dp, combine)).unwrap();
+            let none = HbpLayout::build(&a, cfg(br, 4096, w, HashKind::None, combine)).unwrap();
+            let (s, d, n) = (sort.warp_stats(), dp.warp_stats(), none.warp_stats());
+            assert!(d.std_after < n.std_after, "{d:?} {n:?}");
+            assert!(
+                (d.std_after - s.std_after).abs() < 0.25 * s.std_after.max(0.1),
+                "{br} {w} {combine:?}: {d:?} {s:?}"
+            );
+        }
     }
 }
