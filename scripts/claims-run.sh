@@ -15,7 +15,7 @@ export SPMVKIT_CACHE_DIR=/tmp/spmvkit-cache
 # Every registered method, then the variants the papers' tables and ablations need.
 ALL=$($B methods --json | python3 -c 'import json,sys; print(",".join(m["name"] for m in json.load(sys.stdin)))')
 VARIANTS='fastload[height=2],fastload[height=4],fastload[height=8],fastload[height=16],fastload[height=32],fastload[height=unlimited],fastload[phase=prologue],fastload[phase=blocks],fastload[fuse=one],cb-spmv[accumulate=block],cb-spmv[accumulate=block;aggregate=off],cb-spmv[accumulate=block;gather=off],cb-spmv[accumulate=block;format=off],cb-spmv[accumulate=block;balance=off],cb-spmv[accumulate=block;aggregate=off;gather=off;format=off;balance=off],csr-overlap[long_chunk=0],csr-overlap[switch_points=17,34,64,122,216;long_chunk=0],csr-overlap[threads=256],tilespmv[deferred=0]'
-HBPV='hbp[hash=none],hbp[hash=sort],hbp[hash=sampled],hbp[hash=fixed],hbp[phase=spmv],hbp[phase=combine]'
+HBPV='hbp[hash=dp],hbp[hash=sort],hbp[hash=sampled],hbp[hash=fixed],hbp[phase=spmv],hbp[phase=combine]'
 bench() {  # bench LABEL SECONDS ARGS...
   local label=$1 secs=$2; shift 2
   mkdir -p /tmp/$label
@@ -36,7 +36,7 @@ case "$step" in
     ;;
   hbp)
     bench hbp 330 $S/Rajat/rajat01.mtx.gz $S/Hamm/add32.mtx.gz kron:18,48 kron:19,48 kron:20,48 powerlaw:4000000,8 uniform:4000000,16 kron:21,48 \
-      --methods 'cusparse,csr-vector,hbp,hbp-paper,hbp[hash=none],hbp[hash=sort],hbp[hash=sampled],hbp[phase=spmv],hbp[phase=combine]' \
+      --methods 'cusparse,csr-vector,2d,hbp,hbp-paper,hbp[hash=sort],hbp[hash=dp],hbp[hash=sampled],hbp[phase=spmv],hbp[phase=combine]' \
       --precision f64 --warmup 1 --reps 5 --samples 3 --max-sample-ms 150
     ;;
   f32large)
