@@ -112,7 +112,7 @@ fn main() {
     let mut mats: Vec<&str> = args
         .iter()
         .map(String::as_str)
-        .filter(|a| !(a.contains('=') && !a.contains(':')))
+        .filter(|a| !a.contains('=') || a.contains(':'))
         .collect();
     if mats.is_empty() {
         mats = DEFAULT.to_vec();
