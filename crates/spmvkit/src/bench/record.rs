@@ -75,6 +75,9 @@ pub struct RunRecord {
     pub gflops: f64,
     pub gbs: f64,
     pub bytes_model: u64,
+    /// NaN (written as `null` in JSON) when y held NaN, e.g. a timing-study variant that leaves
+    /// y unfinished.
+    #[serde(deserialize_with = "nan_if_null")]
     pub max_rel_err: f64,
     pub verified: bool,
     pub footprint_bytes: usize,
@@ -150,5 +153,28 @@ mod tests {
             2.5
         );
         assert_eq!(Timing::from_samples(vec![]).median_us, 0.0);
+    }
+}
+
+/// Reads a float that JSON could only write as `null` (NaN, infinities) back as NaN.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+#[cfg(test)]
+mod nan_tests {
+    use super::*;
+
+    #[test]
+    fn a_nan_error_survives_a_json_round_trip() {
+        #[derive(Deserialize)]
+        struct W {
+            #[serde(deserialize_with = "nan_if_null")]
+            v: f64,
+        }
+        let w: W = serde_json::from_str(r#"{"v": null}"#).unwrap();
+        assert!(w.v.is_nan());
+        let w: W = serde_json::from_str(r#"{"v": 0.5}"#).unwrap();
+        assert_eq!(w.v, 0.5);
     }
 }

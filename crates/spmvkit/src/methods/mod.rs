@@ -236,8 +236,20 @@ pub fn find_variant(spec: &str) -> Result<(&'static dyn Method, Params)> {
         .strip_suffix(']')
         .ok_or_else(|| bad("expected name[key=value;...] ending in ']'"))?;
     let m = find(spec[..open].trim())?;
-    let params = Params::parse(inner.split(';').map(str::trim).filter(|s| !s.is_empty()))
-        .map_err(|e| bad(&e.to_string()))?;
+    // A piece without '=' continues the previous value (`switch_points=17,34,...` arrives here
+    // as `switch_points=17;34;...` from a comma-separated list).
+    let mut items: Vec<String> = Vec::new();
+    for piece in inner.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        match items.last_mut() {
+            Some(last) if !piece.contains('=') => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => items.push(piece.to_string()),
+        }
+    }
+    let params =
+        Params::parse(items.iter().map(String::as_str)).map_err(|e| bad(&e.to_string()))?;
     params.check_known(m.info().name, m.info().params)?;
     Ok((m, params))
 }
@@ -296,6 +308,13 @@ mod variant_tests {
             vec![("height", "2"), ("threads", "128")]
         );
         assert!(find_variant("merge").unwrap().1.is_empty());
+        let list = split_method_list("csr-overlap[switch_points=17,34,64,122,216,long_chunk=0]");
+        let (_, p) = find_variant(&list[0]).unwrap();
+        assert_eq!(
+            p.iter().collect::<Vec<_>>(),
+            vec![("long_chunk", "0"), ("switch_points", "17,34,64,122,216")]
+        );
+        assert!(find_variant("fastload[2]").is_err());
         assert!(find_variant("fastload[height=2").is_err());
         assert!(find_variant("fastload[no_such_key=1]").is_err());
         assert!(find_variant("nosuch[height=2]").is_err());
