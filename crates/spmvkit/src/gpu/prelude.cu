@@ -79,3 +79,25 @@ __device__ __forceinline__ void cp_async_wait_group() { asm volatile("cp.async.w
 __device__ __forceinline__ void store_axpby(real_t* y, int i, real_t alpha, real_t sum, real_t beta) {
     y[i] = (beta == (real_t)0) ? alpha * sum : alpha * sum + beta * y[i];
 }
+
+// The whole CTA sums vals[j] * x[col[j]] over j in [start, end): thread t takes j = start + t,
+// start + t + blockDim.x, ... with fmas from zero; each warp reduces with warp_reduce_sum, and
+// warp 0 reduces the per-warp sums (zeros past the last warp) the same way. The result is in every
+// lane of warp 0 (other warps get zero). Every thread of the CTA must call it; `wsum` is 32 reals
+// of shared memory, free again after the caller's next __syncthreads. blockDim.x is a multiple of
+// 32. The CPU mirrors of this order are methods::csr_vector::cpu::cta_sum and strided_partials.
+__device__ __forceinline__ real_t cta_gather_sum(const real_t* __restrict__ vals,
+                                                 const int* __restrict__ col,
+                                                 const real_t* __restrict__ x, int start, int end,
+                                                 real_t* wsum) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    real_t sum = (real_t)0;
+    for (int j = start + (int)threadIdx.x; j < end; j += (int)blockDim.x)
+        sum = fma(ldg(vals + j), ldg(x + ldg(col + j)), sum);
+    sum = warp_reduce_sum(sum);
+    if (lane == 0) wsum[warp] = sum;
+    __syncthreads();
+    real_t v = (real_t)0;
+    if (warp == 0) v = warp_reduce_sum(lane < nwarps ? wsum[lane] : (real_t)0);
+    return v;
+}

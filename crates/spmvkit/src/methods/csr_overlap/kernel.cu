@@ -97,30 +97,21 @@ __device__ __forceinline__ void long_rows_cta(const int* __restrict__ long_tasks
                                               const real_t* __restrict__ x, real_t* __restrict__ y,
                                               real_t alpha, real_t beta, real_t* wsum,
                                               unsigned* ticket) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     for (int t = blockIdx.x; t < ntasks; t += long_ctas) {
         const int lr = ldg(long_tasks + 4 * t);
         const int ts = ldg(long_tasks + 4 * t + 1), te = ldg(long_tasks + 4 * t + 2);
         const int row = ldg(long_rows + lr);
         const int count = ldg(long_count + lr);
-        real_t sum = (real_t)0;
-        for (int j = ts + threadIdx.x; j < te; j += blockDim.x)
-            sum = fma(ldg(vals + j), ldg(x + ldg(col_idx + j)), sum);
-        sum = warp_reduce_sum(sum);
-        if (lane == 0) wsum[warp] = sum;
-        __syncthreads();
-        if (warp == 0) {
-            real_t v = lane < nwarps ? wsum[lane] : (real_t)0;
-            v = warp_reduce_sum(v);
-            if (lane == 0) {
-                if (count == 1) {
-                    const real_t r = alpha * v;
-                    y[row] = (beta == (real_t)0) ? r : fma(beta, y[row], r);
-                } else {
-                    long_partial[t] = v;
-                    __threadfence();
-                    *ticket = atomicAdd(long_counter + lr, 1u);
-                }
+        const real_t v = cta_gather_sum(vals, col_idx, x, ts, te, wsum);
+        if (threadIdx.x == 0) {
+            if (count == 1) {
+                const real_t r = alpha * v;
+                y[row] = (beta == (real_t)0) ? r : fma(beta, y[row], r);
+            } else {
+                long_partial[t] = v;
+                __threadfence();
+                *ticket = atomicAdd(long_counter + lr, 1u);
             }
         }
         __syncthreads();

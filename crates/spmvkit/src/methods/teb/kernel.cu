@@ -67,22 +67,12 @@ extern "C" __global__ void teb_vector_spmv(const int* __restrict__ blo_idx,
             while (mw != 0u) {
                 const int lr = base + (w << 5) + (__ffs(mw) - 1);
                 mw &= mw - 1u;
-                const int start = ldg(row_nnz_sum + lr);
-                const int end = ldg(row_nnz_sum + lr + 1);
-                real_t sum = (real_t)0;
-                for (int j = start + tid; j < end; j += nthreads)
-                    sum = fma(ldg(values + j), ldg(x + ldg(col_idx + j)), sum);
-                sum = warp_reduce_sum(sum);
-                if (lane == 0) wsum[warp] = sum;
-                __syncthreads();
-                if (warp == 0) {
-                    real_t v = lane < nwarps ? wsum[lane] : (real_t)0;
-                    v = warp_reduce_sum(v);
-                    if (lane == 0) {
-                        const int row = ldg(row_ids + lr);
-                        const real_t t = alpha * v;
-                        y[row] = (beta == (real_t)0) ? t : fma(beta, y[row], t);
-                    }
+                const real_t v = cta_gather_sum(values, col_idx, x, ldg(row_nnz_sum + lr),
+                                                ldg(row_nnz_sum + lr + 1), wsum);
+                if (tid == 0) {
+                    const int row = ldg(row_ids + lr);
+                    const real_t t = alpha * v;
+                    y[row] = (beta == (real_t)0) ? t : fma(beta, y[row], t);
                 }
                 __syncthreads();  // wsum is free again
             }
