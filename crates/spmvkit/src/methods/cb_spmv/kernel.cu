@@ -10,8 +10,9 @@
 // then the values (dense: 256, row-major). With split = 1 (aggregation ablation) the values sit
 // in their own array at split_vals + voff[slot].
 //
-// x: lanes 0..15 stage x[bc*16 + lane] (gathered: x[gcols[gptr[br] + bc*16 + lane]], the
-// column offset bc*16 added in EVERY format) into a per-warp shared slice, then __syncwarp.
+// x: for CSR and dense blocks lanes 0..15 stage x[bc*16 + lane] (gathered: x[gcols[gptr[br] +
+// bc*16 + lane]], the column offset bc*16 added in EVERY format) into a per-warp shared slice,
+// then __syncwarp; a COO entry loads its own x value the same way (cb_x).
 // Row sums: COO — lane per nonzero, a segmented warp scan by row (entries are row-major) so
 // one add per row run instead of one atomic per nonzero; CSR — 2 lanes per row, pair sum;
 // dense — 2 lanes per row (8 columns each), pair sum. Full precision throughout (no FP16).
@@ -35,6 +36,21 @@ extern "C" __global__ void cb_scale_y(int m, real_t* __restrict__ y, real_t beta
 }
 
 __device__ __forceinline__ unsigned cb_pad8(unsigned b) { return (b + 7u) & ~7u; }
+
+// x at column c of block column bc (in panel br's gathered numbering when gathered); zero past
+// the end. The column offset bc*16 is added in every format (the public code's dense path
+// forgot it).
+__device__ __forceinline__ real_t cb_x(unsigned br, unsigned bc, unsigned c,
+                                       const unsigned* __restrict__ gptr,
+                                       const unsigned* __restrict__ gcols, int gathered,
+                                       const real_t* __restrict__ x, int n) {
+    const unsigned long long k = (unsigned long long)bc * CB_BS + c;
+    if (gathered) {
+        const unsigned p0 = ldg(gptr + br), p1 = ldg(gptr + br + 1);
+        return p0 + k < p1 ? ldg(x + ldg(gcols + p0 + k)) : (real_t)0;
+    }
+    return k < (unsigned long long)n ? ldg(x + k) : (real_t)0;
+}
 
 // The 16 row sums of one sub-block by one warp (all 32 lanes, warp-uniform arguments): lane
 // r < 16 gets row r's sum in rs; mask gets the rows with entries.
@@ -74,16 +90,11 @@ __device__ __forceinline__ void cb_sums(
             cs = region[r];
             ce = (r == CB_BS - 1) ? nnz : (int)region[r + 1];
         }
+        // CSR and dense blocks stage the 16 x values of the block column once per warp; a COO
+        // block (<= coo_max entries, often 1-4 on scattered matrices) loads only the x values its
+        // entries use, so no 16-value staging is wasted on a block of a few nonzeros.
         if (lane < CB_BS) {
-            real_t v = (real_t)0;
-            const unsigned long long k = (unsigned long long)bc * CB_BS + lane;
-            if (gathered) {
-                const unsigned p0 = ldg(gptr + br), p1 = ldg(gptr + br + 1);
-                if (p0 + k < p1) v = ldg(x + ldg(gcols + p0 + k));
-            } else if (k < (unsigned long long)n) {
-                v = ldg(x + k);
-            }
-            xs[lane] = v;
+            if (!coo) xs[lane] = cb_x(br, bc, (unsigned)lane, gptr, gcols, gathered, x, n);
             acc[lane] = (real_t)0;
         }
         __syncwarp();
@@ -97,7 +108,7 @@ __device__ __forceinline__ void cb_sums(
                     const unsigned e = base == 0 ? e0 : (unsigned)region[k];
                     const real_t a = base == 0 ? v0 : ldg(val + k);
                     row = (int)(e >> 4);
-                    v = a * xs[e & 15u];
+                    v = a * cb_x(br, bc, e & 15u, gptr, gcols, gathered, x, n);
                     mask |= 1u << row;
                 }
                 // Blocks that are diagonal lines (stencils, scattered columns) have no two
