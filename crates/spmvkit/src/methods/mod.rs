@@ -8,6 +8,7 @@
 //! defaults, overridable as `key=value`.
 
 pub mod amf_csr;
+pub mod auto;
 pub mod cb_spmv;
 pub mod csc;
 pub mod csr;
@@ -214,6 +215,8 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &hbp::Plain2d,
         &fastload::FastLoad,
         &fastload::FastLoadAtomic,
+        // beyond the papers
+        &auto::Auto,
     ];
     REGISTRY
 }
