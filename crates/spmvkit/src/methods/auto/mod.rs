@@ -3,8 +3,8 @@
 //! time from matrix features alone, with the nearest-neighbour model of [`model`] fitted from the
 //! committed H200 benchmark runs; preprocessing counts against the gain, spread over `calls`.
 //! `deterministic=1` admits only bitwise-deterministic methods. Without a GPU it takes the CPU
-//! production path `csr`. (With a GPU present but the CPU backend forced, it may choose a
-//! GPU-only method such as `cusparse`, which then reports that it has no CPU executor.) The chosen method's layout is used as it is; its notes say what was
+//! production path `csr`. When the choice has no CPU executor (cuSPARSE), a `csr` layout is built
+//! as well and serves a forced CPU backend. The chosen method's layout is used as it is; its notes say what was
 //! chosen and why.
 //!
 //! ```
@@ -171,9 +171,11 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
     })
 }
 
-/// The chosen method's layout, with `auto`'s notes added.
+/// The chosen method's layout, with `auto`'s notes added. When the chosen method has no CPU
+/// executor (cuSPARSE), a `csr` layout serves the CPU backend.
 struct AutoLayout<T: Scalar> {
     inner: Box<dyn Layout<T>>,
+    cpu_fallback: Option<Box<dyn Layout<T>>>,
     choice: Choice,
 }
 
@@ -182,7 +184,10 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
         self.inner.footprint_bytes()
     }
     fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        self.inner.run_cpu(alpha, x, beta, y)
+        self.cpu_fallback
+            .as_ref()
+            .unwrap_or(&self.inner)
+            .run_cpu(alpha, x, beta, y)
     }
     fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
         self.inner.upload(gpu)
@@ -198,6 +203,12 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
         if let Some(us) = self.choice.predicted_us {
             n.push(("auto predicted µs per call".into(), format!("{us:.2}")));
         }
+        if self.cpu_fallback.is_some() {
+            n.push((
+                "auto CPU path".into(),
+                format!("csr ({} has no CPU executor)", self.choice.method),
+            ));
+        }
         n.extend(self.inner.notes());
         n
     }
@@ -209,8 +220,18 @@ fn prepare<T: Scalar>(
     delegate: impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
 ) -> Result<Box<dyn Layout<T>>> {
     let choice = choose(a, params)?;
-    let inner = delegate(find(choice.method)?)?;
-    Ok(Box::new(AutoLayout { inner, choice }))
+    let chosen = find(choice.method)?;
+    let inner = delegate(chosen)?;
+    let cpu_fallback = if chosen.info().cpu {
+        None
+    } else {
+        Some(delegate(find("csr")?)?)
+    };
+    Ok(Box::new(AutoLayout {
+        inner,
+        cpu_fallback,
+        choice,
+    }))
 }
 
 impl Method for Auto {

@@ -115,3 +115,27 @@ fn without_a_gpu_auto_takes_csr_and_matches_the_oracle() {
         check_layout(&format!("auto on {name} (f32)"), &a32, l.as_ref());
     }
 }
+
+#[test]
+fn a_gpu_only_choice_runs_on_the_cpu_through_csr() {
+    let a = suite().remove(0).1;
+    // as `prepare` builds it when the model picks cuSPARSE
+    let chosen = find("cusparse").unwrap();
+    assert!(!chosen.info().cpu);
+    let l = AutoLayout {
+        inner: chosen.prepare_f64(&a, &Params::new()).unwrap(),
+        cpu_fallback: Some(
+            find("csr")
+                .unwrap()
+                .prepare_f64(&a, &Params::new())
+                .unwrap(),
+        ),
+        choice: Choice {
+            method: "cusparse",
+            predicted_us: Some(1.0),
+            reason: "test".into(),
+        },
+    };
+    check_layout("auto -> cusparse on the CPU", &a, &l);
+    assert!(l.notes().iter().any(|(k, _)| k == "auto CPU path"));
+}
