@@ -142,8 +142,6 @@ def main():
                                  "hbp[phase=spmv]", "hbp[phase=combine]"])
     elif sec == "peers":
         speed_table(rows, ["csr5", "tilespmv", "dasp", "cusparse-bsr", "merge"], ["cusparse", "csr5"], precs=("f32", "f64"), kinds=kinds)
-    elif sec == "pivot":
-        per_matrix(rows, sys.argv[3] if False else "f64", sorted({r["method"] for r in rows}))
     else:
         sys.exit(f"unknown section {sec}")
 
