@@ -111,7 +111,7 @@ fn main() {
         for (label, sub) in subsets.iter() {
             for calls in [1e12, 1000.0, 1.0] {
                 for det in [false, true] {
-                    let r = evaluate(&m, precision, *sub, calls, det, k);
+                    let r = evaluate(m, precision, *sub, calls, det, k);
                     if r.n == 0 {
                         continue;
                     }

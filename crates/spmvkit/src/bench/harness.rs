@@ -6,7 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::suites::MatrixSource;
 use super::{
-    byte_model, measure_problem, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult,
+    fits_l2, measure_problem, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult,
     Problem, Status,
 };
 use crate::error::{Error, Result};
@@ -87,7 +87,7 @@ pub fn run_matrix(
     progress: &mut dyn Progress,
 ) -> MatrixResult {
     let stats = MatrixStats::of(a);
-    let fits_l2 = l2_bytes.is_some_and(|l2| byte_model(a.nrows(), a.ncols(), a.nnz(), 8) <= l2);
+    let fits_l2 = fits_l2(a.nrows(), a.ncols(), a.nnz(), l2_bytes);
     let mut results = Vec::new();
     for &p in &cfg.precisions {
         match p {

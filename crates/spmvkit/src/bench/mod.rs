@@ -12,7 +12,7 @@ pub mod report;
 mod run;
 pub mod suites;
 
-pub use record::{byte_model, RunRecord, Timing};
+pub use record::{byte_model, fits_l2, RunRecord, Timing};
 pub use report::{load_runs, write_report, write_report_with, ReportFiles, ReportOptions};
 pub use run::{BenchRun, MachineInfo, MatrixResult, MethodResult, Status};
 

@@ -15,6 +15,13 @@ pub fn byte_model(nrows: usize, ncols: usize, nnz: usize, value_bytes: usize) ->
     (vb + 4) * z + 4 * (r + 1) + vb * c + vb * r
 }
 
+/// Whether a matrix's working set fits an L2 of `l2_bytes` (None: no GPU, so no), judged by
+/// [`byte_model`] with f64 values whatever the run's precision: the `fits_l2` of every run
+/// record, and a feature of `auto`'s model.
+pub fn fits_l2(nrows: usize, ncols: usize, nnz: usize, l2_bytes: Option<u64>) -> bool {
+    l2_bytes.is_some_and(|l2| byte_model(nrows, ncols, nnz, 8) <= l2)
+}
+
 /// Per-call time statistics over samples, in µs.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Timing {

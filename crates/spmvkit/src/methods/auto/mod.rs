@@ -137,7 +137,7 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
         })
         .collect();
     let stats = MatrixStats::of(a);
-    let features = Features::of(&stats, T::BYTES, gpu.l2_bytes().map(|b| b as u64));
+    let features = Features::of(&stats, gpu.l2_bytes().map(|b| b as u64));
     let precision: Precision = T::PRECISION;
     let (m, us) = model
         .choose(

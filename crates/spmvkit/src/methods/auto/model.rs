@@ -43,10 +43,11 @@ impl Features {
         ])
     }
 
-    /// The features of a matrix; `l2_bytes` is the GPU's L2 (None: treated as not fitting).
-    pub fn of(s: &MatrixStats, value_bytes: usize, l2_bytes: Option<u64>) -> Self {
-        let fits = l2_bytes
-            .is_some_and(|l2| crate::bench::byte_model(s.nrows, s.ncols, s.nnz, value_bytes) <= l2);
+    /// The features of a matrix; `l2_bytes` is the GPU's L2 (None: treated as not fitting). The
+    /// L2 fit is judged as the run records that trained the model judge it
+    /// ([`crate::bench::fits_l2`]), whatever the precision.
+    pub fn of(s: &MatrixStats, l2_bytes: Option<u64>) -> Self {
+        let fits = crate::bench::fits_l2(s.nrows, s.ncols, s.nnz, l2_bytes);
         Features::new(
             s.nrows as f64,
             s.ncols as f64,
@@ -149,9 +150,14 @@ impl Model {
         Ok(Model { methods, samples })
     }
 
-    /// The shipped model.
-    pub fn shipped() -> Result<Self> {
-        Model::parse(TABLE)
+    /// The shipped model, parsed once per process.
+    pub fn shipped() -> Result<&'static Self> {
+        static MODEL: std::sync::OnceLock<std::result::Result<Model, String>> =
+            std::sync::OnceLock::new();
+        MODEL
+            .get_or_init(|| Model::parse(TABLE).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| Error::InvalidArgument(e.clone()))
     }
 
     /// Predicts the best method for a matrix with `features` and `nnz` nonzeros, among methods
@@ -196,10 +202,15 @@ impl Model {
         let mut near: Vec<(f64, &Sample)> = pool.iter().map(|s| (dist(s), *s)).collect();
         near.sort_by(|a, b| a.0.total_cmp(&b.0));
         near.truncate(k.max(1));
+        // each neighbour with its fastest allowed time
+        let near: Vec<(&Sample, Option<f64>)> = near
+            .into_iter()
+            .map(|(_, s)| (s, s.best(allowed).map(|(_, us)| us)))
+            .collect();
         // log of the neighbours' fastest time per nonzero: the scale of this matrix's time
         let base: Vec<f64> = near
             .iter()
-            .filter_map(|(_, s)| s.best(allowed).map(|(_, us)| (us / s.nnz.max(1.0)).ln()))
+            .filter_map(|(s, b)| b.map(|us| (us / s.nnz.max(1.0)).ln()))
             .collect();
         if base.is_empty() {
             return None;
@@ -211,8 +222,8 @@ impl Model {
                 continue;
             }
             let (mut lr, mut prep, mut n) = (0.0, 0.0, 0usize);
-            for (_, s) in &near {
-                if let (Some((us, p)), Some((_, b))) = (s.times[m], s.best(allowed)) {
+            for (s, best) in &near {
+                if let (Some((us, p)), Some(b)) = (s.times[m], *best) {
                     lr += (us / b).ln();
                     prep += p * 1e3 / s.nnz.max(1.0);
                     n += 1;
