@@ -8,9 +8,10 @@
 //!
 //! Full: values and column indices wait in pinned host buffers (filled at upload, untimed);
 //! their device buffers are filled inside every call. The call records an event on
-//! `gpu.stream()`; big batch i's stream waits for it, copies its nonzero range (values and
-//! column indices, `cuMemcpyHtoDAsync`), records "copied i", waits for "copied j" of every j < i,
-//! and launches its batches (the last one also the long rows), then records "done i";
+//! `gpu.stream()`; big batch i's stream waits for it and for "copied i-1" (so the copies run one
+//! after the other and batch i's kernel overlaps copy i+1), copies its nonzero range (values and
+//! column indices, `cuMemcpyHtoDAsync`), records "copied i", and launches its batches (the last
+//! one also the long rows), then records "done i";
 //! `gpu.stream()` waits for every "done i". So the call is ordered after earlier work and before
 //! later work on `gpu.stream()`, and can be captured into a CUDA graph (fork and join by events).
 
@@ -241,10 +242,9 @@ impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
                 ev(s.wait(&f.copied[i - 1]))?;
             }
             self.copy_range(f, s, bb.start_nnz, bb.end_nnz)?;
+            // This stream already waited for copy i-1 (and so for every earlier copy) before
+            // its own copy, so its kernel follows every copy up to i.
             ev(f.copied[i].record(s))?;
-            for c in &f.copied[..i] {
-                ev(s.wait(c))?;
-            }
             self.launch(
                 s,
                 bb.start_batch,
