@@ -16,6 +16,11 @@
 //!    thickness + (d − layer depth0)·blk_length + lane. The CSC and the sorted CSC are never
 //!    materialised: one write of the nnz instead of three;
 //! 5. `classify`: each block's add format from its rounds' runs of equal rows, in parallel.
+//!
+//! Hub rows (ours, not the paper's): a row with at least `hub` nonzeros gets `hub_slots` virtual
+//! rows nrows + i·hub_slots + (b mod hub_slots), b the element's block, so that its atomics spread
+//! over that many accumulators (one block's elements of the row share a slot, so runs still
+//! merge); the kernel `fastload_hub_combine` adds them into the row after the blocks.
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -52,6 +57,30 @@ pub(super) fn build<T: Scalar>(csr: &Csr<T>, opts: FastLoadOptions) -> Result<Fa
 
     let t = Instant::now();
     let (rp, ci, cv) = (csr.row_ptr(), csr.col_idx(), csr.vals());
+    let hub_rows: Vec<Idx> = if opts.hub == 0 {
+        Vec::new()
+    } else {
+        (0..nrows)
+            .filter(|&i| rp[i + 1] - rp[i] >= opts.hub)
+            .map(|i| i as Idx)
+            .collect()
+    };
+    let slots = opts.hub_slots as usize;
+    if nrows + hub_rows.len() * slots >= i32::MAX as usize {
+        return Err(Error::MethodUnsupported {
+            method: "fastload".into(),
+            reason: "rows plus hub slots exceed the kernel's int32 row indices".into(),
+        });
+    }
+    // hub_of[i] = index of row i among the hubs, u32::MAX if it is not one (empty without hubs).
+    let mut hub_of = if hub_rows.is_empty() {
+        Vec::new()
+    } else {
+        vec![u32::MAX; nrows]
+    };
+    for (h, &i) in hub_rows.iter().enumerate() {
+        hub_of[i as usize] = h as u32;
+    }
     let nparts = rayon::current_num_threads()
         .min((512 << 20) / (4 * ncols.max(1)))
         .clamp(1, 64)
@@ -212,11 +241,19 @@ pub(super) fn build<T: Scalar>(csr: &Csr<T>, opts: FastLoadOptions) -> Result<Fa
                         + chunk * w * l.thick as usize
                         + (d - l.depth0) as usize * len
                         + lane;
+                    let row = match hub_of.get(i) {
+                        Some(&h) if h != u32::MAX => {
+                            let sub = l.thick.div_ceil(limit) as usize;
+                            let blk = l.blk0 + chunk * sub + ((d - l.depth0) / limit) as usize;
+                            nrows + h as usize * slots + blk % slots
+                        }
+                        _ => i,
+                    };
                     // SAFETY: (column, depth) pairs are distinct and map one to one onto 0..nnz
                     // (each layer's rectangle is laid out chunk by chunk, round by round), so
                     // every position is written exactly once.
                     unsafe {
-                        *ro.0.add(pos) = i as Idx;
+                        *ro.0.add(pos) = row as Idx;
                         *vo.0.add(pos) = cv[k];
                     }
                 }
@@ -246,6 +283,7 @@ pub(super) fn build<T: Scalar>(csr: &Csr<T>, opts: FastLoadOptions) -> Result<Fa
         blk_info,
         row_idx,
         vals,
+        hub_rows,
         stages,
         nlayers: layers.len(),
         csr_bytes: csr.bytes(),

@@ -3,7 +3,9 @@
 //! format 0 adds α·(a·x) per lane in lane order; format 1 reduces the round with the butterfly of
 //! `warp_reduce_sum` and adds α·sum once; format 2 runs the kernel's segmented suffix scan
 //! (Kogge–Stone, bounded by each lane's run end) and adds α·(run sum) once per run. The GPU
-//! lands the same adds in another order (atomics), so results agree within rounding.
+//! lands the same adds in another order (atomics), so results agree within rounding. Adds to a
+//! hub row's virtual rows go to its slots, which are summed into the row at the end (the
+//! combine kernel's order: lane-strided partial sums, then the butterfly).
 
 use super::{FastLoadLayout, FMT_ONE_ROW, FMT_SEGMENT};
 use crate::scalar::Scalar;
@@ -17,6 +19,17 @@ pub(super) fn run<T: Scalar>(l: &FastLoadLayout<T>, alpha: T, x: &[T], beta: T, 
         };
     }
     let xs: Vec<T> = l.perm.iter().map(|&c| x[c as usize]).collect();
+    let nrows = l.nrows;
+    let slots = l.opts.hub_slots as usize;
+    let mut hub = vec![T::zero(); l.hub_rows.len() * slots];
+    let mut add = |y: &mut [T], r: u32, v: T| {
+        let r = r as usize;
+        if r < nrows {
+            y[r] += v;
+        } else {
+            hub[r - nrows] += v;
+        }
+    };
     let mut v = [T::zero(); 32];
     let mut r = [u32::MAX; 32];
     for b in 0..l.nblocks() {
@@ -37,23 +50,35 @@ pub(super) fn run<T: Scalar>(l: &FastLoadLayout<T>, alpha: T, x: &[T], beta: T, 
             match fmt {
                 FMT_ONE_ROW => {
                     let s = butterfly(&v);
-                    y[r[0] as usize] += alpha * s;
+                    add(y, r[0], alpha * s);
                 }
                 FMT_SEGMENT => {
                     segmented(&mut v, &r, len);
                     for lane in 0..len {
                         if lane == 0 || r[lane] != r[lane - 1] {
-                            y[r[lane] as usize] += alpha * v[lane];
+                            add(y, r[lane], alpha * v[lane]);
                         }
                     }
                 }
                 _ => {
                     for lane in 0..len {
-                        y[r[lane] as usize] += alpha * v[lane];
+                        add(y, r[lane], alpha * v[lane]);
                     }
                 }
             }
         }
+    }
+    combine_hubs(&l.hub_rows, &hub, slots, y);
+}
+
+/// `fastload_hub_combine`: lane ℓ sums slots ℓ, ℓ + 32, …; the butterfly sums the lanes.
+fn combine_hubs<T: Scalar>(hub_rows: &[u32], hub: &[T], slots: usize, y: &mut [T]) {
+    for (h, &row) in hub_rows.iter().enumerate() {
+        let mut v = [T::zero(); 32];
+        for (k, &s) in hub[h * slots..(h + 1) * slots].iter().enumerate() {
+            v[k % 32] += s;
+        }
+        y[row as usize] += butterfly(&v);
     }
 }
 

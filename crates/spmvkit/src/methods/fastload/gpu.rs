@@ -19,10 +19,13 @@ const FL_SCALE: i32 = 2;
 const FL_MAIN: i32 = 4;
 const FL_PRO: i32 = 8;
 const FL_OPT: i32 = 16;
+const FL_PLAIN: i32 = 32;
+const FL_PREFETCH: i32 = 64;
 
 /// The device copy of a FastLoad layout.
 pub(super) struct DeviceFastLoad<T: Scalar> {
     f: CudaFunction,
+    combine: CudaFunction,
     nrows: usize,
     ncols: usize,
     nblocks: usize,
@@ -32,6 +35,7 @@ pub(super) struct DeviceFastLoad<T: Scalar> {
     fuse_one: bool,
     phase: Phase,
     optimised: bool,
+    extra_flags: i32,
     sm_count: usize,
     blk_ptr: CudaSlice<Idx>,
     blk_col: CudaSlice<Idx>,
@@ -41,6 +45,10 @@ pub(super) struct DeviceFastLoad<T: Scalar> {
     perm: CudaSlice<Idx>,
     xs: CudaSlice<T>,
     sync: CudaSlice<u32>,
+    hub_rows: CudaSlice<Idx>,
+    nhubs: usize,
+    hub_slots: u32,
+    hub: CudaSlice<T>,
     bytes: usize,
 }
 
@@ -60,18 +68,25 @@ pub(super) fn upload<T: Scalar>(
             gpu.upload(v)
         }
     }
+    let sm_count = gpu.sm_count().max(1);
+    let nhubs = l.hub_rows.len();
+    let hub_slots = l.opts.hub_slots;
+    let spread = 32 / T::BYTES;
     Ok(Box::new(DeviceFastLoad {
         f: gpu.function::<T>(&KERNEL, "fastload_spmv")?,
+        combine: gpu.function::<T>(&KERNEL, "fastload_hub_combine")?,
         nrows: l.nrows,
         ncols: l.ncols,
         nblocks: l.nblocks(),
         threads: l.opts.threads,
-        bpw: l.opts.blocks_per_warp,
+        bpw: blocks_per_warp(l.opts.blocks_per_warp, l.nblocks(), sm_count),
         gather,
         fuse_one: l.opts.fuse_one,
         phase: l.opts.phase,
         optimised: l.opts.optimised,
-        sm_count: gpu.sm_count().max(1),
+        extra_flags: if l.opts.plain_loads { FL_PLAIN } else { 0 }
+            | if l.opts.prefetch { FL_PREFETCH } else { 0 },
+        sm_count,
         blk_ptr: up(gpu, &l.blk_ptr)?,
         blk_col: up(gpu, &l.blk_col_idx)?,
         blk_info: up(gpu, &l.blk_info)?,
@@ -80,6 +95,10 @@ pub(super) fn upload<T: Scalar>(
         perm: up(gpu, &l.perm)?,
         xs: gpu.alloc_zeros::<T>(if gather { l.ncols.max(1) } else { 1 })?,
         sync: gpu.alloc_zeros::<u32>(4)?,
+        hub_rows: up(gpu, &l.hub_rows)?,
+        nhubs,
+        hub_slots,
+        hub: gpu.alloc_zeros::<T>((nhubs * hub_slots as usize * spread).max(1))?,
         bytes: l.footprint_bytes(),
     }))
 }
@@ -122,15 +141,52 @@ impl<T: Scalar> DeviceFastLoad<T> {
             .arg(&beta)
             .arg(&self.sync)
             .arg(&npro)
-            .arg(&flags);
+            .arg(&flags)
+            .arg(&self.hub);
         // SAFETY: the arguments match fastload_spmv in kernel.cu: blk_ptr has nblocks + 1
         // entries, blk_col/blk_info nblocks, every block's elements lie in row_idx/vals with rows
         // < nrows = len(y) and columns col0 + lane < ncols = len(perm) = len(xs) (gather mode);
         // perm maps into x (ncols entries, checked by Plan); sync holds the three counters,
-        // zero between calls.
+        // zero between calls; virtual rows r ≥ nrows index hub (nhubs·hub_slots sectors).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("fastload launch", e))?;
         Ok(())
     }
+
+    /// y[hub_rows[i]] += Σ slots of hub i, slots zeroed (one warp per hub).
+    fn launch_combine(&self, gpu: &Gpu, y: &mut CudaSlice<T>) -> Result<()> {
+        let threads = 256u32;
+        let grid = (self.nhubs * 32).div_ceil(threads as usize) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (nhubs, slots) = (self.nhubs as i32, self.hub_slots as i32);
+        let mut b = gpu.stream().launch_builder(&self.combine);
+        b.arg(&nhubs)
+            .arg(&slots)
+            .arg(&self.hub_rows)
+            .arg(&self.hub)
+            .arg(y);
+        // SAFETY: hub_rows has nhubs rows < len(y); hub holds nhubs·slots sectors of
+        // 32 / sizeof(T) reals.
+        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("fastload hub combine launch", e))?;
+        Ok(())
+    }
+}
+
+/// Blocks per warp: the option, or with auto (0) 4 when the blocks fill every resident warp slot
+/// of the GPU at least twice over with 4 per warp, else 2 when they do with 2, else 1.
+pub(super) fn blocks_per_warp(opt: u32, nblocks: usize, sm_count: usize) -> u32 {
+    if opt != 0 {
+        return opt;
+    }
+    // An SM holds at most 2048 threads = 64 warps.
+    let slots = sm_count * 64 * 2;
+    [4u32, 2]
+        .into_iter()
+        .find(|&b| nblocks / b as usize >= slots)
+        .unwrap_or(1)
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
@@ -167,8 +223,20 @@ impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
                 Phase::Blocks => !is_pro,
             };
             if wanted {
-                self.launch(gpu, l.grid, l.npro, l.flags, alpha, x, beta, y)?;
+                self.launch(
+                    gpu,
+                    l.grid,
+                    l.npro,
+                    l.flags | self.extra_flags,
+                    alpha,
+                    x,
+                    beta,
+                    y,
+                )?;
             }
+        }
+        if self.nhubs > 0 && self.phase != Phase::Prologue && self.nblocks > 0 {
+            self.launch_combine(gpu, y)?;
         }
         Ok(())
     }

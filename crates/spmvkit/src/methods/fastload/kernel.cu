@@ -11,6 +11,13 @@
 // suffix sum bounded by each lane's run end (tail flags from one shuffle + one ballot), one atomic
 // per run at its head.
 //
+// Hub rows: rows the builder split into `hub_slots` virtual rows (row ids nrows + i·slots + s) add
+// into hub[(r − nrows)·HUB_SPREAD], one slot per 32-byte sector, so that the atomics of one long
+// row spread over many addresses instead of serialising on one; fastload_hub_combine then adds
+// each hub's slots into y[hub_rows[i]] and zeroes them for the next call.
+// FL_PLAIN: matrix loads through the read-only path (ld.global.nc) instead of streaming (ld.cs).
+// FL_PREFETCH: a warp issues the loads of its next round before the adds of the current one.
+//
 // Fused (FL_PRO | FL_MAIN, one launch): every CTA takes a ticket (atomicAdd on sync[0]); tickets
 // < npro run the prologue and then bump sync[1]; the others wait (lane 0 of each warp spins) until
 // sync[1] == npro before their first x load / atomic. A waiting CTA only waits on CTAs holding
@@ -22,6 +29,9 @@
 #define FL_MAIN 4
 #define FL_PRO 8
 #define FL_OPT 16
+#define FL_PLAIN 32
+#define FL_PREFETCH 64
+#define HUB_SPREAD (32 / SPMVKIT_REAL_BYTES)
 
 __device__ __forceinline__ void fl_prologue(unsigned slice, unsigned nslices, int flags, int nrows,
                                             int ncols, real_t* y, real_t beta,
@@ -41,6 +51,43 @@ __device__ __forceinline__ void fl_prologue(unsigned slice, unsigned nslices, in
     }
 }
 
+// The adds of one round: lane < len holds a (value) and r (virtual row); xv its x value.
+__device__ __forceinline__ void fl_adds(real_t v, int r, int len, unsigned fmt, bool active,
+                                        int lane, real_t alpha, real_t* y, int nrows,
+                                        real_t* hub) {
+    real_t* dst = r < nrows ? y + r : hub + (long long)(r - nrows) * HUB_SPREAD;
+    if (fmt == 0u) {
+        if (active) atomic_add_real(dst, alpha * v);
+    } else if (fmt == 1u) {
+        v = warp_reduce_sum(v);
+        if (lane == 0) atomic_add_real(dst, alpha * v);
+    } else {
+        const int rn = __shfl_down_sync(FULL_MASK, r, 1);
+        const int rp = __shfl_up_sync(FULL_MASK, r, 1);
+        const bool tail = active && (lane == len - 1 || rn != r);
+        const unsigned tails = __ballot_sync(FULL_MASK, tail);
+        const int e = lane + __ffs(tails >> lane) - 1;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const real_t t = __shfl_down_sync(FULL_MASK, v, o);
+            if (lane + o <= e) v += t;
+        }
+        if (active && (lane == 0 || rp != r)) atomic_add_real(dst, alpha * v);
+    }
+}
+
+__device__ __forceinline__ void fl_load(bool plain, const real_t* __restrict__ vals,
+                                        const int* __restrict__ row_idx, int at, real_t& a,
+                                        int& r) {
+    if (plain) {
+        a = ldg(vals + at);
+        r = ldg(row_idx + at);
+    } else {
+        a = ldcs(vals + at);
+        r = ldcs(row_idx + at);
+    }
+}
+
 extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __restrict__ blk_ptr,
                                          const int* __restrict__ blk_col,
                                          const unsigned char* __restrict__ blk_info,
@@ -49,7 +96,7 @@ extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __rest
                                          const int* __restrict__ perm,
                                          const real_t* __restrict__ x, real_t* xs, real_t* y,
                                          int nrows, int ncols, real_t alpha, real_t beta,
-                                         unsigned* sync, int npro, int flags) {
+                                         unsigned* sync, int npro, int flags, real_t* hub) {
     __shared__ unsigned s_ticket;
     const bool fused = (flags & FL_PRO) && (flags & FL_MAIN);
     unsigned vb = blockIdx.x;
@@ -86,6 +133,7 @@ extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __rest
     const long long first = ((long long)vb * warps + (threadIdx.x >> 5)) * (long long)bpw;
     const bool opt = (flags & FL_OPT) != 0;
     const bool gather = (flags & FL_GATHER) != 0;
+    const bool plain = (flags & FL_PLAIN) != 0;
     // Lanes k < bpw (bpw <= 32) fetch the metadata of the warp's k-th block in one coalesced go.
     int m_start = 0, m_end = 0, m_col = 0;
     unsigned m_info = 0u;
@@ -98,30 +146,43 @@ extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __rest
     }
     const long long left = (long long)nblocks - first;
     const int nb = left <= 0 ? 0 : (left < (long long)bpw ? (int)left : bpw);
-    int prev_col = -1, prev_len = 0;
-    real_t xv = (real_t)0;
-    for (int k = 0; k < nb; ++k) {
-        const int start = __shfl_sync(FULL_MASK, m_start, k);
-        const int end = __shfl_sync(FULL_MASK, m_end, k);
-        const int col0 = __shfl_sync(FULL_MASK, m_col, k);
-        const unsigned info = __shfl_sync(FULL_MASK, m_info, k);
-        const int len = (int)(info & 63u);
-        const unsigned fmt = opt ? (info >> 6) : 0u;
-        const bool active = lane < len;
-        bool newx = col0 != prev_col || len != prev_len;
-        prev_col = col0;
-        prev_len = len;
-        for (int base = start; base < end; base += len) {
-            real_t a = (real_t)0;
-            int r = -1;
-            if (active) {
-                a = ldcs(vals + base + lane);
-                r = ldcs(row_idx + base + lane);
+    if (nb == 0) {
+        // nothing: fall through to the fused epilogue
+    } else if (flags & FL_PREFETCH) {
+        // Software-pipelined: the loads of round i+1 are in flight while round i adds.
+        int k = 0;
+        int end = __shfl_sync(FULL_MASK, m_end, 0);
+        int col0 = __shfl_sync(FULL_MASK, m_col, 0);
+        unsigned info = __shfl_sync(FULL_MASK, m_info, 0);
+        int base = __shfl_sync(FULL_MASK, m_start, 0);
+        int len = (int)(info & 63u);
+        real_t a = (real_t)0;
+        int r = -1;
+        if (lane < len) fl_load(plain, vals, row_idx, base + lane, a, r);
+        int prev_col = -1, prev_len = 0;
+        real_t xv = (real_t)0;
+        while (true) {
+            int nk = k, nbase = base + len, nend = end, ncol = col0;
+            unsigned ninfo = info;
+            if (nbase >= end) {
+                nk = k + 1;
+                if (nk < nb) {
+                    nbase = __shfl_sync(FULL_MASK, m_start, nk);
+                    nend = __shfl_sync(FULL_MASK, m_end, nk);
+                    ncol = __shfl_sync(FULL_MASK, m_col, nk);
+                    ninfo = __shfl_sync(FULL_MASK, m_info, nk);
+                }
             }
+            const int nlen = (int)(ninfo & 63u);
+            real_t na = (real_t)0;
+            int nr = -1;
+            if (nk < nb && lane < nlen) fl_load(plain, vals, row_idx, nbase + lane, na, nr);
+            const bool active = lane < len;
+            const bool newx = col0 != prev_col || len != prev_len;
+            prev_col = col0;
+            prev_len = len;
             if (newx && !gather) xv = active ? ldg(x + ldg(perm + col0 + lane)) : (real_t)0;
             if (must_wait) {
-                // The prologue (y scaling, x gather) must be complete before x_sorted is read and
-                // before any atomic lands in y; the matrix loads above are already in flight.
                 if (lane == 0) {
                     while (*(volatile unsigned*)(sync + 1) < (unsigned)npro) __nanosleep(100);
                     __threadfence();
@@ -130,25 +191,49 @@ extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __rest
                 must_wait = false;
             }
             if (newx && gather) xv = active ? __ldcg(xs + col0 + lane) : (real_t)0;
-            newx = false;
-            real_t v = a * xv;
-            if (fmt == 0u) {
-                if (active) atomic_add_real(y + r, alpha * v);
-            } else if (fmt == 1u) {
-                v = warp_reduce_sum(v);
-                if (lane == 0) atomic_add_real(y + r, alpha * v);
-            } else {
-                const int rn = __shfl_down_sync(FULL_MASK, r, 1);
-                const int rp = __shfl_up_sync(FULL_MASK, r, 1);
-                const bool tail = active && (lane == len - 1 || rn != r);
-                const unsigned tails = __ballot_sync(FULL_MASK, tail);
-                const int e = lane + __ffs(tails >> lane) - 1;
-#pragma unroll
-                for (int o = 1; o < 32; o <<= 1) {
-                    const real_t t = __shfl_down_sync(FULL_MASK, v, o);
-                    if (lane + o <= e) v += t;
+            fl_adds(a * xv, r, len, opt ? (info >> 6) : 0u, active, lane, alpha, y, nrows, hub);
+            if (nk >= nb) break;
+            k = nk;
+            base = nbase;
+            end = nend;
+            col0 = ncol;
+            info = ninfo;
+            len = nlen;
+            a = na;
+            r = nr;
+        }
+    } else {
+        int prev_col = -1, prev_len = 0;
+        real_t xv = (real_t)0;
+        for (int k = 0; k < nb; ++k) {
+            const int start = __shfl_sync(FULL_MASK, m_start, k);
+            const int end = __shfl_sync(FULL_MASK, m_end, k);
+            const int col0 = __shfl_sync(FULL_MASK, m_col, k);
+            const unsigned info = __shfl_sync(FULL_MASK, m_info, k);
+            const int len = (int)(info & 63u);
+            const unsigned fmt = opt ? (info >> 6) : 0u;
+            const bool active = lane < len;
+            bool newx = col0 != prev_col || len != prev_len;
+            prev_col = col0;
+            prev_len = len;
+            for (int base = start; base < end; base += len) {
+                real_t a = (real_t)0;
+                int r = -1;
+                if (active) fl_load(plain, vals, row_idx, base + lane, a, r);
+                if (newx && !gather) xv = active ? ldg(x + ldg(perm + col0 + lane)) : (real_t)0;
+                if (must_wait) {
+                    // The prologue (y scaling, x gather) must be complete before x_sorted is read
+                    // and before any atomic lands in y; the matrix loads above are in flight.
+                    if (lane == 0) {
+                        while (*(volatile unsigned*)(sync + 1) < (unsigned)npro) __nanosleep(100);
+                        __threadfence();
+                    }
+                    __syncwarp();
+                    must_wait = false;
                 }
-                if (active && (lane == 0 || rp != r)) atomic_add_real(y + r, alpha * v);
+                if (newx && gather) xv = active ? __ldcg(xs + col0 + lane) : (real_t)0;
+                newx = false;
+                fl_adds(a * xv, r, len, fmt, active, lane, alpha, y, nrows, hub);
             }
         }
     }
@@ -161,4 +246,22 @@ extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __rest
             __threadfence();
         }
     }
+}
+
+// y[hub_rows[i]] += the sum of hub i's `slots` slots (one warp per hub, lanes striding over the
+// slots, then warp_reduce_sum), and the slots are zeroed for the next call.
+extern "C" __global__ void fastload_hub_combine(int nhubs, int slots,
+                                                const int* __restrict__ hub_rows, real_t* hub,
+                                                real_t* y) {
+    const int lane = threadIdx.x & 31;
+    const long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (i >= nhubs) return;
+    real_t s = (real_t)0;
+    for (int k = lane; k < slots; k += 32) {
+        real_t* p = hub + ((long long)i * slots + k) * HUB_SPREAD;
+        s += *p;
+        *p = (real_t)0;
+    }
+    s = warp_reduce_sum(s);
+    if (lane == 0) y[ldg(hub_rows + i)] += s;
 }

@@ -111,8 +111,28 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         key: "blocks_per_warp",
-        default: "4",
-        help: "consecutive blocks a warp takes in turn, 1..=32 (1 = the paper's one block per warp)",
+        default: "auto",
+        help: "consecutive blocks a warp takes in turn, 1..=32 (1 = the paper's one block per warp); auto: 4, or fewer when the blocks would not fill the GPU several times over",
+    },
+    ParamSpec {
+        key: "hub",
+        default: "4096",
+        help: "rows with at least this many nonzeros are hub rows, whose adds are spread over `hub_slots` accumulators and summed by a second kernel (their atomics would otherwise serialise on one address); off: none",
+    },
+    ParamSpec {
+        key: "hub_slots",
+        default: "256",
+        help: "accumulators per hub row (1..=4096), each in its own 32-byte sector",
+    },
+    ParamSpec {
+        key: "loads",
+        default: "stream",
+        help: "matrix loads: stream (ld.global.cs, evict first) or plain (ld.global.nc)",
+    },
+    ParamSpec {
+        key: "prefetch",
+        default: "0",
+        help: "1: a warp issues the loads of its next round before the adds of the current one (software pipelining); 0: in turn",
     },
     ParamSpec {
         key: "phase",
@@ -143,7 +163,14 @@ pub struct FastLoadOptions {
     /// Prologue and blocks in one launch.
     pub fuse_one: bool,
     pub threads: u32,
+    /// Blocks per warp; 0 = auto (chosen at upload from the block count and the GPU).
     pub blocks_per_warp: u32,
+    /// Rows with at least this many nonzeros are split into `hub_slots` virtual rows (0 = off).
+    pub hub: u32,
+    pub hub_slots: u32,
+    /// Matrix loads through the read-only path instead of streaming.
+    pub plain_loads: bool,
+    pub prefetch: bool,
     /// Which launches a call makes (all but `Phase::All` for timing studies only).
     pub phase: Phase,
 }
@@ -165,7 +192,11 @@ impl Default for FastLoadOptions {
             permute_x: PermuteX::Gather,
             fuse_one: false,
             threads: 256,
-            blocks_per_warp: 4,
+            blocks_per_warp: 0,
+            hub: 4096,
+            hub_slots: 256,
+            plain_loads: false,
+            prefetch: false,
             phase: Phase::All,
         }
     }
@@ -229,13 +260,48 @@ impl FastLoadOptions {
         }
         let threads: u32 = params.get(method, PARAMS, "threads")?;
         check_threads(method, threads)?;
-        let blocks_per_warp: u32 = params.get(method, PARAMS, "blocks_per_warp")?;
-        if !(1..=32).contains(&blocks_per_warp) {
-            return Err(bad(
-                "blocks_per_warp",
-                format!("{blocks_per_warp} is not in 1..=32"),
-            ));
+        let b: String = params.get(method, PARAMS, "blocks_per_warp")?;
+        let blocks_per_warp = match b.as_str() {
+            "auto" => 0,
+            _ => match b.parse::<u32>() {
+                Ok(v) if (1..=32).contains(&v) => v,
+                _ => {
+                    return Err(bad(
+                        "blocks_per_warp",
+                        format!("'{b}' is not auto or in 1..=32"),
+                    ))
+                }
+            },
+        };
+        let hb: String = params.get(method, PARAMS, "hub")?;
+        let hub = match hb.as_str() {
+            "off" | "0" => 0,
+            _ => match hb.parse::<u32>() {
+                Ok(v) if v >= 2 => v,
+                _ => {
+                    return Err(bad(
+                        "hub",
+                        format!("'{hb}' is not off or a row length of at least 2"),
+                    ))
+                }
+            },
+        };
+        let hub_slots: u32 = params.get(method, PARAMS, "hub_slots")?;
+        if !(1..=4096).contains(&hub_slots) {
+            return Err(bad("hub_slots", format!("{hub_slots} is not in 1..=4096")));
         }
+        let ld: String = params.get(method, PARAMS, "loads")?;
+        let plain_loads = match ld.as_str() {
+            "stream" => false,
+            "plain" => true,
+            _ => return Err(bad("loads", format!("'{ld}' is not stream or plain"))),
+        };
+        let pf: String = params.get(method, PARAMS, "prefetch")?;
+        let prefetch = match pf.as_str() {
+            "0" | "off" => false,
+            "1" | "on" => true,
+            _ => return Err(bad("prefetch", format!("'{pf}' is not 0 or 1"))),
+        };
         Ok(FastLoadOptions {
             height,
             warp,
@@ -244,6 +310,10 @@ impl FastLoadOptions {
             fuse_one,
             threads,
             blocks_per_warp,
+            hub,
+            hub_slots,
+            plain_loads,
+            prefetch,
             phase,
         })
     }
@@ -306,8 +376,11 @@ pub struct FastLoadLayout<T> {
     blk_col_idx: Vec<Idx>,
     /// Per block: length (bits 0–5, 1..=32) and format (bits 6–7).
     blk_info: Vec<u8>,
+    /// Row of each element; hub rows' elements carry virtual rows nrows + i·hub_slots + s.
     row_idx: Vec<Idx>,
     vals: Vec<T>,
+    /// The original row of each hub (rows split into `hub_slots` virtual rows).
+    hub_rows: Vec<Idx>,
     stages: Vec<(&'static str, Duration)>,
     nlayers: usize,
     csr_bytes: usize,
@@ -356,6 +429,14 @@ impl<T: Scalar> FastLoadLayout<T> {
     pub fn vals(&self) -> &[T] {
         &self.vals
     }
+    /// Hub rows: row i of this list owns the virtual rows nrows + i·hub_slots + (0..hub_slots).
+    pub fn hub_rows(&self) -> &[Idx] {
+        &self.hub_rows
+    }
+    /// Hub accumulators on the device: one per 32-byte sector.
+    fn hub_bytes(&self) -> usize {
+        self.hub_rows.len() * self.opts.hub_slots as usize * 32
+    }
 
     /// Device workspace beyond the layout: x_sorted (gather mode) and three counters.
     fn workspace_bytes(&self) -> usize {
@@ -364,11 +445,15 @@ impl<T: Scalar> FastLoadLayout<T> {
         } else {
             0
         };
-        xs + 16
+        xs + 16 + self.hub_bytes()
     }
 
     fn layout_bytes(&self) -> usize {
-        4 * (self.perm.len() + self.blk_ptr.len() + self.blk_col_idx.len() + self.row_idx.len())
+        4 * (self.perm.len()
+            + self.blk_ptr.len()
+            + self.blk_col_idx.len()
+            + self.row_idx.len()
+            + self.hub_rows.len())
             + self.blk_info.len()
             + T::BYTES * self.vals.len()
     }
@@ -410,6 +495,19 @@ impl<T: Scalar> Layout<T> for FastLoadLayout<T> {
             ("blocks".into(), nb.to_string()),
             ("layers (distinct column heights)".into(), self.nlayers.to_string()),
             (
+                "hub rows".into(),
+                if self.opts.hub == 0 {
+                    "off".into()
+                } else {
+                    format!(
+                        "{} (rows of ≥ {} nonzeros, each added into {} slots, then combined)",
+                        self.hub_rows.len(),
+                        self.opts.hub,
+                        self.opts.hub_slots
+                    )
+                },
+            ),
+            (
                 "block formats atomic/one-row/segment".into(),
                 format!("{}/{}/{}", fmt[0], fmt[1], fmt[2]),
             ),
@@ -422,11 +520,19 @@ impl<T: Scalar> Layout<T> for FastLoadLayout<T> {
             ),
             (
                 "launches per call".into(),
-                match (self.opts.fuse_one, self.opts.permute_x) {
-                    (true, _) => "1".into(),
-                    (false, PermuteX::Kernel) => "2 (1 when β = 1)".into(),
-                    (false, PermuteX::Gather) => "2".into(),
-                },
+                format!(
+                    "{}{}",
+                    match (self.opts.fuse_one, self.opts.permute_x) {
+                        (true, _) => "1",
+                        (false, PermuteX::Kernel) => "2 (1 when β = 1)",
+                        (false, PermuteX::Gather) => "2",
+                    },
+                    if self.hub_rows.is_empty() {
+                        ""
+                    } else {
+                        ", + 1 to combine the hub rows"
+                    }
+                ),
             ),
             (
                 "phase".into(),
