@@ -25,7 +25,10 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{FastLoadLayout, FastLoadOptions, FMT_ATOMIC, FMT_ONE_ROW, FMT_SEGMENT};
+use super::{
+    FastLoadLayout, FastLoadOptions, Fuse, PermuteX, FMT_ATOMIC, FMT_ONE_ROW, FMT_SEGMENT,
+    GRID_MAX_NNZ, KERNEL_X_MAX_BYTES,
+};
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
 use crate::scalar::{Idx, Scalar};
@@ -45,7 +48,10 @@ struct LayerDesc {
     elem0: usize,
 }
 
-pub(super) fn build<T: Scalar>(csr: &Csr<T>, opts: FastLoadOptions) -> Result<FastLoadLayout<T>> {
+pub(super) fn build<T: Scalar>(
+    csr: &Csr<T>,
+    mut opts: FastLoadOptions,
+) -> Result<FastLoadLayout<T>> {
     let (nrows, ncols, nnz) = (csr.nrows(), csr.ncols(), csr.nnz());
     if nnz >= i32::MAX as usize || nrows >= i32::MAX as usize || ncols >= i32::MAX as usize {
         return Err(Error::MethodUnsupported {
@@ -156,6 +162,24 @@ pub(super) fn build<T: Scalar>(csr: &Csr<T>, opts: FastLoadOptions) -> Result<Fa
             // SAFETY: perm is a permutation of 0..ncols, so each slot is written once.
             unsafe { *out.0.add(c as usize) = j as Idx };
         });
+    }
+    if opts.permute_x == PermuteX::Auto {
+        // Columns whose sorted neighbour is their original neighbour: x[perm[j']] then reads
+        // (nearly) consecutive x, as coalesced as x_sorted.
+        let kept = perm.par_windows(2).filter(|w| w[1] == w[0] + 1).count();
+        let small = ncols * (T::BYTES + 4) <= KERNEL_X_MAX_BYTES;
+        opts.permute_x = if small || 2 * kept >= ncols {
+            PermuteX::Kernel
+        } else {
+            PermuteX::Gather
+        };
+    }
+    if opts.fuse == Fuse::Auto {
+        opts.fuse = if nnz <= GRID_MAX_NNZ {
+            Fuse::Grid
+        } else {
+            Fuse::Two
+        };
     }
     let heights: Vec<u32> = perm.par_iter().map(|&c| counts[c as usize]).collect();
     drop(counts);

@@ -2,13 +2,15 @@
 //! and with `permute_x=gather` x_sorted = x[perm]) unless β = 1 and `permute_x=kernel`. With
 //! `fuse=one` the prologue CTAs (`npro` ≤ 16 per SM, grid-striding over y and x) and the block CTAs
 //! share one launch, synchronised through three device counters that the kernel resets itself;
-//! with `fuse=two` the prologue is its own launch first. No launch at all without rows.
+//! with `fuse=two` the prologue is its own launch first; with `fuse=grid` one cooperative launch
+//! of `fastload_spmv_grid` (at most the CTAs that fit the GPU at once) does both around a grid
+//! barrier. Hub rows add one `fastload_hub_combine` launch. No launch at all without rows.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
-use super::{FastLoadLayout, PermuteX, Phase, KERNEL};
+use super::{FastLoadLayout, Fuse, PermuteX, Phase, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::methods::{DeviceLayout, Layout};
@@ -19,23 +21,23 @@ const FL_SCALE: i32 = 2;
 const FL_MAIN: i32 = 4;
 const FL_PRO: i32 = 8;
 const FL_OPT: i32 = 16;
-const FL_PLAIN: i32 = 32;
-const FL_PREFETCH: i32 = 64;
 
 /// The device copy of a FastLoad layout.
 pub(super) struct DeviceFastLoad<T: Scalar> {
     f: CudaFunction,
+    grid_f: CudaFunction,
     combine: CudaFunction,
+    /// CTAs of `grid_f` that fit the GPU at once (the cooperative grid's size limit).
+    grid_ctas: usize,
     nrows: usize,
     ncols: usize,
     nblocks: usize,
     threads: u32,
     bpw: u32,
     gather: bool,
-    fuse_one: bool,
+    fuse: Fuse,
     phase: Phase,
     optimised: bool,
-    extra_flags: i32,
     sm_count: usize,
     blk_ptr: CudaSlice<Idx>,
     blk_col: CudaSlice<Idx>,
@@ -72,8 +74,20 @@ pub(super) fn upload<T: Scalar>(
     let nhubs = l.hub_rows.len();
     let hub_slots = l.opts.hub_slots;
     let spread = 32 / T::BYTES;
+    let grid_f = gpu.function::<T>(&KERNEL, "fastload_spmv_grid")?;
+    let grid_ctas = if l.opts.fuse == Fuse::Grid {
+        grid_f
+            .occupancy_max_active_blocks_per_multiprocessor(l.opts.threads, 0, None)
+            .map_err(|e| Error::cuda("fastload: occupancy query", e))?
+            .max(1) as usize
+            * sm_count
+    } else {
+        0
+    };
     Ok(Box::new(DeviceFastLoad {
         f: gpu.function::<T>(&KERNEL, "fastload_spmv")?,
+        grid_f,
+        grid_ctas,
         combine: gpu.function::<T>(&KERNEL, "fastload_hub_combine")?,
         nrows: l.nrows,
         ncols: l.ncols,
@@ -81,11 +95,9 @@ pub(super) fn upload<T: Scalar>(
         threads: l.opts.threads,
         bpw: blocks_per_warp(l.opts.blocks_per_warp, l.nblocks(), sm_count),
         gather,
-        fuse_one: l.opts.fuse_one,
+        fuse: l.opts.fuse,
         phase: l.opts.phase,
         optimised: l.opts.optimised,
-        extra_flags: if l.opts.plain_loads { FL_PLAIN } else { 0 }
-            | if l.opts.prefetch { FL_PREFETCH } else { 0 },
         sm_count,
         blk_ptr: up(gpu, &l.blk_ptr)?,
         blk_col: up(gpu, &l.blk_col_idx)?,
@@ -108,22 +120,23 @@ impl<T: Scalar> DeviceFastLoad<T> {
     fn launch(
         &self,
         gpu: &Gpu,
-        grid: u32,
-        npro: i32,
-        flags: i32,
+        l: Launch,
         alpha: T,
         x: &CudaSlice<T>,
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
         let cfg = LaunchConfig {
-            grid_dim: (grid, 1, 1),
+            grid_dim: (l.grid, 1, 1),
             block_dim: (self.threads, 1, 1),
             shared_mem_bytes: 0,
         };
+        let (npro, flags) = (l.npro, l.flags);
         let (nblocks, bpw) = (self.nblocks as i32, self.bpw as i32);
         let (nrows, ncols) = (self.nrows as i32, self.ncols as i32);
-        let mut b = gpu.stream().launch_builder(&self.f);
+        let mut b = gpu
+            .stream()
+            .launch_builder(if l.coop { &self.grid_f } else { &self.f });
         b.arg(&nblocks)
             .arg(&bpw)
             .arg(&self.blk_ptr)
@@ -147,8 +160,14 @@ impl<T: Scalar> DeviceFastLoad<T> {
         // entries, blk_col/blk_info nblocks, every block's elements lie in row_idx/vals with rows
         // < nrows = len(y) and columns col0 + lane < ncols = len(perm) = len(xs) (gather mode);
         // perm maps into x (ncols entries, checked by Plan); sync holds the three counters,
-        // zero between calls; virtual rows r ≥ nrows index hub (nhubs·hub_slots sectors).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("fastload launch", e))?;
+        // zero between calls; virtual rows r ≥ nrows index hub (nhubs·hub_slots sectors). A
+        // cooperative grid is at most grid_ctas CTAs, all co-resident, as its barrier needs.
+        if l.coop {
+            unsafe { b.launch_cooperative(cfg) }
+        } else {
+            unsafe { b.launch(cfg) }
+        }
+        .map_err(|e| Error::cuda("fastload launch", e))?;
         Ok(())
     }
 
@@ -209,9 +228,10 @@ impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
                 threads: self.threads,
                 bpw: self.bpw,
                 gather: self.gather,
-                fuse_one: self.fuse_one,
+                fuse: self.fuse,
                 optimised: self.optimised,
                 sm_count: self.sm_count,
+                grid_ctas: self.grid_ctas,
             },
             beta != T::one(),
         )?;
@@ -223,16 +243,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
                 Phase::Blocks => !is_pro,
             };
             if wanted {
-                self.launch(
-                    gpu,
-                    l.grid,
-                    l.npro,
-                    l.flags | self.extra_flags,
-                    alpha,
-                    x,
-                    beta,
-                    y,
-                )?;
+                self.launch(gpu, l, alpha, x, beta, y)?;
             }
         }
         if self.nhubs > 0 && self.phase != Phase::Prologue && self.nblocks > 0 {
@@ -254,9 +265,11 @@ pub(super) struct PlanInput {
     pub threads: u32,
     pub bpw: u32,
     pub gather: bool,
-    pub fuse_one: bool,
+    pub fuse: Fuse,
     pub optimised: bool,
     pub sm_count: usize,
+    /// Co-resident CTAs of the grid kernel (used with `Fuse::Grid`).
+    pub grid_ctas: usize,
 }
 
 /// One launch of `fastload_spmv`: grid size, prologue CTAs and flags.
@@ -265,6 +278,8 @@ pub(super) struct Launch {
     pub grid: u32,
     pub npro: i32,
     pub flags: i32,
+    /// A cooperative launch of `fastload_spmv_grid`.
+    pub coop: bool,
 }
 
 /// The launches of one call (`scale`: β ≠ 1): none, the blocks alone, the prologue alone, both
@@ -303,20 +318,34 @@ pub(super) fn plan_launches(p: &PlanInput, scale: bool) -> Result<Vec<Launch>> {
         grid: main as u32,
         npro: 0,
         flags: flags | FL_MAIN,
+        coop: false,
     };
     let prologue = Launch {
         grid: npro as u32,
         npro: npro as i32,
         flags: flags | FL_PRO,
+        coop: false,
     };
+    if p.fuse == Fuse::Grid && main > 0 {
+        // Persistent CTAs stride over the warps' block groups; the prologue (if any) runs first
+        // in the same launch, behind a grid barrier.
+        let grid = main.min(p.grid_ctas.max(1)) as u32;
+        return Ok(vec![Launch {
+            grid,
+            npro: 0,
+            flags: flags | FL_MAIN | if pro { FL_PRO } else { 0 },
+            coop: true,
+        }]);
+    }
     Ok(match (pro, main > 0) {
         (false, false) => vec![],
         (false, true) => vec![blocks],
         (true, false) => vec![prologue],
-        (true, true) if p.fuse_one => vec![Launch {
+        (true, true) if p.fuse == Fuse::One => vec![Launch {
             grid: (npro + main) as u32,
             npro: npro as i32,
             flags: flags | FL_PRO | FL_MAIN,
+            coop: false,
         }],
         (true, true) => vec![prologue, blocks],
     })

@@ -15,8 +15,11 @@
 // into hub[(r − nrows)·HUB_SPREAD], one slot per 32-byte sector, so that the atomics of one long
 // row spread over many addresses instead of serialising on one; fastload_hub_combine then adds
 // each hub's slots into y[hub_rows[i]] and zeroes them for the next call.
-// FL_PLAIN: matrix loads through the read-only path (ld.global.nc) instead of streaming (ld.cs).
-// FL_PREFETCH: a warp issues the loads of its next round before the adds of the current one.
+//
+// Grid (fastload_spmv_grid, `fuse=grid`): one cooperative launch of as many CTAs as fit the GPU
+// at once; all of them run the prologue's share, meet at a grid barrier (an arrival counter
+// sync[0] and a generation sync[1]), then stride over the warps' block groups. One launch and no
+// per-warp waiting, for small matrices whose call is mostly launch overhead.
 //
 // Fused (FL_PRO | FL_MAIN, one launch): every CTA takes a ticket (atomicAdd on sync[0]); tickets
 // < npro run the prologue and then bump sync[1]; the others wait (lane 0 of each warp spins) until
@@ -29,8 +32,6 @@
 #define FL_MAIN 4
 #define FL_PRO 8
 #define FL_OPT 16
-#define FL_PLAIN 32
-#define FL_PREFETCH 64
 #define HUB_SPREAD (32 / SPMVKIT_REAL_BYTES)
 
 __device__ __forceinline__ void fl_prologue(unsigned slice, unsigned nslices, int flags, int nrows,
@@ -76,15 +77,67 @@ __device__ __forceinline__ void fl_adds(real_t v, int r, int len, unsigned fmt, 
     }
 }
 
-__device__ __forceinline__ void fl_load(bool plain, const real_t* __restrict__ vals,
-                                        const int* __restrict__ row_idx, int at, real_t& a,
-                                        int& r) {
-    if (plain) {
-        a = ldg(vals + at);
-        r = ldg(row_idx + at);
-    } else {
-        a = ldcs(vals + at);
-        r = ldcs(row_idx + at);
+// Warp-level body: the warp takes blocks [first, first + bpw) (clipped to nblocks).
+__device__ __forceinline__ void fl_blocks(long long first, int nblocks, int bpw,
+                                          const int* __restrict__ blk_ptr,
+                                          const int* __restrict__ blk_col,
+                                          const unsigned char* __restrict__ blk_info,
+                                          const int* __restrict__ row_idx,
+                                          const real_t* __restrict__ vals,
+                                          const int* __restrict__ perm,
+                                          const real_t* __restrict__ x, const real_t* xs,
+                                          real_t* y, int nrows, real_t alpha, unsigned* sync,
+                                          int npro, int flags, real_t* hub, bool must_wait) {
+    const int lane = threadIdx.x & 31;
+    const bool opt = (flags & FL_OPT) != 0;
+    const bool gather = (flags & FL_GATHER) != 0;
+    // Lanes k < bpw (bpw <= 32) fetch the metadata of the warp's k-th block in one coalesced go.
+    int m_start = 0, m_end = 0, m_col = 0;
+    unsigned m_info = 0u;
+    const long long mine = first + lane;
+    if (lane < bpw && mine < (long long)nblocks) {
+        m_start = ldg(blk_ptr + mine);
+        m_end = ldg(blk_ptr + mine + 1);
+        m_col = ldg(blk_col + mine);
+        m_info = ldg(blk_info + mine);
+    }
+    const long long left = (long long)nblocks - first;
+    const int nb = left <= 0 ? 0 : (left < (long long)bpw ? (int)left : bpw);
+    int prev_col = -1, prev_len = 0;
+    real_t xv = (real_t)0;
+    for (int k = 0; k < nb; ++k) {
+        const int start = __shfl_sync(FULL_MASK, m_start, k);
+        const int end = __shfl_sync(FULL_MASK, m_end, k);
+        const int col0 = __shfl_sync(FULL_MASK, m_col, k);
+        const unsigned info = __shfl_sync(FULL_MASK, m_info, k);
+        const int len = (int)(info & 63u);
+        const unsigned fmt = opt ? (info >> 6) : 0u;
+        const bool active = lane < len;
+        bool newx = col0 != prev_col || len != prev_len;
+        prev_col = col0;
+        prev_len = len;
+        for (int base = start; base < end; base += len) {
+            real_t a = (real_t)0;
+            int r = -1;
+            if (active) {
+                a = ldcs(vals + base + lane);
+                r = ldcs(row_idx + base + lane);
+            }
+            if (newx && !gather) xv = active ? ldg(x + ldg(perm + col0 + lane)) : (real_t)0;
+            if (must_wait) {
+                // The prologue (y scaling, x gather) must be complete before x_sorted is read
+                // and before any atomic lands in y; the matrix loads above are in flight.
+                if (lane == 0) {
+                    while (*(volatile unsigned*)(sync + 1) < (unsigned)npro) __nanosleep(100);
+                    __threadfence();
+                }
+                __syncwarp();
+                must_wait = false;
+            }
+            if (newx && gather) xv = active ? __ldcg(xs + col0 + lane) : (real_t)0;
+            newx = false;
+            fl_adds(a * xv, r, len, fmt, active, lane, alpha, y, nrows, hub);
+        }
     }
 }
 
@@ -128,115 +181,10 @@ extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __rest
         must_wait = fused;
     }
 
-    const int lane = threadIdx.x & 31;
     const unsigned warps = blockDim.x >> 5;
     const long long first = ((long long)vb * warps + (threadIdx.x >> 5)) * (long long)bpw;
-    const bool opt = (flags & FL_OPT) != 0;
-    const bool gather = (flags & FL_GATHER) != 0;
-    const bool plain = (flags & FL_PLAIN) != 0;
-    // Lanes k < bpw (bpw <= 32) fetch the metadata of the warp's k-th block in one coalesced go.
-    int m_start = 0, m_end = 0, m_col = 0;
-    unsigned m_info = 0u;
-    const long long mine = first + lane;
-    if (lane < bpw && mine < (long long)nblocks) {
-        m_start = ldg(blk_ptr + mine);
-        m_end = ldg(blk_ptr + mine + 1);
-        m_col = ldg(blk_col + mine);
-        m_info = ldg(blk_info + mine);
-    }
-    const long long left = (long long)nblocks - first;
-    const int nb = left <= 0 ? 0 : (left < (long long)bpw ? (int)left : bpw);
-    if (nb == 0) {
-        // nothing: fall through to the fused epilogue
-    } else if (flags & FL_PREFETCH) {
-        // Software-pipelined: the loads of round i+1 are in flight while round i adds.
-        int k = 0;
-        int end = __shfl_sync(FULL_MASK, m_end, 0);
-        int col0 = __shfl_sync(FULL_MASK, m_col, 0);
-        unsigned info = __shfl_sync(FULL_MASK, m_info, 0);
-        int base = __shfl_sync(FULL_MASK, m_start, 0);
-        int len = (int)(info & 63u);
-        real_t a = (real_t)0;
-        int r = -1;
-        if (lane < len) fl_load(plain, vals, row_idx, base + lane, a, r);
-        int prev_col = -1, prev_len = 0;
-        real_t xv = (real_t)0;
-        while (true) {
-            int nk = k, nbase = base + len, nend = end, ncol = col0;
-            unsigned ninfo = info;
-            if (nbase >= end) {
-                nk = k + 1;
-                if (nk < nb) {
-                    nbase = __shfl_sync(FULL_MASK, m_start, nk);
-                    nend = __shfl_sync(FULL_MASK, m_end, nk);
-                    ncol = __shfl_sync(FULL_MASK, m_col, nk);
-                    ninfo = __shfl_sync(FULL_MASK, m_info, nk);
-                }
-            }
-            const int nlen = (int)(ninfo & 63u);
-            real_t na = (real_t)0;
-            int nr = -1;
-            if (nk < nb && lane < nlen) fl_load(plain, vals, row_idx, nbase + lane, na, nr);
-            const bool active = lane < len;
-            const bool newx = col0 != prev_col || len != prev_len;
-            prev_col = col0;
-            prev_len = len;
-            if (newx && !gather) xv = active ? ldg(x + ldg(perm + col0 + lane)) : (real_t)0;
-            if (must_wait) {
-                if (lane == 0) {
-                    while (*(volatile unsigned*)(sync + 1) < (unsigned)npro) __nanosleep(100);
-                    __threadfence();
-                }
-                __syncwarp();
-                must_wait = false;
-            }
-            if (newx && gather) xv = active ? __ldcg(xs + col0 + lane) : (real_t)0;
-            fl_adds(a * xv, r, len, opt ? (info >> 6) : 0u, active, lane, alpha, y, nrows, hub);
-            if (nk >= nb) break;
-            k = nk;
-            base = nbase;
-            end = nend;
-            col0 = ncol;
-            info = ninfo;
-            len = nlen;
-            a = na;
-            r = nr;
-        }
-    } else {
-        int prev_col = -1, prev_len = 0;
-        real_t xv = (real_t)0;
-        for (int k = 0; k < nb; ++k) {
-            const int start = __shfl_sync(FULL_MASK, m_start, k);
-            const int end = __shfl_sync(FULL_MASK, m_end, k);
-            const int col0 = __shfl_sync(FULL_MASK, m_col, k);
-            const unsigned info = __shfl_sync(FULL_MASK, m_info, k);
-            const int len = (int)(info & 63u);
-            const unsigned fmt = opt ? (info >> 6) : 0u;
-            const bool active = lane < len;
-            bool newx = col0 != prev_col || len != prev_len;
-            prev_col = col0;
-            prev_len = len;
-            for (int base = start; base < end; base += len) {
-                real_t a = (real_t)0;
-                int r = -1;
-                if (active) fl_load(plain, vals, row_idx, base + lane, a, r);
-                if (newx && !gather) xv = active ? ldg(x + ldg(perm + col0 + lane)) : (real_t)0;
-                if (must_wait) {
-                    // The prologue (y scaling, x gather) must be complete before x_sorted is read
-                    // and before any atomic lands in y; the matrix loads above are in flight.
-                    if (lane == 0) {
-                        while (*(volatile unsigned*)(sync + 1) < (unsigned)npro) __nanosleep(100);
-                        __threadfence();
-                    }
-                    __syncwarp();
-                    must_wait = false;
-                }
-                if (newx && gather) xv = active ? __ldcg(xs + col0 + lane) : (real_t)0;
-                newx = false;
-                fl_adds(a * xv, r, len, fmt, active, lane, alpha, y, nrows, hub);
-            }
-        }
-    }
+    fl_blocks(first, nblocks, bpw, blk_ptr, blk_col, blk_info, row_idx, vals, perm, x, xs, y, nrows,
+              alpha, sync, npro, flags, hub, must_wait);
     if (fused) {
         __syncthreads();
         if (threadIdx.x == 0 && atomicAdd(sync + 2, 1u) == gridDim.x - 1) {
@@ -245,6 +193,49 @@ extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __rest
             sync[2] = 0u;
             __threadfence();
         }
+    }
+}
+
+// All CTAs of the (co-resident, cooperative) grid meet here; sync[0] counts arrivals and is reset
+// by the last arriver, which then bumps the generation sync[1] that the others wait on.
+__device__ __forceinline__ void fl_grid_barrier(unsigned* sync) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned* gen = sync + 1;
+        const unsigned g = *gen;
+        __threadfence();
+        if (atomicAdd(sync, 1u) == gridDim.x - 1) {
+            atomicExch(sync, 0u);
+            __threadfence();
+            atomicAdd(sync + 1, 1u);
+        } else {
+            while (*gen == g) __nanosleep(32);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+extern "C" __global__ void fastload_spmv_grid(int nblocks, int bpw, const int* __restrict__ blk_ptr,
+                                              const int* __restrict__ blk_col,
+                                              const unsigned char* __restrict__ blk_info,
+                                              const int* __restrict__ row_idx,
+                                              const real_t* __restrict__ vals,
+                                              const int* __restrict__ perm,
+                                              const real_t* __restrict__ x, real_t* xs,
+                                              real_t* y, int nrows, int ncols, real_t alpha,
+                                              real_t beta, unsigned* sync, int npro, int flags,
+                                              real_t* hub) {
+    if (flags & FL_PRO) {
+        fl_prologue(blockIdx.x, gridDim.x, flags, nrows, ncols, y, beta, perm, x, xs);
+        fl_grid_barrier(sync);
+    }
+    if (!(flags & FL_MAIN)) return;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+         w * bpw < (long long)nblocks; w += warps) {
+        fl_blocks(w * bpw, nblocks, bpw, blk_ptr, blk_col, blk_info, row_idx, vals, perm, x, xs, y,
+                  nrows, alpha, sync, 0, flags, hub, false);
     }
 }
 

@@ -36,20 +36,36 @@
 //! **A call** is y = β·y (zeros when β = 0, y unread), x_sorted[j'] = x[perm[j']] (with
 //! `permute_x=gather`), then the blocks' atomics, all enqueued by `DeviceLayout::run`; the public
 //! code did the permutation of x on the host in preprocessing and the zeroing of y outside its
-//! timing. By default (`fuse=two`) the prologue is its own launch, then the blocks. With
-//! `fuse=one` all of it is a single launch: the first CTAs to take a ticket do the prologue, the
-//! others wait on a counter before their first x load and atomic, and the last CTA resets the
-//! counters (deadlock-free: a CTA only waits on CTAs that already hold a ticket and never wait
-//! themselves). Measured on an H200 (f64, 2026-11-22): the waiting CTAs cost far more than the
-//! second launch saves — 741 against 297 µs on poisson3d:160, 30.3 against 16.9 µs on copter2 —
-//! hence `fuse=two`. With β = 1 and `permute_x=kernel` there is no prologue at all. `phase`
-//! times one part alone (`prologue` or `blocks`; y is then not the product): the cost of the
-//! honest timing, which the public code left out.
+//! timing. How they are launched (`fuse`):
+//! - `two`: the prologue is its own launch, then the blocks (large matrices, `fuse=auto` above
+//!   [`GRID_MAX_NNZ`]);
+//! - `grid` (`fuse=auto` up to [`GRID_MAX_NNZ`]): one cooperative launch of as many CTAs as fit
+//!   the GPU; they do the prologue, meet at a grid barrier, then stride over the blocks. On small
+//!   matrices a call is mostly launch overhead, and this saves a launch;
+//! - `one`: a single ordinary launch whose first CTAs do the prologue while the others wait on a
+//!   counter before their first x load and atomic (deadlock-free: a CTA only waits on CTAs that
+//!   already hold a ticket and never wait themselves). Measured on an H200 (f64, 2026-11-22): the
+//!   waiting warps cost far more than the launch saves — 741 against 297 µs on poisson3d:160,
+//!   30.3 against 16.9 µs on copter2.
+//!
+//! With β = 1 and `permute_x=kernel` there is no prologue at all. `permute_x=auto` reads
+//! x[perm[j']] in the blocks when x and perm fit in [`KERNEL_X_MAX_BYTES`] or the stable sort
+//! keeps most columns next to their neighbour (Poisson: 314 against 333 µs, copter2 14.5
+//! against 16.0 µs), and gathers x_sorted in the prologue otherwise (uniform:4000000,16: 1167
+//! against 1662 µs). `phase` times one part alone (`prologue` or `blocks`; y is then not the
+//! product): the cost of the honest timing, which the public code left out.
+//!
+//! **Hub rows** (ours): the atomics of one row serialise on its address, so a row of 872k
+//! nonzeros (powerlaw:4000000,8) took 4.1 ms alone. Rows of at least `hub` nonzeros get
+//! `hub_slots` virtual rows (one 32-byte sector each); a second kernel adds the slots into the
+//! row and zeroes them: 4135 → 703 µs on that matrix, 1620 → 1462 µs on kron:20,48.
 //!
 //! Engineering of ours, not the paper's: a warp takes `blocks_per_warp` consecutive blocks in turn
 //! and keeps its x values in registers while consecutive blocks share their columns; matrix loads
 //! are streaming (`ld.cs`), per-block metadata is one 4-byte pointer, one 4-byte column and one
-//! byte (length and format; the height is (blk_ptr[b+1] − blk_ptr[b]) / blk_length).
+//! byte (length and format; the height is (blk_ptr[b+1] − blk_ptr[b]) / blk_length). Tried and
+//! not kept (H200, 2026-11-22): software-pipelined loads of the next round and plain (`ld.nc`)
+//! loads, both within ±1 % on four large matrices; the extra code path cost Poisson 10 %.
 //!
 //! Not deterministic: the order in which atomics land varies between runs. The CPU mirror walks
 //! blocks in order with the kernel's summation trees.
@@ -96,13 +112,13 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         key: "permute_x",
-        default: "gather",
-        help: "gather: a prologue writes x_sorted[j'] = x[perm[j']] and blocks load it coalesced; kernel: blocks read x[perm[j']] directly",
+        default: "auto",
+        help: "gather: a prologue writes x_sorted[j'] = x[perm[j']] and blocks load it coalesced; kernel: blocks read x[perm[j']] directly; auto: kernel when x and perm fit in 8 MiB or the sorted order keeps most columns in place, else gather",
     },
     ParamSpec {
         key: "fuse",
-        default: "two",
-        help: "two: a prologue kernel (β·y, x gather), then the block kernel; one: both in a single launch, block CTAs waiting on the prologue's counter (slower on an H200: 741 vs 297 µs on poisson3d:160)",
+        default: "auto",
+        help: "two: a prologue kernel (β·y, x gather), then the block kernel; one: both in a single launch, block CTAs waiting on the prologue's counter (slower on an H200: 741 vs 297 µs on poisson3d:160); grid: one cooperative launch of co-resident CTAs that meet at a grid barrier after the prologue; auto: grid up to 2M nonzeros, else two",
     },
     ParamSpec {
         key: "threads",
@@ -125,19 +141,9 @@ const PARAMS: &[ParamSpec] = &[
         help: "accumulators per hub row (1..=4096), each in its own 32-byte sector",
     },
     ParamSpec {
-        key: "loads",
-        default: "stream",
-        help: "matrix loads: stream (ld.global.cs, evict first) or plain (ld.global.nc)",
-    },
-    ParamSpec {
-        key: "prefetch",
-        default: "0",
-        help: "1: a warp issues the loads of its next round before the adds of the current one (software pipelining); 0: in turn",
-    },
-    ParamSpec {
         key: "phase",
         default: "all",
-        help: "all; or, to time one part alone (needs fuse=two; y is then NOT the product): prologue (β·y and the x gather the public code left out of its timing) or blocks (the kernel the public code timed)",
+        help: "all; or, to time one part alone (needs fuse=two or auto, which it then makes two; y is then NOT the product): prologue (β·y and the x gather the public code left out of its timing) or blocks (the kernel the public code timed)",
     },
 ];
 
@@ -148,7 +154,29 @@ pub enum PermuteX {
     Gather,
     /// Blocks load perm[j'] and x[perm[j']] themselves.
     Kernel,
+    /// Chosen by the builder (kernel when x fits or the sort keeps columns in place).
+    Auto,
 }
+
+/// How a call's prologue and blocks are launched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fuse {
+    /// A prologue launch, then the block launch.
+    Two,
+    /// One launch; block CTAs wait on the prologue CTAs' counter.
+    One,
+    /// One cooperative launch of co-resident CTAs with a grid barrier after the prologue.
+    Grid,
+    /// Chosen by the builder from the size (grid up to [`GRID_MAX_NNZ`], else two).
+    Auto,
+}
+
+/// `fuse=auto` takes the one-launch grid mode up to this many nonzeros (tuning data).
+pub const GRID_MAX_NNZ: usize = 2 << 20;
+/// `permute_x=auto` reads x through perm in the kernel when x and perm take at most this many
+/// bytes (tuning data), or when the column sort keeps at least half of the columns next to their
+/// neighbour.
+pub const KERNEL_X_MAX_BYTES: usize = 8 << 20;
 
 /// Options of a FastLoad layout (parsed parameters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,17 +188,14 @@ pub struct FastLoadOptions {
     /// Whether the adds are optimised per block (false: `fastload-atomic`).
     pub optimised: bool,
     pub permute_x: PermuteX,
-    /// Prologue and blocks in one launch.
-    pub fuse_one: bool,
+    /// How prologue and blocks are launched.
+    pub fuse: Fuse,
     pub threads: u32,
     /// Blocks per warp; 0 = auto (chosen at upload from the block count and the GPU).
     pub blocks_per_warp: u32,
     /// Rows with at least this many nonzeros are split into `hub_slots` virtual rows (0 = off).
     pub hub: u32,
     pub hub_slots: u32,
-    /// Matrix loads through the read-only path instead of streaming.
-    pub plain_loads: bool,
-    pub prefetch: bool,
     /// Which launches a call makes (all but `Phase::All` for timing studies only).
     pub phase: Phase,
 }
@@ -189,14 +214,12 @@ impl Default for FastLoadOptions {
             height: 1,
             warp: 32,
             optimised: true,
-            permute_x: PermuteX::Gather,
-            fuse_one: false,
+            permute_x: PermuteX::Auto,
+            fuse: Fuse::Auto,
             threads: 256,
             blocks_per_warp: 0,
             hub: 4096,
             hub_slots: 256,
-            plain_loads: false,
-            prefetch: false,
             phase: Phase::All,
         }
     }
@@ -232,13 +255,21 @@ impl FastLoadOptions {
         let permute_x = match px.as_str() {
             "gather" => PermuteX::Gather,
             "kernel" => PermuteX::Kernel,
-            _ => return Err(bad("permute_x", format!("'{px}' is not gather or kernel"))),
+            "auto" => PermuteX::Auto,
+            _ => {
+                return Err(bad(
+                    "permute_x",
+                    format!("'{px}' is not gather, kernel or auto"),
+                ))
+            }
         };
         let f: String = params.get(method, PARAMS, "fuse")?;
-        let fuse_one = match f.as_str() {
-            "one" => true,
-            "two" => false,
-            _ => return Err(bad("fuse", format!("'{f}' is not one or two"))),
+        let fuse = match f.as_str() {
+            "one" => Fuse::One,
+            "two" => Fuse::Two,
+            "grid" => Fuse::Grid,
+            "auto" => Fuse::Auto,
+            _ => return Err(bad("fuse", format!("'{f}' is not two, one, grid or auto"))),
         };
         let ph: String = params.get(method, PARAMS, "phase")?;
         let phase = match ph.as_str() {
@@ -252,12 +283,16 @@ impl FastLoadOptions {
                 ))
             }
         };
-        if phase != Phase::All && fuse_one {
-            return Err(bad(
-                "phase",
-                "timing one phase needs fuse=two (separate launches)".into(),
-            ));
-        }
+        let fuse = match (phase, fuse) {
+            (Phase::All, f) => f,
+            (_, Fuse::Two | Fuse::Auto) => Fuse::Two,
+            _ => {
+                return Err(bad(
+                    "phase",
+                    "timing one phase needs fuse=two (separate launches)".into(),
+                ))
+            }
+        };
         let threads: u32 = params.get(method, PARAMS, "threads")?;
         check_threads(method, threads)?;
         let b: String = params.get(method, PARAMS, "blocks_per_warp")?;
@@ -290,30 +325,16 @@ impl FastLoadOptions {
         if !(1..=4096).contains(&hub_slots) {
             return Err(bad("hub_slots", format!("{hub_slots} is not in 1..=4096")));
         }
-        let ld: String = params.get(method, PARAMS, "loads")?;
-        let plain_loads = match ld.as_str() {
-            "stream" => false,
-            "plain" => true,
-            _ => return Err(bad("loads", format!("'{ld}' is not stream or plain"))),
-        };
-        let pf: String = params.get(method, PARAMS, "prefetch")?;
-        let prefetch = match pf.as_str() {
-            "0" | "off" => false,
-            "1" | "on" => true,
-            _ => return Err(bad("prefetch", format!("'{pf}' is not 0 or 1"))),
-        };
         Ok(FastLoadOptions {
             height,
             warp,
             optimised: method == NAME,
             permute_x,
-            fuse_one,
+            fuse,
             threads,
             blocks_per_warp,
             hub,
             hub_slots,
-            plain_loads,
-            prefetch,
             phase,
         })
     }
@@ -515,17 +536,18 @@ impl<T: Scalar> Layout<T> for FastLoadLayout<T> {
                 "permute_x".into(),
                 match self.opts.permute_x {
                     PermuteX::Gather => "gather (x_sorted written by the prologue each call)".into(),
-                    PermuteX::Kernel => "kernel (blocks read x[perm[j']])".into(),
+                    _ => "kernel (blocks read x[perm[j']])".into(),
                 },
             ),
             (
                 "launches per call".into(),
                 format!(
                     "{}{}",
-                    match (self.opts.fuse_one, self.opts.permute_x) {
-                        (true, _) => "1",
-                        (false, PermuteX::Kernel) => "2 (1 when β = 1)",
-                        (false, PermuteX::Gather) => "2",
+                    match (self.opts.fuse, self.opts.permute_x) {
+                        (Fuse::One, _) => "1",
+                        (Fuse::Grid, _) => "1 (cooperative, grid barrier after the prologue)",
+                        (_, PermuteX::Gather) => "2",
+                        _ => "2 (1 when β = 1)",
                     },
                     if self.hub_rows.is_empty() {
                         ""

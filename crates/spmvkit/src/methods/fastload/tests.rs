@@ -297,6 +297,29 @@ fn hub_rows_are_split_over_slots() {
     }
 }
 
+/// permute_x=auto reads x through perm when x is small or the sort keeps columns in place, and
+/// gathers x_sorted otherwise; fuse=auto takes the one-launch grid mode on small matrices.
+#[test]
+fn auto_options_resolve_by_size_and_order() {
+    let small = layout(&jgl009(), &[]);
+    assert_eq!(small.options().permute_x, PermuteX::Kernel);
+    assert_eq!(small.options().fuse, Fuse::Grid);
+    // 800k columns of random counts: x and perm take 9.6 MB and the sort scatters them.
+    let a = crate::gen::generate_f64("uniform:800000,2").unwrap();
+    let big = layout(&a, &[]);
+    assert_eq!(big.options().permute_x, PermuteX::Gather);
+    assert_eq!(big.options().fuse, Fuse::Grid);
+    // A 3D Poisson matrix: most columns keep their neighbour after the stable sort.
+    let p = crate::gen::generate_f64("poisson3d:100").unwrap();
+    let lp = layout(&p, &[]);
+    assert_eq!(lp.options().permute_x, PermuteX::Kernel);
+    assert_eq!(lp.options().fuse, Fuse::Two);
+    let forced = layout(&p, &["permute_x=gather", "fuse=one"]);
+    assert_eq!(forced.options().permute_x, PermuteX::Gather);
+    assert_eq!(forced.options().fuse, Fuse::One);
+    assert_eq!(layout(&p, &["phase=blocks"]).options().fuse, Fuse::Two);
+}
+
 #[test]
 fn formats_follow_the_rows() {
     // Rows 0..40 dense over 64 columns: every column has the same 40 rows, so each round of a
@@ -349,8 +372,7 @@ fn params_are_checked() {
         "hub=x",
         "hub_slots=0",
         "hub_slots=5000",
-        "loads=cached",
-        "prefetch=2",
+        "fuse=three",
         "bogus=1",
         "phase=half",
     ] {
@@ -372,7 +394,7 @@ fn params_are_checked() {
 #[test]
 fn footprint_and_info() {
     let a = jgl009();
-    let l = layout(&a, &["warp=4", "height=2"]);
+    let l = layout(&a, &["warp=4", "height=2", "permute_x=gather"]);
     // perm 9, blk_ptr 11, blk_col 10, blk_info 10, rows 50, vals 50, x_sorted 9, counters 16.
     assert_eq!(
         l.footprint_bytes(),
@@ -638,6 +660,8 @@ fn dump_case<T: Scalar>(dir: &str, case: &str, a: &Csr<T>, o: FastLoadOptions) {
         unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) }.to_vec()
     }
     let l = FastLoadLayout::build(a, o).unwrap();
+    let o = l.opts;
+    let bpw = gpu::blocks_per_warp(o.blocks_per_warp, l.nblocks(), 3);
     let (x, y0) = vectors::<T>(a.nrows(), a.ncols(), 11);
     for (bi, beta) in [0.0, -0.5, 1.0].into_iter().enumerate() {
         let d = format!("{dir}/{case}-b{bi}");
@@ -650,11 +674,12 @@ fn dump_case<T: Scalar>(dir: &str, case: &str, a: &Csr<T>, o: FastLoadOptions) {
                 ncols: l.ncols,
                 nblocks: l.nblocks(),
                 threads: o.threads,
-                bpw: o.blocks_per_warp,
+                bpw,
                 gather: o.permute_x == PermuteX::Gather,
-                fuse_one: o.fuse_one,
+                fuse: o.fuse,
                 optimised: o.optimised,
                 sm_count: 3,
+                grid_ctas: 6,
             },
             beta != T::one(),
         )
@@ -667,7 +692,7 @@ fn dump_case<T: Scalar>(dir: &str, case: &str, a: &Csr<T>, o: FastLoadOptions) {
             l.nrows,
             l.ncols,
             l.nblocks(),
-            o.blocks_per_warp,
+            bpw,
             o.threads,
             alpha.to_f64(),
             beta.to_f64(),
