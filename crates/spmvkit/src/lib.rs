@@ -28,5 +28,5 @@ pub mod scalar;
 
 pub use error::{Error, Result};
 pub use matrix::{Coo, Csc, Csr, MatrixStats, Pattern};
-pub use methods::{Backend, Plan, PlanOptions, PrepareFor};
+pub use methods::{Backend, Plan, PlanOptions, PrepareFor, ValueUpdate};
 pub use scalar::{Idx, Precision, Scalar, MAX_INDEX};
