@@ -25,6 +25,7 @@ pub mod io;
 pub mod matrix;
 pub mod methods;
 pub mod scalar;
+pub mod solve;
 
 pub use error::{Error, Result};
 pub use matrix::{Coo, Csc, Csr, MatrixStats, Pattern};
