@@ -85,10 +85,17 @@ pub fn cg<T: PrepareFor>(
         ));
     }
     let thresh = opts.tol * opts.tol * bb;
-    match plan.gpu().cloned() {
-        Some(gpu) => cg_gpu(plan, &gpu, b, bb, thresh, opts),
-        None => cg_cpu(plan, b, bb, thresh, opts),
+    let (x, mut report) = match plan.gpu().cloned() {
+        Some(gpu) => cg_gpu(plan, &gpu, b, bb, thresh, opts)?,
+        None => cg_cpu(plan, b, bb, thresh, opts)?,
+    };
+    if report.stop == Stop::Breakdown {
+        report.notes.push(
+            "CG broke down (pᵀAp ≤ 0 or a non-finite value): the matrix is not symmetric positive definite"
+                .into(),
+        );
     }
+    Ok((x, report))
 }
 
 fn cg_cpu<T: PrepareFor>(
