@@ -130,7 +130,7 @@ fn cg_cpu<T: PrepareFor>(
             .zip(r.par_iter_mut())
             .zip(p.par_iter().zip(q.par_iter()))
             .for_each(|((xi, ri), (pi, qi))| {
-                *xi = *xi + alpha * *pi;
+                *xi += alpha * *pi;
                 *ri = *ri - alpha * *qi;
             });
         let rr = dot_cpu(&r, &r);
