@@ -8,6 +8,7 @@ mod cmd_info;
 mod cmd_methods;
 mod cmd_report;
 mod cmd_run;
+mod cmd_solve;
 mod input;
 
 use std::process::ExitCode;
@@ -27,7 +28,9 @@ use clap::{Parser, Subcommand};
   spmv gen kron 16 -o kron16.mtx             write a Graph500 Kronecker graph (2^16 vertices)
   spmv methods                               list the SpMV methods
   spmv run poisson3d:64 --method csr         run, check against the oracle and time one method
-  spmv run matrix.mtx.gz --method csr --precision f32 --json")]
+  spmv run matrix.mtx.gz --method csr --precision f32 --json
+  spmv solve cg poisson3d:64 --compare cusparse    conjugate gradient on a Plan, against cuSPARSE
+  spmv pagerank kron:20 --graph both             PageRank with and without CUDA graphs")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -41,6 +44,8 @@ enum Command {
     Methods(cmd_methods::MethodsArgs),
     Run(cmd_run::RunArgs),
     Report(cmd_report::ReportArgs),
+    Solve(cmd_solve::SolveArgs),
+    Pagerank(cmd_solve::PageRankArgs),
 }
 
 /// Restores the default SIGPIPE action, so `spmv info … | head` ends quietly instead of failing
@@ -69,6 +74,8 @@ fn main() -> ExitCode {
         Command::Methods(a) => cmd_methods::run(a),
         Command::Run(a) => cmd_run::run(a),
         Command::Report(a) => cmd_report::run(a),
+        Command::Solve(a) => cmd_solve::run_solve(a),
+        Command::Pagerank(a) => cmd_solve::run_pagerank(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -25,8 +25,9 @@ pub mod io;
 pub mod matrix;
 pub mod methods;
 pub mod scalar;
+pub mod solve;
 
 pub use error::{Error, Result};
 pub use matrix::{Coo, Csc, Csr, MatrixStats, Pattern};
-pub use methods::{Backend, Plan, PlanOptions, PrepareFor};
+pub use methods::{Backend, Plan, PlanOptions, PrepareFor, ValueUpdate};
 pub use scalar::{Idx, Precision, Scalar, MAX_INDEX};

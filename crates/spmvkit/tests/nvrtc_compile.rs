@@ -28,6 +28,7 @@ fn every_kernel_compiles_for_sm80_and_sm90_in_both_precisions() {
     eprintln!("NVRTC version {:?}", nvrtc_version());
     let mut sources = spmvkit::methods::kernel_sources();
     sources.extend(spmvkit::gpu::internal_kernels());
+    sources.extend(spmvkit::solve::kernel_sources());
     let mut failures = Vec::new();
     let mut compiled = 0;
     for k in &sources {

@@ -77,6 +77,10 @@ impl<T: Scalar> Csc<T> {
     pub fn vals(&self) -> &[T] {
         &self.vals
     }
+    /// Mutable values; the structure stays fixed.
+    pub fn vals_mut(&mut self) -> &mut [T] {
+        &mut self.vals
+    }
     /// Row indices and values of column `j`.
     #[inline]
     pub fn col(&self, j: usize) -> (&[Idx], &[T]) {

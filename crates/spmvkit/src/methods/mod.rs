@@ -36,7 +36,7 @@ use std::time::Duration;
 use cudarc::driver::CudaSlice;
 
 pub use params::{ParamSpec, Params};
-pub use plan::{Backend, Plan, PlanOptions, PrepTimes};
+pub use plan::{Backend, Plan, PlanOptions, PrepTimes, ValueUpdate};
 
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -89,6 +89,14 @@ pub trait Layout<T: Scalar>: Send + Sync {
     /// Facts about the layout worth reporting (block counts, chosen thresholds, …).
     fn notes(&self) -> Vec<(String, String)> {
         Vec::new()
+    }
+
+    /// The layout's value slots, when it keeps the matrix values unchanged in one flat array
+    /// (CSR order or any permutation of it, padding allowed). [`Plan::update_values`] uses it to
+    /// replace values under a fixed pattern without re-analysis; `None` (the default) means the
+    /// layout transforms or splits its values, and an update re-prepares.
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        None
     }
 }
 

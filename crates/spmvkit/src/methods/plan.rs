@@ -1,18 +1,31 @@
 //! [`Plan`]: a matrix analysed once by a method and applied many times (the Kokkos Kernels
-//! handle). It owns the host layout and, when a GPU is in use, the device layout and device
-//! copies of x and y.
+//! handle; faer's symbolic/numeric split). It owns the host layout and, when a GPU is in use, the
+//! device layout and device copies of x and y.
+//!
+//! - [`Plan::apply`] / [`Plan::apply_many`]: y = αAx + βy with host vectors, one or many.
+//! - [`Plan::apply_device`]: the same on device-resident vectors, no host copy and no
+//!   synchronisation (what the solvers in [`crate::solve`] call inside a CUDA graph).
+//! - [`Plan::update_values`]: new values under the same pattern without re-analysis. The first
+//!   update builds a value map once: the pattern is prepared again as a *probe* whose value for
+//!   CSR entry k is k+1, and the probe layout's value slots ([`Layout::values_mut`]) then read
+//!   "slot s holds entry v−1" (0: padding). Every later update is a gather into the slots and a
+//!   re-upload of the device layout (copies only). A method whose layout transforms values (no
+//!   `values_mut`, or a probe that is not a clean permutation) re-prepares, and the plan says so
+//!   ([`Plan::value_update_note`]); it is never silently wrong.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaSlice;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{find, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
 use crate::cpu::oracle::check_lengths_dims;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::matrix::Csr;
+use crate::matrix::{Csr, Pattern};
+use crate::scalar::Scalar;
 
 /// Where a plan runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,15 +75,53 @@ struct DevicePlan<T: PrepareFor> {
     y: CudaSlice<T>,
 }
 
+/// How [`Plan::update_values`] replaced the values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueUpdate {
+    /// Gathered into the layout's value slots and re-uploaded: no analysis.
+    Gathered,
+    /// The layout transforms values: prepared again from the pattern and the new values.
+    Reprepared,
+}
+
+/// Where each value slot of the layout takes its value from.
+enum ValueMap {
+    /// Slot s holds CSR entry `map[s] - 1`; 0 is padding (value zero).
+    Gather(Vec<u32>),
+    /// No fast path, and why.
+    Reprepare(String),
+}
+
 /// A matrix prepared by one method, ready for repeated y = αAx + βy.
+///
+/// Prepare once, apply many times, and replace values under the same pattern:
+///
+/// ```
+/// use spmvkit::{gen, Plan, PlanOptions, ValueUpdate};
+/// let a = gen::generate_f64("poisson2d:8").unwrap();
+/// let mut plan = Plan::new("csr-vector", &a, &PlanOptions::default()).unwrap();
+/// let x = vec![1.0; a.ncols()];
+/// let mut y = vec![0.0; a.nrows()];
+/// plan.apply(1.0, &x, 0.0, &mut y).unwrap();
+/// // Twice the values, same pattern: a gather into the layout, no re-analysis.
+/// let doubled: Vec<f64> = a.vals().iter().map(|v| 2.0 * v).collect();
+/// assert_eq!(plan.update_values(&doubled).unwrap(), ValueUpdate::Gathered);
+/// let mut y2 = vec![0.0; a.nrows()];
+/// plan.apply(1.0, &x, 0.0, &mut y2).unwrap();
+/// assert!(y.iter().zip(&y2).all(|(a, b)| (2.0 * a - b).abs() < 1e-12));
+/// ```
 pub struct Plan<T: PrepareFor> {
     method: &'static dyn Method,
+    params: Params,
+    pattern: Arc<Pattern>,
     nrows: usize,
     ncols: usize,
     layout: Box<dyn Layout<T>>,
     device: Option<DevicePlan<T>>,
     prep: PrepTimes,
     note: Option<String>,
+    value_map: Option<ValueMap>,
 }
 
 impl<T: PrepareFor> Plan<T> {
@@ -135,12 +186,15 @@ impl<T: PrepareFor> Plan<T> {
         };
         Ok(Plan {
             method,
+            params: opts.params.clone(),
+            pattern: a.pattern().clone(),
             nrows: a.nrows(),
             ncols: a.ncols(),
             layout,
             device,
             prep,
             note,
+            value_map: None,
         })
     }
 
@@ -166,6 +220,178 @@ impl<T: PrepareFor> Plan<T> {
                 d.gpu.download(&d.y, y)
             }
         }
+    }
+
+    /// y_k = αAx_k + βy_k for every pair (x_k, y_k), one after the other, on the one prepared
+    /// layout (nothing is analysed or uploaded again; on the GPU only the vectors move).
+    ///
+    /// ```
+    /// use spmvkit::{Csr, Plan, PlanOptions};
+    /// let a = Csr::<f64>::identity(2).unwrap();
+    /// let mut plan = Plan::new("merge", &a, &PlanOptions::default()).unwrap();
+    /// let (x0, x1) = ([1.0, 2.0], [3.0, 4.0]);
+    /// let (mut y0, mut y1) = ([0.0; 2], [0.0; 2]);
+    /// plan.apply_many(1.0, &[&x0, &x1], 0.0, &mut [&mut y0, &mut y1]).unwrap();
+    /// assert_eq!((y0, y1), ([1.0, 2.0], [3.0, 4.0]));
+    /// ```
+    pub fn apply_many(
+        &mut self,
+        alpha: T,
+        xs: &[&[T]],
+        beta: T,
+        ys: &mut [&mut [T]],
+    ) -> Result<()> {
+        if xs.len() != ys.len() {
+            return Err(Error::DimensionMismatch {
+                what: "apply_many: number of y vectors (one per x)".into(),
+                expected: xs.len(),
+                got: ys.len(),
+            });
+        }
+        for (x, y) in xs.iter().zip(ys.iter_mut()) {
+            self.apply(alpha, x, beta, y)?;
+        }
+        Ok(())
+    }
+
+    /// y = αAx + βy on device-resident vectors: enqueued on [`Gpu::stream`], asynchronous, no
+    /// host copy (capturable in a CUDA graph when the method's `run` is). x needs at least
+    /// `ncols` elements and y at least `nrows`. Errors on a CPU plan.
+    pub fn apply_device(
+        &self,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let d = self
+            .device
+            .as_ref()
+            .ok_or_else(|| Error::MethodUnsupported {
+                method: self.method.info().name.into(),
+                reason: "apply_device needs a plan on the GPU; this one runs on the CPU".into(),
+            })?;
+        if x.len() < self.ncols || y.len() < self.nrows {
+            return Err(Error::DimensionMismatch {
+                what: format!(
+                    "apply_device: device x (len {}) and y (len {}) for a {}x{} matrix",
+                    x.len(),
+                    y.len(),
+                    self.nrows,
+                    self.ncols
+                ),
+                expected: self.ncols,
+                got: x.len(),
+            });
+        }
+        d.layout.run(&d.gpu, alpha, x, beta, y)
+    }
+
+    /// The GPU the plan runs on, when it does.
+    pub fn gpu(&self) -> Option<&Arc<Gpu>> {
+        self.device.as_ref().map(|d| &d.gpu)
+    }
+
+    /// Replaces the matrix values (CSR order of the matrix the plan was made from, same
+    /// pattern) without re-analysis when the layout allows it (see the module doc). Returns how
+    /// the update was done; [`Plan::value_update_note`] says why when it re-prepared.
+    pub fn update_values(&mut self, vals: &[T]) -> Result<ValueUpdate> {
+        if vals.len() != self.pattern.nnz() {
+            return Err(Error::DimensionMismatch {
+                what: format!(
+                    "update_values: values for the {} pattern entries",
+                    self.info().name
+                ),
+                expected: self.pattern.nnz(),
+                got: vals.len(),
+            });
+        }
+        if self.value_map.is_none() {
+            self.value_map = Some(self.build_value_map()?);
+        }
+        let gathered = match (&self.value_map, self.layout.values_mut()) {
+            (Some(ValueMap::Gather(map)), Some(slots)) if slots.len() == map.len() => {
+                slots
+                    .par_iter_mut()
+                    .zip(map.par_iter())
+                    .for_each(|(s, &m)| {
+                        *s = if m == 0 {
+                            T::zero()
+                        } else {
+                            vals[m as usize - 1]
+                        };
+                    });
+                true
+            }
+            _ => false,
+        };
+        let t0 = Instant::now();
+        if !gathered {
+            let a = Csr::with_pattern(self.pattern.clone(), vals.to_vec())?;
+            self.layout = T::prepare_with(self.method, &a, &self.params)?;
+            self.prep.prepare = t0.elapsed();
+        }
+        if let Some(d) = &mut self.device {
+            let t1 = Instant::now();
+            let name = self.method.info().name;
+            d.layout = self
+                .layout
+                .upload(&d.gpu)
+                .map_err(|e| name_method(e, name))?;
+            d.gpu.synchronize()?;
+            self.prep.upload = t1.elapsed();
+        }
+        Ok(if gathered {
+            ValueUpdate::Gathered
+        } else {
+            ValueUpdate::Reprepared
+        })
+    }
+
+    /// Why [`Plan::update_values`] re-prepares for this plan (`None` before the first update or
+    /// when updates are gathers).
+    pub fn value_update_note(&self) -> Option<&str> {
+        match &self.value_map {
+            Some(ValueMap::Reprepare(why)) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Prepares the probe (entry k has value k+1) and reads its value slots into a map.
+    fn build_value_map(&mut self) -> Result<ValueMap> {
+        let name = self.method.info().name;
+        let Some(slots) = self.layout.values_mut().map(|s| s.len()) else {
+            return Ok(ValueMap::Reprepare(format!(
+                "{name} keeps its values transformed (no flat value array); update_values re-prepares"
+            )));
+        };
+        let nnz = self.pattern.nnz();
+        // The probe runs in T when T holds every k+1 exactly (so the layout is the same one
+        // T builds), else in f64 with the layout's notes as a check that nothing changed.
+        let exact_in_t = (nnz as f64) < 1.0 / T::EPSILON;
+        let map = if exact_in_t {
+            let probe = Csr::with_pattern(
+                self.pattern.clone(),
+                (1..=nnz).map(|k| T::from_f64(k as f64)).collect(),
+            )?;
+            let mut l = T::prepare_with(self.method, &probe, &self.params)?;
+            read_map(l.values_mut(), nnz)
+        } else {
+            let probe =
+                Csr::with_pattern(self.pattern.clone(), (1..=nnz).map(|k| k as f64).collect())?;
+            let mut l = f64::prepare_with(self.method, &probe, &self.params)?;
+            if l.notes() != self.layout.notes() {
+                None
+            } else {
+                read_map(l.values_mut(), nnz)
+            }
+        };
+        Ok(match map {
+            Some(m) if m.len() == slots => ValueMap::Gather(m),
+            _ => ValueMap::Reprepare(format!(
+                "{name}'s value slots are not a plain permutation of the CSR values; update_values re-prepares"
+            )),
+        })
     }
 
     /// The method's description.
@@ -212,6 +438,17 @@ impl<T: PrepareFor> Plan<T> {
     pub fn ncols(&self) -> usize {
         self.ncols
     }
+}
+
+/// Slot s → CSR entry + 1 (0: padding) from a probe's slots, `None` when a slot is not an integer
+/// in 0..=nnz.
+fn read_map<U: Scalar>(slots: Option<&mut [U]>, nnz: usize) -> Option<Vec<u32>> {
+    let slots = slots?;
+    let ok = |v: f64| v >= 0.0 && v <= nnz as f64 && v.fract() == 0.0;
+    if !slots.par_iter().all(|v| ok(v.to_f64())) {
+        return None;
+    }
+    Some(slots.par_iter().map(|v| v.to_f64() as u32).collect())
 }
 
 fn name_method(e: Error, name: &str) -> Error {

@@ -305,6 +305,9 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<AmfLayout<T>> {
 }
 
 impl<T: Scalar> Layout<T> for AmfLayout<T> {
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        Some(&mut self.vals)
+    }
     fn footprint_bytes(&self) -> usize {
         self.vals.len() * T::BYTES
             + (self.cols.len() + self.fold_row.len() + self.fold_ptr.len() + self.blk_fold.len())

@@ -192,6 +192,13 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
     fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
         self.inner.upload(gpu)
     }
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        // With a CPU fallback layout the values live twice; an update re-prepares.
+        if self.cpu_fallback.is_some() {
+            return None;
+        }
+        self.inner.values_mut()
+    }
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.inner.prep_stages()
     }

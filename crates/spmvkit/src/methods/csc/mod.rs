@@ -78,6 +78,9 @@ impl<T: Scalar> CscLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CscLayout<T> {
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        Some(self.a.vals_mut())
+    }
     fn footprint_bytes(&self) -> usize {
         self.bytes()
     }

@@ -34,6 +34,9 @@ pub struct CsrLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrLayout<T> {
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        Some(self.a.vals_mut())
+    }
     fn footprint_bytes(&self) -> usize {
         self.a.bytes()
     }

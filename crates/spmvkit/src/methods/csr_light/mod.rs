@@ -157,6 +157,9 @@ impl<T: Scalar> CsrLightLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrLightLayout<T> {
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        Some(self.a.vals_mut())
+    }
     fn footprint_bytes(&self) -> usize {
         // The CSR arrays plus the two-word counter.
         self.a.bytes() + 8

@@ -527,6 +527,9 @@ impl<T: Scalar> OverlapLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for OverlapLayout<T> {
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        Some(self.a.vals_mut())
+    }
     fn footprint_bytes(&self) -> usize {
         self.a.bytes() + self.meta_bytes()
     }

@@ -47,6 +47,9 @@ pub struct CsrScalarLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrScalarLayout<T> {
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        Some(self.a.vals_mut())
+    }
     fn footprint_bytes(&self) -> usize {
         self.a.bytes()
     }

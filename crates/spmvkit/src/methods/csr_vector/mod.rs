@@ -75,6 +75,9 @@ pub struct CsrVectorLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        Some(self.a.vals_mut())
+    }
     fn footprint_bytes(&self) -> usize {
         self.a.bytes()
     }

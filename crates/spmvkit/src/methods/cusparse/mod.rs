@@ -173,6 +173,9 @@ fn quick_time<T: Scalar>(gpu: &Gpu, spmv: &CusparseSpmv<T>, x: &CudaSlice<T>) ->
 }
 
 impl<T: Scalar> Layout<T> for CusparseLayout<T> {
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        Some(self.a.vals_mut())
+    }
     fn footprint_bytes(&self) -> usize {
         self.a.bytes()
     }

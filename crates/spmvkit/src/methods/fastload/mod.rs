@@ -481,6 +481,9 @@ impl<T: Scalar> FastLoadLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for FastLoadLayout<T> {
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        Some(&mut self.vals)
+    }
     fn footprint_bytes(&self) -> usize {
         self.layout_bytes() + self.workspace_bytes()
     }

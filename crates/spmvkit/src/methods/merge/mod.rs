@@ -244,6 +244,9 @@ impl<T: Scalar> MergeLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for MergeLayout<T> {
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        Some(self.a.vals_mut())
+    }
     fn footprint_bytes(&self) -> usize {
         // CSR + tile coordinates + runs + the device carry array (one value per tile).
         self.a.bytes()

@@ -508,6 +508,9 @@ pub fn default_window(rows: usize) -> (usize, usize) {
 }
 
 impl<T: Scalar> Layout<T> for TebLayout<T> {
+    fn values_mut(&mut self) -> Option<&mut [T]> {
+        Some(&mut self.values)
+    }
     fn footprint_bytes(&self) -> usize {
         self.values.len() * T::BYTES
             + (self.col_idx.len()

@@ -1,0 +1,90 @@
+//! `spmv solve cg` and `spmv pagerank` end to end: the binary converges to the CPU reference on
+//! small generated inputs (on the GPU when one is present, else on the CPU), prints JSON that
+//! parses, and refuses a non-square matrix with a clear error.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn spmv(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_spmv"))
+        .args(args)
+        .output()
+        .expect("running spmv");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn runs(stdout: &str) -> Vec<Value> {
+    let v: Value = serde_json::from_str(stdout).expect("JSON output");
+    v["runs"].as_array().expect("runs").clone()
+}
+
+#[test]
+fn cg_converges_to_the_reference_and_prints_a_summary() {
+    let (ok, out, err) = spmv(&["solve", "cg", "poisson3d:10", "--no-cache", "--json"]);
+    assert!(ok, "{err}");
+    let runs = runs(&out);
+    assert!(!runs.is_empty());
+    for r in &runs {
+        assert_eq!(r["report"]["stop"], "converged", "{r}");
+        assert!(r["err_ref"].as_f64().unwrap() < 1e-6, "{r}");
+        assert!(r["err_exact"].as_f64().unwrap() < 1e-6, "{r}");
+    }
+    let (ok, out, err) = spmv(&[
+        "solve",
+        "cg",
+        "poisson2d:12",
+        "--no-cache",
+        "--graph",
+        "both",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("cg poisson2d:12 f64 method=")),
+        "{out}"
+    );
+    assert!(out.contains("iters/s="), "{out}");
+}
+
+#[test]
+fn pagerank_converges_to_the_reference() {
+    let (ok, out, err) = spmv(&[
+        "pagerank",
+        "kron:9",
+        "--no-cache",
+        "--precision",
+        "f32",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    for r in runs(&out) {
+        assert_eq!(r["report"]["stop"], "converged", "{r}");
+        assert!(r["err_ref_l1"].as_f64().unwrap() < 1e-4, "{r}");
+        assert!((r["rank_sum"].as_f64().unwrap() - 1.0).abs() < 1e-4, "{r}");
+    }
+}
+
+#[test]
+fn cg_refuses_a_non_square_matrix() {
+    let dir = std::env::temp_dir().join(format!("spmv-cli-solve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("wide.mtx");
+    std::fs::write(
+        &path,
+        "%%MatrixMarket matrix coordinate real general\n2 3 2\n1 1 1.0\n2 3 2.0\n",
+    )
+    .unwrap();
+    let p = path.to_str().unwrap();
+    let (ok, _, err) = spmv(&["solve", "cg", p, "--no-cache"]);
+    assert!(!ok);
+    assert!(err.contains("square"), "{err}");
+    let (ok, _, err) = spmv(&["pagerank", p, "--no-cache"]);
+    assert!(!ok);
+    assert!(err.contains("square"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

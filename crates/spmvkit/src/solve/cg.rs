@@ -1,0 +1,319 @@
+//! Conjugate gradient (Hestenes & Stiefel 1952) for A x = b with A symmetric positive definite,
+//! starting from x = 0, stopping when the recurrence residual ‖r‖/‖b‖ ≤ tol. A p goes through
+//! the plan, so any registered method does the SpMV.
+//!
+//! One GPU iteration: q = A p (the plan); `cg_dot_pq` and `cg_alpha` give α = ρ/(pᵀq);
+//! `cg_update` does x += αp, r −= αq and the partials of rᵀr; `cg_beta` gives ρ' and β = ρ'/ρ and
+//! sets the stop flag; `cg_p` does p = r + βp. pᵀq ≤ 0 stops with [`Stop::Breakdown`]: the
+//! matrix is not positive definite.
+
+use std::time::Instant;
+
+use cudarc::driver::{CudaSlice, PushKernelArg};
+use rayon::prelude::*;
+
+use super::{
+    check_options, dot_cpu, drive, grid, grid_blocks, initial_scalars, stop_of, Launch,
+    SolveOptions, SolveReport, Stop, KERNELS, S_DONE, S_ITER, S_RES,
+};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::matrix::Csr;
+use crate::methods::{Backend, Plan, PrepareFor};
+use crate::scalar::Scalar;
+
+/// A test system with a known answer: b = A·1, so x = (1, …, 1) solves A x = b.
+pub struct CgSystem<T> {
+    pub b: Vec<T>,
+}
+
+impl<T: Scalar> CgSystem<T> {
+    /// b = A·1, summed in f64 per row.
+    ///
+    /// ```
+    /// use spmvkit::{gen, solve::CgSystem};
+    /// let a = gen::generate_f64("poisson2d:4").unwrap();
+    /// let sys = CgSystem::ones_solution(&a);
+    /// assert_eq!(sys.b.len(), 16);
+    /// ```
+    pub fn ones_solution(a: &Csr<T>) -> Self {
+        let b = (0..a.nrows())
+            .into_par_iter()
+            .map(|i| T::from_f64(a.row(i).1.iter().map(|v| v.to_f64()).sum()))
+            .collect();
+        CgSystem { b }
+    }
+}
+
+/// Solves A x = b by conjugate gradient with the SpMV of `plan` (on its backend), from x = 0.
+///
+/// ```
+/// use spmvkit::{gen, solve, Backend, Plan, PlanOptions};
+/// let a = gen::generate_f64("poisson3d:6").unwrap();
+/// let b = solve::CgSystem::ones_solution(&a).b;
+/// let opts = PlanOptions { backend: Some(Backend::Cpu), ..PlanOptions::default() };
+/// let mut plan = Plan::new("csr", &a, &opts).unwrap();
+/// let (x, report) = solve::cg(&mut plan, &b, &solve::SolveOptions::default()).unwrap();
+/// assert_eq!(report.stop, solve::Stop::Converged);
+/// assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-6));
+/// ```
+pub fn cg<T: PrepareFor>(
+    plan: &mut Plan<T>,
+    b: &[T],
+    opts: &SolveOptions,
+) -> Result<(Vec<T>, SolveReport)> {
+    check_options(opts)?;
+    let n = plan.nrows();
+    if plan.ncols() != n {
+        return Err(Error::InvalidArgument(format!(
+            "CG needs a square matrix; this one is {}x{}",
+            plan.nrows(),
+            plan.ncols()
+        )));
+    }
+    if b.len() != n {
+        return Err(Error::DimensionMismatch {
+            what: "CG right-hand side b".into(),
+            expected: n,
+            got: b.len(),
+        });
+    }
+    let bb = dot_cpu(b, b);
+    if !bb.is_finite() {
+        return Err(Error::InvalidArgument(
+            "CG right-hand side holds a non-finite value".into(),
+        ));
+    }
+    let thresh = opts.tol * opts.tol * bb;
+    let (x, mut report) = match plan.gpu().cloned() {
+        Some(gpu) => cg_gpu(plan, &gpu, b, bb, thresh, opts)?,
+        None => cg_cpu(plan, b, bb, thresh, opts)?,
+    };
+    if report.stop == Stop::Breakdown {
+        report.notes.push(
+            "CG broke down (pᵀAp ≤ 0 or a non-finite value): the matrix is not symmetric positive definite"
+                .into(),
+        );
+    }
+    Ok((x, report))
+}
+
+fn cg_cpu<T: PrepareFor>(
+    plan: &mut Plan<T>,
+    b: &[T],
+    bb: f64,
+    thresh: f64,
+    opts: &SolveOptions,
+) -> Result<(Vec<T>, SolveReport)> {
+    let n = b.len();
+    let mut x = vec![T::zero(); n];
+    let mut r = b.to_vec();
+    let mut p = b.to_vec();
+    let mut q = vec![T::zero(); n];
+    let mut rho = bb;
+    let mut it = 0;
+    let t0 = Instant::now();
+    let stop = loop {
+        if rho <= thresh {
+            break Stop::Converged;
+        }
+        if it >= opts.max_iter {
+            break Stop::MaxIterations;
+        }
+        plan.apply(T::one(), &p, T::zero(), &mut q)?;
+        let pq = dot_cpu(&p, &q);
+        if !(pq > 0.0 && pq.is_finite()) {
+            break Stop::Breakdown;
+        }
+        let alpha = T::from_f64(rho / pq);
+        x.par_iter_mut()
+            .zip(r.par_iter_mut())
+            .zip(p.par_iter().zip(q.par_iter()))
+            .for_each(|((xi, ri), (pi, qi))| {
+                *xi += alpha * *pi;
+                *ri = *ri - alpha * *qi;
+            });
+        let rr = dot_cpu(&r, &r);
+        it += 1;
+        if !rr.is_finite() {
+            rho = rr;
+            break Stop::Breakdown;
+        }
+        let beta = T::from_f64(rr / rho);
+        rho = rr;
+        p.par_iter_mut()
+            .zip(r.par_iter())
+            .for_each(|(pi, ri)| *pi = *ri + beta * *pi);
+    };
+    let seconds = t0.elapsed().as_secs_f64();
+    Ok((
+        x,
+        SolveReport {
+            backend: Backend::Cpu,
+            launch: Launch::Cpu,
+            iterations: it,
+            launched: it,
+            stop,
+            residual: relative(rho, bb),
+            seconds,
+            notes: plan.fallback_note().map(String::from).into_iter().collect(),
+        },
+    ))
+}
+
+fn relative(rho: f64, bb: f64) -> f64 {
+    if bb > 0.0 {
+        (rho / bb).max(0.0).sqrt()
+    } else {
+        0.0
+    }
+}
+
+fn cg_gpu<T: PrepareFor>(
+    plan: &Plan<T>,
+    gpu: &Gpu,
+    b: &[T],
+    bb: f64,
+    thresh: f64,
+    opts: &SolveOptions,
+) -> Result<(Vec<T>, SolveReport)> {
+    let n = b.len();
+    let nb = grid_blocks(n);
+    let mut s0 = initial_scalars(bb, thresh, opts.max_iter);
+    if bb <= thresh {
+        s0[S_DONE] = 1.0;
+    }
+    let s: CudaSlice<f64> = gpu.upload(&s0)?;
+    let part: CudaSlice<f64> = gpu.alloc_zeros(nb)?;
+    let x: CudaSlice<T> = gpu.alloc_zeros(n)?;
+    let r = gpu.upload(b)?;
+    let p = gpu.upload(b)?;
+    let mut q: CudaSlice<T> = gpu.alloc_zeros(n)?;
+    let f_dot = gpu.function::<T>(&KERNELS, "cg_dot_pq")?;
+    let f_alpha = gpu.function::<T>(&KERNELS, "cg_alpha")?;
+    let f_update = gpu.function::<T>(&KERNELS, "cg_update")?;
+    let f_beta = gpu.function::<T>(&KERNELS, "cg_beta")?;
+    let f_p = gpu.function::<T>(&KERNELS, "cg_p")?;
+    gpu.synchronize()?;
+    let (n_i, nb_i) = (n as i32, nb as i32);
+    let stream = gpu.stream();
+    let launch_err =
+        |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);
+    let driven = drive(gpu, &s, opts.check_every, opts.max_iter, opts.graph, |_| {
+        plan.apply_device(T::one(), &p, T::zero(), &mut q)?;
+        // SAFETY (every launch below): the arguments match the kernel.cu signatures; vectors
+        // hold n elements, `part` nb and `s` S_LEN.
+        let mut l = stream.launch_builder(&f_dot);
+        l.arg(&p).arg(&q).arg(&n_i).arg(&part).arg(&s);
+        unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_dot_pq", e))?;
+        let mut l = stream.launch_builder(&f_alpha);
+        l.arg(&s).arg(&part).arg(&nb_i);
+        unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("cg_alpha", e))?;
+        let mut l = stream.launch_builder(&f_update);
+        l.arg(&x)
+            .arg(&r)
+            .arg(&p)
+            .arg(&q)
+            .arg(&n_i)
+            .arg(&part)
+            .arg(&s);
+        unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_update", e))?;
+        let mut l = stream.launch_builder(&f_beta);
+        l.arg(&s).arg(&part).arg(&nb_i);
+        unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("cg_beta", e))?;
+        let mut l = stream.launch_builder(&f_p);
+        l.arg(&p).arg(&r).arg(&n_i).arg(&s);
+        unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_p", e))?;
+        Ok(())
+    })?;
+    let mut xh = vec![T::zero(); n];
+    gpu.download(&x, &mut xh)?;
+    let mut notes: Vec<String> = plan.fallback_note().map(String::from).into_iter().collect();
+    notes.extend(driven.notes);
+    Ok((
+        xh,
+        SolveReport {
+            backend: Backend::Gpu,
+            launch: driven.launch,
+            iterations: driven.s[S_ITER] as usize,
+            launched: driven.launched,
+            stop: stop_of(driven.s[S_DONE]),
+            residual: relative(driven.s[S_RES], bb),
+            seconds: driven.seconds,
+            notes,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::generate;
+    use crate::methods::PlanOptions;
+
+    fn cpu_plan<T: PrepareFor>(method: &str, a: &Csr<T>) -> Plan<T> {
+        let opts = PlanOptions {
+            backend: Some(Backend::Cpu),
+            ..PlanOptions::default()
+        };
+        Plan::new(method, a, &opts).unwrap()
+    }
+
+    #[test]
+    fn cg_solves_a_3d_poisson_system_to_the_ones_vector() {
+        let a = generate::<f64>("poisson3d:10").unwrap();
+        let b = CgSystem::ones_solution(&a).b;
+        for method in ["csr", "csr-vector", "merge"] {
+            let mut plan = cpu_plan(method, &a);
+            let (x, rep) = cg(&mut plan, &b, &SolveOptions::default()).unwrap();
+            assert_eq!(rep.stop, Stop::Converged, "{method}");
+            assert!(rep.residual <= 1e-8, "{method}: {}", rep.residual);
+            assert!(rep.iterations > 5 && rep.iterations < 200, "{method}");
+            let err = x.iter().map(|v| (v - 1.0).abs()).fold(0.0, f64::max);
+            assert!(err < 1e-6, "{method}: max error {err}");
+        }
+    }
+
+    #[test]
+    fn cg_in_f32_reaches_its_tolerance() {
+        let a = generate::<f32>("poisson3d:8").unwrap();
+        let b = CgSystem::ones_solution(&a).b;
+        let mut plan = cpu_plan("csr", &a);
+        let opts = SolveOptions {
+            tol: 1e-5,
+            ..SolveOptions::default()
+        };
+        let (x, rep) = cg(&mut plan, &b, &opts).unwrap();
+        assert_eq!(rep.stop, Stop::Converged);
+        assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-3));
+    }
+
+    #[test]
+    fn cg_reports_breakdown_on_an_indefinite_matrix_and_rejects_bad_input() {
+        let a = Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -1.0]).unwrap();
+        let mut plan = cpu_plan("csr", &a);
+        let (_, rep) = cg(&mut plan, &[0.0, 1.0], &SolveOptions::default()).unwrap();
+        assert_eq!(rep.stop, Stop::Breakdown);
+        assert!(cg(&mut plan, &[1.0], &SolveOptions::default()).is_err());
+        let wide = Csr::<f64>::new(1, 2, vec![0, 1], vec![0], vec![1.0]).unwrap();
+        let mut plan = cpu_plan("csr", &wide);
+        assert!(cg(&mut plan, &[1.0], &SolveOptions::default()).is_err());
+    }
+
+    #[test]
+    fn cg_stops_at_max_iter_and_on_a_zero_rhs() {
+        let a = generate::<f64>("poisson2d:16").unwrap();
+        let b = CgSystem::ones_solution(&a).b;
+        let mut plan = cpu_plan("csr", &a);
+        let opts = SolveOptions {
+            max_iter: 3,
+            ..SolveOptions::default()
+        };
+        let (_, rep) = cg(&mut plan, &b, &opts).unwrap();
+        assert_eq!((rep.stop, rep.iterations), (Stop::MaxIterations, 3));
+        let zero = vec![0.0; a.nrows()];
+        let (x, rep) = cg(&mut plan, &zero, &SolveOptions::default()).unwrap();
+        assert_eq!((rep.stop, rep.iterations), (Stop::Converged, 0));
+        assert!(x.iter().all(|&v| v == 0.0));
+    }
+}

@@ -1,0 +1,183 @@
+// spmvkit solvers (issue #11): the vector kernels of conjugate gradient and PageRank.
+//
+// Every scalar of the iteration (rho, alpha, beta, the iteration count, the stop flag) lives in a
+// device array `s` of doubles, so an iteration is a fixed sequence of launches with no host
+// synchronisation and can be captured into a CUDA graph. Once s[S_DONE] is set, every kernel
+// returns at once: iterations launched after convergence change nothing.
+//
+// Dot products are deterministic: a fixed grid (chosen from n alone by the host) where each block
+// sums a fixed grid-stride set of elements in double, a fixed shared-memory tree per block, and a
+// single-block second stage that adds the block partials in a fixed order.
+
+#define SOLVE_THREADS 256
+// Above every finite result; NaN and infinity fail `v < SOLVE_HUGE`.
+#define SOLVE_HUGE 1.0e308
+
+#define S_RHO 0
+#define S_ALPHA 1
+#define S_BETA 2
+#define S_THRESH 3
+#define S_DONE 4
+#define S_ITER 5
+#define S_MAXIT 6
+#define S_RES 7
+#define S_MASS 8
+
+// Stop codes in s[S_DONE].
+#define DONE_CONVERGED 1.0
+#define DONE_MAXIT 2.0
+#define DONE_BREAKDOWN 3.0
+
+// Sum of v over the block (blockDim.x == SOLVE_THREADS), valid in thread 0.
+__device__ double block_sum(double v) {
+    __shared__ double sh[SOLVE_THREADS];
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int w = SOLVE_THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) {
+            sh[threadIdx.x] += sh[threadIdx.x + w];
+        }
+        __syncthreads();
+    }
+    return sh[0];
+}
+
+// Sum of part[0..nb) in a fixed order, by a single block; valid in thread 0.
+__device__ double sum_partials(const double* __restrict__ part, int nb) {
+    double v = 0.0;
+    for (int i = threadIdx.x; i < nb; i += SOLVE_THREADS) {
+        v += part[i];
+    }
+    return block_sum(v);
+}
+
+// ---- conjugate gradient ---------------------------------------------------------------------
+
+// part[block] = partial sums of p·q.
+extern "C" __global__ void cg_dot_pq(const real_t* __restrict__ p, const real_t* __restrict__ q,
+                                     int n, double* __restrict__ part, const double* __restrict__ s) {
+    if (s[S_DONE] != 0.0) return;
+    double v = 0.0;
+    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < n; i += gridDim.x * SOLVE_THREADS) {
+        v += (double)p[i] * (double)q[i];
+    }
+    double b = block_sum(v);
+    if (threadIdx.x == 0) part[blockIdx.x] = b;
+}
+
+// alpha = rho / (p·q); p·q <= 0 with rho > 0 means A is not positive definite (breakdown).
+extern "C" __global__ void cg_alpha(double* __restrict__ s, const double* __restrict__ part, int nb) {
+    if (s[S_DONE] != 0.0) return;
+    double pq = sum_partials(part, nb);
+    if (threadIdx.x == 0) {
+        if (pq > 0.0 && pq < SOLVE_HUGE) {
+            s[S_ALPHA] = s[S_RHO] / pq;
+        } else {
+            s[S_ALPHA] = 0.0;
+            s[S_DONE] = DONE_BREAKDOWN;
+        }
+    }
+}
+
+// x += alpha p, r -= alpha q, and part[block] = partial sums of r·r.
+extern "C" __global__ void cg_update(real_t* __restrict__ x, real_t* __restrict__ r,
+                                     const real_t* __restrict__ p, const real_t* __restrict__ q,
+                                     int n, double* __restrict__ part, const double* __restrict__ s) {
+    if (s[S_DONE] != 0.0) return;
+    real_t a = (real_t)s[S_ALPHA];
+    double v = 0.0;
+    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < n; i += gridDim.x * SOLVE_THREADS) {
+        x[i] = x[i] + a * p[i];
+        real_t ri = r[i] - a * q[i];
+        r[i] = ri;
+        v += (double)ri * (double)ri;
+    }
+    double b = block_sum(v);
+    if (threadIdx.x == 0) part[blockIdx.x] = b;
+}
+
+// rho' = r·r, beta = rho'/rho, one more iteration; stop on rho' <= thresh or the iteration limit.
+extern "C" __global__ void cg_beta(double* __restrict__ s, const double* __restrict__ part, int nb) {
+    if (s[S_DONE] != 0.0) return;
+    double rr = sum_partials(part, nb);
+    if (threadIdx.x == 0) {
+        s[S_BETA] = rr / s[S_RHO];
+        s[S_RHO] = rr;
+        s[S_RES] = rr;
+        s[S_ITER] += 1.0;
+        if (!(rr < SOLVE_HUGE)) {
+            s[S_DONE] = DONE_BREAKDOWN;
+        } else if (rr <= s[S_THRESH]) {
+            s[S_DONE] = DONE_CONVERGED;
+        } else if (s[S_ITER] >= s[S_MAXIT]) {
+            s[S_DONE] = DONE_MAXIT;
+        }
+    }
+}
+
+// p = r + beta p.
+extern "C" __global__ void cg_p(real_t* __restrict__ p, const real_t* __restrict__ r, int n,
+                                const double* __restrict__ s) {
+    if (s[S_DONE] != 0.0) return;
+    real_t b = (real_t)s[S_BETA];
+    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < n; i += gridDim.x * SOLVE_THREADS) {
+        p[i] = r[i] + b * p[i];
+    }
+}
+
+// ---- PageRank -------------------------------------------------------------------------------
+
+// part[block] = partial sums of x over the dangling nodes dang[0..nd).
+extern "C" __global__ void pr_dangling(const real_t* __restrict__ x, const int* __restrict__ dang,
+                                       int nd, double* __restrict__ part,
+                                       const double* __restrict__ s) {
+    if (s[S_DONE] != 0.0) return;
+    double v = 0.0;
+    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < nd; i += gridDim.x * SOLVE_THREADS) {
+        v += (double)x[dang[i]];
+    }
+    double b = block_sum(v);
+    if (threadIdx.x == 0) part[blockIdx.x] = b;
+}
+
+// s[S_MASS] = the dangling mass.
+extern "C" __global__ void pr_mass(double* __restrict__ s, const double* __restrict__ part, int nb) {
+    if (s[S_DONE] != 0.0) return;
+    double m = sum_partials(part, nb);
+    if (threadIdx.x == 0) s[S_MASS] = m;
+}
+
+// x_new = d·y + (d·mass + 1 − d)/n, where y = P x_old; part[block] = partial sums of
+// |x_new − x_old|.
+extern "C" __global__ void pr_update(const real_t* __restrict__ y, const real_t* __restrict__ xold,
+                                     real_t* __restrict__ xnew, int n, double damping,
+                                     double* __restrict__ part, const double* __restrict__ s) {
+    if (s[S_DONE] != 0.0) return;
+    real_t base = (real_t)((damping * s[S_MASS] + (1.0 - damping)) / (double)n);
+    real_t d = (real_t)damping;
+    double v = 0.0;
+    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < n; i += gridDim.x * SOLVE_THREADS) {
+        real_t xi = d * y[i] + base;
+        v += fabs((double)xi - (double)xold[i]);
+        xnew[i] = xi;
+    }
+    double b = block_sum(v);
+    if (threadIdx.x == 0) part[blockIdx.x] = b;
+}
+
+// err = ‖x_new − x_old‖₁, one more iteration; stop on err <= thresh or the iteration limit.
+extern "C" __global__ void pr_check(double* __restrict__ s, const double* __restrict__ part, int nb) {
+    if (s[S_DONE] != 0.0) return;
+    double err = sum_partials(part, nb);
+    if (threadIdx.x == 0) {
+        s[S_RES] = err;
+        s[S_ITER] += 1.0;
+        if (!(err < SOLVE_HUGE)) {
+            s[S_DONE] = DONE_BREAKDOWN;
+        } else if (err <= s[S_THRESH]) {
+            s[S_DONE] = DONE_CONVERGED;
+        } else if (s[S_ITER] >= s[S_MAXIT]) {
+            s[S_DONE] = DONE_MAXIT;
+        }
+    }
+}

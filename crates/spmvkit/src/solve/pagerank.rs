@@ -1,0 +1,406 @@
+//! PageRank (Page, Brin, Motwani & Winograd 1999) by power iteration on the transition matrix
+//! P = Aᵀ D⁻¹ of a graph's adjacency A (edge i → j when A_ij is stored; values are ignored, D
+//! holds the out-degrees). A node without out-edges (dangling) spreads its rank uniformly:
+//!
+//! x' = d·P x + (d·Σ_{dangling} x_i + 1 − d) / n,
+//!
+//! from x = 1/n, stopping when ‖x' − x‖₁ ≤ tol. P x goes through the plan, so any registered
+//! method does the SpMV. On the GPU the two rank vectors alternate (iteration i reads buffer
+//! i mod 2), so a graph holds an even number of iterations.
+
+use std::time::Instant;
+
+use cudarc::driver::{CudaSlice, PushKernelArg};
+use rayon::prelude::*;
+
+use super::{
+    check_options, drive, grid, grid_blocks, initial_scalars, stop_of, sum_chunks, Launch,
+    SolveOptions, SolveReport, Stop, KERNELS, S_DONE, S_ITER, S_RES,
+};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::matrix::Csr;
+use crate::methods::{Backend, Plan, PrepareFor};
+use crate::scalar::{Idx, Scalar};
+
+/// PageRank's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct PageRankOptions {
+    /// The damping factor d (the probability of following a link), in [0, 1).
+    pub damping: f64,
+    /// Tolerance (L1 change of the ranks), iteration limit, check interval, graphs.
+    pub solve: SolveOptions,
+}
+
+impl Default for PageRankOptions {
+    /// d = 0.85, tol 1e-6 (L1), at most 1000 iterations, a check every 10, graphs on.
+    fn default() -> Self {
+        PageRankOptions {
+            damping: 0.85,
+            solve: SolveOptions {
+                tol: 1e-6,
+                max_iter: 1000,
+                ..SolveOptions::default()
+            },
+        }
+    }
+}
+
+/// A graph ready for PageRank: its transition matrix and its dangling nodes.
+pub struct PageRankGraph<T> {
+    /// P = Aᵀ D⁻¹: P_ji = 1 / outdeg(i) for every edge i → j.
+    pub transition: Csr<T>,
+    /// Nodes without out-edges, ascending.
+    pub dangling: Vec<Idx>,
+}
+
+impl<T: Scalar> PageRankGraph<T> {
+    /// Builds P and the dangling list from a square adjacency matrix.
+    ///
+    /// ```
+    /// use spmvkit::{Csr, solve::PageRankGraph};
+    /// // 0 → 1, 0 → 2, 1 → 2; node 2 is dangling.
+    /// let a = Csr::<f64>::new(3, 3, vec![0, 2, 3, 3], vec![1, 2, 2], vec![1.0; 3]).unwrap();
+    /// let g = PageRankGraph::from_adjacency(&a).unwrap();
+    /// assert_eq!(g.dangling, vec![2]);
+    /// assert_eq!(g.transition.row(2), (&[0u32, 1][..], &[0.5, 1.0][..]));
+    /// ```
+    pub fn from_adjacency(adj: &Csr<T>) -> Result<Self> {
+        if adj.nrows() != adj.ncols() {
+            return Err(Error::InvalidArgument(format!(
+                "PageRank needs a square adjacency matrix; this one is {}x{}",
+                adj.nrows(),
+                adj.ncols()
+            )));
+        }
+        let rp = adj.row_ptr();
+        let scaled: Vec<T> = (0..adj.nrows())
+            .into_par_iter()
+            .flat_map_iter(|i| {
+                let len = (rp[i + 1] - rp[i]) as usize;
+                std::iter::repeat_n(T::from_f64(1.0 / len.max(1) as f64), len)
+            })
+            .collect();
+        let dangling = (0..adj.nrows())
+            .filter(|&i| rp[i + 1] == rp[i])
+            .map(|i| i as Idx)
+            .collect();
+        let scaled = Csr::with_pattern(adj.pattern().clone(), scaled)?;
+        Ok(PageRankGraph {
+            transition: scaled.transpose(),
+            dangling,
+        })
+    }
+}
+
+/// The reference: the same power iteration in f64, serial, pushing rank along the adjacency's
+/// rows (no transition matrix, no plan). Returns the ranks and the iterations.
+pub fn pagerank_reference<T: Scalar>(adj: &Csr<T>, opts: &PageRankOptions) -> (Vec<f64>, usize) {
+    let n = adj.nrows();
+    if n == 0 {
+        return (Vec::new(), 0);
+    }
+    let d = opts.damping;
+    let mut x = vec![1.0 / n as f64; n];
+    let mut y = vec![0.0; n];
+    let mut it = 0;
+    while it < opts.solve.max_iter {
+        y.iter_mut().for_each(|v| *v = 0.0);
+        let mut mass = 0.0;
+        for (i, &xi) in x.iter().enumerate() {
+            let (cols, _) = adj.row(i);
+            if cols.is_empty() {
+                mass += xi;
+            } else {
+                let share = xi / cols.len() as f64;
+                for &j in cols {
+                    y[j as usize] += share;
+                }
+            }
+        }
+        let base = (d * mass + 1.0 - d) / n as f64;
+        let mut err = 0.0;
+        for (xi, yi) in x.iter_mut().zip(&y) {
+            let v = d * yi + base;
+            err += (v - *xi).abs();
+            *xi = v;
+        }
+        it += 1;
+        if err <= opts.solve.tol {
+            break;
+        }
+    }
+    (x, it)
+}
+
+/// PageRank with the SpMV of `plan`, a plan of the transition matrix P
+/// ([`PageRankGraph::transition`]), on the plan's backend. Returns the ranks (summing to 1).
+///
+/// ```
+/// use spmvkit::{gen, solve, Backend, Plan, PlanOptions};
+/// let adj = gen::generate_f64("kron:8").unwrap();
+/// let g = solve::PageRankGraph::from_adjacency(&adj).unwrap();
+/// let opts = PlanOptions { backend: Some(Backend::Cpu), ..PlanOptions::default() };
+/// let mut plan = Plan::new("csr", &g.transition, &opts).unwrap();
+/// let pr = solve::PageRankOptions::default();
+/// let (x, report) = solve::pagerank(&mut plan, &g.dangling, &pr).unwrap();
+/// assert_eq!(report.stop, solve::Stop::Converged);
+/// assert!((x.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+/// ```
+pub fn pagerank<T: PrepareFor>(
+    plan: &mut Plan<T>,
+    dangling: &[Idx],
+    opts: &PageRankOptions,
+) -> Result<(Vec<T>, SolveReport)> {
+    check_options(&opts.solve)?;
+    let n = plan.nrows();
+    if plan.ncols() != n {
+        return Err(Error::InvalidArgument(format!(
+            "PageRank needs a square transition matrix; this one is {}x{}",
+            plan.nrows(),
+            plan.ncols()
+        )));
+    }
+    if !(0.0..1.0).contains(&opts.damping) {
+        return Err(Error::InvalidArgument(format!(
+            "PageRank damping {} must lie in [0, 1)",
+            opts.damping
+        )));
+    }
+    if let Some(&bad) = dangling.iter().find(|&&i| i as usize >= n) {
+        return Err(Error::InvalidArgument(format!(
+            "dangling node {bad} is out of range for {n} nodes"
+        )));
+    }
+    match plan.gpu().cloned() {
+        Some(gpu) if n > 0 => pagerank_gpu(plan, &gpu, dangling, opts),
+        _ => pagerank_cpu(plan, dangling, opts),
+    }
+}
+
+fn pagerank_cpu<T: PrepareFor>(
+    plan: &mut Plan<T>,
+    dangling: &[Idx],
+    opts: &PageRankOptions,
+) -> Result<(Vec<T>, SolveReport)> {
+    let n = plan.nrows();
+    let d = opts.damping;
+    let mut x = vec![T::from_f64(1.0 / n.max(1) as f64); n];
+    let mut y = vec![T::zero(); n];
+    let (mut it, mut err) = (0, f64::INFINITY);
+    let t0 = Instant::now();
+    let stop = loop {
+        if n == 0 || err <= opts.solve.tol {
+            break Stop::Converged;
+        }
+        if it >= opts.solve.max_iter {
+            break Stop::MaxIterations;
+        }
+        plan.apply(T::one(), &x, T::zero(), &mut y)?;
+        let mass = sum_chunks(dangling, |c| {
+            c.iter().map(|&i| x[i as usize].to_f64()).sum()
+        });
+        let base = T::from_f64((d * mass + 1.0 - d) / n as f64);
+        let dt = T::from_f64(d);
+        let mut parts = Vec::new();
+        x.par_chunks_mut(super::CPU_CHUNK)
+            .zip(y.par_chunks(super::CPU_CHUNK))
+            .map(|(xc, yc)| {
+                let mut e = 0.0;
+                for (xi, &yi) in xc.iter_mut().zip(yc) {
+                    let v = dt * yi + base;
+                    e += (v.to_f64() - xi.to_f64()).abs();
+                    *xi = v;
+                }
+                e
+            })
+            .collect_into_vec(&mut parts);
+        err = parts.iter().sum();
+        it += 1;
+        if !err.is_finite() {
+            break Stop::Breakdown;
+        }
+    };
+    Ok((
+        x,
+        SolveReport {
+            backend: Backend::Cpu,
+            launch: Launch::Cpu,
+            iterations: it,
+            launched: it,
+            stop,
+            residual: if it == 0 { 0.0 } else { err },
+            seconds: t0.elapsed().as_secs_f64(),
+            notes: plan.fallback_note().map(String::from).into_iter().collect(),
+        },
+    ))
+}
+
+fn pagerank_gpu<T: PrepareFor>(
+    plan: &Plan<T>,
+    gpu: &Gpu,
+    dangling: &[Idx],
+    opts: &PageRankOptions,
+) -> Result<(Vec<T>, SolveReport)> {
+    let n = plan.nrows();
+    let nb = grid_blocks(n);
+    let nbd = grid_blocks(dangling.len());
+    let k = opts.solve.check_every.div_ceil(2) * 2;
+    let s0 = initial_scalars(0.0, opts.solve.tol, opts.solve.max_iter);
+    let s: CudaSlice<f64> = gpu.upload(&s0)?;
+    let part: CudaSlice<f64> = gpu.alloc_zeros(nb.max(nbd))?;
+    let start = vec![T::from_f64(1.0 / n as f64); n];
+    let mut bufs: [CudaSlice<T>; 2] = [gpu.upload(&start)?, gpu.upload(&start)?];
+    let mut y: CudaSlice<T> = gpu.alloc_zeros(n)?;
+    let dang: CudaSlice<Idx> = gpu.upload(dangling)?;
+    let f_dang = gpu.function::<T>(&KERNELS, "pr_dangling")?;
+    let f_mass = gpu.function::<T>(&KERNELS, "pr_mass")?;
+    let f_update = gpu.function::<T>(&KERNELS, "pr_update")?;
+    let f_check = gpu.function::<T>(&KERNELS, "pr_check")?;
+    gpu.synchronize()?;
+    let (n_i, nb_i, nbd_i, nd_i) = (n as i32, nb as i32, nbd as i32, dangling.len() as i32);
+    let damping = opts.damping;
+    let stream = gpu.stream();
+    let launch_err =
+        |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);
+    let driven = drive(gpu, &s, k, opts.solve.max_iter, opts.solve.graph, |i| {
+        let (lo, hi) = bufs.split_at_mut(1);
+        let (old, new) = if i % 2 == 0 {
+            (&lo[0], &mut hi[0])
+        } else {
+            (&hi[0], &mut lo[0])
+        };
+        plan.apply_device(T::one(), old, T::zero(), &mut y)?;
+        // SAFETY (every launch below): the arguments match the kernel.cu signatures; vectors
+        // hold n elements, `dang` nd, `part` max(nb, nbd) and `s` S_LEN.
+        if !dangling.is_empty() {
+            let mut l = stream.launch_builder(&f_dang);
+            l.arg(old).arg(&dang).arg(&nd_i).arg(&part).arg(&s);
+            unsafe { l.launch(grid(nbd)) }.map_err(|e| launch_err("pr_dangling", e))?;
+            let mut l = stream.launch_builder(&f_mass);
+            l.arg(&s).arg(&part).arg(&nbd_i);
+            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("pr_mass", e))?;
+        }
+        let mut l = stream.launch_builder(&f_update);
+        l.arg(&y)
+            .arg(old)
+            .arg(new)
+            .arg(&n_i)
+            .arg(&damping)
+            .arg(&part)
+            .arg(&s);
+        unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("pr_update", e))?;
+        let mut l = stream.launch_builder(&f_check);
+        l.arg(&s).arg(&part).arg(&nb_i);
+        unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("pr_check", e))?;
+        Ok(())
+    })?;
+    let iterations = driven.s[S_ITER] as usize;
+    let mut x = vec![T::zero(); n];
+    gpu.download(&bufs[iterations % 2], &mut x)?;
+    let mut notes: Vec<String> = plan.fallback_note().map(String::from).into_iter().collect();
+    notes.extend(driven.notes);
+    if k != opts.solve.check_every {
+        notes.push(format!(
+            "check interval rounded up to {k} (the two rank buffers alternate)"
+        ));
+    }
+    Ok((
+        x,
+        SolveReport {
+            backend: Backend::Gpu,
+            launch: driven.launch,
+            iterations,
+            launched: driven.launched,
+            stop: stop_of(driven.s[S_DONE]),
+            residual: driven.s[S_RES],
+            seconds: driven.seconds,
+            notes,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::generate;
+    use crate::methods::PlanOptions;
+
+    fn run_cpu<T: PrepareFor>(
+        method: &str,
+        adj: &Csr<T>,
+        opts: &PageRankOptions,
+    ) -> (Vec<T>, SolveReport) {
+        let g = PageRankGraph::from_adjacency(adj).unwrap();
+        let po = PlanOptions {
+            backend: Some(Backend::Cpu),
+            ..PlanOptions::default()
+        };
+        let mut plan = Plan::new(method, &g.transition, &po).unwrap();
+        pagerank(&mut plan, &g.dangling, opts).unwrap()
+    }
+
+    #[test]
+    fn pagerank_of_a_handmade_graph_matches_the_closed_form() {
+        // A 3-cycle 0 → 1 → 2 → 0: every rank is 1/3.
+        let a = Csr::<f64>::new(3, 3, vec![0, 1, 2, 3], vec![1, 2, 0], vec![1.0; 3]).unwrap();
+        let (x, rep) = run_cpu("csr", &a, &PageRankOptions::default());
+        assert_eq!(rep.stop, Stop::Converged);
+        assert!(x.iter().all(|v| (v - 1.0 / 3.0).abs() < 1e-9));
+        // A star into node 0 with node 0 dangling: by symmetry nodes 1..4 rank alike, and
+        // x0 = d·(x0/5 + 4·x1) + ... is solved by the reference.
+        let star = Csr::<f64>::new(5, 5, vec![0, 0, 1, 2, 3, 4], vec![0; 4], vec![1.0; 4]).unwrap();
+        let (x, _) = run_cpu("csr", &star, &PageRankOptions::default());
+        let (r, _) = pagerank_reference(&star, &PageRankOptions::default());
+        assert!((x.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!(x.iter().zip(&r).all(|(a, b)| (a - b).abs() < 1e-9));
+        assert!(x[0] > x[1] && (x[1] - x[4]).abs() < 1e-15);
+    }
+
+    #[test]
+    fn pagerank_on_kron_matches_the_reference_in_both_precisions() {
+        let opts = PageRankOptions {
+            solve: SolveOptions {
+                tol: 1e-9,
+                ..PageRankOptions::default().solve
+            },
+            ..PageRankOptions::default()
+        };
+        let adj = generate::<f64>("kron:10").unwrap();
+        let (r, rit) = pagerank_reference(&adj, &opts);
+        for method in ["csr", "merge", "csr-vector"] {
+            let (x, rep) = run_cpu(method, &adj, &opts);
+            assert_eq!(rep.stop, Stop::Converged, "{method}");
+            assert_eq!(rep.iterations, rit, "{method}");
+            let l1: f64 = x.iter().zip(&r).map(|(a, b)| (a - b).abs()).sum();
+            assert!(l1 < 1e-10, "{method}: L1 error {l1}");
+            assert!((x.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        }
+        let adj32 = generate::<f32>("kron:10").unwrap();
+        let opts32 = PageRankOptions::default();
+        let (x, rep) = run_cpu("csr", &adj32, &opts32);
+        assert_eq!(rep.stop, Stop::Converged);
+        let (r, _) = pagerank_reference(&adj32, &opts32);
+        let l1: f64 = x.iter().zip(&r).map(|(a, b)| (a.to_f64() - b).abs()).sum();
+        assert!(l1 < 1e-4, "f32 L1 error {l1}");
+    }
+
+    #[test]
+    fn pagerank_rejects_bad_input() {
+        let wide = Csr::<f64>::new(1, 2, vec![0, 1], vec![1], vec![1.0]).unwrap();
+        assert!(PageRankGraph::from_adjacency(&wide).is_err());
+        let a = Csr::<f64>::identity(3).unwrap();
+        let g = PageRankGraph::from_adjacency(&a).unwrap();
+        let po = PlanOptions {
+            backend: Some(Backend::Cpu),
+            ..PlanOptions::default()
+        };
+        let mut plan = Plan::new("csr", &g.transition, &po).unwrap();
+        let bad = PageRankOptions {
+            damping: 1.0,
+            ..PageRankOptions::default()
+        };
+        assert!(pagerank(&mut plan, &[], &bad).is_err());
+        assert!(pagerank(&mut plan, &[7], &PageRankOptions::default()).is_err());
+    }
+}
