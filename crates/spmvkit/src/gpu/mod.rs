@@ -45,7 +45,7 @@ pub struct KernelSource {
     pub source: &'static str,
 }
 
-/// Kernels of the runtime itself (no method): `spmvkit_scale`.
+/// Kernels of the runtime itself (no method): `spmvkit_scale`, `spmvkit_gather`.
 pub const UTIL_KERNELS: KernelSource = KernelSource {
     name: "spmvkit-util",
     source: include_str!("util.cu"),
@@ -228,6 +228,43 @@ impl Gpu {
         unsafe { b.launch(cfg) }
             .map(|_| ())
             .map_err(|e| Error::cuda("spmvkit_scale launch", e))
+    }
+
+    /// Enqueues out[i] = x[idx[i]] for i < n on `stream` (packing scattered entries, e.g. the
+    /// send buffer of a halo exchange). `idx` entries must be < x.len().
+    pub fn gather_on<T: Scalar>(
+        &self,
+        stream: &CudaStream,
+        out: &mut CudaSlice<T>,
+        x: &CudaSlice<T>,
+        idx: &CudaSlice<u32>,
+        n: usize,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        if n > out.len() || n > idx.len() {
+            return Err(Error::DimensionMismatch {
+                what: "gather: n exceeds the output or index buffer".into(),
+                expected: out.len().min(idx.len()),
+                got: n,
+            });
+        }
+        let f = self.function::<T>(&UTIL_KERNELS, "spmvkit_gather")?;
+        let n_i32 = n as i32;
+        let blocks = n.div_ceil(256).min(self.sm_count * 32) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = stream.launch_builder(&f);
+        b.arg(out).arg(x).arg(idx).arg(&n_i32);
+        // SAFETY: spmvkit_gather(real_t*, const real_t*, const unsigned*, int) with n within
+        // out and idx; the caller guarantees idx < x.len().
+        unsafe { b.launch(cfg) }
+            .map(|_| ())
+            .map_err(|e| Error::cuda("spmvkit_gather launch", e))
     }
 
     fn module(&self, k: &KernelSource, precision: Precision) -> Result<Arc<CudaModule>> {
