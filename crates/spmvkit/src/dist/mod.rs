@@ -8,12 +8,14 @@
 //! - [`nccl`]: finding and loading `libnccl` (pip wheels ship `libnccl.so.2`, which cudarc does
 //!   not look for), the per-rank GPU operator (diagonal SpMV overlapping the exchange on a comm
 //!   stream, the off-diagonal part after it) and the all-reduce dot product for solvers.
+//! - [`rank`]: one rank's run: distribute, connect, check against the oracle, time.
 //! - [`bootstrap`]: the rank environment and the TCP rendezvous that hands NCCL's unique id from
 //!   rank 0 to the others (one host through the `spmv dist` launcher, several hosts by hand).
 
 pub mod bootstrap;
 pub mod nccl;
 pub mod partition;
+pub mod rank;
 pub mod sim;
 
 pub use partition::{

@@ -94,6 +94,14 @@ pub fn libraries_present() -> std::result::Result<(), String> {
     }
 }
 
+/// Number of CUDA devices this process sees (0 when the driver cannot be loaded).
+pub fn device_count() -> usize {
+    if libraries_present().is_err() {
+        return 0;
+    }
+    CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
+}
+
 impl Gpu {
     /// The process-wide GPU 0, opened on first use. Errors (no library, no device) are cached
     /// and returned again, so detection runs once.
