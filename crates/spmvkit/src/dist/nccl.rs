@@ -395,10 +395,8 @@ impl<T: DistScalar> DistOperator<T> {
             .iter()
             .map(|s| (s.peer, s.range.clone()))
             .collect();
-        let xg_len = match block.strategy {
-            Strategy::Halo => block.ghosts.len(),
-            Strategy::AllGather => world * block.chunk,
-        };
+        // the ghost buffer (halo) or the padded all-gather of every rank's chunk
+        let xg_len = block.offd.ncols();
         let ev = || {
             gpu.context()
                 .new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
@@ -472,6 +470,25 @@ impl<T: DistScalar> DistOperator<T> {
     pub fn set_y(&mut self, y: &[T]) -> Result<()> {
         self.copy_in(y, self.info.rows, "y")
     }
+    /// Copies the x the off-diagonal part reads (the ghost buffer, or the padded all-gather
+    /// buffer) from the host, for callers that exchange x themselves and for tests.
+    pub fn set_ghosts(&mut self, xg: &[T]) -> Result<()> {
+        if xg.len() > self.xg.len() {
+            return Err(Error::DimensionMismatch {
+                what: "dist: ghost buffer".into(),
+                expected: self.xg.len(),
+                got: xg.len(),
+            });
+        }
+        if xg.is_empty() {
+            return Ok(());
+        }
+        self.gpu
+            .stream()
+            .memcpy_htod(xg, &mut self.xg.slice_mut(0..xg.len()))
+            .map_err(|e| Error::cuda("dist: copying the ghost buffer", e))
+    }
+
     /// Reads this rank's y rows back (waits for the device).
     pub fn get_y(&self, y: &mut [T]) -> Result<()> {
         if y.len() != self.info.rows {
