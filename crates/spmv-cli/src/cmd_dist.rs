@@ -298,14 +298,20 @@ fn launch(matrix: &str, gpus: usize, sim: bool, c: &Common) -> Result<Outcome> {
     let serving = (world > 1).then(|| std::thread::spawn(move || server.serve(timeout)));
     let exe = std::env::current_exe().context("finding the spmv executable")?;
     let mut children: Vec<Child> = Vec::new();
-    for r in 0..world {
+    if devices.len() < world {
+        bail!(
+            "CUDA_VISIBLE_DEVICES lists {} devices, fewer than {world} ranks",
+            devices.len()
+        );
+    }
+    for (r, device) in devices.iter().take(world).enumerate() {
         let mut cmd = Command::new(&exe);
         cmd.args(["dist", "rank", matrix])
             .args(c.forward())
             .env(ENV_RANK, r.to_string())
             .env(ENV_WORLD, world.to_string())
             .env(ENV_ROOT, &root)
-            .env("CUDA_VISIBLE_DEVICES", &devices[r])
+            .env("CUDA_VISIBLE_DEVICES", device)
             // NVLink multicast (NVLS) stays off in every rank
             .env("NCCL_NVLS_ENABLE", "0")
             .stdout(Stdio::piped())

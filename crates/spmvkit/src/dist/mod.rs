@@ -21,4 +21,4 @@ pub mod sim;
 pub use partition::{
     Distribution, Partition, RankBlock, Segment, SendList, Strategy, StrategyChoice, Volumes,
 };
-pub use sim::{simulate, SimOperator, SimSummary};
+pub use sim::{SimOperator, SimSummary};

@@ -175,22 +175,6 @@ impl<T: PrepareFor> SimOperator<T> {
     }
 }
 
-/// Convenience: simulate one y = αAx + βy over `parts` ranks.
-pub fn simulate<T: PrepareFor>(
-    a: &Csr<T>,
-    parts: usize,
-    method: &str,
-    choice: StrategyChoice,
-    alpha: T,
-    x: &[T],
-    beta: T,
-    y: &mut [T],
-) -> Result<Strategy> {
-    let op = SimOperator::new(a, parts, method, choice)?;
-    op.apply(alpha, x, beta, y)?;
-    Ok(op.strategy())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,7 +204,10 @@ mod tests {
                 StrategyChoice::Force(Strategy::AllGather),
             ] {
                 let mut y = y0.clone();
-                simulate(a, p, method, s, alpha, &x, beta, &mut y).unwrap();
+                SimOperator::new(a, p, method, s)
+                    .unwrap()
+                    .apply(alpha, &x, beta, &mut y)
+                    .unwrap();
                 let c = check(&want, &y);
                 assert!(c.ok, "{name} {method} P={p} {s:?} {}: {c:?}", T::PRECISION);
             }
@@ -263,7 +250,10 @@ mod tests {
         let want = oracle_spmv(&a, 1.0, &x, 0.0, &vec![0.0; a.nrows()]).unwrap();
         for s in [Strategy::Halo, Strategy::AllGather] {
             let mut y = vec![f64::NAN; a.nrows()];
-            simulate(&a, 3, "csr", StrategyChoice::Force(s), 1.0, &x, 0.0, &mut y).unwrap();
+            SimOperator::new(&a, 3, "csr", StrategyChoice::Force(s))
+                .unwrap()
+                .apply(1.0, &x, 0.0, &mut y)
+                .unwrap();
             assert!(check(&want, &y).ok, "{s:?}");
         }
     }
