@@ -4,8 +4,24 @@
 
 use std::process::Command;
 
+/// The spmv binary: `SPMV_BIN`, cargo's build of it, or `.gpu/bin/spmv` of a GPU pack (test
+/// executables run from the package root there, where cargo's build path does not exist).
+fn binary() -> std::path::PathBuf {
+    let candidates = [
+        std::env::var("SPMV_BIN").ok(),
+        Some(env!("CARGO_BIN_EXE_spmv").to_string()),
+        Some("../../.gpu/bin/spmv".to_string()),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.is_file())
+        .expect("no spmv binary: set SPMV_BIN")
+}
+
 fn spmv(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_spmv"))
+    let out = Command::new(binary())
         .args(args)
         .output()
         .expect("running spmv");
