@@ -3,6 +3,7 @@
 //! The CLI parses arguments and prints; every algorithm lives in the `spmvkit` library.
 
 mod cmd_bench;
+mod cmd_dist;
 mod cmd_gen;
 mod cmd_info;
 mod cmd_methods;
@@ -30,7 +31,8 @@ use clap::{Parser, Subcommand};
   spmv run poisson3d:64 --method csr         run, check against the oracle and time one method
   spmv run matrix.mtx.gz --method csr --precision f32 --json
   spmv solve cg poisson3d:64 --compare cusparse    conjugate gradient on a Plan, against cuSPARSE
-  spmv pagerank kron:20 --graph both             PageRank with and without CUDA graphs")]
+  spmv pagerank kron:20 --graph both             PageRank with and without CUDA graphs
+  spmv dist run kron:22 --gpus 2             SpMV on 2 GPUs through NCCL, checked and timed")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -39,6 +41,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Bench(cmd_bench::BenchArgs),
+    Dist(cmd_dist::DistArgs),
     Info(cmd_info::InfoArgs),
     Gen(cmd_gen::GenArgs),
     Methods(cmd_methods::MethodsArgs),
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(a) => cmd_bench::run(a),
+        Command::Dist(a) => cmd_dist::run(a),
         Command::Info(a) => cmd_info::run(a),
         Command::Gen(a) => cmd_gen::run(a),
         Command::Methods(a) => cmd_methods::run(a),

@@ -18,6 +18,7 @@
 
 pub mod bench;
 pub mod cpu;
+pub mod dist;
 pub mod error;
 pub mod gen;
 pub mod gpu;

@@ -4,5 +4,5 @@
 pub(crate) mod oracle;
 mod parallel;
 
-pub use oracle::{check, oracle_spmv, oracle_spmv_par, Check, Reference};
+pub use oracle::{check, oracle_spmv, oracle_spmv_par, oracle_spmv_rows, Check, Reference};
 pub use parallel::{balanced_row_splits, par_csr_spmv};

@@ -38,7 +38,7 @@ pub fn oracle_spmv<T: Scalar>(
 ) -> Result<Reference> {
     check_lengths(a, x.len(), y0.len())?;
     let rows: Vec<(f64, f64)> = (0..a.nrows())
-        .map(|i| oracle_row(a, alpha, x, beta, y0, i))
+        .map(|i| oracle_row(a, alpha, x, beta, y0[i], i))
         .collect();
     Ok(Reference::from_rows(a, rows))
 }
@@ -57,14 +57,44 @@ pub fn oracle_spmv_par<T: Scalar>(
     let rows: Vec<(f64, f64)> = (0..a.nrows())
         .into_par_iter()
         .with_min_len(4096)
-        .map(|i| oracle_row(a, alpha, x, beta, y0, i))
+        .map(|i| oracle_row(a, alpha, x, beta, y0[i], i))
         .collect();
     Ok(Reference::from_rows(a, rows))
 }
 
+/// The oracle on rows `rows` of `a` only (one rank's share of a distributed SpMV), in parallel
+/// as [`oracle_spmv_par`]: `y0` and the answer hold those rows, from `rows.start`.
+pub fn oracle_spmv_rows<T: Scalar>(
+    a: &Csr<T>,
+    rows: std::ops::Range<usize>,
+    alpha: T,
+    x: &[T],
+    beta: T,
+    y0: &[T],
+) -> Result<Reference> {
+    if rows.end > a.nrows() || rows.start > rows.end {
+        return Err(Error::InvalidArgument(format!(
+            "oracle rows {}..{} outside a matrix of {} rows",
+            rows.start,
+            rows.end,
+            a.nrows()
+        )));
+    }
+    check_lengths_dims(rows.len(), a.ncols(), x.len(), y0.len())?;
+    let start = rows.start;
+    let (y, scale): (Vec<f64>, Vec<f64>) = rows
+        .clone()
+        .into_par_iter()
+        .with_min_len(4096)
+        .map(|i| oracle_row(a, alpha, x, beta, y0[i - start], i))
+        .unzip();
+    let row_len = rows.map(|i| a.row_len(i) as u32).collect();
+    Ok(Reference { y, scale, row_len })
+}
+
 /// Row i of the oracle: (y_i, scale_i).
 #[inline]
-fn oracle_row<T: Scalar>(a: &Csr<T>, alpha: T, x: &[T], beta: T, y0: &[T], i: usize) -> (f64, f64) {
+fn oracle_row<T: Scalar>(a: &Csr<T>, alpha: T, x: &[T], beta: T, y0_i: T, i: usize) -> (f64, f64) {
     let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
     let (cols, vals) = a.row(i);
     let (mut s, mut m) = (0f64, 0f64);
@@ -76,7 +106,7 @@ fn oracle_row<T: Scalar>(a: &Csr<T>, alpha: T, x: &[T], beta: T, y0: &[T], i: us
     let b = if beta == 0.0 {
         0.0
     } else {
-        beta * y0[i].to_f64()
+        beta * y0_i.to_f64()
     };
     (alpha * s + b, alpha.abs() * m + b.abs())
 }

@@ -45,7 +45,7 @@ pub struct KernelSource {
     pub source: &'static str,
 }
 
-/// Kernels of the runtime itself (no method): `spmvkit_scale`.
+/// Kernels of the runtime itself (no method): `spmvkit_scale`, `spmvkit_gather`.
 pub const UTIL_KERNELS: KernelSource = KernelSource {
     name: "spmvkit-util",
     source: include_str!("util.cu"),
@@ -92,6 +92,14 @@ pub fn libraries_present() -> std::result::Result<(), String> {
     } else {
         Err(format!("{} not found", missing.join(", ")))
     }
+}
+
+/// Number of CUDA devices this process sees (0 when the driver cannot be loaded).
+pub fn device_count() -> usize {
+    if libraries_present().is_err() {
+        return 0;
+    }
+    CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
 }
 
 impl Gpu {
@@ -228,6 +236,43 @@ impl Gpu {
         unsafe { b.launch(cfg) }
             .map(|_| ())
             .map_err(|e| Error::cuda("spmvkit_scale launch", e))
+    }
+
+    /// Enqueues out[i] = x[idx[i]] for i < n on `stream` (packing scattered entries, e.g. the
+    /// send buffer of a halo exchange). `idx` entries must be < x.len().
+    pub fn gather_on<T: Scalar>(
+        &self,
+        stream: &CudaStream,
+        out: &mut CudaSlice<T>,
+        x: &CudaSlice<T>,
+        idx: &CudaSlice<u32>,
+        n: usize,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        if n > out.len() || n > idx.len() {
+            return Err(Error::DimensionMismatch {
+                what: "gather: n exceeds the output or index buffer".into(),
+                expected: out.len().min(idx.len()),
+                got: n,
+            });
+        }
+        let f = self.function::<T>(&UTIL_KERNELS, "spmvkit_gather")?;
+        let n_i32 = n as i32;
+        let blocks = n.div_ceil(256).min(self.sm_count * 32) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = stream.launch_builder(&f);
+        b.arg(out).arg(x).arg(idx).arg(&n_i32);
+        // SAFETY: spmvkit_gather(real_t*, const real_t*, const unsigned*, int) with n within
+        // out and idx; the caller guarantees idx < x.len().
+        unsafe { b.launch(cfg) }
+            .map(|_| ())
+            .map_err(|e| Error::cuda("spmvkit_gather launch", e))
     }
 
     fn module(&self, k: &KernelSource, precision: Precision) -> Result<Arc<CudaModule>> {

@@ -1,0 +1,580 @@
+//! `spmv dist`: multi-GPU SpMV through NCCL (issue #12). `run` launches one process per GPU
+//! (this binary re-executed as the hidden `dist rank`), `scaling` repeats it over GPU counts,
+//! `rendezvous` serves NCCL's unique id for ranks started by hand on several hosts.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
+use serde_json::json;
+use spmvkit::dist::bootstrap::{RankEnv, Rendezvous, ENV_RANK, ENV_ROOT, ENV_WORLD};
+use spmvkit::dist::nccl::{DistScalar, NcclSetup};
+use spmvkit::dist::rank::{run_rank, test_vectors, RankConfig, RankReport};
+use spmvkit::dist::{SimOperator, StrategyChoice};
+use spmvkit::gpu::TimingConfig;
+use spmvkit::Precision;
+
+use crate::input;
+
+const REPORT_PREFIX: &str = "SPMVKIT-RANK-REPORT ";
+
+/// Multi-GPU SpMV through NCCL: row blocks balanced by nnz, one process per GPU.
+#[derive(Args)]
+#[command(after_help = "Examples:
+  spmv dist run kron:22 --gpus 2                      distributed run, checked and timed
+  spmv dist run poisson3d:320 --gpus 2 --strategy halo
+  spmv dist scaling kron:22 kron:23,48 poisson3d:320 --gpus 1,2 --json
+  spmv dist rendezvous --listen 0.0.0.0:29500 --ranks 4   (multi-host, docs/multi-gpu.md)")]
+pub struct DistArgs {
+    #[command(subcommand)]
+    command: DistCommand,
+}
+
+#[derive(Subcommand)]
+enum DistCommand {
+    /// Run one matrix on N GPUs: check y = αAx + βy against the oracle on every rank, time it.
+    Run(RunArgs),
+    /// Strong scaling: `run` for every GPU count and matrix, with speedup and efficiency.
+    Scaling(ScalingArgs),
+    /// Serve NCCL's unique id to ranks started by hand (multi-host bootstrap).
+    Rendezvous(RendezvousArgs),
+    /// One rank (started by `run`; reads SPMVKIT_DIST_RANK / _WORLD / _ROOT).
+    #[command(hide = true)]
+    Rank(RankArgs),
+}
+
+/// Options shared by `run`, `scaling` and the ranks.
+#[derive(Args, Clone)]
+struct Common {
+    /// Method for the diagonal and off-diagonal parts (`auto` chooses per part).
+    #[arg(short, long, default_value = "auto")]
+    method: String,
+    /// x exchange: auto (by volume), allgather or halo.
+    #[arg(long, default_value = "auto")]
+    strategy: String,
+    /// Value precision.
+    #[arg(short, long, default_value = "f64", value_parser = ["f32", "f64"])]
+    precision: String,
+    /// Calls per timed sample.
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
+    /// Timed samples; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    samples: usize,
+    /// Untimed warm-up calls.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// α in y = αAx + βy.
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    alpha: f64,
+    /// β in y = αAx + βy (non-zero by default, so the check covers the βy term).
+    #[arg(long, default_value_t = 0.5, allow_hyphen_values = true)]
+    beta: f64,
+    /// Do not read or write the binary cache.
+    #[arg(long)]
+    no_cache: bool,
+    /// Seconds to wait for all ranks at start-up.
+    #[arg(long, default_value_t = 300)]
+    connect_timeout: u64,
+}
+
+impl Common {
+    fn forward(&self) -> Vec<String> {
+        let mut v = vec![
+            "--method".into(),
+            self.method.clone(),
+            "--strategy".into(),
+            self.strategy.clone(),
+            "--precision".into(),
+            self.precision.clone(),
+            "--reps".into(),
+            self.reps.to_string(),
+            "--samples".into(),
+            self.samples.to_string(),
+            "--warmup".into(),
+            self.warmup.to_string(),
+            format!("--alpha={}", self.alpha),
+            format!("--beta={}", self.beta),
+            "--connect-timeout".into(),
+            self.connect_timeout.to_string(),
+        ];
+        if self.no_cache {
+            v.push("--no-cache".into());
+        }
+        v
+    }
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Matrix Market file, .spmvkit cache, or GEN-SPEC.
+    #[arg(value_name = "MATRIX")]
+    matrix: String,
+    /// Number of GPUs (ranks).
+    #[arg(short, long, default_value_t = 2)]
+    gpus: usize,
+    /// Simulate the ranks on the CPU (no GPU or NCCL needed; no timing).
+    #[arg(long)]
+    sim: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args)]
+struct ScalingArgs {
+    /// Matrices (files or GEN-SPECs).
+    #[arg(value_name = "MATRIX", required = true)]
+    matrices: Vec<String>,
+    /// GPU counts, comma-separated.
+    #[arg(short, long, default_value = "1,2", value_delimiter = ',')]
+    gpus: Vec<usize>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args)]
+struct RendezvousArgs {
+    /// Address to listen on, e.g. 0.0.0.0:29500.
+    #[arg(long)]
+    listen: String,
+    /// Number of ranks to wait for.
+    #[arg(long)]
+    ranks: usize,
+    /// Seconds to wait for all ranks.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+}
+
+#[derive(Args)]
+struct RankArgs {
+    #[arg(value_name = "MATRIX")]
+    matrix: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+pub fn run(args: DistArgs) -> Result<()> {
+    match args.command {
+        DistCommand::Run(a) => {
+            let out = launch(&a.matrix, a.gpus, a.sim, &a.common)?;
+            print_run(&out, a.json)
+        }
+        DistCommand::Scaling(a) => scaling(&a),
+        DistCommand::Rendezvous(a) => {
+            let server = Rendezvous::bind(&a.listen, a.ranks)?;
+            eprintln!(
+                "rendezvous on {} for {} ranks; start them with {ENV_ROOT}=<this host>:<port>",
+                server.local_addr()?,
+                a.ranks
+            );
+            server.serve(Duration::from_secs(a.timeout))?;
+            eprintln!("all {} ranks got the id", a.ranks);
+            Ok(())
+        }
+        DistCommand::Rank(a) => match a.common.precision.parse::<Precision>()? {
+            Precision::F32 => rank::<f32>(&a),
+            Precision::F64 => rank::<f64>(&a),
+        },
+    }
+}
+
+fn timing(c: &Common) -> TimingConfig {
+    TimingConfig {
+        warmup: c.warmup,
+        calls: c.reps.max(1),
+        samples: c.samples.max(1),
+    }
+}
+
+fn rank<T: DistScalar>(a: &RankArgs) -> Result<()> {
+    let env = RankEnv::from_env()?.ok_or_else(|| {
+        anyhow!("`spmv dist rank` is started by `spmv dist run` ({ENV_RANK} is not set)")
+    })?;
+    let loaded = input::load::<T>(&a.matrix, !a.common.no_cache)?;
+    let cfg = RankConfig {
+        method: a.common.method.clone(),
+        strategy: a.common.strategy.parse::<StrategyChoice>()?,
+        alpha: a.common.alpha,
+        beta: a.common.beta,
+        timing: timing(&a.common),
+        connect_timeout: Duration::from_secs(a.common.connect_timeout),
+    };
+    let report = run_rank(&loaded.matrix, &env, &cfg)
+        .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
+    println!("{REPORT_PREFIX}{}", serde_json::to_string(&report)?);
+    Ok(())
+}
+
+/// The outcome of one launch.
+struct Outcome {
+    matrix: String,
+    gpus: usize,
+    notes: Vec<String>,
+    ranks: Vec<RankReport>,
+    /// Set by the CPU simulation instead of rank reports.
+    sim: Option<serde_json::Value>,
+}
+
+impl Outcome {
+    fn max(&self, f: impl Fn(&RankReport) -> f64) -> f64 {
+        self.ranks.iter().map(f).fold(0.0, f64::max)
+    }
+    fn ok(&self) -> bool {
+        match &self.sim {
+            Some(s) => s["check_ok"].as_bool().unwrap_or(false),
+            None => self.ranks.iter().all(|r| r.check_ok),
+        }
+    }
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "matrix": self.matrix,
+            "gpus": self.gpus,
+            "notes": self.notes,
+            "check_ok": self.ok(),
+            "apply_us": self.max(|r| r.apply_us),
+            "exchange_us": self.max(|r| r.exchange_us),
+            "compute_us": self.max(|r| r.compute_us),
+            "strategy": self.ranks.first().map(|r| r.strategy.clone()),
+            "ranks": self.ranks,
+            "sim": self.sim,
+        })
+    }
+}
+
+/// Runs `matrix` on `gpus` ranks: spawned processes on the GPUs, or the CPU simulation.
+fn launch(matrix: &str, gpus: usize, sim: bool, c: &Common) -> Result<Outcome> {
+    if gpus == 0 {
+        bail!("--gpus must be at least 1");
+    }
+    let mut notes = Vec::new();
+    let visible = spmvkit::gpu::device_count();
+    if sim || visible == 0 {
+        if !sim {
+            notes.push(format!(
+                "no GPU visible: simulating {gpus} ranks on the CPU (no timing)"
+            ));
+        }
+        return simulate(matrix, gpus, c, notes);
+    }
+    if gpus > visible {
+        bail!("asked for {gpus} GPUs but this process sees {visible} (CUDA_VISIBLE_DEVICES may limit it)");
+    }
+    let mut world = gpus;
+    let mut library_path = None;
+    if world > 1 {
+        match NcclSetup::detect() {
+            NcclSetup::Loadable => {}
+            s @ NcclSetup::Linked { .. } => {
+                if let NcclSetup::Linked { lib, .. } = &s {
+                    notes.push(format!("NCCL: {}", lib.display()));
+                }
+                library_path = s.child_library_path();
+            }
+            NcclSetup::Missing(why) => {
+                notes.push(format!("{why}: running on 1 GPU instead of {gpus}"));
+                world = 1;
+            }
+        }
+    }
+    // a matrix file: build the binary cache once here, so the ranks only read it
+    if std::path::Path::new(matrix).exists() && !c.no_cache {
+        input::load::<f64>(matrix, true).map(|_| ())?;
+    }
+    let devices: Vec<String> = match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(v) if !v.trim().is_empty() => v.split(',').map(|s| s.trim().to_string()).collect(),
+        _ => (0..visible).map(|d| d.to_string()).collect(),
+    };
+    let server = Rendezvous::bind("127.0.0.1:0", world)?;
+    let root = server.local_addr()?;
+    let timeout = Duration::from_secs(c.connect_timeout);
+    let serving = (world > 1).then(|| std::thread::spawn(move || server.serve(timeout)));
+    let exe = std::env::current_exe().context("finding the spmv executable")?;
+    let mut children: Vec<Child> = Vec::new();
+    if devices.len() < world {
+        bail!(
+            "CUDA_VISIBLE_DEVICES lists {} devices, fewer than {world} ranks",
+            devices.len()
+        );
+    }
+    for (r, device) in devices.iter().take(world).enumerate() {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["dist", "rank", matrix])
+            .args(c.forward())
+            .env(ENV_RANK, r.to_string())
+            .env(ENV_WORLD, world.to_string())
+            .env(ENV_ROOT, &root)
+            .env("CUDA_VISIBLE_DEVICES", device)
+            // NVLink multicast (NVLS) stays off in every rank
+            .env("NCCL_NVLS_ENABLE", "0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(lp) = &library_path {
+            cmd.env("LD_LIBRARY_PATH", lp);
+        }
+        match cmd.spawn() {
+            Ok(ch) => children.push(ch),
+            Err(e) => {
+                stop(&mut children);
+                return Err(e).context(format!("starting rank {r}"));
+            }
+        }
+    }
+    let readers: Vec<_> = children
+        .iter_mut()
+        .enumerate()
+        .map(|(r, ch)| {
+            let out = ch.stdout.take();
+            std::thread::spawn(move || -> Option<String> {
+                let mut report = None;
+                for line in BufReader::new(out?).lines().map_while(|l| l.ok()) {
+                    match line.strip_prefix(REPORT_PREFIX) {
+                        Some(j) => report = Some(j.to_string()),
+                        None => eprintln!("[rank {r}] {line}"),
+                    }
+                }
+                report
+            })
+        })
+        .collect();
+    // wait; one failed rank would leave the others blocked in NCCL, so stop them
+    let mut failed = Vec::new();
+    let mut done = vec![false; world];
+    while done.iter().any(|d| !d) {
+        for (r, ch) in children.iter_mut().enumerate() {
+            if done[r] {
+                continue;
+            }
+            if let Some(status) = ch.try_wait().context("waiting for a rank")? {
+                done[r] = true;
+                if !status.success() {
+                    failed.push(format!("rank {r} exited with {status}"));
+                }
+            }
+        }
+        if !failed.is_empty() {
+            stop(&mut children);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let reports: Vec<Option<String>> = readers
+        .into_iter()
+        .map(|h| h.join().ok().flatten())
+        .collect();
+    if let Some(h) = serving {
+        if let Ok(Err(e)) = h.join() {
+            if failed.is_empty() {
+                failed.push(format!("rendezvous: {e}"));
+            }
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "distributed run of {matrix} on {world} GPUs failed: {}",
+            failed.join("; ")
+        );
+    }
+    let ranks = reports
+        .into_iter()
+        .enumerate()
+        .map(|(r, j)| {
+            let j = j.ok_or_else(|| anyhow!("rank {r} printed no report"))?;
+            serde_json::from_str::<RankReport>(&j).with_context(|| format!("rank {r}'s report"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Outcome {
+        matrix: matrix.to_string(),
+        gpus: world,
+        notes,
+        ranks,
+        sim: None,
+    })
+}
+
+/// Kills the ranks this launcher started that are still running.
+fn stop(children: &mut [Child]) {
+    for ch in children.iter_mut() {
+        if matches!(ch.try_wait(), Ok(None)) {
+            let _ = ch.kill();
+            let _ = ch.wait();
+        }
+    }
+}
+
+fn simulate(matrix: &str, parts: usize, c: &Common, notes: Vec<String>) -> Result<Outcome> {
+    fn go<T: spmvkit::PrepareFor>(
+        matrix: &str,
+        parts: usize,
+        c: &Common,
+    ) -> Result<serde_json::Value> {
+        let a = input::load::<T>(matrix, !c.no_cache)?.matrix;
+        let op = SimOperator::new(&a, parts, &c.method, c.strategy.parse()?)?;
+        let (x, y0) = test_vectors::<T>(a.nrows(), a.ncols());
+        let (alpha, beta) = (T::from_f64(c.alpha), T::from_f64(c.beta));
+        let mut y = y0.clone();
+        op.apply(alpha, &x, beta, &mut y)?;
+        let want = spmvkit::cpu::oracle_spmv_par(&a, alpha, &x, beta, &y0)?;
+        let chk = spmvkit::cpu::check(&want, &y);
+        Ok(json!({ "check_ok": chk.ok, "max_rel_err": chk.max_rel_err, "summary": op.summary() }))
+    }
+    let sim = match c.precision.parse::<Precision>()? {
+        Precision::F32 => go::<f32>(matrix, parts, c)?,
+        Precision::F64 => go::<f64>(matrix, parts, c)?,
+    };
+    Ok(Outcome {
+        matrix: matrix.to_string(),
+        gpus: parts,
+        notes,
+        ranks: Vec::new(),
+        sim: Some(sim),
+    })
+}
+
+fn print_run(o: &Outcome, as_json: bool) -> Result<()> {
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&o.json())?);
+    } else {
+        for n in &o.notes {
+            println!("note: {n}");
+        }
+        if let Some(s) = &o.sim {
+            let sum = &s["summary"];
+            println!(
+                "{}: {} simulated ranks, strategy {}, rows {}, nnz {}, halo {} vs all-gather {} entries/rank",
+                o.matrix,
+                o.gpus,
+                sum["strategy"].as_str().unwrap_or("?"),
+                sum["rank_rows"],
+                sum["rank_nnz"],
+                sum["halo_recv"],
+                sum["allgather_recv"]
+            );
+            println!(
+                "check vs oracle: {} (max rel err {:.2e})",
+                if o.ok() { "ok" } else { "FAILED" },
+                s["max_rel_err"].as_f64().unwrap_or(f64::NAN)
+            );
+        } else {
+            println!(
+                "{}: {} GPU(s) ({}), strategy {}, method {}",
+                o.matrix,
+                o.gpus,
+                o.ranks.first().map_or("", |r| r.device.as_str()),
+                o.ranks.first().map_or("", |r| r.strategy.as_str()),
+                o.ranks
+                    .first()
+                    .map(|r| r.diag_notes.join(" "))
+                    .unwrap_or_default()
+            );
+            println!(
+                "  {:>4} {:>10} {:>12} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10}  check",
+                "rank",
+                "rows",
+                "diag nnz",
+                "offd nnz",
+                "ghosts",
+                "send",
+                "call µs",
+                "comm µs",
+                "local µs"
+            );
+            for r in &o.ranks {
+                println!(
+                    "  {:>4} {:>10} {:>12} {:>12} {:>9} {:>9} {:>10.1} {:>10.1} {:>10.1}  {} ({:.1e})",
+                    r.rank,
+                    r.rows,
+                    r.diag_nnz,
+                    r.offd_nnz,
+                    r.ghosts,
+                    r.send,
+                    r.apply_us,
+                    r.exchange_us,
+                    r.compute_us,
+                    if r.check_ok { "ok" } else { "FAILED" },
+                    r.max_rel_err
+                );
+            }
+            println!(
+                "per call: {:.1} µs (slowest rank), comm alone {:.1} µs, local parts alone {:.1} µs",
+                o.max(|r| r.apply_us),
+                o.max(|r| r.exchange_us),
+                o.max(|r| r.compute_us)
+            );
+        }
+    }
+    if !o.ok() {
+        bail!("the distributed result does not match the oracle");
+    }
+    Ok(())
+}
+
+fn scaling(a: &ScalingArgs) -> Result<()> {
+    let mut rows = Vec::new();
+    for m in &a.matrices {
+        let mut base: Option<f64> = None;
+        for &g in &a.gpus {
+            let o = launch(m, g, false, &a.common)?;
+            if !a.json {
+                for n in &o.notes {
+                    eprintln!("note: {n}");
+                }
+            }
+            let t = o.max(|r| r.apply_us);
+            if o.gpus == 1 && base.is_none() {
+                base = Some(t);
+            }
+            let speedup = base.map(|b| b / t);
+            rows.push(json!({
+                "matrix": m,
+                "gpus": o.gpus,
+                "check_ok": o.ok(),
+                "apply_us": t,
+                "exchange_us": o.max(|r| r.exchange_us),
+                "compute_us": o.max(|r| r.compute_us),
+                "strategy": o.ranks.first().map(|r| r.strategy.clone()),
+                "speedup": speedup,
+                "efficiency": speedup.map(|s| s / o.gpus as f64),
+                "rank_nnz": o.ranks.iter().map(|r| r.diag_nnz + r.offd_nnz).collect::<Vec<_>>(),
+                "ghosts": o.ranks.iter().map(|r| r.ghosts).collect::<Vec<_>>(),
+                "method_notes": o.ranks.first().map(|r| (r.diag_notes.clone(), r.offd_notes.clone())),
+            }));
+            if !o.ok() {
+                bail!("{m} on {g} GPUs does not match the oracle");
+            }
+        }
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "scaling": rows }))?
+        );
+    } else {
+        println!(
+            "{:<18} {:>4} {:>10} {:>8} {:>7} {:>10} {:>10}  strategy",
+            "matrix", "gpus", "call µs", "speedup", "eff", "comm µs", "local µs"
+        );
+        for r in &rows {
+            let f = |k: &str| r[k].as_f64();
+            println!(
+                "{:<18} {:>4} {:>10.1} {:>8} {:>7} {:>10.1} {:>10.1}  {}",
+                r["matrix"].as_str().unwrap_or(""),
+                r["gpus"],
+                f("apply_us").unwrap_or(f64::NAN),
+                f("speedup").map_or("-".into(), |s| format!("{s:.2}x")),
+                f("efficiency").map_or("-".into(), |e| format!("{:.0}%", 100.0 * e)),
+                f("exchange_us").unwrap_or(f64::NAN),
+                f("compute_us").unwrap_or(f64::NAN),
+                r["strategy"].as_str().unwrap_or("-")
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,24 @@
+//! Multi-GPU SpMV through NCCL (issue #12). See `docs/multi-gpu.md` for the design.
+//!
+//! - [`partition`]: the distributed matrix, pure CPU: nnz-balanced row blocks, each split into a
+//!   diagonal part (owned columns) and an off-diagonal part compressed to its ghost columns,
+//!   the halo's send/receive lists, and the choice between all-gather and halo by volume.
+//! - [`sim`]: the whole distributed SpMV simulated on the CPU with P ranks exchanging through
+//!   memory (the correctness oracle of the distribution, and the no-GPU fallback).
+//! - [`nccl`]: finding and loading `libnccl` (pip wheels ship `libnccl.so.2`, which cudarc does
+//!   not look for), the per-rank GPU operator (diagonal SpMV overlapping the exchange on a comm
+//!   stream, the off-diagonal part after it) and the all-reduce dot product for solvers.
+//! - [`rank`]: one rank's run: distribute, connect, check against the oracle, time.
+//! - [`bootstrap`]: the rank environment and the TCP rendezvous that hands NCCL's unique id from
+//!   rank 0 to the others (one host through the `spmv dist` launcher, several hosts by hand).
+
+pub mod bootstrap;
+pub mod nccl;
+pub mod partition;
+pub mod rank;
+pub mod sim;
+
+pub use partition::{
+    Distribution, Partition, RankBlock, Segment, SendList, Strategy, StrategyChoice, Volumes,
+};
+pub use sim::{SimOperator, SimSummary};
