@@ -42,6 +42,27 @@ __device__ __forceinline__ real_t warp_inclusive_scan(real_t v) {
 // Atomic y[i] += v in real_t (hardware double atomics on sm_60+). Not deterministic.
 __device__ __forceinline__ real_t atomic_add_real(real_t* p, real_t v) { return atomicAdd(p, v); }
 
+// Grid-wide barrier for a cooperative launch (all CTAs co-resident). bar[0] counts arrivals and
+// is reset by the last arriver, which then bumps the generation bar[1] that the others wait on;
+// both start at zero when allocated and stay consistent across calls.
+__device__ __forceinline__ void grid_barrier(unsigned* bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned* gen = bar + 1;
+        const unsigned g = *gen;
+        __threadfence();
+        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+            atomicExch(bar, 0u);
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            while (*gen == g) __nanosleep(32);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
 // Read-only cached load (LDG.NC).
 template <typename T>
 __device__ __forceinline__ T ldg(const T* p) { return __ldg(p); }

@@ -2,7 +2,9 @@
 //! slot), the per-panel block counts with the ticket and ready arrays (zeroed once at upload;
 //! the kernel resets them itself at the end of each call), and the column mapping when
 //! gathered. One launch per call of `nslots / (8·bpw)` CTAs of 256 threads; with `prologue=kernel`
-//! a grid-stride `cb_scale_y` launch goes first. Nothing when the matrix has no rows.
+//! a grid-stride `cb_scale_y` launch goes first; with `prologue=grid` one cooperative launch of
+//! `cb_spmv_grid` (at most the CTAs that fit the GPU at once) does both. Nothing when the
+//! matrix has no rows.
 
 use std::sync::Arc;
 
@@ -20,7 +22,11 @@ const SCALE_THREADS: u32 = 256;
 /// The device copy of a cb-spmv layout.
 pub(super) struct DeviceCb<T: Scalar> {
     spmv: CudaFunction,
+    spmv_grid: CudaFunction,
     scale: CudaFunction,
+    /// Some(co-resident CTAs) when a call is one cooperative `cb_spmv_grid` launch.
+    grid_ctas: Option<usize>,
+    bar: CudaSlice<u32>,
     nrows: usize,
     ncols: usize,
     ctas: usize,
@@ -62,8 +68,21 @@ pub(super) fn upload<T: Scalar>(
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     gpu.ensure_fits("cb-spmv layout", l.footprint_bytes())?;
     let npanels = l.panel_nb.len();
+    let spmv_grid = gpu.function::<T>(&KERNEL, "cb_spmv_grid")?;
+    let grid_ctas = if !l.cfg.fused && l.cfg.grid(l.nnz) {
+        let per_sm = spmv_grid
+            .occupancy_max_active_blocks_per_multiprocessor((WARPS * 32) as u32, 0, None)
+            .map_err(|e| Error::cuda("cb-spmv: occupancy query", e))?
+            .max(1) as usize;
+        Some(per_sm * gpu.sm_count().max(1))
+    } else {
+        None
+    };
     Ok(Box::new(DeviceCb {
         spmv: gpu.function::<T>(&KERNEL, "cb_spmv")?,
+        spmv_grid,
+        grid_ctas,
+        bar: gpu.alloc_zeros::<u32>(2)?,
         scale: gpu.function::<T>(&KERNEL, "cb_scale_y")?,
         nrows: l.nrows,
         ncols: l.ncols,
@@ -115,7 +134,8 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
             return Ok(());
         }
         let m = self.nrows as i32;
-        if !self.fused {
+        let coop = self.grid_ctas.filter(|_| self.ctas > 0);
+        if !self.fused && coop.is_none() {
             let blocks = self
                 .nrows
                 .div_ceil(SCALE_THREADS as usize)
@@ -133,14 +153,20 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         if self.ctas == 0 {
             return Ok(());
         }
+        let grid = coop.map_or(self.ctas, |c| c.min(self.ctas));
         let cfg = LaunchConfig {
-            grid_dim: (self.ctas as u32, 1, 1),
+            grid_dim: (grid as u32, 1, 1),
             block_dim: ((WARPS * 32) as u32, 1, 1),
             shared_mem_bytes: 0,
         };
         let (split, gathered, fused) = (self.split as i32, self.gathered as i32, self.fused as i32);
         let n = self.ncols as i32;
-        let mut b = gpu.stream().launch_builder(&self.spmv);
+        let nctas = self.ctas as u64;
+        let mut b = gpu.stream().launch_builder(if coop.is_some() {
+            &self.spmv_grid
+        } else {
+            &self.spmv
+        });
         b.arg(&self.arena)
             .arg(&self.meta)
             .arg(&self.split_vals)
@@ -163,11 +189,21 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
             .arg(&fused)
             .arg(&self.bpw)
             .arg(&self.run);
+        if coop.is_some() {
+            b.arg(&nctas).arg(&self.bar);
+        }
         // SAFETY: the arguments match cb_spmv in kernel.cu; meta has 2·8·bpw·ctas words; every
         // offset + region length lies inside the arena (or split_vals/voff when split); block
         // rows index panel_nb/tick/ready (one per panel) and gptr (panels + 1) when gathered;
-        // staged columns are < ncols = len(x), written rows < nrows <= len(y).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("cb-spmv launch", e))?;
+        // staged columns are < ncols = len(x), written rows < nrows <= len(y). cb_spmv_grid also
+        // takes nctas (u64) and the barrier's two counters; its grid is at most the co-resident
+        // CTAs, as the barrier needs, and a cooperative launch guarantees it.
+        if coop.is_some() {
+            unsafe { b.launch_cooperative(cfg) }
+        } else {
+            unsafe { b.launch(cfg) }
+        }
+        .map_err(|e| Error::cuda("cb-spmv launch", e))?;
         Ok(())
     }
 

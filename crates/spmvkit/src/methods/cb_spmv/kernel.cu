@@ -23,7 +23,8 @@
 // later blocks of the panel compute first, wait for ready (only ever on a running warp), then
 // atomicAdd alpha*s to rows with entries, and count themselves out; the last resets ticket
 // and flag for the next call. Panels with one block write y directly, no atomics.
-// fused = 0: cb_scale_y ran before, every block adds with atomics (run = 1: once per run of
+// fused = 0: cb_scale_y ran before (or cb_spmv_grid scaled y behind its grid barrier), every
+// block adds with atomics (run = 1: once per run of
 // consecutive blocks of one panel in a warp's slots).
 
 #define CB_WARPS 8
@@ -205,21 +206,21 @@ __device__ __forceinline__ void cb_block(
     }
 }
 
-extern "C" __global__ void __launch_bounds__(CB_WARPS * 32)
-cb_spmv(const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
+// One CTA's 8·bpw slots (CTA index `cta`), by warps with their shared slices s_x/s_acc.
+__device__ __forceinline__ void cb_cta(
+        unsigned long long cta, const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
         const real_t* __restrict__ split_vals, const unsigned long long* __restrict__ voff,
         int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
         const unsigned* __restrict__ gptr, const unsigned* __restrict__ gcols, int gathered,
         const real_t* __restrict__ x, real_t* y, real_t alpha, real_t beta, int m, int n,
-        int coo_max, int dense_min, int fused, int bpw, int run) {
-    __shared__ real_t s_x[CB_WARPS][CB_BS];
-    __shared__ real_t s_acc[CB_WARPS][CB_BS];
+        int coo_max, int dense_min, int fused, int bpw, int run,
+        real_t (*s_x)[CB_BS], real_t (*s_acc)[CB_BS]) {
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
     // accumulate = block: warp w takes slots j·8 + w of its CTA; run: slots w·bpw + j
     // (consecutive blocks), summing the row sums of consecutive blocks of one panel in
     // registers and adding them to y (atomics, after cb_scale_y) once per run.
-    const unsigned long long cta0 = (unsigned long long)blockIdx.x * bpw * CB_WARPS;
+    const unsigned long long cta0 = cta * bpw * CB_WARPS;
     const unsigned long long first = run ? cta0 + (unsigned long long)warp * bpw : cta0 + warp;
     const unsigned long long step = run ? 1ull : (unsigned long long)CB_WARPS;
     unsigned long long nw0 = ldg(meta + 2 * first);
@@ -263,4 +264,38 @@ cb_spmv(const unsigned char* __restrict__ arena, const unsigned long long* __res
         if (lane < CB_BS && i < (unsigned)m && ((run_mask >> lane) & 1u))
             atomic_add_real(y + i, alpha * run_rs);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(CB_WARPS * 32)
+cb_spmv(const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
+        const real_t* __restrict__ split_vals, const unsigned long long* __restrict__ voff,
+        int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
+        const unsigned* __restrict__ gptr, const unsigned* __restrict__ gcols, int gathered,
+        const real_t* __restrict__ x, real_t* y, real_t alpha, real_t beta, int m, int n,
+        int coo_max, int dense_min, int fused, int bpw, int run) {
+    __shared__ real_t s_x[CB_WARPS][CB_BS];
+    __shared__ real_t s_acc[CB_WARPS][CB_BS];
+    cb_cta(blockIdx.x, arena, meta, split_vals, voff, split, panel_nb, tick, ready, gptr, gcols, gathered, x, y, alpha,
+           beta, m, n, coo_max, dense_min, fused, bpw, run, s_x, s_acc);
+}
+
+// prologue = grid: one cooperative launch of co-resident CTAs. They scale y (grid-stride), meet
+// at a grid barrier (bar: arrivals, generation), then take the `nctas` slot groups in turn, with
+// atomics to y as after cb_scale_y (fused must be 0).
+extern "C" __global__ void __launch_bounds__(CB_WARPS * 32)
+cb_spmv_grid(const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
+        const real_t* __restrict__ split_vals, const unsigned long long* __restrict__ voff,
+        int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
+        const unsigned* __restrict__ gptr, const unsigned* __restrict__ gcols, int gathered,
+        const real_t* __restrict__ x, real_t* y, real_t alpha, real_t beta, int m, int n,
+        int coo_max, int dense_min, int fused, int bpw, int run, unsigned long long nctas, unsigned* bar) {
+    __shared__ real_t s_x[CB_WARPS][CB_BS];
+    __shared__ real_t s_acc[CB_WARPS][CB_BS];
+    const unsigned stride = gridDim.x * blockDim.x;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)m; i += stride)
+        y[i] = (beta == (real_t)0) ? (real_t)0 : beta * y[i];
+    grid_barrier(bar);
+    for (unsigned long long c = blockIdx.x; c < nctas; c += gridDim.x)
+        cb_cta(c, arena, meta, split_vals, voff, split, panel_nb, tick, ready, gptr, gcols, gathered, x, y, alpha,
+           beta, m, n, coo_max, dense_min, fused, bpw, run, s_x, s_acc);
 }

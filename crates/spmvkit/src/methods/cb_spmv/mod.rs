@@ -22,7 +22,10 @@
 //!   Panels with a single block need no atomic at all; empty panels get a zero-nnz "scaler"
 //!   block. Measured on an H200 (2026-11-21, all variants correct on 115 SuiteSparse matrices):
 //!   the ticket round trips cost more than the second launch almost everywhere (graph mode
-//!   4.4 vs 6.9 µs on s1rmq4m1; 915 vs 1293 µs on poisson3d:160), hence the default.
+//!   4.4 vs 6.9 µs on s1rmq4m1; 915 vs 1293 µs on poisson3d:160), hence not the default.
+//!   `prologue=grid` (default up to [`GRID_MAX_NNZ`] nonzeros, `auto`): one cooperative launch of
+//!   the CTAs that fit the GPU at once; they scale y, meet at a grid barrier, then take the slot
+//!   groups in turn. Small matrices pay one launch instead of two.
 //! - `accumulate=run` (the default, ours; needs `prologue=kernel`): a warp takes `bpw`
 //!   CONSECUTIVE slots and sums the row sums of consecutive blocks of one panel in registers,
 //!   adding to y once per run. On matrices whose blocks are diagonal lines (stencils, scattered
@@ -121,8 +124,8 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         key: "prologue",
-        default: "kernel",
-        help: "how y is scaled by beta before the atomics: kernel (a separate launch) or fused (per-panel first arriver, one launch)",
+        default: "auto",
+        help: "how y is scaled by beta before the atomics: kernel (a separate launch), grid (one cooperative launch: co-resident CTAs scale y, meet at a grid barrier, then take the blocks), fused (per-panel first arriver, one launch; needs accumulate=block), or auto (grid up to 2M nonzeros, else kernel)",
     },
     ParamSpec {
         key: "accumulate",
@@ -147,6 +150,9 @@ enum Mode {
     Off,
 }
 
+/// `prologue=auto` takes the one-launch grid mode up to this many nonzeros (tuning data).
+pub const GRID_MAX_NNZ: usize = 2 << 20;
+
 /// The tuning data of one build.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Config {
@@ -159,6 +165,8 @@ pub(crate) struct Config {
     balance_min_nnz: usize,
     pub(crate) aggregate: bool,
     pub(crate) fused: bool,
+    /// prologue=grid (Some(true)), kernel or fused (Some(false)), auto (None: by size).
+    grid: Option<bool>,
     /// accumulate=run: warp-major slots, one add per run of one panel's blocks.
     pub(crate) run: bool,
     /// Blocks per warp; None = auto.
@@ -166,6 +174,12 @@ pub(crate) struct Config {
 }
 
 impl Config {
+    /// Whether a call is one cooperative grid launch (`prologue=grid`, or auto on a matrix of
+    /// at most [`GRID_MAX_NNZ`] nonzeros).
+    pub(crate) fn grid(&self, nnz: usize) -> bool {
+        self.grid.unwrap_or(nnz <= GRID_MAX_NNZ)
+    }
+
     /// The format of a block with `nnz` nonzeros.
     pub(crate) fn format(&self, nnz: usize) -> Format {
         format_of(nnz, self.coo_max, self.dense_min)
@@ -232,13 +246,15 @@ fn config(params: &Params) -> Result<Config> {
             format!("{gather_frac} not in [0, 1]"),
         ));
     }
-    let fused = match params.get::<String>(NAME, PARAMS, "prologue")?.as_str() {
-        "fused" => true,
-        "kernel" => false,
+    let (fused, grid) = match params.get::<String>(NAME, PARAMS, "prologue")?.as_str() {
+        "fused" => (true, Some(false)),
+        "kernel" => (false, Some(false)),
+        "grid" => (false, Some(true)),
+        "auto" => (false, None),
         s => {
             return Err(param_err(
                 "prologue",
-                format!("'{s}' is not fused or kernel"),
+                format!("'{s}' is not kernel, grid, fused or auto"),
             ))
         }
     };
@@ -262,7 +278,7 @@ fn config(params: &Params) -> Result<Config> {
     if run && fused {
         return Err(param_err(
             "accumulate",
-            "accumulate=run needs prologue=kernel".into(),
+            "accumulate=run needs prologue=kernel, grid or auto".into(),
         ));
     }
     let mut balance = mode(params, "balance")?;
@@ -281,6 +297,7 @@ fn config(params: &Params) -> Result<Config> {
         balance_min_nnz: params.get(NAME, PARAMS, "balance_min_nnz")?,
         aggregate: on_off(params, "aggregate")?,
         fused,
+        grid,
     })
 }
 
@@ -864,7 +881,13 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                 format!(
                     "{} / {} / {}",
                     if self.cfg.aggregate { "on" } else { "off" },
-                    if self.cfg.fused { "fused" } else { "kernel" },
+                    if self.cfg.fused {
+                        "fused"
+                    } else if self.cfg.grid(self.nnz) {
+                        "grid"
+                    } else {
+                        "kernel"
+                    },
                     if self.cfg.run { "run" } else { "block" }
                 ),
             ),

@@ -37,6 +37,14 @@ const VARIANTS: &[&[&str]] = &[
     &["accumulate=block", "balance=on", "gather=on"],
     &["accumulate=run", "bpw=5", "gather=on"],
     &["accumulate=run", "bpw=8", "balance=on", "format=off"],
+    &["prologue=kernel"],
+    &["prologue=grid", "bpw=1"],
+    &[
+        "prologue=grid",
+        "accumulate=block",
+        "balance=on",
+        "gather=on",
+    ],
 ];
 
 fn from_triplets(m: usize, n: usize, t: &[(usize, usize, f64)]) -> Csr<f64> {
@@ -364,6 +372,7 @@ fn rejects_bad_params() {
         &["balance=1"],
         &["format=no"],
         &["prologue=none"],
+        &["prologue=fused"],
         &["gather_frac=2"],
         &["bogus=1"],
         &["bpw=0"],

@@ -196,26 +196,6 @@ extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __rest
     }
 }
 
-// All CTAs of the (co-resident, cooperative) grid meet here; sync[0] counts arrivals and is reset
-// by the last arriver, which then bumps the generation sync[1] that the others wait on.
-__device__ __forceinline__ void fl_grid_barrier(unsigned* sync) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        volatile unsigned* gen = sync + 1;
-        const unsigned g = *gen;
-        __threadfence();
-        if (atomicAdd(sync, 1u) == gridDim.x - 1) {
-            atomicExch(sync, 0u);
-            __threadfence();
-            atomicAdd(sync + 1, 1u);
-        } else {
-            while (*gen == g) __nanosleep(32);
-        }
-        __threadfence();
-    }
-    __syncthreads();
-}
-
 extern "C" __global__ void fastload_spmv_grid(int nblocks, int bpw, const int* __restrict__ blk_ptr,
                                               const int* __restrict__ blk_col,
                                               const unsigned char* __restrict__ blk_info,
@@ -228,7 +208,7 @@ extern "C" __global__ void fastload_spmv_grid(int nblocks, int bpw, const int* _
                                               real_t* hub) {
     if (flags & FL_PRO) {
         fl_prologue(blockIdx.x, gridDim.x, flags, nrows, ncols, y, beta, perm, x, xs);
-        fl_grid_barrier(sync);
+        grid_barrier(sync);
     }
     if (!(flags & FL_MAIN)) return;
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
