@@ -2,6 +2,7 @@
 //!
 //! The CLI parses arguments and prints; every algorithm lives in the `spmvkit` library.
 
+mod auto_args;
 mod cmd_bench;
 mod cmd_gen;
 mod cmd_info;
@@ -27,7 +28,9 @@ use clap::{Parser, Subcommand};
   spmv gen kron 16 -o kron16.mtx             write a Graph500 Kronecker graph (2^16 vertices)
   spmv methods                               list the SpMV methods
   spmv run poisson3d:64 --method csr         run, check against the oracle and time one method
-  spmv run matrix.mtx.gz --method csr --precision f32 --json")]
+  spmv run matrix.mtx.gz --method csr --precision f32 --json
+  spmv run matrix.mtx --method auto --auto=trial --param calls=100000
+                                             let `auto` choose, timing its best candidates")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -23,7 +23,7 @@
 //! use spmvkit::methods::Params;
 //! let a = gen::generate::<f64>("poisson2d:50").unwrap();
 //! // The GPU when one is usable, else the CPU (then `auto` takes `csr`).
-//! let params = Params::parse(["calls=10", "mode=trial", "trial=2"]).unwrap();
+//! let params = Params::parse(["calls=1000000", "mode=trial", "trial=2"]).unwrap();
 //! let opts = PlanOptions { params, backend: None };
 //! let mut plan = Plan::new("auto", &a, &opts).unwrap();
 //! let x = vec![1.0; a.ncols()];
@@ -71,7 +71,7 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         key: "trial",
-        default: "3",
+        default: "4",
         help: "mode=trial: how many of the model's best candidates to time, 1..=10",
     },
 ];
@@ -88,8 +88,9 @@ pub const TRIAL_TIMING: TimingConfig = TimingConfig {
 pub const TRIAL_CALLS: usize = 3 + 5 * 3;
 
 /// Share of the predicted run (`calls` × predicted µs per call) that the extra candidates of a
-/// trial may cost (their predicted preprocessing and [`TRIAL_CALLS`] calls each).
-pub const TRIAL_BUDGET: f64 = 0.1;
+/// trial may cost (their predicted preprocessing and [`TRIAL_CALLS`] calls each): 2 %, so that a
+/// trial costs less than the 10 % it is there to win.
+pub const TRIAL_BUDGET: f64 = 0.02;
 
 /// How `auto` chooses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! fitted from committed benchmark results (`table.csv`, built by `scripts/auto-table.py` from
 //! `docs/results/h200/2026-11-22/`). A prediction for a method is the mean, over the k nearest
 //! training matrices of the same precision weighted by closeness, of log(t_method / t_fastest)
-//! there, plus the neighbours' preprocessing cost per nonzero; methods are ranked by predicted
+//! there, plus the neighbours' preprocessing cost per nonzero (geometric mean); methods are ranked by predicted
 //! `t_call + t_prep / calls` ([`Model::rank`]). `--auto=model` takes the first; `--auto=trial`
 //! times the first few on the device.
 
@@ -242,7 +242,8 @@ impl Model {
             for (s, w, best) in &near {
                 if let (Some((us, p)), Some(b)) = (s.times[m], *best) {
                     lr += w * (us / b).ln();
-                    prep += w * p * 1e3 / s.nnz.max(1.0);
+                    // geometric: robust to a neighbour whose run paid a one-off compile
+                    prep += w * (p.max(1e-3) * 1e3 / s.nnz.max(1.0)).ln();
                     w_m += w;
                     n += 1;
                 }
@@ -252,7 +253,7 @@ impl Model {
                 continue;
             }
             let call_us = t_best * (lr / w_m).exp();
-            let prep_us = prep / w_m * nnz.max(1.0);
+            let prep_us = (prep / w_m).exp() * nnz.max(1.0);
             out.push(Prediction {
                 method: m,
                 call_us,

@@ -165,8 +165,10 @@ fn a_trial_takes_candidates_while_they_fit_the_budget() {
     assert_eq!(trial_candidates(&ranked, 3, 1e9), vec![0, 1, 2]);
     assert_eq!(trial_candidates(&ranked, 2, 1e9), vec![0, 1]);
     assert_eq!(trial_candidates(&ranked, 1, 1e9), vec![0]);
-    // 1000 calls of 10 µs: 1000 µs of budget holds the second (200 + 18·11 µs), not the third
-    assert_eq!(trial_candidates(&ranked, 3, 1000.0), vec![0, 1]);
+    // 10⁴ calls of 10 µs: 2000 µs of budget holds the second (200 + 18·11 µs), not the third
+    assert_eq!(trial_candidates(&ranked, 3, 1e4), vec![0, 1]);
+    // 1000 calls: 200 µs hold neither
+    assert_eq!(trial_candidates(&ranked, 3, 1000.0), vec![0]);
     // one call: no trial
     assert_eq!(trial_candidates(&ranked, 3, 1.0), vec![0]);
     assert!(trial_candidates(&[], 3, 1.0).is_empty());
