@@ -325,3 +325,148 @@ fn ranking_is_sorted_and_its_first_is_the_choice() {
     // prep is spread over the calls
     assert!((r[0].us - (r[0].call_us + r[0].prep_us)).abs() < 1e-9 * r[0].us);
 }
+
+/// The GPU, or `None` (test skipped) when there is none and `SPMVKIT_REQUIRE_GPU` is not 1.
+fn gpu_or_skip(test: &str) -> Option<Arc<Gpu>> {
+    match Gpu::get() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
+            }
+            eprintln!("{test}: skipped: {e}");
+            None
+        }
+    }
+}
+
+fn gpu_matrices() -> Vec<(String, Csr<f64>)> {
+    let mut m: Vec<(String, Csr<f64>)> = suite()
+        .into_iter()
+        .map(|(n, a)| (n.to_string(), a))
+        .collect();
+    for spec in ["poisson2d:200", "powerlaw:20000,8", "banded:30000,16"] {
+        m.push((spec.to_string(), crate::gen::generate::<f64>(spec).unwrap()));
+    }
+    m
+}
+
+fn check_against_oracle<T: Scalar>(what: &str, a: &Csr<T>, got: &[T], x: &[T], y0: &[T]) {
+    let r = crate::cpu::oracle_spmv(a, T::from_f64(1.5), x, T::from_f64(-0.5), y0).unwrap();
+    let c = crate::cpu::check(&r, got);
+    assert!(c.ok, "{what}: row {} off", c.worst_row);
+}
+
+/// The device timer on real candidates: every candidate is timed, the kept device copy is the
+/// winner's and computes A·x.
+#[test]
+fn gpu_trial_times_each_candidate_and_keeps_the_winners_device_copy() {
+    let _guard = crate::methods::testmats::gpu_test_lock();
+    let Some(gpu) = gpu_or_skip("gpu_trial_times_each_candidate") else {
+        return;
+    };
+    for (name, a) in gpu_matrices() {
+        let cands = ["csr-vector", "csr-scalar", "merge"];
+        let mut timer = GpuTimer::<f64>::new(gpu.clone(), a.nrows(), a.ncols()).unwrap();
+        let out = run_trial(&cands, |m| m.prepare_f64(&a, &Params::new()), &mut timer).unwrap();
+        let times: Vec<(&str, f64)> = out
+            .entries
+            .iter()
+            .map(|e| (e.method, e.outcome.as_ref().unwrap().1))
+            .collect();
+        assert_eq!(times.len(), 3, "{name}");
+        assert!(
+            times.iter().all(|(_, us)| *us > 0.0 && us.is_finite()),
+            "{name}: {times:?}"
+        );
+        let fastest = times.iter().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap().0;
+        assert_eq!(out.winner, fastest, "{name}");
+        let dl = out.device.expect("the winner's device copy is kept");
+        let (x, y0) = crate::methods::testmats::vectors::<f64>(a.nrows(), a.ncols(), 5);
+        let dx = gpu.upload(&x).unwrap();
+        let mut dy = gpu.upload(&y0).unwrap();
+        dl.run(&gpu, 1.5, &dx, -0.5, &mut dy).unwrap();
+        let mut got = vec![0.0; a.nrows()];
+        gpu.download(&dy, &mut got).unwrap();
+        check_against_oracle(&format!("trial winner on {name}"), &a, &got, &x, &y0);
+    }
+}
+
+/// `auto` through a plan, model and trial, all methods and deterministic ones, f64 and f32:
+/// the result matches the oracle, a trial is reported when it ran, and a deterministic choice
+/// repeats bit for bit.
+#[test]
+fn gpu_auto_plans_in_both_modes_match_the_oracle() {
+    let _guard = crate::methods::testmats::gpu_test_lock();
+    if gpu_or_skip("gpu_auto_plans_in_both_modes").is_none() {
+        return;
+    }
+    for (name, a) in gpu_matrices() {
+        for mode in ["model", "trial"] {
+            for det in ["0", "1"] {
+                let params = Params::parse([
+                    format!("mode={mode}").as_str(),
+                    format!("deterministic={det}").as_str(),
+                    "calls=1000000000",
+                    "trial=3",
+                ])
+                .unwrap();
+                plan_case(&format!("{name} {mode} det={det}"), &a, &params);
+                plan_case(
+                    &format!("{name} {mode} det={det} f32"),
+                    &a.cast::<f32>(),
+                    &params,
+                );
+            }
+        }
+    }
+}
+
+fn plan_case<T: crate::methods::PrepareFor>(what: &str, a: &Csr<T>, params: &Params) {
+    let opts = crate::methods::PlanOptions {
+        params: params.clone(),
+        backend: Some(crate::methods::Backend::Gpu),
+    };
+    let mut plan = crate::methods::Plan::new("auto", a, &opts).unwrap();
+    let notes = plan.layout().notes();
+    let chosen = notes
+        .iter()
+        .find(|(k, _)| k == "auto chose")
+        .map(|(_, v)| v.clone())
+        .unwrap();
+    let info = find(&chosen).unwrap().info();
+    let trial = notes.iter().find(|(k, _)| k == "auto trial");
+    let mode_trial = params.iter().any(|(k, v)| k == "mode" && v == "trial");
+    if !mode_trial {
+        assert!(trial.is_none(), "{what}");
+    } else if let Some((_, t)) = trial {
+        assert!(t.contains(&chosen), "{what}: {t}");
+        assert!(
+            plan.layout()
+                .prep_stages()
+                .iter()
+                .any(|(s, _)| *s == "auto trial"),
+            "{what}"
+        );
+    }
+    let det = params.iter().any(|(k, v)| k == "deterministic" && v == "1");
+    if det {
+        assert!(info.deterministic, "{what}: chose {chosen}");
+    }
+    let (x, y0) = crate::methods::testmats::vectors::<T>(a.nrows(), a.ncols(), 9);
+    let mut y = y0.clone();
+    plan.apply(T::from_f64(1.5), &x, T::from_f64(-0.5), &mut y)
+        .unwrap();
+    check_against_oracle(&format!("{what} ({chosen})"), a, &y, &x, &y0);
+    if det {
+        let mut again = y0.clone();
+        plan.apply(T::from_f64(1.5), &x, T::from_f64(-0.5), &mut again)
+            .unwrap();
+        assert!(
+            y.iter()
+                .zip(&again)
+                .all(|(p, q)| p.to_bits_u64() == q.to_bits_u64()),
+            "{what}: {chosen} did not repeat bit for bit"
+        );
+    }
+}
