@@ -11,6 +11,8 @@ use spmvkit::bench::suites::{self, MatrixSource, SUITES};
 use spmvkit::bench::{BenchRun, MeasureOptions};
 use spmvkit::Precision;
 
+use crate::auto_args::AutoArgs;
+
 /// Benchmark methods side by side on one device: per matrix, method and precision, the
 /// preprocessing time, the kernel time (stream and CUDA-graph replay), GFLOP/s, effective GB/s,
 /// the speedup over cuSPARSE, the error against the oracle and the memory footprint.
@@ -54,6 +56,8 @@ pub struct BenchArgs {
     /// Do not read or write the binary cache.
     #[arg(long)]
     no_cache: bool,
+    #[command(flatten)]
+    auto: AutoArgs,
 }
 
 fn bench_help() -> String {
@@ -62,7 +66,7 @@ fn bench_help() -> String {
         s.push_str(&format!("  {:<10} {}\n", suite.name, suite.help));
     }
     s.push_str(
-        "\nExamples:\n  spmv bench --suite quick\n  spmv bench --suite shared --precision f32,f64 --out docs/results/h100\n  spmv bench poisson3d:128 kron:18 --methods csr-vector,merge,cusparse\n  spmv bench --suite shared --methods 'cusparse,fastload,fastload[height=2],fastload[height=unlimited]'",
+        "\nExamples:\n  spmv bench --suite quick\n  spmv bench --suite shared --precision f32,f64 --out docs/results/h100\n  spmv bench poisson3d:128 kron:18 --methods csr-vector,merge,cusparse\n  spmv bench --suite shared --methods 'cusparse,fastload,fastload[height=2],fastload[height=unlimited]'\n  spmv bench --suite shared --methods 'cusparse,auto,auto[mode=trial;calls=1000000]'\n      auto in model mode and in trial mode (the trial runs when calls repay it) against cuSPARSE\n  spmv bench --suite shared --methods cusparse,auto --auto=trial --deterministic\n      --auto and --deterministic are written into every auto entry: auto[deterministic=1;mode=trial]",
     );
     s
 }
@@ -123,7 +127,7 @@ fn write_json(path: &Path, run: &BenchRun) -> Result<()> {
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let inputs = parse_inputs(&args)?;
-    let methods: Vec<String> = if args.methods == "all" {
+    let listed: Vec<String> = if args.methods == "all" {
         spmvkit::methods::names()
             .into_iter()
             .map(String::from)
@@ -135,6 +139,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
         list
     };
+    let (methods, note) = args.auto.apply_bench(&listed)?;
+    if let Some(note) = note {
+        eprintln!("note: {note}");
+    }
     let precisions = args
         .precision
         .split(',')

@@ -7,6 +7,7 @@ use spmvkit::bench::{measure, MeasureOptions, RunRecord};
 use spmvkit::methods::{Backend, Params, PlanOptions};
 use spmvkit::{Precision, PrepareFor};
 
+use crate::auto_args::AutoArgs;
 use crate::input;
 
 /// Run one SpMV method on a matrix: prepare it (timed apart), check one call of y = αAx + βy
@@ -20,7 +21,15 @@ use crate::input;
 #[command(after_help = "Examples:
   spmv run poisson3d:64 --method csr
   spmv run kron:16 --method csr-vector --precision f32 --reps 50
-  spmv run a.mtx.gz --method merge --param items_per_thread=7 --json")]
+  spmv run a.mtx.gz --method merge --param items_per_thread=7 --json
+
+Choosing a method (auto):
+  spmv run a.mtx --method auto                   model: nearest training matrices, no trial
+  spmv run a.mtx --method auto --param calls=1   a one-shot call: cheap setups win
+  spmv run a.mtx --method auto --auto=trial --param calls=100000
+                                                 time the model's best 4, keep the fastest
+  spmv run a.mtx --method auto --deterministic   bitwise-reproducible methods only
+  The notes say what auto chose, why, and what the trial measured.")]
 pub struct RunArgs {
     /// Matrix Market file, .spmvkit cache, or GEN-SPEC.
     #[arg(value_name = "MATRIX")]
@@ -49,6 +58,8 @@ pub struct RunArgs {
     /// Method parameter override, repeatable (see `spmv methods`).
     #[arg(long = "param", value_name = "KEY=VALUE")]
     params: Vec<String>,
+    #[command(flatten)]
+    auto: AutoArgs,
     /// Run on the CPU even when a GPU is present.
     #[arg(long)]
     cpu: bool,
@@ -71,10 +82,12 @@ pub fn run(args: RunArgs) -> Result<()> {
 }
 
 fn run_t<T: PrepareFor>(args: &RunArgs) -> Result<()> {
+    let mut params = Params::parse(args.params.iter().map(String::as_str))?;
+    args.auto.apply_run(&args.method, &mut params)?;
     let loaded = input::load::<T>(&args.matrix, !args.no_cache)?;
     let opts = MeasureOptions {
         plan: PlanOptions {
-            params: Params::parse(args.params.iter().map(String::as_str))?,
+            params,
             backend: if args.cpu { Some(Backend::Cpu) } else { None },
         },
         warmup: args.warmup,

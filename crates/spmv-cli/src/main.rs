@@ -2,6 +2,7 @@
 //!
 //! The CLI parses arguments and prints; every algorithm lives in the `spmvkit` library.
 
+mod auto_args;
 mod cmd_bench;
 mod cmd_dist;
 mod cmd_gen;
@@ -30,6 +31,8 @@ use clap::{Parser, Subcommand};
   spmv methods                               list the SpMV methods
   spmv run poisson3d:64 --method csr         run, check against the oracle and time one method
   spmv run matrix.mtx.gz --method csr --precision f32 --json
+  spmv run matrix.mtx --method auto --auto=trial --param calls=100000
+                                             let `auto` choose, timing its best candidates
   spmv solve cg poisson3d:64 --compare cusparse    conjugate gradient on a Plan, against cuSPARSE
   spmv pagerank kron:20 --graph both             PageRank with and without CUDA graphs
   spmv dist run kron:22 --gpus 2             SpMV on 2 GPUs through NCCL, checked and timed")]

@@ -146,6 +146,12 @@ pub fn measure_problem<T: PrepareFor>(
     rec.max_rel_err = checked.max_rel_err;
     rec.verified = checked.ok;
     rec.notes = plan.layout().notes();
+    // `auto` is as deterministic as the method it chose
+    if let Some((_, chosen)) = rec.notes.iter().find(|(k, _)| k == "auto chose") {
+        if let Ok(c) = crate::methods::find(chosen) {
+            rec.deterministic = c.info().deterministic;
+        }
+    }
     rec.footprint_bytes = plan.layout().footprint_bytes();
     rec.device = match plan.backend() {
         Backend::Cpu => format!("CPU ({} threads)", rayon::current_num_threads()),

@@ -1,18 +1,30 @@
 //! `auto`: chooses a registered method for each matrix, precision and expected number of calls
-//! (issue #11, "beyond the papers"). `mode=model` (the only mode so far) predicts each method's
-//! time from matrix features alone, with the nearest-neighbour model of [`model`] fitted from the
-//! committed H200 benchmark runs; preprocessing counts against the gain, spread over `calls`.
-//! `deterministic=1` admits only bitwise-deterministic methods. Without a GPU it takes the CPU
-//! production path `csr`. When the choice has no CPU executor (cuSPARSE), a `csr` layout is built
-//! as well and serves a forced CPU backend. The chosen method's layout is used as it is; its notes say what was
-//! chosen and why.
+//! (issue #11, "beyond the papers"). Preprocessing counts against the gain, spread over `calls`;
+//! `deterministic=1` admits only bitwise-deterministic methods.
+//!
+//! - `mode=model` predicts each method's time from matrix features alone, with the
+//!   nearest-neighbour model of [`model`] fitted from the committed H200 benchmark runs, and takes
+//!   the first of its ranking.
+//! - `mode=trial` prepares the model's first `trial` candidates, times each briefly on the device
+//!   ([`TRIAL_TIMING`], through `gpu/timing.rs`) and keeps the fastest: its host layout and its
+//!   device copy, so nothing is prepared or uploaded twice. The trial is preprocessing and is
+//!   reported as such (auto's prepare time holds it). Candidates beyond the first are tried only
+//!   while their predicted preprocessing and trial calls stay within [`TRIAL_BUDGET`] of the
+//!   predicted run (`calls` × time per call): for a few calls on a small matrix the trial would
+//!   cost more than it can win, and `trial` then does what `model` does.
+//!
+//! Without a GPU it takes the CPU production path `csr` (in trial mode too, with a note). When
+//! the choice has no CPU executor (cuSPARSE), a `csr` layout is built as well and serves a forced
+//! CPU backend. The chosen method's layout is used as it is; its notes say what was chosen and
+//! why.
 //!
 //! ```
 //! use spmvkit::{gen, Plan, PlanOptions};
 //! use spmvkit::methods::Params;
 //! let a = gen::generate::<f64>("poisson2d:50").unwrap();
 //! // The GPU when one is usable, else the CPU (then `auto` takes `csr`).
-//! let opts = PlanOptions { params: Params::parse(["calls=10"]).unwrap(), backend: None };
+//! let params = Params::parse(["calls=1000000", "mode=trial", "trial=2"]).unwrap();
+//! let opts = PlanOptions { params, backend: None };
 //! let mut plan = Plan::new("auto", &a, &opts).unwrap();
 //! let x = vec![1.0; a.ncols()];
 //! let mut y = vec![0.0; a.nrows()];
@@ -22,11 +34,14 @@
 
 pub mod model;
 
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cudarc::driver::CudaSlice;
 
 use self::model::{Features, Model};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{self, Gpu, TimingConfig};
 use crate::matrix::{Csr, MatrixStats};
 use crate::methods::{find, DeviceLayout, Layout, Method, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Precision, Scalar};
@@ -37,7 +52,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         key: "mode",
         default: "model",
-        help: "model: choose from matrix features with the model fitted from docs/results (no trial runs)",
+        help: "model: choose from matrix features with the model fitted from docs/results (no trial runs); trial: time the model's first `trial` candidates on the device and keep the fastest",
     },
     ParamSpec {
         key: "calls",
@@ -54,7 +69,37 @@ const PARAMS: &[ParamSpec] = &[
         default: "5",
         help: "training matrices consulted (nearest neighbours in feature space), 1..=50",
     },
+    ParamSpec {
+        key: "trial",
+        default: "4",
+        help: "mode=trial: how many of the model's best candidates to time, 1..=10",
+    },
 ];
+
+/// How each trial candidate is timed: 3 warm-up calls, then the median of 3 samples of 5
+/// back-to-back calls (stream timing).
+pub const TRIAL_TIMING: TimingConfig = TimingConfig {
+    warmup: 3,
+    calls: 5,
+    samples: 3,
+};
+
+/// Calls one trial candidate costs ([`TRIAL_TIMING`]).
+pub const TRIAL_CALLS: usize = 3 + 5 * 3;
+
+/// Share of the predicted run (`calls` × predicted µs per call) that the extra candidates of a
+/// trial may cost (their predicted preprocessing and [`TRIAL_CALLS`] calls each): 2 %, so that a
+/// trial costs less than the 10 % it is there to win.
+pub const TRIAL_BUDGET: f64 = 0.02;
+
+/// How `auto` chooses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Matrix features only.
+    Model,
+    /// A short timed trial of the model's first candidates.
+    Trial,
+}
 
 /// The registry entry of `auto`.
 pub struct Auto;
@@ -66,12 +111,17 @@ pub struct Choice {
     /// Predicted µs per call, preprocessing spread over `calls` included (None on the CPU path).
     pub predicted_us: Option<f64>,
     pub reason: String,
+    /// The model's candidates for a trial, best predicted first (`method` first; only `method`
+    /// in model mode, on the CPU path, or when the budget admits no other).
+    pub candidates: Vec<&'static str>,
 }
 
 struct Opts {
+    mode: Mode,
     calls: f64,
     deterministic: bool,
     k: usize,
+    trial: usize,
 }
 
 fn param_err(key: &str, msg: String) -> Error {
@@ -85,12 +135,11 @@ fn param_err(key: &str, msg: String) -> Error {
 fn parse(params: &Params) -> Result<Opts> {
     params.check_known(NAME, PARAMS)?;
     let mode: String = params.get(NAME, PARAMS, "mode")?;
-    if mode != "model" {
-        return Err(param_err(
-            "mode",
-            format!("'{mode}' is not available (only model so far)"),
-        ));
-    }
+    let mode = match mode.as_str() {
+        "model" => Mode::Model,
+        "trial" => Mode::Trial,
+        _ => return Err(param_err("mode", format!("'{mode}' is not model or trial"))),
+    };
     let calls: f64 = params.get(NAME, PARAMS, "calls")?;
     if calls.is_nan() || calls < 1.0 {
         return Err(param_err("calls", format!("{calls} is below 1")));
@@ -105,58 +154,86 @@ fn parse(params: &Params) -> Result<Opts> {
     if !(1..=50).contains(&k) {
         return Err(param_err("k", format!("{k} is not in 1..=50")));
     }
+    let trial: usize = params.get(NAME, PARAMS, "trial")?;
+    if !(1..=10).contains(&trial) {
+        return Err(param_err("trial", format!("{trial} is not in 1..=10")));
+    }
     Ok(Opts {
+        mode,
         calls,
         deterministic,
         k,
+        trial,
     })
 }
 
-/// The method `auto` would run for `a` (with these parameters) on this machine.
+/// The methods of a trial, as indices into `ranked` (best predicted first): the first always,
+/// then the next ones up to `n` while their predicted preprocessing plus [`TRIAL_CALLS`] calls
+/// each stay within [`TRIAL_BUDGET`] of `calls` × the first's predicted µs per call. The held-out
+/// evaluation (`benches/auto_eval.rs`) simulates trials with this same rule.
+pub fn trial_candidates(ranked: &[model::Prediction], n: usize, calls: f64) -> Vec<usize> {
+    let Some(first) = ranked.first() else {
+        return Vec::new();
+    };
+    let budget = TRIAL_BUDGET * calls * first.call_us;
+    let mut spent = 0.0;
+    let mut out = vec![0];
+    for (i, p) in ranked.iter().enumerate().skip(1).take(n.saturating_sub(1)) {
+        spent += p.prep_us + TRIAL_CALLS as f64 * p.call_us;
+        if spent > budget {
+            break;
+        }
+        out.push(i);
+    }
+    out
+}
+
+/// The method `auto` would run for `a` (with these parameters) on this machine, and in trial
+/// mode the candidates it would time.
 pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
     let o = parse(params)?;
     let gpu = match Gpu::get() {
         Ok(g) => g,
         Err(e) => {
+            let trial = if o.mode == Mode::Trial {
+                "; a trial needs a GPU, so the model's CPU choice stands"
+            } else {
+                ""
+            };
             return Ok(Choice {
                 method: "csr",
                 predicted_us: None,
-                reason: format!("no GPU ({e}): the CPU path"),
-            })
+                reason: format!("no GPU ({e}): the CPU path{trial}"),
+                candidates: vec!["csr"],
+            });
         }
     };
     let model = Model::shipped()?;
-    let allowed: Vec<bool> = model
-        .methods
-        .iter()
-        .map(|m| {
-            find(m).is_ok_and(|f| {
-                let i = f.info();
-                i.gpu && (!o.deterministic || i.deterministic)
-            })
-        })
-        .collect();
+    let allowed = allowed_methods(model, o.deterministic);
     let stats = MatrixStats::of(a);
     let features = Features::of(&stats, gpu.l2_bytes().map(|b| b as u64));
     let precision: Precision = T::PRECISION;
-    let (m, us) = model
-        .choose(
-            &features,
-            a.nnz() as f64,
-            precision,
-            &allowed,
-            o.calls,
-            o.k,
-            |_| true,
-        )
-        .ok_or_else(|| Error::MethodUnsupported {
-            method: NAME.into(),
-            reason: format!("the model has no {precision} training data for the allowed methods"),
-        })?;
-    let method = find(&model.methods[m])?.info().name;
+    let ranked = model.rank(
+        &features,
+        a.nnz() as f64,
+        precision,
+        &allowed,
+        o.calls,
+        o.k,
+        |_| true,
+    );
+    let first = ranked.first().ok_or_else(|| Error::MethodUnsupported {
+        method: NAME.into(),
+        reason: format!("the model has no {precision} training data for the allowed methods"),
+    })?;
+    let n = if o.mode == Mode::Trial { o.trial } else { 1 };
+    let candidates = trial_candidates(&ranked, n, o.calls)
+        .into_iter()
+        .map(|i| find(&model.methods[ranked[i].method]).map(|m| m.info().name))
+        .collect::<Result<Vec<_>>>()?;
     Ok(Choice {
-        method,
-        predicted_us: Some(us),
+        method: candidates[0],
+        predicted_us: Some(first.us),
         reason: format!(
             "model: {} nearest of {} training matrices ({precision}), {} calls{}",
             o.k,
@@ -168,15 +245,157 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
                 ""
             }
         ),
+        candidates,
+    })
+}
+
+/// Which of the model's methods `auto` may choose: registered, with a GPU executor, and
+/// bitwise-deterministic when asked.
+pub fn allowed_methods(model: &Model, deterministic: bool) -> Vec<bool> {
+    model
+        .methods
+        .iter()
+        .map(|m| {
+            find(m).is_ok_and(|f| {
+                let i = f.info();
+                i.gpu && (!deterministic || i.deterministic)
+            })
+        })
+        .collect()
+}
+
+/// Times one prepared trial candidate: its µs per call. The GPU timer uploads and times on the
+/// device; tests inject a fake.
+pub trait TrialTimer<T: Scalar> {
+    fn time(&mut self, method: &'static str, layout: &dyn Layout<T>) -> Result<f64>;
+    /// The device copy made while timing `method`, if the timer keeps one (the winner's is
+    /// reused instead of uploading again).
+    fn take_device(&mut self, method: &'static str) -> Option<Box<dyn DeviceLayout<T>>>;
+}
+
+/// The device timer: uploads each candidate, times it with [`TRIAL_TIMING`] on x = 1, β = 0,
+/// and keeps the device copies until the winner's is taken.
+struct GpuTimer<T: Scalar> {
+    gpu: Arc<Gpu>,
+    x: CudaSlice<T>,
+    y: CudaSlice<T>,
+    kept: Vec<(&'static str, Box<dyn DeviceLayout<T>>)>,
+}
+
+impl<T: Scalar> GpuTimer<T> {
+    fn new(gpu: Arc<Gpu>, nrows: usize, ncols: usize) -> Result<Self> {
+        let x = gpu.upload(&vec![T::one(); ncols.max(1)])?;
+        let y = gpu.alloc_zeros(nrows.max(1))?;
+        Ok(GpuTimer {
+            gpu,
+            x,
+            y,
+            kept: Vec::new(),
+        })
+    }
+}
+
+impl<T: Scalar> TrialTimer<T> for GpuTimer<T> {
+    fn time(&mut self, method: &'static str, layout: &dyn Layout<T>) -> Result<f64> {
+        self.gpu.ensure_fits(
+            &format!("{method} layout (auto trial)"),
+            layout.footprint_bytes(),
+        )?;
+        let dl = layout.upload(&self.gpu)?;
+        let (gpu, x, y) = (&self.gpu, &self.x, &mut self.y);
+        let t = gpu::timing::time_stream(gpu, &TRIAL_TIMING, || {
+            dl.run(gpu, T::one(), x, T::zero(), y)
+        })?;
+        self.kept.push((method, dl));
+        Ok(t.median_us)
+    }
+    fn take_device(&mut self, method: &'static str) -> Option<Box<dyn DeviceLayout<T>>> {
+        let i = self.kept.iter().position(|(m, _)| *m == method)?;
+        let dl = self.kept.swap_remove(i).1;
+        self.kept.clear();
+        Some(dl)
+    }
+}
+
+/// One candidate's trial: prepare and device time (or why it could not run).
+#[derive(Clone, Debug)]
+pub struct TrialEntry {
+    pub method: &'static str,
+    /// Host preparation, then µs per call on the device.
+    pub outcome: std::result::Result<(Duration, f64), String>,
+}
+
+/// The outcome of a trial: the winner's layout, what each candidate did, and the trial's time.
+pub struct TrialOutcome<T: Scalar> {
+    pub winner: &'static str,
+    pub layout: Box<dyn Layout<T>>,
+    pub device: Option<Box<dyn DeviceLayout<T>>>,
+    pub entries: Vec<TrialEntry>,
+    pub elapsed: Duration,
+}
+
+/// Prepares each candidate with `prepare`, times it with `timer` and keeps the fastest per call
+/// (what was spent preparing the others is spent either way). A candidate that fails to prepare
+/// or to run is passed over and named in the entries; when all fail, the first failure is the
+/// error.
+pub fn run_trial<T: Scalar>(
+    candidates: &[&'static str],
+    prepare: impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
+    timer: &mut dyn TrialTimer<T>,
+) -> Result<TrialOutcome<T>> {
+    let t0 = Instant::now();
+    let mut entries = Vec::new();
+    let mut best: Option<(&'static str, Box<dyn Layout<T>>, f64)> = None;
+    let mut first_err = None;
+    for &name in candidates {
+        let t1 = Instant::now();
+        let timed = find(name).and_then(&prepare).and_then(|l| {
+            let prep = t1.elapsed();
+            timer.time(name, l.as_ref()).map(|us| (l, prep, us))
+        });
+        match timed {
+            Ok((l, prep, us)) => {
+                entries.push(TrialEntry {
+                    method: name,
+                    outcome: Ok((prep, us)),
+                });
+                if best.as_ref().is_none_or(|(_, _, b)| us < *b) {
+                    best = Some((name, l, us));
+                }
+            }
+            Err(e) => {
+                entries.push(TrialEntry {
+                    method: name,
+                    outcome: Err(e.to_string()),
+                });
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    let Some((winner, layout, _)) = best else {
+        return Err(first_err.unwrap_or_else(|| {
+            Error::InvalidArgument("auto trial: no candidates to time".into())
+        }));
+    };
+    let device = timer.take_device(winner);
+    Ok(TrialOutcome {
+        winner,
+        layout,
+        device,
+        entries,
+        elapsed: t0.elapsed(),
     })
 }
 
 /// The chosen method's layout, with `auto`'s notes added. When the chosen method has no CPU
-/// executor (cuSPARSE), a `csr` layout serves the CPU backend.
+/// executor (cuSPARSE), a `csr` layout serves the CPU backend. After a trial, the winner's
+/// device copy waits in `device` for the first `upload`.
 struct AutoLayout<T: Scalar> {
     inner: Box<dyn Layout<T>>,
     cpu_fallback: Option<Box<dyn Layout<T>>>,
     choice: Choice,
+    trial: Option<(Vec<TrialEntry>, Duration)>,
+    device: Mutex<Option<Box<dyn DeviceLayout<T>>>>,
 }
 
 impl<T: Scalar> Layout<T> for AutoLayout<T> {
@@ -189,8 +408,12 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
             .unwrap_or(&self.inner)
             .run_cpu(alpha, x, beta, y)
     }
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        self.inner.upload(gpu)
+    fn upload(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
+        let kept = self.device.lock().ok().and_then(|mut d| d.take());
+        match kept {
+            Some(dl) => Ok(dl),
+            None => self.inner.upload(gpu),
+        }
     }
     fn values_mut(&mut self) -> Option<&mut [T]> {
         // With a CPU fallback layout the values live twice; an update re-prepares.
@@ -200,7 +423,11 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
         self.inner.values_mut()
     }
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
-        self.inner.prep_stages()
+        let mut s = self.inner.prep_stages();
+        if let Some((_, d)) = &self.trial {
+            s.push(("auto trial", *d));
+        }
+        s
     }
     fn notes(&self) -> Vec<(String, String)> {
         let mut n = vec![
@@ -209,6 +436,27 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
         ];
         if let Some(us) = self.choice.predicted_us {
             n.push(("auto predicted µs per call".into(), format!("{us:.2}")));
+        }
+        if let Some((entries, elapsed)) = &self.trial {
+            let list: Vec<String> = entries
+                .iter()
+                .map(|e| match &e.outcome {
+                    Ok((prep, us)) => format!(
+                        "{} {us:.2} µs (prep {:.2} ms)",
+                        e.method,
+                        prep.as_secs_f64() * 1e3
+                    ),
+                    Err(msg) => format!("{} failed: {msg}", e.method),
+                })
+                .collect();
+            n.push((
+                "auto trial".into(),
+                format!(
+                    "{}; {:.2} ms in all, counted as preprocessing",
+                    list.join(", "),
+                    elapsed.as_secs_f64() * 1e3
+                ),
+            ));
         }
         if self.cpu_fallback.is_some() {
             n.push((
@@ -226,10 +474,34 @@ fn prepare<T: Scalar>(
     params: &Params,
     delegate: impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
 ) -> Result<Box<dyn Layout<T>>> {
-    let choice = choose(a, params)?;
-    let chosen = find(choice.method)?;
-    let inner = delegate(chosen)?;
-    let cpu_fallback = if chosen.info().cpu {
+    let mut choice = choose(a, params)?;
+    let (inner, trial, device) = if choice.candidates.len() > 1 {
+        let gpu = Gpu::get()?;
+        let mut timer = GpuTimer::new(gpu, a.nrows(), a.ncols())?;
+        let out = run_trial(&choice.candidates, &delegate, &mut timer)?;
+        choice.method = out.winner;
+        choice.reason = format!(
+            "{}; trial of {} candidates",
+            choice.reason,
+            choice.candidates.len()
+        );
+        (out.layout, Some((out.entries, out.elapsed)), out.device)
+    } else {
+        (delegate(find(choice.method)?)?, None, None)
+    };
+    finish(choice, inner, trial, device, &delegate)
+}
+
+/// Wraps the chosen layout, adding a `csr` layout for the CPU path when the choice has no CPU
+/// executor.
+fn finish<T: Scalar>(
+    choice: Choice,
+    inner: Box<dyn Layout<T>>,
+    trial: Option<(Vec<TrialEntry>, Duration)>,
+    device: Option<Box<dyn DeviceLayout<T>>>,
+    delegate: &impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
+) -> Result<Box<dyn Layout<T>>> {
+    let cpu_fallback = if find(choice.method)?.info().cpu {
         None
     } else {
         Some(delegate(find("csr")?)?)
@@ -238,6 +510,8 @@ fn prepare<T: Scalar>(
         inner,
         cpu_fallback,
         choice,
+        trial,
+        device: Mutex::new(device),
     }))
 }
 
@@ -245,7 +519,7 @@ impl Method for Auto {
     fn info(&self) -> MethodInfo {
         MethodInfo {
             name: NAME,
-            summary: "chooses a method per matrix, precision and expected calls (nearest-neighbour model fitted from docs/results; CPU: csr)",
+            summary: "chooses a method per matrix, precision and expected calls (nearest-neighbour model fitted from docs/results, optionally a timed trial of its best candidates; CPU: csr)",
             source: "spmvkit (issue #11)",
             deterministic: false,
             gpu: true,

@@ -1,9 +1,10 @@
 //! The model of `auto --auto=model` (issue #11): nearest neighbours in a space of matrix features,
 //! fitted from committed benchmark results (`table.csv`, built by `scripts/auto-table.py` from
 //! `docs/results/h200/2026-11-22/`). A prediction for a method is the mean, over the k nearest
-//! training matrices of the same precision, of log(t_method / t_fastest) there, plus the
-//! neighbours' preprocessing cost per nonzero; the method with the least predicted
-//! `t_call + t_prep / calls` wins.
+//! training matrices of the same precision weighted by closeness, of log(t_method / t_fastest)
+//! there, plus the neighbours' preprocessing cost per nonzero (geometric mean); methods are ranked by predicted
+//! `t_call + t_prep / calls` ([`Model::rank`]). `--auto=model` takes the first; `--auto=trial`
+//! times the first few on the device.
 
 use crate::error::{Error, Result};
 use crate::matrix::MatrixStats;
@@ -12,9 +13,14 @@ use crate::scalar::Precision;
 /// The training table shipped with the library.
 pub const TABLE: &str = include_str!("table.csv");
 
-/// Features of one matrix, as logs so that distances compare ratios.
+/// Number of features.
+pub const NFEATURES: usize = 9;
+
+/// Features of one matrix, as logs so that distances compare ratios: nnz, rows, the
+/// rows/columns ratio, mean row length, row variation (std/mean), max/mean row length, the share
+/// of empty rows, bandwidth/columns, and the L2 fit (3 when it fits, else 0).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Features(pub [f64; 7]);
+pub struct Features(pub [f64; NFEATURES]);
 
 impl Features {
     /// From raw statistics: rows, columns, nnz, mean / std / max row length, empty rows,
@@ -34,11 +40,13 @@ impl Features {
         let l = |v: f64| (v.max(0.0) + 1.0).ln();
         Features([
             l(nnz),
+            l(nrows),
             l(nrows) - l(ncols),
             l(mean),
             l(std / mean.max(1e-9)),
             l(max / mean.max(1e-9)),
-            l(empty_rows / nrows.max(1.0) * 100.0) + l(bandwidth / ncols.max(1.0) * 100.0),
+            l(empty_rows / nrows.max(1.0) * 100.0),
+            l(bandwidth / ncols.max(1.0) * 100.0),
             if fits_l2 { 3.0 } else { 0.0 },
         ])
     }
@@ -74,6 +82,11 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// Whether the table holds the L2 fit as true for this matrix.
+    pub fn fits_l2(&self) -> bool {
+        self.features.0[NFEATURES - 1] > 0.0
+    }
+
     /// The fastest per-call time among the allowed methods.
     pub fn best(&self, allowed: &[bool]) -> Option<(usize, f64)> {
         self.times
@@ -105,6 +118,7 @@ impl Model {
             .ok_or_else(|| bad(1, "empty"))?
             .split(',')
             .collect();
+        // table columns between the precision and the first method: 8 statistics and fits_l2
         const NFEAT: usize = 9;
         if header.len() < 2 + NFEAT || (header.len() - 2 - NFEAT) % 2 != 0 {
             return Err(bad(1, "unexpected header"));
@@ -160,10 +174,98 @@ impl Model {
             .map_err(|e| Error::InvalidArgument(e.clone()))
     }
 
-    /// Predicts the best method for a matrix with `features` and `nnz` nonzeros, among methods
-    /// with `allowed[i]`, using the `k` nearest samples of `precision` that `use_sample` admits
-    /// (leave-one-out evaluation excludes the matrix itself). `calls`: expected calls, over
-    /// which the preprocessing is spread. Returns the method index and its predicted µs per call
+    /// Ranks the allowed methods (`allowed[i]` for `methods[i]`) for a matrix with `features`
+    /// and `nnz` nonzeros, fastest predicted first, using the `k` nearest samples of
+    /// `precision` that `use_sample` admits (held-out evaluation excludes the matrix and its
+    /// near-duplicates). `calls`: expected calls, over which the preprocessing is spread. Empty
+    /// when no sample of that precision has data for the allowed methods.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rank(
+        &self,
+        features: &Features,
+        nnz: f64,
+        precision: Precision,
+        allowed: &[bool],
+        calls: f64,
+        k: usize,
+        use_sample: impl Fn(&Sample) -> bool,
+    ) -> Vec<Prediction> {
+        let pool: Vec<&Sample> = self
+            .samples
+            .iter()
+            .filter(|s| s.precision == precision && use_sample(s))
+            .collect();
+        if pool.is_empty() {
+            return Vec::new();
+        }
+        let mut scale = [0f64; NFEATURES];
+        for (d, sc) in scale.iter_mut().enumerate() {
+            let mean = pool.iter().map(|s| s.features.0[d]).sum::<f64>() / pool.len() as f64;
+            let var = pool
+                .iter()
+                .map(|s| (s.features.0[d] - mean).powi(2))
+                .sum::<f64>()
+                / pool.len() as f64;
+            *sc = if var > 1e-12 { var.sqrt() } else { 1.0 };
+        }
+        let dist = |s: &Sample| -> f64 {
+            (0..NFEATURES)
+                .map(|d| ((s.features.0[d] - features.0[d]) / scale[d]).powi(2))
+                .sum::<f64>()
+        };
+        let mut near: Vec<(f64, &Sample)> = pool.iter().map(|s| (dist(s), *s)).collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        near.truncate(k.max(1));
+        // each neighbour with its weight (closer counts more) and its fastest allowed time
+        let near: Vec<(&Sample, f64, Option<f64>)> = near
+            .into_iter()
+            .map(|(d, s)| (s, 1.0 / (d.sqrt() + 0.3), s.best(allowed).map(|(_, us)| us)))
+            .collect();
+        // log of the neighbours' fastest time per nonzero: the scale of this matrix's time
+        let (mut base, mut wsum) = (0.0, 0.0);
+        for (s, w, b) in &near {
+            if let Some(us) = b {
+                base += w * (us / s.nnz.max(1.0)).ln();
+                wsum += w;
+            }
+        }
+        if wsum == 0.0 {
+            return Vec::new();
+        }
+        let t_best = (base / wsum).exp() * nnz.max(1.0);
+        let mut out = Vec::new();
+        for (m, ok) in allowed.iter().enumerate() {
+            if !ok {
+                continue;
+            }
+            let (mut lr, mut prep, mut w_m, mut n) = (0.0, 0.0, 0.0, 0usize);
+            for (s, w, best) in &near {
+                if let (Some((us, p)), Some(b)) = (s.times[m], *best) {
+                    lr += w * (us / b).ln();
+                    // geometric: robust to a neighbour whose run paid a one-off compile
+                    prep += w * (p.max(1e-3) * 1e3 / s.nnz.max(1.0)).ln();
+                    w_m += w;
+                    n += 1;
+                }
+            }
+            // a method must have run on most neighbours to be trusted
+            if n * 2 <= near.len() {
+                continue;
+            }
+            let call_us = t_best * (lr / w_m).exp();
+            let prep_us = (prep / w_m).exp() * nnz.max(1.0);
+            out.push(Prediction {
+                method: m,
+                call_us,
+                prep_us,
+                us: call_us + prep_us / calls.max(1.0),
+            });
+        }
+        out.sort_by(|a, b| a.us.total_cmp(&b.us));
+        out
+    }
+
+    /// The first of [`Model::rank`]: the method index and its predicted µs per call
     /// (preprocessing included).
     #[allow(clippy::too_many_arguments)]
     pub fn choose(
@@ -176,69 +278,51 @@ impl Model {
         k: usize,
         use_sample: impl Fn(&Sample) -> bool,
     ) -> Option<(usize, f64)> {
-        let pool: Vec<&Sample> = self
-            .samples
-            .iter()
-            .filter(|s| s.precision == precision && use_sample(s))
-            .collect();
-        if pool.is_empty() {
-            return None;
-        }
-        let mut scale = [0f64; 7];
-        for (d, sc) in scale.iter_mut().enumerate() {
-            let mean = pool.iter().map(|s| s.features.0[d]).sum::<f64>() / pool.len() as f64;
-            let var = pool
-                .iter()
-                .map(|s| (s.features.0[d] - mean).powi(2))
-                .sum::<f64>()
-                / pool.len() as f64;
-            *sc = if var > 1e-12 { var.sqrt() } else { 1.0 };
-        }
-        let dist = |s: &Sample| -> f64 {
-            (0..7)
-                .map(|d| ((s.features.0[d] - features.0[d]) / scale[d]).powi(2))
-                .sum::<f64>()
-        };
-        let mut near: Vec<(f64, &Sample)> = pool.iter().map(|s| (dist(s), *s)).collect();
-        near.sort_by(|a, b| a.0.total_cmp(&b.0));
-        near.truncate(k.max(1));
-        // each neighbour with its fastest allowed time
-        let near: Vec<(&Sample, Option<f64>)> = near
-            .into_iter()
-            .map(|(_, s)| (s, s.best(allowed).map(|(_, us)| us)))
-            .collect();
-        // log of the neighbours' fastest time per nonzero: the scale of this matrix's time
-        let base: Vec<f64> = near
-            .iter()
-            .filter_map(|(s, b)| b.map(|us| (us / s.nnz.max(1.0)).ln()))
-            .collect();
-        if base.is_empty() {
-            return None;
-        }
-        let t_best = (base.iter().sum::<f64>() / base.len() as f64).exp() * nnz.max(1.0);
-        let mut best: Option<(usize, f64)> = None;
-        for (m, ok) in allowed.iter().enumerate() {
-            if !ok {
-                continue;
-            }
-            let (mut lr, mut prep, mut n) = (0.0, 0.0, 0usize);
-            for (s, best) in &near {
-                if let (Some((us, p)), Some(b)) = (s.times[m], *best) {
-                    lr += (us / b).ln();
-                    prep += p * 1e3 / s.nnz.max(1.0);
-                    n += 1;
-                }
-            }
-            // a method must have run on most neighbours to be trusted
-            if n * 2 <= near.len() {
-                continue;
-            }
-            let t =
-                t_best * (lr / n as f64).exp() + prep / n as f64 * nnz.max(1.0) / calls.max(1.0);
-            if best.is_none_or(|(_, bt)| t < bt) {
-                best = Some((m, t));
-            }
-        }
-        best
+        self.rank(features, nnz, precision, allowed, calls, k, use_sample)
+            .first()
+            .map(|p| (p.method, p.us))
+    }
+}
+
+/// One method's predicted cost on a matrix.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Prediction {
+    /// Index into [`Model::methods`].
+    pub method: usize,
+    /// Predicted µs per call, preprocessing excluded.
+    pub call_us: f64,
+    /// Predicted preprocessing (prepare + upload), µs.
+    pub prep_us: f64,
+    /// `call_us + prep_us / calls`: what the ranking sorts by.
+    pub us: f64,
+}
+
+/// The family of a training matrix, for held-out evaluation: a matrix and its near-duplicates
+/// (variants of one generator, numbered members of one collection such as `bcspwr01`..`bcspwr10`
+/// or `delaunay_n10`..`delaunay_n15`) share it. A GEN-SPEC's family is its generator; a file's is
+/// its lowercase name up to the first digit, without trailing `_` or `-` (the whole name when
+/// that leaves nothing).
+///
+/// ```
+/// use spmvkit::methods::auto::model::family;
+/// assert_eq!(family("bcspwr07"), "bcspwr");
+/// assert_eq!(family("delaunay_n12"), "delaunay_n");
+/// assert_eq!(family("uniform:4000000;16"), "uniform");
+/// assert_eq!(family("3elt"), "3elt");
+/// ```
+pub fn family(matrix: &str) -> String {
+    if let Some((gen, _)) = matrix.split_once(':') {
+        return gen.to_string();
+    }
+    let lower = matrix.to_lowercase();
+    let stem = lower
+        .split(|c: char| c.is_ascii_digit())
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(['_', '-']);
+    if stem.is_empty() {
+        lower
+    } else {
+        stem.to_string()
     }
 }

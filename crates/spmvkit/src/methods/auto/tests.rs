@@ -81,7 +81,9 @@ fn bad_tables_and_params_are_errors() {
     assert!(Model::parse(&format!("{header}\nm,f64,1,1,1,1,1,1,0,0,true,1")).is_err());
     let a = suite().remove(0).1;
     for bad in [
-        "mode=trial",
+        "mode=bogus",
+        "trial=0",
+        "trial=11",
         "calls=0",
         "deterministic=2",
         "k=0",
@@ -134,8 +136,337 @@ fn a_gpu_only_choice_runs_on_the_cpu_through_csr() {
             method: "cusparse",
             predicted_us: Some(1.0),
             reason: "test".into(),
+            candidates: vec!["cusparse"],
         },
+        trial: None,
+        device: Mutex::new(None),
     };
     check_layout("auto -> cusparse on the CPU", &a, &l);
     assert!(l.notes().iter().any(|(k, _)| k == "auto CPU path"));
+}
+
+fn pred(method: usize, call_us: f64, prep_us: f64) -> model::Prediction {
+    model::Prediction {
+        method,
+        call_us,
+        prep_us,
+        us: call_us,
+    }
+}
+
+#[test]
+fn a_trial_takes_candidates_while_they_fit_the_budget() {
+    let ranked = [
+        pred(0, 10.0, 100.0),
+        pred(1, 11.0, 200.0),
+        pred(2, 12.0, 5e5),
+    ];
+    // many calls: every candidate up to n
+    assert_eq!(trial_candidates(&ranked, 3, 1e9), vec![0, 1, 2]);
+    assert_eq!(trial_candidates(&ranked, 2, 1e9), vec![0, 1]);
+    assert_eq!(trial_candidates(&ranked, 1, 1e9), vec![0]);
+    // 10⁴ calls of 10 µs: 2000 µs of budget holds the second (200 + 18·11 µs), not the third
+    assert_eq!(trial_candidates(&ranked, 3, 1e4), vec![0, 1]);
+    // 1000 calls: 200 µs hold neither
+    assert_eq!(trial_candidates(&ranked, 3, 1000.0), vec![0]);
+    // one call: no trial
+    assert_eq!(trial_candidates(&ranked, 3, 1.0), vec![0]);
+    assert!(trial_candidates(&[], 3, 1.0).is_empty());
+}
+
+/// A timer that reports fixed times per method and counts what it timed.
+struct FakeTimer {
+    us: Vec<(&'static str, f64)>,
+    timed: Vec<&'static str>,
+}
+
+impl<T: Scalar> TrialTimer<T> for FakeTimer {
+    fn time(&mut self, method: &'static str, layout: &dyn Layout<T>) -> Result<f64> {
+        assert!(layout.footprint_bytes() > 0);
+        self.timed.push(method);
+        self.us
+            .iter()
+            .find(|(m, _)| *m == method)
+            .map(|(_, us)| *us)
+            .ok_or_else(|| Error::InvalidArgument(format!("{method} cannot run here")))
+    }
+    fn take_device(&mut self, _: &'static str) -> Option<Box<dyn DeviceLayout<T>>> {
+        None
+    }
+}
+
+#[test]
+fn a_trial_keeps_the_fastest_measured_layout_without_preparing_it_again() {
+    let a = suite().remove(0).1;
+    let prepared = std::cell::RefCell::new(Vec::new());
+    let prep = |m: &'static dyn Method| {
+        prepared.borrow_mut().push(m.info().name);
+        m.prepare_f64(&a, &Params::new())
+    };
+    let mut timer = FakeTimer {
+        us: vec![("csr-vector", 5.0), ("csr-scalar", 4.0), ("merge", 6.0)],
+        timed: Vec::new(),
+    };
+    let out = run_trial(&["csr-vector", "csr-scalar", "merge"], prep, &mut timer).unwrap();
+    assert_eq!(out.winner, "csr-scalar");
+    assert_eq!(
+        *prepared.borrow(),
+        vec!["csr-vector", "csr-scalar", "merge"]
+    );
+    assert_eq!(timer.timed, vec!["csr-vector", "csr-scalar", "merge"]);
+    assert_eq!(out.entries.len(), 3);
+    assert!(out.entries.iter().all(|e| e.outcome.is_ok()));
+    // the winner's layout is the one kept: it computes A·x
+    check_layout("trial winner", &a, out.layout.as_ref());
+    assert!(out
+        .layout
+        .notes()
+        .iter()
+        .all(|(k, _)| !k.starts_with("auto")));
+    // wrapped as `prepare` wraps it, the notes tell the trial
+    let l = AutoLayout {
+        inner: out.layout,
+        cpu_fallback: None,
+        choice: Choice {
+            method: out.winner,
+            predicted_us: Some(5.0),
+            reason: "test".into(),
+            candidates: vec!["csr-vector", "csr-scalar", "merge"],
+        },
+        trial: Some((out.entries, out.elapsed)),
+        device: Mutex::new(None),
+    };
+    let notes = l.notes();
+    let trial = notes.iter().find(|(k, _)| k == "auto trial").unwrap();
+    assert!(trial.1.contains("csr-scalar 4.00 µs"), "{}", trial.1);
+    assert!(l.prep_stages().iter().any(|(s, _)| *s == "auto trial"));
+    check_layout("auto after a trial", &a, &l);
+}
+
+#[test]
+fn a_candidate_that_fails_is_passed_over_and_all_failing_is_an_error() {
+    let a = suite().remove(0).1;
+    let prep = |m: &'static dyn Method| m.prepare_f64(&a, &Params::new());
+    let mut timer = FakeTimer {
+        us: vec![("merge", 9.0)],
+        timed: Vec::new(),
+    };
+    let out = run_trial(&["csr-vector", "merge"], prep, &mut timer).unwrap();
+    assert_eq!(out.winner, "merge");
+    assert!(out.entries[0].outcome.is_err());
+    let mut none = FakeTimer {
+        us: vec![],
+        timed: Vec::new(),
+    };
+    let err = run_trial(&["csr-vector"], prep, &mut none).err().unwrap();
+    assert!(
+        err.to_string().contains("csr-vector cannot run here"),
+        "{err}"
+    );
+    let mut t = FakeTimer {
+        us: vec![],
+        timed: Vec::new(),
+    };
+    assert!(run_trial::<f64>(&[], prep, &mut t).is_err());
+}
+
+#[test]
+fn trial_mode_without_a_gpu_is_model_mode_with_a_note() {
+    if Gpu::get().is_ok() {
+        return;
+    }
+    let a = suite().remove(0).1;
+    let p = Params::parse(["mode=trial", "trial=3"]).unwrap();
+    let c = choose(&a, &p).unwrap();
+    assert_eq!(c.method, "csr");
+    assert_eq!(c.candidates, vec!["csr"]);
+    assert!(c.reason.contains("trial needs a GPU"), "{}", c.reason);
+    let l = Auto.prepare_f64(&a, &p).unwrap();
+    check_layout("auto mode=trial without a GPU", &a, l.as_ref());
+}
+
+#[test]
+fn deterministic_auto_admits_only_deterministic_methods() {
+    let m = Model::shipped().unwrap();
+    let all = allowed_methods(m, false);
+    let det = allowed_methods(m, true);
+    assert!(det.iter().filter(|b| **b).count() < all.iter().filter(|b| **b).count());
+    for (name, ok) in m.methods.iter().zip(&det) {
+        let info = find(name).unwrap().info();
+        assert_eq!(*ok, info.gpu && info.deterministic, "{name}");
+    }
+    // the model's ranking under the restriction names only deterministic methods
+    for s in m.samples.iter().take(20) {
+        for p in m.rank(&s.features, s.nnz, s.precision, &det, 1000.0, 5, |_| true) {
+            assert!(find(&m.methods[p.method]).unwrap().info().deterministic);
+        }
+    }
+}
+
+#[test]
+fn families_group_near_duplicates() {
+    assert_eq!(model::family("bcspwr01"), model::family("bcspwr10"));
+    assert_eq!(model::family("delaunay_n10"), "delaunay_n");
+    assert_eq!(model::family("kron:21"), "kron");
+    assert_ne!(model::family("ct2010"), model::family("vt2010"));
+    assert_eq!(model::family("3elt"), "3elt");
+}
+
+#[test]
+fn ranking_is_sorted_and_its_first_is_the_choice() {
+    let m = synthetic();
+    let all = [true, true, true];
+    let f = feat(1.1e7, 200.0);
+    let r = m.rank(&f, 1.1e7, Precision::F64, &all, 1.0, 3, |_| true);
+    assert_eq!(r.len(), 3);
+    assert!(r.windows(2).all(|w| w[0].us <= w[1].us));
+    let c = m.choose(&f, 1.1e7, Precision::F64, &all, 1.0, 3, |_| true);
+    assert_eq!(c, Some((r[0].method, r[0].us)));
+    // prep is spread over the calls
+    assert!((r[0].us - (r[0].call_us + r[0].prep_us)).abs() < 1e-9 * r[0].us);
+}
+
+/// The GPU, or `None` (test skipped) when there is none and `SPMVKIT_REQUIRE_GPU` is not 1.
+fn gpu_or_skip(test: &str) -> Option<Arc<Gpu>> {
+    match Gpu::get() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
+            }
+            eprintln!("{test}: skipped: {e}");
+            None
+        }
+    }
+}
+
+fn gpu_matrices() -> Vec<(String, Csr<f64>)> {
+    let mut m: Vec<(String, Csr<f64>)> = suite()
+        .into_iter()
+        .map(|(n, a)| (n.to_string(), a))
+        .collect();
+    for spec in ["poisson2d:200", "powerlaw:20000,8", "banded:30000,16"] {
+        m.push((spec.to_string(), crate::gen::generate::<f64>(spec).unwrap()));
+    }
+    m
+}
+
+fn check_against_oracle<T: Scalar>(what: &str, a: &Csr<T>, got: &[T], x: &[T], y0: &[T]) {
+    let r = crate::cpu::oracle_spmv(a, T::from_f64(1.5), x, T::from_f64(-0.5), y0).unwrap();
+    let c = crate::cpu::check(&r, got);
+    assert!(c.ok, "{what}: row {} off", c.worst_row);
+}
+
+/// The device timer on real candidates: every candidate is timed, the kept device copy is the
+/// winner's and computes A·x.
+#[test]
+fn gpu_trial_times_each_candidate_and_keeps_the_winners_device_copy() {
+    let _guard = crate::methods::testmats::gpu_test_lock();
+    let Some(gpu) = gpu_or_skip("gpu_trial_times_each_candidate") else {
+        return;
+    };
+    for (name, a) in gpu_matrices() {
+        let cands = ["csr-vector", "csr-scalar", "merge"];
+        let mut timer = GpuTimer::<f64>::new(gpu.clone(), a.nrows(), a.ncols()).unwrap();
+        let out = run_trial(&cands, |m| m.prepare_f64(&a, &Params::new()), &mut timer).unwrap();
+        let times: Vec<(&str, f64)> = out
+            .entries
+            .iter()
+            .map(|e| (e.method, e.outcome.as_ref().unwrap().1))
+            .collect();
+        assert_eq!(times.len(), 3, "{name}");
+        assert!(
+            times.iter().all(|(_, us)| *us > 0.0 && us.is_finite()),
+            "{name}: {times:?}"
+        );
+        let fastest = times.iter().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap().0;
+        assert_eq!(out.winner, fastest, "{name}");
+        let dl = out.device.expect("the winner's device copy is kept");
+        let (x, y0) = crate::methods::testmats::vectors::<f64>(a.nrows(), a.ncols(), 5);
+        let dx = gpu.upload(&x).unwrap();
+        let mut dy = gpu.upload(&y0).unwrap();
+        dl.run(&gpu, 1.5, &dx, -0.5, &mut dy).unwrap();
+        let mut got = vec![0.0; a.nrows()];
+        gpu.download(&dy, &mut got).unwrap();
+        check_against_oracle(&format!("trial winner on {name}"), &a, &got, &x, &y0);
+    }
+}
+
+/// `auto` through a plan, model and trial, all methods and deterministic ones, f64 and f32:
+/// the result matches the oracle, a trial is reported when it ran, and a deterministic choice
+/// repeats bit for bit.
+#[test]
+fn gpu_auto_plans_in_both_modes_match_the_oracle() {
+    let _guard = crate::methods::testmats::gpu_test_lock();
+    if gpu_or_skip("gpu_auto_plans_in_both_modes").is_none() {
+        return;
+    }
+    for (name, a) in gpu_matrices() {
+        for mode in ["model", "trial"] {
+            for det in ["0", "1"] {
+                let params = Params::parse([
+                    format!("mode={mode}").as_str(),
+                    format!("deterministic={det}").as_str(),
+                    "calls=1000000000",
+                    "trial=3",
+                ])
+                .unwrap();
+                plan_case(&format!("{name} {mode} det={det}"), &a, &params);
+                plan_case(
+                    &format!("{name} {mode} det={det} f32"),
+                    &a.cast::<f32>(),
+                    &params,
+                );
+            }
+        }
+    }
+}
+
+fn plan_case<T: crate::methods::PrepareFor>(what: &str, a: &Csr<T>, params: &Params) {
+    let opts = crate::methods::PlanOptions {
+        params: params.clone(),
+        backend: Some(crate::methods::Backend::Gpu),
+    };
+    let mut plan = crate::methods::Plan::new("auto", a, &opts).unwrap();
+    let notes = plan.layout().notes();
+    let chosen = notes
+        .iter()
+        .find(|(k, _)| k == "auto chose")
+        .map(|(_, v)| v.clone())
+        .unwrap();
+    let info = find(&chosen).unwrap().info();
+    let trial = notes.iter().find(|(k, _)| k == "auto trial");
+    let mode_trial = params.iter().any(|(k, v)| k == "mode" && v == "trial");
+    if !mode_trial {
+        assert!(trial.is_none(), "{what}");
+    } else if let Some((_, t)) = trial {
+        assert!(t.contains(&chosen), "{what}: {t}");
+        assert!(
+            plan.layout()
+                .prep_stages()
+                .iter()
+                .any(|(s, _)| *s == "auto trial"),
+            "{what}"
+        );
+    }
+    let det = params.iter().any(|(k, v)| k == "deterministic" && v == "1");
+    if det {
+        assert!(info.deterministic, "{what}: chose {chosen}");
+    }
+    let (x, y0) = crate::methods::testmats::vectors::<T>(a.nrows(), a.ncols(), 9);
+    let mut y = y0.clone();
+    plan.apply(T::from_f64(1.5), &x, T::from_f64(-0.5), &mut y)
+        .unwrap();
+    check_against_oracle(&format!("{what} ({chosen})"), a, &y, &x, &y0);
+    if det {
+        let mut again = y0.clone();
+        plan.apply(T::from_f64(1.5), &x, T::from_f64(-0.5), &mut again)
+            .unwrap();
+        assert!(
+            y.iter()
+                .zip(&again)
+                .all(|(p, q)| p.to_bits_u64() == q.to_bits_u64()),
+            "{what}: {chosen} did not repeat bit for bit"
+        );
+    }
 }
