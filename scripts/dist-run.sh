@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Multi-GPU runs on nvidia-h200-x2 (issue #12). Build here with gpu-pack, carry .gpu, then
+#   scripts/dist-run.sh check "$OUT"     # the GPU suite (incl. 2-GPU NCCL tests), then 2-GPU
+#                                        # results against the oracle (β ≠ 0) on shared matrices
+#                                        # and kron:22, both exchange strategies
+#   scripts/dist-run.sh scaling "$OUT" M...   # strong scaling 1 → 2 GPUs, JSON + text
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0 here and in every rank).
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0
+B=.gpu/bin/spmv
+export SPMVKIT_MATRICES=$PWD/.gpu/matrices
+export SPMVKIT_CACHE_DIR=/tmp/spmvkit-cache
+step=$1
+out=$2
+shift 2
+nvidia-smi -L
+case "$step" in
+  check)
+    SPMVKIT_REQUIRE_GPU=1 timeout 420 .gpu/run-tests >"$out/gpu-tests.log" 2>&1
+    echo "run-tests rc=$?"
+    grep -E "^(=== |FAILED|failures:|thread .* panicked)|test result" "$out/gpu-tests.log" | grep -v " 0 passed" | head -60
+    for m in $(ls $SPMVKIT_MATRICES/*/*.mtx.gz | awk 'NR % 4 == 1') kron:22; do
+      for s in halo allgather; do
+        timeout 120 $B dist run "$m" --gpus 2 --strategy $s --beta -0.75 --reps 5 --samples 3 --json >>"$out/dist-check.jsonl" 2>>"$out/dist-check.err" ||
+          echo "FAIL $m $s" | tee -a "$out/dist-check.err"
+      done
+    done
+    echo "dist checks: $(wc -l <"$out/dist-check.jsonl") results"; grep -c FAIL "$out/dist-check.err"; tail -5 "$out/dist-check.err"
+    ;;
+  scaling)
+    timeout 560 $B dist scaling "$@" --gpus 1,2 --json >"$out/scaling.json" 2>"$out/scaling.err"
+    echo "scaling rc=$?"; tail -20 "$out/scaling.err"; head -c 3000 "$out/scaling.json"
+    ;;
+esac
