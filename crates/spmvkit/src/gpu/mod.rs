@@ -179,6 +179,17 @@ impl Gpu {
             .map_err(|e| Error::cuda("creating a stream", e))
     }
 
+    /// Whether [`Gpu::stream`] is being captured into a CUDA graph right now. Methods whose best
+    /// launch plan differs between stream launches and graph replay (one cooperative launch
+    /// saves a launch's host overhead on a stream, and costs a grid barrier in a graph) ask this
+    /// at each call; an error reads as "not capturing".
+    pub fn stream_is_capturing(&self) -> bool {
+        matches!(
+            self.stream.capture_status(),
+            Ok(cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        )
+    }
+
     /// Blocks until everything enqueued on [`Gpu::stream`] has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.stream

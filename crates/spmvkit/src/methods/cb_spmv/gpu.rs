@@ -26,6 +26,8 @@ pub(super) struct DeviceCb<T: Scalar> {
     scale: CudaFunction,
     /// Some(co-resident CTAs) when a call is one cooperative `cb_spmv_grid` launch.
     grid_ctas: Option<usize>,
+    /// The grid launch only when the stream is not being captured (prologue=auto).
+    grid_stream_only: bool,
     bar: CudaSlice<u32>,
     nrows: usize,
     ncols: usize,
@@ -82,6 +84,7 @@ pub(super) fn upload<T: Scalar>(
         spmv: gpu.function::<T>(&KERNEL, "cb_spmv")?,
         spmv_grid,
         grid_ctas,
+        grid_stream_only: l.cfg.grid_on_stream_only(),
         bar: gpu.alloc_zeros::<u32>(2)?,
         scale: gpu.function::<T>(&KERNEL, "cb_scale_y")?,
         nrows: l.nrows,
@@ -134,7 +137,9 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
             return Ok(());
         }
         let m = self.nrows as i32;
-        let coop = self.grid_ctas.filter(|_| self.ctas > 0);
+        let coop = self
+            .grid_ctas
+            .filter(|_| self.ctas > 0 && !(self.grid_stream_only && gpu.stream_is_capturing()));
         if !self.fused && coop.is_none() {
             let blocks = self
                 .nrows

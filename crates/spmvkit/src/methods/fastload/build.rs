@@ -176,7 +176,7 @@ pub(super) fn build<T: Scalar>(
     }
     if opts.fuse == Fuse::Auto {
         opts.fuse = if nnz <= GRID_MAX_NNZ {
-            Fuse::Grid
+            Fuse::StreamGrid
         } else {
             Fuse::Two
         };

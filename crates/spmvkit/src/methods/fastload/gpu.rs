@@ -75,7 +75,7 @@ pub(super) fn upload<T: Scalar>(
     let hub_slots = l.opts.hub_slots;
     let spread = 32 / T::BYTES;
     let grid_f = gpu.function::<T>(&KERNEL, "fastload_spmv_grid")?;
-    let grid_ctas = if l.opts.fuse == Fuse::Grid {
+    let grid_ctas = if matches!(l.opts.fuse, Fuse::Grid | Fuse::StreamGrid) {
         grid_f
             .occupancy_max_active_blocks_per_multiprocessor(l.opts.threads, 0, None)
             .map_err(|e| Error::cuda("fastload: occupancy query", e))?
@@ -228,7 +228,11 @@ impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
                 threads: self.threads,
                 bpw: self.bpw,
                 gather: self.gather,
-                fuse: self.fuse,
+                fuse: match self.fuse {
+                    Fuse::StreamGrid if gpu.stream_is_capturing() => Fuse::Two,
+                    Fuse::StreamGrid => Fuse::Grid,
+                    f => f,
+                },
                 optimised: self.optimised,
                 sm_count: self.sm_count,
                 grid_ctas: self.grid_ctas,

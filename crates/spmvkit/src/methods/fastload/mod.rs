@@ -37,11 +37,15 @@
 //! `permute_x=gather`), then the blocks' atomics, all enqueued by `DeviceLayout::run`; the public
 //! code did the permutation of x on the host in preprocessing and the zeroing of y outside its
 //! timing. How they are launched (`fuse`):
-//! - `two`: the prologue is its own launch, then the blocks (large matrices, `fuse=auto` above
-//!   [`GRID_MAX_NNZ`]);
-//! - `grid` (`fuse=auto` up to [`GRID_MAX_NNZ`]): one cooperative launch of as many CTAs as fit
-//!   the GPU; they do the prologue, meet at a grid barrier, then stride over the blocks. On small
-//!   matrices a call is mostly launch overhead, and this saves a launch;
+//! - `two`: the prologue is its own launch, then the blocks (`fuse=auto` above
+//!   [`GRID_MAX_NNZ`], and in a CUDA graph);
+//! - `grid`: one cooperative launch of as many CTAs as fit the GPU; they do the prologue, meet
+//!   at a grid barrier, then stride over the blocks. `fuse=auto` takes it up to
+//!   [`GRID_MAX_NNZ`] nonzeros when launched on a stream, where a small matrix's call is mostly
+//!   the host's launch overhead, and `two` when the stream is being captured into a graph, where
+//!   launches are cheap and the barrier is not. Shared suite, f64, H200, geomean over cuSPARSE:
+//!   on a stream 1.37× with grid against 0.83× with two; replayed from a graph 1.38× with two
+//!   against 1.09× with grid;
 //! - `one`: a single ordinary launch whose first CTAs do the prologue while the others wait on a
 //!   counter before their first x load and atomic (deadlock-free: a CTA only waits on CTAs that
 //!   already hold a ticket and never wait themselves). Measured on an H200 (f64, 2026-11-22): the
@@ -118,7 +122,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         key: "fuse",
         default: "auto",
-        help: "two: a prologue kernel (β·y, x gather), then the block kernel; one: both in a single launch, block CTAs waiting on the prologue's counter (slower on an H200: 741 vs 297 µs on poisson3d:160); grid: one cooperative launch of co-resident CTAs that meet at a grid barrier after the prologue; auto: grid up to 2M nonzeros, else two",
+        help: "two: a prologue kernel (β·y, x gather), then the block kernel; one: both in a single launch, block CTAs waiting on the prologue's counter (slower on an H200: 741 vs 297 µs on poisson3d:160); grid: one cooperative launch of co-resident CTAs that meet at a grid barrier after the prologue; auto: grid on a stream up to 300k nonzeros, two above that and whenever the call is captured into a CUDA graph",
     },
     ParamSpec {
         key: "threads",
@@ -167,12 +171,17 @@ pub enum Fuse {
     One,
     /// One cooperative launch of co-resident CTAs with a grid barrier after the prologue.
     Grid,
-    /// Chosen by the builder from the size (grid up to [`GRID_MAX_NNZ`], else two).
+    /// `Grid` when launched on a stream, `Two` when captured into a CUDA graph (what `Auto`
+    /// becomes up to [`GRID_MAX_NNZ`] nonzeros).
+    StreamGrid,
+    /// Chosen by the builder from the size: `StreamGrid` up to [`GRID_MAX_NNZ`], else `Two`.
     Auto,
 }
 
-/// `fuse=auto` takes the one-launch grid mode up to this many nonzeros (tuning data).
-pub const GRID_MAX_NNZ: usize = 2 << 20;
+/// `fuse=auto` takes the one-launch grid mode on a stream up to this many nonzeros (tuning
+/// data: the best cut for the stream-mode geomean over cuSPARSE on the 115 shared matrices,
+/// H200, 2026-11-22).
+pub const GRID_MAX_NNZ: usize = 300_000;
 /// `permute_x=auto` reads x through perm in the kernel when x and perm take at most this many
 /// bytes (tuning data), or when the column sort keeps at least half of the columns next to their
 /// neighbour.
@@ -549,6 +558,7 @@ impl<T: Scalar> Layout<T> for FastLoadLayout<T> {
                     match (self.opts.fuse, self.opts.permute_x) {
                         (Fuse::One, _) => "1",
                         (Fuse::Grid, _) => "1 (cooperative, grid barrier after the prologue)",
+                        (Fuse::StreamGrid, _) => "1 on a stream (cooperative, grid barrier after the prologue), 2 when captured into a CUDA graph",
                         (_, PermuteX::Gather) => "2",
                         _ => "2 (1 when β = 1)",
                     },

@@ -298,17 +298,18 @@ fn hub_rows_are_split_over_slots() {
 }
 
 /// permute_x=auto reads x through perm when x is small or the sort keeps columns in place, and
-/// gathers x_sorted otherwise; fuse=auto takes the one-launch grid mode on small matrices.
+/// gathers x_sorted otherwise; fuse=auto takes the one-launch grid mode (on a stream) on small
+/// matrices.
 #[test]
 fn auto_options_resolve_by_size_and_order() {
     let small = layout(&jgl009(), &[]);
     assert_eq!(small.options().permute_x, PermuteX::Kernel);
-    assert_eq!(small.options().fuse, Fuse::Grid);
+    assert_eq!(small.options().fuse, Fuse::StreamGrid);
     // 800k columns of random counts: x and perm take 9.6 MB and the sort scatters them.
     let a = crate::gen::generate_f64("uniform:800000,2").unwrap();
     let big = layout(&a, &[]);
     assert_eq!(big.options().permute_x, PermuteX::Gather);
-    assert_eq!(big.options().fuse, Fuse::Grid);
+    assert_eq!(big.options().fuse, Fuse::Two);
     // A 3D Poisson matrix: most columns keep their neighbour after the stable sort.
     let p = crate::gen::generate_f64("poisson3d:100").unwrap();
     let lp = layout(&p, &[]);
