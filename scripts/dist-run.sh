@@ -26,6 +26,11 @@ case "$step" in
       done
     done
     echo "dist checks: $(wc -l <"$out/dist-check.jsonl") results"; grep -c FAIL "$out/dist-check.err"; tail -5 "$out/dist-check.err"
+    # 7.7M-nnz bandwidth-bound matrices like the notes' circuit matrix (G3_circuit is a 2D grid
+    # of 1.58M rows): fastload and cb-spmv against cusparse, one GPU.
+    timeout 120 $B bench poisson2d:1250 uniform:1600000,5 --methods cusparse,fastload,cb-spmv --precision f64 --out /tmp/mid 2>&1 | tail -1
+    tar czf "$out/mid.tgz" -C /tmp mid
+    grep -A12 "stream timing" /tmp/mid/summary.md | head -14
     ;;
   scaling)
     timeout 560 $B dist scaling "$@" --gpus 1,2 --json >"$out/scaling.json" 2>"$out/scaling.err"
