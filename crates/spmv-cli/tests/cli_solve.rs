@@ -2,21 +2,11 @@
 //! small generated inputs (on the GPU when one is present, else on the CPU), prints JSON that
 //! parses, and refuses a non-square matrix with a clear error.
 
-use std::process::Command;
+mod common;
+
+use common::spmv;
 
 use serde_json::Value;
-
-fn spmv(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_spmv"))
-        .args(args)
-        .output()
-        .expect("running spmv");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn runs(stdout: &str) -> Vec<Value> {
     let v: Value = serde_json::from_str(stdout).expect("JSON output");

@@ -448,14 +448,17 @@ fn gpu_fastload_variants_and_prologue_cost() {
         &["height=unlimited", "blocks_per_warp=1", "threads=64"],
         &["warp=16", "height=2"],
         &["hub=8", "hub_slots=4"],
-        &["hub=8", "hub_slots=40", "prefetch=1", "fuse=one"],
-        &["prefetch=1", "loads=plain", "blocks_per_warp=3"],
+        &["hub=8", "hub_slots=40", "fuse=one"],
+        &["fuse=grid", "permute_x=gather", "blocks_per_warp=3"],
         &[
-            "prefetch=1",
+            "fuse=grid",
             "permute_x=kernel",
             "height=2",
             "blocks_per_warp=1",
+            "hub=8",
         ],
+        &["fuse=two", "permute_x=gather", "hub=off"],
+        &["fuse=two", "permute_x=kernel", "blocks_per_warp=2"],
     ];
     let mut failures = Vec::new();
     for (mi, m) in [&FastLoad as &dyn crate::methods::Method, &FastLoadAtomic]
