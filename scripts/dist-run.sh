@@ -15,7 +15,20 @@ out=$2
 shift 2
 nvidia-smi -L
 case "$step" in
-  check)
+  suite)
+    SPMVKIT_REQUIRE_GPU=1 timeout 420 .gpu/run-tests >"$out/gpu-tests.log" 2>&1
+    echo "run-tests rc=$?"
+    grep -E "^(=== |FAILED|failures:|thread .* panicked)|test result" "$out/gpu-tests.log" | grep -v " 0 passed" | head -60
+    # cb-spmv's variants on the mid-size bandwidth-bound matrices (the notes' 7.7M-nnz circuit
+    # matrix is a 2D grid like poisson2d:1250).
+    timeout 100 $B bench poisson2d:1250 uniform:1600000,5 --methods 'cusparse,cb-spmv,cb-spmv[bpw=1],cb-spmv[bpw=8],cb-spmv[gather=off],cb-spmv[gather=on],cb-spmv[accumulate=block],cb-spmv[format=off],fastload[permute_x=gather],fastload[blocks_per_warp=8]' --precision f64 --out /tmp/mid2 2>&1 | tail -1
+    tar czf "$out/mid2.tgz" -C /tmp mid2
+    python3 - /tmp/mid2/results.csv <<'PY'
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(f"{r['matrix']:<20} {r['method']:<32} {r['status']:<5} {float(r['time_median_us']):8.1f}")
+PY
+    ;;
     SPMVKIT_REQUIRE_GPU=1 timeout 420 .gpu/run-tests >"$out/gpu-tests.log" 2>&1
     echo "run-tests rc=$?"
     grep -E "^(=== |FAILED|failures:|thread .* panicked)|test result" "$out/gpu-tests.log" | grep -v " 0 passed" | head -60
