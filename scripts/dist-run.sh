@@ -29,6 +29,7 @@ for r in csv.DictReader(open(sys.argv[1])):
     print(f"{r['matrix']:<20} {r['method']:<32} {r['status']:<5} {float(r['time_median_us']):8.1f}")
 PY
     ;;
+  check)
     SPMVKIT_REQUIRE_GPU=1 timeout 420 .gpu/run-tests >"$out/gpu-tests.log" 2>&1
     echo "run-tests rc=$?"
     grep -E "^(=== |FAILED|failures:|thread .* panicked)|test result" "$out/gpu-tests.log" | grep -v " 0 passed" | head -60
