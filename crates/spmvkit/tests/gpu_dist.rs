@@ -5,6 +5,8 @@
 //! of the halo. The NCCL path itself is checked by `spmv dist run --gpus 2` (spmv-cli's
 //! `tests/dist.rs`). Skips without a GPU unless `SPMVKIT_REQUIRE_GPU=1`.
 
+mod common;
+
 use std::sync::Arc;
 
 use spmvkit::cpu::{check, oracle_spmv_rows};
@@ -13,19 +15,6 @@ use spmvkit::dist::rank::test_vectors;
 use spmvkit::dist::{Distribution, Strategy};
 use spmvkit::gpu::Gpu;
 use spmvkit::{gen, Csr};
-
-fn gpu_or_skip(test: &str) -> Option<Arc<Gpu>> {
-    match Gpu::get() {
-        Ok(g) => Some(g),
-        Err(e) => {
-            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
-            }
-            eprintln!("{test}: skipped ({e})");
-            None
-        }
-    }
-}
 
 /// The x an off-diagonal part reads, built on the host from the global x.
 fn ghost_input<T: DistScalar>(d: &Distribution, r: usize, s: Strategy, x: &[T]) -> Vec<T> {
@@ -71,7 +60,7 @@ fn check_blocks<T: DistScalar>(gpu: &Arc<Gpu>, name: &str, a: &Csr<T>, method: &
 
 #[test]
 fn rank_blocks_on_the_gpu_match_the_oracle() {
-    let Some(gpu) = gpu_or_skip("rank_blocks_on_the_gpu_match_the_oracle") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("rank_blocks_on_the_gpu_match_the_oracle") else {
         return;
     };
     for spec in [
@@ -93,7 +82,7 @@ fn rank_blocks_on_the_gpu_match_the_oracle() {
 
 #[test]
 fn the_pack_kernel_gathers() {
-    let Some(gpu) = gpu_or_skip("the_pack_kernel_gathers") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("the_pack_kernel_gathers") else {
         return;
     };
     let x: Vec<f64> = (0..1000).map(|i| i as f64 * 0.5).collect();

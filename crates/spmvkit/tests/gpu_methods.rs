@@ -6,31 +6,12 @@
 //! Without a GPU every test prints a note and passes; with `SPMVKIT_REQUIRE_GPU=1` a missing GPU
 //! fails. The tests share one GPU stream, so they take a lock and run one at a time.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+mod common;
 
 use spmvkit::cpu::{check, oracle_spmv};
-use spmvkit::gpu::{
-    measure_copy_bandwidth, time_graph, time_stream, Gpu, KernelSource, TimingConfig,
-};
+use spmvkit::gpu::{measure_copy_bandwidth, time_graph, time_stream, KernelSource, TimingConfig};
 use spmvkit::methods::{registry, Method, PrepareFor};
 use spmvkit::{Backend, Coo, Csr, Error, Plan, PlanOptions, Scalar};
-
-static LOCK: Mutex<()> = Mutex::new(());
-
-/// The GPU, or `None` (test skipped) when there is none and `SPMVKIT_REQUIRE_GPU` is not 1.
-fn gpu_or_skip(test: &str) -> Option<(Arc<Gpu>, MutexGuard<'static, ()>)> {
-    let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    match Gpu::get() {
-        Ok(g) => Some((g, guard)),
-        Err(e) => {
-            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
-            }
-            eprintln!("{test}: skipped: {e}");
-            None
-        }
-    }
-}
 
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
@@ -260,7 +241,7 @@ fn run_method<T: PrepareFor>(
 
 #[test]
 fn gpu_every_method_matches_oracle_on_corpus() {
-    let Some((gpu, _lock)) = gpu_or_skip("gpu methods") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("gpu methods") else {
         return;
     };
     eprintln!(
@@ -325,7 +306,7 @@ fn harness_self_check_on_cpu_mirrors() {
 
 #[test]
 fn gpu_csr_scalar_matches_its_cpu_mirror_bitwise() {
-    let Some(_g) = gpu_or_skip("csr-scalar mirror") else {
+    let Some(_g) = common::gpu_or_skip("csr-scalar mirror") else {
         return;
     };
     for (name, a) in corpus() {
@@ -358,7 +339,7 @@ fn small() -> Csr<f64> {
 
 #[test]
 fn gpu_wrong_vector_lengths_are_dimension_mismatch() {
-    let Some((gpu, _lock)) = gpu_or_skip("wrong lengths") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("wrong lengths") else {
         return;
     };
     let a = small();
@@ -401,7 +382,7 @@ fn gpu_wrong_vector_lengths_are_dimension_mismatch() {
 
 #[test]
 fn gpu_too_large_a_request_is_device_memory() {
-    let Some((gpu, _lock)) = gpu_or_skip("device memory") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("device memory") else {
         return;
     };
     let (free, total) = gpu.memory().unwrap();
@@ -418,7 +399,7 @@ fn gpu_too_large_a_request_is_device_memory() {
 
 #[test]
 fn gpu_broken_kernel_is_nvrtc_error_and_allocates_nothing() {
-    let Some((gpu, _lock)) = gpu_or_skip("broken kernel") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("broken kernel") else {
         return;
     };
     gpu.synchronize().unwrap();
@@ -455,7 +436,7 @@ fn gpu_broken_kernel_is_nvrtc_error_and_allocates_nothing() {
 
 #[test]
 fn gpu_timing_stream_graph_and_copy_bandwidth() {
-    let Some((gpu, _lock)) = gpu_or_skip("timing") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("timing") else {
         return;
     };
     let a = from_rows(100_000, 100_000, |_, r| random_cols(r, 100_000, 10));
@@ -517,7 +498,7 @@ fn gpu_timing_stream_graph_and_copy_bandwidth() {
 
 #[test]
 fn gpu_pinned_buffers_and_extra_streams() {
-    let Some((gpu, _lock)) = gpu_or_skip("pinned") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("pinned") else {
         return;
     };
     let mut pinned = gpu.alloc_pinned::<f64>(1000).unwrap();

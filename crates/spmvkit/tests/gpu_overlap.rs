@@ -5,34 +5,15 @@
 //! and replayed from a CUDA graph (Full forks onto its own streams and joins back), checked
 //! afterwards. Skips without a GPU unless `SPMVKIT_REQUIRE_GPU=1`.
 
-use std::sync::{Mutex, MutexGuard};
+mod common;
 
 use spmvkit::cpu::{check, oracle_spmv};
-use spmvkit::gpu::{time_graph, time_stream, Gpu, TimingConfig};
+use spmvkit::gpu::{time_graph, time_stream, TimingConfig};
 use spmvkit::methods::Params;
 use spmvkit::{gen, Backend, Csr, Plan, PlanOptions, PrepareFor, Scalar};
 
 /// The tests share the one spmvkit stream (a graph capture on it must see no other work), so
 /// they run one at a time.
-static LOCK: Mutex<()> = Mutex::new(());
-
-fn gpu_or_skip(test: &str) -> Option<MutexGuard<'static, ()>> {
-    let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    match Gpu::get() {
-        Ok(g) => {
-            eprintln!("{test}: on {} ({} SMs)", g.name(), g.sm_count());
-            Some(guard)
-        }
-        Err(e) => {
-            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            eprintln!("{test}: skipped: {e}");
-            None
-        }
-    }
-}
-
 fn opts(items: &[&str], backend: Backend) -> PlanOptions {
     PlanOptions {
         params: Params::parse(items.iter().copied()).expect("params"),
@@ -141,7 +122,7 @@ fn larger() -> Vec<(String, Csr<f64>)> {
 
 #[test]
 fn gpu_overlap_matches_oracle_and_mirror() {
-    let Some(_lock) = gpu_or_skip("gpu_overlap_matches_oracle_and_mirror") else {
+    let Some((_gpu, _lock)) = common::gpu_or_skip("gpu_overlap_matches_oracle_and_mirror") else {
         return;
     };
     let mut fails = Vec::new();
@@ -208,7 +189,7 @@ fn timed_then_checked<T: PrepareFor>(
 
 #[test]
 fn gpu_overlap_stream_and_graph_timing() {
-    let Some(_lock) = gpu_or_skip("gpu_overlap_stream_and_graph_timing") else {
+    let Some((_gpu, _lock)) = common::gpu_or_skip("gpu_overlap_stream_and_graph_timing") else {
         return;
     };
     let a = gen::generate_f64("powerlaw:500000,12").expect("gen");

@@ -6,27 +6,10 @@
 //! Without a GPU every test prints a note and passes; with `SPMVKIT_REQUIRE_GPU=1` a missing GPU
 //! fails. The tests share one GPU stream, so they take a lock.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+mod common;
 
-use spmvkit::gpu::Gpu;
 use spmvkit::solve::{self, CgSystem, Launch, PageRankGraph, PageRankOptions, SolveOptions, Stop};
 use spmvkit::{gen, Backend, Plan, PlanOptions, PrepareFor};
-
-static LOCK: Mutex<()> = Mutex::new(());
-
-fn gpu_or_skip(test: &str) -> Option<(Arc<Gpu>, MutexGuard<'static, ()>)> {
-    let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    match Gpu::get() {
-        Ok(g) => Some((g, guard)),
-        Err(e) => {
-            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
-            }
-            eprintln!("{test}: skipped: {e}");
-            None
-        }
-    }
-}
 
 const METHODS: &[&str] = &[
     "auto",
@@ -127,7 +110,8 @@ fn cg_case<T: PrepareFor>(tol: f64, max_err: f64) {
 
 #[test]
 fn gpu_cg_converges_to_the_cpu_reference_for_several_methods() {
-    let Some(_g) = gpu_or_skip("gpu_cg_converges_to_the_cpu_reference_for_several_methods") else {
+    let Some(_g) = common::gpu_or_skip("gpu_cg_converges_to_the_cpu_reference_for_several_methods")
+    else {
         return;
     };
     cg_case::<f64>(1e-9, 1e-6);
@@ -136,7 +120,7 @@ fn gpu_cg_converges_to_the_cpu_reference_for_several_methods() {
 
 #[test]
 fn gpu_cg_reports_breakdown_and_max_iterations() {
-    let Some(_g) = gpu_or_skip("gpu_cg_reports_breakdown_and_max_iterations") else {
+    let Some(_g) = common::gpu_or_skip("gpu_cg_reports_breakdown_and_max_iterations") else {
         return;
     };
     let a = spmvkit::Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -1.0]).unwrap();
@@ -205,7 +189,8 @@ fn pagerank_case<T: PrepareFor>(spec: &str, tol: f64, max_l1: f64) {
 
 #[test]
 fn gpu_pagerank_converges_to_the_cpu_reference_for_several_methods() {
-    let Some(_g) = gpu_or_skip("gpu_pagerank_converges_to_the_cpu_reference_for_several_methods")
+    let Some(_g) =
+        common::gpu_or_skip("gpu_pagerank_converges_to_the_cpu_reference_for_several_methods")
     else {
         return;
     };

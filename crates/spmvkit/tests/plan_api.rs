@@ -5,29 +5,12 @@
 //! GPU tests print a note and pass without a GPU; with `SPMVKIT_REQUIRE_GPU=1` a missing GPU
 //! fails. They share the one GPU stream, so they take a lock.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+mod common;
 
 use spmvkit::cpu::{check, oracle_spmv};
 use spmvkit::gen::corpus::edge_cases;
-use spmvkit::gpu::Gpu;
 use spmvkit::methods::{registry, Method};
 use spmvkit::{Backend, Csr, Plan, PlanOptions, PrepareFor, Scalar, ValueUpdate};
-
-static LOCK: Mutex<()> = Mutex::new(());
-
-fn gpu_or_skip(test: &str) -> Option<(Arc<Gpu>, MutexGuard<'static, ()>)> {
-    let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    match Gpu::get() {
-        Ok(g) => Some((g, guard)),
-        Err(e) => {
-            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
-            }
-            eprintln!("{test}: skipped: {e}");
-            None
-        }
-    }
-}
 
 /// New values for the same pattern: a fixed, entry-dependent change of every value.
 fn new_values<T: Scalar>(a: &Csr<T>) -> Vec<T> {
@@ -143,7 +126,8 @@ fn update_values_matches_a_fresh_plan_for_every_method_on_the_cpu() {
 
 #[test]
 fn gpu_update_values_matches_a_fresh_plan_for_every_method() {
-    let Some(_g) = gpu_or_skip("gpu_update_values_matches_a_fresh_plan_for_every_method") else {
+    let Some(_g) = common::gpu_or_skip("gpu_update_values_matches_a_fresh_plan_for_every_method")
+    else {
         return;
     };
     update_every_method(Backend::Gpu);
@@ -200,7 +184,7 @@ fn apply_many_equals_single_applies_on_the_cpu() {
 
 #[test]
 fn gpu_apply_many_and_apply_device() {
-    let Some((gpu, _g)) = gpu_or_skip("gpu_apply_many_and_apply_device") else {
+    let Some((gpu, _g)) = common::gpu_or_skip("gpu_apply_many_and_apply_device") else {
         return;
     };
     apply_many_on(Backend::Gpu);
