@@ -313,6 +313,20 @@ fn solve_t<T: DistScalar>(solver: Solver, c: &SolveCommon) -> Result<()> {
                 r.us_per_iter(),
                 if r.seconds > 0.0 { r.iterations as f64 / r.seconds } else { 0.0 }
             );
+            for k in &r.ranks {
+                println!(
+                    "  rank {} ({}): rows {}..{} nnz {} loop {:.2} us/iter = spmv {:.2} (copies in/out incl.) + all-reduce {:.2} + vector ops; nccl init {:.2} s",
+                    k.rank,
+                    k.device,
+                    k.row_start,
+                    k.row_end,
+                    k.nnz,
+                    k.us_per_iter,
+                    k.spmv_us_per_iter,
+                    k.allreduce_us_per_iter,
+                    k.nccl_init_s
+                );
+            }
         }
         if runs.len() > 1 {
             for r in &runs[1..] {

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bootstrap::RankEnv;
 use super::nccl::{Communicator, DistOperator, DistScalar};
-use super::partition::{Distribution, Strategy, StrategyChoice};
+use super::partition::{Distribution, StrategyChoice};
 use super::sim::SimOperator;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -364,12 +364,22 @@ pub struct NcclRows<T: DistScalar> {
     op: DistOperator<T>,
     rows: Range<usize>,
     n: usize,
+    /// Wall seconds in [`RowOperator::apply`] (copies in and out included) and in the
+    /// all-reduces, accumulated.
+    pub spmv_s: f64,
+    pub allreduce_s: f64,
 }
 
 impl<T: DistScalar> NcclRows<T> {
     /// Wraps a rank's operator of a square n×n matrix; `rows` are its global rows.
     pub fn new(op: DistOperator<T>, rows: Range<usize>, n: usize) -> Self {
-        NcclRows { op, rows, n }
+        NcclRows {
+            op,
+            rows,
+            n,
+            spmv_s: 0.0,
+            allreduce_s: 0.0,
+        }
     }
     pub fn operator(&self) -> &DistOperator<T> {
         &self.op
@@ -384,14 +394,19 @@ impl<T: DistScalar> RowOperator<T> for NcclRows<T> {
         vec![self.rows.clone()]
     }
     fn apply(&mut self, x: &[T], y: &mut [T]) -> Result<()> {
+        let t0 = Instant::now();
         self.op.set_x(x)?;
         self.op.apply(T::one(), T::zero())?;
-        self.op.get_y(y)
+        self.op.get_y(y)?;
+        self.spmv_s += t0.elapsed().as_secs_f64();
+        Ok(())
     }
     fn all_reduce_sum(&mut self, v: &mut [f64]) -> Result<()> {
         if let Some(comm) = self.op.communicator() {
+            let t0 = Instant::now();
             let sums = comm.all_reduce_sum(self.op.gpu(), v)?;
             v.copy_from_slice(&sums);
+            self.allreduce_s += t0.elapsed().as_secs_f64();
         }
         Ok(())
     }
@@ -437,6 +452,10 @@ pub struct SolveRankReport {
     /// Wall time of the iteration loop.
     pub seconds: f64,
     pub us_per_iter: f64,
+    /// Of the loop: µs per iteration in the SpMV (p copied in, the distributed apply, A·p
+    /// copied out) and in the all-reduces (the rest is the host vector updates).
+    pub spmv_us_per_iter: f64,
+    pub allreduce_us_per_iter: f64,
     /// Method notes of the diagonal part (auto's choice), flattened as "key=value".
     pub diag_notes: Vec<String>,
     /// Building P = Aᵀ D⁻¹ (PageRank) and the right-hand side (CG), and partitioning.
@@ -495,6 +514,13 @@ pub fn run_solve_rank<T: DistScalar>(
         )?,
         _ => cg(&mut rows_op, &b, &cfg.opts)?,
     };
+    let per_iter = |s: f64| {
+        if report.iterations == 0 {
+            0.0
+        } else {
+            s * 1e6 / report.iterations as f64
+        }
+    };
     Ok((
         SolveRankReport {
             rank: env.rank,
@@ -513,6 +539,8 @@ pub fn run_solve_rank<T: DistScalar>(
             residual: report.residual,
             seconds: report.seconds,
             us_per_iter: report.us_per_iter(),
+            spmv_us_per_iter: per_iter(rows_op.spmv_s),
+            allreduce_us_per_iter: per_iter(rows_op.allreduce_s),
             diag_notes: info
                 .diag_notes
                 .iter()
@@ -528,19 +556,10 @@ pub fn run_solve_rank<T: DistScalar>(
     ))
 }
 
-/// The exchange strategy a simulated or real world of `parts` ranks uses for the solver's
-/// matrix `m`.
-pub fn planned_strategy<T: Scalar>(
-    m: &Csr<T>,
-    parts: usize,
-    choice: StrategyChoice,
-) -> Result<Strategy> {
-    Ok(Distribution::new(m, parts)?.choose(choice))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dist::Strategy;
     use crate::gen;
     use crate::methods::{Plan, PlanOptions};
     use crate::solve::{self as single, CgSystem};
