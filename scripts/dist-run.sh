@@ -4,6 +4,8 @@
 #                                        # results against the oracle (β ≠ 0) on shared matrices
 #                                        # and kron:22, both exchange strategies
 #   scripts/dist-run.sh scaling "$OUT" M...   # strong scaling 1 → 2 GPUs, JSON + text
+#   scripts/dist-run.sh solve "$OUT"     # the 2-GPU solver tests, then distributed CG and
+#                                        # PageRank on 1 and 2 GPUs (speedup), f64 and f32
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 here and in every rank).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
@@ -50,6 +52,16 @@ PY
     timeout 150 $B bench --suite shared --methods 'cusparse,auto,auto[mode=trial;calls=1000000],auto[deterministic=1]' --precision f64 --out /tmp/auto 2>&1 | tail -1
     tar czf "$out/auto.tgz" -C /tmp auto
     grep -A10 "stream timing" /tmp/auto/summary.md | head -12
+    ;;
+  solve)
+    (cd crates/spmv-cli && SPMVKIT_REQUIRE_GPU=1 timeout 300 ../../.gpu/tests/dist-test two_gpu) >"$out/dist-solve-tests.log" 2>&1
+    echo "dist tests rc=$?"; grep -E "^test |test result|panicked" "$out/dist-solve-tests.log" | head -20
+    for p in f64 f32; do
+      timeout 240 $B dist solve cg poisson3d:160 --gpus 1,2 --precision $p 2>&1 | tee -a "$out/dist-solve.txt"
+      timeout 240 $B dist pagerank kron:20 --gpus 1,2 --precision $p 2>&1 | tee -a "$out/dist-solve.txt"
+    done
+    timeout 240 $B dist solve cg poisson3d:160 --gpus 1,2 --json >"$out/dist-cg.json" 2>>"$out/dist-solve.err"
+    timeout 240 $B dist pagerank kron:20 --gpus 1,2 --json >"$out/dist-pagerank.json" 2>>"$out/dist-solve.err"
     ;;
   scaling)
     # One matrix at a time, so that a slow one cannot take the others' results with it.

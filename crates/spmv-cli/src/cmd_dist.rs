@@ -1,6 +1,7 @@
 //! `spmv dist`: multi-GPU SpMV through NCCL (issue #12). `run` launches one process per GPU
 //! (this binary re-executed as the hidden `dist rank`), `scaling` repeats it over GPU counts,
-//! `rendezvous` serves NCCL's unique id for ranks started by hand on several hosts.
+//! `solve cg` and `pagerank` run the distributed solvers (`cmd_dist_solve.rs`), `rendezvous`
+//! serves NCCL's unique id for ranks started by hand on several hosts.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -18,7 +19,7 @@ use spmvkit::Precision;
 
 use crate::input;
 
-const REPORT_PREFIX: &str = "SPMVKIT-RANK-REPORT ";
+pub(crate) const REPORT_PREFIX: &str = "SPMVKIT-RANK-REPORT ";
 
 /// Multi-GPU SpMV through NCCL: row blocks balanced by nnz, one process per GPU.
 #[derive(Args)]
@@ -26,6 +27,8 @@ const REPORT_PREFIX: &str = "SPMVKIT-RANK-REPORT ";
   spmv dist run kron:22 --gpus 2                      distributed run, checked and timed
   spmv dist run poisson3d:320 --gpus 2 --strategy halo
   spmv dist scaling kron:22 kron:23,48 poisson3d:320 --gpus 1,2 --json
+  spmv dist solve cg poisson3d:160 --gpus 1,2         distributed CG, speedup 1 -> 2 GPUs
+  spmv dist pagerank kron:20 --gpus 1,2               distributed PageRank
   spmv dist rendezvous --listen 0.0.0.0:29500 --ranks 4   (multi-host, docs/multi-gpu.md)")]
 pub struct DistArgs {
     #[command(subcommand)]
@@ -38,11 +41,18 @@ enum DistCommand {
     Run(RunArgs),
     /// Strong scaling: `run` for every GPU count and matrix, with speedup and efficiency.
     Scaling(ScalingArgs),
+    /// Distributed iterative solvers over N GPUs: `solve cg`.
+    Solve(crate::cmd_dist_solve::DistSolveArgs),
+    /// Distributed PageRank over N GPUs.
+    Pagerank(crate::cmd_dist_solve::DistPageRankArgs),
     /// Serve NCCL's unique id to ranks started by hand (multi-host bootstrap).
     Rendezvous(RendezvousArgs),
     /// One rank (started by `run`; reads SPMVKIT_DIST_RANK / _WORLD / _ROOT).
     #[command(hide = true)]
     Rank(RankArgs),
+    /// One solver rank (started by `solve cg` and `pagerank`).
+    #[command(hide = true)]
+    SolveRank(crate::cmd_dist_solve::SolveRankArgs),
 }
 
 /// Options shared by `run`, `scaling` and the ranks.
@@ -168,6 +178,9 @@ pub fn run(args: DistArgs) -> Result<()> {
             print_run(&out, a.json)
         }
         DistCommand::Scaling(a) => scaling(&a),
+        DistCommand::Solve(a) => crate::cmd_dist_solve::run_solve(a),
+        DistCommand::Pagerank(a) => crate::cmd_dist_solve::run_pagerank(a),
+        DistCommand::SolveRank(a) => crate::cmd_dist_solve::rank(a),
         DistCommand::Rendezvous(a) => {
             let server = Rendezvous::bind(&a.listen, a.ranks)?;
             eprintln!(
@@ -264,6 +277,57 @@ fn launch(matrix: &str, gpus: usize, sim: bool, c: &Common) -> Result<Outcome> {
         }
         return simulate(matrix, gpus, c, notes);
     }
+    let spawned = spawn_ranks(
+        matrix,
+        gpus,
+        visible,
+        &rank_command(&["dist", "rank", matrix], c.forward()),
+        c.connect_timeout,
+        c.no_cache,
+    )?;
+    notes.extend(spawned.notes);
+    let ranks = spawned
+        .reports
+        .into_iter()
+        .enumerate()
+        .map(|(r, j)| {
+            let j = j.ok_or_else(|| anyhow!("rank {r} printed no report"))?;
+            serde_json::from_str::<RankReport>(&j).with_context(|| format!("rank {r}'s report"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Outcome {
+        matrix: matrix.to_string(),
+        gpus: spawned.world,
+        notes,
+        ranks,
+        sim: None,
+    })
+}
+
+/// `prefix` (the subcommand and its positional arguments) followed by `rest`.
+pub(crate) fn rank_command(prefix: &[&str], rest: Vec<String>) -> Vec<String> {
+    prefix.iter().map(|s| s.to_string()).chain(rest).collect()
+}
+
+/// What [`spawn_ranks`] brings back: the world size used, notes, each rank's report line.
+pub(crate) struct Spawned {
+    pub world: usize,
+    pub notes: Vec<String>,
+    pub reports: Vec<Option<String>>,
+}
+
+/// Starts `gpus` ranks (this binary with `rank_args`, one per GPU, NCCL found for them), waits
+/// for all of them (stopping the others if one fails) and collects the line each prints after
+/// [`REPORT_PREFIX`].
+pub(crate) fn spawn_ranks(
+    matrix: &str,
+    gpus: usize,
+    visible: usize,
+    rank_args: &[String],
+    connect_timeout: u64,
+    no_cache: bool,
+) -> Result<Spawned> {
+    let mut notes = Vec::new();
     if gpus > visible {
         bail!("asked for {gpus} GPUs but this process sees {visible} (CUDA_VISIBLE_DEVICES may limit it)");
     }
@@ -285,7 +349,7 @@ fn launch(matrix: &str, gpus: usize, sim: bool, c: &Common) -> Result<Outcome> {
         }
     }
     // a matrix file: build the binary cache once here, so the ranks only read it
-    if std::path::Path::new(matrix).exists() && !c.no_cache {
+    if std::path::Path::new(matrix).exists() && !no_cache {
         input::load::<f64>(matrix, true).map(|_| ())?;
     }
     let devices: Vec<String> = match std::env::var("CUDA_VISIBLE_DEVICES") {
@@ -294,7 +358,7 @@ fn launch(matrix: &str, gpus: usize, sim: bool, c: &Common) -> Result<Outcome> {
     };
     let server = Rendezvous::bind("127.0.0.1:0", world)?;
     let root = server.local_addr()?;
-    let timeout = Duration::from_secs(c.connect_timeout);
+    let timeout = Duration::from_secs(connect_timeout);
     let serving = (world > 1).then(|| std::thread::spawn(move || server.serve(timeout)));
     let exe = std::env::current_exe().context("finding the spmv executable")?;
     let mut children: Vec<Child> = Vec::new();
@@ -306,8 +370,7 @@ fn launch(matrix: &str, gpus: usize, sim: bool, c: &Common) -> Result<Outcome> {
     }
     for (r, device) in devices.iter().take(world).enumerate() {
         let mut cmd = Command::new(&exe);
-        cmd.args(["dist", "rank", matrix])
-            .args(c.forward())
+        cmd.args(rank_args)
             .env(ENV_RANK, r.to_string())
             .env(ENV_WORLD, world.to_string())
             .env(ENV_ROOT, &root)
@@ -382,20 +445,10 @@ fn launch(matrix: &str, gpus: usize, sim: bool, c: &Common) -> Result<Outcome> {
             failed.join("; ")
         );
     }
-    let ranks = reports
-        .into_iter()
-        .enumerate()
-        .map(|(r, j)| {
-            let j = j.ok_or_else(|| anyhow!("rank {r} printed no report"))?;
-            serde_json::from_str::<RankReport>(&j).with_context(|| format!("rank {r}'s report"))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Outcome {
-        matrix: matrix.to_string(),
-        gpus: world,
+    Ok(Spawned {
+        world,
         notes,
-        ranks,
-        sim: None,
+        reports,
     })
 }
 

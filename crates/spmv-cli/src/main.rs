@@ -5,6 +5,7 @@
 mod auto_args;
 mod cmd_bench;
 mod cmd_dist;
+mod cmd_dist_solve;
 mod cmd_gen;
 mod cmd_info;
 mod cmd_methods;

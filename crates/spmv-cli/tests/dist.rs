@@ -1,6 +1,7 @@
-//! `spmv dist run` end to end (issue #12): the CPU simulation always; on a machine with two
-//! GPUs, two NCCL ranks checked against the oracle with β ≠ 0 for both exchange strategies.
-//! The GPU part skips with fewer than two GPUs unless `SPMVKIT_REQUIRE_GPU=1`.
+//! `spmv dist run`, `spmv dist solve cg` and `spmv dist pagerank` end to end (issue #12): the CPU
+//! simulation always; on a machine with two GPUs, two NCCL ranks checked against the oracle with
+//! β ≠ 0 for both exchange strategies, and the distributed solvers against the CPU reference.
+//! The GPU parts skip with fewer than two GPUs unless `SPMVKIT_REQUIRE_GPU=1`.
 
 mod common;
 
@@ -32,14 +33,151 @@ fn simulated_ranks_match_the_oracle() {
     assert!(!ok && err.contains("SPMVKIT_DIST_RANK"), "{err}");
 }
 
-#[test]
-fn two_gpus_match_the_oracle() {
+/// Whether two GPUs are visible; without them the test skips, or fails under
+/// `SPMVKIT_REQUIRE_GPU=1`.
+fn two_gpus(test: &str) -> bool {
     let n = spmvkit::gpu::device_count();
     if n < 2 {
         if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-            panic!("SPMVKIT_REQUIRE_GPU=1 but {n} GPU(s) visible; this test needs 2");
+            panic!("SPMVKIT_REQUIRE_GPU=1 but {n} GPU(s) visible; {test} needs 2");
         }
-        eprintln!("two_gpus_match_the_oracle: skipped ({n} GPU(s))");
+        eprintln!("{test}: skipped ({n} GPU(s))");
+        return false;
+    }
+    true
+}
+
+fn json(out: &str) -> serde_json::Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn simulated_solvers_match_the_reference() {
+    let (ok, out, err) = spmv(&[
+        "dist",
+        "solve",
+        "cg",
+        "poisson3d:10",
+        "--gpus",
+        "1,2,3",
+        "--sim",
+        "--json",
+        "--method",
+        "csr",
+    ]);
+    assert!(ok, "{out}\n{err}");
+    let v = json(&out);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{out}");
+    for r in runs {
+        assert_eq!(r["stop"], "converged", "{r}");
+        assert_eq!(r["simulated"], true, "{r}");
+        assert!(r["err_ref"].as_f64().unwrap() < 1e-6, "{r}");
+        assert!(r["err_exact"].as_f64().unwrap() < 1e-6, "{r}");
+    }
+    for precision in ["f64", "f32"] {
+        let (ok, out, err) = spmv(&[
+            "dist",
+            "pagerank",
+            "kron:10",
+            "--gpus",
+            "4",
+            "--sim",
+            "--json",
+            "--precision",
+            precision,
+            "--strategy",
+            "halo",
+        ]);
+        assert!(ok, "{precision}: {out}\n{err}");
+        let v = json(&out);
+        let r = &v["runs"][0];
+        assert_eq!(r["stop"], "converged", "{r}");
+        assert_eq!(r["strategy"], "halo", "{r}");
+        assert!(r["err_ref_l1"].as_f64().unwrap() < 1e-4, "{r}");
+        assert!((r["rank_sum"].as_f64().unwrap() - 1.0).abs() < 1e-4, "{r}");
+    }
+    // the text summary and clear errors
+    let (ok, out, err) = spmv(&[
+        "dist",
+        "solve",
+        "cg",
+        "poisson2d:12",
+        "--gpus",
+        "2",
+        "--sim",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("dist cg poisson2d:12 f64 gpus=2(sim) strategy=")),
+        "{out}"
+    );
+    let (ok, _, err) = spmv(&["dist", "solve", "cg", "tall:30,20,3", "--sim"]);
+    assert!(!ok && err.contains("square"), "{err}");
+    let (ok, _, err) = spmv(&["dist", "pagerank", "kron:6", "--damping", "1", "--sim"]);
+    assert!(!ok && err.contains("damping"), "{err}");
+    let (ok, _, err) = spmv(&["dist", "pagerank", "kron:6", "--gpus", "0", "--sim"]);
+    assert!(!ok && err.contains("at least 1"), "{err}");
+}
+
+#[test]
+fn two_gpu_solvers_match_the_reference() {
+    if !two_gpus("two_gpu_solvers_match_the_reference") {
+        return;
+    }
+    for precision in ["f64", "f32"] {
+        let (ok, out, err) = spmv(&[
+            "dist",
+            "solve",
+            "cg",
+            "poisson3d:32",
+            "--gpus",
+            "1,2",
+            "--json",
+            "--precision",
+            precision,
+        ]);
+        assert!(ok, "cg {precision}: {out}\n{err}");
+        let v = json(&out);
+        let bound = if precision == "f64" { 1e-6 } else { 1e-3 };
+        for (r, gpus) in v["runs"].as_array().unwrap().iter().zip([1, 2]) {
+            assert_eq!(r["gpus"], gpus, "{r}");
+            assert_eq!(r["simulated"], false, "{r}");
+            assert_eq!(r["stop"], "converged", "{r}");
+            assert!(r["err_ref"].as_f64().unwrap() < bound, "{r}");
+            assert!(r["err_exact"].as_f64().unwrap() < bound, "{r}");
+        }
+        for strategy in ["halo", "allgather"] {
+            let (ok, out, err) = spmv(&[
+                "dist",
+                "pagerank",
+                "kron:12",
+                "--gpus",
+                "2",
+                "--json",
+                "--precision",
+                precision,
+                "--strategy",
+                strategy,
+            ]);
+            assert!(ok, "pagerank {precision} {strategy}: {out}\n{err}");
+            let v = json(&out);
+            let r = &v["runs"][0];
+            assert_eq!(r["gpus"], 2, "{r}");
+            assert_eq!(r["strategy"], strategy, "{r}");
+            assert_eq!(r["stop"], "converged", "{r}");
+            let bound = if precision == "f64" { 1e-5 } else { 1e-3 };
+            assert!(r["err_ref_l1"].as_f64().unwrap() < bound, "{r}");
+            assert!((r["rank_sum"].as_f64().unwrap() - 1.0).abs() < bound, "{r}");
+            assert_eq!(r["ranks"].as_array().unwrap().len(), 2, "{r}");
+        }
+    }
+}
+
+#[test]
+fn two_gpus_match_the_oracle() {
+    if !two_gpus("two_gpus_match_the_oracle") {
         return;
     }
     for (m, method) in [

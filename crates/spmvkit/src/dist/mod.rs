@@ -9,6 +9,8 @@
 //!   not look for), the per-rank GPU operator (diagonal SpMV overlapping the exchange on a comm
 //!   stream, the off-diagonal part after it) and the all-reduce dot product for solvers.
 //! - [`rank`]: one rank's run: distribute, connect, check against the oracle, time.
+//! - [`solve`]: distributed CG and PageRank, written once over [`RowOperator`]: the simulation
+//!   ([`SimRows`]) and one NCCL rank ([`NcclRows`]); dot products through the all-reduce.
 //! - [`bootstrap`]: the rank environment and the TCP rendezvous that hands NCCL's unique id from
 //!   rank 0 to the others (one host through the `spmv dist` launcher, several hosts by hand).
 
@@ -17,8 +19,10 @@ pub mod nccl;
 pub mod partition;
 pub mod rank;
 pub mod sim;
+pub mod solve;
 
 pub use partition::{
     Distribution, Partition, RankBlock, Segment, SendList, Strategy, StrategyChoice, Volumes,
 };
 pub use sim::{SimOperator, SimSummary};
+pub use solve::{NcclRows, RowOperator, SimRows};

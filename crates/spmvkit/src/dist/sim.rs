@@ -81,6 +81,11 @@ impl<T: PrepareFor> SimOperator<T> {
         self.strategy
     }
 
+    /// The rows of each rank, ascending.
+    pub fn row_blocks(&self) -> Vec<std::ops::Range<usize>> {
+        self.ranks.iter().map(|r| r.block.rows.clone()).collect()
+    }
+
     /// Partition and volumes.
     pub fn summary(&self) -> SimSummary {
         let v = self.dist.volumes();

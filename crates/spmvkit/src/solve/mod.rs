@@ -183,7 +183,7 @@ fn grid(blocks: usize) -> LaunchConfig {
     }
 }
 
-fn check_options(o: &SolveOptions) -> Result<()> {
+pub(crate) fn check_options(o: &SolveOptions) -> Result<()> {
     if !(o.tol >= 0.0 && o.tol.is_finite()) {
         return Err(Error::InvalidArgument(format!(
             "solver tolerance {} must be a finite number ≥ 0",
@@ -318,10 +318,10 @@ fn capture(
 }
 
 /// Elements per rayon task of the CPU vector operations (fixed, so sums are reproducible).
-const CPU_CHUNK: usize = 16 * 1024;
+pub(crate) const CPU_CHUNK: usize = 16 * 1024;
 
 /// Σ a_i·b_i in f64, in fixed chunks added in order (deterministic on any thread count).
-fn dot_cpu<T: Scalar>(a: &[T], b: &[T]) -> f64 {
+pub(crate) fn dot_cpu<T: Scalar>(a: &[T], b: &[T]) -> f64 {
     let parts: Vec<f64> = a
         .par_chunks(CPU_CHUNK)
         .zip(b.par_chunks(CPU_CHUNK))
@@ -336,7 +336,7 @@ fn dot_cpu<T: Scalar>(a: &[T], b: &[T]) -> f64 {
 }
 
 /// Σ f(chunk) over fixed chunks of `a`, added in order.
-fn sum_chunks<T: Sync>(a: &[T], f: impl Fn(&[T]) -> f64 + Sync + Send) -> f64 {
+pub(crate) fn sum_chunks<T: Sync>(a: &[T], f: impl Fn(&[T]) -> f64 + Sync + Send) -> f64 {
     let parts: Vec<f64> = a.par_chunks(CPU_CHUNK).map(f).collect();
     parts.iter().sum()
 }

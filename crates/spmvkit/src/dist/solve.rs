@@ -1,0 +1,711 @@
+//! Distributed solvers (issue #12 point 5): conjugate gradient and PageRank over the row
+//! partition, written once over [`RowOperator`] so the same iteration runs on P simulated ranks
+//! in one process ([`SimRows`]) and in one NCCL rank per GPU ([`NcclRows`]).
+//!
+//! Each rank owns its rows of every vector (x, r, p, q; the PageRank vector). The SpMV is the
+//! distributed operator (which exchanges x itself); a dot product, a norm, PageRank's dangling
+//! mass and its L1 change are a partial sum over each rank's own rows followed by an all-reduce.
+//! The simulation plays every rank: it computes each rank's partial over that rank's rows and adds
+//! the partials in rank order, which is what the all-reduce of a real world returns. Scalars live
+//! on the host and the vector updates are host (rayon) loops over the local rows; on a GPU rank
+//! the operator copies p in and q out around `DistOperator::apply`. The iteration is the same as
+//! the single-process CPU path of [`crate::solve`], so both converge to the same answer.
+//!
+//! CG needs two all-reduces per iteration (pᵀq, then rᵀr); PageRank one (the L1 change of this
+//! iteration together with the dangling mass for the next).
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::bootstrap::RankEnv;
+use super::nccl::{Communicator, DistOperator, DistScalar};
+use super::partition::{Distribution, StrategyChoice};
+use super::sim::SimOperator;
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::matrix::Csr;
+use crate::methods::{Backend, PrepareFor};
+use crate::scalar::{Idx, Scalar};
+use crate::solve::{
+    check_options, dot_cpu, Launch, PageRankGraph, PageRankOptions, SolveOptions, SolveReport,
+    Stop, CPU_CHUNK,
+};
+
+/// What a distributed solver needs from the world it runs in: the rows this process holds, the
+/// SpMV over them, and the sum over ranks.
+///
+/// Local vectors hold the rows `offset()..offset() + len` (len = the sum of the blocks' lengths),
+/// one block per rank this process plays: every rank in the simulation, its own in a NCCL rank.
+pub trait RowOperator<T: Scalar> {
+    /// Global number of rows (= columns: the solvers need a square matrix).
+    fn global_rows(&self) -> usize;
+    /// The global rows of each rank this process plays, ascending and contiguous.
+    fn blocks(&self) -> Vec<Range<usize>>;
+    /// y = A x on the local rows (x: this process's rows of x; the operator exchanges the rest).
+    fn apply(&mut self, x: &[T], y: &mut [T]) -> Result<()>;
+    /// Sums every entry over the ranks of the world, in place (each rank passes its partials).
+    fn all_reduce_sum(&mut self, v: &mut [f64]) -> Result<()>;
+    /// Where the SpMV runs.
+    fn backend(&self) -> Backend;
+
+    /// Global row of local index 0.
+    fn offset(&self) -> usize {
+        self.blocks().first().map_or(0, |b| b.start)
+    }
+    /// Length of the local vectors.
+    fn local_len(&self) -> usize {
+        self.blocks().iter().map(|b| b.len()).sum()
+    }
+}
+
+/// Global sums of `k` partial sums: `part(local rows, global rows)` over each block, the blocks'
+/// partials added in rank order, then the all-reduce over the world.
+fn global_sums<T: Scalar, O: RowOperator<T>>(
+    op: &mut O,
+    k: usize,
+    part: impl Fn(Range<usize>, Range<usize>) -> Vec<f64>,
+) -> Result<Vec<f64>> {
+    let off = op.offset();
+    let mut acc = vec![0.0; k];
+    for b in op.blocks() {
+        let p = part(b.start - off..b.end - off, b);
+        acc.iter_mut().zip(&p).for_each(|(a, v)| *a += v);
+    }
+    op.all_reduce_sum(&mut acc)?;
+    Ok(acc)
+}
+
+/// Global Σ aᵢ·bᵢ of two local vectors.
+fn dot<T: Scalar, O: RowOperator<T>>(op: &mut O, a: &[T], b: &[T]) -> Result<f64> {
+    Ok(global_sums(op, 1, |l, _| vec![dot_cpu(&a[l.clone()], &b[l])])?[0])
+}
+
+fn check_local<T: Scalar, O: RowOperator<T>>(op: &O, what: &str, len: usize) -> Result<()> {
+    if op.local_len() != len {
+        return Err(Error::DimensionMismatch {
+            what: format!("distributed solver: local {what}"),
+            expected: op.local_len(),
+            got: len,
+        });
+    }
+    Ok(())
+}
+
+/// Conjugate gradient on A x = b from x = 0, stopping at ‖r‖/‖b‖ ≤ tol, every rank holding its
+/// rows of b, x, r, p and q. `b` is this process's rows of b; the result is its rows of x. The
+/// iteration is that of [`crate::solve::cg`]'s CPU path with global dots.
+///
+/// ```
+/// use spmvkit::{dist::{solve, SimRows, StrategyChoice}, gen, solve::{CgSystem, SolveOptions, Stop}};
+/// let a = gen::generate_f64("poisson3d:6").unwrap();
+/// let b = CgSystem::ones_solution(&a).b;
+/// let mut op = SimRows::new(&a, 3, "csr", StrategyChoice::Auto).unwrap();
+/// let (x, report) = solve::cg(&mut op, &b, &SolveOptions::default()).unwrap();
+/// assert_eq!(report.stop, Stop::Converged);
+/// assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-6));
+/// ```
+pub fn cg<T: Scalar, O: RowOperator<T>>(
+    op: &mut O,
+    b: &[T],
+    opts: &SolveOptions,
+) -> Result<(Vec<T>, SolveReport)> {
+    check_options(opts)?;
+    check_local(op, "b", b.len())?;
+    let n = b.len();
+    let bb = dot(op, b, b)?;
+    if !bb.is_finite() {
+        return Err(Error::InvalidArgument(
+            "CG right-hand side holds a non-finite value".into(),
+        ));
+    }
+    let thresh = opts.tol * opts.tol * bb;
+    let mut x = vec![T::zero(); n];
+    let mut r = b.to_vec();
+    let mut p = b.to_vec();
+    let mut q = vec![T::zero(); n];
+    let mut rho = bb;
+    let mut it = 0;
+    let t0 = Instant::now();
+    let stop = loop {
+        if rho <= thresh {
+            break Stop::Converged;
+        }
+        if it >= opts.max_iter {
+            break Stop::MaxIterations;
+        }
+        op.apply(&p, &mut q)?;
+        let pq = dot(op, &p, &q)?;
+        if !(pq > 0.0 && pq.is_finite()) {
+            break Stop::Breakdown;
+        }
+        let alpha = T::from_f64(rho / pq);
+        x.par_iter_mut()
+            .zip(r.par_iter_mut())
+            .zip(p.par_iter().zip(q.par_iter()))
+            .for_each(|((xi, ri), (pi, qi))| {
+                *xi += alpha * *pi;
+                *ri = *ri - alpha * *qi;
+            });
+        let rr = dot(op, &r, &r)?;
+        it += 1;
+        if !rr.is_finite() {
+            rho = rr;
+            break Stop::Breakdown;
+        }
+        let beta = T::from_f64(rr / rho);
+        rho = rr;
+        p.par_iter_mut()
+            .zip(r.par_iter())
+            .for_each(|(pi, ri)| *pi = *ri + beta * *pi);
+    };
+    let mut notes = Vec::new();
+    if stop == Stop::Breakdown {
+        notes.push(
+            "CG broke down (pᵀAp ≤ 0 or a non-finite value): the matrix is not symmetric positive definite"
+                .into(),
+        );
+    }
+    Ok((
+        x,
+        SolveReport {
+            backend: op.backend(),
+            launch: launch_of(op.backend()),
+            iterations: it,
+            launched: it,
+            stop,
+            residual: if bb > 0.0 {
+                (rho / bb).max(0.0).sqrt()
+            } else {
+                0.0
+            },
+            seconds: t0.elapsed().as_secs_f64(),
+            notes,
+        },
+    ))
+}
+
+fn launch_of(b: Backend) -> Launch {
+    match b {
+        Backend::Cpu => Launch::Cpu,
+        Backend::Gpu => Launch::Stream,
+    }
+}
+
+/// PageRank by power iteration with `op` the distributed transition matrix P = Aᵀ D⁻¹
+/// ([`PageRankGraph::transition`]) and `dangling` the global list of dangling nodes (ascending);
+/// returns this process's rows of the ranks. The iteration is that of
+/// [`crate::solve::pagerank`]'s CPU path: x' = d·P x + (d·dangling mass + 1 − d)/n from x = 1/n,
+/// stopping when ‖x' − x‖₁ ≤ tol.
+///
+/// ```
+/// use spmvkit::{dist::{solve, SimRows, StrategyChoice}, gen, solve::{PageRankGraph, PageRankOptions}};
+/// let adj = gen::generate_f64("kron:8").unwrap();
+/// let g = PageRankGraph::from_adjacency(&adj).unwrap();
+/// let mut op = SimRows::new(&g.transition, 2, "csr", StrategyChoice::Auto).unwrap();
+/// let (x, _) = solve::pagerank(&mut op, &g.dangling, &PageRankOptions::default()).unwrap();
+/// assert!((x.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+/// ```
+pub fn pagerank<T: Scalar, O: RowOperator<T>>(
+    op: &mut O,
+    dangling: &[Idx],
+    opts: &PageRankOptions,
+) -> Result<(Vec<T>, SolveReport)> {
+    check_options(&opts.solve)?;
+    let n = op.global_rows();
+    if !(0.0..1.0).contains(&opts.damping) {
+        return Err(Error::InvalidArgument(format!(
+            "PageRank damping {} must lie in [0, 1)",
+            opts.damping
+        )));
+    }
+    if let Some(&bad) = dangling.iter().find(|&&i| i as usize >= n) {
+        return Err(Error::InvalidArgument(format!(
+            "dangling node {bad} is out of range for {n} nodes"
+        )));
+    }
+    if dangling.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(Error::InvalidArgument(
+            "the dangling nodes must be ascending and distinct".into(),
+        ));
+    }
+    let off = op.offset();
+    let len = op.local_len();
+    // the local indices of the dangling nodes among this process's rows
+    let lo = dangling.partition_point(|&i| (i as usize) < off);
+    let hi = dangling.partition_point(|&i| (i as usize) < off + len);
+    let mine: Vec<usize> = dangling[lo..hi].iter().map(|&i| i as usize - off).collect();
+    // Σ x over the dangling nodes of local rows l
+    let mass_of = |x: &[T], l: &Range<usize>| -> f64 {
+        let a = mine.partition_point(|&i| i < l.start);
+        let b = mine.partition_point(|&i| i < l.end);
+        mine[a..b].iter().map(|&i| x[i].to_f64()).sum()
+    };
+    let d = opts.damping;
+    let mut x = vec![T::from_f64(1.0 / n.max(1) as f64); len];
+    let mut y = vec![T::zero(); len];
+    let mut mass = global_sums(op, 1, |l, _| vec![mass_of(&x, &l)])?[0];
+    let (mut it, mut err) = (0, f64::INFINITY);
+    let t0 = Instant::now();
+    let stop = loop {
+        if n == 0 || err <= opts.solve.tol {
+            break Stop::Converged;
+        }
+        if it >= opts.solve.max_iter {
+            break Stop::MaxIterations;
+        }
+        op.apply(&x, &mut y)?;
+        let base = T::from_f64((d * mass + 1.0 - d) / n as f64);
+        let dt = T::from_f64(d);
+        // y ← the new ranks d·P x + base
+        y.par_iter_mut().for_each(|v| *v = dt * *v + base);
+        // one all-reduce: this iteration's L1 change and the next iteration's dangling mass
+        let sums = global_sums(op, 2, |l, _| {
+            vec![l1_distance(&x[l.clone()], &y[l.clone()]), mass_of(&y, &l)]
+        })?;
+        std::mem::swap(&mut x, &mut y);
+        err = sums[0];
+        mass = sums[1];
+        it += 1;
+        if !err.is_finite() {
+            break Stop::Breakdown;
+        }
+    };
+    Ok((
+        x,
+        SolveReport {
+            backend: op.backend(),
+            launch: launch_of(op.backend()),
+            iterations: it,
+            launched: it,
+            stop,
+            residual: if it == 0 { 0.0 } else { err },
+            seconds: t0.elapsed().as_secs_f64(),
+            notes: Vec::new(),
+        },
+    ))
+}
+
+/// Σ |aᵢ − bᵢ| in f64, in fixed chunks added in order (deterministic on any thread count).
+fn l1_distance<T: Scalar>(a: &[T], b: &[T]) -> f64 {
+    let parts: Vec<f64> = a
+        .par_chunks(CPU_CHUNK)
+        .zip(b.par_chunks(CPU_CHUNK))
+        .map(|(x, y)| {
+            x.iter()
+                .zip(y)
+                .map(|(p, q)| (p.to_f64() - q.to_f64()).abs())
+                .sum::<f64>()
+        })
+        .collect();
+    parts.iter().sum()
+}
+
+/// The simulation: every rank of a [`SimOperator`] in this process; local vectors are global.
+pub struct SimRows<T: PrepareFor> {
+    op: SimOperator<T>,
+    blocks: Vec<Range<usize>>,
+    n: usize,
+}
+
+impl<T: PrepareFor> SimRows<T> {
+    /// Distributes the square matrix `a` over `parts` simulated ranks (see [`SimOperator::new`]).
+    pub fn new(a: &Csr<T>, parts: usize, method: &str, choice: StrategyChoice) -> Result<Self> {
+        square(a)?;
+        let op = SimOperator::new(a, parts, method, choice)?;
+        Ok(SimRows {
+            blocks: op.row_blocks(),
+            n: a.nrows(),
+            op,
+        })
+    }
+    /// The simulated operator (strategy, partition summary).
+    pub fn operator(&self) -> &SimOperator<T> {
+        &self.op
+    }
+}
+
+impl<T: PrepareFor> RowOperator<T> for SimRows<T> {
+    fn global_rows(&self) -> usize {
+        self.n
+    }
+    fn blocks(&self) -> Vec<Range<usize>> {
+        self.blocks.clone()
+    }
+    fn apply(&mut self, x: &[T], y: &mut [T]) -> Result<()> {
+        self.op.apply(T::one(), x, T::zero(), y)
+    }
+    fn all_reduce_sum(&mut self, _v: &mut [f64]) -> Result<()> {
+        // every rank's partial is already in (added in rank order by `global_sums`)
+        Ok(())
+    }
+    fn backend(&self) -> Backend {
+        Backend::Cpu
+    }
+}
+
+fn square<T: Scalar>(a: &Csr<T>) -> Result<()> {
+    if a.nrows() != a.ncols() {
+        return Err(Error::InvalidArgument(format!(
+            "a distributed solver needs a square matrix; this one is {}x{}",
+            a.nrows(),
+            a.ncols()
+        )));
+    }
+    Ok(())
+}
+
+/// One NCCL rank: its [`DistOperator`] on its GPU; local vectors are its rows, copied to the
+/// device before each SpMV and back after it.
+pub struct NcclRows<T: DistScalar> {
+    op: DistOperator<T>,
+    rows: Range<usize>,
+    n: usize,
+    /// Wall seconds in [`RowOperator::apply`] (copies in and out included) and in the
+    /// all-reduces, accumulated.
+    pub spmv_s: f64,
+    pub allreduce_s: f64,
+}
+
+impl<T: DistScalar> NcclRows<T> {
+    /// Wraps a rank's operator of a square n×n matrix; `rows` are its global rows.
+    pub fn new(op: DistOperator<T>, rows: Range<usize>, n: usize) -> Self {
+        NcclRows {
+            op,
+            rows,
+            n,
+            spmv_s: 0.0,
+            allreduce_s: 0.0,
+        }
+    }
+    pub fn operator(&self) -> &DistOperator<T> {
+        &self.op
+    }
+}
+
+impl<T: DistScalar> RowOperator<T> for NcclRows<T> {
+    fn global_rows(&self) -> usize {
+        self.n
+    }
+    fn blocks(&self) -> Vec<Range<usize>> {
+        vec![self.rows.clone()]
+    }
+    fn apply(&mut self, x: &[T], y: &mut [T]) -> Result<()> {
+        let t0 = Instant::now();
+        self.op.set_x(x)?;
+        self.op.apply(T::one(), T::zero())?;
+        self.op.get_y(y)?;
+        self.spmv_s += t0.elapsed().as_secs_f64();
+        Ok(())
+    }
+    fn all_reduce_sum(&mut self, v: &mut [f64]) -> Result<()> {
+        if let Some(comm) = self.op.communicator() {
+            let t0 = Instant::now();
+            let sums = comm.all_reduce_sum(self.op.gpu(), v)?;
+            v.copy_from_slice(&sums);
+            self.allreduce_s += t0.elapsed().as_secs_f64();
+        }
+        Ok(())
+    }
+    fn backend(&self) -> Backend {
+        Backend::Gpu
+    }
+}
+
+/// Which distributed solver a rank runs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Solver {
+    /// CG on A x = A·1 ([`crate::solve::CgSystem::ones_solution`]).
+    Cg,
+    /// PageRank of the adjacency matrix with this damping.
+    PageRank { damping: f64 },
+}
+
+/// What a solver rank runs.
+#[derive(Clone, Debug)]
+pub struct SolveRankConfig {
+    pub solver: Solver,
+    /// Method name or variant for both parts of the operator (`auto` chooses per part).
+    pub method: String,
+    pub strategy: StrategyChoice,
+    pub opts: SolveOptions,
+    /// How long to wait for the other ranks at start-up.
+    pub connect_timeout: Duration,
+}
+
+/// One solver rank's results, printed by `spmv dist solve-rank` as one JSON line.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SolveRankReport {
+    pub rank: usize,
+    pub world: usize,
+    pub device: String,
+    pub strategy: String,
+    pub row_start: usize,
+    pub row_end: usize,
+    pub nnz: usize,
+    pub iterations: usize,
+    pub stop: String,
+    pub residual: f64,
+    /// Wall time of the iteration loop.
+    pub seconds: f64,
+    pub us_per_iter: f64,
+    /// Of the loop: µs per iteration in the SpMV (p copied in, the distributed apply, A·p
+    /// copied out) and in the all-reduces (the rest is the host vector updates).
+    pub spmv_us_per_iter: f64,
+    pub allreduce_us_per_iter: f64,
+    /// Method notes of the diagonal part (auto's choice), flattened as "key=value".
+    pub diag_notes: Vec<String>,
+    /// Building P = Aᵀ D⁻¹ (PageRank) and the right-hand side (CG), and partitioning.
+    pub setup_s: f64,
+    pub nccl_init_s: f64,
+    pub prepare_s: f64,
+    pub upload_s: f64,
+    pub notes: Vec<String>,
+}
+
+/// Runs this process's rank of a distributed solve of `a` (the system matrix for CG, the
+/// adjacency for PageRank) on its GPU; returns the report and the rank's rows of the solution.
+pub fn run_solve_rank<T: DistScalar>(
+    a: &Csr<T>,
+    env: &RankEnv,
+    cfg: &SolveRankConfig,
+) -> Result<(SolveRankReport, Vec<T>)> {
+    square(a)?;
+    let gpu: Arc<Gpu> = Gpu::get()?;
+    let t0 = Instant::now();
+    let graph = match cfg.solver {
+        Solver::Cg => None,
+        Solver::PageRank { .. } => Some(PageRankGraph::from_adjacency(a)?),
+    };
+    let m = graph.as_ref().map_or(a, |g| &g.transition);
+    let dist = Distribution::new(m, env.world)?;
+    let strategy = dist.choose(cfg.strategy);
+    let block = dist.block(m, env.rank, strategy);
+    let rows = block.rows.clone();
+    let b: Vec<T> = match cfg.solver {
+        Solver::Cg => rows
+            .clone()
+            .into_par_iter()
+            .map(|i| T::from_f64(a.row(i).1.iter().map(|v| v.to_f64()).sum()))
+            .collect(),
+        Solver::PageRank { .. } => Vec::new(),
+    };
+    let setup_s = t0.elapsed().as_secs_f64();
+    let comm = if env.world > 1 {
+        Some(Communicator::connect(&gpu, env, cfg.connect_timeout)?)
+    } else {
+        None
+    };
+    let nccl_init_s = comm.as_ref().map_or(0.0, |c| c.init_s);
+    let op = DistOperator::new(gpu.clone(), comm, env.world, &block, &cfg.method)?;
+    let info = op.info().clone();
+    let mut rows_op = NcclRows::new(op, rows.clone(), m.nrows());
+    let (x, report) = match (cfg.solver, &graph) {
+        (Solver::PageRank { damping }, Some(g)) => pagerank(
+            &mut rows_op,
+            &g.dangling,
+            &PageRankOptions {
+                damping,
+                solve: cfg.opts,
+            },
+        )?,
+        _ => cg(&mut rows_op, &b, &cfg.opts)?,
+    };
+    let per_iter = |s: f64| {
+        if report.iterations == 0 {
+            0.0
+        } else {
+            s * 1e6 / report.iterations as f64
+        }
+    };
+    Ok((
+        SolveRankReport {
+            rank: env.rank,
+            world: env.world,
+            device: gpu.name().to_string(),
+            strategy: if env.world > 1 {
+                strategy.to_string()
+            } else {
+                "none".into()
+            },
+            row_start: rows.start,
+            row_end: rows.end,
+            nnz: info.diag_nnz + info.offd_nnz,
+            iterations: report.iterations,
+            stop: report.stop.to_string(),
+            residual: report.residual,
+            seconds: report.seconds,
+            us_per_iter: report.us_per_iter(),
+            spmv_us_per_iter: per_iter(rows_op.spmv_s),
+            allreduce_us_per_iter: per_iter(rows_op.allreduce_s),
+            diag_notes: info
+                .diag_notes
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
+            setup_s,
+            nccl_init_s,
+            prepare_s: info.prepare_s,
+            upload_s: info.upload_s,
+            notes: report.notes,
+        },
+        x,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::Strategy;
+    use crate::gen;
+    use crate::methods::{Plan, PlanOptions};
+    use crate::solve::{self as single, CgSystem};
+
+    fn cpu_plan<T: PrepareFor>(a: &Csr<T>) -> Plan<T> {
+        let opts = PlanOptions {
+            backend: Some(Backend::Cpu),
+            ..PlanOptions::default()
+        };
+        Plan::new("csr", a, &opts).unwrap()
+    }
+
+    fn max_diff<T: Scalar>(a: &[T], b: &[T]) -> f64 {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x.to_f64() - y.to_f64()).abs())
+            .fold(0.0, f64::max)
+    }
+
+    fn check_cg<T: PrepareFor>(spec: &str, tol: f64, err: f64) {
+        let a = gen::generate::<T>(spec).unwrap();
+        let b = CgSystem::ones_solution(&a).b;
+        let opts = SolveOptions {
+            tol,
+            ..SolveOptions::default()
+        };
+        let (want, wrep) = single::cg(&mut cpu_plan(&a), &b, &opts).unwrap();
+        assert_eq!(wrep.stop, Stop::Converged);
+        for p in 1..=4 {
+            for s in [
+                StrategyChoice::Auto,
+                StrategyChoice::Force(Strategy::Halo),
+                StrategyChoice::Force(Strategy::AllGather),
+            ] {
+                let mut op = SimRows::new(&a, p, "csr", s).unwrap();
+                let (x, rep) = cg(&mut op, &b, &opts).unwrap();
+                let what = format!("{spec} {} P={p} {s:?}", T::PRECISION);
+                assert_eq!(rep.stop, Stop::Converged, "{what}");
+                assert!(rep.residual <= tol, "{what}: {}", rep.residual);
+                // the same iteration up to the order of the dot products' additions
+                assert!(
+                    rep.iterations.abs_diff(wrep.iterations) <= 1,
+                    "{what}: {} vs {}",
+                    rep.iterations,
+                    wrep.iterations
+                );
+                assert!(max_diff(&x, &want) < err, "{what}");
+                let exact = x
+                    .iter()
+                    .map(|v| (v.to_f64() - 1.0).abs())
+                    .fold(0.0, f64::max);
+                assert!(exact < err, "{what}: {exact}");
+            }
+        }
+    }
+
+    #[test]
+    fn distributed_cg_matches_the_single_process_solve() {
+        check_cg::<f64>("poisson3d:8", 1e-8, 1e-6);
+        check_cg::<f64>("poisson2d:20", 1e-8, 1e-6);
+        check_cg::<f32>("poisson3d:8", 1e-5, 1e-3);
+    }
+
+    fn check_pagerank<T: PrepareFor>(name: &str, adj: &Csr<T>, tol: f64, err: f64) {
+        let opts = PageRankOptions {
+            solve: SolveOptions {
+                tol,
+                ..PageRankOptions::default().solve
+            },
+            ..PageRankOptions::default()
+        };
+        let (want, _) = single::pagerank_reference(adj, &opts);
+        let g = PageRankGraph::from_adjacency(adj).unwrap();
+        let (single_x, srep) =
+            single::pagerank(&mut cpu_plan(&g.transition), &g.dangling, &opts).unwrap();
+        for p in 1..=4 {
+            for s in [
+                StrategyChoice::Auto,
+                StrategyChoice::Force(Strategy::Halo),
+                StrategyChoice::Force(Strategy::AllGather),
+            ] {
+                let mut op = SimRows::new(&g.transition, p, "csr", s).unwrap();
+                let (x, rep) = pagerank(&mut op, &g.dangling, &opts).unwrap();
+                let what = format!("{name} {} P={p} {s:?}", T::PRECISION);
+                assert_eq!(rep.stop, Stop::Converged, "{what}");
+                assert!(rep.iterations.abs_diff(srep.iterations) <= 1, "{what}");
+                let l1: f64 = x
+                    .iter()
+                    .zip(&want)
+                    .map(|(v, w)| (v.to_f64() - w).abs())
+                    .sum();
+                assert!(l1 < err, "{what}: L1 error {l1}");
+                assert!(max_diff(&x, &single_x) < err, "{what}");
+                let sum: f64 = x.iter().map(|v| v.to_f64()).sum();
+                assert!((sum - 1.0).abs() < err, "{what}: sum {sum}");
+            }
+        }
+    }
+
+    #[test]
+    fn distributed_pagerank_matches_the_reference() {
+        let kron = gen::generate_f64("kron:10").unwrap();
+        check_pagerank("kron:10", &kron, 1e-10, 1e-8);
+        check_pagerank("kron:10", &kron.cast::<f32>(), 1e-5, 1e-4);
+        // dangling nodes: every third node has no out-edges
+        let n = 300;
+        let mut ptr = vec![0u32];
+        let mut cols = Vec::new();
+        for i in 0..n {
+            if i % 3 != 2 {
+                for j in [(i * 7 + 1) % n, (i * 13 + 5) % n, (i + 1) % n] {
+                    if !cols[ptr[ptr.len() - 1] as usize..].contains(&(j as u32)) {
+                        cols.push(j as u32);
+                    }
+                }
+                cols[ptr[ptr.len() - 1] as usize..].sort_unstable();
+            }
+            ptr.push(cols.len() as u32);
+        }
+        let vals = vec![1.0; cols.len()];
+        let adj = Csr::<f64>::new(n, n, ptr, cols, vals).unwrap();
+        assert_eq!(
+            PageRankGraph::from_adjacency(&adj).unwrap().dangling.len(),
+            n / 3
+        );
+        check_pagerank("dangling", &adj, 1e-10, 1e-8);
+        check_pagerank("dangling", &adj.cast::<f32>(), 1e-5, 1e-4);
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        let wide = Csr::<f64>::new(1, 2, vec![0, 1], vec![0], vec![1.0]).unwrap();
+        assert!(SimRows::new(&wide, 2, "csr", StrategyChoice::Auto).is_err());
+        let a = gen::generate_f64("poisson2d:6").unwrap();
+        let mut op = SimRows::new(&a, 2, "csr", StrategyChoice::Auto).unwrap();
+        assert!(cg(&mut op, &[1.0; 5], &SolveOptions::default()).is_err());
+        let bad = PageRankOptions {
+            damping: 1.5,
+            ..PageRankOptions::default()
+        };
+        assert!(pagerank(&mut op, &[], &bad).is_err());
+        assert!(pagerank(&mut op, &[99], &PageRankOptions::default()).is_err());
+        // an indefinite matrix breaks down, as in the single-process CG
+        let ind = Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -1.0]).unwrap();
+        let mut op = SimRows::new(&ind, 2, "csr", StrategyChoice::Auto).unwrap();
+        let (_, rep) = cg(&mut op, &[0.0, 1.0], &SolveOptions::default()).unwrap();
+        assert_eq!(rep.stop, Stop::Breakdown);
+    }
+}
