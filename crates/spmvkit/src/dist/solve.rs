@@ -472,13 +472,7 @@ impl<T: DistScalar> NcclRows<T> {
             l.arg(&s).arg(&red).arg(&one);
             unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("cg_alpha", e))?;
             let mut l = stream.launch_builder(&f_update);
-            l.arg(&x)
-                .arg(&r)
-                .arg(p)
-                .arg(q)
-                .arg(&n_i)
-                .arg(&part)
-                .arg(&s);
+            l.arg(&x).arg(&r).arg(p).arg(q).arg(&n_i).arg(&part).arg(&s);
             unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_update", e))?;
             let mut l = stream.launch_builder(&f_sum);
             l.arg(&red).arg(&slot0).arg(&part).arg(&nb_i).arg(&s);
@@ -941,6 +935,178 @@ mod tests {
         );
         check_pagerank("dangling", &adj, 1e-10, 1e-8);
         check_pagerank("dangling", &adj.cast::<f32>(), 1e-5, 1e-4);
+    }
+
+    /// A one-rank world on this GPU (no communicator), or `None` (skipped) without a GPU
+    /// unless `SPMVKIT_REQUIRE_GPU=1`.
+    fn one_rank<T: DistScalar>(a: &Csr<T>, test: &str) -> Option<NcclRows<T>> {
+        let gpu = match Gpu::get() {
+            Ok(g) => g,
+            Err(e) => {
+                if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                    panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
+                }
+                eprintln!("{test}: skipped: {e}");
+                return None;
+            }
+        };
+        let dist = Distribution::new(a, 1).unwrap();
+        let block = dist.block(a, 0, dist.choose(StrategyChoice::Auto));
+        let rows = block.rows.clone();
+        let op = DistOperator::new(gpu, None, 1, &block, "csr").unwrap();
+        Some(NcclRows::new(op, rows, a.nrows()))
+    }
+
+    fn check_cg_device<T: DistScalar>(spec: &str, tol: f64, err: f64) -> bool {
+        let a = gen::generate::<T>(spec).unwrap();
+        let b = CgSystem::ones_solution(&a).b;
+        let Some(mut rows) = one_rank(&a, "gpu_device_cg") else {
+            return false;
+        };
+        let what = format!("{spec} {}", T::PRECISION);
+        for check_every in [1, 7] {
+            let opts = SolveOptions {
+                tol,
+                check_every,
+                ..SolveOptions::default()
+            };
+            let (want, wrep) = cg(
+                &mut SimRows::new(&a, 2, "csr", StrategyChoice::Auto).unwrap(),
+                &b,
+                &opts,
+            )
+            .unwrap();
+            // the host-vector path through the same operator
+            let (host, hrep) = cg(&mut rows, &b, &opts).unwrap();
+            let (x, rep) = rows.cg(&b, &opts).unwrap();
+            assert_eq!(rep.stop, Stop::Converged, "{what}");
+            assert_eq!(rep.backend, Backend::Gpu, "{what}");
+            assert!(rep.residual <= tol, "{what}: {}", rep.residual);
+            assert!(
+                rep.launched >= rep.iterations && rep.launched % check_every == 0,
+                "{what}"
+            );
+            for (w, it) in [("sim", wrep.iterations), ("host", hrep.iterations)] {
+                assert!(
+                    rep.iterations.abs_diff(it) <= 1,
+                    "{what} vs {w}: {} vs {it}",
+                    rep.iterations
+                );
+            }
+            assert!(max_diff(&x, &want) < err, "{what}");
+            assert!(max_diff(&x, &host) < err, "{what}");
+        }
+        // the iteration limit, and a zero right-hand side
+        let opts = SolveOptions {
+            max_iter: 3,
+            ..SolveOptions::default()
+        };
+        let (_, rep) = rows.cg(&b, &opts).unwrap();
+        assert_eq!(
+            (rep.stop, rep.iterations),
+            (Stop::MaxIterations, 3),
+            "{what}"
+        );
+        let zero = vec![T::zero(); b.len()];
+        let (x, rep) = rows.cg(&zero, &SolveOptions::default()).unwrap();
+        assert_eq!((rep.stop, rep.iterations), (Stop::Converged, 0), "{what}");
+        assert!(x.iter().all(|v| v.to_f64() == 0.0), "{what}");
+        true
+    }
+
+    #[test]
+    fn gpu_device_cg_matches_the_host_iteration() {
+        let _guard = crate::methods::testmats::gpu_test_lock();
+        if !check_cg_device::<f64>("poisson3d:8", 1e-8, 1e-6) {
+            return;
+        }
+        check_cg_device::<f64>("poisson2d:20", 1e-8, 1e-6);
+        check_cg_device::<f32>("poisson3d:8", 1e-5, 1e-3);
+        // an indefinite matrix breaks down
+        let ind = Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -1.0]).unwrap();
+        let mut rows = one_rank(&ind, "gpu_device_cg").unwrap();
+        let (_, rep) = rows.cg(&[0.0, 1.0], &SolveOptions::default()).unwrap();
+        assert_eq!(rep.stop, Stop::Breakdown);
+    }
+
+    fn check_pagerank_device<T: DistScalar>(name: &str, adj: &Csr<T>, tol: f64, err: f64) -> bool {
+        let g = PageRankGraph::from_adjacency(adj).unwrap();
+        let Some(mut rows) = one_rank(&g.transition, "gpu_device_pagerank") else {
+            return false;
+        };
+        let what = format!("{name} {}", T::PRECISION);
+        for check_every in [1, 5] {
+            let opts = PageRankOptions {
+                solve: SolveOptions {
+                    tol,
+                    check_every,
+                    ..PageRankOptions::default().solve
+                },
+                ..PageRankOptions::default()
+            };
+            let (want, _) = single::pagerank_reference(adj, &opts);
+            let mut sim = SimRows::new(&g.transition, 3, "csr", StrategyChoice::Auto).unwrap();
+            let (sx, srep) = pagerank(&mut sim, &g.dangling, &opts).unwrap();
+            let (x, rep) = rows.pagerank(&g.dangling, &opts).unwrap();
+            assert_eq!(rep.stop, Stop::Converged, "{what}");
+            assert!(
+                rep.iterations.abs_diff(srep.iterations) <= 1,
+                "{what}: {} vs {}",
+                rep.iterations,
+                srep.iterations
+            );
+            assert!(rep.residual <= tol, "{what}");
+            assert!(max_diff(&x, &sx) < err, "{what}");
+            let l1: f64 = x
+                .iter()
+                .zip(&want)
+                .map(|(v, w)| (v.to_f64() - w).abs())
+                .sum();
+            assert!(l1 < err, "{what}: L1 error {l1}");
+            let sum: f64 = x.iter().map(|v| v.to_f64()).sum();
+            assert!((sum - 1.0).abs() < err, "{what}: sum {sum}");
+        }
+        let opts = PageRankOptions {
+            solve: SolveOptions {
+                max_iter: 4,
+                tol: 0.0,
+                ..PageRankOptions::default().solve
+            },
+            ..PageRankOptions::default()
+        };
+        let (_, rep) = rows.pagerank(&g.dangling, &opts).unwrap();
+        assert_eq!(
+            (rep.stop, rep.iterations),
+            (Stop::MaxIterations, 4),
+            "{what}"
+        );
+        true
+    }
+
+    #[test]
+    fn gpu_device_pagerank_matches_the_reference() {
+        let _guard = crate::methods::testmats::gpu_test_lock();
+        let kron = gen::generate_f64("kron:10").unwrap();
+        if !check_pagerank_device("kron:10", &kron, 1e-10, 1e-8) {
+            return;
+        }
+        check_pagerank_device("kron:10", &kron.cast::<f32>(), 1e-5, 1e-4);
+        // every third node dangling
+        let n = 300;
+        let mut ptr = vec![0u32];
+        let mut cols = Vec::new();
+        for i in 0..n {
+            if i % 3 != 2 {
+                let mut row = vec![((i + 1) % n) as u32, ((i * 7 + 2) % n) as u32];
+                row.sort_unstable();
+                row.dedup();
+                cols.extend(row);
+            }
+            ptr.push(cols.len() as u32);
+        }
+        let vals = vec![1.0; cols.len()];
+        let adj = Csr::<f64>::new(n, n, ptr, cols, vals).unwrap();
+        check_pagerank_device("dangling", &adj, 1e-10, 1e-8);
     }
 
     #[test]
