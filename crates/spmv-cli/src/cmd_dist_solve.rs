@@ -85,7 +85,7 @@ enum DistSolver {
 #[derive(Args)]
 #[command(
     after_help = "Defaults: --tol 1e-8 (f64) or 1e-5 (f32), --max-iter 10000.
-Vectors and scalars live on the host; each iteration copies p to the GPU and A·p back.
+Vectors and scalars stay on each rank's GPU; the host checks for convergence every 10\niterations.
 
 Examples:
   spmv dist solve cg poisson3d:160 --gpus 1,2        1 and 2 GPUs, speedup
@@ -105,7 +105,7 @@ pub struct DistCgArgs {
 #[derive(Args)]
 #[command(
     after_help = "Defaults: --tol 1e-6 (f64) or 1e-5 (f32), --max-iter 1000.
-Vectors and scalars live on the host; each iteration copies x to the GPU and P·x back.
+Vectors and scalars stay on each rank's GPU; the host checks for convergence every 10\niterations.
 
 Examples:
   spmv dist pagerank kron:20 --gpus 1,2
@@ -315,7 +315,7 @@ fn solve_t<T: DistScalar>(solver: Solver, c: &SolveCommon) -> Result<()> {
             );
             for k in &r.ranks {
                 println!(
-                    "  rank {} ({}): rows {}..{} nnz {} loop {:.2} us/iter = spmv {:.2} (copies in/out incl.) + all-reduce {:.2} + vector ops; nccl init {:.2} s",
+                    "  rank {} ({}): rows {}..{} nnz {} loop {:.2} us/iter; host enqueue: spmv {:.2} + all-reduce {:.2} us/iter; nccl init {:.2} s",
                     k.rank,
                     k.device,
                     k.row_start,
