@@ -533,6 +533,7 @@ impl<T: DistScalar> NcclRows<T> {
             .map(|i| i as Idx)
             .collect();
         let x0 = T::from_f64(1.0 / n.max(1) as f64);
+        let start = vec![x0; len];
         // the initial dangling mass, summed as the generic solver sums it
         let mut mass = [mine.iter().map(|_| x0.to_f64()).sum::<f64>()];
         self.all_reduce_sum(&mut mass)?;
@@ -548,7 +549,7 @@ impl<T: DistScalar> NcclRows<T> {
         let part: CudaSlice<f64> = gpu.alloc_zeros(nb.max(nbd))?;
         let mut red: CudaSlice<f64> = gpu.alloc_zeros(2)?;
         let dang: CudaSlice<Idx> = gpu.upload(&mine)?;
-        self.op.set_x(&vec![x0; len])?;
+        self.op.set_x(&start)?;
         let f_update = gpu.function::<T>(&KERNELS, "dist_pr_update")?;
         let f_sum = gpu.function::<T>(&KERNELS, "dist_sum")?;
         let f_dang = gpu.function::<T>(&KERNELS, "pr_dangling")?;
@@ -695,6 +696,9 @@ pub struct SolveRankReport {
     pub row_end: usize,
     pub nnz: usize,
     pub iterations: usize,
+    /// Iterations enqueued (≥ `iterations`: the host checks every `check_every`).
+    #[serde(default)]
+    pub launched: usize,
     pub stop: String,
     pub residual: f64,
     /// Wall time of the iteration loop.
@@ -783,6 +787,7 @@ pub fn run_solve_rank<T: DistScalar>(
             row_end: rows.end,
             nnz: info.diag_nnz + info.offd_nnz,
             iterations: report.iterations,
+            launched: report.launched,
             stop: report.stop.to_string(),
             residual: report.residual,
             seconds: report.seconds,
