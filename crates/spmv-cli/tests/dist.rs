@@ -147,6 +147,47 @@ fn two_gpu_solvers_match_the_reference() {
             assert_eq!(r["stop"], "converged", "{r}");
             assert!(r["err_ref"].as_f64().unwrap() < bound, "{r}");
             assert!(r["err_exact"].as_f64().unwrap() < bound, "{r}");
+            let (it, launched) = (
+                r["iterations"].as_u64().unwrap(),
+                r["launched"].as_u64().unwrap(),
+            );
+            assert!(launched >= it && launched % 10 == 0, "{r}");
+        }
+        // both exchange strategies, and a convergence check after every iteration
+        for (strategy, every) in [("halo", "1"), ("allgather", "3")] {
+            let (ok, out, err) = spmv(&[
+                "dist",
+                "solve",
+                "cg",
+                "poisson3d:24",
+                "--gpus",
+                "2",
+                "--json",
+                "--precision",
+                precision,
+                "--strategy",
+                strategy,
+                "--check-every",
+                every,
+            ]);
+            assert!(ok, "cg {precision} {strategy}: {out}\n{err}");
+            let v = json(&out);
+            let r = &v["runs"][0];
+            assert_eq!(
+                (&r["strategy"], &r["stop"]),
+                (&strategy.into(), &"converged".into()),
+                "{r}"
+            );
+            assert!(r["err_ref"].as_f64().unwrap() < bound, "{r}");
+            let (it, launched) = (
+                r["iterations"].as_u64().unwrap(),
+                r["launched"].as_u64().unwrap(),
+            );
+            let every: u64 = every.parse().unwrap();
+            assert!(
+                launched >= it && launched < it + every && launched % every == 0,
+                "{r}"
+            );
         }
         for strategy in ["halo", "allgather"] {
             let (ok, out, err) = spmv(&[

@@ -451,6 +451,10 @@ impl<T: DistScalar> DistOperator<T> {
         self.comm.as_ref()
     }
     /// The owned x on the device (at least `owned_cols` long; entries past it are padding).
+    pub fn x(&self) -> &CudaSlice<T> {
+        &self.x
+    }
+    /// The owned x on the device, to write (the next [`DistOperator::apply`] exchanges it).
     pub fn x_mut(&mut self) -> &mut CudaSlice<T> {
         &mut self.x
     }

@@ -6,10 +6,21 @@
 //! distributed operator (which exchanges x itself); a dot product, a norm, PageRank's dangling
 //! mass and its L1 change are a partial sum over each rank's own rows followed by an all-reduce.
 //! The simulation plays every rank: it computes each rank's partial over that rank's rows and adds
-//! the partials in rank order, which is what the all-reduce of a real world returns. Scalars live
-//! on the host and the vector updates are host (rayon) loops over the local rows; on a GPU rank
-//! the operator copies p in and q out around `DistOperator::apply`. The iteration is the same as
-//! the single-process CPU path of [`crate::solve`], so both converge to the same answer.
+//! the partials in rank order, which is what the all-reduce of a real world returns. In the
+//! generic functions ([`cg`], [`pagerank`]) scalars live on the host and the vector updates are
+//! host (rayon) loops over the local rows. The iteration is the same as the single-process CPU
+//! path of [`crate::solve`], so both converge to the same answer.
+//!
+//! A GPU rank runs the device-resident form of the same iteration ([`NcclRows::cg`],
+//! [`NcclRows::pagerank`]): its rows of every vector live in device memory, p (the PageRank
+//! vector) *is* the operator's owned x (`DistOperator::x`, which the exchange reads) and A·p is
+//! read from the operator's y, the vector updates are the kernels of `solve/kernel.cu`, and every
+//! scalar (ρ, α, β, the dangling mass, the stop flag) lives in a device array as in the
+//! single-GPU solvers. A global sum is the rank's partials reduced on the device to one double,
+//! then `Communicator::all_reduce_sum_device` of that small buffer; every rank computes the same
+//! scalars from the same sums, so all stop together. Iterations are enqueued `check_every` at a
+//! time with no host synchronisation, and the host downloads the scalars once per chunk (stream
+//! launches: the NCCL calls are not captured into CUDA graphs).
 //!
 //! CG needs two all-reduces per iteration (pᵀq, then rᵀr); PageRank one (the L1 change of this
 //! iteration together with the dangling mass for the next).
@@ -18,6 +29,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cudarc::driver::{CudaSlice, PushKernelArg};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -31,8 +43,9 @@ use crate::matrix::Csr;
 use crate::methods::{Backend, PrepareFor};
 use crate::scalar::{Idx, Scalar};
 use crate::solve::{
-    check_options, dot_cpu, Launch, PageRankGraph, PageRankOptions, SolveOptions, SolveReport,
-    Stop, CPU_CHUNK,
+    check_options, dot_cpu, drive, grid, grid_blocks, initial_scalars, stop_of, Launch,
+    PageRankGraph, PageRankOptions, SolveOptions, SolveReport, Stop, CPU_CHUNK, KERNELS, S_DONE,
+    S_ITER, S_MASS, S_RES,
 };
 
 /// What a distributed solver needs from the world it runs in: the rows this process holds, the
@@ -214,30 +227,11 @@ pub fn pagerank<T: Scalar, O: RowOperator<T>>(
     dangling: &[Idx],
     opts: &PageRankOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    check_options(&opts.solve)?;
     let n = op.global_rows();
-    if !(0.0..1.0).contains(&opts.damping) {
-        return Err(Error::InvalidArgument(format!(
-            "PageRank damping {} must lie in [0, 1)",
-            opts.damping
-        )));
-    }
-    if let Some(&bad) = dangling.iter().find(|&&i| i as usize >= n) {
-        return Err(Error::InvalidArgument(format!(
-            "dangling node {bad} is out of range for {n} nodes"
-        )));
-    }
-    if dangling.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(Error::InvalidArgument(
-            "the dangling nodes must be ascending and distinct".into(),
-        ));
-    }
+    check_pagerank(n, dangling, opts)?;
     let off = op.offset();
     let len = op.local_len();
-    // the local indices of the dangling nodes among this process's rows
-    let lo = dangling.partition_point(|&i| (i as usize) < off);
-    let hi = dangling.partition_point(|&i| (i as usize) < off + len);
-    let mine: Vec<usize> = dangling[lo..hi].iter().map(|&i| i as usize - off).collect();
+    let mine = local_dangling(dangling, off, len);
     // Σ x over the dangling nodes of local rows l
     let mass_of = |x: &[T], l: &Range<usize>| -> f64 {
         let a = mine.partition_point(|&i| i < l.start);
@@ -287,6 +281,35 @@ pub fn pagerank<T: Scalar, O: RowOperator<T>>(
             notes: Vec::new(),
         },
     ))
+}
+
+/// The local indices of the dangling nodes among the rows `off..off + len`.
+fn local_dangling(dangling: &[Idx], off: usize, len: usize) -> Vec<usize> {
+    let lo = dangling.partition_point(|&i| (i as usize) < off);
+    let hi = dangling.partition_point(|&i| (i as usize) < off + len);
+    dangling[lo..hi].iter().map(|&i| i as usize - off).collect()
+}
+
+/// PageRank's checks of the options and of the dangling list of an n-node graph.
+fn check_pagerank(n: usize, dangling: &[Idx], opts: &PageRankOptions) -> Result<()> {
+    check_options(&opts.solve)?;
+    if !(0.0..1.0).contains(&opts.damping) {
+        return Err(Error::InvalidArgument(format!(
+            "PageRank damping {} must lie in [0, 1)",
+            opts.damping
+        )));
+    }
+    if let Some(&bad) = dangling.iter().find(|&&i| i as usize >= n) {
+        return Err(Error::InvalidArgument(format!(
+            "dangling node {bad} is out of range for {n} nodes"
+        )));
+    }
+    if dangling.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(Error::InvalidArgument(
+            "the dangling nodes must be ascending and distinct".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Σ |aᵢ − bᵢ| in f64, in fixed chunks added in order (deterministic on any thread count).
@@ -358,14 +381,17 @@ fn square<T: Scalar>(a: &Csr<T>) -> Result<()> {
     Ok(())
 }
 
-/// One NCCL rank: its [`DistOperator`] on its GPU; local vectors are its rows, copied to the
-/// device before each SpMV and back after it.
+/// One NCCL rank: its [`DistOperator`] on its GPU. [`NcclRows::cg`] and [`NcclRows::pagerank`]
+/// keep every vector and scalar on the device; through [`RowOperator`] (the generic [`cg`] and
+/// [`pagerank`]) local vectors are host rows, copied to the device before each SpMV and back
+/// after it.
 pub struct NcclRows<T: DistScalar> {
     op: DistOperator<T>,
     rows: Range<usize>,
     n: usize,
-    /// Wall seconds in [`RowOperator::apply`] (copies in and out included) and in the
-    /// all-reduces, accumulated.
+    /// Wall seconds in the SpMVs and in the all-reduces, accumulated. Through [`RowOperator`]
+    /// they include the copies and the waits; in the device-resident solvers they are the host
+    /// time to enqueue them (the device work is asynchronous).
     pub spmv_s: f64,
     pub allreduce_s: f64,
 }
@@ -384,6 +410,229 @@ impl<T: DistScalar> NcclRows<T> {
     pub fn operator(&self) -> &DistOperator<T> {
         &self.op
     }
+
+    /// Conjugate gradient as [`cg`] (from x = 0, stopping at ‖r‖/‖b‖ ≤ tol) with this rank's rows
+    /// of x, r, p and q in device memory: p is the operator's owned x, q = A·p its y. `b` is the
+    /// rank's rows of b; returns its rows of x. Every rank calls it together.
+    pub fn cg(&mut self, b: &[T], opts: &SolveOptions) -> Result<(Vec<T>, SolveReport)> {
+        check_options(opts)?;
+        check_local(self, "b", b.len())?;
+        let n = b.len();
+        let bb = dot(self, b, b)?;
+        if !bb.is_finite() {
+            return Err(Error::InvalidArgument(
+                "CG right-hand side holds a non-finite value".into(),
+            ));
+        }
+        let thresh = opts.tol * opts.tol * bb;
+        let gpu = self.op.gpu().clone();
+        let nb = grid_blocks(n);
+        let mut s0 = initial_scalars(bb, thresh, opts.max_iter);
+        if bb <= thresh {
+            s0[S_DONE] = 1.0;
+        }
+        let s: CudaSlice<f64> = gpu.upload(&s0)?;
+        let part: CudaSlice<f64> = gpu.alloc_zeros(nb)?;
+        let mut red: CudaSlice<f64> = gpu.alloc_zeros(1)?;
+        let x: CudaSlice<T> = gpu.alloc_zeros(n)?;
+        let r = gpu.upload(b)?;
+        // p = b, in the operator's x
+        self.op.set_x(b)?;
+        let f_dot = gpu.function::<T>(&KERNELS, "cg_dot_pq")?;
+        let f_sum = gpu.function::<T>(&KERNELS, "dist_sum")?;
+        let f_alpha = gpu.function::<T>(&KERNELS, "cg_alpha")?;
+        let f_update = gpu.function::<T>(&KERNELS, "cg_update")?;
+        let f_beta = gpu.function::<T>(&KERNELS, "cg_beta")?;
+        let f_p = gpu.function::<T>(&KERNELS, "cg_p")?;
+        gpu.synchronize()?;
+        let (n_i, nb_i, one, slot0) = (n as i32, nb as i32, 1i32, 0i32);
+        let stream = gpu.stream();
+        let launch_err =
+            |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);
+        self.spmv_s = 0.0;
+        self.allreduce_s = 0.0;
+        let (op, spmv_s, allreduce_s) = (&mut self.op, &mut self.spmv_s, &mut self.allreduce_s);
+        let driven = drive(&gpu, &s, opts.check_every, opts.max_iter, false, |_| {
+            let t0 = Instant::now();
+            op.apply(T::one(), T::zero())?;
+            *spmv_s += t0.elapsed().as_secs_f64();
+            let (p, q) = (op.x(), op.y());
+            // SAFETY (every launch below): the arguments match the kernel.cu signatures; x, r,
+            // q hold n elements and p at least n, `part` nb, `red` 1 and `s` S_LEN.
+            let mut l = stream.launch_builder(&f_dot);
+            l.arg(p).arg(q).arg(&n_i).arg(&part).arg(&s);
+            unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_dot_pq", e))?;
+            let mut l = stream.launch_builder(&f_sum);
+            l.arg(&red).arg(&slot0).arg(&part).arg(&nb_i).arg(&s);
+            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_sum", e))?;
+            all_reduce_device(op, &mut red, allreduce_s)?;
+            // the global pᵀq, as a one-element partial array
+            let (p, q) = (op.x(), op.y());
+            let mut l = stream.launch_builder(&f_alpha);
+            l.arg(&s).arg(&red).arg(&one);
+            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("cg_alpha", e))?;
+            let mut l = stream.launch_builder(&f_update);
+            l.arg(&x).arg(&r).arg(p).arg(q).arg(&n_i).arg(&part).arg(&s);
+            unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_update", e))?;
+            let mut l = stream.launch_builder(&f_sum);
+            l.arg(&red).arg(&slot0).arg(&part).arg(&nb_i).arg(&s);
+            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_sum", e))?;
+            all_reduce_device(op, &mut red, allreduce_s)?;
+            let mut l = stream.launch_builder(&f_beta);
+            l.arg(&s).arg(&red).arg(&one);
+            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("cg_beta", e))?;
+            let mut l = stream.launch_builder(&f_p);
+            l.arg(op.x()).arg(&r).arg(&n_i).arg(&s);
+            unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_p", e))?;
+            Ok(())
+        })?;
+        let mut xh = vec![T::zero(); n];
+        gpu.download(&x, &mut xh)?;
+        let stop = stop_of(driven.s[S_DONE]);
+        let mut notes = driven.notes;
+        if stop == Stop::Breakdown {
+            notes.push(
+                "CG broke down (pᵀAp ≤ 0 or a non-finite value): the matrix is not symmetric positive definite"
+                    .into(),
+            );
+        }
+        let rho = driven.s[S_RES];
+        Ok((
+            xh,
+            SolveReport {
+                backend: Backend::Gpu,
+                launch: driven.launch,
+                iterations: driven.s[S_ITER] as usize,
+                launched: driven.launched,
+                stop,
+                residual: if bb > 0.0 {
+                    (rho / bb).max(0.0).sqrt()
+                } else {
+                    0.0
+                },
+                seconds: driven.seconds,
+                notes,
+            },
+        ))
+    }
+
+    /// PageRank as [`pagerank`] (`self` holds the rank's rows of P = Aᵀ D⁻¹, `dangling` is the
+    /// global list) with the rank vector in device memory: it is the operator's owned x, updated
+    /// in place from P x in the operator's y. Returns the rank's rows of the ranks. Every rank
+    /// calls it together.
+    pub fn pagerank(
+        &mut self,
+        dangling: &[Idx],
+        opts: &PageRankOptions,
+    ) -> Result<(Vec<T>, SolveReport)> {
+        let n = self.n;
+        check_pagerank(n, dangling, opts)?;
+        let len = self.rows.len();
+        let mine: Vec<Idx> = local_dangling(dangling, self.rows.start, len)
+            .into_iter()
+            .map(|i| i as Idx)
+            .collect();
+        let x0 = T::from_f64(1.0 / n.max(1) as f64);
+        let start = vec![x0; len];
+        // the initial dangling mass, summed as the generic solver sums it
+        let mut mass = [mine.iter().map(|_| x0.to_f64()).sum::<f64>()];
+        self.all_reduce_sum(&mut mass)?;
+        let gpu = self.op.gpu().clone();
+        let nb = grid_blocks(len);
+        let nbd = grid_blocks(mine.len());
+        let mut s0 = initial_scalars(0.0, opts.solve.tol, opts.solve.max_iter);
+        s0[S_MASS] = mass[0];
+        if n == 0 {
+            s0[S_DONE] = 1.0;
+        }
+        let s: CudaSlice<f64> = gpu.upload(&s0)?;
+        let part: CudaSlice<f64> = gpu.alloc_zeros(nb.max(nbd))?;
+        let mut red: CudaSlice<f64> = gpu.alloc_zeros(2)?;
+        let dang: CudaSlice<Idx> = gpu.upload(&mine)?;
+        self.op.set_x(&start)?;
+        let f_update = gpu.function::<T>(&KERNELS, "dist_pr_update")?;
+        let f_sum = gpu.function::<T>(&KERNELS, "dist_sum")?;
+        let f_dang = gpu.function::<T>(&KERNELS, "pr_dangling")?;
+        let f_check = gpu.function::<T>(&KERNELS, "dist_pr_check")?;
+        gpu.synchronize()?;
+        let (len_i, nb_i, nbd_i, nd_i) = (len as i32, nb as i32, nbd as i32, mine.len() as i32);
+        let (slot0, slot1) = (0i32, 1i32);
+        let (n_f, damping) = (n as f64, opts.damping);
+        let stream = gpu.stream();
+        let launch_err =
+            |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);
+        self.spmv_s = 0.0;
+        self.allreduce_s = 0.0;
+        let (op, spmv_s, allreduce_s) = (&mut self.op, &mut self.spmv_s, &mut self.allreduce_s);
+        let k = opts.solve.check_every;
+        let driven = drive(&gpu, &s, k, opts.solve.max_iter, false, |_| {
+            let t0 = Instant::now();
+            op.apply(T::one(), T::zero())?;
+            *spmv_s += t0.elapsed().as_secs_f64();
+            // SAFETY (every launch below): the arguments match the kernel.cu signatures; x holds
+            // at least len elements and y len, `dang` nd local indices < len, `part`
+            // max(nb, nbd), `red` 2 and `s` S_LEN.
+            let mut l = stream.launch_builder(&f_update);
+            l.arg(op.x())
+                .arg(op.y())
+                .arg(&len_i)
+                .arg(&n_f)
+                .arg(&damping)
+                .arg(&part)
+                .arg(&s);
+            unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("dist_pr_update", e))?;
+            let mut l = stream.launch_builder(&f_sum);
+            l.arg(&red).arg(&slot0).arg(&part).arg(&nb_i).arg(&s);
+            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_sum", e))?;
+            let mut l = stream.launch_builder(&f_dang);
+            l.arg(op.x()).arg(&dang).arg(&nd_i).arg(&part).arg(&s);
+            unsafe { l.launch(grid(nbd)) }.map_err(|e| launch_err("pr_dangling", e))?;
+            let mut l = stream.launch_builder(&f_sum);
+            l.arg(&red).arg(&slot1).arg(&part).arg(&nbd_i).arg(&s);
+            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_sum", e))?;
+            // one all-reduce: this iteration's L1 change and the next iteration's dangling mass
+            all_reduce_device(op, &mut red, allreduce_s)?;
+            let mut l = stream.launch_builder(&f_check);
+            l.arg(&s).arg(&red);
+            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_pr_check", e))?;
+            Ok(())
+        })?;
+        let mut x = vec![T::zero(); len];
+        gpu.download(self.op.x(), &mut x)?;
+        let iterations = driven.s[S_ITER] as usize;
+        Ok((
+            x,
+            SolveReport {
+                backend: Backend::Gpu,
+                launch: driven.launch,
+                iterations,
+                launched: driven.launched,
+                stop: stop_of(driven.s[S_DONE]),
+                residual: if iterations == 0 {
+                    0.0
+                } else {
+                    driven.s[S_RES]
+                },
+                seconds: driven.seconds,
+                notes: driven.notes,
+            },
+        ))
+    }
+}
+
+/// Sums a small device buffer over the ranks in place (nothing with one rank), adding the host
+/// time to `secs`.
+fn all_reduce_device<T: DistScalar>(
+    op: &DistOperator<T>,
+    red: &mut CudaSlice<f64>,
+    secs: &mut f64,
+) -> Result<()> {
+    if let Some(comm) = op.communicator() {
+        let t0 = Instant::now();
+        comm.all_reduce_sum_device(op.gpu(), red)?;
+        *secs += t0.elapsed().as_secs_f64();
+    }
+    Ok(())
 }
 
 impl<T: DistScalar> RowOperator<T> for NcclRows<T> {
@@ -447,13 +696,17 @@ pub struct SolveRankReport {
     pub row_end: usize,
     pub nnz: usize,
     pub iterations: usize,
+    /// Iterations enqueued (≥ `iterations`: the host checks every `check_every`).
+    #[serde(default)]
+    pub launched: usize,
     pub stop: String,
     pub residual: f64,
     /// Wall time of the iteration loop.
     pub seconds: f64,
     pub us_per_iter: f64,
-    /// Of the loop: µs per iteration in the SpMV (p copied in, the distributed apply, A·p
-    /// copied out) and in the all-reduces (the rest is the host vector updates).
+    /// Of the loop: host µs per enqueued iteration to enqueue the distributed SpMV and the
+    /// all-reduces (the vectors and scalars stay on the device and the work is asynchronous:
+    /// the device time shows in `us_per_iter`).
     pub spmv_us_per_iter: f64,
     pub allreduce_us_per_iter: f64,
     /// Method notes of the diagonal part (auto's choice), flattened as "key=value".
@@ -504,21 +757,20 @@ pub fn run_solve_rank<T: DistScalar>(
     let info = op.info().clone();
     let mut rows_op = NcclRows::new(op, rows.clone(), m.nrows());
     let (x, report) = match (cfg.solver, &graph) {
-        (Solver::PageRank { damping }, Some(g)) => pagerank(
-            &mut rows_op,
+        (Solver::PageRank { damping }, Some(g)) => rows_op.pagerank(
             &g.dangling,
             &PageRankOptions {
                 damping,
                 solve: cfg.opts,
             },
         )?,
-        _ => cg(&mut rows_op, &b, &cfg.opts)?,
+        _ => rows_op.cg(&b, &cfg.opts)?,
     };
     let per_iter = |s: f64| {
-        if report.iterations == 0 {
+        if report.launched == 0 {
             0.0
         } else {
-            s * 1e6 / report.iterations as f64
+            s * 1e6 / report.launched as f64
         }
     };
     Ok((
@@ -535,6 +787,7 @@ pub fn run_solve_rank<T: DistScalar>(
             row_end: rows.end,
             nnz: info.diag_nnz + info.offd_nnz,
             iterations: report.iterations,
+            launched: report.launched,
             stop: report.stop.to_string(),
             residual: report.residual,
             seconds: report.seconds,
@@ -687,6 +940,178 @@ mod tests {
         );
         check_pagerank("dangling", &adj, 1e-10, 1e-8);
         check_pagerank("dangling", &adj.cast::<f32>(), 1e-5, 1e-4);
+    }
+
+    /// A one-rank world on this GPU (no communicator), or `None` (skipped) without a GPU
+    /// unless `SPMVKIT_REQUIRE_GPU=1`.
+    fn one_rank<T: DistScalar>(a: &Csr<T>, test: &str) -> Option<NcclRows<T>> {
+        let gpu = match Gpu::get() {
+            Ok(g) => g,
+            Err(e) => {
+                if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                    panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
+                }
+                eprintln!("{test}: skipped: {e}");
+                return None;
+            }
+        };
+        let dist = Distribution::new(a, 1).unwrap();
+        let block = dist.block(a, 0, dist.choose(StrategyChoice::Auto));
+        let rows = block.rows.clone();
+        let op = DistOperator::new(gpu, None, 1, &block, "csr").unwrap();
+        Some(NcclRows::new(op, rows, a.nrows()))
+    }
+
+    fn check_cg_device<T: DistScalar>(spec: &str, tol: f64, err: f64) -> bool {
+        let a = gen::generate::<T>(spec).unwrap();
+        let b = CgSystem::ones_solution(&a).b;
+        let Some(mut rows) = one_rank(&a, "gpu_device_cg") else {
+            return false;
+        };
+        let what = format!("{spec} {}", T::PRECISION);
+        for check_every in [1, 7] {
+            let opts = SolveOptions {
+                tol,
+                check_every,
+                ..SolveOptions::default()
+            };
+            let (want, wrep) = cg(
+                &mut SimRows::new(&a, 2, "csr", StrategyChoice::Auto).unwrap(),
+                &b,
+                &opts,
+            )
+            .unwrap();
+            // the host-vector path through the same operator
+            let (host, hrep) = cg(&mut rows, &b, &opts).unwrap();
+            let (x, rep) = rows.cg(&b, &opts).unwrap();
+            assert_eq!(rep.stop, Stop::Converged, "{what}");
+            assert_eq!(rep.backend, Backend::Gpu, "{what}");
+            assert!(rep.residual <= tol, "{what}: {}", rep.residual);
+            assert!(
+                rep.launched >= rep.iterations && rep.launched % check_every == 0,
+                "{what}"
+            );
+            for (w, it) in [("sim", wrep.iterations), ("host", hrep.iterations)] {
+                assert!(
+                    rep.iterations.abs_diff(it) <= 1,
+                    "{what} vs {w}: {} vs {it}",
+                    rep.iterations
+                );
+            }
+            assert!(max_diff(&x, &want) < err, "{what}");
+            assert!(max_diff(&x, &host) < err, "{what}");
+        }
+        // the iteration limit, and a zero right-hand side
+        let opts = SolveOptions {
+            max_iter: 3,
+            ..SolveOptions::default()
+        };
+        let (_, rep) = rows.cg(&b, &opts).unwrap();
+        assert_eq!(
+            (rep.stop, rep.iterations),
+            (Stop::MaxIterations, 3),
+            "{what}"
+        );
+        let zero = vec![T::zero(); b.len()];
+        let (x, rep) = rows.cg(&zero, &SolveOptions::default()).unwrap();
+        assert_eq!((rep.stop, rep.iterations), (Stop::Converged, 0), "{what}");
+        assert!(x.iter().all(|v| v.to_f64() == 0.0), "{what}");
+        true
+    }
+
+    #[test]
+    fn gpu_device_cg_matches_the_host_iteration() {
+        let _guard = crate::methods::testmats::gpu_test_lock();
+        if !check_cg_device::<f64>("poisson3d:8", 1e-8, 1e-6) {
+            return;
+        }
+        check_cg_device::<f64>("poisson2d:20", 1e-8, 1e-6);
+        check_cg_device::<f32>("poisson3d:8", 1e-5, 1e-3);
+        // an indefinite matrix breaks down
+        let ind = Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -1.0]).unwrap();
+        let mut rows = one_rank(&ind, "gpu_device_cg").unwrap();
+        let (_, rep) = rows.cg(&[0.0, 1.0], &SolveOptions::default()).unwrap();
+        assert_eq!(rep.stop, Stop::Breakdown);
+    }
+
+    fn check_pagerank_device<T: DistScalar>(name: &str, adj: &Csr<T>, tol: f64, err: f64) -> bool {
+        let g = PageRankGraph::from_adjacency(adj).unwrap();
+        let Some(mut rows) = one_rank(&g.transition, "gpu_device_pagerank") else {
+            return false;
+        };
+        let what = format!("{name} {}", T::PRECISION);
+        for check_every in [1, 5] {
+            let opts = PageRankOptions {
+                solve: SolveOptions {
+                    tol,
+                    check_every,
+                    ..PageRankOptions::default().solve
+                },
+                ..PageRankOptions::default()
+            };
+            let (want, _) = single::pagerank_reference(adj, &opts);
+            let mut sim = SimRows::new(&g.transition, 3, "csr", StrategyChoice::Auto).unwrap();
+            let (sx, srep) = pagerank(&mut sim, &g.dangling, &opts).unwrap();
+            let (x, rep) = rows.pagerank(&g.dangling, &opts).unwrap();
+            assert_eq!(rep.stop, Stop::Converged, "{what}");
+            assert!(
+                rep.iterations.abs_diff(srep.iterations) <= 1,
+                "{what}: {} vs {}",
+                rep.iterations,
+                srep.iterations
+            );
+            assert!(rep.residual <= tol, "{what}");
+            assert!(max_diff(&x, &sx) < err, "{what}");
+            let l1: f64 = x
+                .iter()
+                .zip(&want)
+                .map(|(v, w)| (v.to_f64() - w).abs())
+                .sum();
+            assert!(l1 < err, "{what}: L1 error {l1}");
+            let sum: f64 = x.iter().map(|v| v.to_f64()).sum();
+            assert!((sum - 1.0).abs() < err, "{what}: sum {sum}");
+        }
+        let opts = PageRankOptions {
+            solve: SolveOptions {
+                max_iter: 4,
+                tol: 0.0,
+                ..PageRankOptions::default().solve
+            },
+            ..PageRankOptions::default()
+        };
+        let (_, rep) = rows.pagerank(&g.dangling, &opts).unwrap();
+        assert_eq!(
+            (rep.stop, rep.iterations),
+            (Stop::MaxIterations, 4),
+            "{what}"
+        );
+        true
+    }
+
+    #[test]
+    fn gpu_device_pagerank_matches_the_reference() {
+        let _guard = crate::methods::testmats::gpu_test_lock();
+        let kron = gen::generate_f64("kron:10").unwrap();
+        if !check_pagerank_device("kron:10", &kron, 1e-10, 1e-8) {
+            return;
+        }
+        check_pagerank_device("kron:10", &kron.cast::<f32>(), 1e-5, 1e-4);
+        // every third node dangling
+        let n = 300;
+        let mut ptr = vec![0u32];
+        let mut cols = Vec::new();
+        for i in 0..n {
+            if i % 3 != 2 {
+                let mut row = vec![((i + 1) % n) as u32, ((i * 7 + 2) % n) as u32];
+                row.sort_unstable();
+                row.dedup();
+                cols.extend(row);
+            }
+            ptr.push(cols.len() as u32);
+        }
+        let vals = vec![1.0; cols.len()];
+        let adj = Csr::<f64>::new(n, n, ptr, cols, vals).unwrap();
+        check_pagerank_device("dangling", &adj, 1e-10, 1e-8);
     }
 
     #[test]

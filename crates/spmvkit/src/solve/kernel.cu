@@ -181,3 +181,57 @@ extern "C" __global__ void pr_check(double* __restrict__ s, const double* __rest
         }
     }
 }
+
+// ---- distributed solvers (dist/solve.rs) ----------------------------------------------------
+//
+// A rank reduces its local partials to one double with `dist_sum`, the ranks sum those with an
+// NCCL all-reduce of a small buffer, and the scalar kernels above read the global sum (as a
+// one-element partial array) or `dist_pr_check` reads it. Every rank computes the same scalars
+// from the same all-reduced values, so all ranks stop at the same iteration.
+
+// dst[slot] = the sum of part[0..nb) in a fixed order.
+extern "C" __global__ void dist_sum(double* __restrict__ dst, int slot,
+                                    const double* __restrict__ part, int nb,
+                                    const double* __restrict__ s) {
+    if (s[S_DONE] != 0.0) return;
+    double v = sum_partials(part, nb);
+    if (threadIdx.x == 0) dst[slot] = v;
+}
+
+// In place over a rank's n rows: x = d·y + (d·mass + 1 − d)/n_global, where y = P x;
+// part[block] = partial sums of |x_new − x_old|. Each element is read and written by one thread.
+extern "C" __global__ void dist_pr_update(real_t* x, const real_t* __restrict__ y, int n,
+                                          double n_global, double damping,
+                                          double* __restrict__ part, const double* __restrict__ s) {
+    if (s[S_DONE] != 0.0) return;
+    real_t base = (real_t)((damping * s[S_MASS] + (1.0 - damping)) / n_global);
+    real_t d = (real_t)damping;
+    double v = 0.0;
+    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < n; i += gridDim.x * SOLVE_THREADS) {
+        real_t old = x[i];
+        real_t xi = d * y[i] + base;
+        v += fabs((double)xi - (double)old);
+        x[i] = xi;
+    }
+    double b = block_sum(v);
+    if (threadIdx.x == 0) part[blockIdx.x] = b;
+}
+
+// red[0] = the global L1 change, red[1] = the global dangling mass of the new ranks: set the
+// mass for the next iteration, count the iteration, stop on err <= thresh or the limit.
+extern "C" __global__ void dist_pr_check(double* __restrict__ s, const double* __restrict__ red) {
+    if (s[S_DONE] != 0.0) return;
+    if (threadIdx.x == 0) {
+        double err = red[0];
+        s[S_MASS] = red[1];
+        s[S_RES] = err;
+        s[S_ITER] += 1.0;
+        if (!(err < SOLVE_HUGE)) {
+            s[S_DONE] = DONE_BREAKDOWN;
+        } else if (err <= s[S_THRESH]) {
+            s[S_DONE] = DONE_CONVERGED;
+        } else if (s[S_ITER] >= s[S_MAXIT]) {
+            s[S_DONE] = DONE_MAXIT;
+        }
+    }
+}

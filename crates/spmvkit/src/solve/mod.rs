@@ -56,11 +56,12 @@ const MAX_BLOCKS: usize = 1024;
 // Slots of the device scalar array (kernel.cu's S_*).
 const S_RHO: usize = 0;
 const S_THRESH: usize = 3;
-const S_DONE: usize = 4;
-const S_ITER: usize = 5;
+pub(crate) const S_DONE: usize = 4;
+pub(crate) const S_ITER: usize = 5;
 const S_MAXIT: usize = 6;
-const S_RES: usize = 7;
-const S_LEN: usize = 16;
+pub(crate) const S_RES: usize = 7;
+pub(crate) const S_MASS: usize = 8;
+pub(crate) const S_LEN: usize = 16;
 
 /// How a solver iterates.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -171,11 +172,11 @@ impl SolveReport {
 
 /// Blocks of a reduction grid over n elements: a function of n alone, so reductions (and runs)
 /// are the same on every GPU.
-fn grid_blocks(n: usize) -> usize {
+pub(crate) fn grid_blocks(n: usize) -> usize {
     n.div_ceil(THREADS as usize * 8).clamp(1, MAX_BLOCKS)
 }
 
-fn grid(blocks: usize) -> LaunchConfig {
+pub(crate) fn grid(blocks: usize) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (blocks as u32, 1, 1),
         block_dim: (THREADS, 1, 1),
@@ -199,7 +200,7 @@ pub(crate) fn check_options(o: &SolveOptions) -> Result<()> {
 }
 
 /// The initial device scalars.
-fn initial_scalars(rho: f64, thresh: f64, max_iter: usize) -> [f64; S_LEN] {
+pub(crate) fn initial_scalars(rho: f64, thresh: f64, max_iter: usize) -> [f64; S_LEN] {
     let mut s = [0.0; S_LEN];
     s[S_RHO] = rho;
     s[S_THRESH] = thresh;
@@ -211,7 +212,7 @@ fn initial_scalars(rho: f64, thresh: f64, max_iter: usize) -> [f64; S_LEN] {
     s
 }
 
-fn stop_of(done: f64) -> Stop {
+pub(crate) fn stop_of(done: f64) -> Stop {
     match done as i64 {
         1 => Stop::Converged,
         3 => Stop::Breakdown,
@@ -221,18 +222,18 @@ fn stop_of(done: f64) -> Stop {
 
 /// What [`drive`] leaves: the final scalars, the loop time, iterations enqueued, the launch
 /// mode used and notes.
-struct Driven {
-    s: [f64; S_LEN],
-    seconds: f64,
-    launched: usize,
-    launch: Launch,
-    notes: Vec<String>,
+pub(crate) struct Driven {
+    pub(crate) s: [f64; S_LEN],
+    pub(crate) seconds: f64,
+    pub(crate) launched: usize,
+    pub(crate) launch: Launch,
+    pub(crate) notes: Vec<String>,
 }
 
 /// Enqueues `step(i)` (iteration i of a chunk of `k`, enqueued only) in chunks of k until the
 /// device sets the stop flag in `s`: each chunk is a replay of a captured graph (when `graph`)
 /// or k rounds of stream launches, then the scalars are downloaded.
-fn drive(
+pub(crate) fn drive(
     gpu: &Gpu,
     s: &CudaSlice<f64>,
     k: usize,
