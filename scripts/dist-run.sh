@@ -61,6 +61,8 @@ PY
     timeout 200 $B dist pagerank kron:20 --gpus 1,2 --json >"$out/dist-pagerank.json" 2>>"$out/dist-solve.err"
     echo "pagerank f64 rc=$?"
     timeout 100 $B dist pagerank kron:20 --gpus 1,2 --precision f32 2>&1 | tee -a "$out/dist-solve.txt" | tail -4
+    timeout 100 $B dist pagerank kron:20 --gpus 1,2 --check-every 1 2>&1 | tee -a "$out/dist-solve.txt" | tail -4
+    timeout 100 $B dist solve cg poisson3d:160 --gpus 1,2 --check-every 1 --no-reference 2>&1 | tee -a "$out/dist-solve.txt" | tail -4
     tail -5 "$out/dist-solve.err"
     python3 -c 'import json,sys; [print(json.dumps(json.load(open(f)))[:1800]) for f in sys.argv[1:]]' "$out/dist-cg.json" "$out/dist-pagerank.json"
     ;;
