@@ -66,6 +66,13 @@ PY
     tail -5 "$out/dist-solve.err"
     python3 -c 'import json,sys; [print(json.dumps(json.load(open(f)))[:1800]) for f in sys.argv[1:]]' "$out/dist-cg.json" "$out/dist-pagerank.json"
     ;;
+  diag)
+    # Where the 2-rank solver loop loses time: the SpMV alone, then CG with another method and
+    # the other exchange.
+    timeout 60 $B dist scaling poisson3d:160 --gpus 1,2 2>&1 | tail -4
+    timeout 60 $B dist solve cg poisson3d:160 --gpus 2 --method csr-vector --no-reference 2>&1 | tail -3
+    timeout 60 $B dist solve cg poisson3d:160 --gpus 2 --strategy allgather --no-reference 2>&1 | tail -3
+    ;;
   scaling)
     # One matrix at a time, so that a slow one cannot take the others' results with it.
     for m in "$@"; do

@@ -958,7 +958,7 @@ mod tests {
         let dist = Distribution::new(a, 1).unwrap();
         let block = dist.block(a, 0, dist.choose(StrategyChoice::Auto));
         let rows = block.rows.clone();
-        let op = DistOperator::new(gpu, None, 1, &block, "csr").unwrap();
+        let op = DistOperator::new(gpu, None, 1, &block, "csr-vector").unwrap();
         Some(NcclRows::new(op, rows, a.nrows()))
     }
 
