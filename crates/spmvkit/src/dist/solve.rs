@@ -1,6 +1,8 @@
 //! Distributed solvers (issue #12 point 5): conjugate gradient and PageRank over the row
-//! partition, written once over [`RowOperator`] so the same iteration runs on P simulated ranks
-//! in one process ([`SimRows`]) and in one NCCL rank per GPU ([`NcclRows`]).
+//! partition. The host iteration is written once, over [`RowOperator`], in
+//! [`crate::solve::rows`] (re-exported here): it runs on P simulated ranks in one process
+//! ([`SimRows`]), in one NCCL rank per GPU ([`NcclRows`]), and on one rank for the single-process
+//! CPU solvers.
 //!
 //! Each rank owns its rows of every vector (x, r, p, q; the PageRank vector). The SpMV is the
 //! distributed operator (which exchanges x itself); a dot product, a norm, PageRank's dangling
@@ -42,290 +44,12 @@ use crate::gpu::Gpu;
 use crate::matrix::Csr;
 use crate::methods::{Backend, PrepareFor};
 use crate::scalar::{Idx, Scalar};
+pub use crate::solve::rows::{cg, pagerank, RowOperator};
+use crate::solve::rows::{check_local, check_pagerank, dot, local_dangling, note_breakdown};
 use crate::solve::{
-    check_options, dot_cpu, drive, grid, grid_blocks, initial_scalars, stop_of, Launch,
-    PageRankGraph, PageRankOptions, SolveOptions, SolveReport, Stop, CPU_CHUNK, KERNELS, S_DONE,
-    S_ITER, S_MASS, S_RES,
+    check_options, drive, grid, grid_blocks, initial_scalars, stop_of, PageRankGraph,
+    PageRankOptions, SolveOptions, SolveReport, KERNELS, S_DONE, S_ITER, S_MASS, S_RES,
 };
-
-/// What a distributed solver needs from the world it runs in: the rows this process holds, the
-/// SpMV over them, and the sum over ranks.
-///
-/// Local vectors hold the rows `offset()..offset() + len` (len = the sum of the blocks' lengths),
-/// one block per rank this process plays: every rank in the simulation, its own in a NCCL rank.
-pub trait RowOperator<T: Scalar> {
-    /// Global number of rows (= columns: the solvers need a square matrix).
-    fn global_rows(&self) -> usize;
-    /// The global rows of each rank this process plays, ascending and contiguous.
-    fn blocks(&self) -> Vec<Range<usize>>;
-    /// y = A x on the local rows (x: this process's rows of x; the operator exchanges the rest).
-    fn apply(&mut self, x: &[T], y: &mut [T]) -> Result<()>;
-    /// Sums every entry over the ranks of the world, in place (each rank passes its partials).
-    fn all_reduce_sum(&mut self, v: &mut [f64]) -> Result<()>;
-    /// Where the SpMV runs.
-    fn backend(&self) -> Backend;
-
-    /// Global row of local index 0.
-    fn offset(&self) -> usize {
-        self.blocks().first().map_or(0, |b| b.start)
-    }
-    /// Length of the local vectors.
-    fn local_len(&self) -> usize {
-        self.blocks().iter().map(|b| b.len()).sum()
-    }
-}
-
-/// Global sums of `k` partial sums: `part(local rows, global rows)` over each block, the blocks'
-/// partials added in rank order, then the all-reduce over the world.
-fn global_sums<T: Scalar, O: RowOperator<T>>(
-    op: &mut O,
-    k: usize,
-    part: impl Fn(Range<usize>, Range<usize>) -> Vec<f64>,
-) -> Result<Vec<f64>> {
-    let off = op.offset();
-    let mut acc = vec![0.0; k];
-    for b in op.blocks() {
-        let p = part(b.start - off..b.end - off, b);
-        acc.iter_mut().zip(&p).for_each(|(a, v)| *a += v);
-    }
-    op.all_reduce_sum(&mut acc)?;
-    Ok(acc)
-}
-
-/// Global Σ aᵢ·bᵢ of two local vectors.
-fn dot<T: Scalar, O: RowOperator<T>>(op: &mut O, a: &[T], b: &[T]) -> Result<f64> {
-    Ok(global_sums(op, 1, |l, _| vec![dot_cpu(&a[l.clone()], &b[l])])?[0])
-}
-
-fn check_local<T: Scalar, O: RowOperator<T>>(op: &O, what: &str, len: usize) -> Result<()> {
-    if op.local_len() != len {
-        return Err(Error::DimensionMismatch {
-            what: format!("distributed solver: local {what}"),
-            expected: op.local_len(),
-            got: len,
-        });
-    }
-    Ok(())
-}
-
-/// Conjugate gradient on A x = b from x = 0, stopping at ‖r‖/‖b‖ ≤ tol, every rank holding its
-/// rows of b, x, r, p and q. `b` is this process's rows of b; the result is its rows of x. The
-/// iteration is that of [`crate::solve::cg`]'s CPU path with global dots.
-///
-/// ```
-/// use spmvkit::{dist::{solve, SimRows, StrategyChoice}, gen, solve::{CgSystem, SolveOptions, Stop}};
-/// let a = gen::generate_f64("poisson3d:6").unwrap();
-/// let b = CgSystem::ones_solution(&a).b;
-/// let mut op = SimRows::new(&a, 3, "csr", StrategyChoice::Auto).unwrap();
-/// let (x, report) = solve::cg(&mut op, &b, &SolveOptions::default()).unwrap();
-/// assert_eq!(report.stop, Stop::Converged);
-/// assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-6));
-/// ```
-pub fn cg<T: Scalar, O: RowOperator<T>>(
-    op: &mut O,
-    b: &[T],
-    opts: &SolveOptions,
-) -> Result<(Vec<T>, SolveReport)> {
-    check_options(opts)?;
-    check_local(op, "b", b.len())?;
-    let n = b.len();
-    let bb = dot(op, b, b)?;
-    if !bb.is_finite() {
-        return Err(Error::InvalidArgument(
-            "CG right-hand side holds a non-finite value".into(),
-        ));
-    }
-    let thresh = opts.tol * opts.tol * bb;
-    let mut x = vec![T::zero(); n];
-    let mut r = b.to_vec();
-    let mut p = b.to_vec();
-    let mut q = vec![T::zero(); n];
-    let mut rho = bb;
-    let mut it = 0;
-    let t0 = Instant::now();
-    let stop = loop {
-        if rho <= thresh {
-            break Stop::Converged;
-        }
-        if it >= opts.max_iter {
-            break Stop::MaxIterations;
-        }
-        op.apply(&p, &mut q)?;
-        let pq = dot(op, &p, &q)?;
-        if !(pq > 0.0 && pq.is_finite()) {
-            break Stop::Breakdown;
-        }
-        let alpha = T::from_f64(rho / pq);
-        x.par_iter_mut()
-            .zip(r.par_iter_mut())
-            .zip(p.par_iter().zip(q.par_iter()))
-            .for_each(|((xi, ri), (pi, qi))| {
-                *xi += alpha * *pi;
-                *ri = *ri - alpha * *qi;
-            });
-        let rr = dot(op, &r, &r)?;
-        it += 1;
-        if !rr.is_finite() {
-            rho = rr;
-            break Stop::Breakdown;
-        }
-        let beta = T::from_f64(rr / rho);
-        rho = rr;
-        p.par_iter_mut()
-            .zip(r.par_iter())
-            .for_each(|(pi, ri)| *pi = *ri + beta * *pi);
-    };
-    let mut notes = Vec::new();
-    if stop == Stop::Breakdown {
-        notes.push(
-            "CG broke down (pᵀAp ≤ 0 or a non-finite value): the matrix is not symmetric positive definite"
-                .into(),
-        );
-    }
-    Ok((
-        x,
-        SolveReport {
-            backend: op.backend(),
-            launch: launch_of(op.backend()),
-            iterations: it,
-            launched: it,
-            stop,
-            residual: if bb > 0.0 {
-                (rho / bb).max(0.0).sqrt()
-            } else {
-                0.0
-            },
-            seconds: t0.elapsed().as_secs_f64(),
-            notes,
-        },
-    ))
-}
-
-fn launch_of(b: Backend) -> Launch {
-    match b {
-        Backend::Cpu => Launch::Cpu,
-        Backend::Gpu => Launch::Stream,
-    }
-}
-
-/// PageRank by power iteration with `op` the distributed transition matrix P = Aᵀ D⁻¹
-/// ([`PageRankGraph::transition`]) and `dangling` the global list of dangling nodes (ascending);
-/// returns this process's rows of the ranks. The iteration is that of
-/// [`crate::solve::pagerank`]'s CPU path: x' = d·P x + (d·dangling mass + 1 − d)/n from x = 1/n,
-/// stopping when ‖x' − x‖₁ ≤ tol.
-///
-/// ```
-/// use spmvkit::{dist::{solve, SimRows, StrategyChoice}, gen, solve::{PageRankGraph, PageRankOptions}};
-/// let adj = gen::generate_f64("kron:8").unwrap();
-/// let g = PageRankGraph::from_adjacency(&adj).unwrap();
-/// let mut op = SimRows::new(&g.transition, 2, "csr", StrategyChoice::Auto).unwrap();
-/// let (x, _) = solve::pagerank(&mut op, &g.dangling, &PageRankOptions::default()).unwrap();
-/// assert!((x.iter().sum::<f64>() - 1.0).abs() < 1e-9);
-/// ```
-pub fn pagerank<T: Scalar, O: RowOperator<T>>(
-    op: &mut O,
-    dangling: &[Idx],
-    opts: &PageRankOptions,
-) -> Result<(Vec<T>, SolveReport)> {
-    let n = op.global_rows();
-    check_pagerank(n, dangling, opts)?;
-    let off = op.offset();
-    let len = op.local_len();
-    let mine = local_dangling(dangling, off, len);
-    // Σ x over the dangling nodes of local rows l
-    let mass_of = |x: &[T], l: &Range<usize>| -> f64 {
-        let a = mine.partition_point(|&i| i < l.start);
-        let b = mine.partition_point(|&i| i < l.end);
-        mine[a..b].iter().map(|&i| x[i].to_f64()).sum()
-    };
-    let d = opts.damping;
-    let mut x = vec![T::from_f64(1.0 / n.max(1) as f64); len];
-    let mut y = vec![T::zero(); len];
-    let mut mass = global_sums(op, 1, |l, _| vec![mass_of(&x, &l)])?[0];
-    let (mut it, mut err) = (0, f64::INFINITY);
-    let t0 = Instant::now();
-    let stop = loop {
-        if n == 0 || err <= opts.solve.tol {
-            break Stop::Converged;
-        }
-        if it >= opts.solve.max_iter {
-            break Stop::MaxIterations;
-        }
-        op.apply(&x, &mut y)?;
-        let base = T::from_f64((d * mass + 1.0 - d) / n as f64);
-        let dt = T::from_f64(d);
-        // y ← the new ranks d·P x + base
-        y.par_iter_mut().for_each(|v| *v = dt * *v + base);
-        // one all-reduce: this iteration's L1 change and the next iteration's dangling mass
-        let sums = global_sums(op, 2, |l, _| {
-            vec![l1_distance(&x[l.clone()], &y[l.clone()]), mass_of(&y, &l)]
-        })?;
-        std::mem::swap(&mut x, &mut y);
-        err = sums[0];
-        mass = sums[1];
-        it += 1;
-        if !err.is_finite() {
-            break Stop::Breakdown;
-        }
-    };
-    Ok((
-        x,
-        SolveReport {
-            backend: op.backend(),
-            launch: launch_of(op.backend()),
-            iterations: it,
-            launched: it,
-            stop,
-            residual: if it == 0 { 0.0 } else { err },
-            seconds: t0.elapsed().as_secs_f64(),
-            notes: Vec::new(),
-        },
-    ))
-}
-
-/// The local indices of the dangling nodes among the rows `off..off + len`.
-fn local_dangling(dangling: &[Idx], off: usize, len: usize) -> Vec<usize> {
-    let lo = dangling.partition_point(|&i| (i as usize) < off);
-    let hi = dangling.partition_point(|&i| (i as usize) < off + len);
-    dangling[lo..hi].iter().map(|&i| i as usize - off).collect()
-}
-
-/// PageRank's checks of the options and of the dangling list of an n-node graph.
-fn check_pagerank(n: usize, dangling: &[Idx], opts: &PageRankOptions) -> Result<()> {
-    check_options(&opts.solve)?;
-    if !(0.0..1.0).contains(&opts.damping) {
-        return Err(Error::InvalidArgument(format!(
-            "PageRank damping {} must lie in [0, 1)",
-            opts.damping
-        )));
-    }
-    if let Some(&bad) = dangling.iter().find(|&&i| i as usize >= n) {
-        return Err(Error::InvalidArgument(format!(
-            "dangling node {bad} is out of range for {n} nodes"
-        )));
-    }
-    if dangling.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(Error::InvalidArgument(
-            "the dangling nodes must be ascending and distinct".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// Σ |aᵢ − bᵢ| in f64, in fixed chunks added in order (deterministic on any thread count).
-fn l1_distance<T: Scalar>(a: &[T], b: &[T]) -> f64 {
-    let parts: Vec<f64> = a
-        .par_chunks(CPU_CHUNK)
-        .zip(b.par_chunks(CPU_CHUNK))
-        .map(|(x, y)| {
-            x.iter()
-                .zip(y)
-                .map(|(p, q)| (p.to_f64() - q.to_f64()).abs())
-                .sum::<f64>()
-        })
-        .collect();
-    parts.iter().sum()
-}
 
 /// The simulation: every rank of a [`SimOperator`] in this process; local vectors are global.
 pub struct SimRows<T: PrepareFor> {
@@ -488,32 +212,23 @@ impl<T: DistScalar> NcclRows<T> {
         })?;
         let mut xh = vec![T::zero(); n];
         gpu.download(&x, &mut xh)?;
-        let stop = stop_of(driven.s[S_DONE]);
-        let mut notes = driven.notes;
-        if stop == Stop::Breakdown {
-            notes.push(
-                "CG broke down (pᵀAp ≤ 0 or a non-finite value): the matrix is not symmetric positive definite"
-                    .into(),
-            );
-        }
         let rho = driven.s[S_RES];
-        Ok((
-            xh,
-            SolveReport {
-                backend: Backend::Gpu,
-                launch: driven.launch,
-                iterations: driven.s[S_ITER] as usize,
-                launched: driven.launched,
-                stop,
-                residual: if bb > 0.0 {
-                    (rho / bb).max(0.0).sqrt()
-                } else {
-                    0.0
-                },
-                seconds: driven.seconds,
-                notes,
+        let mut report = SolveReport {
+            backend: Backend::Gpu,
+            launch: driven.launch,
+            iterations: driven.s[S_ITER] as usize,
+            launched: driven.launched,
+            stop: stop_of(driven.s[S_DONE]),
+            residual: if bb > 0.0 {
+                (rho / bb).max(0.0).sqrt()
+            } else {
+                0.0
             },
-        ))
+            seconds: driven.seconds,
+            notes: driven.notes,
+        };
+        note_breakdown(&mut report);
+        Ok((xh, report))
     }
 
     /// PageRank as [`pagerank`] (`self` holds the rank's rows of P = Aᵀ D⁻¹, `dangling` is the
@@ -815,7 +530,7 @@ mod tests {
     use crate::dist::Strategy;
     use crate::gen;
     use crate::methods::{Plan, PlanOptions};
-    use crate::solve::{self as single, CgSystem};
+    use crate::solve::{self as single, CgSystem, Stop};
 
     fn cpu_plan<T: PrepareFor>(a: &Csr<T>) -> Plan<T> {
         let opts = PlanOptions {

@@ -7,14 +7,12 @@
 //! sets the stop flag; `cg_p` does p = r + βp. pᵀq ≤ 0 stops with [`Stop::Breakdown`]: the
 //! matrix is not positive definite.
 
-use std::time::Instant;
-
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use rayon::prelude::*;
 
 use super::{
-    check_options, dot_cpu, drive, grid, grid_blocks, initial_scalars, stop_of, Launch,
-    SolveOptions, SolveReport, Stop, KERNELS, S_DONE, S_ITER, S_RES,
+    check_options, dot_cpu, drive, grid, grid_blocks, initial_scalars, stop_of, SolveOptions,
+    SolveReport, KERNELS, S_DONE, S_ITER, S_RES,
 };
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -85,80 +83,26 @@ pub fn cg<T: PrepareFor>(
         ));
     }
     let thresh = opts.tol * opts.tol * bb;
-    let (x, mut report) = match plan.gpu().cloned() {
-        Some(gpu) => cg_gpu(plan, &gpu, b, bb, thresh, opts)?,
-        None => cg_cpu(plan, b, bb, thresh, opts)?,
-    };
-    if report.stop == Stop::Breakdown {
-        report.notes.push(
-            "CG broke down (pᵀAp ≤ 0 or a non-finite value): the matrix is not symmetric positive definite"
-                .into(),
-        );
+    match plan.gpu().cloned() {
+        Some(gpu) => {
+            let (x, mut report) = cg_gpu(plan, &gpu, b, bb, thresh, opts)?;
+            super::rows::note_breakdown(&mut report);
+            Ok((x, report))
+        }
+        None => cg_cpu(plan, b, opts),
     }
-    Ok((x, report))
 }
 
+/// The CPU path: the host iteration of [`super::rows::cg`] over the whole plan as one rank.
 fn cg_cpu<T: PrepareFor>(
     plan: &mut Plan<T>,
     b: &[T],
-    bb: f64,
-    thresh: f64,
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    let n = b.len();
-    let mut x = vec![T::zero(); n];
-    let mut r = b.to_vec();
-    let mut p = b.to_vec();
-    let mut q = vec![T::zero(); n];
-    let mut rho = bb;
-    let mut it = 0;
-    let t0 = Instant::now();
-    let stop = loop {
-        if rho <= thresh {
-            break Stop::Converged;
-        }
-        if it >= opts.max_iter {
-            break Stop::MaxIterations;
-        }
-        plan.apply(T::one(), &p, T::zero(), &mut q)?;
-        let pq = dot_cpu(&p, &q);
-        if !(pq > 0.0 && pq.is_finite()) {
-            break Stop::Breakdown;
-        }
-        let alpha = T::from_f64(rho / pq);
-        x.par_iter_mut()
-            .zip(r.par_iter_mut())
-            .zip(p.par_iter().zip(q.par_iter()))
-            .for_each(|((xi, ri), (pi, qi))| {
-                *xi += alpha * *pi;
-                *ri = *ri - alpha * *qi;
-            });
-        let rr = dot_cpu(&r, &r);
-        it += 1;
-        if !rr.is_finite() {
-            rho = rr;
-            break Stop::Breakdown;
-        }
-        let beta = T::from_f64(rr / rho);
-        rho = rr;
-        p.par_iter_mut()
-            .zip(r.par_iter())
-            .for_each(|(pi, ri)| *pi = *ri + beta * *pi);
-    };
-    let seconds = t0.elapsed().as_secs_f64();
-    Ok((
-        x,
-        SolveReport {
-            backend: Backend::Cpu,
-            launch: Launch::Cpu,
-            iterations: it,
-            launched: it,
-            stop,
-            residual: relative(rho, bb),
-            seconds,
-            notes: plan.fallback_note().map(String::from).into_iter().collect(),
-        },
-    ))
+    let note = plan.fallback_note().map(String::from);
+    let (x, mut report) = super::rows::cg(&mut super::rows::PlanRows(plan), b, opts)?;
+    report.notes.extend(note);
+    Ok((x, report))
 }
 
 fn relative(rho: f64, bb: f64) -> f64 {
@@ -250,6 +194,7 @@ mod tests {
     use super::*;
     use crate::gen::generate;
     use crate::methods::PlanOptions;
+    use crate::solve::Stop;
 
     fn cpu_plan<T: PrepareFor>(method: &str, a: &Csr<T>) -> Plan<T> {
         let opts = PlanOptions {

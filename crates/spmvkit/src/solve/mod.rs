@@ -21,6 +21,7 @@
 
 pub mod cg;
 pub mod pagerank;
+pub mod rows;
 
 use std::time::Instant;
 
@@ -333,12 +334,6 @@ pub(crate) fn dot_cpu<T: Scalar>(a: &[T], b: &[T]) -> f64 {
                 .sum::<f64>()
         })
         .collect();
-    parts.iter().sum()
-}
-
-/// Σ f(chunk) over fixed chunks of `a`, added in order.
-pub(crate) fn sum_chunks<T: Sync>(a: &[T], f: impl Fn(&[T]) -> f64 + Sync + Send) -> f64 {
-    let parts: Vec<f64> = a.par_chunks(CPU_CHUNK).map(f).collect();
     parts.iter().sum()
 }
 

@@ -8,14 +8,12 @@
 //! method does the SpMV. On the GPU the two rank vectors alternate (iteration i reads buffer
 //! i mod 2), so a graph holds an even number of iterations.
 
-use std::time::Instant;
-
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use rayon::prelude::*;
 
 use super::{
-    check_options, drive, grid, grid_blocks, initial_scalars, stop_of, sum_chunks, Launch,
-    SolveOptions, SolveReport, Stop, KERNELS, S_DONE, S_ITER, S_RES,
+    drive, grid, grid_blocks, initial_scalars, stop_of, SolveOptions, SolveReport, KERNELS, S_DONE,
+    S_ITER, S_RES,
 };
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -152,7 +150,6 @@ pub fn pagerank<T: PrepareFor>(
     dangling: &[Idx],
     opts: &PageRankOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    check_options(&opts.solve)?;
     let n = plan.nrows();
     if plan.ncols() != n {
         return Err(Error::InvalidArgument(format!(
@@ -161,79 +158,24 @@ pub fn pagerank<T: PrepareFor>(
             plan.ncols()
         )));
     }
-    if !(0.0..1.0).contains(&opts.damping) {
-        return Err(Error::InvalidArgument(format!(
-            "PageRank damping {} must lie in [0, 1)",
-            opts.damping
-        )));
-    }
-    if let Some(&bad) = dangling.iter().find(|&&i| i as usize >= n) {
-        return Err(Error::InvalidArgument(format!(
-            "dangling node {bad} is out of range for {n} nodes"
-        )));
-    }
+    super::rows::check_pagerank(n, dangling, opts)?;
     match plan.gpu().cloned() {
         Some(gpu) if n > 0 => pagerank_gpu(plan, &gpu, dangling, opts),
         _ => pagerank_cpu(plan, dangling, opts),
     }
 }
 
+/// The CPU path: the host iteration of [`super::rows::pagerank`] over the whole plan as one
+/// rank.
 fn pagerank_cpu<T: PrepareFor>(
     plan: &mut Plan<T>,
     dangling: &[Idx],
     opts: &PageRankOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    let n = plan.nrows();
-    let d = opts.damping;
-    let mut x = vec![T::from_f64(1.0 / n.max(1) as f64); n];
-    let mut y = vec![T::zero(); n];
-    let (mut it, mut err) = (0, f64::INFINITY);
-    let t0 = Instant::now();
-    let stop = loop {
-        if n == 0 || err <= opts.solve.tol {
-            break Stop::Converged;
-        }
-        if it >= opts.solve.max_iter {
-            break Stop::MaxIterations;
-        }
-        plan.apply(T::one(), &x, T::zero(), &mut y)?;
-        let mass = sum_chunks(dangling, |c| {
-            c.iter().map(|&i| x[i as usize].to_f64()).sum()
-        });
-        let base = T::from_f64((d * mass + 1.0 - d) / n as f64);
-        let dt = T::from_f64(d);
-        let mut parts = Vec::new();
-        x.par_chunks_mut(super::CPU_CHUNK)
-            .zip(y.par_chunks(super::CPU_CHUNK))
-            .map(|(xc, yc)| {
-                let mut e = 0.0;
-                for (xi, &yi) in xc.iter_mut().zip(yc) {
-                    let v = dt * yi + base;
-                    e += (v.to_f64() - xi.to_f64()).abs();
-                    *xi = v;
-                }
-                e
-            })
-            .collect_into_vec(&mut parts);
-        err = parts.iter().sum();
-        it += 1;
-        if !err.is_finite() {
-            break Stop::Breakdown;
-        }
-    };
-    Ok((
-        x,
-        SolveReport {
-            backend: Backend::Cpu,
-            launch: Launch::Cpu,
-            iterations: it,
-            launched: it,
-            stop,
-            residual: if it == 0 { 0.0 } else { err },
-            seconds: t0.elapsed().as_secs_f64(),
-            notes: plan.fallback_note().map(String::from).into_iter().collect(),
-        },
-    ))
+    let note = plan.fallback_note().map(String::from);
+    let (x, mut report) = super::rows::pagerank(&mut super::rows::PlanRows(plan), dangling, opts)?;
+    report.notes.extend(note);
+    Ok((x, report))
 }
 
 fn pagerank_gpu<T: PrepareFor>(
@@ -325,6 +267,7 @@ mod tests {
     use super::*;
     use crate::gen::generate;
     use crate::methods::PlanOptions;
+    use crate::solve::Stop;
 
     fn run_cpu<T: PrepareFor>(
         method: &str,
