@@ -1,24 +1,27 @@
-//! CPU mirror of `cb_spmv` (kernel.cu): walks the slots in index order (warp after warp under
-//! `accumulate=run`, summing a run of one panel's blocks before adding it to y), decodes each block's
-//! region from the arena bytes (nibble-packed indices after the 64-bit offset, values after the
-//! 8-byte padding), stages the block's 16 x values through the column mapping (`bc·16` added in
-//! every format), forms the 16 row sums and applies the kernel's epilogue: with the fused
-//! prologue the first block of a panel (here: the first in slot order) writes `α·s + β·y` for
-//! all 16 rows and the later ones add `α·s` to rows with entries; with `prologue=kernel` y is
-//! scaled first and every block adds.
+//! CPU mirror of the cb-spmv kernels (kernel.cu): walks the slots in index order (warp after warp
+//! under `accumulate=run`, summing a run of one panel's blocks before adding it to y), decodes
+//! each block's region from the arena bytes (nibble-packed indices after the 64-bit offset,
+//! values after the 8-byte padding), stages the block's 16 x values from its first column
+//! `xcol` (through the column list when gathered, so `bc·16` is in every format), forms the 16
+//! row sums and applies the kernel's epilogue: with the fused prologue the first block of a
+//! panel (here: the first in slot order) writes `α·s + β·y` for all 16 rows and the later ones
+//! add `α·s` to rows with entries; with `prologue=kernel` y is scaled first and every block
+//! adds. Under `accumulate=run` with aggregated regions (`cb_spmv_run`) COO products go to one
+//! per-run row accumulator and CSR/dense row sums to another, and a run adds their sum to the
+//! rows where it is not zero.
 
 use super::{pad8, read_value, CbLayout, Format, BS, DUMMY_ROW};
 use crate::scalar::Scalar;
 
-/// The 16 x values block (`br`, `bc`) reads: through the panel's column list when gathered.
-pub(super) fn stage_x<T: Scalar>(l: &CbLayout<T>, br: usize, bc: usize, x: &[T]) -> [T; BS] {
+/// The 16 x values a block whose first column is `xcol` reads: through the column list when
+/// gathered. A lane past the list (the device's padding) or past n stages zero; no entry uses it.
+pub(super) fn stage_x<T: Scalar>(l: &CbLayout<T>, xcol: usize, x: &[T]) -> [T; BS] {
     let mut xs = [T::zero(); BS];
     for (lane, v) in xs.iter_mut().enumerate() {
-        let k = bc * BS + lane;
+        let k = xcol + lane;
         if l.gathered {
-            let (p0, p1) = (l.gptr[br] as usize, l.gptr[br + 1] as usize);
-            if p0 + k < p1 {
-                *v = x[l.gcols[p0 + k] as usize];
+            if let Some(&c) = l.gcols.get(k) {
+                *v = x[c as usize];
             }
         } else if k < l.ncols {
             *v = x[k];
@@ -105,41 +108,56 @@ pub(super) fn run<T: Scalar>(l: &CbLayout<T>, alpha: T, x: &[T], beta: T, y: &mu
             *v = scale(*v);
         }
     }
-    // accumulate=run: the open run (panel, row sums, mask) of the current warp
+    // accumulate=run: the open run of the current warp (panel, row sums, mask); lean (the run
+    // kernel): COO products and CSR/dense row sums kept apart, added where their sum is not 0
+    let lean = l.cfg.run && l.cfg.aggregate;
     let mut open: Option<(usize, [T; BS], u32)> = None;
-    let flush = |y: &mut [T], open: &mut Option<(usize, [T; BS], u32)>| {
+    let mut coo_acc = [T::zero(); BS];
+    let flush = |y: &mut [T], open: &mut Option<(usize, [T; BS], u32)>, coo: &mut [T; BS]| {
         if let Some((br, rs, mask)) = open.take() {
             for (r, &s) in rs.iter().enumerate() {
                 let i = br * BS + r;
-                if i < l.nrows && mask >> r & 1 == 1 {
-                    y[i] += alpha * s;
+                let t = s + coo[r];
+                let add = if lean {
+                    t != T::zero()
+                } else {
+                    mask >> r & 1 == 1
+                };
+                if i < l.nrows && add {
+                    y[i] += alpha * t;
                 }
             }
         }
+        *coo = [T::zero(); BS];
     };
     let mut first_done = vec![false; l.panel_nb.len()];
     for slot in 0..l.nslots() {
         if l.cfg.run && slot % l.bpw == 0 {
-            flush(y, &mut open); // a new warp
+            flush(y, &mut open, &mut coo_acc); // a new warp
         }
         let (w0, w1) = (l.meta[2 * slot], l.meta[2 * slot + 1]);
         let br = (w1 >> 32) as u32;
         if br == DUMMY_ROW {
             continue;
         }
-        let (br, bc) = (br as usize, (w1 & 0xffff_ffff) as usize);
+        let (br, xcol) = (br as usize, (w1 & 0xffff_ffff) as usize);
         let nnz = (w0 & 511) as usize;
         let off = (w0 >> 10) as usize;
         let xs = if nnz > 0 {
-            stage_x(l, br, bc, x)
+            stage_x(l, xcol, x)
         } else {
             [T::zero(); BS]
         };
+        if l.cfg.run && open.as_ref().is_some_and(|o| o.0 != br) {
+            flush(y, &mut open, &mut coo_acc);
+        }
+        if lean && nnz > 0 && l.cfg.format(nnz) == Format::Coo {
+            open.get_or_insert((br, [T::zero(); BS], 0));
+            coo_products(l, nnz, off, &xs, &mut coo_acc);
+            continue;
+        }
         let (rs, mask) = block_sums(l, slot, nnz, off, &xs);
         if l.cfg.run {
-            if open.as_ref().is_some_and(|o| o.0 != br) {
-                flush(y, &mut open);
-            }
             let o = open.get_or_insert((br, [T::zero(); BS], 0));
             for (a, &s) in o.1.iter_mut().zip(&rs) {
                 *a += s;
@@ -163,5 +181,19 @@ pub(super) fn run<T: Scalar>(l: &CbLayout<T>, alpha: T, x: &[T], beta: T, y: &mu
             }
         }
     }
-    flush(y, &mut open);
+    flush(y, &mut open, &mut coo_acc);
+}
+
+/// A COO block's products added into the run's row accumulator, in entry order.
+fn coo_products<T: Scalar>(
+    l: &CbLayout<T>,
+    nnz: usize,
+    off: usize,
+    xs: &[T; BS],
+    acc: &mut [T; BS],
+) {
+    let val = &l.arena[off + pad8(nnz)..];
+    for (k, &e) in l.arena[off..off + nnz].iter().enumerate() {
+        acc[(e >> 4) as usize] += read_value::<T>(val, k) * xs[(e & 15) as usize];
+    }
 }

@@ -1,16 +1,17 @@
-//! Upload and launch of `cb_spmv` (kernel.cu): the arena (u8), the slot metadata (two u64 per
-//! slot), the per-panel block counts with the ticket and ready arrays (zeroed once at upload;
-//! the kernel resets them itself at the end of each call), and the column mapping when
-//! gathered. One launch per call of `nslots / (8·bpw)` CTAs of 256 threads; with `prologue=kernel`
-//! a grid-stride `cb_scale_y` launch goes first; with `prologue=grid` one cooperative launch of
-//! `cb_spmv_grid` (at most the CTAs that fit the GPU at once) does both. Nothing when the
-//! matrix has no rows.
+//! Upload and launch of the cb-spmv kernels (kernel.cu): the arena (u8), the slot metadata (two
+//! u64 per slot), the per-panel block counts with the ticket and ready arrays (zeroed once at
+//! upload; the kernel resets them itself at the end of each call), and the column list when
+//! gathered, with 16 padding entries so that staging lanes never leave it. One launch per call
+//! of `nslots / (8·bpw)` CTAs of 256 threads; with `prologue=kernel` a grid-stride `cb_scale_y`
+//! launch goes first; with `prologue=grid` one cooperative launch (at most the CTAs that fit
+//! the GPU at once) does both. `accumulate=run` with aggregated regions runs `cb_spmv_run*`,
+//! the other configurations the general `cb_spmv*`. Nothing when the matrix has no rows.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
-use super::{CbLayout, KERNEL, WARPS};
+use super::{CbLayout, BS, KERNEL, WARPS};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::methods::{DeviceLayout, Layout};
@@ -23,6 +24,8 @@ const SCALE_THREADS: u32 = 256;
 pub(super) struct DeviceCb<T: Scalar> {
     spmv: CudaFunction,
     spmv_grid: CudaFunction,
+    /// The run kernels (`cb_spmv_run*`), with their own argument list.
+    lean: bool,
     scale: CudaFunction,
     /// Some(co-resident CTAs) when a call is one cooperative `cb_spmv_grid` launch.
     grid_ctas: Option<usize>,
@@ -46,7 +49,6 @@ pub(super) struct DeviceCb<T: Scalar> {
     panel_nb: CudaSlice<u32>,
     tick: CudaSlice<u32>,
     ready: CudaSlice<u32>,
-    gptr: CudaSlice<u32>,
     gcols: CudaSlice<u32>,
     bytes: usize,
 }
@@ -70,7 +72,17 @@ pub(super) fn upload<T: Scalar>(
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     gpu.ensure_fits("cb-spmv layout", l.footprint_bytes())?;
     let npanels = l.panel_nb.len();
-    let spmv_grid = gpu.function::<T>(&KERNEL, "cb_spmv_grid")?;
+    let lean = l.cfg.run && l.cfg.aggregate;
+    let suffix = if l.cfg.occupancy8 { "_o8" } else { "" };
+    let (name, grid_name) = if lean {
+        (
+            format!("cb_spmv_run{suffix}"),
+            format!("cb_spmv_run_grid{suffix}"),
+        )
+    } else {
+        ("cb_spmv".to_string(), "cb_spmv_grid".to_string())
+    };
+    let spmv_grid = gpu.function::<T>(&KERNEL, &grid_name)?;
     let grid_ctas = if !l.cfg.fused && l.cfg.grid(l.nnz) {
         let per_sm = spmv_grid
             .occupancy_max_active_blocks_per_multiprocessor((WARPS * 32) as u32, 0, None)
@@ -81,8 +93,9 @@ pub(super) fn upload<T: Scalar>(
         None
     };
     Ok(Box::new(DeviceCb {
-        spmv: gpu.function::<T>(&KERNEL, "cb_spmv")?,
+        spmv: gpu.function::<T>(&KERNEL, &name)?,
         spmv_grid,
+        lean,
         grid_ctas,
         grid_stream_only: l.cfg.grid_on_stream_only(),
         bar: gpu.alloc_zeros::<u32>(2)?,
@@ -104,8 +117,14 @@ pub(super) fn upload<T: Scalar>(
         panel_nb: upload_or_dummy(gpu, &l.panel_nb)?,
         tick: gpu.alloc_zeros::<u32>(npanels.max(1))?,
         ready: gpu.alloc_zeros::<u32>(npanels.max(1))?,
-        gptr: upload_or_dummy(gpu, &l.gptr)?,
-        gcols: upload_or_dummy(gpu, &l.gcols)?,
+        gcols: if l.gathered {
+            let mut g = Vec::with_capacity(l.gcols.len() + BS);
+            g.extend_from_slice(&l.gcols);
+            g.resize(l.gcols.len() + BS, 0);
+            gpu.upload(&g)?
+        } else {
+            gpu.alloc_zeros::<u32>(1)?
+        },
         bytes: l.footprint_bytes(),
     }))
 }
@@ -167,42 +186,63 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         let (split, gathered, fused) = (self.split as i32, self.gathered as i32, self.fused as i32);
         let n = self.ncols as i32;
         let nctas = self.ctas as u64;
-        let mut b = gpu.stream().launch_builder(if coop.is_some() {
+        let f = if coop.is_some() {
             &self.spmv_grid
         } else {
             &self.spmv
-        });
-        b.arg(&self.arena)
-            .arg(&self.meta)
-            .arg(&self.split_vals)
-            .arg(&self.voff)
-            .arg(&split)
-            .arg(&self.panel_nb)
-            .arg(&self.tick)
-            .arg(&self.ready)
-            .arg(&self.gptr)
-            .arg(&self.gcols)
-            .arg(&gathered)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&m)
-            .arg(&n)
-            .arg(&self.coo_max)
-            .arg(&self.dense_min)
-            .arg(&fused)
-            .arg(&self.bpw)
-            .arg(&self.run);
-        if coop.is_some() {
-            b.arg(&nctas).arg(&self.bar);
+        };
+        let mut b = gpu.stream().launch_builder(f);
+        if self.lean {
+            b.arg(&self.arena)
+                .arg(&self.meta)
+                .arg(&self.gcols)
+                .arg(&gathered)
+                .arg(x)
+                .arg(y)
+                .arg(&alpha)
+                .arg(&beta)
+                .arg(&m)
+                .arg(&n)
+                .arg(&self.coo_max)
+                .arg(&self.dense_min)
+                .arg(&self.bpw)
+                .arg(&nctas)
+                .arg(&self.bar);
+        } else {
+            b.arg(&self.arena)
+                .arg(&self.meta)
+                .arg(&self.split_vals)
+                .arg(&self.voff)
+                .arg(&split)
+                .arg(&self.panel_nb)
+                .arg(&self.tick)
+                .arg(&self.ready)
+                .arg(&self.gcols)
+                .arg(&gathered)
+                .arg(x)
+                .arg(y)
+                .arg(&alpha)
+                .arg(&beta)
+                .arg(&m)
+                .arg(&n)
+                .arg(&self.coo_max)
+                .arg(&self.dense_min)
+                .arg(&fused)
+                .arg(&self.bpw)
+                .arg(&self.run);
+            if coop.is_some() {
+                b.arg(&nctas).arg(&self.bar);
+            }
         }
-        // SAFETY: the arguments match cb_spmv in kernel.cu; meta has 2·8·bpw·ctas words; every
-        // offset + region length lies inside the arena (or split_vals/voff when split); block
-        // rows index panel_nb/tick/ready (one per panel) and gptr (panels + 1) when gathered;
-        // staged columns are < ncols = len(x), written rows < nrows <= len(y). cb_spmv_grid also
-        // takes nctas (u64) and the barrier's two counters; its grid is at most the co-resident
-        // CTAs, as the barrier needs, and a cooperative launch guarantees it.
+        // SAFETY: the arguments match the kernel's signature in kernel.cu (cb_spmv_run* when
+        // lean: arena, meta, gcols, gathered, x, y, alpha, beta, m, n, coo_max, dense_min, bpw,
+        // nctas, bar; else cb_spmv, plus nctas and bar for cb_spmv_grid). meta has
+        // 2·8·bpw·ctas words; every offset + region length lies inside the arena (or
+        // split_vals/voff when split); block rows index panel_nb/tick/ready (one per panel);
+        // gathered x columns are xcol + c < len(gcols) + 16 (the padding), each entry < ncols =
+        // len(x), direct ones are checked against n; written rows < nrows <= len(y). A grid
+        // launch is at most the co-resident CTAs, as its barrier needs, which a cooperative
+        // launch guarantees.
         if coop.is_some() {
             unsafe { b.launch_cooperative(cfg) }
         } else {

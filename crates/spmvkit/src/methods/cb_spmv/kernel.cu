@@ -2,7 +2,8 @@
 // CTA, the slot table built by LPT balancing on the host.
 //
 // Slot metadata: two u64 words, w0 = arena offset << 10 | single << 9 | nnz (single: the only
-// block of its panel), w1 = block row << 32 | block col (block row 0xffffffff = padding slot).
+// block of its panel), w1 = block row << 32 | xcol (block row 0xffffffff = padding slot), xcol
+// the block's first x column: bc*16, or gptr[br] + bc*16 into gcols when gathered.
 // A CTA holds 8·bpw slots: warp w takes slots j·8 + w, j < bpw, in turn (bpw = 1 is the paper's
 // one block per warp), with the next slot's metadata loaded ahead. The format follows from nnz and the thresholds
 // (COO nnz <= coo_max, dense nnz >= dense_min, else CSR). A region at arena + offset holds the
@@ -10,9 +11,9 @@
 // then the values (dense: 256, row-major). With split = 1 (aggregation ablation) the values sit
 // in their own array at split_vals + voff[slot].
 //
-// x: for CSR and dense blocks lanes 0..15 stage x[bc*16 + lane] (gathered: x[gcols[gptr[br] +
-// bc*16 + lane]], the column offset bc*16 added in EVERY format) into a per-warp shared slice,
-// then __syncwarp; a COO entry loads its own x value the same way (cb_x).
+// x: for CSR and dense blocks lanes 0..15 stage x[xcol + lane] (gathered: x[gcols[xcol + lane]],
+// the column offset bc*16 being in xcol for EVERY format) into a per-warp shared slice, then
+// __syncwarp; a COO entry loads its own x value the same way (cb_x).
 // Row sums: COO — lane per nonzero, a segmented warp scan by row (entries are row-major) so
 // one add per row run instead of one atomic per nonzero; CSR — 2 lanes per row, pair sum;
 // dense — 2 lanes per row (8 columns each), pair sum. Full precision throughout (no FP16).
@@ -38,19 +39,17 @@ extern "C" __global__ void cb_scale_y(int m, real_t* __restrict__ y, real_t beta
 
 __device__ __forceinline__ unsigned cb_pad8(unsigned b) { return (b + 7u) & ~7u; }
 
-// x at column c of block column bc (in panel br's gathered numbering when gathered); zero past
-// the end. The column offset bc*16 is added in every format (the public code's dense path
-// forgot it).
-__device__ __forceinline__ real_t cb_x(unsigned br, unsigned bc, unsigned c,
-                                       const unsigned* __restrict__ gptr,
+// x at compressed column c of a block whose first column is xcol (metadata word 1, low half:
+// bc*16, or gptr[br] + bc*16 into the panel's column list when gathered, so the column offset
+// bc*16 is in every format; the public code's dense path forgot it). gcols carries 16 trailing
+// entries, so a staging lane past the panel's last column reads a real (unused) x value; direct
+// columns past n read zero.
+__device__ __forceinline__ real_t cb_x(unsigned xcol, unsigned c,
                                        const unsigned* __restrict__ gcols, int gathered,
                                        const real_t* __restrict__ x, int n) {
-    const unsigned long long k = (unsigned long long)bc * CB_BS + c;
-    if (gathered) {
-        const unsigned p0 = ldg(gptr + br), p1 = ldg(gptr + br + 1);
-        return p0 + k < p1 ? ldg(x + ldg(gcols + p0 + k)) : (real_t)0;
-    }
-    return k < (unsigned long long)n ? ldg(x + k) : (real_t)0;
+    const unsigned k = xcol + c;
+    if (gathered) return ldg(x + ldg(gcols + k));
+    return k < (unsigned)n ? ldg(x + k) : (real_t)0;
 }
 
 // The 16 row sums of one sub-block by one warp (all 32 lanes, warp-uniform arguments): lane
@@ -58,11 +57,9 @@ __device__ __forceinline__ real_t cb_x(unsigned br, unsigned bc, unsigned c,
 __device__ __forceinline__ void cb_sums(
     unsigned long long slot, unsigned long long w0, unsigned long long w1,
     const unsigned char* __restrict__ arena, const real_t* __restrict__ split_vals,
-    const unsigned long long* __restrict__ voff, int split, const unsigned* __restrict__ gptr,
-    const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x, int n,
+    const unsigned long long* __restrict__ voff, int split, const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x, int n,
     int coo_max, int dense_min, real_t* xs, real_t* acc, int lane, real_t& rs, unsigned& mask) {
-    const unsigned br = (unsigned)(w1 >> 32);
-    const unsigned bc = (unsigned)(w1 & 0xffffffffull);
+    const unsigned xcol = (unsigned)(w1 & 0xffffffffull);
     const int nnz = (int)(w0 & 511ull);
     const unsigned char* region = arena + (w0 >> 10);
     rs = (real_t)0;
@@ -95,7 +92,7 @@ __device__ __forceinline__ void cb_sums(
         // block (<= coo_max entries, often 1-4 on scattered matrices) loads only the x values its
         // entries use, so no 16-value staging is wasted on a block of a few nonzeros.
         if (lane < CB_BS) {
-            if (!coo) xs[lane] = cb_x(br, bc, (unsigned)lane, gptr, gcols, gathered, x, n);
+            if (!coo) xs[lane] = cb_x(xcol, (unsigned)lane, gcols, gathered, x, n);
             acc[lane] = (real_t)0;
         }
         __syncwarp();
@@ -109,7 +106,7 @@ __device__ __forceinline__ void cb_sums(
                     const unsigned e = base == 0 ? e0 : (unsigned)region[k];
                     const real_t a = base == 0 ? v0 : ldg(val + k);
                     row = (int)(e >> 4);
-                    v = a * cb_x(br, bc, e & 15u, gptr, gcols, gathered, x, n);
+                    v = a * cb_x(xcol, e & 15u, gcols, gathered, x, n);
                     mask |= 1u << row;
                 }
                 // Blocks that are diagonal lines (stencils, scattered columns) have no two
@@ -151,8 +148,7 @@ __device__ __forceinline__ void cb_block(
     unsigned long long slot, unsigned long long w0, unsigned long long w1,
     const unsigned char* __restrict__ arena, const real_t* __restrict__ split_vals,
     const unsigned long long* __restrict__ voff, int split, const unsigned* __restrict__ panel_nb,
-    unsigned* tick, unsigned* ready, const unsigned* __restrict__ gptr,
-    const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x, real_t* y,
+    unsigned* tick, unsigned* ready, const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x, real_t* y,
     real_t alpha, real_t beta, int m, int n, int coo_max, int dense_min, int fused, real_t* xs,
     real_t* acc, int lane) {
     const unsigned br = (unsigned)(w1 >> 32);
@@ -162,7 +158,7 @@ __device__ __forceinline__ void cb_block(
     if (ticketed && lane == 0) t = atomicAdd(tick + br, 1u);
     real_t rs;
     unsigned mask;
-    cb_sums(slot, w0, w1, arena, split_vals, voff, split, gptr, gcols, gathered, x, n, coo_max,
+    cb_sums(slot, w0, w1, arena, split_vals, voff, split, gcols, gathered, x, n, coo_max,
             dense_min, xs, acc, lane, rs, mask);
 
     const unsigned i = br * CB_BS + lane;
@@ -211,7 +207,7 @@ __device__ __forceinline__ void cb_cta(
         unsigned long long cta, const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
         const real_t* __restrict__ split_vals, const unsigned long long* __restrict__ voff,
         int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
-        const unsigned* __restrict__ gptr, const unsigned* __restrict__ gcols, int gathered,
+        const unsigned* __restrict__ gcols, int gathered,
         const real_t* __restrict__ x, real_t* y, real_t alpha, real_t beta, int m, int n,
         int coo_max, int dense_min, int fused, int bpw, int run,
         real_t (*s_x)[CB_BS], real_t (*s_acc)[CB_BS]) {
@@ -239,7 +235,7 @@ __device__ __forceinline__ void cb_cta(
         if (br == 0xffffffffu) continue;
         __syncwarp();  // the previous block's readers of xs/acc are done
         if (!run) {
-            cb_block(slot, w0, w1, arena, split_vals, voff, split, panel_nb, tick, ready, gptr,
+            cb_block(slot, w0, w1, arena, split_vals, voff, split, panel_nb, tick, ready,
                      gcols, gathered, x, y, alpha, beta, m, n, coo_max, dense_min, fused,
                      s_x[warp], s_acc[warp], lane);
             continue;
@@ -254,7 +250,7 @@ __device__ __forceinline__ void cb_cta(
         }
         real_t rs;
         unsigned mask;
-        cb_sums(slot, w0, w1, arena, split_vals, voff, split, gptr, gcols, gathered, x, n,
+        cb_sums(slot, w0, w1, arena, split_vals, voff, split, gcols, gathered, x, n,
                 coo_max, dense_min, s_x[warp], s_acc[warp], lane, rs, mask);
         run_rs += rs;
         run_mask |= mask;
@@ -270,12 +266,12 @@ extern "C" __global__ void __launch_bounds__(CB_WARPS * 32)
 cb_spmv(const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
         const real_t* __restrict__ split_vals, const unsigned long long* __restrict__ voff,
         int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
-        const unsigned* __restrict__ gptr, const unsigned* __restrict__ gcols, int gathered,
+        const unsigned* __restrict__ gcols, int gathered,
         const real_t* __restrict__ x, real_t* y, real_t alpha, real_t beta, int m, int n,
         int coo_max, int dense_min, int fused, int bpw, int run) {
     __shared__ real_t s_x[CB_WARPS][CB_BS];
     __shared__ real_t s_acc[CB_WARPS][CB_BS];
-    cb_cta(blockIdx.x, arena, meta, split_vals, voff, split, panel_nb, tick, ready, gptr, gcols, gathered, x, y, alpha,
+    cb_cta(blockIdx.x, arena, meta, split_vals, voff, split, panel_nb, tick, ready, gcols, gathered, x, y, alpha,
            beta, m, n, coo_max, dense_min, fused, bpw, run, s_x, s_acc);
 }
 
@@ -286,7 +282,7 @@ extern "C" __global__ void __launch_bounds__(CB_WARPS * 32)
 cb_spmv_grid(const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
         const real_t* __restrict__ split_vals, const unsigned long long* __restrict__ voff,
         int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
-        const unsigned* __restrict__ gptr, const unsigned* __restrict__ gcols, int gathered,
+        const unsigned* __restrict__ gcols, int gathered,
         const real_t* __restrict__ x, real_t* y, real_t alpha, real_t beta, int m, int n,
         int coo_max, int dense_min, int fused, int bpw, int run, unsigned long long nctas, unsigned* bar) {
     __shared__ real_t s_x[CB_WARPS][CB_BS];
@@ -296,6 +292,143 @@ cb_spmv_grid(const unsigned char* __restrict__ arena, const unsigned long long* 
         y[i] = (beta == (real_t)0) ? (real_t)0 : beta * y[i];
     grid_barrier(bar);
     for (unsigned long long c = blockIdx.x; c < nctas; c += gridDim.x)
-        cb_cta(c, arena, meta, split_vals, voff, split, panel_nb, tick, ready, gptr, gcols, gathered, x, y, alpha,
+        cb_cta(c, arena, meta, split_vals, voff, split, panel_nb, tick, ready, gcols, gathered, x, y, alpha,
            beta, m, n, coo_max, dense_min, fused, bpw, run, s_x, s_acc);
 }
+
+// accumulate = run, aggregated regions (the default): the same blocks, formats and row sums as
+// cb_cta, with less work per block. A warp takes its bpw consecutive slots; COO entries add their
+// (segment-summed) products straight into the warp's shared row accumulator, CSR and dense row
+// sums into a register of lane r, and both are added to y with one atomic per row when the
+// warp leaves a panel (rows whose sum is exactly zero are skipped: adding zero changes nothing).
+// A row has at most 16 entries in a block, so the segmented scan needs offsets 1, 2, 4, 8.
+__device__ __forceinline__ void cb_run_cta(
+        unsigned long long cta, const unsigned char* __restrict__ arena,
+        const unsigned long long* __restrict__ meta, const unsigned* __restrict__ gcols,
+        int gathered, const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha, int m,
+        int n, int coo_max, int dense_min, int bpw, real_t* __restrict__ xs,
+        real_t* __restrict__ acc) {
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const ulonglong2* mp =
+        (const ulonglong2*)meta + (cta * CB_WARPS + (unsigned long long)warp) * bpw;
+    unsigned cur = 0xffffffffu;
+    real_t racc = (real_t)0;
+    if (lane < CB_BS) acc[lane] = (real_t)0;
+    ulonglong2 nw = ldg(mp);
+    for (int j = 0; j < bpw; ++j) {
+        const ulonglong2 w = nw;
+        if (j + 1 < bpw) nw = ldg(mp + j + 1);
+        const unsigned br = (unsigned)(w.y >> 32);
+        if (br == 0xffffffffu) continue;
+        if (br != cur) {
+            __syncwarp();
+            if (lane < CB_BS && cur != 0xffffffffu) {
+                const unsigned i = cur * CB_BS + lane;
+                const real_t t = racc + acc[lane];
+                if (i < (unsigned)m && t != (real_t)0) atomic_add_real(y + i, alpha * t);
+            }
+            if (lane < CB_BS) acc[lane] = (real_t)0;
+            racc = (real_t)0;
+            cur = br;
+            __syncwarp();
+        }
+        const int nnz = (int)(w.x & 511ull);
+        if (nnz == 0) continue;
+        const unsigned xcol = (unsigned)w.y;
+        const unsigned char* region = arena + (w.x >> 10);
+        if (nnz <= coo_max) {
+            const real_t* val = (const real_t*)(region + cb_pad8((unsigned)nnz));
+#pragma unroll 1
+            for (int base = 0; base < nnz; base += 32) {
+                const int k = base + lane;
+                int row = CB_BS + lane;  // unique key for idle lanes
+                real_t v = (real_t)0;
+                if (k < nnz) {
+                    const unsigned e = region[k];
+                    const real_t a = ldg(val + k);
+                    row = (int)(e >> 4);
+                    v = a * cb_x(xcol, e & 15u, gcols, gathered, x, n);
+                }
+                const int rprev = __shfl_up_sync(FULL_MASK, row, 1);
+                if (__any_sync(FULL_MASK, lane > 0 && rprev == row)) {
+#pragma unroll
+                    for (int o = 1; o < CB_BS; o <<= 1) {
+                        const real_t tv = __shfl_up_sync(FULL_MASK, v, o);
+                        const int r2 = __shfl_up_sync(FULL_MASK, row, o);
+                        if (lane >= o && r2 == row) v += tv;
+                    }
+                }
+                const int rnext = __shfl_down_sync(FULL_MASK, row, 1);
+                if (k < nnz && (lane == 31 || rnext != row)) acc[row] += v;
+                __syncwarp();
+            }
+        } else {
+            __syncwarp();  // the previous block's readers of xs are done
+            if (lane < CB_BS) xs[lane] = cb_x(xcol, (unsigned)lane, gcols, gathered, x, n);
+            const int r = lane >> 1, h = lane & 1;
+            real_t sum = (real_t)0;
+            if (nnz >= dense_min) {
+                __syncwarp();
+                const real_t* val = (const real_t*)region + r * CB_BS + h * 8;
+#pragma unroll
+                for (int c = 0; c < 8; ++c) sum += ldg(val + c) * xs[h * 8 + c];
+            } else {
+                const int cs = region[r];
+                const int ce = (r == CB_BS - 1) ? nnz : (int)region[r + 1];
+                const unsigned char* col = region + CB_BS + 1;
+                const real_t* val = (const real_t*)(region + cb_pad8(CB_BS + 1 + (unsigned)nnz));
+                __syncwarp();
+                for (int k = cs + h; k < ce; k += 2) sum += ldg(val + k) * xs[col[k]];
+            }
+            sum += __shfl_xor_sync(FULL_MASK, sum, 1);
+            racc += __shfl_sync(FULL_MASK, sum, (2 * lane) & 31);
+        }
+    }
+    __syncwarp();
+    if (lane < CB_BS && cur != 0xffffffffu) {
+        const unsigned i = cur * CB_BS + lane;
+        const real_t t = racc + acc[lane];
+        if (i < (unsigned)m && t != (real_t)0) atomic_add_real(y + i, alpha * t);
+    }
+}
+
+// The run kernels, a stream launch and a cooperative grid launch (y scaled grid-stride, a grid
+// barrier, then the CTAs take the `nctas` slot groups in turn), each built twice: with the
+// compiler's register count (suffix none) and with at most 32 registers for 8 CTAs per SM
+// (suffix _o8; min_ctas=8).
+#define CB_RUN_KERNELS(SUFFIX, BOUNDS)                                                            \
+    extern "C" __global__ void BOUNDS cb_spmv_run##SUFFIX(                                      \
+        const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,  \
+        const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x,        \
+        real_t* __restrict__ y, real_t alpha, real_t beta, int m, int n, int coo_max,          \
+        int dense_min, int bpw, unsigned long long nctas, unsigned* bar) {                     \
+        __shared__ real_t s_x[CB_WARPS][CB_BS];                                                \
+        __shared__ real_t s_acc[CB_WARPS][CB_BS];                                              \
+        const int warp = threadIdx.x >> 5;                                                     \
+        cb_run_cta(blockIdx.x, arena, meta, gcols, gathered, x, y, alpha, m, n, coo_max,       \
+                   dense_min, bpw, s_x[warp], s_acc[warp]);                                    \
+    }                                                                                          \
+    extern "C" __global__ void BOUNDS                                                          \
+        cb_spmv_run_grid##SUFFIX(                                                              \
+            const unsigned char* __restrict__ arena,                                           \
+            const unsigned long long* __restrict__ meta, const unsigned* __restrict__ gcols,   \
+            int gathered, const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha,  \
+            real_t beta, int m, int n, int coo_max, int dense_min, int bpw,                    \
+            unsigned long long nctas, unsigned* bar) {                                         \
+        __shared__ real_t s_x[CB_WARPS][CB_BS];                                                \
+        __shared__ real_t s_acc[CB_WARPS][CB_BS];                                              \
+        const unsigned stride = gridDim.x * blockDim.x;                                        \
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)m; i += stride) \
+            y[i] = (beta == (real_t)0) ? (real_t)0 : beta * y[i];                              \
+        grid_barrier(bar);                                                                     \
+        const int warp = threadIdx.x >> 5;                                                     \
+        for (unsigned long long c = blockIdx.x; c < nctas; c += gridDim.x) {                   \
+            cb_run_cta(c, arena, meta, gcols, gathered, x, y, alpha, m, n, coo_max, dense_min, \
+                       bpw, s_x[warp], s_acc[warp]);                                           \
+            __syncwarp();                                                                      \
+        }                                                                                      \
+    }
+
+CB_RUN_KERNELS(, __launch_bounds__(CB_WARPS * 32))
+CB_RUN_KERNELS(_o8, __launch_bounds__(CB_WARPS * 32, 8))

@@ -132,6 +132,11 @@ const PARAMS: &[ParamSpec] = &[
         help: "how y is scaled by beta before the atomics: kernel (a separate launch), grid (one cooperative launch: co-resident CTAs scale y, meet at a grid barrier, then take the blocks), fused (per-panel first arriver, one launch; needs accumulate=block), or auto (grid on a stream up to 150k nonzeros, else kernel)",
     },
     ParamSpec {
+        key: "min_ctas",
+        default: "auto",
+        help: "accumulate=run kernels: 8 = built for 8 CTAs (64 warps) per SM, at most 32 registers; regs = the compiler's register count (40 in f64: 6 CTAs per SM); auto = 8",
+    },
+    ParamSpec {
         key: "accumulate",
         default: "run",
         help: "run (ours, default: a warp takes bpw consecutive blocks and adds once per run of one panel; needs prologue=kernel; balance=auto means off) or block (the paper: each block adds its 16 row sums to y; with it balance=auto balances)",
@@ -177,6 +182,8 @@ pub(crate) struct Config {
     pub(crate) run: bool,
     /// Blocks per warp; None = auto.
     bpw: Option<usize>,
+    /// accumulate=run: the kernel built for 8 CTAs per SM (at most 32 registers).
+    pub(crate) occupancy8: bool,
 }
 
 impl Config {
@@ -293,6 +300,16 @@ fn config(params: &Params) -> Result<Config> {
             "accumulate=run needs prologue=kernel, grid or auto".into(),
         ));
     }
+    let occupancy8 = match params.get::<String>(NAME, PARAMS, "min_ctas")?.as_str() {
+        "auto" | "8" => true,
+        "regs" => false,
+        s => {
+            return Err(param_err(
+                "min_ctas",
+                format!("'{s}' is not auto, 8 or regs"),
+            ))
+        }
+    };
     let mut balance = mode(params, "balance")?;
     if run && balance == Mode::Auto {
         balance = Mode::Off;
@@ -300,6 +317,7 @@ fn config(params: &Params) -> Result<Config> {
     Ok(Config {
         run,
         bpw,
+        occupancy8,
         coo_max,
         dense_min,
         gather: mode(params, "gather")?,
@@ -421,8 +439,9 @@ pub struct CbLayout<T> {
     pub(crate) split_vals: Vec<T>,
     pub(crate) voff: Vec<u64>,
     /// Two words per slot: `offset << 10 | single << 9 | nnz` (single: the block is its
-    /// panel's only one) and `block_row << 32 | block_col`; padding slots have block_row =
-    /// DUMMY_ROW. Slot `t·8·bpw + j·8 + w` (accumulate=run: `t·8·bpw + w·bpw + j`) is warp
+    /// panel's only one) and `block_row << 32 | xcol`, xcol the block's first x column
+    /// (`bc·16`, or `gptr[br] + bc·16` into `gcols` when gathered); padding slots have
+    /// block_row = DUMMY_ROW. Slot `t·8·bpw + j·8 + w` (accumulate=run: `t·8·bpw + w·bpw + j`) is warp
     /// w's j-th block in CTA t.
     pub(crate) meta: Vec<u64>,
     /// Blocks per warp.
@@ -430,9 +449,8 @@ pub struct CbLayout<T> {
     /// Blocks per panel (at least 1: empty panels get a zero-nnz scaler block).
     pub(crate) panel_nb: Vec<u32>,
     /// Whether columns are aggregated, and the mapping: panel p's compressed column k is the
-    /// global column `gcols[gptr[p] + k]`.
+    /// global column `gcols[gptr[p] + k]` (gptr is folded into each slot's xcol).
     pub(crate) gathered: bool,
-    pub(crate) gptr: Vec<u32>,
     pub(crate) gcols: Vec<u32>,
     // facts for notes()
     nblocks: usize,
@@ -695,8 +713,14 @@ impl<T: Scalar> CbLayout<T> {
                 Some(b) => {
                     let (br, bc, k, _, _) = blocks[b];
                     let single = (panel_nb[br as usize] == 1) as u64;
+                    let xcol = (bc as u64) * BS as u64
+                        + if gathered {
+                            gptr[br as usize] as u64
+                        } else {
+                            0
+                        };
                     w[0] = (off[b] << 10) | (single << 9) | k as u64;
-                    w[1] = ((br as u64) << 32) | bc as u64;
+                    w[1] = ((br as u64) << 32) | xcol;
                 }
                 None => {
                     w[0] = 0;
@@ -722,7 +746,6 @@ impl<T: Scalar> CbLayout<T> {
             bpw,
             panel_nb,
             gathered,
-            gptr,
             gcols,
             nblocks: nb_all - nscalers,
             nscalers,
@@ -821,7 +844,11 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
             + T::BYTES * self.split_vals.len()
             + 8 * (self.voff.len() + self.meta.len())
             + 4 * 3 * self.panel_nb.len() // blocks per panel + ticket + ready flag
-            + 4 * (self.gptr.len() + self.gcols.len())
+            + if self.gathered {
+                4 * (self.gcols.len() + BS) // gcols and its 16-entry padding (gptr stays here)
+            } else {
+                0
+            }
     }
 
     fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {

@@ -38,6 +38,14 @@ const VARIANTS: &[&[&str]] = &[
     &["accumulate=run", "bpw=5", "gather=on"],
     &["accumulate=run", "bpw=8", "balance=on", "format=off"],
     &["prologue=kernel"],
+    &["min_ctas=regs"],
+    &["min_ctas=regs", "prologue=grid", "gather=on", "coo_max=64"],
+    &[
+        "prologue=kernel",
+        "gather=on",
+        "coo_max=100",
+        "dense_min=101",
+    ],
     &["prologue=grid", "bpw=1"],
     &[
         "prologue=grid",
@@ -55,7 +63,8 @@ fn from_triplets(m: usize, n: usize, t: &[(usize, usize, f64)]) -> Csr<f64> {
     c.to_csr()
 }
 
-/// (offset, nnz, block row, block col) of every non-padding slot.
+/// (offset, nnz, block row, xcol) of every non-padding slot (xcol: the block's first x column,
+/// bc·16, or its start in gcols when gathered).
 fn slots<T: Scalar>(l: &CbLayout<T>) -> Vec<(usize, usize, u32, u32)> {
     (0..l.nslots())
         .filter_map(|s| {
@@ -225,19 +234,19 @@ fn column_aggregation_mapping_and_dense_blocks_with_cb_above_zero() {
     let a = from_triplets(20, 3200, &t);
     let l = layout(&a, &["gather=on", "balance=off"]);
     assert!(l.gathered);
-    assert_eq!(l.gptr, vec![0, 32, 32]);
     assert_eq!(l.gcols, (0..32).map(|j| j * 100 + 3).collect::<Vec<u32>>());
     let s = slots(&l);
-    // panel 0: blocks (bc 0, bc 1), both dense; panel 1 (rows 16..19, empty): a scaler
+    // panel 0: blocks (bc 0, bc 1), both dense, reading gcols from 0 and 16; panel 1 (rows
+    // 16..19, empty): a scaler, whose columns would start after panel 0's 32 (gptr[1])
     assert_eq!(
         s.iter().map(|b| (b.1, b.2, b.3)).collect::<Vec<_>>(),
-        vec![(256, 0, 0), (256, 0, 1), (0, 1, 0)]
+        vec![(256, 0, 0), (256, 0, 16), (0, 1, 32)]
     );
     assert_eq!(l.format_counts, [0, 0, 2]);
     assert_eq!(l.panel_nb, vec![2, 1]);
     // x staging through the mapping: block (0, 1) reads columns 1603, 1703, ...
     let x: Vec<f64> = (0..3200).map(|j| j as f64).collect();
-    let xs = cpu::stage_x(&l, 0, 1, &x);
+    let xs = cpu::stage_x(&l, 16, &x);
     assert_eq!(xs[0], 1603.0);
     assert_eq!(xs[15], 3103.0);
     check_layout("gathered dense cb>0", &a, &l);
@@ -379,6 +388,7 @@ fn rejects_bad_params() {
         &["accumulate=run", "prologue=fused"],
         &["accumulate=rows"],
         &["bpw=65"],
+        &["min_ctas=7"],
     ] {
         assert!(CbSpmv.prepare(&a, &params(bad)).is_err(), "{bad:?}");
     }
