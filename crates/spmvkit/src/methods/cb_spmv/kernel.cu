@@ -306,7 +306,7 @@ __device__ __forceinline__ void cb_run_cta(
         unsigned long long cta, const unsigned char* __restrict__ arena,
         const unsigned long long* __restrict__ meta, const unsigned* __restrict__ gcols,
         int gathered, const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha, int m,
-        int n, int coo_max, int dense_min, int bpw, real_t* __restrict__ xs,
+        int n, int coo_max, int dense_min, int coo_stage, int bpw, real_t* __restrict__ xs,
         real_t* __restrict__ acc) {
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
@@ -339,16 +339,28 @@ __device__ __forceinline__ void cb_run_cta(
         const unsigned char* region = arena + (w.x >> 10);
         if (nnz <= coo_max) {
             const real_t* val = (const real_t*)(region + cb_pad8((unsigned)nnz));
+            // Blocks of at least coo_stage entries stage their 16 x values in lanes 0..15 (the
+            // loads depend only on the metadata, so they overlap the entries' own loads) and
+            // pass them by shuffle; smaller ones load the x values their entries use.
+            const bool stage = nnz >= coo_stage;
+            real_t xl = (real_t)0;
+            if (stage && lane < CB_BS) xl = cb_x(xcol, (unsigned)lane, gcols, gathered, x, n);
 #pragma unroll 1
             for (int base = 0; base < nnz; base += 32) {
                 const int k = base + lane;
                 int row = CB_BS + lane;  // unique key for idle lanes
-                real_t v = (real_t)0;
+                unsigned e = 0;
+                real_t a = (real_t)0;
                 if (k < nnz) {
-                    const unsigned e = region[k];
-                    const real_t a = ldg(val + k);
+                    e = region[k];
+                    a = ldg(val + k);
                     row = (int)(e >> 4);
-                    v = a * cb_x(xcol, e & 15u, gcols, gathered, x, n);
+                }
+                real_t v;
+                if (stage) {
+                    v = a * __shfl_sync(FULL_MASK, xl, (int)(e & 15u));
+                } else {
+                    v = k < nnz ? a * cb_x(xcol, e & 15u, gcols, gathered, x, n) : (real_t)0;
                 }
                 const int rprev = __shfl_up_sync(FULL_MASK, row, 1);
                 if (__any_sync(FULL_MASK, lane > 0 && rprev == row)) {
@@ -402,19 +414,19 @@ __device__ __forceinline__ void cb_run_cta(
         const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,  \
         const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x,        \
         real_t* __restrict__ y, real_t alpha, real_t beta, int m, int n, int coo_max,          \
-        int dense_min, int bpw, unsigned long long nctas, unsigned* bar) {                     \
+        int dense_min, int coo_stage, int bpw, unsigned long long nctas, unsigned* bar) {      \
         __shared__ real_t s_x[CB_WARPS][CB_BS];                                                \
         __shared__ real_t s_acc[CB_WARPS][CB_BS];                                              \
         const int warp = threadIdx.x >> 5;                                                     \
         cb_run_cta(blockIdx.x, arena, meta, gcols, gathered, x, y, alpha, m, n, coo_max,       \
-                   dense_min, bpw, s_x[warp], s_acc[warp]);                                    \
+                   dense_min, coo_stage, bpw, s_x[warp], s_acc[warp]);                         \
     }                                                                                          \
     extern "C" __global__ void BOUNDS                                                          \
         cb_spmv_run_grid##SUFFIX(                                                              \
             const unsigned char* __restrict__ arena,                                           \
             const unsigned long long* __restrict__ meta, const unsigned* __restrict__ gcols,   \
             int gathered, const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha,  \
-            real_t beta, int m, int n, int coo_max, int dense_min, int bpw,                    \
+            real_t beta, int m, int n, int coo_max, int dense_min, int coo_stage, int bpw,     \
             unsigned long long nctas, unsigned* bar) {                                         \
         __shared__ real_t s_x[CB_WARPS][CB_BS];                                                \
         __shared__ real_t s_acc[CB_WARPS][CB_BS];                                              \
@@ -425,7 +437,7 @@ __device__ __forceinline__ void cb_run_cta(
         const int warp = threadIdx.x >> 5;                                                     \
         for (unsigned long long c = blockIdx.x; c < nctas; c += gridDim.x) {                   \
             cb_run_cta(c, arena, meta, gcols, gathered, x, y, alpha, m, n, coo_max, dense_min, \
-                       bpw, s_x[warp], s_acc[warp]);                                           \
+                       coo_stage, bpw, s_x[warp], s_acc[warp]);                                \
             __syncwarp();                                                                      \
         }                                                                                      \
     }
