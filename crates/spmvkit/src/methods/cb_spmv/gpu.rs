@@ -39,7 +39,6 @@ pub(super) struct DeviceCb<T: Scalar> {
     run: i32,
     coo_max: i32,
     dense_min: i32,
-    coo_stage: i32,
     fused: bool,
     split: bool,
     gathered: bool,
@@ -108,7 +107,6 @@ pub(super) fn upload<T: Scalar>(
         run: l.cfg.run as i32,
         coo_max: l.cfg.coo_max as i32,
         dense_min: l.cfg.dense_min as i32,
-        coo_stage: l.cfg.coo_stage.min(i32::MAX as usize) as i32,
         fused: l.cfg.fused,
         split: !l.cfg.aggregate,
         gathered: l.gathered,
@@ -207,7 +205,6 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
                 .arg(&n)
                 .arg(&self.coo_max)
                 .arg(&self.dense_min)
-                .arg(&self.coo_stage)
                 .arg(&self.bpw)
                 .arg(&nctas)
                 .arg(&self.bar);
@@ -238,8 +235,8 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
             }
         }
         // SAFETY: the arguments match the kernel's signature in kernel.cu (cb_spmv_run* when
-        // lean: arena, meta, gcols, gathered, x, y, alpha, beta, m, n, coo_max, dense_min,
-        // coo_stage, bpw, nctas, bar; else cb_spmv, plus nctas and bar for cb_spmv_grid). meta has
+        // lean: arena, meta, gcols, gathered, x, y, alpha, beta, m, n, coo_max, dense_min, bpw,
+        // nctas, bar; else cb_spmv, plus nctas and bar for cb_spmv_grid). meta has
         // 2·8·bpw·ctas words; every offset + region length lies inside the arena (or
         // split_vals/voff when split); block rows index panel_nb/tick/ready (one per panel);
         // gathered x columns are xcol + c < len(gcols) + 16 (the padding), each entry < ncols =

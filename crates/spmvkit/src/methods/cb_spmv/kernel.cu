@@ -301,12 +301,13 @@ cb_spmv_grid(const unsigned char* __restrict__ arena, const unsigned long long* 
 // (segment-summed) products straight into the warp's shared row accumulator, CSR and dense row
 // sums into a register of lane r, and both are added to y with one atomic per row when the
 // warp leaves a panel (rows whose sum is exactly zero are skipped: adding zero changes nothing).
-// A row has at most 16 entries in a block, so the segmented scan needs offsets 1, 2, 4, 8.
+// A row has at most 16 entries in a block, so the segmented scan needs offsets 1, 2, 4, 8. Two
+// consecutive COO blocks of one panel with at most 32 entries together share one pass.
 __device__ __forceinline__ void cb_run_cta(
         unsigned long long cta, const unsigned char* __restrict__ arena,
         const unsigned long long* __restrict__ meta, const unsigned* __restrict__ gcols,
         int gathered, const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha, int m,
-        int n, int coo_max, int dense_min, int coo_stage, int bpw, real_t* __restrict__ xs,
+        int n, int coo_max, int dense_min, int bpw, real_t* __restrict__ xs,
         real_t* __restrict__ acc) {
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
@@ -338,29 +339,37 @@ __device__ __forceinline__ void cb_run_cta(
         const unsigned xcol = (unsigned)w.y;
         const unsigned char* region = arena + (w.x >> 10);
         if (nnz <= coo_max) {
-            const real_t* val = (const real_t*)(region + cb_pad8((unsigned)nnz));
-            // Blocks of at least coo_stage entries stage their 16 x values in lanes 0..15 (the
-            // loads depend only on the metadata, so they overlap the entries' own loads) and
-            // pass them by shuffle; smaller ones load the x values their entries use.
-            const bool stage = nnz >= coo_stage;
-            real_t xl = (real_t)0;
-            if (stage && lane < CB_BS) xl = cb_x(xcol, (unsigned)lane, gcols, gathered, x, n);
+            // A following COO block of the same panel whose entries fit the lanes left over
+            // (nnz + nnz2 <= 32) is taken in the same pass: lanes nnz.. hold its entries.
+            ulonglong2 w2 = w;
+            int nnz2 = 0;
+            if (j + 1 < bpw && (unsigned)(nw.y >> 32) == br) {
+                const int k2 = (int)(nw.x & 511ull);
+                if (k2 <= coo_max && nnz + k2 <= 32) {
+                    w2 = nw;
+                    nnz2 = k2;
+                    ++j;
+                    if (j + 1 < bpw) nw = ldg(mp + j + 1);
+                }
+            }
+            const bool second = lane >= nnz && nnz2 > 0;
+            const ulonglong2 wl = second ? w2 : w;
+            const int nl = second ? nnz2 : nnz;
+            const unsigned char* rl = arena + (wl.x >> 10);
+            const real_t* val = (const real_t*)(rl + cb_pad8((unsigned)nl));
+            const unsigned xl = (unsigned)wl.y;
+            const int k0 = second ? lane - nnz : lane;
+            const int key_hi = second ? 32 : 0;  // the two blocks' rows never merge
 #pragma unroll 1
             for (int base = 0; base < nnz; base += 32) {
-                const int k = base + lane;
-                int row = CB_BS + lane;  // unique key for idle lanes
-                unsigned e = 0;
-                real_t a = (real_t)0;
-                if (k < nnz) {
-                    e = region[k];
-                    a = ldg(val + k);
-                    row = (int)(e >> 4);
-                }
-                real_t v;
-                if (stage) {
-                    v = a * __shfl_sync(FULL_MASK, xl, (int)(e & 15u));
-                } else {
-                    v = k < nnz ? a * cb_x(xcol, e & 15u, gcols, gathered, x, n) : (real_t)0;
+                const int k = base + k0;
+                int row = 64 + lane;  // unique key for idle lanes
+                real_t v = (real_t)0;
+                if (k < nl) {
+                    const unsigned e = rl[k];
+                    const real_t a = ldg(val + k);
+                    row = (int)(e >> 4) + key_hi;
+                    v = a * cb_x(xl, e & 15u, gcols, gathered, x, n);
                 }
                 const int rprev = __shfl_up_sync(FULL_MASK, row, 1);
                 if (__any_sync(FULL_MASK, lane > 0 && rprev == row)) {
@@ -372,8 +381,14 @@ __device__ __forceinline__ void cb_run_cta(
                     }
                 }
                 const int rnext = __shfl_down_sync(FULL_MASK, row, 1);
-                if (k < nnz && (lane == 31 || rnext != row)) acc[row] += v;
+                const bool last = k < nl && (lane == 31 || rnext != row);
+                // One writer per row within a block; the second block writes after the first.
+                if (last && !second) acc[row & 15] += v;
                 __syncwarp();
+                if (nnz2 > 0) {
+                    if (last && second) acc[row & 15] += v;
+                    __syncwarp();
+                }
             }
         } else {
             __syncwarp();  // the previous block's readers of xs are done
@@ -414,19 +429,19 @@ __device__ __forceinline__ void cb_run_cta(
         const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,  \
         const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x,        \
         real_t* __restrict__ y, real_t alpha, real_t beta, int m, int n, int coo_max,          \
-        int dense_min, int coo_stage, int bpw, unsigned long long nctas, unsigned* bar) {      \
+        int dense_min, int bpw, unsigned long long nctas, unsigned* bar) {                     \
         __shared__ real_t s_x[CB_WARPS][CB_BS];                                                \
         __shared__ real_t s_acc[CB_WARPS][CB_BS];                                              \
         const int warp = threadIdx.x >> 5;                                                     \
         cb_run_cta(blockIdx.x, arena, meta, gcols, gathered, x, y, alpha, m, n, coo_max,       \
-                   dense_min, coo_stage, bpw, s_x[warp], s_acc[warp]);                         \
+                   dense_min, bpw, s_x[warp], s_acc[warp]);                                    \
     }                                                                                          \
     extern "C" __global__ void BOUNDS                                                          \
         cb_spmv_run_grid##SUFFIX(                                                              \
             const unsigned char* __restrict__ arena,                                           \
             const unsigned long long* __restrict__ meta, const unsigned* __restrict__ gcols,   \
             int gathered, const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha,  \
-            real_t beta, int m, int n, int coo_max, int dense_min, int coo_stage, int bpw,     \
+            real_t beta, int m, int n, int coo_max, int dense_min, int bpw,                    \
             unsigned long long nctas, unsigned* bar) {                                         \
         __shared__ real_t s_x[CB_WARPS][CB_BS];                                                \
         __shared__ real_t s_acc[CB_WARPS][CB_BS];                                              \
@@ -437,7 +452,7 @@ __device__ __forceinline__ void cb_run_cta(
         const int warp = threadIdx.x >> 5;                                                     \
         for (unsigned long long c = blockIdx.x; c < nctas; c += gridDim.x) {                   \
             cb_run_cta(c, arena, meta, gcols, gathered, x, y, alpha, m, n, coo_max, dense_min, \
-                       coo_stage, bpw, s_x[warp], s_acc[warp]);                                \
+                       bpw, s_x[warp], s_acc[warp]);                                           \
             __syncwarp();                                                                      \
         }                                                                                      \
     }

@@ -132,11 +132,6 @@ const PARAMS: &[ParamSpec] = &[
         help: "how y is scaled by beta before the atomics: kernel (a separate launch), grid (one cooperative launch: co-resident CTAs scale y, meet at a grid barrier, then take the blocks), fused (per-panel first arriver, one launch; needs accumulate=block), or auto (grid on a stream up to 150k nonzeros, else kernel)",
     },
     ParamSpec {
-        key: "coo_stage",
-        default: "4",
-        help: "accumulate=run kernels: a COO block of at least this many nonzeros loads its 16 x values in lanes 0..15, alongside its entries, and passes them by shuffle; a smaller one loads the x of each entry after its index (33 = never)",
-    },
-    ParamSpec {
         key: "min_ctas",
         default: "auto",
         help: "accumulate=run kernels: 8 = built for 8 CTAs (64 warps) per SM, at most 32 registers; regs = the compiler's register count (40 in f64: 6 CTAs per SM); auto = 8",
@@ -189,8 +184,6 @@ pub(crate) struct Config {
     bpw: Option<usize>,
     /// accumulate=run: the kernel built for 8 CTAs per SM (at most 32 registers).
     pub(crate) occupancy8: bool,
-    /// accumulate=run: COO blocks of at least this many nonzeros stage x by shuffle.
-    pub(crate) coo_stage: usize,
 }
 
 impl Config {
@@ -325,7 +318,6 @@ fn config(params: &Params) -> Result<Config> {
         run,
         bpw,
         occupancy8,
-        coo_stage: params.get(NAME, PARAMS, "coo_stage")?,
         coo_max,
         dense_min,
         gather: mode(params, "gather")?,

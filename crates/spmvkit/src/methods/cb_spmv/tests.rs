@@ -38,9 +38,7 @@ const VARIANTS: &[&[&str]] = &[
     &["accumulate=run", "bpw=5", "gather=on"],
     &["accumulate=run", "bpw=8", "balance=on", "format=off"],
     &["prologue=kernel"],
-    &["min_ctas=regs", "coo_stage=1"],
-    &["coo_stage=33", "gather=off"],
-    &["coo_stage=1", "gather=on", "bpw=2"],
+    &["min_ctas=regs"],
     &["min_ctas=regs", "prologue=grid", "gather=on", "coo_max=64"],
     &[
         "prologue=kernel",
