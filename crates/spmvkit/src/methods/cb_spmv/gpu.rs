@@ -17,6 +17,12 @@ use crate::gpu::Gpu;
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::Scalar;
 
+/// `min_ctas=auto` builds the run kernel for 8 CTAs per SM when the warps take at least this
+/// many blocks each (tuning data: on an H100, 2026-11-22, the 8-CTA build was 10-15 % faster on
+/// poisson2d:1250 and poisson3d:160, where bpw = 8, and slower on the small matrices of the
+/// shared suite, 1.17× against 1.25× cuSPARSE, where bpw = 1 or 2).
+const OCCUPANCY8_MIN_BPW: usize = 8;
+
 /// Threads per block of the scaling kernel.
 const SCALE_THREADS: u32 = 256;
 
@@ -73,7 +79,11 @@ pub(super) fn upload<T: Scalar>(
     gpu.ensure_fits("cb-spmv layout", l.footprint_bytes())?;
     let npanels = l.panel_nb.len();
     let lean = l.cfg.run && l.cfg.aggregate;
-    let suffix = if l.cfg.occupancy8 { "_o8" } else { "" };
+    let suffix = if l.cfg.occupancy8.unwrap_or(l.bpw >= OCCUPANCY8_MIN_BPW) {
+        "_o8"
+    } else {
+        ""
+    };
     let (name, grid_name) = if lean {
         (
             format!("cb_spmv_run{suffix}"),

@@ -39,6 +39,8 @@ const VARIANTS: &[&[&str]] = &[
     &["accumulate=run", "bpw=8", "balance=on", "format=off"],
     &["prologue=kernel"],
     &["min_ctas=regs"],
+    &["min_ctas=8", "gather=on"],
+    &["min_ctas=8", "prologue=grid", "coo_max=20"],
     &["min_ctas=regs", "prologue=grid", "gather=on", "coo_max=64"],
     &[
         "prologue=kernel",
