@@ -56,7 +56,7 @@ if not rows: sys.exit()
 h = rows[0]
 ix = {k: h.index(k) for k in ("Kernel Name", "gpu__time_duration.sum", "l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct") if k in h}
 for r in rows[2:]:
-    print(",".join([m.split("/")[-1], meth, r[ix["Kernel Name"]].split("(")[0].replace(",", ";")[:60]] + [r[ix[k]].replace(",", "") for k in ("gpu__time_duration.sum", "l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct")]))
+    print(",".join([m.split("/")[-1].replace(",", ";"), meth, r[ix["Kernel Name"]].split("(")[0].replace(",", ";")[:60]] + [r[ix[k]].replace(",", "") for k in ("gpu__time_duration.sum", "l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct")]))
 ' "$m" "$meth" >> "$OUT/ncu-hit-rates.csv"
       done
     done
