@@ -23,20 +23,4 @@ fi
 B=$B scripts/profile-cb.sh $OUT poisson2d:1250 p2d-run cb_spmv_run_o8 --method cb-spmv > /dev/null 2>&1
 grep -E "Duration|Executed Instructions  |Registers Per|Achieved Occ" $OUT/p2d-run.txt | head -6
 tar czf $OUT/ex6.tgz -C /tmp ex6
-for d in mid small shared; do [ -d /tmp/ex6/$d ] || continue; echo "== $d"; python3 - /tmp/ex6/$d/*.csv <<'PY'
-import csv, sys, math, collections
-rows = list(csv.DictReader(open(sys.argv[1])))
-cus = {r['matrix']: float(r['time_median_us']) for r in rows if r['method'] == 'cusparse' and r['status'] == 'ok'}
-sp = collections.defaultdict(list)
-for r in rows:
-    if r['status'] == 'ok' and r['matrix'] in cus:
-        sp[r['method']].append((r['matrix'].split('/')[-1][:22], float(r['time_median_us']), cus[r['matrix']] / float(r['time_median_us'])))
-for m, v in sp.items():
-    g = math.exp(sum(math.log(s) for _, _, s in v) / len(v))
-    line = f"{m:34s} geomean {g:.3f}x  faster on {sum(s > 1 for _, _, s in v)}/{len(v)}"
-    if len(v) <= 8: line += "  " + " ".join(f"{n}={t:.1f}us({s:.2f}x)" for n, t, s in v)
-    print(line)
-bad = [r for r in rows if r['status'] != 'ok' and 'unsupported' not in r['status']]
-print("not ok:", [(r['matrix'], r['method'], r['status']) for r in bad][:5])
-PY
-done
+for d in mid small shared; do [ -d /tmp/ex6/$d ] && python3 scripts/bench-summary.py /tmp/ex6/$d/*.csv; done

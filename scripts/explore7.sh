@@ -15,26 +15,7 @@ export SPMVKIT_CACHE_DIR=/tmp/spmvkit-cache
 export SPMVKIT_MATRICES=$PWD/.gpu/matrices
 nvidia-smi -L
 summary() {  # summary DIR...
-  for d in "$@"; do [ -d "$d" ] || continue; echo "== $(basename "$d")"; python3 - "$d"/*.csv <<'PY'
-import csv, sys, math, collections
-rows = list(csv.DictReader(open(sys.argv[1])))
-cus = {r['matrix']: float(r['time_median_us']) for r in rows if r['method'] == 'cusparse' and r['status'] == 'ok'}
-cug = {r['matrix']: float(r['graph_median_us']) for r in rows if r['method'] == 'cusparse' and r['status'] == 'ok' and r['graph_median_us']}
-sp = collections.defaultdict(list); gp = collections.defaultdict(list)
-for r in rows:
-    if r['status'] == 'ok' and r['matrix'] in cus:
-        sp[r['method']].append((r['matrix'].split('/')[-1][:22], float(r['time_median_us']), cus[r['matrix']] / float(r['time_median_us'])))
-        if r['graph_median_us'] and r['matrix'] in cug: gp[r['method']].append(cug[r['matrix']] / float(r['graph_median_us']))
-for m, v in sp.items():
-    g = math.exp(sum(math.log(s) for _, _, s in v) / len(v))
-    gg = math.exp(sum(math.log(s) for s in gp[m]) / len(gp[m])) if gp[m] else float('nan')
-    line = f"{m:40s} stream {g:.3f}x graph {gg:.3f}x faster on {sum(s > 1 for _, _, s in v)}/{len(v)}"
-    if len(v) <= 10: line += "  " + " ".join(f"{n}={t:.1f}us({s:.2f}x)" for n, t, s in v)
-    print(line)
-bad = [r for r in rows if r['status'] != 'ok' and 'unsupported' not in r['status']]
-print("not ok:", [(r['matrix'], r['method'], r['status']) for r in bad][:5])
-PY
-  done
+  for d in "$@"; do [ -d "$d" ] && python3 scripts/bench-summary.py "$d"/*.csv; done
 }
 case "$step" in
   tests)

@@ -202,51 +202,36 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
             &self.spmv
         };
         let mut b = gpu.stream().launch_builder(f);
-        if self.lean {
-            b.arg(&self.arena)
-                .arg(&self.meta)
-                .arg(&self.gcols)
-                .arg(&gathered)
-                .arg(x)
-                .arg(y)
-                .arg(&alpha)
-                .arg(&beta)
-                .arg(&m)
-                .arg(&n)
-                .arg(&self.coo_max)
-                .arg(&self.dense_min)
-                .arg(&self.bpw)
-                .arg(&nctas)
-                .arg(&self.bar);
-        } else {
-            b.arg(&self.arena)
-                .arg(&self.meta)
-                .arg(&self.split_vals)
+        b.arg(&self.arena)
+            .arg(&self.meta)
+            .arg(&self.gcols)
+            .arg(&gathered)
+            .arg(x)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&m)
+            .arg(&n)
+            .arg(&self.coo_max)
+            .arg(&self.dense_min)
+            .arg(&self.bpw);
+        if !self.lean {
+            b.arg(&self.split_vals)
                 .arg(&self.voff)
                 .arg(&split)
                 .arg(&self.panel_nb)
                 .arg(&self.tick)
                 .arg(&self.ready)
-                .arg(&self.gcols)
-                .arg(&gathered)
-                .arg(x)
-                .arg(y)
-                .arg(&alpha)
-                .arg(&beta)
-                .arg(&m)
-                .arg(&n)
-                .arg(&self.coo_max)
-                .arg(&self.dense_min)
                 .arg(&fused)
-                .arg(&self.bpw)
                 .arg(&self.run);
-            if coop.is_some() {
-                b.arg(&nctas).arg(&self.bar);
-            }
         }
-        // SAFETY: the arguments match the kernel's signature in kernel.cu (cb_spmv_run* when
-        // lean: arena, meta, gcols, gathered, x, y, alpha, beta, m, n, coo_max, dense_min, bpw,
-        // nctas, bar; else cb_spmv, plus nctas and bar for cb_spmv_grid). meta has
+        if self.lean || coop.is_some() {
+            b.arg(&nctas).arg(&self.bar);
+        }
+        // SAFETY: the arguments match the kernel's signature in kernel.cu: arena, meta, gcols,
+        // gathered, x, y, alpha, beta, m, n, coo_max, dense_min, bpw; then split_vals, voff,
+        // split, panel_nb, tick, ready, fused, run for the general cb_spmv*; then nctas and bar
+        // for cb_spmv_run* and cb_spmv_grid. meta has
         // 2·8·bpw·ctas words; every offset + region length lies inside the arena (or
         // split_vals/voff when split); block rows index panel_nb/tick/ready (one per panel);
         // gathered x columns are xcol + c < len(gcols) + 16 (the padding), each entry < ncols =

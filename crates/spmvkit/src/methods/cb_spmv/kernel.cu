@@ -264,11 +264,11 @@ __device__ __forceinline__ void cb_cta(
 
 extern "C" __global__ void __launch_bounds__(CB_WARPS * 32)
 cb_spmv(const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
+        const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x,
+        real_t* y, real_t alpha, real_t beta, int m, int n, int coo_max, int dense_min, int bpw,
         const real_t* __restrict__ split_vals, const unsigned long long* __restrict__ voff,
         int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
-        const unsigned* __restrict__ gcols, int gathered,
-        const real_t* __restrict__ x, real_t* y, real_t alpha, real_t beta, int m, int n,
-        int coo_max, int dense_min, int fused, int bpw, int run) {
+        int fused, int run) {
     __shared__ real_t s_x[CB_WARPS][CB_BS];
     __shared__ real_t s_acc[CB_WARPS][CB_BS];
     cb_cta(blockIdx.x, arena, meta, split_vals, voff, split, panel_nb, tick, ready, gcols, gathered, x, y, alpha,
@@ -280,11 +280,11 @@ cb_spmv(const unsigned char* __restrict__ arena, const unsigned long long* __res
 // atomics to y as after cb_scale_y (fused must be 0).
 extern "C" __global__ void __launch_bounds__(CB_WARPS * 32)
 cb_spmv_grid(const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
+        const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x,
+        real_t* y, real_t alpha, real_t beta, int m, int n, int coo_max, int dense_min, int bpw,
         const real_t* __restrict__ split_vals, const unsigned long long* __restrict__ voff,
         int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
-        const unsigned* __restrict__ gcols, int gathered,
-        const real_t* __restrict__ x, real_t* y, real_t alpha, real_t beta, int m, int n,
-        int coo_max, int dense_min, int fused, int bpw, int run, unsigned long long nctas, unsigned* bar) {
+        int fused, int run, unsigned long long nctas, unsigned* bar) {
     __shared__ real_t s_x[CB_WARPS][CB_BS];
     __shared__ real_t s_acc[CB_WARPS][CB_BS];
     const unsigned stride = gridDim.x * blockDim.x;
@@ -420,7 +420,8 @@ __device__ __forceinline__ void cb_run_cta(
     }
 }
 
-// The run kernels, a stream launch and a cooperative grid launch (y scaled grid-stride, a grid
+// The run kernels (their arguments are the general kernels' first thirteen, then nctas and
+// bar), a stream launch and a cooperative grid launch (y scaled grid-stride, a grid
 // barrier, then the CTAs take the `nctas` slot groups in turn), each built twice: with the
 // compiler's register count (suffix none) and with at most 32 registers for 8 CTAs per SM
 // (suffix _o8; min_ctas=8).
