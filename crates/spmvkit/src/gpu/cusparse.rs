@@ -348,21 +348,7 @@ impl<T: Scalar> CusparseSpmv<T> {
 
     /// Checks that x and y are long enough for this matrix (`DimensionMismatch` otherwise).
     pub fn check_vectors(&self, x: &CudaSlice<T>, y: &CudaSlice<T>) -> Result<()> {
-        if x.len() < self.ncols {
-            return Err(Error::DimensionMismatch {
-                what: "x (device)".into(),
-                expected: self.ncols,
-                got: x.len(),
-            });
-        }
-        if y.len() < self.nrows {
-            return Err(Error::DimensionMismatch {
-                what: "y (device)".into(),
-                expected: self.nrows,
-                got: y.len(),
-            });
-        }
-        Ok(())
+        super::check_vector_lens("", self.ncols, self.nrows, x.len(), y.len())
     }
 
     /// Enqueues y = αAx + βy on [`Gpu::stream`] (one `cusparseSpMV`; no synchronisation).

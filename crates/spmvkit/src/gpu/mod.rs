@@ -94,6 +94,27 @@ pub fn libraries_present() -> std::result::Result<(), String> {
     }
 }
 
+/// Checks that device vectors of lengths `x_len` and `y_len` hold at least `ncols` and `nrows`
+/// entries: [`Error::DimensionMismatch`] naming `what`'s x or y otherwise.
+pub fn check_vector_lens(
+    what: &str,
+    ncols: usize,
+    nrows: usize,
+    x_len: usize,
+    y_len: usize,
+) -> Result<()> {
+    for (v, expected, got) in [("x", ncols, x_len), ("y", nrows, y_len)] {
+        if got < expected {
+            return Err(Error::DimensionMismatch {
+                what: format!("{what}{v} (device)"),
+                expected,
+                got,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Number of CUDA devices this process sees (0 when the driver cannot be loaded).
 pub fn device_count() -> usize {
     if libraries_present().is_err() {

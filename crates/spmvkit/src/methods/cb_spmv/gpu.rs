@@ -148,20 +148,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        if x.len() < self.ncols {
-            return Err(Error::DimensionMismatch {
-                what: "cb-spmv x".into(),
-                expected: self.ncols,
-                got: x.len(),
-            });
-        }
-        if y.len() < self.nrows {
-            return Err(Error::DimensionMismatch {
-                what: "cb-spmv y".into(),
-                expected: self.nrows,
-                got: y.len(),
-            });
-        }
+        crate::gpu::check_vector_lens("cb-spmv: ", self.ncols, self.nrows, x.len(), y.len())?;
         if self.nrows == 0 {
             return Ok(());
         }

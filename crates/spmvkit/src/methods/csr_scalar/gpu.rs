@@ -48,20 +48,7 @@ impl<T: Scalar> DeviceLayout<T> for CsrScalarDevice<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        if x.len() < self.ncols {
-            return Err(Error::DimensionMismatch {
-                what: "csr-scalar: x (device)".into(),
-                expected: self.ncols,
-                got: x.len(),
-            });
-        }
-        if y.len() < self.nrows {
-            return Err(Error::DimensionMismatch {
-                what: "csr-scalar: y (device)".into(),
-                expected: self.nrows,
-                got: y.len(),
-            });
-        }
+        crate::gpu::check_vector_lens("csr-scalar: ", self.ncols, self.nrows, x.len(), y.len())?;
         if self.nrows == 0 {
             return Ok(());
         }
