@@ -55,18 +55,52 @@ enum DistCommand {
     SolveRank(crate::cmd_dist_solve::SolveRankArgs),
 }
 
+/// The options of every distributed command that its ranks need too: how each rank runs its
+/// parts and how the ranks start.
+#[derive(Args, Clone)]
+pub(crate) struct PartOptions {
+    /// Method for the diagonal and off-diagonal parts (`auto` chooses per part).
+    #[arg(short, long, default_value = "auto")]
+    pub(crate) method: String,
+    /// x exchange: auto (by volume), allgather or halo.
+    #[arg(long, default_value = "auto")]
+    pub(crate) strategy: String,
+    /// Value precision.
+    #[arg(short, long, default_value = "f64", value_parser = ["f32", "f64"])]
+    pub(crate) precision: String,
+    /// Do not read or write the binary cache.
+    #[arg(long)]
+    pub(crate) no_cache: bool,
+    /// Seconds to wait for all ranks at start-up.
+    #[arg(long, default_value_t = 300)]
+    pub(crate) connect_timeout: u64,
+}
+
+impl PartOptions {
+    /// The flags that pass these options on to a rank.
+    pub(crate) fn forward(&self) -> Vec<String> {
+        let mut v = vec![
+            "--method".into(),
+            self.method.clone(),
+            "--strategy".into(),
+            self.strategy.clone(),
+            "--precision".into(),
+            self.precision.clone(),
+            "--connect-timeout".into(),
+            self.connect_timeout.to_string(),
+        ];
+        if self.no_cache {
+            v.push("--no-cache".into());
+        }
+        v
+    }
+}
+
 /// Options shared by `run`, `scaling` and the ranks.
 #[derive(Args, Clone)]
 struct Common {
-    /// Method for the diagonal and off-diagonal parts (`auto` chooses per part).
-    #[arg(short, long, default_value = "auto")]
-    method: String,
-    /// x exchange: auto (by volume), allgather or halo.
-    #[arg(long, default_value = "auto")]
-    strategy: String,
-    /// Value precision.
-    #[arg(short, long, default_value = "f64", value_parser = ["f32", "f64"])]
-    precision: String,
+    #[command(flatten)]
+    part: PartOptions,
     /// Calls per timed sample.
     #[arg(long, default_value_t = 20)]
     reps: usize,
@@ -82,23 +116,12 @@ struct Common {
     /// β in y = αAx + βy (non-zero by default, so the check covers the βy term).
     #[arg(long, default_value_t = 0.5, allow_hyphen_values = true)]
     beta: f64,
-    /// Do not read or write the binary cache.
-    #[arg(long)]
-    no_cache: bool,
-    /// Seconds to wait for all ranks at start-up.
-    #[arg(long, default_value_t = 300)]
-    connect_timeout: u64,
 }
 
 impl Common {
     fn forward(&self) -> Vec<String> {
-        let mut v = vec![
-            "--method".into(),
-            self.method.clone(),
-            "--strategy".into(),
-            self.strategy.clone(),
-            "--precision".into(),
-            self.precision.clone(),
+        let mut v = self.part.forward();
+        v.extend([
             "--reps".into(),
             self.reps.to_string(),
             "--samples".into(),
@@ -107,12 +130,7 @@ impl Common {
             self.warmup.to_string(),
             format!("--alpha={}", self.alpha),
             format!("--beta={}", self.beta),
-            "--connect-timeout".into(),
-            self.connect_timeout.to_string(),
-        ];
-        if self.no_cache {
-            v.push("--no-cache".into());
-        }
+        ]);
         v
     }
 }
@@ -192,7 +210,7 @@ pub fn run(args: DistArgs) -> Result<()> {
             eprintln!("all {} ranks got the id", a.ranks);
             Ok(())
         }
-        DistCommand::Rank(a) => match a.common.precision.parse::<Precision>()? {
+        DistCommand::Rank(a) => match a.common.part.precision.parse::<Precision>()? {
             Precision::F32 => rank::<f32>(&a),
             Precision::F64 => rank::<f64>(&a),
         },
@@ -211,14 +229,14 @@ fn rank<T: DistScalar>(a: &RankArgs) -> Result<()> {
     let env = RankEnv::from_env()?.ok_or_else(|| {
         anyhow!("`spmv dist rank` is started by `spmv dist run` ({ENV_RANK} is not set)")
     })?;
-    let loaded = input::load::<T>(&a.matrix, !a.common.no_cache)?;
+    let loaded = input::load::<T>(&a.matrix, !a.common.part.no_cache)?;
     let cfg = RankConfig {
-        method: a.common.method.clone(),
-        strategy: a.common.strategy.parse::<StrategyChoice>()?,
+        method: a.common.part.method.clone(),
+        strategy: a.common.part.strategy.parse::<StrategyChoice>()?,
         alpha: a.common.alpha,
         beta: a.common.beta,
         timing: timing(&a.common),
-        connect_timeout: Duration::from_secs(a.common.connect_timeout),
+        connect_timeout: Duration::from_secs(a.common.part.connect_timeout),
     };
     let report = run_rank(&loaded.matrix, &env, &cfg)
         .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
@@ -282,8 +300,8 @@ fn launch(matrix: &str, gpus: usize, sim: bool, c: &Common) -> Result<Outcome> {
         gpus,
         visible,
         &rank_command(&["dist", "rank", matrix], c.forward()),
-        c.connect_timeout,
-        c.no_cache,
+        c.part.connect_timeout,
+        c.part.no_cache,
     )?;
     notes.extend(spawned.notes);
     let ranks = spawned
@@ -468,8 +486,8 @@ fn simulate(matrix: &str, parts: usize, c: &Common, notes: Vec<String>) -> Resul
         parts: usize,
         c: &Common,
     ) -> Result<serde_json::Value> {
-        let a = input::load::<T>(matrix, !c.no_cache)?.matrix;
-        let op = SimOperator::new(&a, parts, &c.method, c.strategy.parse()?)?;
+        let a = input::load::<T>(matrix, !c.part.no_cache)?.matrix;
+        let op = SimOperator::new(&a, parts, &c.part.method, c.part.strategy.parse()?)?;
         let (x, y0) = test_vectors::<T>(a.nrows(), a.ncols());
         let (alpha, beta) = (T::from_f64(c.alpha), T::from_f64(c.beta));
         let mut y = y0.clone();
@@ -478,7 +496,7 @@ fn simulate(matrix: &str, parts: usize, c: &Common, notes: Vec<String>) -> Resul
         let chk = spmvkit::cpu::check(&want, &y);
         Ok(json!({ "check_ok": chk.ok, "max_rel_err": chk.max_rel_err, "summary": op.summary() }))
     }
-    let sim = match c.precision.parse::<Precision>()? {
+    let sim = match c.part.precision.parse::<Precision>()? {
         Precision::F32 => go::<f32>(matrix, parts, c)?,
         Precision::F64 => go::<f64>(matrix, parts, c)?,
     };

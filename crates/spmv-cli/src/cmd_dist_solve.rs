@@ -21,7 +21,7 @@ use spmvkit::methods::{Backend, PlanOptions};
 use spmvkit::solve::{self, CgSystem, PageRankGraph, PageRankOptions, SolveOptions};
 use spmvkit::{Csr, Plan, Precision, PrepareFor, Scalar};
 
-use crate::cmd_dist::{rank_command, spawn_ranks, REPORT_PREFIX};
+use crate::cmd_dist::{rank_command, spawn_ranks, PartOptions, REPORT_PREFIX};
 use crate::input;
 
 /// Options of both distributed solvers.
@@ -36,15 +36,8 @@ pub struct SolveCommon {
     /// Simulate the ranks on the CPU in this process (no GPU or NCCL needed).
     #[arg(long)]
     sim: bool,
-    /// Method for the diagonal and off-diagonal parts (`auto` chooses per part).
-    #[arg(short, long, default_value = "auto")]
-    method: String,
-    /// x exchange: auto (by volume), allgather or halo.
-    #[arg(long, default_value = "auto")]
-    strategy: String,
-    /// Value precision.
-    #[arg(short, long, default_value = "f64", value_parser = ["f32", "f64"])]
-    precision: String,
+    #[command(flatten)]
+    part: PartOptions,
     /// Stopping tolerance [default: per solver and precision, see below].
     #[arg(long)]
     tol: Option<f64>,
@@ -62,12 +55,6 @@ pub struct SolveCommon {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Do not read or write the binary cache.
-    #[arg(long)]
-    no_cache: bool,
-    /// Seconds to wait for all ranks at start-up.
-    #[arg(long, default_value_t = 300)]
-    connect_timeout: u64,
 }
 
 /// Distributed iterative solvers: conjugate gradient.
@@ -134,12 +121,8 @@ pub struct SolveRankArgs {
     matrix: String,
     #[arg(long, value_parser = ["cg", "pagerank"])]
     solver: String,
-    #[arg(long)]
-    method: String,
-    #[arg(long)]
-    strategy: String,
-    #[arg(long)]
-    precision: String,
+    #[command(flatten)]
+    part: PartOptions,
     #[arg(long)]
     tol: f64,
     #[arg(long)]
@@ -148,10 +131,6 @@ pub struct SolveRankArgs {
     check_every: usize,
     #[arg(long, default_value_t = 0.85)]
     damping: f64,
-    #[arg(long)]
-    connect_timeout: u64,
-    #[arg(long)]
-    no_cache: bool,
     /// Directory for this rank's rows of the solution (`x.RANK`, f64 little-endian).
     #[arg(long)]
     solution_dir: PathBuf,
@@ -168,7 +147,7 @@ pub fn run_pagerank(a: DistPageRankArgs) -> Result<()> {
 }
 
 fn dispatch(solver: Solver, c: &SolveCommon) -> Result<()> {
-    match c.precision.parse::<Precision>()? {
+    match c.part.precision.parse::<Precision>()? {
         Precision::F32 => solve_t::<f32>(solver, c),
         Precision::F64 => solve_t::<f64>(solver, c),
     }
@@ -228,7 +207,7 @@ fn solve_t<T: DistScalar>(solver: Solver, c: &SolveCommon) -> Result<()> {
         bail!("--gpus must list counts of at least 1");
     }
     let name = solver_name(solver);
-    let loaded = input::load::<T>(&c.matrix, !c.no_cache)?;
+    let loaded = input::load::<T>(&c.matrix, !c.part.no_cache)?;
     let a = &loaded.matrix;
     if a.nrows() != a.ncols() {
         bail!(
@@ -247,7 +226,7 @@ fn solve_t<T: DistScalar>(solver: Solver, c: &SolveCommon) -> Result<()> {
             bail!("--damping {damping} must lie in [0, 1)");
         }
     }
-    let strategy: StrategyChoice = c.strategy.parse()?;
+    let strategy: StrategyChoice = c.part.strategy.parse()?;
     let opts = options::<T>(solver, c);
     let reference = if c.no_reference {
         None
@@ -480,14 +459,14 @@ fn simulate<T: PrepareFor>(
     let (x, report, strat) = match solver {
         Solver::Cg => {
             let b = CgSystem::ones_solution(a).b;
-            let mut op = SimRows::new(a, parts, &c.method, strategy)?;
+            let mut op = SimRows::new(a, parts, &c.part.method, strategy)?;
             let strat = op.operator().strategy();
             let (x, rep) = dsolve::cg(&mut op, &b, opts)?;
             (x, rep, strat)
         }
         Solver::PageRank { damping } => {
             let g = PageRankGraph::from_adjacency(a)?;
-            let mut op = SimRows::new(&g.transition, parts, &c.method, strategy)?;
+            let mut op = SimRows::new(&g.transition, parts, &c.part.method, strategy)?;
             let strat = op.operator().strategy();
             let po = PageRankOptions {
                 damping,
@@ -556,35 +535,25 @@ fn launch(
     let mut args = vec![
         "--solver".to_string(),
         solver_name(solver).into(),
-        "--method".into(),
-        c.method.clone(),
-        "--strategy".into(),
-        c.strategy.clone(),
-        "--precision".into(),
-        c.precision.clone(),
         format!("--tol={}", opts.tol),
         "--max-iter".into(),
         opts.max_iter.to_string(),
         "--check-every".into(),
         opts.check_every.to_string(),
-        "--connect-timeout".into(),
-        c.connect_timeout.to_string(),
         "--solution-dir".into(),
         scratch.0.display().to_string(),
     ];
     if let Solver::PageRank { damping } = solver {
         args.push(format!("--damping={damping}"));
     }
-    if c.no_cache {
-        args.push("--no-cache".into());
-    }
+    args.extend(c.part.forward());
     let spawned = spawn_ranks(
         &c.matrix,
         gpus,
         visible,
         &rank_command(&["dist", "solve-rank", &c.matrix], args),
-        c.connect_timeout,
-        c.no_cache,
+        c.part.connect_timeout,
+        c.part.no_cache,
     )?;
     let ranks = spawned
         .reports
@@ -636,7 +605,7 @@ fn launch(
 
 /// `spmv dist solve-rank`: one rank of a distributed solve.
 pub fn rank(a: SolveRankArgs) -> Result<()> {
-    match a.precision.parse::<Precision>()? {
+    match a.part.precision.parse::<Precision>()? {
         Precision::F32 => rank_t::<f32>(&a),
         Precision::F64 => rank_t::<f64>(&a),
     }
@@ -646,21 +615,21 @@ fn rank_t<T: DistScalar>(a: &SolveRankArgs) -> Result<()> {
     let env = RankEnv::from_env()?.ok_or_else(|| {
         anyhow!("`spmv dist solve-rank` is started by `spmv dist solve cg` / `spmv dist pagerank` ({ENV_RANK} is not set)")
     })?;
-    let loaded = input::load::<T>(&a.matrix, !a.no_cache)?;
+    let loaded = input::load::<T>(&a.matrix, !a.part.no_cache)?;
     let cfg = SolveRankConfig {
         solver: match a.solver.as_str() {
             "cg" => Solver::Cg,
             _ => Solver::PageRank { damping: a.damping },
         },
-        method: a.method.clone(),
-        strategy: a.strategy.parse()?,
+        method: a.part.method.clone(),
+        strategy: a.part.strategy.parse()?,
         opts: SolveOptions {
             tol: a.tol,
             max_iter: a.max_iter,
             check_every: a.check_every,
             ..SolveOptions::default()
         },
-        connect_timeout: Duration::from_secs(a.connect_timeout),
+        connect_timeout: Duration::from_secs(a.part.connect_timeout),
     };
     let (report, x) = run_solve_rank(&loaded.matrix, &env, &cfg)
         .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
