@@ -18,9 +18,11 @@ use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::Scalar;
 
 /// `min_ctas=auto` builds the run kernel for 8 CTAs per SM when the warps take at least this
-/// many blocks each (tuning data: on an H100, 2026-11-22, the 8-CTA build was 10-15 % faster on
+/// many blocks each (tuning data, 2026-11-22: on an H100 the 8-CTA build was 10-15 % faster on
 /// poisson2d:1250 and poisson3d:160, where bpw = 8, and slower on the small matrices of the
-/// shared suite, 1.17× against 1.25× cuSPARSE, where bpw = 1 or 2).
+/// shared suite, 1.17× against 1.25× cuSPARSE, where bpw = 1 or 2; on an H200's gpu-large it won
+/// on stencils and Kronecker graphs and lost on random-row matrices, the rule landing within 1 %
+/// of the better fixed choice by geomean).
 const OCCUPANCY8_MIN_BPW: usize = 8;
 
 /// Threads per block of the scaling kernel.
@@ -30,7 +32,8 @@ const SCALE_THREADS: u32 = 256;
 pub(super) struct DeviceCb<T: Scalar> {
     spmv: CudaFunction,
     spmv_grid: CudaFunction,
-    /// The run kernels (`cb_spmv_run*`), with their own argument list.
+    /// The run kernels (`cb_spmv_run*`): the general kernels' first thirteen arguments, then
+    /// nctas and bar.
     lean: bool,
     scale: CudaFunction,
     /// Some(co-resident CTAs) when a call is one cooperative `cb_spmv_grid` launch.
