@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Nsight Compute profile of one cb-spmv kernel launch (issue #8: where the instructions go):
-#   scripts/profile-cb.sh OUT MATRIX [spmv run args...]
+#   scripts/profile-cb.sh OUT MATRIX TAG KERNEL [spmv run args...]
 # Leaves OUT/<tag>.txt (sections) and OUT/<tag>-sass.csv (per-SASS-instruction counts).
 set -uo pipefail
 OUT=$1; M=$2; TAG=$3; KERNEL=$4; shift 4
