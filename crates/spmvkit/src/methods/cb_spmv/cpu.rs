@@ -7,8 +7,10 @@
 //! panel (here: the first in slot order) writes `α·s + β·y` for all 16 rows and the later ones
 //! add `α·s` to rows with entries; with `prologue=kernel` y is scaled first and every block
 //! adds. Under `accumulate=run` with aggregated regions (`cb_spmv_run`) COO products go to one
-//! per-run row accumulator and CSR/dense row sums to another, and a run adds their sum to the
-//! rows where it is not zero.
+//! per-run row accumulator and CSR/dense row sums to another; a run adds their sum to the rows
+//! where it is not zero, or with `epilogue=owner` (no scaling first) writes `α·t + β·y` when it
+//! holds its whole panel, else adds `t` into the panel's workspace row, and the run that
+//! completes the panel's count writes `α·ws + β·y`.
 
 use super::{pad8, read_value, CbLayout, Format, BS, DUMMY_ROW};
 use crate::scalar::Scalar;
@@ -103,7 +105,9 @@ pub(super) fn run<T: Scalar>(l: &CbLayout<T>, alpha: T, x: &[T], beta: T, y: &mu
             beta * v
         }
     };
-    if !l.cfg.fused {
+    // epilogue=owner: no scaling pass; each run writes or stages its panel (see `flush`)
+    let owner = l.cfg.run && l.cfg.aggregate && l.cfg.owner;
+    if !l.cfg.fused && !owner {
         for v in y.iter_mut() {
             *v = scale(*v);
         }
@@ -113,18 +117,47 @@ pub(super) fn run<T: Scalar>(l: &CbLayout<T>, alpha: T, x: &[T], beta: T, y: &mu
     let lean = l.cfg.run && l.cfg.aggregate;
     let mut open: Option<(usize, [T; BS], u32)> = None;
     let mut coo_acc = [T::zero(); BS];
-    let flush = |y: &mut [T], open: &mut Option<(usize, [T; BS], u32)>, coo: &mut [T; BS]| {
+    // the owner epilogue's workspace rows and run counters
+    let mut ws = vec![[T::zero(); BS]; l.nparts.len()];
+    let mut cnt = vec![0u32; l.nparts.len()];
+    let mut flush = |y: &mut [T], open: &mut Option<(usize, [T; BS], u32)>, coo: &mut [T; BS]| {
         if let Some((br, rs, mask)) = open.take() {
-            for (r, &s) in rs.iter().enumerate() {
-                let i = br * BS + r;
-                let t = s + coo[r];
-                let add = if lean {
-                    t != T::zero()
+            let mut t = [T::zero(); BS];
+            for (r, v) in t.iter_mut().enumerate() {
+                *v = rs[r] + coo[r];
+            }
+            let rows = (br * BS..(br * BS + BS).min(l.nrows)).enumerate();
+            if owner {
+                // one run holds the panel: it writes y; else the run completing the count does
+                let s = l.split_of[br];
+                let full = if s == u32::MAX {
+                    Some(t)
                 } else {
-                    mask >> r & 1 == 1
+                    let (s, w) = (s as usize, &mut ws[s as usize]);
+                    for (a, &v) in w.iter_mut().zip(&t) {
+                        *a += v;
+                    }
+                    cnt[s] += 1;
+                    (cnt[s] == l.nparts[s]).then(|| {
+                        cnt[s] = 0;
+                        std::mem::replace(w, [T::zero(); BS])
+                    })
                 };
-                if i < l.nrows && add {
-                    y[i] += alpha * t;
+                if let Some(t) = full {
+                    for (r, i) in rows {
+                        y[i] = alpha * t[r] + scale(y[i]);
+                    }
+                }
+            } else {
+                for (r, i) in rows {
+                    let add = if lean {
+                        t[r] != T::zero()
+                    } else {
+                        mask >> r & 1 == 1
+                    };
+                    if add {
+                        y[i] += alpha * t[r];
+                    }
                 }
             }
         }

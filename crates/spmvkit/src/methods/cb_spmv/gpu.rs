@@ -5,7 +5,9 @@
 //! of `nslots / (8·bpw)` CTAs of 256 threads; with `prologue=kernel` a grid-stride `cb_scale_y`
 //! launch goes first; with `prologue=grid` one cooperative launch (at most the CTAs that fit
 //! the GPU at once) does both. `accumulate=run` with aggregated regions runs `cb_spmv_run*`,
-//! the other configurations the general `cb_spmv*`. Nothing when the matrix has no rows.
+//! the other configurations the general `cb_spmv*`; with `epilogue=owner` (their default) the
+//! run kernel is the one launch, with no scaling before it, and uploads the split panels'
+//! run counts with a zeroed workspace and counters. Nothing when the matrix has no rows.
 
 use std::sync::Arc;
 
@@ -33,8 +35,14 @@ pub(super) struct DeviceCb<T: Scalar> {
     spmv: CudaFunction,
     spmv_grid: CudaFunction,
     /// The run kernels (`cb_spmv_run*`): the general kernels' first thirteen arguments, then
-    /// nctas and bar.
+    /// nctas, bar and the owner epilogue's arrays.
     lean: bool,
+    /// epilogue=owner: one launch of the run kernel, no scaling before it.
+    owner: bool,
+    split_of: CudaSlice<u32>,
+    nparts: CudaSlice<u32>,
+    ws: CudaSlice<T>,
+    cnt: CudaSlice<u32>,
     scale: CudaFunction,
     /// Some(co-resident CTAs) when a call is one cooperative `cb_spmv_grid` launch.
     grid_ctas: Option<usize>,
@@ -96,7 +104,8 @@ pub(super) fn upload<T: Scalar>(
         ("cb_spmv".to_string(), "cb_spmv_grid".to_string())
     };
     let spmv_grid = gpu.function::<T>(&KERNEL, &grid_name)?;
-    let grid_ctas = if !l.cfg.fused && l.cfg.grid(l.nnz) {
+    let owner = lean && l.cfg.owner;
+    let grid_ctas = if !l.cfg.fused && !owner && l.cfg.grid(l.nnz) {
         let per_sm = spmv_grid
             .occupancy_max_active_blocks_per_multiprocessor((WARPS * 32) as u32, 0, None)
             .map_err(|e| Error::cuda("cb-spmv: occupancy query", e))?
@@ -109,6 +118,11 @@ pub(super) fn upload<T: Scalar>(
         spmv: gpu.function::<T>(&KERNEL, &name)?,
         spmv_grid,
         lean,
+        owner,
+        split_of: upload_or_dummy(gpu, &l.split_of)?,
+        nparts: upload_or_dummy(gpu, &l.nparts)?,
+        ws: gpu.alloc_zeros::<T>((l.nparts.len() * BS).max(1))?,
+        cnt: gpu.alloc_zeros::<u32>(l.nparts.len().max(1))?,
         grid_ctas,
         grid_stream_only: l.cfg.grid_on_stream_only(),
         bar: gpu.alloc_zeros::<u32>(2)?,
@@ -159,7 +173,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         let coop = self
             .grid_ctas
             .filter(|_| self.ctas > 0 && !(self.grid_stream_only && gpu.stream_is_capturing()));
-        if !self.fused && coop.is_none() {
+        if !self.fused && !self.owner && coop.is_none() {
             let blocks = self
                 .nrows
                 .div_ceil(SCALE_THREADS as usize)
@@ -218,10 +232,20 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         if self.lean || coop.is_some() {
             b.arg(&nctas).arg(&self.bar);
         }
+        let owner = self.owner as i32;
+        if self.lean {
+            b.arg(&self.split_of)
+                .arg(&self.nparts)
+                .arg(&self.ws)
+                .arg(&self.cnt)
+                .arg(&owner);
+        }
         // SAFETY: the arguments match the kernel's signature in kernel.cu: arena, meta, gcols,
         // gathered, x, y, alpha, beta, m, n, coo_max, dense_min, bpw; then split_vals, voff,
         // split, panel_nb, tick, ready, fused, run for the general cb_spmv*; then nctas and bar
-        // for cb_spmv_run* and cb_spmv_grid. meta has
+        // for cb_spmv_run* and cb_spmv_grid; then split_of, nparts, ws, cnt and owner for
+        // cb_spmv_run* (split_of has one entry per panel, nparts/cnt one and ws 16 per split
+        // panel; ws and cnt start at zero and the kernel leaves them so). meta has
         // 2·8·bpw·ctas words; every offset + region length lies inside the arena (or
         // split_vals/voff when split); block rows index panel_nb/tick/ready (one per panel);
         // gathered x columns are xcol + c < len(gcols) + 16 (the padding), each entry < ncols =

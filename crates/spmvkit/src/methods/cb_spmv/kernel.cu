@@ -303,12 +303,54 @@ cb_spmv_grid(const unsigned char* __restrict__ arena, const unsigned long long* 
 // warp leaves a panel (rows whose sum is exactly zero are skipped: adding zero changes nothing).
 // A row has at most 16 entries in a block, so the segmented scan needs offsets 1, 2, 4, 8. Two
 // consecutive COO blocks of one panel with at most 32 entries together share one pass.
+// The end of a run of panel `cur` (all 32 lanes; lane r < 16 holds row r's sum t).
+// owner = 0: y was scaled before the launch, rows with a non-zero sum get an atomic.
+// owner = 1 (epilogue=owner): y is written exactly once per row, with no scaling pass before.
+// A panel whose blocks all lie in one warp's run (split_of[cur] = ~0) is written by that warp:
+// y = alpha*t + beta*y. A panel split over several runs adds each run's sums into its
+// workspace row ws[s] (s = split_of[cur]) and counts itself in cnt[s]; the run that completes
+// the count (nparts[s]) writes y from the workspace and clears it for the next call. Nothing
+// waits on another warp.
+__device__ __forceinline__ void cb_run_flush(
+        unsigned cur, real_t t, int lane, real_t* __restrict__ y, real_t alpha, real_t beta,
+        int m, int owner, const unsigned* __restrict__ split_of,
+        const unsigned* __restrict__ nparts, real_t* ws, unsigned* cnt) {
+    const unsigned i = cur * CB_BS + lane;
+    const bool row = lane < CB_BS && i < (unsigned)m;
+    if (!owner) {
+        if (row && t != (real_t)0) atomic_add_real(y + i, alpha * t);
+        return;
+    }
+    const unsigned s = ldg(split_of + cur);
+    if (s == 0xffffffffu) {
+        if (row) y[i] = (beta == (real_t)0) ? alpha * t : alpha * t + beta * y[i];
+        return;
+    }
+    real_t* wrow = ws + (unsigned long long)s * CB_BS;
+    if (lane < CB_BS && t != (real_t)0) atomic_add_real(wrow + lane, t);
+    __threadfence();
+    __syncwarp();
+    unsigned last = 0;
+    if (lane == 0) last = atomicAdd(cnt + s, 1u) + 1u == ldg(nparts + s);
+    last = __shfl_sync(FULL_MASK, last, 0);
+    if (last) {
+        __threadfence();
+        if (lane < CB_BS) {
+            const real_t v = __ldcg(wrow + lane);
+            __stcg(wrow + lane, (real_t)0);
+            if (row) y[i] = (beta == (real_t)0) ? alpha * v : alpha * v + beta * y[i];
+        }
+        if (lane == 0) cnt[s] = 0u;
+    }
+}
+
 __device__ __forceinline__ void cb_run_cta(
         unsigned long long cta, const unsigned char* __restrict__ arena,
         const unsigned long long* __restrict__ meta, const unsigned* __restrict__ gcols,
-        int gathered, const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha, int m,
-        int n, int coo_max, int dense_min, int bpw, real_t* __restrict__ xs,
-        real_t* __restrict__ acc) {
+        int gathered, const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha,
+        real_t beta, int m, int n, int coo_max, int dense_min, int bpw, int owner,
+        const unsigned* __restrict__ split_of, const unsigned* __restrict__ nparts, real_t* ws,
+        unsigned* cnt, real_t* __restrict__ xs, real_t* __restrict__ acc) {
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const ulonglong2* mp =
@@ -324,11 +366,9 @@ __device__ __forceinline__ void cb_run_cta(
         if (br == 0xffffffffu) continue;
         if (br != cur) {
             __syncwarp();
-            if (lane < CB_BS && cur != 0xffffffffu) {
-                const unsigned i = cur * CB_BS + lane;
-                const real_t t = racc + acc[lane];
-                if (i < (unsigned)m && t != (real_t)0) atomic_add_real(y + i, alpha * t);
-            }
+            if (cur != 0xffffffffu)
+                cb_run_flush(cur, lane < CB_BS ? racc + acc[lane] : (real_t)0, lane, y, alpha,
+                             beta, m, owner, split_of, nparts, ws, cnt);
             if (lane < CB_BS) acc[lane] = (real_t)0;
             racc = (real_t)0;
             cur = br;
@@ -413,15 +453,14 @@ __device__ __forceinline__ void cb_run_cta(
         }
     }
     __syncwarp();
-    if (lane < CB_BS && cur != 0xffffffffu) {
-        const unsigned i = cur * CB_BS + lane;
-        const real_t t = racc + acc[lane];
-        if (i < (unsigned)m && t != (real_t)0) atomic_add_real(y + i, alpha * t);
-    }
+    if (cur != 0xffffffffu)
+        cb_run_flush(cur, lane < CB_BS ? racc + acc[lane] : (real_t)0, lane, y, alpha, beta, m,
+                     owner, split_of, nparts, ws, cnt);
 }
 
-// The run kernels (their arguments are the general kernels' first thirteen, then nctas and
-// bar), a stream launch and a cooperative grid launch (y scaled grid-stride, a grid
+// The run kernels (their arguments are the general kernels' first thirteen, then nctas, bar and
+// the owner epilogue's split_of, nparts, ws, cnt and owner; the grid launch scales y first and
+// always adds with atomics), a stream launch and a cooperative grid launch (y scaled grid-stride, a grid
 // barrier, then the CTAs take the `nctas` slot groups in turn), each built twice: with the
 // compiler's register count (suffix none) and with at most 32 registers for 8 CTAs per SM
 // (suffix _o8; min_ctas=8).
@@ -430,12 +469,14 @@ __device__ __forceinline__ void cb_run_cta(
         const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,  \
         const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x,        \
         real_t* __restrict__ y, real_t alpha, real_t beta, int m, int n, int coo_max,          \
-        int dense_min, int bpw, unsigned long long nctas, unsigned* bar) {                     \
+        int dense_min, int bpw, unsigned long long nctas, unsigned* bar,                       \
+        const unsigned* __restrict__ split_of, const unsigned* __restrict__ nparts, real_t* ws, \
+        unsigned* cnt, int owner) {                                                            \
         __shared__ real_t s_x[CB_WARPS][CB_BS];                                                \
         __shared__ real_t s_acc[CB_WARPS][CB_BS];                                              \
         const int warp = threadIdx.x >> 5;                                                     \
-        cb_run_cta(blockIdx.x, arena, meta, gcols, gathered, x, y, alpha, m, n, coo_max,       \
-                   dense_min, bpw, s_x[warp], s_acc[warp]);                                    \
+        cb_run_cta(blockIdx.x, arena, meta, gcols, gathered, x, y, alpha, beta, m, n, coo_max, \
+                   dense_min, bpw, owner, split_of, nparts, ws, cnt, s_x[warp], s_acc[warp]);  \
     }                                                                                          \
     extern "C" __global__ void BOUNDS                                                          \
         cb_spmv_run_grid##SUFFIX(                                                              \
@@ -443,7 +484,8 @@ __device__ __forceinline__ void cb_run_cta(
             const unsigned long long* __restrict__ meta, const unsigned* __restrict__ gcols,   \
             int gathered, const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha,  \
             real_t beta, int m, int n, int coo_max, int dense_min, int bpw,                    \
-            unsigned long long nctas, unsigned* bar) {                                         \
+            unsigned long long nctas, unsigned* bar, const unsigned* __restrict__ split_of,    \
+            const unsigned* __restrict__ nparts, real_t* ws, unsigned* cnt, int owner) {       \
         __shared__ real_t s_x[CB_WARPS][CB_BS];                                                \
         __shared__ real_t s_acc[CB_WARPS][CB_BS];                                              \
         const unsigned stride = gridDim.x * blockDim.x;                                        \
@@ -452,8 +494,8 @@ __device__ __forceinline__ void cb_run_cta(
         grid_barrier(bar);                                                                     \
         const int warp = threadIdx.x >> 5;                                                     \
         for (unsigned long long c = blockIdx.x; c < nctas; c += gridDim.x) {                   \
-            cb_run_cta(c, arena, meta, gcols, gathered, x, y, alpha, m, n, coo_max, dense_min, \
-                       bpw, s_x[warp], s_acc[warp]);                                           \
+            cb_run_cta(c, arena, meta, gcols, gathered, x, y, alpha, beta, m, n, coo_max,      \
+                       dense_min, bpw, 0, split_of, nparts, ws, cnt, s_x[warp], s_acc[warp]);  \
             __syncwarp();                                                                      \
         }                                                                                      \
     }

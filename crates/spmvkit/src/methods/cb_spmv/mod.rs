@@ -148,6 +148,11 @@ const PARAMS: &[ParamSpec] = &[
         help: "accumulate=run kernels: 8 = built for 8 CTAs (64 warps) per SM, at most 32 registers (a few spilled in f64); regs = the compiler's register count (40 in f64: 6 CTAs per SM); auto = 8 when the warps take 8 blocks each (bpw=auto at >= 262144 blocks), else regs",
     },
     ParamSpec {
+        key: "epilogue",
+        default: "auto",
+        help: "how the run kernels write y: owner (one launch, no scaling pass: a warp holding all of a panel's blocks writes y = alpha*t + beta*y, runs of a panel split over warps add into a workspace and the last to finish writes y), atomic (y scaled first by the prologue, then atomics), or auto (owner with accumulate=run and aggregate=on, else atomic)",
+    },
+    ParamSpec {
         key: "accumulate",
         default: "run",
         help: "run (ours, default: a warp takes bpw consecutive blocks and adds once per run of one panel; needs prologue=kernel; balance=auto means off) or block (the paper: each block adds its 16 row sums to y; with it balance=auto balances)",
@@ -195,6 +200,8 @@ pub(crate) struct Config {
     bpw: Option<usize>,
     /// accumulate=run: the kernel built for 8 CTAs per SM (at most 32 registers); None = auto.
     pub(crate) occupancy8: Option<bool>,
+    /// The run kernels write y by the owner epilogue (no prologue).
+    pub(crate) owner: bool,
 }
 
 impl Config {
@@ -322,6 +329,23 @@ fn config(params: &Params) -> Result<Config> {
             ))
         }
     };
+    let owner = match params.get::<String>(NAME, PARAMS, "epilogue")?.as_str() {
+        "auto" => run && on_off(params, "aggregate")?,
+        "owner" if run && on_off(params, "aggregate")? => true,
+        "owner" => {
+            return Err(param_err(
+                "epilogue",
+                "epilogue=owner needs accumulate=run and aggregate=on".into(),
+            ))
+        }
+        "atomic" => false,
+        s => {
+            return Err(param_err(
+                "epilogue",
+                format!("'{s}' is not auto, owner or atomic"),
+            ))
+        }
+    };
     let mut balance = mode(params, "balance")?;
     if run && balance == Mode::Auto {
         balance = Mode::Off;
@@ -330,6 +354,7 @@ fn config(params: &Params) -> Result<Config> {
         run,
         bpw,
         occupancy8,
+        owner,
         coo_max,
         dense_min,
         gather: mode(params, "gather")?,
@@ -460,6 +485,10 @@ pub struct CbLayout<T> {
     pub(crate) bpw: usize,
     /// Blocks per panel (at least 1: empty panels get a zero-nnz scaler block).
     pub(crate) panel_nb: Vec<u32>,
+    /// epilogue=owner: per panel, its workspace row when its blocks fall into several runs
+    /// (u32::MAX when one warp's run holds them all), and per workspace row the number of runs.
+    pub(crate) split_of: Vec<u32>,
+    pub(crate) nparts: Vec<u32>,
     /// Whether columns are aggregated, and the mapping: panel p's compressed column k is the
     /// global column `gcols[gptr[p] + k]` (gptr is folded into each slot's xcol).
     pub(crate) gathered: bool,
@@ -514,6 +543,36 @@ pub(crate) fn lpt_assign(weights: &[u64], per_cta: usize) -> (Vec<Option<usize>>
         }
     }
     (slots, loads)
+}
+
+/// The runs of the owner epilogue, found as the run kernels walk the slots: a warp's run of a
+/// panel ends where the next non-padding slot of the warp has another panel, or at the warp's
+/// last slot. Returns, per panel, u32::MAX when one run holds all its blocks, else its workspace
+/// row; and per workspace row, the number of runs that add into it.
+fn split_panels(meta: &[u64], bpw: usize, npanels: usize) -> Result<(Vec<u32>, Vec<u32>)> {
+    let mut runs = vec![0u32; npanels];
+    for warp in meta.chunks(2 * bpw) {
+        let mut cur = DUMMY_ROW;
+        for w in warp.chunks(2) {
+            let br = (w[1] >> 32) as u32;
+            if br != DUMMY_ROW && br != cur {
+                runs[br as usize] += 1;
+                cur = br;
+            }
+        }
+    }
+    let mut split_of = vec![u32::MAX; npanels];
+    let mut nparts = Vec::new();
+    for (p, &r) in runs.iter().enumerate() {
+        if r > 1 {
+            split_of[p] = u32::try_from(nparts.len()).map_err(|_| Error::TooLarge {
+                what: "cb-spmv split panels",
+                value: nparts.len() as u64,
+            })?;
+            nparts.push(r);
+        }
+    }
+    Ok((split_of, nparts))
 }
 
 impl<T: Scalar> CbLayout<T> {
@@ -744,6 +803,11 @@ impl<T: Scalar> CbLayout<T> {
                 *v = s.map_or(0, |b| voff_nat[b]);
             }
         }
+        let (split_of, nparts) = if cfg.owner {
+            split_panels(&meta, bpw, gm)?
+        } else {
+            (Vec::new(), Vec::new())
+        };
         stages.push(("balance (LPT) + metadata", t0.elapsed()));
 
         Ok(CbLayout {
@@ -757,6 +821,8 @@ impl<T: Scalar> CbLayout<T> {
             meta,
             bpw,
             panel_nb,
+            split_of,
+            nparts,
             gathered,
             gcols,
             nblocks: nb_all - nscalers,
@@ -856,6 +922,8 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
             + T::BYTES * self.split_vals.len()
             + 8 * (self.voff.len() + self.meta.len())
             + 4 * 3 * self.panel_nb.len() // blocks per panel + ticket + ready flag
+            + 4 * self.split_of.len()
+            + (8 + T::BYTES * BS) * self.nparts.len() // run counts, counters, workspace rows
             + if self.gathered {
                 4 * (self.gcols.len() + BS) // gcols and its 16-entry padding (gptr stays here)
             } else {
@@ -921,6 +989,18 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                 ),
             ),
             (
+                "epilogue".into(),
+                if self.cfg.owner {
+                    format!(
+                        "owner ({} of {} panels split over several runs, the rest written by one warp)",
+                        self.nparts.len(),
+                        self.panel_nb.len()
+                    )
+                } else {
+                    "atomic".into()
+                },
+            ),
+            (
                 "footprint / CSR".into(),
                 format!(
                     "{:.3}",
@@ -934,6 +1014,8 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                     if self.cfg.aggregate { "on" } else { "off" },
                     if self.cfg.fused {
                         "fused"
+                    } else if self.cfg.owner {
+                        "none (epilogue=owner: one launch)"
                     } else if self.cfg.grid(self.nnz) && self.cfg.grid_on_stream_only() {
                         "grid on a stream, kernel in a CUDA graph"
                     } else if self.cfg.grid(self.nnz) {

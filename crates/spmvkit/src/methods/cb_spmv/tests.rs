@@ -39,6 +39,10 @@ const VARIANTS: &[&[&str]] = &[
     &["accumulate=run", "bpw=8", "balance=on", "format=off"],
     &["prologue=kernel"],
     &["min_ctas=regs"],
+    &["epilogue=atomic"],
+    &["epilogue=atomic", "prologue=grid", "gather=on"],
+    &["epilogue=owner", "bpw=1", "gather=on"],
+    &["epilogue=owner", "bpw=3", "balance=on"],
     &["min_ctas=8", "gather=on"],
     &["min_ctas=8", "prologue=grid", "coo_max=20"],
     &["min_ctas=regs", "prologue=grid", "gather=on", "coo_max=64"],
@@ -344,8 +348,8 @@ fn balancing_lowers_the_per_cta_std_dev_and_notes_report_it() {
 fn footprint_counts_every_array() {
     let a = from_triplets(16, 16, &[(0, 4, 1.5), (3, 15, -2.0), (15, 0, 0.25)]);
     let l = layout(&a, &["gather=off"]);
-    // arena 32 + meta 8 slots x 16 + one panel x 12
-    assert_eq!(l.footprint_bytes(), 32 + 128 + 12);
+    // arena 32 + meta 8 slots x 16 + one panel x 12 + its owner-epilogue entry (one run: owned)
+    assert_eq!(l.footprint_bytes(), 32 + 128 + 12 + 4);
     assert!(!CbSpmv.info().deterministic);
 }
 
@@ -391,6 +395,9 @@ fn rejects_bad_params() {
         &["accumulate=rows"],
         &["bpw=65"],
         &["min_ctas=7"],
+        &["epilogue=owner", "accumulate=block"],
+        &["epilogue=owner", "aggregate=off"],
+        &["epilogue=sometimes"],
     ] {
         assert!(CbSpmv.prepare(&a, &params(bad)).is_err(), "{bad:?}");
     }
@@ -803,4 +810,33 @@ fn accumulate_run_uses_consecutive_slots_per_warp() {
         &a.cast::<f32>(),
         &layout(&a.cast::<f32>(), &["accumulate=run", "bpw=3"]),
     );
+}
+
+#[test]
+fn owner_epilogue_counts_the_runs_of_split_panels() {
+    // 40 rows x 48 columns, all dense: every panel has 3 blocks, 9 blocks in slots 0..8.
+    let t: Vec<_> = (0..40usize)
+        .flat_map(|r| (0..48usize).map(move |c| (r, c, 1.0 + (r * 48 + c) as f64 * 1e-3)))
+        .collect();
+    let a = from_triplets(40, 48, &t);
+    // bpw = 3: warps hold slots 0..3, 3..6, 6..9, one panel each: every panel is owned.
+    let l = layout(&a, &["bpw=3", "gather=off", "balance=off"]);
+    assert!(l.cfg.owner && l.cfg.run);
+    assert_eq!(l.panel_nb, vec![3, 3, 3]);
+    assert_eq!(l.split_of, vec![u32::MAX; 3]);
+    assert!(l.nparts.is_empty());
+    check_layout("owner bpw=3", &a, &l);
+    // bpw = 2: warps hold (0,1) (2,3) (4,5) (6,7) (8): each panel falls into two runs.
+    let l = layout(&a, &["bpw=2", "gather=off", "balance=off"]);
+    assert_eq!(l.split_of, vec![0, 1, 2]);
+    assert_eq!(l.nparts, vec![2, 2, 2]);
+    check_layout("owner bpw=2", &a, &l);
+    // one warp per block: every panel of several blocks is split into one run per block
+    let l = layout(&a, &["bpw=1", "gather=off", "balance=off"]);
+    assert_eq!(l.split_of, vec![0, 1, 2]);
+    assert_eq!(l.nparts, vec![3, 3, 3]);
+    check_layout("owner bpw=1", &a, &l);
+    // the atomic epilogue keeps no workspace
+    let l = layout(&a, &["epilogue=atomic"]);
+    assert!(l.split_of.is_empty() && l.nparts.is_empty());
 }
