@@ -39,6 +39,8 @@ pub(super) struct DeviceCb<T: Scalar> {
     lean: bool,
     /// epilogue=owner: one launch of the run kernel, no scaling before it.
     owner: bool,
+    /// The owner epilogue only when the stream is not being captured (epilogue=auto).
+    owner_stream_only: bool,
     split_of: CudaSlice<u32>,
     nparts: CudaSlice<u32>,
     ws: CudaSlice<T>,
@@ -104,8 +106,8 @@ pub(super) fn upload<T: Scalar>(
         ("cb_spmv".to_string(), "cb_spmv_grid".to_string())
     };
     let spmv_grid = gpu.function::<T>(&KERNEL, &grid_name)?;
-    let owner = lean && l.cfg.owner;
-    let grid_ctas = if !l.cfg.fused && !owner && l.cfg.grid(l.nnz) {
+    let owner = lean && l.owner;
+    let grid_ctas = if !l.cfg.fused && l.cfg.owner != Some(true) && l.cfg.grid(l.nnz) {
         let per_sm = spmv_grid
             .occupancy_max_active_blocks_per_multiprocessor((WARPS * 32) as u32, 0, None)
             .map_err(|e| Error::cuda("cb-spmv: occupancy query", e))?
@@ -119,6 +121,7 @@ pub(super) fn upload<T: Scalar>(
         spmv_grid,
         lean,
         owner,
+        owner_stream_only: l.cfg.owner.is_none(),
         split_of: upload_or_dummy(gpu, &l.split_of)?,
         nparts: upload_or_dummy(gpu, &l.nparts)?,
         ws: gpu.alloc_zeros::<T>((l.nparts.len() * BS).max(1))?,
@@ -170,10 +173,12 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
             return Ok(());
         }
         let m = self.nrows as i32;
+        let capturing = gpu.stream_is_capturing();
+        let owner = self.owner && !(self.owner_stream_only && capturing);
         let coop = self
             .grid_ctas
-            .filter(|_| self.ctas > 0 && !(self.grid_stream_only && gpu.stream_is_capturing()));
-        if !self.fused && !self.owner && coop.is_none() {
+            .filter(|_| self.ctas > 0 && !owner && !(self.grid_stream_only && capturing));
+        if !self.fused && !owner && coop.is_none() {
             let blocks = self
                 .nrows
                 .div_ceil(SCALE_THREADS as usize)
@@ -232,7 +237,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         if self.lean || coop.is_some() {
             b.arg(&nctas).arg(&self.bar);
         }
-        let owner = self.owner as i32;
+        let owner = owner as i32;
         if self.lean {
             b.arg(&self.split_of)
                 .arg(&self.nparts)

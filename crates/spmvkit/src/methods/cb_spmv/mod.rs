@@ -150,7 +150,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         key: "epilogue",
         default: "auto",
-        help: "how the run kernels write y: owner (one launch, no scaling pass: a warp holding all of a panel's blocks writes y = alpha*t + beta*y, runs of a panel split over warps add into a workspace and the last to finish writes y), atomic (y scaled first by the prologue, then atomics), or auto (owner with accumulate=run and aggregate=on, else atomic)",
+        help: "how the run kernels write y: owner (one launch, no scaling pass: a warp holding all of a panel's blocks writes y = alpha*t + beta*y, runs of a panel split over warps add into a workspace and the last to finish writes y; needs accumulate=run, aggregate=on), atomic (y scaled first by the prologue, then atomics), or auto (owner on a stream up to 150k nonzeros, where it replaces the grid prologue, else atomic)",
     },
     ParamSpec {
         key: "accumulate",
@@ -200,8 +200,9 @@ pub(crate) struct Config {
     bpw: Option<usize>,
     /// accumulate=run: the kernel built for 8 CTAs per SM (at most 32 registers); None = auto.
     pub(crate) occupancy8: Option<bool>,
-    /// The run kernels write y by the owner epilogue (no prologue).
-    pub(crate) owner: bool,
+    /// epilogue: Some(true) owner, Some(false) atomic, None auto (owner on a stream up to
+    /// [`GRID_MAX_NNZ`] nonzeros with the run kernels).
+    pub(crate) owner: Option<bool>,
 }
 
 impl Config {
@@ -215,6 +216,12 @@ impl Config {
     /// when the call is captured into a CUDA graph.
     pub(crate) fn grid_on_stream_only(&self) -> bool {
         self.grid.is_none()
+    }
+
+    /// Whether the layout carries the owner epilogue's split panels (epilogue=owner, or auto up
+    /// to [`GRID_MAX_NNZ`] nonzeros).
+    pub(crate) fn owner_layout(&self, nnz: usize) -> bool {
+        self.owner.unwrap_or(nnz <= GRID_MAX_NNZ)
     }
 
     /// The format of a block with `nnz` nonzeros.
@@ -330,15 +337,16 @@ fn config(params: &Params) -> Result<Config> {
         }
     };
     let owner = match params.get::<String>(NAME, PARAMS, "epilogue")?.as_str() {
-        "auto" => run && on_off(params, "aggregate")?,
-        "owner" if run && on_off(params, "aggregate")? => true,
+        "auto" if run && on_off(params, "aggregate")? => None,
+        "auto" => Some(false),
+        "owner" if run && on_off(params, "aggregate")? => Some(true),
         "owner" => {
             return Err(param_err(
                 "epilogue",
                 "epilogue=owner needs accumulate=run and aggregate=on".into(),
             ))
         }
-        "atomic" => false,
+        "atomic" => Some(false),
         s => {
             return Err(param_err(
                 "epilogue",
@@ -489,6 +497,8 @@ pub struct CbLayout<T> {
     /// (u32::MAX when one warp's run holds them all), and per workspace row the number of runs.
     pub(crate) split_of: Vec<u32>,
     pub(crate) nparts: Vec<u32>,
+    /// Whether the owner epilogue may run (the split panels above are built).
+    pub(crate) owner: bool,
     /// Whether columns are aggregated, and the mapping: panel p's compressed column k is the
     /// global column `gcols[gptr[p] + k]` (gptr is folded into each slot's xcol).
     pub(crate) gathered: bool,
@@ -803,7 +813,8 @@ impl<T: Scalar> CbLayout<T> {
                 *v = s.map_or(0, |b| voff_nat[b]);
             }
         }
-        let (split_of, nparts) = if cfg.owner {
+        let owner = cfg.owner_layout(nnz);
+        let (split_of, nparts) = if owner {
             split_panels(&meta, bpw, gm)?
         } else {
             (Vec::new(), Vec::new())
@@ -823,6 +834,7 @@ impl<T: Scalar> CbLayout<T> {
             panel_nb,
             split_of,
             nparts,
+            owner,
             gathered,
             gcols,
             nblocks: nb_all - nscalers,
@@ -990,9 +1002,14 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
             ),
             (
                 "epilogue".into(),
-                if self.cfg.owner {
+                if self.owner {
                     format!(
-                        "owner ({} of {} panels split over several runs, the rest written by one warp)",
+                        "owner{} ({} of {} panels split over several runs, the rest written by one warp)",
+                        if self.cfg.owner.is_none() {
+                            " on a stream, atomic in a CUDA graph"
+                        } else {
+                            ""
+                        },
                         self.nparts.len(),
                         self.panel_nb.len()
                     )
@@ -1014,7 +1031,9 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                     if self.cfg.aggregate { "on" } else { "off" },
                     if self.cfg.fused {
                         "fused"
-                    } else if self.cfg.owner {
+                    } else if self.owner && self.cfg.owner.is_none() {
+                        "none on a stream (epilogue=owner: one launch), kernel in a CUDA graph"
+                    } else if self.owner {
                         "none (epilogue=owner: one launch)"
                     } else if self.cfg.grid(self.nnz) && self.cfg.grid_on_stream_only() {
                         "grid on a stream, kernel in a CUDA graph"
