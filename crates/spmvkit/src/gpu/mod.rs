@@ -30,7 +30,8 @@ use cudarc::driver::{
 pub use memory::{PinnedBuffer, PinnedSource};
 pub use nvrtc::{compile_ptx, nvrtc_present, nvrtc_version, PRELUDE};
 pub use timing::{
-    measure_copy_bandwidth, time_graph, time_stream, Timing, TimingConfig, TimingMode,
+    capture_graph, measure_copy_bandwidth, time_graph, time_stream, Timing, TimingConfig,
+    TimingMode,
 };
 
 use crate::error::{Error, Result};

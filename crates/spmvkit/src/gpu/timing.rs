@@ -169,26 +169,24 @@ pub fn time_stream(
     Ok(Timing::from_samples(TimingMode::Stream, *cfg, samples))
 }
 
-/// Graph mode: the N calls captured once into a CUDA graph, replayed K times.
-pub fn time_graph(
+/// Captures `n` enqueues (`step(i)` for i < n) on the GPU's stream into an uploaded CUDA graph.
+/// The capture is ended on every path, so the stream is usable again after an error.
+pub fn capture_graph(
     gpu: &Gpu,
-    cfg: &TimingConfig,
-    mut f: impl FnMut() -> Result<()>,
-) -> Result<Timing> {
-    check_config(cfg)?;
-    warm_up(gpu, cfg, &mut f)?;
+    n: usize,
+    mut step: impl FnMut(usize) -> Result<()>,
+) -> Result<cudarc::driver::CudaGraph> {
     let stream = gpu.stream();
     stream
         .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
         .map_err(|e| Error::cuda("beginning graph capture", e))?;
     let mut enqueued = Ok(());
-    for _ in 0..cfg.calls {
-        enqueued = f();
+    for i in 0..n {
+        enqueued = step(i);
         if enqueued.is_err() {
             break;
         }
     }
-    // End the capture on every path, so the stream is usable again.
     let graph = stream.end_capture(CUgraphInstantiate_flags(0));
     enqueued?;
     let graph = graph
@@ -197,6 +195,18 @@ pub fn time_graph(
     graph
         .upload()
         .map_err(|e| Error::cuda("uploading the graph", e))?;
+    Ok(graph)
+}
+
+/// Graph mode: the N calls captured once into a CUDA graph, replayed K times.
+pub fn time_graph(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    mut f: impl FnMut() -> Result<()>,
+) -> Result<Timing> {
+    check_config(cfg)?;
+    warm_up(gpu, cfg, &mut f)?;
+    let graph = capture_graph(gpu, cfg.calls, |_| f())?;
     graph
         .launch()
         .map_err(|e| Error::cuda("launching the graph", e))?;

@@ -25,7 +25,6 @@ pub mod rows;
 
 use std::time::Instant;
 
-use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -290,31 +289,13 @@ pub(crate) fn drive(
     })
 }
 
-/// Captures k steps into an uploaded graph; the stream is usable again on every path.
+/// Captures k steps into an uploaded graph (`gpu::capture_graph`), then waits for the upload.
 fn capture(
     gpu: &Gpu,
     k: usize,
     step: &mut impl FnMut(usize) -> Result<()>,
 ) -> Result<cudarc::driver::CudaGraph> {
-    let stream = gpu.stream();
-    stream
-        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
-        .map_err(|e| Error::cuda("beginning graph capture", e))?;
-    let mut enqueued = Ok(());
-    for i in 0..k {
-        enqueued = step(i);
-        if enqueued.is_err() {
-            break;
-        }
-    }
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
-    enqueued?;
-    let graph = graph
-        .map_err(|e| Error::cuda("ending graph capture", e))?
-        .ok_or_else(|| Error::cuda("graph capture", "the captured iterations enqueued no work"))?;
-    graph
-        .upload()
-        .map_err(|e| Error::cuda("uploading the solver graph", e))?;
+    let graph = crate::gpu::capture_graph(gpu, k, step)?;
     gpu.synchronize()?;
     Ok(graph)
 }

@@ -106,7 +106,7 @@ pub(super) fn run<T: Scalar>(l: &CbLayout<T>, alpha: T, x: &[T], beta: T, y: &mu
         }
     };
     // epilogue=owner: no scaling pass; each run writes or stages its panel (see `flush`)
-    let owner = l.owner;
+    let owner = l.owner();
     if !l.cfg.fused && !owner {
         for v in y.iter_mut() {
             *v = scale(*v);

@@ -106,7 +106,7 @@ pub(super) fn upload<T: Scalar>(
         ("cb_spmv".to_string(), "cb_spmv_grid".to_string())
     };
     let spmv_grid = gpu.function::<T>(&KERNEL, &grid_name)?;
-    let owner = lean && l.owner;
+    let owner = lean && l.owner();
     let grid_ctas = if !l.cfg.fused && l.cfg.owner != Some(true) && l.cfg.grid(l.nnz) {
         let per_sm = spmv_grid
             .occupancy_max_active_blocks_per_multiprocessor((WARPS * 32) as u32, 0, None)
@@ -173,7 +173,10 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
             return Ok(());
         }
         let m = self.nrows as i32;
-        let capturing = gpu.stream_is_capturing();
+        // Asked of the driver only when a stream-only mode is in play (small matrices).
+        let capturing = ((self.owner && self.owner_stream_only)
+            || (self.grid_ctas.is_some() && self.grid_stream_only))
+            && gpu.stream_is_capturing();
         let owner = self.owner && !(self.owner_stream_only && capturing);
         let coop = self
             .grid_ctas

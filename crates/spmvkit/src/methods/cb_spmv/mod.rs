@@ -505,8 +505,6 @@ pub struct CbLayout<T> {
     /// (u32::MAX when one warp's run holds them all), and per workspace row the number of runs.
     pub(crate) split_of: Vec<u32>,
     pub(crate) nparts: Vec<u32>,
-    /// Whether the owner epilogue may run (the split panels above are built).
-    pub(crate) owner: bool,
     /// Whether columns are aggregated, and the mapping: panel p's compressed column k is the
     /// global column `gcols[gptr[p] + k]` (gptr is folded into each slot's xcol).
     pub(crate) gathered: bool,
@@ -821,8 +819,7 @@ impl<T: Scalar> CbLayout<T> {
                 *v = s.map_or(0, |b| voff_nat[b]);
             }
         }
-        let owner = cfg.owner_layout(nnz);
-        let (split_of, nparts) = if owner {
+        let (split_of, nparts) = if cfg.owner_layout(nnz) {
             split_panels(&meta, bpw, gm)?
         } else {
             (Vec::new(), Vec::new())
@@ -842,7 +839,6 @@ impl<T: Scalar> CbLayout<T> {
             panel_nb,
             split_of,
             nparts,
-            owner,
             gathered,
             gcols,
             nblocks: nb_all - nscalers,
@@ -854,6 +850,11 @@ impl<T: Scalar> CbLayout<T> {
             std_after,
             stages,
         })
+    }
+
+    /// Whether the owner epilogue may run: its split panels were built (one entry per panel).
+    pub(crate) fn owner(&self) -> bool {
+        !self.split_of.is_empty()
     }
 
     /// Number of slots (8·bpw per CTA).
@@ -1010,7 +1011,7 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
             ),
             (
                 "epilogue".into(),
-                if self.owner {
+                if self.owner() {
                     format!(
                         "owner{} ({} of {} panels split over several runs, the rest written by one warp)",
                         if self.cfg.owner.is_none() {
@@ -1039,9 +1040,9 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                     if self.cfg.aggregate { "on" } else { "off" },
                     if self.cfg.fused {
                         "fused"
-                    } else if self.owner && self.cfg.owner.is_none() {
+                    } else if self.owner() && self.cfg.owner.is_none() {
                         "none on a stream (epilogue=owner: one launch), kernel in a CUDA graph"
-                    } else if self.owner {
+                    } else if self.owner() {
                         "none (epilogue=owner: one launch)"
                     } else if self.cfg.grid(self.nnz) && self.cfg.grid_on_stream_only() {
                         "grid on a stream, kernel in a CUDA graph"
