@@ -5,7 +5,7 @@ use clap::Args;
 use serde_json::json;
 use spmvkit::bench::{measure, MeasureOptions, RunRecord};
 use spmvkit::methods::{Backend, Params, PlanOptions};
-use spmvkit::{Precision, PrepareFor};
+use spmvkit::{Csr, Precision, PrepareFor};
 
 use crate::auto_args::AutoArgs;
 use crate::input;
@@ -108,13 +108,7 @@ fn run_t<T: PrepareFor>(args: &RunArgs) -> Result<()> {
                 plan: PlanOptions::default(),
                 ..opts.clone()
             };
-            match measure(&loaded.matrix, "cusparse", &base_opts) {
-                Ok(b) => Some(b),
-                Err(e) => {
-                    eprintln!("note: cuSPARSE baseline failed: {e}");
-                    None
-                }
-            }
+            best_cusparse(&loaded.matrix, &base_opts)
         } else {
             None
         };
@@ -176,6 +170,33 @@ fn print_json(name: &str, rec: &RunRecord, base: Option<&RunRecord>) -> Result<(
     Ok(())
 }
 
+/// The cuSPARSE baseline: ALG1 and ALG2 each measured with its own setup, the faster per timing
+/// mode (the one-call `cusparse` entry would add its upload-time trial of both algorithms).
+fn best_cusparse<T: PrepareFor>(a: &Csr<T>, opts: &MeasureOptions) -> Option<RunRecord> {
+    let mut runs: Vec<RunRecord> = ["cusparse-alg1", "cusparse-alg2"]
+        .into_iter()
+        .filter_map(|m| match measure(a, m, opts) {
+            Ok(b) if b.verified => Some(b),
+            Ok(_) => {
+                eprintln!("note: {m} gave a wrong result; not used as the baseline");
+                None
+            }
+            Err(e) => {
+                eprintln!("note: {m} baseline failed: {e}");
+                None
+            }
+        })
+        .collect();
+    runs.sort_by(|a, b| a.time.median_us.total_cmp(&b.time.median_us));
+    let best_graph = runs
+        .iter()
+        .filter_map(|r| r.graph_time.clone())
+        .min_by(|a, b| a.median_us.total_cmp(&b.median_us));
+    let mut best = runs.into_iter().next()?;
+    best.graph_time = best_graph;
+    Some(best)
+}
+
 fn print_text(name: &str, rec: &RunRecord, base: Option<&RunRecord>) {
     println!(
         "{name}: {} x {}, {} nnz, {} on {} ({})",
@@ -229,7 +250,7 @@ fn print_text(name: &str, rec: &RunRecord, base: Option<&RunRecord>) {
     if let Some(b) = base {
         let (s, g) = speedup(rec, Some(b));
         println!(
-            "  cusparse        {:.2} µs stream{}",
+            "  cusparse        {:.2} µs stream{} (best of ALG1 and ALG2)",
             b.time.median_us,
             b.graph_time
                 .as_ref()

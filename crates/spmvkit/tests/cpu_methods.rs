@@ -1,7 +1,8 @@
 //! Every registered method's CPU executor against the serial f64 oracle, on the whole edge-case
-//! corpus, in f32 and f64, with β = 0 (y filled with NaN, which must not leak) and β ≠ 0.
+//! corpus, in f32 and f64, with β = 0 (y filled with NaN, which must not leak) and β ≠ 0, and on
+//! each corpus pattern's exact problem (small integers: the answer must match bit for bit).
 
-use spmvkit::cpu::{check, oracle_spmv};
+use spmvkit::cpu::{check, check_exact, oracle_spmv, ExactProblem};
 use spmvkit::methods::{registry, Backend, Plan, PlanOptions};
 use spmvkit::{Csr, PrepareFor};
 
@@ -47,6 +48,19 @@ fn run_case<T: PrepareFor>(name: &str, a: &Csr<T>, method: &'static dyn spmvkit:
             info.name
         );
     }
+    let p = ExactProblem::new(a, 5).expect("exact problem");
+    let mut plan = Plan::with_method(method, &p.a, &opts).expect("prepare the exact problem");
+    let mut y = p.y0.clone();
+    plan.apply(p.alpha, &p.x, p.beta, &mut y).expect("apply");
+    let c = check_exact(&p.reference, &y);
+    assert!(
+        c.ok,
+        "{} on {name}'s exact problem ({}): row {} off by {:.3e} (relative)",
+        info.name,
+        std::any::type_name::<T>(),
+        c.worst_row,
+        c.max_rel_err
+    );
 }
 
 #[test]

@@ -133,14 +133,7 @@ fn run_methods<T: PrepareFor>(
         }));
         let (status, error, record) = match outcome {
             Ok(Ok(rec)) if rec.verified => (Status::Ok, None, Some(rec)),
-            Ok(Ok(rec)) => (
-                Status::Wrong,
-                Some(format!(
-                    "max relative error {:.3e} against the oracle",
-                    rec.max_rel_err
-                )),
-                Some(rec),
-            ),
+            Ok(Ok(rec)) => (Status::Wrong, Some(wrong_reason(&rec)), Some(rec)),
             Ok(Err(e)) => (status_of(&e), Some(e.to_string()), None),
             Err(panic) => (
                 Status::Failed,
@@ -155,6 +148,21 @@ fn run_methods<T: PrepareFor>(
             error,
             record,
         });
+    }
+}
+
+/// Why a record is wrong: the first call, or a later call of a timed loop.
+fn wrong_reason(rec: &super::RunRecord) -> String {
+    match rec.later_checks.iter().find(|l| !l.ok) {
+        Some(l) => format!(
+            "wrong after the {} loop of {} calls: row {} off by {:.3e} relative to its magnitude \
+             (first call: max relative error {:.3e})",
+            l.run, l.calls, l.worst_row, l.max_rel_err, rec.max_rel_err
+        ),
+        None => format!(
+            "max relative error {:.3e} against the oracle",
+            rec.max_rel_err
+        ),
     }
 }
 

@@ -4,6 +4,12 @@
 //! On the CPU a call is timed with a wall clock around `reps` back-to-back applies. On the GPU the
 //! timing protocol of [`crate::gpu::timing`] is used (CUDA events around N calls on one stream,
 //! and the same N calls replayed from a CUDA graph), and the record carries both figures.
+//!
+//! Every timed loop is checked too, not only the first call: y starts each loop from y0, every
+//! call of the loop updates it, and after the loop it is compared with the oracle's expectation
+//! after that many calls ([`Reference::after_calls`]), so a method that keeps state across calls
+//! (tickets, workspace rows, flags) or takes another path inside a graph capture is caught when a
+//! later call goes wrong ([`LaterCheck`]).
 
 pub mod harness;
 pub mod plots;
@@ -12,7 +18,7 @@ pub mod report;
 mod run;
 pub mod suites;
 
-pub use record::{byte_model, fits_l2, RunRecord, Timing};
+pub use record::{byte_model, fits_l2, LaterCheck, RunRecord, Timing};
 pub use report::{load_runs, write_report, write_report_with, ReportFiles, ReportOptions};
 pub use run::{BenchRun, MachineInfo, MatrixResult, MethodResult, Status};
 
@@ -112,6 +118,37 @@ impl<T: Scalar> Problem<T> {
     }
 }
 
+/// Checks y after a timed loop of `calls` calls from y0 and records the outcome; a failure
+/// makes the record unverified. With |β| > 1 y grows without bound and the loop is not checked
+/// (said in a note).
+fn check_later<T: Scalar>(
+    rec: &mut RunRecord,
+    problem: &Problem<T>,
+    run: &str,
+    calls: u64,
+    y: &[T],
+) {
+    let Some(expected) = problem
+        .reference
+        .after_calls(problem.beta, &problem.y0, calls)
+    else {
+        rec.notes.push((
+            format!("{run} loop check"),
+            "skipped: |β| > 1 grows y without bound".into(),
+        ));
+        return;
+    };
+    let c = check(&expected, y);
+    rec.verified &= c.ok;
+    rec.later_checks.push(LaterCheck {
+        run: run.to_string(),
+        calls,
+        ok: c.ok,
+        max_rel_err: c.max_rel_err,
+        worst_row: c.worst_row,
+    });
+}
+
 /// Prepares `method` on `a`, checks one call against the oracle, then times repeated calls.
 pub fn measure<T: PrepareFor>(
     a: &Csr<T>,
@@ -168,6 +205,7 @@ pub fn measure_problem<T: PrepareFor>(
     rec.fallback_note = plan.fallback_note().map(str::to_string);
     match plan.backend() {
         Backend::Cpu => {
+            y.copy_from_slice(&problem.y0);
             let t = Instant::now();
             plan.apply(alpha, x, beta, &mut y)?;
             let (warmup, reps) = opts.capped(t.elapsed().as_secs_f64() * 1e6);
@@ -183,19 +221,21 @@ pub fn measure_problem<T: PrepareFor>(
                 samples.push(t.elapsed().as_secs_f64() * 1e6 / reps as f64);
             }
             rec.set_stream_timing(Timing::from_samples(samples));
+            let calls = 1 + warmup + reps * opts.samples.max(1);
+            check_later(&mut rec, problem, "cpu", calls as u64, &y);
         }
-        Backend::Gpu => gpu_timing(&mut plan, alpha, beta, opts, &mut rec)?,
+        Backend::Gpu => gpu_timing(&mut plan, problem, opts, &mut rec)?,
     }
     Ok(rec)
 }
 
 fn gpu_timing<T: PrepareFor>(
     plan: &mut Plan<T>,
-    alpha: T,
-    beta: T,
+    problem: &Problem<T>,
     opts: &MeasureOptions,
     rec: &mut RunRecord,
 ) -> Result<()> {
+    let (alpha, beta, n) = (problem.alpha, problem.beta, problem.y0.len());
     let Some((gpu, layout, x, y)) = plan.device_parts() else {
         return Ok(());
     };
@@ -212,13 +252,139 @@ fn gpu_timing<T: PrepareFor>(
         calls,
         samples: opts.samples.max(1),
     };
+    let mut host = vec![T::zero(); n];
+    // y from y0 before each loop, checked after it (outside the timed region)
+    let reset = |y: &mut cudarc::driver::CudaSlice<T>| -> Result<()> {
+        if n > 0 {
+            gpu.stream()
+                .memcpy_htod(&problem.y0, y)
+                .map_err(|e| crate::error::Error::cuda("copy y0", e))?;
+        }
+        Ok(())
+    };
+    reset(y)?;
     let stream = time_stream(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y))?;
+    gpu.download(y, &mut host)?;
+    check_later(rec, problem, "stream", stream.executions(), &host);
     rec.set_stream_timing(stream.into());
+    reset(y)?;
     match time_graph(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y)) {
-        Ok(g) => rec.graph_time = Some(g.into()),
+        Ok(g) => {
+            gpu.download(y, &mut host)?;
+            check_later(rec, problem, "graph", g.executions(), &host);
+            rec.graph_time = Some(g.into());
+        }
         Err(e) => rec
             .notes
             .push(("graph timing".into(), format!("unavailable: {e}"))),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::methods::{find, PrepTimes};
+
+    /// `calls` calls of y ← αAx + βy in precision T, the serial order; `wrong_at` drops the
+    /// largest product of row `row` in that call.
+    fn repeated<T: Scalar>(
+        a: &Csr<T>,
+        p: &Problem<T>,
+        calls: usize,
+        wrong_at: Option<(usize, usize)>,
+    ) -> Vec<T> {
+        let mut y = p.y0.clone();
+        for call in 0..calls {
+            for (i, yi) in y.iter_mut().enumerate() {
+                let (cols, vals) = a.row(i);
+                let prods: Vec<T> = cols
+                    .iter()
+                    .zip(vals)
+                    .map(|(&c, &v)| v * p.x[c as usize])
+                    .collect();
+                let skip = match wrong_at {
+                    Some((c, r)) if c == call && r == i => (0..prods.len()).max_by(|&u, &v| {
+                        prods[u].to_f64().abs().total_cmp(&prods[v].to_f64().abs())
+                    }),
+                    _ => None,
+                };
+                let mut s = T::zero();
+                for (k, &q) in prods.iter().enumerate() {
+                    if Some(k) != skip {
+                        s += q;
+                    }
+                }
+                let b = if p.beta == T::zero() {
+                    T::zero()
+                } else {
+                    p.beta * *yi
+                };
+                *yi = p.alpha * s + b;
+            }
+        }
+        y
+    }
+
+    fn later_checks_catch_a_wrong_later_call<T: Scalar>() {
+        let a = crate::gen::generate::<T>("powerlaw:2000,8").unwrap();
+        let info = find("csr").unwrap().info();
+        for beta in [0.0, -0.75, 0.5, 1.0] {
+            let p = Problem::new(&a, 1.5, beta).unwrap();
+            let calls = 40;
+            let mut rec = RunRecord::new(&a, &info, Backend::Cpu, PrepTimes::default());
+            rec.verified = true;
+            check_later(
+                &mut rec,
+                &p,
+                "cpu",
+                calls as u64,
+                &repeated(&a, &p, calls, None),
+            );
+            assert!(
+                rec.verified,
+                "β={beta}: a right loop was flagged: {:?}",
+                rec.later_checks
+            );
+            // a later call (the last, so that β = 0 cannot overwrite it) drops a product
+            let bad = repeated(&a, &p, calls, Some((calls - 1, 7)));
+            check_later(&mut rec, &p, "cpu", calls as u64, &bad);
+            assert!(
+                !rec.verified,
+                "β={beta} {}: a wrong later call passed",
+                T::PRECISION
+            );
+            let last = rec.later_checks.last().unwrap();
+            assert_eq!((last.ok, last.worst_row), (false, 7));
+            // and the count matters (on a short loop: with |β| < 1 y converges)
+            let mut rec = RunRecord::new(&a, &info, Backend::Cpu, PrepTimes::default());
+            rec.verified = true;
+            if beta != 0.0 {
+                check_later(&mut rec, &p, "cpu", 4, &repeated(&a, &p, 5, None));
+                assert!(!rec.verified, "β={beta}: a miscounted loop passed");
+            }
+        }
+    }
+
+    #[test]
+    fn later_checks_catch_a_wrong_later_call_f32_and_f64() {
+        later_checks_catch_a_wrong_later_call::<f32>();
+        later_checks_catch_a_wrong_later_call::<f64>();
+    }
+
+    /// The harness's CPU path checks its timed loop: a right method passes it.
+    #[test]
+    fn measure_checks_the_cpu_loop() {
+        let a = crate::gen::generate::<f64>("poisson2d:20").unwrap();
+        let opts = MeasureOptions {
+            beta: -0.75,
+            reps: 3,
+            samples: 2,
+            ..Default::default()
+        };
+        let rec = measure(&a, "csr", &opts).unwrap();
+        assert!(rec.verified);
+        assert_eq!(rec.later_checks.len(), 1);
+        assert!(rec.later_checks[0].ok && rec.later_checks[0].calls == 1 + 3 + 3 * 2);
+    }
 }

@@ -90,6 +90,24 @@ pub struct RunRecord {
     pub footprint_bytes: usize,
     pub notes: Vec<(String, String)>,
     pub fallback_note: Option<String>,
+    /// The checks of y after the timed loops (every call of a loop runs on one y, so y after the
+    /// loop is checked against the β-aware expectation of that many calls); a failed one makes
+    /// the record unverified.
+    #[serde(default)]
+    pub later_checks: Vec<LaterCheck>,
+}
+
+/// y checked after a timed loop of `calls` calls.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaterCheck {
+    /// `stream`, `graph` or `cpu` (the CPU wall-clock loop).
+    pub run: String,
+    pub calls: u64,
+    pub ok: bool,
+    /// Worst |y − expected| relative to the row's magnitude; `null` when y held NaN.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub max_rel_err: f64,
+    pub worst_row: usize,
 }
 
 impl RunRecord {
@@ -121,6 +139,7 @@ impl RunRecord {
             footprint_bytes: 0,
             notes: Vec::new(),
             fallback_note: None,
+            later_checks: Vec::new(),
         }
     }
 

@@ -1201,13 +1201,17 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
         counts[Status::Failed as usize]
     );
 
-    for kind in [TimeKind::Stream, TimeKind::Graph] {
-        let has_kind = matrices.iter().any(|m| {
+    let has_kind = |kind: TimeKind| {
+        matrices.iter().any(|m| {
             m.results
                 .iter()
                 .any(|r| r.precision == p && result_time_us(r, kind).is_some())
-        });
-        if !has_kind {
+        })
+    };
+    // CUDA-graph timing leads: on L2-resident matrices stream timing measures the host's launch
+    // overhead more than the kernel.
+    for kind in [TimeKind::Graph, TimeKind::Stream] {
+        if !has_kind(kind) {
             continue;
         }
         for base in &opts.baselines {
@@ -1236,6 +1240,9 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
                  losses over all matrices; break-even: median calls for the method's preprocessing \
                  to pay off where it is faster.\n"
             );
+            if let Some(note) = host_baseline_note(&matrices, base, p) {
+                let _ = writeln!(s, "{note}\n");
+            }
             let _ = writeln!(
                 s,
                 "| method | all | nnz > 1M | bandwidth-bound | wins / losses | method failed | no baseline | break-even calls |"
@@ -1324,18 +1331,51 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
         .iter()
         .filter(|m| m.matrix.fits_l2)
         .collect();
-    for (title, set) in [
-        ("Best method per matrix: bandwidth-bound", bw),
+    let l2_kind = if has_kind(TimeKind::Graph) {
+        TimeKind::Graph
+    } else {
+        TimeKind::Stream
+    };
+    for (title, set, kind) in [
+        (
+            "Best method per matrix: bandwidth-bound",
+            bw,
+            TimeKind::Stream,
+        ),
         (
             "Best method per matrix: working set fits in L2, launch-bound",
             l2,
+            l2_kind,
         ),
     ] {
         if set.is_empty() {
             continue;
         }
-        best_table(s, merged, opts, p, title, &set);
+        best_table(s, merged, opts, p, title, &set, kind);
     }
+}
+
+/// A line for a speedup table whose baseline ran on the CPU while compared methods ran on the
+/// GPU: the ratio then sets the host's wall clock against CUDA events.
+fn host_baseline_note(matrices: &[&MatrixResult], base: &Baseline, p: Precision) -> Option<String> {
+    let backend_of = |want_member: bool| {
+        matrices
+            .iter()
+            .flat_map(|m| &m.results)
+            .filter(|r| r.precision == p && base.is_member(&r.method) == want_member)
+            .filter_map(|r| r.record.as_ref().map(|rec| rec.backend))
+            .collect::<Vec<_>>()
+    };
+    let base_on_cpu = backend_of(true).contains(&crate::methods::Backend::Cpu);
+    let others_on_gpu = backend_of(false).contains(&crate::methods::Backend::Gpu);
+    (base_on_cpu && others_on_gpu).then(|| {
+        format!(
+            "`{}` ran on the CPU: these ratios set its host wall-clock time against the GPU \
+             methods' CUDA-event times (a device-against-host comparison, not kernel against \
+             kernel).",
+            base.name
+        )
+    })
 }
 
 fn speedup_cell(x: &SpeedupSummary) -> String {
@@ -1353,10 +1393,10 @@ fn best_table(
     p: Precision,
     title: &str,
     set: &[&MergedMatrix],
+    kind: TimeKind,
 ) {
-    let kind = TimeKind::Stream;
     let base = opts.baselines.first();
-    let _ = writeln!(s, "### {title} ({p}, stream timing)\n");
+    let _ = writeln!(s, "### {title} ({p}, {} timing)\n", kind.name());
     let base_col = base.map_or_else(String::new, |b| format!(" vs {} |", b.name));
     let _ = writeln!(
         s,
@@ -1898,6 +1938,7 @@ pub(crate) mod tests {
             footprint_bytes: 12 * nnz,
             notes: vec![("k".into(), "a,b".into())],
             fallback_note: None,
+            later_checks: Vec::new(),
         };
         rec.set_stream_timing(Timing::from_samples(vec![t_us]));
         rec
@@ -2475,6 +2516,38 @@ pub(crate) mod tests {
             suite: Some("synthetic".into()),
             matrices,
         }
+    }
+
+    /// Graph timing leads, the L2-resident best-method table is on graph timing, and a CPU
+    /// baseline set against GPU methods is labelled as host against device.
+    #[test]
+    fn summaries_lead_with_graph_timing_and_label_host_baselines() {
+        let mut run = synthetic_run();
+        for m in &mut run.matrices {
+            let mut cpu = ok("csr", F64, m.stats.nnz, 500.0, 0.0);
+            if let Some(rec) = cpu.record.as_mut() {
+                rec.backend = Backend::Cpu;
+                rec.graph_time = None;
+            }
+            m.results.push(cpu);
+        }
+        let md = summary_markdown(&merge_runs(&[run]), &ReportOptions::default(), &[], &[]);
+        let graph = md.find("### Speedup over cusparse (best of").unwrap();
+        assert!(md[graph..].starts_with("### Speedup over cusparse (best of cusparse-alg1, cusparse-alg2, cusparse), CUDA graph timing"), "{md}");
+        assert!(md.contains("launch-bound (f64, CUDA graph timing)"), "{md}");
+        assert!(md.contains("bandwidth-bound (f64, stream timing)"), "{md}");
+        assert!(
+            md.contains("`csr` ran on the CPU: these ratios set its host wall-clock time"),
+            "{md}"
+        );
+        // an all-GPU run has no such label
+        let md = summary_markdown(
+            &merge_runs(&[synthetic_run()]),
+            &ReportOptions::default(),
+            &[],
+            &[],
+        );
+        assert!(!md.contains("ran on the CPU: these ratios"), "{md}");
     }
 
     #[test]

@@ -72,6 +72,22 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// How many calls the timing executed on the device, warm-up included: warmup + K·N on a
+    /// stream, and warmup + N·(K + 1) from a graph (the captured N are launched once before the K
+    /// timed replays). Capturing executes nothing.
+    pub fn executions(&self) -> u64 {
+        let TimingConfig {
+            warmup,
+            calls,
+            samples,
+        } = self.config;
+        let launches = match self.mode {
+            TimingMode::Stream => samples,
+            TimingMode::Graph => samples + 1,
+        };
+        (warmup + calls * launches) as u64
+    }
+
     fn from_samples(mode: TimingMode, config: TimingConfig, samples_us: Vec<f64>) -> Timing {
         let (median_us, min_us, max_us) =
             sample_stats(&samples_us).unwrap_or((f64::NAN, f64::NAN, f64::NAN));

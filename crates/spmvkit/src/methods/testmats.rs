@@ -329,4 +329,23 @@ fn gpu_case<M: GenericMethod, T: Scalar>(
             assert!(c.ok, "{what} α={alpha} β={beta}: row {} off", c.worst_row);
         }
     }
+    // The exact problem on the same pattern: every correct order gives the oracle's y exactly.
+    let p = crate::cpu::ExactProblem::new(a, 5).expect("exact problem");
+    let dl = m
+        .prepare(&p.a, params)
+        .and_then(|l| l.upload(gpu))
+        .unwrap_or_else(|e| panic!("{what}: exact problem: {e}"));
+    let dx = gpu.upload(&p.x).expect("upload x");
+    let mut dy = gpu.upload(&p.y0).expect("upload y");
+    dl.run(gpu, p.alpha, &dx, p.beta, &mut dy)
+        .unwrap_or_else(|e| panic!("{what}: exact problem: run: {e}"));
+    let mut got = vec![T::zero(); a.nrows()];
+    gpu.download(&dy, &mut got)
+        .unwrap_or_else(|e| panic!("{what}: download: {e}"));
+    let c = crate::cpu::check_exact(&p.reference, &got);
+    assert!(
+        c.ok,
+        "{what}: exact problem: row {} off by {:.3e}",
+        c.worst_row, c.max_rel_err
+    );
 }
