@@ -10,7 +10,9 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
-use spmvkit::dist::bootstrap::{RankEnv, Rendezvous, ENV_RANK, ENV_ROOT, ENV_WORLD};
+use spmvkit::dist::bootstrap::{
+    RankEnv, Rendezvous, Token, ENV_RANK, ENV_ROOT, ENV_TOKEN, ENV_WORLD,
+};
 use spmvkit::dist::nccl::{DistScalar, NcclSetup};
 use spmvkit::dist::rank::{run_rank, test_vectors, RankConfig, RankReport};
 use spmvkit::dist::{SimOperator, StrategyChoice};
@@ -29,7 +31,7 @@ pub(crate) const REPORT_PREFIX: &str = "SPMVKIT-RANK-REPORT ";
   spmv dist scaling kron:22 kron:23,48 poisson3d:320 --gpus 1,2 --json
   spmv dist solve cg poisson3d:160 --gpus 1,2         distributed CG, speedup 1 -> 2 GPUs
   spmv dist pagerank kron:20 --gpus 1,2               distributed PageRank
-  spmv dist rendezvous --listen 0.0.0.0:29500 --ranks 4   (multi-host, docs/multi-gpu.md)")]
+  spmv dist rendezvous --listen 10.0.0.1:29500 --ranks 4  (multi-host, docs/multi-gpu.md)")]
 pub struct DistArgs {
     #[command(subcommand)]
     command: DistCommand,
@@ -45,9 +47,10 @@ enum DistCommand {
     Solve(crate::cmd_dist_solve::DistSolveArgs),
     /// Distributed PageRank over N GPUs.
     Pagerank(crate::cmd_dist_solve::DistPageRankArgs),
-    /// Serve NCCL's unique id to ranks started by hand (multi-host bootstrap).
+    /// Serve NCCL's unique id to ranks started by hand (multi-host bootstrap); prints the
+    /// rendezvous address and the launch token every rank needs.
     Rendezvous(RendezvousArgs),
-    /// One rank (started by `run`; reads SPMVKIT_DIST_RANK / _WORLD / _ROOT).
+    /// One rank (started by `run`; reads SPMVKIT_DIST_RANK / _WORLD / _ROOT / _TOKEN).
     #[command(hide = true)]
     Rank(RankArgs),
     /// One solver rank (started by `solve cg` and `pagerank`).
@@ -169,9 +172,16 @@ struct ScalingArgs {
 }
 
 #[derive(Args)]
+#[command(
+    after_help = "Prints SPMVKIT_DIST_ROOT=ADDR:PORT and SPMVKIT_DIST_TOKEN=HEX (a fresh \
+random 128-bit token, or the one in SPMVKIT_DIST_TOKEN when that is set); every rank needs both. \
+Connections without the token, with a malformed or oversized line, or claiming a rank already \
+here are dropped with a line on stderr."
+)]
 struct RendezvousArgs {
-    /// Address to listen on, e.g. 0.0.0.0:29500.
-    #[arg(long)]
+    /// ADDR:PORT of the interface the ranks reach, e.g. 10.0.0.1:29500 (a wildcard address
+    /// such as 0.0.0.0 is refused).
+    #[arg(long, value_name = "ADDR:PORT")]
     listen: String,
     /// Number of ranks to wait for.
     #[arg(long)]
@@ -199,22 +209,40 @@ pub fn run(args: DistArgs) -> Result<()> {
         DistCommand::Solve(a) => crate::cmd_dist_solve::run_solve(a),
         DistCommand::Pagerank(a) => crate::cmd_dist_solve::run_pagerank(a),
         DistCommand::SolveRank(a) => crate::cmd_dist_solve::rank(a),
-        DistCommand::Rendezvous(a) => {
-            let server = Rendezvous::bind(&a.listen, a.ranks)?;
-            eprintln!(
-                "rendezvous on {} for {} ranks; start them with {ENV_ROOT}=<this host>:<port>",
-                server.local_addr()?,
-                a.ranks
-            );
-            server.serve(Duration::from_secs(a.timeout))?;
-            eprintln!("all {} ranks got the id", a.ranks);
-            Ok(())
-        }
+        DistCommand::Rendezvous(a) => rendezvous(&a),
         DistCommand::Rank(a) => match a.common.part.precision.parse::<Precision>()? {
             Precision::F32 => rank::<f32>(&a),
             Precision::F64 => rank::<f64>(&a),
         },
     }
+}
+
+/// `spmv dist rendezvous`: serves one multi-host start on the named interface.
+fn rendezvous(a: &RendezvousArgs) -> Result<()> {
+    let (token, given) = match std::env::var(ENV_TOKEN) {
+        Ok(t) => (Token::parse(&t).context(ENV_TOKEN)?, true),
+        Err(_) => (Token::random()?, false),
+    };
+    let server = Rendezvous::bind(&a.listen, a.ranks, token.clone())?;
+    let addr = server.local_addr()?;
+    eprintln!(
+        "rendezvous on {addr} for {} ranks; start every rank with {ENV_RANK}, {ENV_WORLD}={} \
+         and these (docs/multi-gpu.md):",
+        a.ranks, a.ranks
+    );
+    println!("{ENV_ROOT}={addr}");
+    if given {
+        eprintln!("{ENV_TOKEN}: the one in this environment");
+    } else {
+        println!("{ENV_TOKEN}={token}");
+    }
+    let dropped = server.serve(Duration::from_secs(a.timeout))?;
+    eprintln!(
+        "all {} ranks got the id ({} other connections dropped)",
+        a.ranks,
+        dropped.len()
+    );
+    Ok(())
 }
 
 fn timing(c: &Common) -> TimingConfig {
@@ -374,8 +402,10 @@ pub(crate) fn spawn_ranks(
         Ok(v) if !v.trim().is_empty() => v.split(',').map(|s| s.trim().to_string()).collect(),
         _ => (0..visible).map(|d| d.to_string()).collect(),
     };
-    let server = Rendezvous::bind("127.0.0.1:0", world)?;
-    let root = server.local_addr()?;
+    // the ranks are this host's children: the loopback, and a token only they are given
+    let token = Token::random()?;
+    let server = Rendezvous::bind("127.0.0.1:0", world, token.clone())?;
+    let root = server.local_addr()?.to_string();
     let timeout = Duration::from_secs(connect_timeout);
     let serving = (world > 1).then(|| std::thread::spawn(move || server.serve(timeout)));
     let exe = std::env::current_exe().context("finding the spmv executable")?;
@@ -392,6 +422,7 @@ pub(crate) fn spawn_ranks(
             .env(ENV_RANK, r.to_string())
             .env(ENV_WORLD, world.to_string())
             .env(ENV_ROOT, &root)
+            .env(ENV_TOKEN, token.to_string())
             .env("CUDA_VISIBLE_DEVICES", device)
             // NVLink multicast (NVLS) stays off in every rank
             .env("NCCL_NVLS_ENABLE", "0")

@@ -11,7 +11,8 @@
 //! - [`rank`]: one rank's run: distribute, connect, check against the oracle, time.
 //! - [`solve`]: distributed CG and PageRank, written once over [`RowOperator`]: the simulation
 //!   ([`SimRows`]) and one NCCL rank ([`NcclRows`]); dot products through the all-reduce.
-//! - [`bootstrap`]: the rank environment and the TCP rendezvous that hands NCCL's unique id from
+//! - [`bootstrap`]: the rank environment and the TCP rendezvous that admits the ranks bringing
+//!   the launch's token, checks that they hold the same input, and hands NCCL's unique id from
 //!   rank 0 to the others (one host through the `spmv dist` launcher, several hosts by hand).
 
 pub mod bootstrap;

@@ -24,7 +24,7 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 use cudarc::nccl::{Comm, Id, NcclType, ReduceOp};
 
-use super::bootstrap::{exchange_id, RankEnv, ID_BYTES};
+use super::bootstrap::{exchange_id, Hello, InputIdentity, RankEnv, ID_BYTES};
 use super::partition::{RankBlock, Strategy};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -219,8 +219,14 @@ pub struct Communicator {
 
 impl Communicator {
     /// Joins the world described by `env`: rank 0 makes the unique id, the rendezvous at
-    /// `env.root` hands it to all, then `ncclCommInitRank` on a new stream of `gpu`.
-    pub fn connect(gpu: &Gpu, env: &RankEnv, timeout: Duration) -> Result<Communicator> {
+    /// `env.root` checks every rank's token and `input` and hands the id to all, then
+    /// `ncclCommInitRank` on a new stream of `gpu`.
+    pub fn connect(
+        gpu: &Gpu,
+        env: &RankEnv,
+        input: &InputIdentity,
+        timeout: Duration,
+    ) -> Result<Communicator> {
         if !loadable() {
             return Err(Error::GpuUnavailable(format!(
                 "rank {}: libnccl cannot be loaded (start ranks with `spmv dist run`, which finds \
@@ -232,19 +238,24 @@ impl Communicator {
         let root = env.root.as_deref().ok_or_else(|| {
             Error::InvalidArgument(format!("rank {}: no rendezvous address", env.rank))
         })?;
-        let mine = if env.rank == 0 {
+        let token = env
+            .token
+            .clone()
+            .ok_or_else(|| Error::InvalidArgument(format!("rank {}: no launch token", env.rank)))?;
+        let id = if env.rank == 0 {
             let id = Id::new().map_err(nccl_err("ncclGetUniqueId"))?;
-            Some(id.internal().map(|c| c as u8))
+            Some(id.internal().iter().map(|&c| c as u8).collect())
         } else {
             None
         };
-        let bytes = exchange_id(
-            root,
-            env.rank,
-            env.world,
-            mine.as_ref().map(|b| &b[..]),
-            timeout,
-        )?;
+        let hello = Hello {
+            token,
+            rank: env.rank,
+            world: env.world,
+            input: *input,
+            id,
+        };
+        let bytes = exchange_id(root, &hello, timeout)?;
         let mut internal = [0 as std::ffi::c_char; ID_BYTES];
         internal
             .iter_mut()

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::bootstrap::RankEnv;
+use super::bootstrap::{InputIdentity, RankEnv};
 use super::nccl::{Communicator, DistOperator, DistScalar, OperatorInfo};
 use super::partition::{Distribution, Strategy, StrategyChoice};
 use crate::cpu::{check, oracle_spmv_rows};
@@ -78,7 +78,13 @@ pub fn run_rank<T: DistScalar>(a: &Csr<T>, env: &RankEnv, cfg: &RankConfig) -> R
     let block = dist.block(a, env.rank, strategy);
     let partition_s = t0.elapsed().as_secs_f64();
     let comm = if env.world > 1 {
-        Some(Communicator::connect(&gpu, env, cfg.connect_timeout)?)
+        let input = InputIdentity::of(a);
+        Some(Communicator::connect(
+            &gpu,
+            env,
+            &input,
+            cfg.connect_timeout,
+        )?)
     } else {
         None
     };

@@ -35,7 +35,7 @@ use cudarc::driver::{CudaSlice, PushKernelArg};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::bootstrap::RankEnv;
+use super::bootstrap::{InputIdentity, RankEnv};
 use super::nccl::{Communicator, DistOperator, DistScalar};
 use super::partition::{Distribution, StrategyChoice};
 use super::sim::SimOperator;
@@ -463,7 +463,14 @@ pub fn run_solve_rank<T: DistScalar>(
     };
     let setup_s = t0.elapsed().as_secs_f64();
     let comm = if env.world > 1 {
-        Some(Communicator::connect(&gpu, env, cfg.connect_timeout)?)
+        // the input as loaded, before PageRank's transform: what every rank must agree on
+        let input = InputIdentity::of(a);
+        Some(Communicator::connect(
+            &gpu,
+            env,
+            &input,
+            cfg.connect_timeout,
+        )?)
     } else {
         None
     };
