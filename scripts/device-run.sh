@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Steps run on the GPU machine (no Rust toolchain there): build here with
 # ../shared/tools/gpu-pack --matrices ../shared/matrices, carry .gpu, then e.g.
-#   scripts/device-run.sh tests "$OUT"
+#   scripts/device-run.sh tests "$OUT"            # the GPU suite (scripts/run-gpu-tests.sh)
 #   scripts/device-run.sh run "$OUT"             # every method on poisson3d:160, kron:20, copter2 (f64)
 #   scripts/device-run.sh bench shared "$OUT" 400 --suite shared --precision f32,f64
 #   scripts/device-run.sh bench large1 "$OUT" 500 poisson3d:160 kron:21 --precision f64
@@ -18,9 +18,10 @@ case "$step" in
   tests)
     out=$1
     nvidia-smi -L
-    SPMVKIT_REQUIRE_GPU=1 .gpu/run-tests >"$out/gpu-tests.log" 2>&1
+    scripts/run-gpu-tests.sh >"$out/gpu-tests.log" 2>&1
     rc=$?
     grep -E "^(=== |test result|FAILED|failures:|    [a-z_:]+$)" "$out/gpu-tests.log"
+    sed -n '/^skipped tests: /,$p' "$out/gpu-tests.log"
     echo "run-tests exit code: $rc"
     exit $rc
     ;;

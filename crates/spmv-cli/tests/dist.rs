@@ -1,7 +1,8 @@
 //! `spmv dist run`, `spmv dist solve cg` and `spmv dist pagerank` end to end (issue #12): the CPU
 //! simulation always; on a machine with two GPUs, two NCCL ranks checked against the oracle with
 //! β ≠ 0 for both exchange strategies, and the distributed solvers against the CPU reference.
-//! The GPU parts skip with fewer than two GPUs unless `SPMVKIT_REQUIRE_GPU=1`.
+//! The GPU parts are skipped with fewer than two GPUs ("skipped: <test>: needs 2 GPUs (found N)",
+//! `spmvkit::testing`), and fail only when `SPMVKIT_REQUIRE_GPUS=2` asks for two GPUs.
 
 mod common;
 
@@ -33,18 +34,10 @@ fn simulated_ranks_match_the_oracle() {
     assert!(!ok && err.contains("SPMVKIT_DIST_RANK"), "{err}");
 }
 
-/// Whether two GPUs are visible; without them the test skips, or fails under
-/// `SPMVKIT_REQUIRE_GPU=1`.
+/// Whether two GPUs are visible; without them the test is skipped, or fails under
+/// `SPMVKIT_REQUIRE_GPUS=2`.
 fn two_gpus(test: &str) -> bool {
-    let n = spmvkit::gpu::device_count();
-    if n < 2 {
-        if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-            panic!("SPMVKIT_REQUIRE_GPU=1 but {n} GPU(s) visible; {test} needs 2");
-        }
-        eprintln!("{test}: skipped ({n} GPU(s))");
-        return false;
-    }
-    true
+    spmvkit::testing::gpus_or_skip(test, 2)
 }
 
 fn json(out: &str) -> serde_json::Value {

@@ -27,6 +27,8 @@ pub mod matrix;
 pub mod methods;
 pub mod scalar;
 pub mod solve;
+#[doc(hidden)]
+pub mod testing;
 
 pub use error::{Error, Result};
 pub use matrix::{Coo, Csc, Csr, MatrixStats, Pattern};

@@ -3,8 +3,9 @@
 //! methods that claim determinism are run twice and compared bit for bit. Also the error paths
 //! (wrong vector lengths, too little device memory, a broken kernel) and the timing module.
 //!
-//! Without a GPU every test prints a note and passes; with `SPMVKIT_REQUIRE_GPU=1` a missing GPU
-//! fails. The tests share one GPU stream, so they take a lock and run one at a time.
+//! Without a GPU every test is skipped with a `skipped:` line (`spmvkit::testing`); with
+//! `SPMVKIT_REQUIRE_GPU=1` a missing GPU fails.
+//! The tests share one GPU stream, so they take a lock and run one at a time.
 
 mod common;
 
@@ -241,7 +242,8 @@ fn run_method<T: PrepareFor>(
 
 #[test]
 fn gpu_every_method_matches_oracle_on_corpus() {
-    let Some((gpu, _lock)) = common::gpu_or_skip("gpu methods") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("gpu_every_method_matches_oracle_on_corpus")
+    else {
         return;
     };
     eprintln!(
@@ -306,7 +308,7 @@ fn harness_self_check_on_cpu_mirrors() {
 
 #[test]
 fn gpu_csr_scalar_matches_its_cpu_mirror_bitwise() {
-    let Some(_g) = common::gpu_or_skip("csr-scalar mirror") else {
+    let Some(_g) = common::gpu_or_skip("gpu_csr_scalar_matches_its_cpu_mirror_bitwise") else {
         return;
     };
     for (name, a) in corpus() {
@@ -339,7 +341,8 @@ fn small() -> Csr<f64> {
 
 #[test]
 fn gpu_wrong_vector_lengths_are_dimension_mismatch() {
-    let Some((gpu, _lock)) = common::gpu_or_skip("wrong lengths") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("gpu_wrong_vector_lengths_are_dimension_mismatch")
+    else {
         return;
     };
     let a = small();
@@ -382,7 +385,7 @@ fn gpu_wrong_vector_lengths_are_dimension_mismatch() {
 
 #[test]
 fn gpu_too_large_a_request_is_device_memory() {
-    let Some((gpu, _lock)) = common::gpu_or_skip("device memory") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("gpu_too_large_a_request_is_device_memory") else {
         return;
     };
     let (free, total) = gpu.memory().unwrap();
@@ -399,7 +402,9 @@ fn gpu_too_large_a_request_is_device_memory() {
 
 #[test]
 fn gpu_broken_kernel_is_nvrtc_error_and_allocates_nothing() {
-    let Some((gpu, _lock)) = common::gpu_or_skip("broken kernel") else {
+    let Some((gpu, _lock)) =
+        common::gpu_or_skip("gpu_broken_kernel_is_nvrtc_error_and_allocates_nothing")
+    else {
         return;
     };
     gpu.synchronize().unwrap();
@@ -436,7 +441,8 @@ fn gpu_broken_kernel_is_nvrtc_error_and_allocates_nothing() {
 
 #[test]
 fn gpu_timing_stream_graph_and_copy_bandwidth() {
-    let Some((gpu, _lock)) = common::gpu_or_skip("timing") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("gpu_timing_stream_graph_and_copy_bandwidth")
+    else {
         return;
     };
     let a = from_rows(100_000, 100_000, |_, r| random_cols(r, 100_000, 10));
@@ -498,7 +504,7 @@ fn gpu_timing_stream_graph_and_copy_bandwidth() {
 
 #[test]
 fn gpu_pinned_buffers_and_extra_streams() {
-    let Some((gpu, _lock)) = common::gpu_or_skip("pinned") else {
+    let Some((gpu, _lock)) = common::gpu_or_skip("gpu_pinned_buffers_and_extra_streams") else {
         return;
     };
     let mut pinned = gpu.alloc_pinned::<f64>(1000).unwrap();

@@ -10,7 +10,7 @@
 //! or as the bench `cargo bench --bench overlap_switch` (benches/overlap_switch.rs includes
 //! this file and calls [`run`]).
 
-use spmvkit::gpu::{time_stream, Gpu, TimingConfig};
+use spmvkit::gpu::{time_stream, TimingConfig};
 use spmvkit::methods::Params;
 use spmvkit::{gen, Backend, Csr, Plan, PlanOptions, PrepareFor};
 
@@ -156,15 +156,8 @@ fn gpu_overlap_switch_points() {
 
 /// The whole measurement: both precisions, printed as Markdown.
 pub fn run() {
-    let gpu = match Gpu::get() {
-        Ok(g) => g,
-        Err(e) => {
-            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SPMVKIT_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            eprintln!("skipped: {e}");
-            return;
-        }
+    let Some(gpu) = spmvkit::testing::gpu_or_skip("gpu_overlap_switch_points") else {
+        return;
     };
     println!("device: {} ({} SMs)", gpu.name(), gpu.sm_count());
     measure::<f32>();

@@ -3,8 +3,9 @@
 //! stream launches, against the CPU reference; deterministic methods give bitwise repeatable
 //! runs, and graph and stream runs agree bit for bit.
 //!
-//! Without a GPU every test prints a note and passes; with `SPMVKIT_REQUIRE_GPU=1` a missing GPU
-//! fails. The tests share one GPU stream, so they take a lock.
+//! Without a GPU every test is skipped with a `skipped:` line (`spmvkit::testing`); with
+//! `SPMVKIT_REQUIRE_GPU=1` a missing GPU fails.
+//! The tests share one GPU stream, so they take a lock.
 
 mod common;
 

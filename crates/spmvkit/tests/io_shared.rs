@@ -3,7 +3,8 @@
 //! full (mirrored) matrix without explicit zeros, i.e. `MatrixMarketInfo::nnz_nonzero`; the CSR
 //! nnz (`MatrixMarketInfo::nnz`, explicit zeros kept) equals it exactly for the matrices without
 //! explicit zeros. Folder: `$SPMVKIT_MATRICES`, default `../../../shared/matrices` (tests run in
-//! the crate directory); the test is skipped when the folder is absent.
+//! the crate directory); the test is skipped when the folder is absent, and fails then under
+//! `SPMVKIT_REQUIRE_GPU=1` (`spmvkit::testing`).
 
 use std::path::PathBuf;
 
@@ -17,14 +18,8 @@ struct Row {
     stored: u64,
 }
 
-fn matrices_dir() -> PathBuf {
-    std::env::var_os("SPMVKIT_MATRICES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("../../../shared/matrices"))
-}
-
-fn index(dir: &std::path::Path) -> Option<Vec<Row>> {
-    let text = std::fs::read_to_string(dir.join("INDEX.md")).ok()?;
+fn index(path: &std::path::Path) -> Option<Vec<Row>> {
+    let text = std::fs::read_to_string(path).ok()?;
     let mut out = Vec::new();
     for line in text.lines() {
         let c: Vec<&str> = line.split('|').map(str::trim).collect();
@@ -45,11 +40,13 @@ fn index(dir: &std::path::Path) -> Option<Vec<Row>> {
 
 #[test]
 fn every_indexed_matrix_matches_index() {
-    let dir = matrices_dir();
-    let Some(rows) = index(&dir) else {
-        eprintln!("skipped: no INDEX.md under {}", dir.display());
+    const TEST: &str = "every_indexed_matrix_matches_index";
+    let Some(index_md) = spmvkit::testing::matrix_or_skip(TEST, "INDEX.md") else {
         return;
     };
+    let dir = index_md.parent().map(PathBuf::from).unwrap_or_default();
+    let rows =
+        index(&index_md).unwrap_or_else(|| panic!("{TEST}: cannot read {}", index_md.display()));
     assert!(!rows.is_empty(), "INDEX.md lists no matrices");
     let mut with_zeros = Vec::new();
     let mut failures = Vec::new();

@@ -1,28 +1,18 @@
 //! CI NVRTC check (issue #3): every method room's kernel (`spmvkit::methods::kernel_sources()`),
 //! with the shared prelude, compiles for sm_80 and sm_90 in f32 and f64. Needs only libnvrtc, no
 //! GPU: `.ci/nvrtc-check` installs the pinned NVRTC wheel and runs this with
-//! `SPMVKIT_REQUIRE_NVRTC=1`. Without that variable and without libnvrtc, the tests skip.
+//! `SPMVKIT_REQUIRE_NVRTC=1`. Without libnvrtc the tests are skipped, and fail under that variable
+//! or `SPMVKIT_REQUIRE_GPU=1` (`spmvkit::testing`).
 
-use spmvkit::gpu::{compile_ptx, nvrtc_present, nvrtc_version, KernelSource};
+use spmvkit::gpu::{compile_ptx, nvrtc_version, KernelSource};
+use spmvkit::testing::nvrtc_or_skip;
 use spmvkit::{Error, Precision};
 
 const ARCHS: [&str; 2] = ["sm_80", "sm_90"];
 
-/// Whether NVRTC is usable; panics when it is required but missing.
-fn nvrtc_or_skip(test: &str) -> bool {
-    if nvrtc_present() {
-        return true;
-    }
-    if std::env::var("SPMVKIT_REQUIRE_NVRTC").is_ok_and(|v| v == "1") {
-        panic!("{test}: SPMVKIT_REQUIRE_NVRTC=1 but libnvrtc cannot be loaded");
-    }
-    eprintln!("{test}: skipped: libnvrtc not found (set SPMVKIT_REQUIRE_NVRTC=1 to fail instead)");
-    false
-}
-
 #[test]
 fn every_kernel_compiles_for_sm80_and_sm90_in_both_precisions() {
-    if !nvrtc_or_skip("nvrtc kernels") {
+    if !nvrtc_or_skip("every_kernel_compiles_for_sm80_and_sm90_in_both_precisions") {
         return;
     }
     eprintln!("NVRTC version {:?}", nvrtc_version());
@@ -82,7 +72,7 @@ extern "C" __global__ void prelude_check(const real_t* __restrict__ x, real_t* y
 
 #[test]
 fn prelude_helpers_compile() {
-    if !nvrtc_or_skip("prelude") {
+    if !nvrtc_or_skip("prelude_helpers_compile") {
         return;
     }
     for arch in ARCHS {
@@ -97,7 +87,7 @@ fn prelude_helpers_compile() {
 
 #[test]
 fn broken_kernel_reports_the_log() {
-    if !nvrtc_or_skip("broken kernel") {
+    if !nvrtc_or_skip("broken_kernel_reports_the_log") {
         return;
     }
     let broken = KernelSource {

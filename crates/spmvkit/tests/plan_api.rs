@@ -2,8 +2,9 @@
 //! method on the edge-case corpus, in f32 and f64, on the CPU and (gated) on the GPU; which
 //! methods take the gather fast path; `apply_many` against single applies; `apply_device`.
 //!
-//! GPU tests print a note and pass without a GPU; with `SPMVKIT_REQUIRE_GPU=1` a missing GPU
-//! fails. They share the one GPU stream, so they take a lock.
+//! GPU tests are skipped with a `skipped:` line without a GPU (`spmvkit::testing`); with
+//! `SPMVKIT_REQUIRE_GPU=1` a missing GPU fails.
+//! They share the one GPU stream, so they take a lock.
 
 mod common;
 

@@ -664,19 +664,10 @@ mod tests {
         check_pagerank("dangling", &adj.cast::<f32>(), 1e-5, 1e-4);
     }
 
-    /// A one-rank world on this GPU (no communicator), or `None` (skipped) without a GPU
-    /// unless `SPMVKIT_REQUIRE_GPU=1`.
+    /// A one-rank world on this GPU (no communicator), or `None` (`test` skipped) without a
+    /// GPU; a failure under `SPMVKIT_REQUIRE_GPU=1`.
     fn one_rank<T: DistScalar>(a: &Csr<T>, test: &str) -> Option<NcclRows<T>> {
-        let gpu = match Gpu::get() {
-            Ok(g) => g,
-            Err(e) => {
-                if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                    panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
-                }
-                eprintln!("{test}: skipped: {e}");
-                return None;
-            }
-        };
+        let gpu = crate::testing::gpu_or_skip(test)?;
         let dist = Distribution::new(a, 1).unwrap();
         let block = dist.block(a, 0, dist.choose(StrategyChoice::Auto));
         let rows = block.rows.clone();
@@ -687,7 +678,7 @@ mod tests {
     fn check_cg_device<T: DistScalar>(spec: &str, tol: f64, err: f64) -> bool {
         let a = gen::generate::<T>(spec).unwrap();
         let b = CgSystem::ones_solution(&a).b;
-        let Some(mut rows) = one_rank(&a, "gpu_device_cg") else {
+        let Some(mut rows) = one_rank(&a, "gpu_device_cg_matches_the_host_iteration") else {
             return false;
         };
         let what = format!("{spec} {}", T::PRECISION);
@@ -751,14 +742,15 @@ mod tests {
         check_cg_device::<f32>("poisson3d:8", 1e-5, 1e-3);
         // an indefinite matrix breaks down
         let ind = Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -1.0]).unwrap();
-        let mut rows = one_rank(&ind, "gpu_device_cg").unwrap();
+        let mut rows = one_rank(&ind, "gpu_device_cg_matches_the_host_iteration").unwrap();
         let (_, rep) = rows.cg(&[0.0, 1.0], &SolveOptions::default()).unwrap();
         assert_eq!(rep.stop, Stop::Breakdown);
     }
 
     fn check_pagerank_device<T: DistScalar>(name: &str, adj: &Csr<T>, tol: f64, err: f64) -> bool {
         let g = PageRankGraph::from_adjacency(adj).unwrap();
-        let Some(mut rows) = one_rank(&g.transition, "gpu_device_pagerank") else {
+        let Some(mut rows) = one_rank(&g.transition, "gpu_device_pagerank_matches_the_reference")
+        else {
             return false;
         };
         let what = format!("{name} {}", T::PRECISION);

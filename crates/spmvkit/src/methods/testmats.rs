@@ -210,18 +210,16 @@ fn params_text(p: &Params) -> String {
         .join(",")
 }
 
-/// Checks, when libnvrtc is present (else skips), that `k` compiles for sm_90 in both
-/// precisions and that each entry point exists with the given parameter kinds, one letter per
-/// parameter: `i` a 32-bit integer, `p` a pointer, `r` a `real_t` — the order the room's gpu.rs
-/// pushes its launch arguments.
+/// Checks that `k` compiles for sm_90 in both precisions and that each entry point exists with
+/// the given parameter kinds, one letter per parameter: `i` a 32-bit integer, `p` a pointer, `r`
+/// a `real_t` — the order the room's gpu.rs pushes its launch arguments. Without libnvrtc the
+/// calling test is skipped (a failure under `SPMVKIT_REQUIRE_GPU=1` or `SPMVKIT_REQUIRE_NVRTC=1`).
 pub(crate) fn check_entry_signatures(k: &crate::gpu::KernelSource, entries: &[(&str, &str)]) {
-    use crate::gpu::{compile_ptx, nvrtc_present};
+    use crate::gpu::compile_ptx;
     use crate::scalar::Precision;
-    if !nvrtc_present() {
-        eprintln!(
-            "{}: entry signatures not checked: libnvrtc not found",
-            k.name
-        );
+    let test =
+        crate::testing::current_test().unwrap_or_else(|| format!("{} entry signatures", k.name));
+    if !crate::testing::nvrtc_or_skip(&test) {
         return;
     }
     for p in Precision::ALL {
@@ -259,25 +257,20 @@ pub(crate) fn check_entry_signatures(k: &crate::gpu::KernelSource, entries: &[(&
 /// Serialises the library's GPU tests: they share one stream, and a CUDA-graph capture on it
 /// must not take in another test's work. Every GPU test takes this first.
 pub(crate) fn gpu_test_lock() -> std::sync::MutexGuard<'static, ()> {
-    static GPU_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner())
+    crate::testing::gpu_lock()
 }
 
-/// On a GPU (skipped without one unless `SPMVKIT_REQUIRE_GPU=1`), runs the method's device layout on the suite in f32 and f64
-/// with (α, β) = (1.5, 0) over a y of NaN and (−0.75, 0.5), and compares with the CPU mirror:
-/// bit for bit when the method is deterministic (the mirrors reproduce the kernels' arithmetic),
-/// else within the oracle tolerance.
+/// On a GPU (the calling test is skipped without one, a failure under `SPMVKIT_REQUIRE_GPU=1`),
+/// runs the method's device layout on the suite in f32 and f64 with (α, β) = (1.5, 0) over a y
+/// of NaN and (−0.75, 0.5), and compares with the CPU mirror: bit for bit when the method is
+/// deterministic (the mirrors reproduce the kernels' arithmetic), else within the oracle
+/// tolerance.
 pub(crate) fn check_gpu_against_mirror<M: GenericMethod>(m: &M, params: &Params) {
     let _guard = gpu_test_lock();
-    let gpu = match crate::gpu::Gpu::get() {
-        Ok(g) => g,
-        Err(e) => {
-            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("{}: SPMVKIT_REQUIRE_GPU=1 but {e}", m.info().name);
-            }
-            eprintln!("{}: GPU check skipped: {e}", m.info().name);
-            return;
-        }
+    let test = crate::testing::current_test()
+        .unwrap_or_else(|| format!("{} against its mirror", m.info().name));
+    let Some(gpu) = crate::testing::gpu_or_skip(&test) else {
+        return;
     };
     for (case, a) in suite() {
         gpu_case(m, params, &gpu, case, &a);

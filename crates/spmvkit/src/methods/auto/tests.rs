@@ -1,6 +1,7 @@
 use super::model::{Features, Model};
 use super::*;
 use crate::methods::testmats::{check_layout, suite};
+use crate::testing::gpu_or_skip;
 
 fn feat(nnz: f64, mean: f64) -> Features {
     Features::new(
@@ -98,10 +99,18 @@ fn bad_tables_and_params_are_errors() {
     }
 }
 
+/// Why the tests of the path without a GPU do not run on a GPU machine.
+const GPU_PRESENT: &str = "a GPU is present (this test checks the path without one)";
+
 #[test]
 fn without_a_gpu_auto_takes_csr_and_matches_the_oracle() {
     if Gpu::get().is_ok() {
-        return; // the GPU suite checks `auto` through the registry
+        // the GPU suite checks `auto` through the registry
+        crate::testing::skip(
+            "without_a_gpu_auto_takes_csr_and_matches_the_oracle",
+            GPU_PRESENT,
+        );
+        return;
     }
     for (name, a) in suite() {
         let c = choose(&a, &Params::new()).unwrap();
@@ -273,6 +282,10 @@ fn a_candidate_that_fails_is_passed_over_and_all_failing_is_an_error() {
 #[test]
 fn trial_mode_without_a_gpu_is_model_mode_with_a_note() {
     if Gpu::get().is_ok() {
+        crate::testing::skip(
+            "trial_mode_without_a_gpu_is_model_mode_with_a_note",
+            GPU_PRESENT,
+        );
         return;
     }
     let a = suite().remove(0).1;
@@ -326,20 +339,6 @@ fn ranking_is_sorted_and_its_first_is_the_choice() {
     assert!((r[0].us - (r[0].call_us + r[0].prep_us)).abs() < 1e-9 * r[0].us);
 }
 
-/// The GPU, or `None` (test skipped) when there is none and `SPMVKIT_REQUIRE_GPU` is not 1.
-fn gpu_or_skip(test: &str) -> Option<Arc<Gpu>> {
-    match Gpu::get() {
-        Ok(g) => Some(g),
-        Err(e) => {
-            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
-            }
-            eprintln!("{test}: skipped: {e}");
-            None
-        }
-    }
-}
-
 fn gpu_matrices() -> Vec<(String, Csr<f64>)> {
     let mut m: Vec<(String, Csr<f64>)> = suite()
         .into_iter()
@@ -362,7 +361,8 @@ fn check_against_oracle<T: Scalar>(what: &str, a: &Csr<T>, got: &[T], x: &[T], y
 #[test]
 fn gpu_trial_times_each_candidate_and_keeps_the_winners_device_copy() {
     let _guard = crate::methods::testmats::gpu_test_lock();
-    let Some(gpu) = gpu_or_skip("gpu_trial_times_each_candidate") else {
+    let Some(gpu) = gpu_or_skip("gpu_trial_times_each_candidate_and_keeps_the_winners_device_copy")
+    else {
         return;
     };
     for (name, a) in gpu_matrices() {
@@ -398,7 +398,7 @@ fn gpu_trial_times_each_candidate_and_keeps_the_winners_device_copy() {
 #[test]
 fn gpu_auto_plans_in_both_modes_match_the_oracle() {
     let _guard = crate::methods::testmats::gpu_test_lock();
-    if gpu_or_skip("gpu_auto_plans_in_both_modes").is_none() {
+    if gpu_or_skip("gpu_auto_plans_in_both_modes_match_the_oracle").is_none() {
         return;
     }
     for (name, a) in gpu_matrices() {

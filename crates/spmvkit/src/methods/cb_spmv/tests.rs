@@ -403,17 +403,15 @@ fn rejects_bad_params() {
     }
 }
 
-/// Maragal_6 (21255 x 10152, rectangular; the public code gave a wrong result on it), when the
-/// shared matrix collection is reachable from the package root.
+/// Maragal_6 (21255 x 10152, rectangular; the public code gave a wrong result on it), from the
+/// shared matrix collection (skipped without it, a failure under `SPMVKIT_REQUIRE_GPU=1`).
 #[test]
 fn maragal_6_matches_oracle() {
-    let base = std::env::var("SPMVKIT_MATRICES")
-        .unwrap_or_else(|_| "../../../shared/matrices".to_string());
-    let path = std::path::Path::new(&base).join("NYPA/Maragal_6.mtx.gz");
-    if !path.exists() {
-        eprintln!("maragal_6: skipped: {} not found", path.display());
+    let Some(path) =
+        crate::testing::matrix_or_skip("maragal_6_matches_oracle", "NYPA/Maragal_6.mtx.gz")
+    else {
         return;
-    }
+    };
     let a: Csr<f64> = crate::io::load(&path).unwrap();
     assert_eq!((a.nrows(), a.ncols()), (21255, 10152));
     let l = CbSpmv.prepare(&a, &Params::new()).unwrap();
@@ -423,16 +421,19 @@ fn maragal_6_matches_oracle() {
 // ---- GPU: the device kernel against the oracle (skips without a GPU unless
 // SPMVKIT_REQUIRE_GPU=1), with repeated calls to exercise the fused prologue's self-reset.
 
-/// The shared SuiteSparse matrices (SPMVKIT_MATRICES, else ../shared/matrices from the
-/// workspace), each with its pattern and fresh random values in [-1, 1) (pattern files would
-/// otherwise be all 1.0, which hides precision loss), sorted by name.
-fn shared_matrices() -> Vec<(String, Csr<f64>)> {
-    let base = std::env::var("SPMVKIT_MATRICES")
-        .unwrap_or_else(|_| "../../../shared/matrices".to_string());
-    let mut files = Vec::new();
-    let Ok(groups) = std::fs::read_dir(&base) else {
+/// The shared SuiteSparse matrices (`testing::matrices_or_skip`: SPMVKIT_MATRICES, else
+/// shared/matrices beside the checkout), each with its pattern and fresh random values in
+/// [-1, 1) (pattern files would otherwise be all 1.0, which hides precision loss), sorted by
+/// name. Without them (no folder, or no `.mtx.gz` in it) `test` is skipped, or fails under
+/// `SPMVKIT_REQUIRE_GPU=1`, and the set is empty; files that do not load (complex values) are
+/// left out with a line on stderr.
+fn shared_matrices(test: &str) -> Vec<(String, Csr<f64>)> {
+    let Some(base) = crate::testing::matrices_or_skip(test) else {
         return Vec::new();
     };
+    let mut files = Vec::new();
+    let groups = std::fs::read_dir(&base)
+        .unwrap_or_else(|e| panic!("{test}: reading {}: {e}", base.display()));
     for g in groups.flatten() {
         if let Ok(fs) = std::fs::read_dir(g.path()) {
             for f in fs.flatten() {
@@ -444,15 +445,22 @@ fn shared_matrices() -> Vec<(String, Csr<f64>)> {
         }
     }
     files.sort();
+    if files.is_empty() {
+        let reason = format!("no .mtx.gz files under {}", base.display());
+        crate::testing::require_or_skip(test, crate::testing::Need::Matrices, &reason);
+    }
     let mut out = Vec::new();
     for p in files {
         let name = p
             .file_name()
             .map(|s| s.to_string_lossy().trim_end_matches(".mtx.gz").to_string())
             .unwrap_or_default();
-        let Ok(a) = crate::io::load::<f64>(&p) else {
-            eprintln!("shared matrix {}: cannot load", p.display());
-            continue;
+        let a = match crate::io::load::<f64>(&p) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("{test}: shared matrix left out: {e}");
+                continue;
+            }
         };
         let mut g = crate::methods::testmats::Lcg::new(a.nnz() as u64);
         let vals = (0..a.nnz())
@@ -519,33 +527,19 @@ fn gpu_run<T: crate::methods::PrepareFor>(
     }
 }
 
-fn gpu_or_skip(test: &str) -> bool {
-    match crate::gpu::Gpu::get() {
-        Ok(g) => {
-            eprintln!(
-                "{test}: GPU {} ({}, {} SMs)",
-                g.name(),
-                g.arch(),
-                g.sm_count()
-            );
-            true
-        }
-        Err(e) => {
-            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but {e}");
-            }
-            eprintln!("{test}: skipped: {e}");
-            false
-        }
-    }
-}
-
 #[test]
 fn gpu_cb_spmv_matches_oracle() {
+    const TEST: &str = "gpu_cb_spmv_matches_oracle";
     let _gpu = crate::methods::testmats::gpu_test_lock();
-    if !gpu_or_skip("gpu cb-spmv") {
+    let Some(g) = crate::testing::gpu_or_skip(TEST) else {
         return;
-    }
+    };
+    eprintln!(
+        "{TEST}: GPU {} ({}, {} SMs)",
+        g.name(),
+        g.arch(),
+        g.sm_count()
+    );
     let mut fails = Vec::new();
     let mut mats: Vec<(String, Csr<f64>)> = suite()
         .into_iter()
@@ -568,7 +562,7 @@ fn gpu_cb_spmv_matches_oracle() {
             runs += 2;
         }
     }
-    let shared = shared_matrices();
+    let shared = shared_matrices(TEST);
     for (name, a) in &shared {
         for v in [
             &[][..],
@@ -590,202 +584,6 @@ fn gpu_cb_spmv_matches_oracle() {
         eprintln!("FAIL: {f}");
     }
     assert!(fails.is_empty(), "{} failures", fails.len());
-}
-
-/// One timing line to stderr and, when CB_TIMING_OUT names a file, to that file.
-fn report(line: &str) {
-    use std::io::Write;
-    eprintln!("{line}");
-    if let Ok(p) = std::env::var("CB_TIMING_OUT") {
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-        {
-            let _ = writeln!(f, "{line}");
-        }
-    }
-}
-
-/// Times `method` with `ps` on `a` (f64, α = 1, β = 0); `graph` adds CUDA-graph timing.
-fn time_one(
-    name: &str,
-    a: &Csr<f64>,
-    method: &str,
-    ps: &[&str],
-    cfg: &crate::gpu::TimingConfig,
-    graph: bool,
-) {
-    use crate::gpu::{time_graph, time_stream};
-    use crate::methods::{Backend, Plan, PlanOptions};
-    let opts = PlanOptions {
-        params: params(ps),
-        backend: Some(Backend::Gpu),
-    };
-    let mut plan = match Plan::<f64>::new(method, a, &opts) {
-        Ok(p) => p,
-        Err(e) => {
-            report(&format!("TIMING {name} {method} {ps:?}: plan failed: {e}"));
-            return;
-        }
-    };
-    let prep = plan.prep_times();
-    let layout = plan.layout();
-    let notes = layout.notes();
-    let stages = layout.prep_stages();
-    let foot = layout.footprint_bytes();
-    let (g, dl, x, y) = plan.device_parts().unwrap();
-    let (xs, _) = vectors::<f64>(a.nrows(), a.ncols(), 3);
-    g.stream().memcpy_htod(&xs, x).unwrap();
-    let s = time_stream(g, cfg, || dl.run(g, 1.0, x, 0.0, y)).unwrap();
-    let gr = if graph {
-        time_graph(g, cfg, || dl.run(g, 1.0, x, 0.0, y))
-            .unwrap()
-            .median_us
-    } else {
-        f64::NAN
-    };
-    let mut got = vec![0.0; a.nrows()];
-    g.download(y, &mut got).unwrap();
-    let r = oracle_spmv(a, 1.0, &xs, 0.0, &vec![0.0; a.nrows()]).unwrap();
-    let ok = check(&r, &got).ok;
-    let bytes = 12 * a.nnz() + 4 * (a.nrows() + 1) + 8 * a.ncols() + 8 * a.nrows();
-    report(&format!(
-        "TIMING {name:<20} nnz {:>9} {method:<10} {:<22} stream {:>8.2} graph {:>8.2} us  {:>5.0} GB/s(csr-model)  prep {:>8.1} ms upload {:>6.1} ms  foot/csr {:.3} ok={ok}",
-        a.nnz(),
-        ps.join(","),
-        s.median_us,
-        gr,
-        bytes as f64 / s.median_us / 1e3,
-        prep.prepare.as_secs_f64() * 1e3,
-        prep.upload.as_secs_f64() * 1e3,
-        foot as f64 / (4 * (a.nrows() + 1) + 12 * a.nnz()) as f64,
-    ));
-    if method == NAME && ps.is_empty() {
-        let st: Vec<String> = stages
-            .iter()
-            .map(|(k, d)| format!("{k} {:.1}ms", d.as_secs_f64() * 1e3))
-            .collect();
-        let nt: Vec<String> = notes.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-        report(&format!("  notes {}", nt.join("; ")));
-        report(&format!("  stages {}", st.join("; ")));
-    }
-}
-
-/// Per-call times next to csr-vector and merge (stream and graph), for the report; the
-/// ablation switches on large generated matrices; every shared matrix. Set CB_TIMING=1 to run.
-#[test]
-fn gpu_cb_spmv_timing_report() {
-    let _gpu = crate::methods::testmats::gpu_test_lock();
-    use crate::gpu::TimingConfig;
-    if std::env::var("CB_TIMING").map_or(true, |v| v != "1") || !gpu_or_skip("gpu timing") {
-        eprintln!("gpu timing: skipped (CB_TIMING=1 and a GPU run it)");
-        return;
-    }
-    let g = crate::gpu::Gpu::get().unwrap();
-    let bw = crate::gpu::measure_copy_bandwidth(&g).unwrap();
-    report(&format!(
-        "GPU {} {} SMs, copy bandwidth {bw:.0} GB/s",
-        g.name(),
-        g.sm_count()
-    ));
-    let cfg = TimingConfig {
-        warmup: 10,
-        calls: 50,
-        samples: 5,
-    };
-    let shared = shared_matrices();
-    // A: the matrices of shared/notes/methods.md §0.
-    for want in [
-        "copter2",
-        "bcsstk33",
-        "Maragal_6",
-        "af23560",
-        "s1rmq4m1",
-        "wb-cs-stanford",
-    ] {
-        let Some((name, a)) = shared.iter().find(|(n, _)| n == want) else {
-            continue;
-        };
-        for (m, ps) in [
-            ("csr-vector", &[][..]),
-            ("merge", &[]),
-            (NAME, &[]),
-            (NAME, &["prologue=fused", "accumulate=block"]),
-            (NAME, &["accumulate=block"]),
-            (NAME, &["accumulate=run", "bpw=4"]),
-            (NAME, &["bpw=2"]),
-            (NAME, &["bpw=4"]),
-            (NAME, &["gather=on"]),
-            (NAME, &["gather=off"]),
-            (NAME, &["balance=off"]),
-        ] {
-            time_one(name, a, m, ps, &cfg, true);
-        }
-    }
-    // B: large generated matrices (gpu-large families), the ablation.
-    for spec in [
-        "poisson3d:160",
-        "uniform:4000000,16",
-        "powerlaw:4000000,8",
-        "blockdiag:30000,32",
-        "kron:20,48",
-    ] {
-        let a = crate::gen::generate_f64(spec).unwrap();
-        for (m, ps) in [
-            ("csr-vector", &[][..]),
-            ("merge", &[]),
-            (NAME, &[]),
-            (NAME, &["bpw=1"]),
-            (NAME, &["bpw=2"]),
-            (NAME, &["bpw=4"]),
-            (NAME, &["bpw=8"]),
-            (NAME, &["gather=on"]),
-            (NAME, &["gather=off"]),
-            (NAME, &["balance=off"]),
-            (NAME, &["format=off"]),
-            (NAME, &["aggregate=off"]),
-            (NAME, &["prologue=fused", "accumulate=block"]),
-            (NAME, &["accumulate=run"]),
-            (NAME, &["accumulate=run", "bpw=16"]),
-            (NAME, &["accumulate=run", "bpw=16", "gather=off"]),
-        ] {
-            time_one(spec, &a, m, ps, &cfg, false);
-        }
-    }
-    // C: every shared matrix, graph and stream, csr-vector vs cb-spmv.
-    let quick = TimingConfig {
-        warmup: 5,
-        calls: 20,
-        samples: 3,
-    };
-    for (name, a) in &shared {
-        for (m, ps) in [
-            ("csr-vector", &[][..]),
-            (NAME, &[]),
-            (NAME, &["accumulate=run"]),
-        ] {
-            time_one(name, a, m, ps, &quick, true);
-        }
-    }
-}
-
-/// The CPU mirror on every shared matrix (random values), default and gathered + balanced.
-/// Slow in debug builds: set CB_SHARED=1 to run.
-#[test]
-fn shared_matrices_cpu_mirror() {
-    if std::env::var("CB_SHARED").map_or(true, |v| v != "1") {
-        eprintln!("shared matrices: skipped (CB_SHARED=1 runs it)");
-        return;
-    }
-    let shared = shared_matrices();
-    assert!(!shared.is_empty());
-    for (name, a) in &shared {
-        for v in [&[][..], &["gather=on", "balance=on", "bpw=4"]] {
-            let l = CbSpmv.prepare(a, &params(v)).unwrap();
-            check_layout(&format!("{name} {v:?}"), a, l.as_ref());
-        }
-    }
 }
 
 #[test]

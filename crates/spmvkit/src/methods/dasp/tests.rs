@@ -109,8 +109,8 @@ fn kernel_entries_match_the_launch() {
 
 #[test]
 fn f64_kernel_uses_the_mma() {
-    use crate::gpu::{compile_ptx, nvrtc_present};
-    if !nvrtc_present() {
+    use crate::gpu::compile_ptx;
+    if !crate::testing::nvrtc_or_skip("f64_kernel_uses_the_mma") {
         return;
     }
     let ptx = compile_ptx(&KERNEL, crate::scalar::Precision::F64, "sm_80").unwrap();
@@ -120,22 +120,16 @@ fn f64_kernel_uses_the_mma() {
 /// GPU against the mirror: bit for bit in f32 (plain FMA code the mirror reproduces) and for
 /// the f64 parts without MMA; within the oracle tolerance in f64, where the tensor core's
 /// internal order of the four products of an m8n8k4 step is not specified. Reports (does not
-/// fail on) an f64 bitwise difference. Skipped without a GPU unless SPMVKIT_REQUIRE_GPU=1.
+/// fail on) an f64 bitwise difference. Skipped without a GPU, a failure under
+/// `SPMVKIT_REQUIRE_GPU=1`.
 #[test]
 fn gpu_matches_the_mirror() {
     let _gpu = crate::methods::testmats::gpu_test_lock();
     use crate::cpu::{check, oracle_spmv};
     use crate::methods::testmats::vectors;
     use crate::scalar::Precision;
-    let gpu = match crate::gpu::Gpu::get() {
-        Ok(g) => g,
-        Err(e) => {
-            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("dasp: SPMVKIT_REQUIRE_GPU=1 but {e}");
-            }
-            eprintln!("dasp: GPU check skipped: {e}");
-            return;
-        }
+    let Some(gpu) = crate::testing::gpu_or_skip("gpu_matches_the_mirror") else {
+        return;
     };
     fn case<T: Scalar>(gpu: &std::sync::Arc<Gpu>, name: &str, a: &Csr<T>, p: &Params) {
         let what = format!("dasp on {name} ({})", T::PRECISION);

@@ -76,6 +76,8 @@
 
 mod build;
 mod cpu;
+#[doc(hidden)]
+pub mod dump;
 mod gpu;
 
 use std::time::Duration;

@@ -114,16 +114,11 @@ fn fig6_jgl009_embedded() {
 
 #[test]
 fn fig6_jgl009_from_shared_matrices() {
-    let dir =
-        std::env::var("SPMVKIT_MATRICES").unwrap_or_else(|_| "../../../shared/matrices".into());
-    let path = std::path::Path::new(&dir).join("HB/jgl009.mtx.gz");
-    if !path.exists() {
-        eprintln!(
-            "fig6 from file: skipped: {} not found (the embedded copy is tested)",
-            path.display()
-        );
+    let Some(path) =
+        crate::testing::matrix_or_skip("fig6_jgl009_from_shared_matrices", "HB/jgl009.mtx.gz")
+    else {
         return;
-    }
+    };
     let a: Csr<f64> = crate::io::load(&path).unwrap();
     let e = jgl009();
     assert_eq!(
@@ -414,21 +409,14 @@ fn footprint_and_info() {
 
 /// GPU: variants (permute_x, fuse, heights, β ∈ {0, −0.5, 1}) against the oracle, each plan
 /// applied twice (the second call checks that the fused kernel reset its counters), then timings
-/// next to csc and cuSPARSE on shared matrices (SPMVKIT_MATRICES) and large generated ones. Skips without a GPU unless SPMVKIT_REQUIRE_GPU=1.
+/// next to csc and cuSPARSE on shared matrices (SPMVKIT_MATRICES) and large generated ones.
+/// Skipped without a GPU, a failure under `SPMVKIT_REQUIRE_GPU=1`.
 #[test]
 fn gpu_fastload_variants_and_prologue_cost() {
     let _gpu = crate::methods::testmats::gpu_test_lock();
-    use crate::gpu::Gpu;
     use crate::methods::{Backend, PlanOptions};
-    match Gpu::get() {
-        Ok(_) => {}
-        Err(e) => {
-            if std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("SPMVKIT_REQUIRE_GPU=1 but {e}");
-            }
-            eprintln!("gpu fastload: skipped: {e}");
-            return;
-        }
+    if crate::testing::gpu_or_skip("gpu_fastload_variants_and_prologue_cost").is_none() {
+        return;
     }
     let mut mats: Vec<(String, Csr<f64>)> = crate::methods::testmats::suite()
         .into_iter()
@@ -609,120 +597,19 @@ fn gpu_case<T: crate::methods::PrepareFor>(
     Ok(())
 }
 
-/// With `SPMVKIT_FL_DUMP=<dir>`, writes cases (layout arrays, launches, x, y0, the oracle's y and
-/// tolerance scale) for a CPU emulation of kernel.cu (one OS thread per CUDA thread); a no-op
-/// otherwise.
 #[test]
-fn dump_for_kernel_emulation() {
-    let Ok(dir) = std::env::var("SPMVKIT_FL_DUMP") else {
-        return;
-    };
-    let mut mats: Vec<(String, Csr<f64>)> = crate::methods::testmats::suite()
-        .into_iter()
-        .filter(|(_, a)| a.nnz() < 60_000)
-        .map(|(n, a)| (n.replace(' ', "_"), a))
-        .collect();
-    mats.push(("jgl009".into(), jgl009()));
-    for (n, a) in crate::gen::corpus::edge_cases() {
-        if a.nnz() < 20_000 && a.nrows() < 70_000 {
-            mats.push((n.replace([' ', ':', ',', '/'], "_"), a));
-        }
+fn emulation_dump_writes_every_array() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = jgl009();
+    dump::write_case(dir.path(), "jgl009", &a, NAME, &Params::new()).unwrap();
+    for b in 0..3 {
+        let d = dir.path().join(format!("jgl009-b{b}"));
+        let meta = std::fs::read_to_string(d.join("meta")).unwrap();
+        assert!(meta.starts_with("f64 1 nrows 9 ncols 9 "), "{meta}");
+        let len = |f: &str| std::fs::metadata(d.join(f)).unwrap().len();
+        assert_eq!((len("vals"), len("row_idx")), (8 * 50, 4 * 50));
+        assert_eq!((len("x"), len("y0"), len("want")), (8 * 9, 8 * 9, 8 * 9));
     }
-    let variants: &[&[&str]] = &[
-        &[],
-        &["permute_x=kernel"],
-        &["fuse=one"],
-        &["fuse=one", "permute_x=kernel"],
-        &["height=4", "threads=64"],
-        &["height=unlimited", "blocks_per_warp=1", "threads=64"],
-        &["warp=16", "height=2", "blocks_per_warp=32"],
-        &["warp=32", "blocks_per_warp=3", "threads=96"],
-    ];
-    let mut n = 0;
-    for (name, a) in &mats {
-        for (vi, v) in variants.iter().enumerate() {
-            for (mi, mname) in [NAME, NAME_ATOMIC].into_iter().enumerate() {
-                if mi == 1 && vi > 1 {
-                    continue;
-                }
-                let o = FastLoadOptions::parse(mname, &Params::parse(v.iter().copied()).unwrap())
-                    .unwrap();
-                dump_case::<f64>(&dir, &format!("{name}-v{vi}-{mname}-f64"), a, o);
-                dump_case::<f32>(&dir, &format!("{name}-v{vi}-{mname}-f32"), &a.cast(), o);
-                n += 2;
-            }
-        }
-    }
-    eprintln!("dumped {n} cases to {dir}");
-}
-
-fn dump_case<T: Scalar>(dir: &str, case: &str, a: &Csr<T>, o: FastLoadOptions) {
-    use std::io::Write;
-    fn bytes<U: Copy>(v: &[U]) -> Vec<u8> {
-        let n = std::mem::size_of_val(v);
-        // SAFETY: plain-old-data slices (u8/u32/i32/f32/f64) viewed as bytes.
-        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) }.to_vec()
-    }
-    let l = FastLoadLayout::build(a, o).unwrap();
-    let o = l.opts;
-    let bpw = gpu::blocks_per_warp(o.blocks_per_warp, l.nblocks(), 3);
-    let (x, y0) = vectors::<T>(a.nrows(), a.ncols(), 11);
-    for (bi, beta) in [0.0, -0.5, 1.0].into_iter().enumerate() {
-        let d = format!("{dir}/{case}-b{bi}");
-        std::fs::create_dir_all(&d).unwrap();
-        let (alpha, beta) = (T::from_f64(1.5), T::from_f64(beta));
-        let r = oracle_spmv(a, alpha, &x, beta, &y0).unwrap();
-        let launches = gpu::plan_launches(
-            &gpu::PlanInput {
-                nrows: l.nrows,
-                ncols: l.ncols,
-                nblocks: l.nblocks(),
-                threads: o.threads,
-                bpw,
-                gather: o.permute_x == PermuteX::Gather,
-                fuse: o.fuse,
-                optimised: o.optimised,
-                sm_count: 3,
-                grid_ctas: 6,
-            },
-            beta != T::one(),
-        )
-        .unwrap();
-        let mut meta = std::fs::File::create(format!("{d}/meta")).unwrap();
-        writeln!(
-            meta,
-            "f64 {} nrows {} ncols {} nblocks {} bpw {} threads {} alpha {} beta {} eps {:e} nlaunch {}",
-            (T::BYTES == 8) as u8,
-            l.nrows,
-            l.ncols,
-            l.nblocks(),
-            bpw,
-            o.threads,
-            alpha.to_f64(),
-            beta.to_f64(),
-            T::EPSILON,
-            launches.len()
-        )
-        .unwrap();
-        for (i, la) in launches.iter().enumerate() {
-            writeln!(
-                meta,
-                "grid{i} {} npro{i} {} flags{i} {}",
-                la.grid, la.npro, la.flags
-            )
-            .unwrap();
-        }
-        let w = |f: &str, b: Vec<u8>| std::fs::write(format!("{d}/{f}"), b).unwrap();
-        w("blk_ptr", bytes(&l.blk_ptr));
-        w("blk_col", bytes(&l.blk_col_idx));
-        w("blk_info", bytes(&l.blk_info));
-        w("row_idx", bytes(&l.row_idx));
-        w("vals", bytes(&l.vals));
-        w("perm", bytes(&l.perm));
-        w("x", bytes(&x));
-        w("y0", bytes(&y0));
-        w("want", bytes(&r.y));
-        w("scale", bytes(&r.scale));
-        w("row_len", bytes(&r.row_len));
-    }
+    let bad = Params::parse(["height=0"]).unwrap();
+    assert!(dump::write_case(dir.path(), "bad", &a, NAME, &bad).is_err());
 }
