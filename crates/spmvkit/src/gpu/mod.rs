@@ -370,3 +370,42 @@ impl Gpu {
         self.modules.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_lengths_and_launch_integers_are_checked() {
+        assert!(check_vector_lens("m: ", 7, 5, 7, 5).is_ok());
+        assert!(check_vector_lens("m: ", 7, 5, 8, 9).is_ok());
+        match check_vector_lens("m: ", 7, 5, 6, 5) {
+            Err(Error::DimensionMismatch {
+                what,
+                expected: 7,
+                got: 6,
+            }) => assert_eq!(what, "m: x (device)"),
+            other => panic!("short x: {other:?}"),
+        }
+        match check_vector_lens("m: ", 7, 5, 7, 4) {
+            Err(Error::DimensionMismatch {
+                what,
+                expected: 5,
+                got: 4,
+            }) => assert_eq!(what, "m: y (device)"),
+            other => panic!("short y: {other:?}"),
+        }
+        assert_eq!(kernel_int("n", i32::MAX as usize).unwrap(), i32::MAX);
+        assert_eq!(grid_dim("blocks", 1 << 20).unwrap(), 1 << 20);
+        for bad in [i32::MAX as usize + 1, u32::MAX as usize, usize::MAX] {
+            match kernel_int("rows", bad) {
+                Err(Error::TooLarge {
+                    what: "rows",
+                    value,
+                }) => assert_eq!(value, bad as u64),
+                other => panic!("{bad}: {other:?}"),
+            }
+            assert!(grid_dim("blocks", bad).is_err());
+        }
+    }
+}

@@ -542,3 +542,54 @@ fn choose_backend(
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A device layout that only reports its shapes (never launched).
+    struct Shapes {
+        dims: (usize, usize),
+        padded: (usize, usize),
+    }
+
+    impl DeviceLayout<f64> for Shapes {
+        fn dims(&self) -> (usize, usize) {
+            self.dims
+        }
+        fn padded_dims(&self) -> (usize, usize) {
+            self.padded
+        }
+        unsafe fn run_unchecked(
+            &self,
+            _: &Gpu,
+            _: f64,
+            _: &CudaSlice<f64>,
+            _: f64,
+            _: &mut CudaSlice<f64>,
+        ) -> Result<()> {
+            unreachable!("the plan's vector sizing never runs the layout")
+        }
+        fn footprint_bytes(&self) -> usize {
+            0
+        }
+    }
+
+    #[test]
+    fn plan_vectors_take_the_padded_lengths() {
+        let l = |dims, padded| Shapes { dims, padded };
+        // no padding: the logical lengths (y = rows, x = columns)
+        assert_eq!(vector_lens(&l((5, 7), (5, 7)), 5, 7).unwrap(), (5, 7));
+        // cusparse-bsr with b = 4 on 5x7: whole blocks
+        assert_eq!(vector_lens(&l((5, 7), (8, 8)), 5, 7).unwrap(), (8, 8));
+        // padding of one side only
+        assert_eq!(vector_lens(&l((5, 8), (8, 8)), 5, 8).unwrap(), (8, 8));
+        // a layout asking for less than the matrix, or reporting another shape, is refused
+        for bad in [l((5, 7), (4, 7)), l((5, 7), (5, 6)), l((6, 7), (8, 8))] {
+            assert!(matches!(
+                vector_lens(&bad, 5, 7),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+    }
+}

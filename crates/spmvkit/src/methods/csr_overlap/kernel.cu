@@ -17,10 +17,11 @@
 //     are uniform across the CTA, so every warp shuffles with all its lanes.
 // y_i = alpha*sum (+ fma(beta, y_i, alpha*sum) when beta != 0; y is not read when beta == 0).
 // Deterministic: no atomics, fixed lane order. The CPU mirror (cpu.rs) reproduces the bits.
-// Index widths: nnz offsets and rows are at most 2^31-1; the 16-byte rounding (which passes an
-// offset by up to 6 and can go below zero at the start) is done in 64 bits, and the strided
-// loops run unsigned indices, so index + stride < 2^32 where a signed index would overflow near
-// 2^31-1. Buffer offsets (j - base) are computed modulo 2^32 and are small and non-negative.
+// Index widths: nnz offsets and rows are at most 2^31-1, and a 32-bit int would overflow within
+// one stride of that. The 16-byte rounding (which passes an offset by up to 6 and can go below
+// zero at the start) is done in 64 bits; the copy loops run unsigned indices (index + stride <
+// 2^32; buffer offsets i - base modulo 2^32 are small and non-negative); the row and entry loops
+// of a batch run 64-bit signed indices (they unroll as with int).
 
 __device__ __forceinline__ void cp_async_elem(int* d, const int* s) { cp_async_4(d, s); }
 __device__ __forceinline__ void cp_async_elem(float* d, const float* s) { cp_async_4(d, s); }
@@ -65,23 +66,22 @@ __device__ __forceinline__ void batch_rows(int r0, int r1, int bv, int bc,
                                            const real_t* sv, const int* sc,
                                            const real_t* __restrict__ x, real_t* __restrict__ y,
                                            real_t alpha, real_t beta) {
-    const unsigned vl = threadIdx.x & (V - 1);
-    const unsigned vid = threadIdx.x / V;
-    const unsigned nv = blockDim.x / V;
-    const unsigned ubv = (unsigned)bv, ubc = (unsigned)bc, ur1 = (unsigned)r1;
-    for (unsigned base = r0; base < ur1; base += nv) {
-        const unsigned row = base + vid;
+    const int vl = threadIdx.x & (V - 1);
+    const int vid = threadIdx.x / V;
+    const int nv = blockDim.x / V;
+    for (long long base = r0; base < r1; base += nv) {
+        const long long row = base + vid;
         real_t sum = (real_t)0;
-        if (row < ur1) {
-            const unsigned rs = ldg(row_ptr + row), re = ldg(row_ptr + row + 1);
+        if (row < r1) {
+            const int rs = ldg(row_ptr + row), re = ldg(row_ptr + row + 1);
             // Unrolled so that several x gathers are in flight per thread (the fma chain keeps
             // its order, so the bits do not change).
 #pragma unroll 4
-            for (unsigned j = rs + vl; j < re; j += V)
-                sum = fma(sv[j - ubv], ldg(x + sc[j - ubc]), sum);
+            for (long long j = (long long)rs + vl; j < re; j += V)
+                sum = fma(sv[j - bv], ldg(x + sc[j - bc]), sum);
         }
         if (V > 1) sum = warp_reduce_sum_width(sum, V);
-        if (vl == 0 && row < ur1) {
+        if (vl == 0 && row < r1) {
             const real_t t = alpha * sum;
             y[row] = (beta == (real_t)0) ? t : fma(beta, y[row], t);
         }

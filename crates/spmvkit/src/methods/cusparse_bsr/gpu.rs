@@ -92,6 +92,8 @@ pub(super) struct DeviceBsr<T: Scalar> {
     bsrmv: BsrmvFn,
     nrows: usize,
     ncols: usize,
+    /// `(y, x)` lengths of whole blocks ([`BsrLayout::padded_dims`]).
+    padded: (usize, usize),
     b: usize,
     mb: usize,
     nb: usize,
@@ -129,25 +131,23 @@ pub(super) fn upload<T: Scalar>(
         )?;
         check("CreateMatDescr", sys::cusparseCreateMatDescr(&mut h.descr))?;
     }
-    let padded = l.mb * l.b != l.nrows || l.nb * l.b != l.ncols;
+    let (py, px) = l.padded_dims();
+    let padded = (py, px) != (l.nrows, l.ncols);
     let scratch = if padded {
         Some(Mutex::new(Scratch {
-            x: gpu.alloc_zeros::<T>(l.nb * l.b)?,
-            y: gpu.alloc_zeros::<T>(l.mb * l.b)?,
+            x: gpu.alloc_zeros::<T>(px)?,
+            y: gpu.alloc_zeros::<T>(py)?,
         }))
     } else {
         None
     };
-    let pad_bytes = if padded {
-        T::BYTES * (l.nb + l.mb) * l.b
-    } else {
-        0
-    };
+    let pad_bytes = if padded { T::BYTES * (px + py) } else { 0 };
     Ok(Box::new(DeviceBsr {
         gpu: gpu.clone(),
         bsrmv,
         nrows: l.nrows,
         ncols: l.ncols,
+        padded: (py, px),
         b: l.b,
         mb: l.mb,
         nb: l.nb,
@@ -210,7 +210,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceBsr<T> {
 
     /// Whole blocks: mb·b rows and nb·b columns.
     fn padded_dims(&self) -> (usize, usize) {
-        (self.mb * self.b, self.nb * self.b)
+        self.padded
     }
 
     unsafe fn run_unchecked(

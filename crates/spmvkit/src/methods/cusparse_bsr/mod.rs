@@ -171,6 +171,12 @@ impl<T: Scalar> BsrLayout<T> {
     pub(crate) fn nnzb(&self) -> usize {
         self.col_idx.len()
     }
+
+    /// The vector lengths `(y, x)` bsrmv reads and writes: whole blocks, mb·b rows and nb·b
+    /// columns (the device layout's `padded_dims`).
+    pub(crate) fn padded_dims(&self) -> (usize, usize) {
+        (self.mb * self.b, self.nb * self.b)
+    }
 }
 
 impl<T: Scalar> Layout<T> for BsrLayout<T> {

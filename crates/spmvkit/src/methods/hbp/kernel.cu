@@ -44,22 +44,22 @@ __device__ __forceinline__ void hbp_block(int q, int nbr, int nbc, int nrows, in
     const int s0 = ldg(blk_slot + b);
     const int t = ldg(blk_slot + b + 1) - s0;
     const int g0 = ldg(blk_group + b);
-    const long long mbase =
-        dense ? (long long)bm * block_rows * nbc +
-                    (long long)bn * min(block_rows, nrows - bm * block_rows)
-              : 0ll;
+    // the block's partials: its panel's base plus bn · panel height (dense; 64-bit, see above)
+    real_t* const mblk =
+        dense ? mid + ((long long)bm * block_rows * nbc +
+                       (long long)bn * min(block_rows, nrows - bm * block_rows))
+              : mid;
     for (int g = 0;; ++g) {
         const int s = g * 32 + lane;
         if (s >= t) break;
         const int begin = ldg(begin_nnz + g0 + g);
         const int slot = s0 + s;
-        int j;
-        long long idx;
+        int j, idx;
         if (dense) {
             const int z = ldg(zero_row + slot);
-            idx = mbase + ldg(out_idx + slot);
+            idx = ldg(out_idx + slot);
             if (z < 0) {
-                mid[idx] = (real_t)0;
+                mblk[idx] = (real_t)0;
                 continue;
             }
             j = begin + lane - z;
@@ -78,7 +78,7 @@ __device__ __forceinline__ void hbp_block(int q, int nbr, int nbc, int nrows, in
             if (a < 0) break;
             j += a;
         }
-        mid[idx] = sum;
+        mblk[idx] = sum;
     }
 }
 
