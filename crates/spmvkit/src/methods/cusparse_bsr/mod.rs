@@ -216,14 +216,25 @@ impl<T: Scalar> Layout<T> for BsrLayout<T> {
     fn notes(&self) -> Vec<(String, String)> {
         let stored = self.nnzb() * self.b * self.b;
         let nnz = self.vals.iter().filter(|v| **v != T::zero()).count();
-        vec![
+        let mut notes = vec![
             ("block".into(), format!("{0}x{0}", self.b)),
             ("blocks".into(), self.nnzb().to_string()),
             (
                 "fill (stored values per nonzero)".into(),
                 format!("{:.2}", stored as f64 / nnz.max(1) as f64),
             ),
-        ]
+        ];
+        let (py, px) = self.padded_dims();
+        if (py, px) != (self.nrows, self.ncols) {
+            notes.push((
+                "padded vectors (x, y)".into(),
+                format!(
+                    "{px}, {py}: a Plan's own vectors, no copy per call; logical-length device \
+                     vectors go through scratch copies"
+                ),
+            ));
+        }
+        notes
     }
 }
 
