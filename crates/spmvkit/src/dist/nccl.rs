@@ -605,13 +605,18 @@ impl<T: DistScalar> DistOperator<T> {
             Strategy::Halo => {
                 let n = self.send_buf.len().min(self.send_idx.len());
                 if !self.sends.is_empty() {
-                    self.gpu.gather_on(
-                        &cs,
-                        &mut self.send_buf,
-                        &self.x,
-                        &self.send_idx,
-                        self.sends.last().map_or(0, |s| s.1.end).min(n),
-                    )?;
+                    // SAFETY: send_idx holds owned-column offsets (< cols.len() <= x.len(),
+                    // built by the partition); the comm stream waited on x_ready above, and the
+                    // compute stream waits on `exchanged` before it touches x again.
+                    unsafe {
+                        self.gpu.gather_on(
+                            &cs,
+                            &mut self.send_buf,
+                            &self.x,
+                            &self.send_idx,
+                            self.sends.last().map_or(0, |s| s.1.end).min(n),
+                        )
+                    }?;
                 }
                 cudarc::nccl::group_start().map_err(nccl_err("group start"))?;
                 for (peer, r) in &self.sends {

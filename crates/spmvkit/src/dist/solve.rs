@@ -40,7 +40,7 @@ use super::nccl::{Communicator, DistOperator, DistScalar};
 use super::partition::{Distribution, StrategyChoice};
 use super::sim::SimOperator;
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{kernel_int, Gpu};
 use crate::matrix::Csr;
 use crate::methods::{Backend, PrepareFor};
 use crate::scalar::{Idx, Scalar};
@@ -169,7 +169,7 @@ impl<T: DistScalar> NcclRows<T> {
         let f_beta = gpu.function::<T>(&KERNELS, "cg_beta")?;
         let f_p = gpu.function::<T>(&KERNELS, "cg_p")?;
         gpu.synchronize()?;
-        let (n_i, nb_i, one, slot0) = (n as i32, nb as i32, 1i32, 0i32);
+        let (n_i, nb_i, one, slot0) = (kernel_int("dist cg: rows", n)?, nb as i32, 1i32, 0i32);
         let stream = gpu.stream();
         let launch_err =
             |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);
@@ -270,7 +270,12 @@ impl<T: DistScalar> NcclRows<T> {
         let f_dang = gpu.function::<T>(&KERNELS, "pr_dangling")?;
         let f_check = gpu.function::<T>(&KERNELS, "dist_pr_check")?;
         gpu.synchronize()?;
-        let (len_i, nb_i, nbd_i, nd_i) = (len as i32, nb as i32, nbd as i32, mine.len() as i32);
+        let (len_i, nb_i, nbd_i) = (
+            kernel_int("dist pagerank: rows", len)?,
+            nb as i32,
+            nbd as i32,
+        );
+        let nd_i = kernel_int("dist pagerank: dangling nodes", mine.len())?;
         let (slot0, slot1) = (0i32, 1i32);
         let (n_f, damping) = (n as f64, opts.damping);
         let stream = gpu.stream();

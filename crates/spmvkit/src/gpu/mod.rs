@@ -10,8 +10,20 @@
 //!
 //! cudarc's per-slice event tracking is switched off for the context: spmvkit enqueues every call
 //! on one stream ([`Gpu::stream`]), where stream order already serialises all uses, and the extra
-//! events would add launch overhead and break CUDA-graph capture. Code that uses a second stream
-//! ([`Gpu::new_stream`]) orders it against the main one itself, with events.
+//! events would add launch overhead and break CUDA-graph capture. Without tracking, cudarc no
+//! longer orders a buffer's uses on different streams (nor its free after a use on another
+//! stream), so the rule is spmvkit's own, and `docs/gpu-contract.md` states it:
+//!
+//! - Every device buffer spmvkit hands out or takes (layouts, a `Plan`'s x and y, the vectors
+//!   of `apply_device`, the solvers' vectors) is read, written and freed on [`Gpu::stream`].
+//! - Side streams exist only inside the crate ([`Gpu::new_stream`] is crate-private): the
+//!   copy/compute streams of `csr-full-overlap` and the NCCL stream of `dist`. Each touches a
+//!   caller's buffer only between an event recorded on [`Gpu::stream`] before and an event that
+//!   [`Gpu::stream`] waits on after, so the call as a whole is ordered on [`Gpu::stream`]
+//!   (and capturable into a graph), and it frees nothing.
+//! - Code outside spmvkit that makes streams of its own (cudarc's `CudaStream::fork`, the
+//!   context's `new_stream`) and uses spmvkit's buffers on them must order those uses against
+//!   [`Gpu::stream`] with events itself: cudarc will not.
 
 pub mod cusparse;
 mod memory;
@@ -116,6 +128,21 @@ pub fn check_vector_lens(
     Ok(())
 }
 
+/// `value` as a kernel's `int` argument: [`Error::TooLarge`] naming `what` when it exceeds
+/// 2^31−1 (the kernels index with 32-bit ints).
+pub fn kernel_int(what: &'static str, value: usize) -> Result<i32> {
+    i32::try_from(value).map_err(|_| Error::TooLarge {
+        what,
+        value: value as u64,
+    })
+}
+
+/// `value` as a grid dimension (`gridDim.x` is at most 2^31−1): [`Error::TooLarge`] naming
+/// `what` when it does not fit.
+pub fn grid_dim(what: &'static str, value: usize) -> Result<u32> {
+    kernel_int(what, value).map(|v| v as u32)
+}
+
 /// Number of CUDA devices this process sees (0 when the driver cannot be loaded).
 pub fn device_count() -> usize {
     if libraries_present().is_err() {
@@ -192,10 +219,11 @@ impl Gpu {
         &self.stream
     }
 
-    /// A further stream on this context (for methods that overlap copies and kernels). Work on it
-    /// is not ordered against [`Gpu::stream`]: order it with events
-    /// (`stream.record_event` / `other.wait`).
-    pub fn new_stream(&self) -> Result<Arc<CudaStream>> {
+    /// A further stream on this context (for methods that overlap copies and kernels, and the
+    /// NCCL stream). Work on it is not ordered against [`Gpu::stream`], and with event tracking
+    /// off cudarc does not order it either: every use of a buffer on it sits between an event
+    /// recorded on [`Gpu::stream`] and one that [`Gpu::stream`] waits on (module doc).
+    pub(crate) fn new_stream(&self) -> Result<Arc<CudaStream>> {
         self.ctx
             .new_stream()
             .map_err(|e| Error::cuda("creating a stream", e))
@@ -256,7 +284,7 @@ impl Gpu {
                 .map_err(|e| Error::cuda("zeroing y", e));
         }
         let f = self.function::<T>(&UTIL_KERNELS, "spmvkit_scale")?;
-        let n_i32 = n as i32;
+        let n_i32 = kernel_int("scale: element count", n)?;
         let blocks = n.div_ceil(256).min(self.sm_count * 32) as u32;
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
@@ -272,8 +300,14 @@ impl Gpu {
     }
 
     /// Enqueues out[i] = x[idx[i]] for i < n on `stream` (packing scattered entries, e.g. the
-    /// send buffer of a halo exchange). `idx` entries must be < x.len().
-    pub fn gather_on<T: Scalar>(
+    /// send buffer of a halo exchange). `n` is checked against `out` and `idx`; the entries of
+    /// `idx` are not (that would need a pass over them).
+    ///
+    /// # Safety
+    ///
+    /// `idx[..n]` (device data) are all < `x.len()`, and `stream`'s uses of the buffers are
+    /// ordered against [`Gpu::stream`]'s (module doc).
+    pub unsafe fn gather_on<T: Scalar>(
         &self,
         stream: &CudaStream,
         out: &mut CudaSlice<T>,
@@ -292,7 +326,7 @@ impl Gpu {
             });
         }
         let f = self.function::<T>(&UTIL_KERNELS, "spmvkit_gather")?;
-        let n_i32 = n as i32;
+        let n_i32 = kernel_int("gather: element count", n)?;
         let blocks = n.div_ceil(256).min(self.sm_count * 32) as u32;
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
@@ -334,5 +368,44 @@ impl Gpu {
 
     fn lock_modules(&self) -> std::sync::MutexGuard<'_, ModuleCache> {
         self.modules.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_lengths_and_launch_integers_are_checked() {
+        assert!(check_vector_lens("m: ", 7, 5, 7, 5).is_ok());
+        assert!(check_vector_lens("m: ", 7, 5, 8, 9).is_ok());
+        match check_vector_lens("m: ", 7, 5, 6, 5) {
+            Err(Error::DimensionMismatch {
+                what,
+                expected: 7,
+                got: 6,
+            }) => assert_eq!(what, "m: x (device)"),
+            other => panic!("short x: {other:?}"),
+        }
+        match check_vector_lens("m: ", 7, 5, 7, 4) {
+            Err(Error::DimensionMismatch {
+                what,
+                expected: 5,
+                got: 4,
+            }) => assert_eq!(what, "m: y (device)"),
+            other => panic!("short y: {other:?}"),
+        }
+        assert_eq!(kernel_int("n", i32::MAX as usize).unwrap(), i32::MAX);
+        assert_eq!(grid_dim("blocks", 1 << 20).unwrap(), 1 << 20);
+        for bad in [i32::MAX as usize + 1, u32::MAX as usize, usize::MAX] {
+            match kernel_int("rows", bad) {
+                Err(Error::TooLarge {
+                    what: "rows",
+                    value,
+                }) => assert_eq!(value, bad as u64),
+                other => panic!("{bad}: {other:?}"),
+            }
+            assert!(grid_dim("blocks", bad).is_err());
+        }
     }
 }

@@ -101,10 +101,39 @@ pub trait Layout<T: Scalar>: Send + Sync {
 }
 
 /// A layout resident on the GPU.
+///
+/// Callers run it through [`run`](#method.run) on `dyn DeviceLayout<T>`: that entry checks the
+/// device vectors against [`DeviceLayout::dims`] with [`crate::gpu::check_vector_lens`] (x at
+/// least `ncols`, y at least `nrows` elements, [`Error::DimensionMismatch`] otherwise) and only
+/// then calls the method's [`DeviceLayout::run_unchecked`]. `run` is an inherent method of the
+/// trait object, so no method can override it and skip the check, and `run_unchecked` is
+/// `unsafe`: safe code has no way to a launch on vectors that are too short.
 pub trait DeviceLayout<T: Scalar>: Send + Sync {
+    /// The matrix shape `(nrows, ncols)`: `run` needs x of at least `ncols` and y of at least
+    /// `nrows` elements.
+    fn dims(&self) -> (usize, usize);
+
+    /// The vector lengths `(y, x)` the layout works on without staging copies, each at least
+    /// the matching entry of [`DeviceLayout::dims`] (the default, no padding). A layout that
+    /// wants longer vectors (`cusparse-bsr`: whole blocks) says so here; [`Plan`] then allocates
+    /// its own device x and y this long, the padding of x zero, and moves only the logical
+    /// part between host and device. Vectors that long are used as they are: x's entries past
+    /// `ncols` meet zero matrix entries (keep them finite) and y's entries past `nrows` are
+    /// overwritten. Shorter vectors (at least `dims`) still work, through copies.
+    fn padded_dims(&self) -> (usize, usize) {
+        self.dims()
+    }
+
     /// One complete y = αAx + βy on `gpu.stream()`, asynchronously: everything the call needs
-    /// (zeroing y before atomics, permuting x, combine passes) happens inside.
-    fn run(
+    /// (zeroing y before atomics, permuting x, combine passes) happens inside. Callers use
+    /// [`run`](#method.run), which checks the lengths first.
+    ///
+    /// # Safety
+    ///
+    /// `x` holds at least `ncols` and `y` at least `nrows` elements of [`DeviceLayout::dims`],
+    /// both on `gpu`, the GPU the layout was uploaded to. The kernels index x and y up to those
+    /// lengths without further checks.
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -115,6 +144,26 @@ pub trait DeviceLayout<T: Scalar>: Send + Sync {
 
     /// Device bytes held by this layout (not counting x and y).
     fn footprint_bytes(&self) -> usize;
+}
+
+impl<T: Scalar> dyn DeviceLayout<T> + '_ {
+    /// One complete y = αAx + βy on `gpu.stream()`, asynchronously, after checking that x has
+    /// at least `ncols` and y at least `nrows` elements ([`Error::DimensionMismatch`] naming the
+    /// short vector otherwise; nothing is launched then).
+    pub fn run(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let (nrows, ncols) = self.dims();
+        crate::gpu::check_vector_lens("SpMV: ", ncols, nrows, x.len(), y.len())?;
+        // SAFETY: x and y were just checked against dims(); the one process-wide Gpu is the
+        // one every layout is uploaded to.
+        unsafe { self.run_unchecked(gpu, alpha, x, beta, y) }
+    }
 }
 
 /// A method written once for both precisions.

@@ -169,8 +169,9 @@ impl<T: PrepareFor> Plan<T> {
                     layout.footprint_bytes() + T::BYTES * (a.nrows() + a.ncols()),
                 )?;
                 let dl = layout.upload(&gpu).map_err(|e| name_method(e, info.name))?;
-                let x = gpu.upload(&vec![T::zero(); a.ncols().max(1)])?;
-                let y = gpu.upload(&vec![T::zero(); a.nrows().max(1)])?;
+                let (y_len, x_len) = vector_lens(dl.as_ref(), a.nrows(), a.ncols())?;
+                let x = gpu.alloc_zeros::<T>(x_len)?;
+                let y = gpu.alloc_zeros::<T>(y_len)?;
                 gpu.stream()
                     .synchronize()
                     .map_err(|e| Error::cuda("upload", e))?;
@@ -256,7 +257,11 @@ impl<T: PrepareFor> Plan<T> {
 
     /// y = αAx + βy on device-resident vectors: enqueued on [`Gpu::stream`], asynchronous, no
     /// host copy (capturable in a CUDA graph when the method's `run` is). x needs at least
-    /// `ncols` elements and y at least `nrows`. Errors on a CPU plan.
+    /// `ncols` elements and y at least `nrows` ([`Error::DimensionMismatch`] otherwise, before
+    /// anything is launched). Vectors at least as long as the layout's
+    /// [`DeviceLayout::padded_dims`] are used in place (entries past the logical length take
+    /// part: keep x's finite; y's are overwritten); a method that wants padding (`cusparse-bsr`)
+    /// copies logical-length vectors through scratch. Errors on a CPU plan.
     pub fn apply_device(
         &self,
         alpha: T,
@@ -271,20 +276,25 @@ impl<T: PrepareFor> Plan<T> {
                 method: self.method.info().name.into(),
                 reason: "apply_device needs a plan on the GPU; this one runs on the CPU".into(),
             })?;
-        if x.len() < self.ncols || y.len() < self.nrows {
-            return Err(Error::DimensionMismatch {
-                what: format!(
-                    "apply_device: device x (len {}) and y (len {}) for a {}x{} matrix",
-                    x.len(),
-                    y.len(),
-                    self.nrows,
-                    self.ncols
-                ),
-                expected: self.ncols,
-                got: x.len(),
-            });
-        }
-        d.layout.run(&d.gpu, alpha, x, beta, y)
+        d.layout
+            .run(&d.gpu, alpha, x, beta, y)
+            .map_err(|e| match e {
+                Error::DimensionMismatch {
+                    what,
+                    expected,
+                    got,
+                } => Error::DimensionMismatch {
+                    what: format!(
+                        "apply_device ({}, a {}x{} matrix): {what}",
+                        self.method.info().name,
+                        self.nrows,
+                        self.ncols
+                    ),
+                    expected,
+                    got,
+                },
+                other => other,
+            })
     }
 
     /// The GPU the plan runs on, when it does.
@@ -338,6 +348,13 @@ impl<T: PrepareFor> Plan<T> {
                 .layout
                 .upload(&d.gpu)
                 .map_err(|e| name_method(e, name))?;
+            let (y_len, x_len) = vector_lens(d.layout.as_ref(), self.nrows, self.ncols)?;
+            if d.x.len() < x_len {
+                d.x = d.gpu.alloc_zeros::<T>(x_len)?;
+            }
+            if d.y.len() < y_len {
+                d.y = d.gpu.alloc_zeros::<T>(y_len)?;
+            }
             d.gpu.synchronize()?;
             self.prep.upload = t1.elapsed();
         }
@@ -419,6 +436,9 @@ impl<T: PrepareFor> Plan<T> {
         self.layout.as_ref()
     }
     /// The GPU, device layout and device x and y, when the plan runs on the GPU (for timing).
+    /// x and y are as long as the layout's [`DeviceLayout::padded_dims`] (at least `ncols` and
+    /// `nrows`); x's entries past `ncols` are zero, and stay so unless the caller writes them.
+    /// [`Plan::apply`] moves only the first `ncols` / `nrows` entries.
     #[allow(clippy::type_complexity)]
     pub fn device_parts(
         &mut self,
@@ -438,6 +458,24 @@ impl<T: PrepareFor> Plan<T> {
     pub fn ncols(&self) -> usize {
         self.ncols
     }
+}
+
+/// The lengths `(y, x)` of the plan's own device vectors: the layout's padded lengths, which
+/// must cover the matrix (a layout that asks for less is a bug, reported, not trusted).
+fn vector_lens<T: Scalar>(
+    dl: &dyn DeviceLayout<T>,
+    nrows: usize,
+    ncols: usize,
+) -> Result<(usize, usize)> {
+    let (py, px) = dl.padded_dims();
+    if dl.dims() != (nrows, ncols) || py < nrows || px < ncols {
+        return Err(Error::InvalidArgument(format!(
+            "device layout of a {nrows}x{ncols} matrix reports dims {:?} and padded dims \
+             ({py}, {px})",
+            dl.dims()
+        )));
+    }
+    Ok((py, px))
 }
 
 /// Slot s → CSR entry + 1 (0: padding) from a probe's slots, `None` when a slot is not an integer
@@ -502,5 +540,56 @@ fn choose_backend(
                 info.name
             )),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A device layout that only reports its shapes (never launched).
+    struct Shapes {
+        dims: (usize, usize),
+        padded: (usize, usize),
+    }
+
+    impl DeviceLayout<f64> for Shapes {
+        fn dims(&self) -> (usize, usize) {
+            self.dims
+        }
+        fn padded_dims(&self) -> (usize, usize) {
+            self.padded
+        }
+        unsafe fn run_unchecked(
+            &self,
+            _: &Gpu,
+            _: f64,
+            _: &CudaSlice<f64>,
+            _: f64,
+            _: &mut CudaSlice<f64>,
+        ) -> Result<()> {
+            unreachable!("the plan's vector sizing never runs the layout")
+        }
+        fn footprint_bytes(&self) -> usize {
+            0
+        }
+    }
+
+    #[test]
+    fn plan_vectors_take_the_padded_lengths() {
+        let l = |dims, padded| Shapes { dims, padded };
+        // no padding: the logical lengths (y = rows, x = columns)
+        assert_eq!(vector_lens(&l((5, 7), (5, 7)), 5, 7).unwrap(), (5, 7));
+        // cusparse-bsr with b = 4 on 5x7: whole blocks
+        assert_eq!(vector_lens(&l((5, 7), (8, 8)), 5, 7).unwrap(), (8, 8));
+        // padding of one side only
+        assert_eq!(vector_lens(&l((5, 8), (8, 8)), 5, 8).unwrap(), (8, 8));
+        // a layout asking for less than the matrix, or reporting another shape, is refused
+        for bad in [l((5, 7), (4, 7)), l((5, 7), (5, 6)), l((6, 7), (8, 8))] {
+            assert!(matches!(
+                vector_lens(&bad, 5, 7),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
     }
 }

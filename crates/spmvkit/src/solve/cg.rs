@@ -15,7 +15,7 @@ use super::{
     SolveReport, KERNELS, S_DONE, S_ITER, S_RES,
 };
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{kernel_int, Gpu};
 use crate::matrix::Csr;
 use crate::methods::{Backend, Plan, PrepareFor};
 use crate::scalar::Scalar;
@@ -139,7 +139,7 @@ fn cg_gpu<T: PrepareFor>(
     let f_beta = gpu.function::<T>(&KERNELS, "cg_beta")?;
     let f_p = gpu.function::<T>(&KERNELS, "cg_p")?;
     gpu.synchronize()?;
-    let (n_i, nb_i) = (n as i32, nb as i32);
+    let (n_i, nb_i) = (kernel_int("cg: rows", n)?, nb as i32);
     let stream = gpu.stream();
     let launch_err =
         |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);

@@ -5,6 +5,10 @@
 // synchronisation and can be captured into a CUDA graph. Once s[S_DONE] is set, every kernel
 // returns at once: iterations launched after convergence change nothing.
 //
+// Grid-stride loops index with unsigned ints: n <= 2^31-1 and the fixed grid is at most
+// ceil(n / SOLVE_THREADS) blocks, so i + stride < 2^32 (a signed i overflows when n is within one
+// stride of 2^31-1).
+//
 // Dot products are deterministic: a fixed grid (chosen from n alone by the host) where each block
 // sums a fixed grid-stride set of elements in double, a fixed shared-memory tree per block, and a
 // single-block second stage that adds the block partials in a fixed order.
@@ -58,7 +62,8 @@ extern "C" __global__ void cg_dot_pq(const real_t* __restrict__ p, const real_t*
                                      int n, double* __restrict__ part, const double* __restrict__ s) {
     if (s[S_DONE] != 0.0) return;
     double v = 0.0;
-    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < n; i += gridDim.x * SOLVE_THREADS) {
+    for (unsigned i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < (unsigned)n;
+         i += gridDim.x * SOLVE_THREADS) {
         v += (double)p[i] * (double)q[i];
     }
     double b = block_sum(v);
@@ -86,7 +91,8 @@ extern "C" __global__ void cg_update(real_t* __restrict__ x, real_t* __restrict_
     if (s[S_DONE] != 0.0) return;
     real_t a = (real_t)s[S_ALPHA];
     double v = 0.0;
-    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < n; i += gridDim.x * SOLVE_THREADS) {
+    for (unsigned i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < (unsigned)n;
+         i += gridDim.x * SOLVE_THREADS) {
         x[i] = x[i] + a * p[i];
         real_t ri = r[i] - a * q[i];
         r[i] = ri;
@@ -120,7 +126,8 @@ extern "C" __global__ void cg_p(real_t* __restrict__ p, const real_t* __restrict
                                 const double* __restrict__ s) {
     if (s[S_DONE] != 0.0) return;
     real_t b = (real_t)s[S_BETA];
-    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < n; i += gridDim.x * SOLVE_THREADS) {
+    for (unsigned i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < (unsigned)n;
+         i += gridDim.x * SOLVE_THREADS) {
         p[i] = r[i] + b * p[i];
     }
 }
@@ -133,7 +140,8 @@ extern "C" __global__ void pr_dangling(const real_t* __restrict__ x, const int* 
                                        const double* __restrict__ s) {
     if (s[S_DONE] != 0.0) return;
     double v = 0.0;
-    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < nd; i += gridDim.x * SOLVE_THREADS) {
+    for (unsigned i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < (unsigned)nd;
+         i += gridDim.x * SOLVE_THREADS) {
         v += (double)x[dang[i]];
     }
     double b = block_sum(v);
@@ -156,7 +164,8 @@ extern "C" __global__ void pr_update(const real_t* __restrict__ y, const real_t*
     real_t base = (real_t)((damping * s[S_MASS] + (1.0 - damping)) / (double)n);
     real_t d = (real_t)damping;
     double v = 0.0;
-    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < n; i += gridDim.x * SOLVE_THREADS) {
+    for (unsigned i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < (unsigned)n;
+         i += gridDim.x * SOLVE_THREADS) {
         real_t xi = d * y[i] + base;
         v += fabs((double)xi - (double)xold[i]);
         xnew[i] = xi;
@@ -207,7 +216,8 @@ extern "C" __global__ void dist_pr_update(real_t* x, const real_t* __restrict__ 
     real_t base = (real_t)((damping * s[S_MASS] + (1.0 - damping)) / n_global);
     real_t d = (real_t)damping;
     double v = 0.0;
-    for (int i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < n; i += gridDim.x * SOLVE_THREADS) {
+    for (unsigned i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < (unsigned)n;
+         i += gridDim.x * SOLVE_THREADS) {
         real_t old = x[i];
         real_t xi = d * y[i] + base;
         v += fabs((double)xi - (double)old);

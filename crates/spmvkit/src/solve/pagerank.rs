@@ -16,7 +16,7 @@ use super::{
     S_ITER, S_RES,
 };
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{kernel_int, Gpu};
 use crate::matrix::Csr;
 use crate::methods::{Backend, Plan, PrepareFor};
 use crate::scalar::{Idx, Scalar};
@@ -200,7 +200,8 @@ fn pagerank_gpu<T: PrepareFor>(
     let f_update = gpu.function::<T>(&KERNELS, "pr_update")?;
     let f_check = gpu.function::<T>(&KERNELS, "pr_check")?;
     gpu.synchronize()?;
-    let (n_i, nb_i, nbd_i, nd_i) = (n as i32, nb as i32, nbd as i32, dangling.len() as i32);
+    let (n_i, nb_i, nbd_i) = (kernel_int("pagerank: nodes", n)?, nb as i32, nbd as i32);
+    let nd_i = kernel_int("pagerank: dangling nodes", dangling.len())?;
     let damping = opts.damping;
     let stream = gpu.stream();
     let launch_err =

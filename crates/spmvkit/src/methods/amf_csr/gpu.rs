@@ -7,13 +7,15 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{AmfLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{grid_dim, Gpu};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
 /// The device copy of an AMF-CSR layout.
 pub(super) struct DeviceAmf<T: Scalar> {
     func: CudaFunction,
+    nrows: usize,
+    ncols: usize,
     nblocks: usize,
     threads: u32,
     long: i32,
@@ -32,6 +34,8 @@ pub(super) fn upload<T: Scalar>(
     let func = gpu.function::<T>(&KERNEL, &format!("amf_csr_t{}", l.tpv))?;
     Ok(Box::new(DeviceAmf {
         func,
+        nrows: l.nrows,
+        ncols: l.ncols,
         nblocks: l.nblocks(),
         threads: l.threads,
         long: l.long.min(i32::MAX as u32) as i32,
@@ -45,7 +49,11 @@ pub(super) fn upload<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceAmf<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -57,7 +65,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceAmf<T> {
             return Ok(());
         }
         let cfg = LaunchConfig {
-            grid_dim: (self.nblocks as u32, 1, 1),
+            grid_dim: (grid_dim("amf-csr blocks", self.nblocks)?, 1, 1),
             block_dim: (self.threads, 1, 1),
             shared_mem_bytes: 0,
         };
@@ -74,7 +82,8 @@ impl<T: Scalar> DeviceLayout<T> for DeviceAmf<T> {
             .arg(&self.long);
         // SAFETY: the arguments match amf_csr_t{TPV} in kernel.cu; blk_fold has blocks + 1
         // entries, fold_row and fold_ptr folds + 1, cols and vals nnz (packed columns < ncols),
-        // x ncols and y nrows (checked by Plan); threads is a multiple of 32 and of TPV.
+        // x ncols and y nrows (checked by DeviceLayout::run); threads is a multiple of 32 and
+        // of TPV.
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("amf-csr launch", e))?;
         Ok(())
     }

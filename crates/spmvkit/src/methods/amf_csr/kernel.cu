@@ -7,6 +7,8 @@
 //   - a block holding one long row: every thread strides over it, a warp butterfly, then thread 0
 //     adds the warp sums in order.
 // y = alpha*sum (+ beta*y fused), never read when beta == 0. No atomics: deterministic.
+// Strided indices (entries, folds) are 64-bit: their bounds are at most 2^31-1, and a 32-bit int
+// would overflow within one stride of it (signed, so the loops unroll as with int).
 
 template <int TPV>
 __device__ __forceinline__ void amf_block(const int* __restrict__ blk_fold,
@@ -24,7 +26,7 @@ __device__ __forceinline__ void amf_block(const int* __restrict__ blk_fold,
         ldg(fold_ptr + f0 + 1) - ldg(fold_ptr + f0) >= long_nnz) {
         const int s = ldg(fold_ptr + f0), e = ldg(fold_ptr + f0 + 1);
         real_t sum = (real_t)0;
-        for (int j = s + tid; j < e; j += (int)blockDim.x)
+        for (long long j = (long long)s + tid; j < e; j += blockDim.x)
             sum = fma(ldg(vals + j), ldg(x + (ldg(cols + j) >> 2)), sum);
         sum = warp_reduce_sum(sum);
         if ((tid & 31) == 0) warp_sums[tid >> 5] = sum;
@@ -41,13 +43,13 @@ __device__ __forceinline__ void amf_block(const int* __restrict__ blk_fold,
     const int nvec = (int)blockDim.x / TPV;
     const int vid = tid / TPV;
     const int vl = tid % TPV;
-    for (int base = f0; base < f1; base += nvec) {  // uniform over the CTA
-        const int f = base + vid;
+    for (long long base = f0; base < f1; base += nvec) {  // uniform over the CTA
+        const long long f = base + vid;
         const bool active = f < f1;
         real_t a0 = (real_t)0, a1 = (real_t)0, a2 = (real_t)0, a3 = (real_t)0;
         if (active) {
             const int e = ldg(fold_ptr + f + 1);
-            for (int j = ldg(fold_ptr + f) + vl; j < e; j += TPV) {
+            for (long long j = (long long)ldg(fold_ptr + f) + vl; j < e; j += TPV) {
                 const unsigned c = ldg(cols + j);
                 const real_t v = ldg(vals + j);
                 const real_t xv = ldg(x + (c >> 2));

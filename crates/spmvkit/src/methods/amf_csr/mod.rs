@@ -130,6 +130,7 @@ fn auto_or<V: std::str::FromStr>(params: &Params, key: &str) -> Result<Option<V>
 /// The layout of `amf-csr`.
 pub struct AmfLayout<T> {
     nrows: usize,
+    ncols: usize,
     /// First original row of each folded row, then M.
     fold_row: Vec<Idx>,
     /// Entry offsets of the folded rows.
@@ -291,6 +292,7 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<AmfLayout<T>> {
 
     Ok(AmfLayout {
         nrows: m,
+        ncols: csr.ncols(),
         fold_row,
         fold_ptr,
         blk_fold,

@@ -15,7 +15,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{CbLayout, BS, KERNEL, WARPS};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{grid_dim, kernel_int, Gpu};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::Scalar;
 
@@ -160,7 +160,11 @@ pub(super) fn upload<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -168,11 +172,10 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        crate::gpu::check_vector_lens("cb-spmv: ", self.ncols, self.nrows, x.len(), y.len())?;
         if self.nrows == 0 {
             return Ok(());
         }
-        let m = self.nrows as i32;
+        let m = kernel_int("cb-spmv nrows", self.nrows)?;
         // Asked of the driver only when a stream-only mode is in play (small matrices).
         let capturing = ((self.owner && self.owner_stream_only)
             || (self.grid_ctas.is_some() && self.grid_stream_only))
@@ -193,7 +196,8 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
             };
             let mut b = gpu.stream().launch_builder(&self.scale);
             b.arg(&m).arg(&mut *y).arg(&beta);
-            // SAFETY: matches cb_scale_y(int, real_t*, real_t); y has at least nrows entries.
+            // SAFETY: matches cb_scale_y(int, real_t*, real_t); y has at least nrows entries
+            // (this function's contract).
             unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("cb-spmv scale-y launch", e))?;
         }
         if self.ctas == 0 {
@@ -201,12 +205,12 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         }
         let grid = coop.map_or(self.ctas, |c| c.min(self.ctas));
         let cfg = LaunchConfig {
-            grid_dim: (grid as u32, 1, 1),
+            grid_dim: (grid_dim("cb-spmv CTAs", grid)?, 1, 1),
             block_dim: ((WARPS * 32) as u32, 1, 1),
             shared_mem_bytes: 0,
         };
         let (split, gathered, fused) = (self.split as i32, self.gathered as i32, self.fused as i32);
-        let n = self.ncols as i32;
+        let n = kernel_int("cb-spmv ncols", self.ncols)?;
         let nctas = self.ctas as u64;
         let f = if coop.is_some() {
             &self.spmv_grid
@@ -256,7 +260,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         // panel; ws and cnt start at zero and the kernel leaves them so). meta has
         // 2·8·bpw·ctas words; every offset + region length lies inside the arena (or
         // split_vals/voff when split); block rows index panel_nb/tick/ready (one per panel);
-        // gathered x columns are xcol + c < len(gcols) + 16 (the padding), each entry < ncols =
+        // gathered x columns are xcol + c < len(gcols) + 16 (the padding), each entry < ncols <=
         // len(x), direct ones are checked against n; written rows < nrows <= len(y). A grid
         // launch is at most the co-resident CTAs, as its barrier needs, which a cooperative
         // launch guarantees.

@@ -9,7 +9,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{CscLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{kernel_int, Gpu};
 use crate::methods::DeviceLayout;
 use crate::scalar::{Idx, Scalar};
 
@@ -49,7 +49,11 @@ pub(super) fn upload<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceCsc<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -60,7 +64,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsc<T> {
         if self.nrows == 0 {
             return Ok(());
         }
-        let n = self.nrows as i32;
+        let n = kernel_int("csc nrows", self.nrows)?;
         let blocks = self
             .nrows
             .div_ceil(SCALE_THREADS as usize)
@@ -72,7 +76,8 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsc<T> {
         };
         let mut b = gpu.stream().launch_builder(&self.scale);
         b.arg(&n).arg(&mut *y).arg(&beta);
-        // SAFETY: matches csc_scale_y(int, real_t*, real_t); y has nrows entries.
+        // SAFETY: matches csc_scale_y(int, real_t*, real_t); y has nrows entries (checked by
+        // DeviceLayout::run).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csc scale-y launch", e))?;
 
         if self.nnz == 0 {
@@ -85,7 +90,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsc<T> {
             block_dim: (self.threads, 1, 1),
             shared_mem_bytes: 0,
         };
-        let ncols = self.ncols as i32;
+        let ncols = kernel_int("csc ncols", self.ncols)?;
         let mut b = gpu.stream().launch_builder(&self.atomic);
         b.arg(&ncols)
             .arg(&self.col_ptr)
@@ -95,7 +100,8 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsc<T> {
             .arg(y)
             .arg(&alpha);
         // SAFETY: matches csc_atomic in kernel.cu; col_ptr has ncols + 1 entries, row_idx and
-        // vals nnz, row indices < nrows = len(y), x has ncols entries (checked by Plan).
+        // vals nnz, row indices < nrows <= len(y), x has at least ncols entries (checked by
+        // DeviceLayout::run).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csc atomic launch", e))?;
         Ok(())
     }

@@ -12,7 +12,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{Csr5Layout, Prep, KERNEL, OMEGA};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{grid_dim, kernel_int, Gpu};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -24,6 +24,8 @@ const EMPTY_WARPS_MAX: usize = 1024;
 pub(super) struct DeviceCsr5<T: Scalar> {
     spmv: CudaFunction,
     calibrate: CudaFunction,
+    nrows: usize,
+    ncols: usize,
     ntiles: usize,
     sigma: i32,
     npacket: i32,
@@ -77,16 +79,20 @@ pub(super) fn upload<T: Scalar>(
                 let val_in = gpu.upload(a.vals())?;
                 let generate = gpu.function::<T>(&KERNEL, "csr5_generate")?;
                 let cfg = LaunchConfig {
-                    grid_dim: (l.ntiles.div_ceil((THREADS / 32) as usize) as u32, 1, 1),
+                    grid_dim: (
+                        grid_dim("csr5 tiles", l.ntiles.div_ceil((THREADS / 32) as usize))?,
+                        1,
+                        1,
+                    ),
                     block_dim: (THREADS, 1, 1),
                     shared_mem_bytes: 0,
                 };
                 let (ntiles, sigma, npacket, y_bits, nrows) = (
-                    l.ntiles as i32,
+                    kernel_int("csr5 tiles", l.ntiles)?,
                     l.sigma as i32,
                     l.npacket as i32,
                     l.y_bits as i32,
-                    a.nrows() as i32,
+                    kernel_int("csr5 nrows", a.nrows())?,
                 );
                 let mut b = gpu.stream().launch_builder(&generate);
                 b.arg(&ntiles)
@@ -118,12 +124,14 @@ pub(super) fn upload<T: Scalar>(
     Ok(Box::new(DeviceCsr5 {
         spmv: gpu.function::<T>(&KERNEL, "csr5_spmv")?,
         calibrate: gpu.function::<T>(&KERNEL, "csr5_calibrate")?,
+        nrows: a.nrows(),
+        ncols: a.ncols(),
         ntiles: l.ntiles,
         sigma: l.sigma as i32,
         npacket: l.npacket as i32,
         y_bits: l.y_bits as i32,
         ntail: l.ntail_rows(),
-        tail_end: l.tail_end as i32,
+        tail_end: kernel_int("csr5 tail end", l.tail_end)?,
         nempty: l.empty_rows.len(),
         nruns: l.run_row.len(),
         row_ptr,
@@ -180,7 +188,11 @@ fn verify<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceCsr5<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -195,11 +207,13 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsr5<T> {
         }
         let wpb = (THREADS / 32) as usize;
         let cfg = LaunchConfig {
-            grid_dim: (warps.div_ceil(wpb) as u32, 1, 1),
+            grid_dim: (grid_dim("csr5 blocks", warps.div_ceil(wpb))?, 1, 1),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let (ntiles, ntail, nempty) = (self.ntiles as i32, self.ntail as i32, self.nempty as i32);
+        let ntiles = kernel_int("csr5 tiles", self.ntiles)?;
+        let ntail = kernel_int("csr5 tail rows", self.ntail)?;
+        let nempty = kernel_int("csr5 empty rows", self.nempty)?;
         let mut b = gpu.stream().launch_builder(&self.spmv);
         b.arg(&ntiles)
             .arg(&self.sigma)
@@ -223,17 +237,24 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsr5<T> {
             .arg(&self.carry);
         // SAFETY: the arguments match csr5_spmv in kernel.cu; the arrays have the lengths the
         // layout builder gave them (tile_desc ntiles·npacket·32, tile_ptr ntiles + 1, carry
-        // ntiles + 1); rows and columns index y and x in range (checked by Plan).
+        // ntiles + 1); rows and columns index y and x in range (checked by DeviceLayout::run).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr5 launch", e))?;
         if self.nruns == 0 {
             return Ok(());
         }
         let cfg = LaunchConfig {
-            grid_dim: (self.nruns.div_ceil(CAL_THREADS as usize) as u32, 1, 1),
+            grid_dim: (
+                grid_dim(
+                    "csr5 calibrate blocks",
+                    self.nruns.div_ceil(CAL_THREADS as usize),
+                )?,
+                1,
+                1,
+            ),
             block_dim: (CAL_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let nruns = self.nruns as i32;
+        let nruns = kernel_int("csr5 carry runs", self.nruns)?;
         let mut b = gpu.stream().launch_builder(&self.calibrate);
         b.arg(&nruns)
             .arg(&self.run_row)

@@ -114,8 +114,8 @@ extern "C" __global__ void csr5_calibrate(
     int nruns, const int* __restrict__ run_row, const int* __restrict__ run_first,
     const int* __restrict__ run_end, const real_t* __restrict__ carry, real_t* __restrict__ y,
     real_t alpha) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= nruns) return;
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (unsigned)nruns) return;
     const int e = run_end[i];
     int f = run_first[i];
     real_t s = carry[f];

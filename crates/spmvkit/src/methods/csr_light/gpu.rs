@@ -10,7 +10,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{CsrLightLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{kernel_int, Gpu};
 use crate::methods::DeviceLayout;
 use crate::scalar::{Idx, Scalar};
 
@@ -21,6 +21,7 @@ const THREADS_PER_SM: usize = 2048;
 pub(super) struct DeviceCsrLight<T: Scalar> {
     func: CudaFunction,
     nrows: usize,
+    ncols: usize,
     threads: u32,
     grab: u32,
     chunk: u32,
@@ -40,6 +41,7 @@ pub(super) fn upload<T: Scalar>(
     Ok(Box::new(DeviceCsrLight {
         func,
         nrows: l.a.nrows(),
+        ncols: l.a.ncols(),
         threads: l.threads,
         grab: l.grab,
         chunk: l.chunk(),
@@ -52,7 +54,11 @@ pub(super) fn upload<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceCsrLight<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -72,7 +78,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsrLight<T> {
             block_dim: (self.threads, 1, 1),
             shared_mem_bytes: 0,
         };
-        let nrows = self.nrows as i32;
+        let nrows = kernel_int("csr-light nrows", self.nrows)?;
         let grab = self.grab as i32;
         let mut b = gpu.stream().launch_builder(&self.func);
         b.arg(&nrows)
@@ -86,8 +92,8 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsrLight<T> {
             .arg(&self.counter)
             .arg(&grab);
         // SAFETY: the arguments match csr_light_v{V} in kernel.cu; row_ptr has nrows + 1 entries,
-        // col_idx and vals nnz, x ncols and y nrows (checked by Plan); the counter is 2 words,
-        // zero on entry (zeroed at upload and by the previous call's last block).
+        // col_idx and vals nnz, x ncols and y nrows (checked by DeviceLayout::run); the counter
+        // is 2 words, zero on entry (zeroed at upload and by the previous call's last block).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr-light launch", e))?;
         Ok(())
     }

@@ -22,7 +22,7 @@ use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfi
 
 use super::{buffer_cap, smem_bytes, BigBatch, OverlapLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, PinnedSource};
+use crate::gpu::{grid_dim, kernel_int, Gpu, PinnedSource};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -41,6 +41,8 @@ struct Full<T> {
 /// The device copy of an overlap layout.
 pub(super) struct DeviceOverlap<T: Scalar> {
     func: CudaFunction,
+    nrows: usize,
+    ncols: usize,
     threads: u32,
     ctas: usize,
     smem: u32,
@@ -109,6 +111,8 @@ pub(super) fn upload<T: Scalar>(
     };
     Ok(Box::new(DeviceOverlap {
         func,
+        nrows: l.a.nrows(),
+        ncols: l.a.ncols(),
         threads: l.cfg.threads,
         ctas: gpu.sm_count().max(1) * l.cfg.ctas_per_sm as usize,
         smem: smem_bytes::<T>(l.cfg.max_batch_size) as u32,
@@ -134,8 +138,12 @@ pub(super) fn upload<T: Scalar>(
 
 impl<T: Scalar> DeviceOverlap<T> {
     /// One launch on `stream`: batches [first, first + n), plus the long rows if `with_long`.
+    ///
+    /// # Safety
+    ///
+    /// As [`DeviceLayout::run_unchecked`]: x holds at least ncols and y at least nrows elements.
     #[allow(clippy::too_many_arguments)]
-    fn launch(
+    unsafe fn launch(
         &self,
         stream: &Arc<CudaStream>,
         first: usize,
@@ -158,13 +166,19 @@ impl<T: Scalar> DeviceOverlap<T> {
             return Ok(());
         }
         let cfg = LaunchConfig {
-            grid_dim: (grid as u32, 1, 1),
+            grid_dim: (grid_dim("csr-overlap blocks", grid)?, 1, 1),
             block_dim: (self.threads, 1, 1),
             shared_mem_bytes: self.smem,
         };
-        let (first, n, per_cta) = (first as i32, n as i32, per_cta as i32);
-        let ntasks = if with_long { self.ntasks as i32 } else { 0 };
-        let long_ctas = long_ctas as i32;
+        let first = kernel_int("csr-overlap first batch", first)?;
+        let n = kernel_int("csr-overlap batches", n)?;
+        let per_cta = kernel_int("csr-overlap batches per CTA", per_cta)?;
+        let ntasks = if with_long {
+            kernel_int("csr-overlap long-row tasks", self.ntasks)?
+        } else {
+            0
+        };
+        let long_ctas = kernel_int("csr-overlap long-row CTAs", long_ctas)?;
         let mut b = stream.launch_builder(&self.func);
         b.arg(&self.batch_rows)
             .arg(&self.vlog)
@@ -192,9 +206,10 @@ impl<T: Scalar> DeviceOverlap<T> {
         // vlog 1 per batch, [first, first + n) lies within the batches; long_tasks holds 4
         // entries and long_partial 1 per task, whose long-row indices address long_rows,
         // long_first, long_count and long_counter (zero on entry: zeroed at upload, reset by
-        // each row's last CTA); row_ptr has nrows + 1 entries, col_idx and vals nnz, x ncols and y nrows
-        // (checked by Plan); the dynamic shared memory is 2·(vcap·sizeof(real) + ccap·4) bytes
-        // (≤ 48 KiB, checked in prepare), which the kernel lays out.
+        // each row's last CTA); row_ptr has nrows + 1 entries, col_idx and vals nnz, x ncols and
+        // y nrows (this function's contract); the dynamic shared memory is
+        // 2·(vcap·sizeof(real) + ccap·4) bytes (≤ 48 KiB, checked in prepare), which the kernel
+        // lays out.
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr-overlap launch", e))?;
         Ok(())
     }
@@ -214,7 +229,11 @@ impl<T: Scalar> DeviceOverlap<T> {
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -223,7 +242,8 @@ impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
         let Some(f) = &self.full else {
-            return self.launch(gpu.stream(), 0, self.nbatches, true, alpha, x, beta, y);
+            // SAFETY: x and y as this function's contract requires.
+            return unsafe { self.launch(gpu.stream(), 0, self.nbatches, true, alpha, x, beta, y) };
         };
         let ev = |r: std::result::Result<(), cudarc::driver::DriverError>| {
             r.map_err(|e| Error::cuda("csr-full-overlap: stream ordering", e))
@@ -245,16 +265,19 @@ impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
             // This stream already waited for copy i-1 (and so for every earlier copy) before
             // its own copy, so its kernel follows every copy up to i.
             ev(f.copied[i].record(s))?;
-            self.launch(
-                s,
-                bb.start_batch,
-                bb.end_batch - bb.start_batch,
-                i + 1 == count,
-                alpha,
-                x,
-                beta,
-                y,
-            )?;
+            // SAFETY: x and y as this function's contract requires.
+            unsafe {
+                self.launch(
+                    s,
+                    bb.start_batch,
+                    bb.end_batch - bb.start_batch,
+                    i + 1 == count,
+                    alpha,
+                    x,
+                    beta,
+                    y,
+                )
+            }?;
             ev(f.done[i].record(s))?;
         }
         for d in &f.done {

@@ -17,6 +17,11 @@
 //     are uniform across the CTA, so every warp shuffles with all its lanes.
 // y_i = alpha*sum (+ fma(beta, y_i, alpha*sum) when beta != 0; y is not read when beta == 0).
 // Deterministic: no atomics, fixed lane order. The CPU mirror (cpu.rs) reproduces the bits.
+// Index widths: nnz offsets and rows are at most 2^31-1, and a 32-bit int would overflow within
+// one stride of that. The 16-byte rounding (which passes an offset by up to 6 and can go below
+// zero at the start) is done in 64 bits; the copy loops run unsigned indices (index + stride <
+// 2^32; buffer offsets i - base modulo 2^32 are small and non-negative); the row and entry loops
+// of a batch run 64-bit signed indices (they unroll as with int).
 
 __device__ __forceinline__ void cp_async_elem(int* d, const int* s) { cp_async_4(d, s); }
 __device__ __forceinline__ void cp_async_elem(float* d, const float* s) { cp_async_4(d, s); }
@@ -32,8 +37,8 @@ __device__ __forceinline__ int phase16(const E* src) {
 // Buffer index 0 holds entry base16(s) = the last entry at or before s on a 16-byte boundary.
 template <typename E>
 __device__ __forceinline__ int base16(const E* src, int s) {
-    const int P = 16 / (int)sizeof(E), off = phase16(src);
-    return ((s + off) & ~(P - 1)) - off;
+    const long long P = 16 / (long long)sizeof(E), off = phase16(src);
+    return (int)(((s + off) & ~(P - 1)) - off);
 }
 
 // Copies src[s, e) to dst[j - base16(src, s)] with cp.async (dst 16-byte aligned): the head
@@ -41,17 +46,18 @@ __device__ __forceinline__ int base16(const E* src, int s) {
 // bytes), the middle in 16-byte copies.
 template <typename E>
 __device__ __forceinline__ void copy_batch(E* dst, const E* src, int s, int e) {
-    const int P = 16 / (int)sizeof(E), off = phase16(src);
-    const int base = ((s + off) & ~(P - 1)) - off;
-    int a0 = ((s + off + P - 1) & ~(P - 1)) - off;
-    if (a0 > e) a0 = e;
-    int a1 = ((e + off) & ~(P - 1)) - off;
-    if (a1 < a0) a1 = a0;
-    const int t = threadIdx.x, nt = blockDim.x;
-    for (int i = s + t; i < a0; i += nt) cp_async_elem(dst + (i - base), src + i);
-    for (int c = a0 + t * P; c < a1; c += nt * P) cp_async_16(dst + (c - base), src + c);
+    const long long P = 16 / (long long)sizeof(E), off = phase16(src);
+    const unsigned base = (unsigned)base16(src, s);  // modulo 2^32: may stand for -off
+    long long h = ((s + off + P - 1) & ~(P - 1)) - off;
+    const unsigned a0 = (unsigned)(h > e ? e : h);
+    h = ((e + off) & ~(P - 1)) - off;
+    const unsigned a1 = h < (long long)a0 ? a0 : (unsigned)h;
+    const unsigned t = threadIdx.x, nt = blockDim.x, up = (unsigned)P;
+    for (unsigned i = (unsigned)s + t; i < a0; i += nt) cp_async_elem(dst + (i - base), src + i);
+    for (unsigned c = a0 + t * up; c < a1; c += nt * up) cp_async_16(dst + (c - base), src + c);
     // The tail from the last thread down, so it rarely lands on the head's threads.
-    for (int i = a1 + (nt - 1 - t); i < e; i += nt) cp_async_elem(dst + (i - base), src + i);
+    for (unsigned i = a1 + (nt - 1 - t); i < (unsigned)e; i += nt)
+        cp_async_elem(dst + (i - base), src + i);
 }
 
 template <int V>
@@ -63,15 +69,16 @@ __device__ __forceinline__ void batch_rows(int r0, int r1, int bv, int bc,
     const int vl = threadIdx.x & (V - 1);
     const int vid = threadIdx.x / V;
     const int nv = blockDim.x / V;
-    for (int base = r0; base < r1; base += nv) {
-        const int row = base + vid;
+    for (long long base = r0; base < r1; base += nv) {
+        const long long row = base + vid;
         real_t sum = (real_t)0;
         if (row < r1) {
             const int rs = ldg(row_ptr + row), re = ldg(row_ptr + row + 1);
             // Unrolled so that several x gathers are in flight per thread (the fma chain keeps
             // its order, so the bits do not change).
 #pragma unroll 4
-            for (int j = rs + vl; j < re; j += V) sum = fma(sv[j - bv], ldg(x + sc[j - bc]), sum);
+            for (long long j = (long long)rs + vl; j < re; j += V)
+                sum = fma(sv[j - bv], ldg(x + sc[j - bc]), sum);
         }
         if (V > 1) sum = warp_reduce_sum_width(sum, V);
         if (vl == 0 && row < r1) {

@@ -7,7 +7,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::KERNEL;
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{kernel_int, Gpu};
 use crate::matrix::Csr;
 use crate::methods::DeviceLayout;
 use crate::scalar::Scalar;
@@ -40,7 +40,11 @@ impl<T: Scalar> CsrScalarDevice<T> {
 }
 
 impl<T: Scalar> DeviceLayout<T> for CsrScalarDevice<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -48,13 +52,12 @@ impl<T: Scalar> DeviceLayout<T> for CsrScalarDevice<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        crate::gpu::check_vector_lens("csr-scalar: ", self.ncols, self.nrows, x.len(), y.len())?;
         if self.nrows == 0 {
             return Ok(());
         }
-        let nrows = self.nrows as i32;
+        let nrows = kernel_int("csr-scalar nrows", self.nrows)?;
         let cfg = LaunchConfig {
-            grid_dim: ((self.nrows as u32).div_ceil(BLOCK), 1, 1),
+            grid_dim: ((nrows as u32).div_ceil(BLOCK), 1, 1),
             block_dim: (BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
@@ -67,8 +70,8 @@ impl<T: Scalar> DeviceLayout<T> for CsrScalarDevice<T> {
             .arg(y)
             .arg(&alpha)
             .arg(&beta);
-        // SAFETY: argument list matches csr_scalar's signature; x and y are long enough and the
-        // CSR arrays were validated when the Csr was built.
+        // SAFETY: argument list matches csr_scalar's signature; x and y are long enough (checked
+        // by DeviceLayout::run) and the CSR arrays were validated when the Csr was built.
         unsafe { b.launch(cfg) }
             .map(|_| ())
             .map_err(|e| Error::cuda("csr-scalar launch", e))

@@ -8,7 +8,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{CsrVectorLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{kernel_int, Gpu};
 use crate::methods::DeviceLayout;
 use crate::scalar::{Idx, Scalar};
 
@@ -16,6 +16,7 @@ use crate::scalar::{Idx, Scalar};
 pub(super) struct DeviceCsrVector<T: Scalar> {
     func: CudaFunction,
     nrows: usize,
+    ncols: usize,
     threads: u32,
     row_ptr: CudaSlice<Idx>,
     col_idx: CudaSlice<Idx>,
@@ -31,6 +32,7 @@ pub(super) fn upload<T: Scalar>(
     Ok(Box::new(DeviceCsrVector {
         func,
         nrows: l.a.nrows(),
+        ncols: l.a.ncols(),
         threads: l.threads,
         row_ptr: gpu.upload(l.a.row_ptr())?,
         col_idx: gpu.upload(l.a.col_idx())?,
@@ -40,7 +42,11 @@ pub(super) fn upload<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceCsrVector<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -58,7 +64,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsrVector<T> {
             block_dim: (self.threads, 1, 1),
             shared_mem_bytes: 0,
         };
-        let nrows = self.nrows as i32;
+        let nrows = kernel_int("csr-vector nrows", self.nrows)?;
         let mut b = gpu.stream().launch_builder(&self.func);
         b.arg(&nrows)
             .arg(&self.row_ptr)
@@ -69,7 +75,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsrVector<T> {
             .arg(&alpha)
             .arg(&beta);
         // SAFETY: the arguments match csr_vector's signature in kernel.cu; row_ptr has nrows + 1
-        // entries, col_idx and vals nnz, x ncols and y nrows (checked by Plan).
+        // entries, col_idx and vals nnz, x ncols and y nrows (checked by DeviceLayout::run).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr-vector launch", e))?;
         Ok(())
     }

@@ -245,7 +245,11 @@ struct CusparseDevice<T: Scalar> {
 }
 
 impl<T: Scalar> DeviceLayout<T> for CusparseDevice<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.spmv.nrows(), self.spmv.ncols())
+    }
+
+    unsafe fn run_unchecked(
         &self,
         _gpu: &Gpu,
         alpha: T,
@@ -254,7 +258,6 @@ impl<T: Scalar> DeviceLayout<T> for CusparseDevice<T> {
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
         if let Some(u) = &self.upload {
-            self.spmv.check_vectors(x, y)?;
             self.spmv.refill_entries(&u.col_idx, &u.vals)?;
         }
         self.spmv.run(alpha, x, beta, y)

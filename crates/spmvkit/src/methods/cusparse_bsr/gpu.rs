@@ -1,6 +1,8 @@
 //! The device side of `cusparse-bsr`: an RAII holder of the cuSPARSE handle (bound to
 //! [`Gpu::stream`]), a general matrix descriptor, the BSR arrays and, when the shape is not a
-//! multiple of the block size, zero-padded x/y scratch vectors. `cusparse<S|D>bsrmv` is looked up
+//! multiple of the block size, zero-padded x/y scratch vectors for callers whose vectors have
+//! only the logical length (the layout's `padded_dims` asks a `Plan` for vectors of whole
+//! blocks, which need no scratch). `cusparse<S|D>bsrmv` is looked up
 //! in the loaded cuSPARSE by name (as `gpu/cusparse.rs` does for `SpMV_preprocess`), so a
 //! cuSPARSE without it gives `MethodUnsupported` instead of a panic.
 
@@ -15,7 +17,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
 use super::{BsrLayout, NAME};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{kernel_int, Gpu};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Precision, Scalar};
 
@@ -90,6 +92,8 @@ pub(super) struct DeviceBsr<T: Scalar> {
     bsrmv: BsrmvFn,
     nrows: usize,
     ncols: usize,
+    /// `(y, x)` lengths of whole blocks ([`BsrLayout::padded_dims`]).
+    padded: (usize, usize),
     b: usize,
     mb: usize,
     nb: usize,
@@ -127,25 +131,23 @@ pub(super) fn upload<T: Scalar>(
         )?;
         check("CreateMatDescr", sys::cusparseCreateMatDescr(&mut h.descr))?;
     }
-    let padded = l.mb * l.b != l.nrows || l.nb * l.b != l.ncols;
+    let (py, px) = l.padded_dims();
+    let padded = (py, px) != (l.nrows, l.ncols);
     let scratch = if padded {
         Some(Mutex::new(Scratch {
-            x: gpu.alloc_zeros::<T>(l.nb * l.b)?,
-            y: gpu.alloc_zeros::<T>(l.mb * l.b)?,
+            x: gpu.alloc_zeros::<T>(px)?,
+            y: gpu.alloc_zeros::<T>(py)?,
         }))
     } else {
         None
     };
-    let pad_bytes = if padded {
-        T::BYTES * (l.nb + l.mb) * l.b
-    } else {
-        0
-    };
+    let pad_bytes = if padded { T::BYTES * (px + py) } else { 0 };
     Ok(Box::new(DeviceBsr {
         gpu: gpu.clone(),
         bsrmv,
         nrows: l.nrows,
         ncols: l.ncols,
+        padded: (py, px),
         b: l.b,
         mb: l.mb,
         nb: l.nb,
@@ -161,7 +163,17 @@ pub(super) fn upload<T: Scalar>(
 
 impl<T: Scalar> DeviceBsr<T> {
     /// One bsrmv on device addresses `xp` (nb·b values) and `yp` (mb·b values).
-    fn call(&self, alpha: T, xp: u64, beta: T, yp: u64) -> Result<()> {
+    ///
+    /// # Safety
+    ///
+    /// `xp` and `yp` address live device buffers of at least nb·b and mb·b values, not freed
+    /// before the call completes on the stream.
+    unsafe fn call(&self, alpha: T, xp: u64, beta: T, yp: u64) -> Result<()> {
+        let (mb, nb, nnzb) = (
+            kernel_int("cusparse-bsr block rows", self.mb)?,
+            kernel_int("cusparse-bsr block columns", self.nb)?,
+            kernel_int("cusparse-bsr blocks", self.nnzb)?,
+        );
         let stream = self.gpu.stream();
         let h = self.h.lock().unwrap_or_else(|p| p.into_inner());
         let (rp, _g1) = self.row_ptr.device_ptr(stream);
@@ -174,9 +186,9 @@ impl<T: Scalar> DeviceBsr<T> {
                 h.handle,
                 cusparseDirection_t::CUSPARSE_DIRECTION_ROW,
                 cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
-                self.mb as c_int,
-                self.nb as c_int,
-                self.nnzb as c_int,
+                mb,
+                nb,
+                nnzb,
                 &alpha as *const T as *const c_void,
                 h.descr,
                 va as *const c_void,
@@ -192,7 +204,16 @@ impl<T: Scalar> DeviceBsr<T> {
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceBsr<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    /// Whole blocks: mb·b rows and nb·b columns.
+    fn padded_dims(&self) -> (usize, usize) {
+        self.padded
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -210,35 +231,56 @@ impl<T: Scalar> DeviceLayout<T> for DeviceBsr<T> {
             .bind_to_thread()
             .map_err(|e| Error::cuda("binding the context", e))?;
         let stream = gpu.stream();
-        match &self.scratch {
-            None => {
-                let (xp, _gx) = x.device_ptr(stream);
-                let (yp, _gy) = y.device_ptr_mut(stream);
-                self.call(alpha, xp, beta, yp)
-            }
-            Some(s) => {
-                let mut s = s.lock().unwrap_or_else(|p| p.into_inner());
-                let s = &mut *s;
-                let cp = |e| Error::cuda("cusparse-bsr scratch copy", e);
-                stream
-                    .memcpy_dtod(&x.slice(..self.ncols), &mut s.x.slice_mut(..self.ncols))
-                    .map_err(cp)?;
-                if beta != T::zero() {
-                    stream
-                        .memcpy_dtod(&y.slice(..self.nrows), &mut s.y.slice_mut(..self.nrows))
-                        .map_err(cp)?;
-                }
-                {
-                    let (xp, _gx) = s.x.device_ptr(stream);
-                    let (yp, _gy) = s.y.device_ptr_mut(stream);
-                    self.call(alpha, xp, beta, yp)?;
-                }
-                stream
-                    .memcpy_dtod(&s.y.slice(..self.nrows), &mut y.slice_mut(..self.nrows))
-                    .map_err(cp)?;
-                Ok(())
-            }
+        // A vector of whole blocks is used in place (the Plan's own are); a shorter one goes
+        // through the zero-padded scratch.
+        let (py, px) = self.padded_dims();
+        let (x_direct, y_direct) = (x.len() >= px, y.len() >= py);
+        if x_direct && y_direct {
+            let (xp, _gx) = x.device_ptr(stream);
+            let (yp, _gy) = y.device_ptr_mut(stream);
+            // SAFETY: x and y hold whole blocks (nb·b and mb·b values), checked just above.
+            return unsafe { self.call(alpha, xp, beta, yp) };
         }
+        let Some(s) = &self.scratch else {
+            return Err(Error::InvalidArgument(format!(
+                "{NAME}: vectors shorter than whole blocks but no scratch (the shape is a \
+                 multiple of the block size)"
+            )));
+        };
+        let mut s = s.lock().unwrap_or_else(|p| p.into_inner());
+        let s = &mut *s;
+        let cp = |e| Error::cuda("cusparse-bsr scratch copy", e);
+        if !x_direct {
+            stream
+                .memcpy_dtod(&x.slice(..self.ncols), &mut s.x.slice_mut(..self.ncols))
+                .map_err(cp)?;
+        }
+        if !y_direct && beta != T::zero() {
+            stream
+                .memcpy_dtod(&y.slice(..self.nrows), &mut s.y.slice_mut(..self.nrows))
+                .map_err(cp)?;
+        }
+        {
+            let (xp, _gx) = if x_direct {
+                x.device_ptr(stream)
+            } else {
+                s.x.device_ptr(stream)
+            };
+            let (yp, _gy) = if y_direct {
+                y.device_ptr_mut(stream)
+            } else {
+                s.y.device_ptr_mut(stream)
+            };
+            // SAFETY: each address is a vector of whole blocks (checked) or the scratch,
+            // allocated with nb·b and mb·b values.
+            unsafe { self.call(alpha, xp, beta, yp) }?;
+        }
+        if !y_direct {
+            stream
+                .memcpy_dtod(&s.y.slice(..self.nrows), &mut y.slice_mut(..self.nrows))
+                .map_err(cp)?;
+        }
+        Ok(())
     }
 
     fn footprint_bytes(&self) -> usize {

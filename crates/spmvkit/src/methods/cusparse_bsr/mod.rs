@@ -6,10 +6,18 @@
 //! API choice: the generic `cusparseSpMV` takes CSR, CSC, COO and sliced ELL but not BSR, so the
 //! legacy `bsrmv` (still shipped in cuSPARSE 12.x/13.0) is the BSR SpMV cuSPARSE offers. It is
 //! looked up in the loaded library by name; where it is missing the method reports itself
-//! unsupported instead of failing. `bsrmv` needs x of nb·b and y of mb·b elements: when the
-//! matrix dimensions are not multiples of b, each call copies x into a zero-padded scratch
-//! vector (and y too when β ≠ 0), runs `bsrmv` on the scratch and copies the rows back — all on
-//! the stream, inside the timed call.
+//! unsupported instead of failing. `bsrmv` needs x of nb·b and y of mb·b elements (whole
+//! blocks). The device layout says so through `DeviceLayout::padded_dims`, and a [`Plan`]
+//! allocates its own device x and y that long (x's padding zero), so calls on the plan's vectors
+//! (`Plan::apply`, the benchmark's timed calls) run `bsrmv` in place with no copy. Device vectors
+//! of only the logical length (a caller's own, through `Plan::apply_device`) still work when a
+//! dimension is not a multiple of b: the call then copies x into a zero-padded scratch vector
+//! (and y too when β ≠ 0), runs `bsrmv` on the scratch and copies the rows back, all on the
+//! stream (two or three device copies per call). A longer vector is used in place: its entries
+//! past the logical length up to whole blocks take part (x's meet zero matrix entries, y's are
+//! overwritten).
+//!
+//! [`Plan`]: crate::Plan
 //!
 //! The CPU mirror walks the BSR arrays (block row by block row, each row of a block over its
 //! blocks in order), so the conversion is checked without a GPU. Determinism: cuSPARSE does not
@@ -43,7 +51,9 @@ impl GenericMethod for CusparseBsr {
         MethodInfo {
             name: NAME,
             summary: "GPU: cuSPARSE bsrmv on BSR (b x b blocks, row-major) converted from CSR on \
-                      the host; x/y padded through scratch when the shape is not a multiple of b",
+                      the host; a Plan's own x/y are padded to whole blocks (no copy per call), \
+                      caller device vectors of the logical length go through 2-3 scratch \
+                      copies per call when the shape is not a multiple of b",
             source: "NVIDIA cuSPARSE legacy API (cusparse<t>bsrmv), CB-SpMV's baseline (ICS'25)",
             deterministic: false,
             gpu: true,
@@ -161,6 +171,12 @@ impl<T: Scalar> BsrLayout<T> {
     pub(crate) fn nnzb(&self) -> usize {
         self.col_idx.len()
     }
+
+    /// The vector lengths `(y, x)` bsrmv reads and writes: whole blocks, mb·b rows and nb·b
+    /// columns (the device layout's `padded_dims`).
+    pub(crate) fn padded_dims(&self) -> (usize, usize) {
+        (self.mb * self.b, self.nb * self.b)
+    }
 }
 
 impl<T: Scalar> Layout<T> for BsrLayout<T> {
@@ -200,14 +216,25 @@ impl<T: Scalar> Layout<T> for BsrLayout<T> {
     fn notes(&self) -> Vec<(String, String)> {
         let stored = self.nnzb() * self.b * self.b;
         let nnz = self.vals.iter().filter(|v| **v != T::zero()).count();
-        vec![
+        let mut notes = vec![
             ("block".into(), format!("{0}x{0}", self.b)),
             ("blocks".into(), self.nnzb().to_string()),
             (
                 "fill (stored values per nonzero)".into(),
                 format!("{:.2}", stored as f64 / nnz.max(1) as f64),
             ),
-        ]
+        ];
+        let (py, px) = self.padded_dims();
+        if (py, px) != (self.nrows, self.ncols) {
+            notes.push((
+                "padded vectors (x, y)".into(),
+                format!(
+                    "{px}, {py}: a Plan's own vectors, no copy per call; logical-length device \
+                     vectors go through scratch copies"
+                ),
+            ));
+        }
+        notes
     }
 }
 

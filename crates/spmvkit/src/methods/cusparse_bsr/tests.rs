@@ -69,3 +69,25 @@ fn gpu_matches_the_mirror() {
         crate::methods::testmats::check_gpu_against_mirror(&CusparseBsr, &params(&[b]));
     }
 }
+
+#[test]
+fn padded_dims_are_whole_blocks() {
+    // 3x3 with b = 2: 2 block rows and columns, so y and x of 4 elements.
+    let a = Csr::<f64>::identity(3).unwrap();
+    assert_eq!(BsrLayout::build(&a, 2).unwrap().padded_dims(), (4, 4));
+    let a = crate::gen::generate_f64("uniform:81,97,3").unwrap();
+    for (b, want) in [
+        (2, (82, 98)),
+        (4, (84, 100)),
+        (16, (96, 112)),
+        (3, (81, 99)),
+    ] {
+        assert_eq!(
+            BsrLayout::build(&a, b).unwrap().padded_dims(),
+            want,
+            "b = {b}"
+        );
+    }
+    let a = crate::gen::generate_f64("poisson2d:8").unwrap();
+    assert_eq!(BsrLayout::build(&a, 4).unwrap().padded_dims(), (64, 64));
+}

@@ -9,7 +9,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{DaspLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{grid_dim, kernel_int, Gpu};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -19,6 +19,8 @@ const EMPTY_WARPS_MAX: usize = 1024;
 pub(super) struct DeviceDasp<T: Scalar> {
     func: CudaFunction,
     long_sum: CudaFunction,
+    nrows: usize,
+    ncols: usize,
     nlong: usize,
     nparts: usize,
     ngroups: usize,
@@ -55,6 +57,8 @@ pub(super) fn upload<T: Scalar>(
     Ok(Box::new(DeviceDasp {
         func: gpu.function::<T>(&KERNEL, "dasp_spmv")?,
         long_sum: gpu.function::<T>(&KERNEL, "dasp_long_sum")?,
+        nrows: l.nrows,
+        ncols: l.ncols,
         nlong: l.long_rows.len(),
         nparts: l.part_start.len(),
         ngroups: l.ngroups(),
@@ -86,7 +90,11 @@ pub(super) fn upload<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceDasp<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -101,16 +109,20 @@ impl<T: Scalar> DeviceLayout<T> for DeviceDasp<T> {
             return Ok(());
         }
         let cfg = LaunchConfig {
-            grid_dim: (warps.div_ceil((THREADS / 32) as usize) as u32, 1, 1),
+            grid_dim: (
+                grid_dim("dasp blocks", warps.div_ceil((THREADS / 32) as usize))?,
+                1,
+                1,
+            ),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
         let (nparts, ngroups, nshort, spw, nempty) = (
-            self.nparts as i32,
-            self.ngroups as i32,
-            self.nshort as i32,
-            self.spw as i32,
-            self.nempty as i32,
+            kernel_int("dasp long-row parts", self.nparts)?,
+            kernel_int("dasp row-block groups", self.ngroups)?,
+            kernel_int("dasp short tiles", self.nshort)?,
+            kernel_int("dasp short tiles per warp", self.spw)?,
+            kernel_int("dasp empty rows", self.nempty)?,
         );
         let mut b = gpu.stream().launch_builder(&self.func);
         b.arg(&nparts)
@@ -141,17 +153,25 @@ impl<T: Scalar> DeviceLayout<T> for DeviceDasp<T> {
             .arg(&alpha)
             .arg(&beta);
         // SAFETY: the arguments match dasp_spmv in kernel.cu; every array has the length the
-        // layout builder gave it; rows index y and columns x in range (checked by Plan).
+        // layout builder gave it; rows index y and columns x in range (checked by
+        // DeviceLayout::run).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("dasp launch", e))?;
         if self.nlong == 0 {
             return Ok(());
         }
         let cfg = LaunchConfig {
-            grid_dim: (self.nlong.div_ceil((THREADS / 32) as usize) as u32, 1, 1),
+            grid_dim: (
+                grid_dim(
+                    "dasp long-sum blocks",
+                    self.nlong.div_ceil((THREADS / 32) as usize),
+                )?,
+                1,
+                1,
+            ),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let nlong = self.nlong as i32;
+        let nlong = kernel_int("dasp long rows", self.nlong)?;
         let mut b = gpu.stream().launch_builder(&self.long_sum);
         b.arg(&nlong)
             .arg(&self.long_rows)

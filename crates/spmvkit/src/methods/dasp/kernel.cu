@@ -7,6 +7,9 @@
 // A[t/4][t%4] and B[t%4][t/4] = x[col of its own A element], so D[m][m] is row m's dot product,
 // held by lane 4m + m/2 as element m%2. f32 (no such MMA) does one FMA per lane and sums each
 // group of 4 lanes.
+// Strided nnz indices are 64-bit (the bounds are at most 2^31-1, and a 32-bit index would
+// overflow within one stride of it; signed, so the loops unroll as before), and group-row
+// offsets g * 8 + m are unsigned.
 
 #ifdef SPMVKIT_REAL_F64
 struct dasp_acc { double d0, d1; };
@@ -55,8 +58,8 @@ extern "C" __global__ void dasp_spmv(
     if (w < nparts) {
         const int s = part_start[w], e = part_end[w];
         dasp_acc acc = {0, 0};
-        for (int base = s; base < e; base += 32) {
-            const int p = base + lane;
+        for (long long base = s; base < e; base += 32) {
+            const long long p = base + lane;
             real_t a = 0, b = 0;
             if (p < e) {
                 a = ldg(long_vals + p);
@@ -79,11 +82,13 @@ extern "C" __global__ void dasp_spmv(
         }
         const real_t sum = dasp_row(acc);
         real_t ir = 0;
-        const int e = irr_ptr[g * 8 + m + 1];
-        for (int p = irr_ptr[g * 8 + m] + k; p < e; p += 4) ir = fma(ldg(irr_vals + p), ldg(x + ldg(irr_cols + p)), ir);
+        const unsigned gm = (unsigned)g * 8u + m;
+        const int e = irr_ptr[gm + 1];
+        for (long long p = (long long)irr_ptr[gm] + k; p < e; p += 4)
+            ir = fma(ldg(irr_vals + p), ldg(x + ldg(irr_cols + p)), ir);
         ir += __shfl_xor_sync(FULL_MASK, ir, 1);
         ir += __shfl_xor_sync(FULL_MASK, ir, 2);
-        const int row = blk_rows[g * 8 + m];
+        const int row = blk_rows[gm];
         if (k == 0 && row >= 0) dasp_store(y, row, alpha, sum + ir, beta);
         return;
     }
@@ -123,7 +128,7 @@ extern "C" __global__ void dasp_long_sum(
     if (w >= nlong) return;
     const int e = part_ptr[w + 1];
     real_t s = 0;
-    for (int p = part_ptr[w] + lane; p < e; p += 32) s += long_part[p];
+    for (long long p = (long long)part_ptr[w] + lane; p < e; p += 32) s += long_part[p];
     s = warp_reduce_sum(s);
     if (lane == 0) dasp_store(y, long_rows[w], alpha, s, beta);
 }

@@ -126,6 +126,8 @@ impl GenericMethod for Dasp {
 
 /// The layout of `dasp`.
 pub struct DaspLayout<T> {
+    pub(crate) nrows: usize,
+    pub(crate) ncols: usize,
     pub(crate) long_len: usize,
     pub(crate) long_chunk: usize,
     pub(crate) threshold: f64,
@@ -322,6 +324,8 @@ impl<T: Scalar> DaspLayout<T> {
         }
         let t3 = Instant::now();
         DaspLayout {
+            nrows,
+            ncols: a.ncols(),
             long_len,
             long_chunk,
             threshold,

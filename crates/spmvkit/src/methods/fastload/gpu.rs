@@ -12,7 +12,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{FastLoadLayout, Fuse, PermuteX, Phase, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{grid_dim, kernel_int, Gpu};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -116,8 +116,13 @@ pub(super) fn upload<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceFastLoad<T> {
+    /// One launch of `fastload_spmv` (or its cooperative grid form) as `l` says.
+    ///
+    /// # Safety
+    ///
+    /// As [`DeviceLayout::run_unchecked`]: x holds at least ncols and y at least nrows elements.
     #[allow(clippy::too_many_arguments)]
-    fn launch(
+    unsafe fn launch(
         &self,
         gpu: &Gpu,
         l: Launch,
@@ -132,8 +137,10 @@ impl<T: Scalar> DeviceFastLoad<T> {
             shared_mem_bytes: 0,
         };
         let (npro, flags) = (l.npro, l.flags);
-        let (nblocks, bpw) = (self.nblocks as i32, self.bpw as i32);
-        let (nrows, ncols) = (self.nrows as i32, self.ncols as i32);
+        let nblocks = kernel_int("fastload blocks", self.nblocks)?;
+        let bpw = self.bpw as i32;
+        let nrows = kernel_int("fastload nrows", self.nrows)?;
+        let ncols = kernel_int("fastload ncols", self.ncols)?;
         let mut b = gpu
             .stream()
             .launch_builder(if l.coop { &self.grid_f } else { &self.f });
@@ -159,9 +166,10 @@ impl<T: Scalar> DeviceFastLoad<T> {
         // SAFETY: the arguments match fastload_spmv in kernel.cu: blk_ptr has nblocks + 1
         // entries, blk_col/blk_info nblocks, every block's elements lie in row_idx/vals with rows
         // < nrows = len(y) and columns col0 + lane < ncols = len(perm) = len(xs) (gather mode);
-        // perm maps into x (ncols entries, checked by Plan); sync holds the three counters,
-        // zero between calls; virtual rows r ≥ nrows index hub (nhubs·hub_slots sectors). A
-        // cooperative grid is at most grid_ctas CTAs, all co-resident, as its barrier needs.
+        // perm maps into x (ncols entries, this function's contract); sync holds the three
+        // counters, zero between calls; virtual rows r ≥ nrows index hub (nhubs·hub_slots
+        // sectors). A cooperative grid is at most grid_ctas CTAs, all co-resident, as its barrier
+        // needs.
         if l.coop {
             unsafe { b.launch_cooperative(cfg) }
         } else {
@@ -172,15 +180,23 @@ impl<T: Scalar> DeviceFastLoad<T> {
     }
 
     /// y[hub_rows[i]] += Σ slots of hub i, slots zeroed (one warp per hub).
-    fn launch_combine(&self, gpu: &Gpu, y: &mut CudaSlice<T>) -> Result<()> {
+    ///
+    /// # Safety
+    ///
+    /// y holds at least nrows elements.
+    unsafe fn launch_combine(&self, gpu: &Gpu, y: &mut CudaSlice<T>) -> Result<()> {
         let threads = 256u32;
-        let grid = (self.nhubs * 32).div_ceil(threads as usize) as u32;
+        let grid = grid_dim(
+            "fastload hub-combine blocks",
+            (self.nhubs * 32).div_ceil(threads as usize),
+        )?;
         let cfg = LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
-        let (nhubs, slots) = (self.nhubs as i32, self.hub_slots as i32);
+        let nhubs = kernel_int("fastload hub rows", self.nhubs)?;
+        let slots = self.hub_slots as i32;
         let mut b = gpu.stream().launch_builder(&self.combine);
         b.arg(&nhubs)
             .arg(&slots)
@@ -209,7 +225,11 @@ pub(super) fn blocks_per_warp(opt: u32, nblocks: usize, sm_count: usize) -> u32 
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -247,11 +267,13 @@ impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
                 Phase::Blocks => !is_pro,
             };
             if wanted {
-                self.launch(gpu, l, alpha, x, beta, y)?;
+                // SAFETY: x and y as this function's contract requires.
+                unsafe { self.launch(gpu, l, alpha, x, beta, y) }?;
             }
         }
         if self.nhubs > 0 && self.phase != Phase::Prologue && self.nblocks > 0 {
-            self.launch_combine(gpu, y)?;
+            // SAFETY: y as this function's contract requires.
+            unsafe { self.launch_combine(gpu, y) }?;
         }
         Ok(())
     }

@@ -13,7 +13,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{Combine, HbpLayout, Phase, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{grid_dim, kernel_int, Gpu};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::Scalar;
 
@@ -83,6 +83,13 @@ pub(super) fn upload<T: Scalar>(
         .min(l.nblocks().div_ceil(l.cfg.warps_per_cta as usize))
         .max(1);
     let (per_cta, nfixed) = l.split(ctas);
+    // The kernel's block indices and ticket counter are 32-bit ints: the blocks plus the
+    // tickets' overshoot (each warp takes at most `grab` past the end) must fit.
+    let warps = ctas * l.cfg.warps_per_cta as usize;
+    kernel_int(
+        "hbp blocks plus ticket overshoot",
+        l.nblocks() + warps * l.cfg.grab as usize,
+    )?;
     let out_idx = if dense { &l.output_hash } else { &l.out_pos };
     gpu.ensure_fits("hbp layout", l.footprint_bytes())?;
     Ok(Box::new(DeviceHbp {
@@ -119,7 +126,11 @@ pub(super) fn upload<T: Scalar>(
 
 impl<T: Scalar> DeviceHbp<T> {
     /// Launches the combine over the first `nrows` rows (0: only the ticket reset).
-    fn combine(
+    ///
+    /// # Safety
+    ///
+    /// y holds at least `nrows` elements.
+    unsafe fn combine(
         &self,
         gpu: &Gpu,
         nrows: usize,
@@ -128,11 +139,18 @@ impl<T: Scalar> DeviceHbp<T> {
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
         let cfg = LaunchConfig {
-            grid_dim: (nrows.div_ceil(COMBINE_THREADS as usize).max(1) as u32, 1, 1),
+            grid_dim: (
+                grid_dim(
+                    "hbp combine blocks",
+                    nrows.div_ceil(COMBINE_THREADS as usize).max(1),
+                )?,
+                1,
+                1,
+            ),
             block_dim: (COMBINE_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let nrows = nrows as i32;
+        let nrows = kernel_int("hbp nrows", nrows)?;
         let mut b = gpu.stream().launch_builder(&self.combine);
         let (nbc, br) = (self.nbc as i32, self.block_rows as i32);
         if self.dense {
@@ -155,14 +173,18 @@ impl<T: Scalar> DeviceHbp<T> {
         }
         // SAFETY: the arguments match hbp_combine_dense / hbp_combine_sparse in kernel.cu; mid
         // holds rows × column blocks (dense) or cptr[nrows] (sparse) partials; y has at least
-        // nrows entries (checked by Plan).
+        // nrows entries (this function's contract).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("hbp combine launch", e))?;
         Ok(())
     }
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -176,14 +198,15 @@ impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
         let nblocks = self.nbr * self.nbc;
         if self.phase == Phase::Spmv {
             // timing the SpMV part alone: a combine over no rows resets the ticket counter
-            self.combine(gpu, 0, alpha, beta, y)?;
+            // SAFETY: no row is written.
+            unsafe { self.combine(gpu, 0, alpha, beta, y) }?;
         }
         if nblocks > 0 && self.phase != Phase::Combine {
             let (nbr, nbc, nrows, ncols) = (
-                self.nbr as i32,
-                self.nbc as i32,
-                self.nrows as i32,
-                self.ncols as i32,
+                kernel_int("hbp block rows", self.nbr)?,
+                kernel_int("hbp block columns", self.nbc)?,
+                kernel_int("hbp nrows", self.nrows)?,
+                kernel_int("hbp ncols", self.ncols)?,
             );
             let (br, bc, dense) = (
                 self.block_rows as i32,
@@ -191,9 +214,9 @@ impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
                 self.dense as i32,
             );
             let (per_cta, nfixed, nblocks, grab, compete) = (
-                self.per_cta as i32,
-                self.nfixed as i32,
-                nblocks as i32,
+                kernel_int("hbp blocks per CTA", self.per_cta)?,
+                kernel_int("hbp fixed blocks", self.nfixed)?,
+                kernel_int("hbp blocks", nblocks)?,
                 self.grab as i32,
                 self.compete_cta as i32,
             );
@@ -229,13 +252,15 @@ impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
             // nonzero arrays are the layout's (all indices inside them, checked < 2^31 at
             // build); mid has mid_len entries; per_cta · ctas = nfixed ≤ nblocks; the dynamic
             // shared memory holds block_cols values (opted in at upload when > 48 KiB); the
-            // ticket counter is 0 on entry (zeroed at upload, reset by every combine).
+            // ticket counter is 0 on entry (zeroed at upload, reset by every combine) and stays
+            // below 2^31 (checked at upload); x has ncols entries (this function's contract).
             unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("hbp_spmv launch", e))?;
         }
         if self.phase == Phase::Spmv {
             return Ok(());
         }
-        self.combine(gpu, self.nrows, alpha, beta, y)
+        // SAFETY: y has nrows entries (this function's contract).
+        unsafe { self.combine(gpu, self.nrows, alpha, beta, y) }
     }
 
     fn footprint_bytes(&self) -> usize {

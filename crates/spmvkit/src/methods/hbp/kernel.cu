@@ -22,6 +22,10 @@
 //   0 resets the ticket counter for the next call.
 //
 // The CPU mirror (cpu.rs) reproduces this arithmetic step for step.
+//
+// Index widths: the dense partials (mid) hold nrows × column blocks values, which can pass 2^31,
+// so their offsets are 64-bit; block indices and the ticket stay below 2^31 (checked at upload,
+// blocks plus every warp's overshoot); per-row thread indices are unsigned.
 
 template <bool SMEM>
 __device__ __forceinline__ void hbp_block(int q, int nbr, int nbc, int nrows, int block_rows,
@@ -40,7 +44,11 @@ __device__ __forceinline__ void hbp_block(int q, int nbr, int nbc, int nrows, in
     const int s0 = ldg(blk_slot + b);
     const int t = ldg(blk_slot + b + 1) - s0;
     const int g0 = ldg(blk_group + b);
-    const int mbase = dense ? bm * block_rows * nbc + bn * min(block_rows, nrows - bm * block_rows) : 0;
+    // the block's partials: its panel's base plus bn · panel height (dense; 64-bit, see above)
+    real_t* const mblk =
+        dense ? mid + ((long long)bm * block_rows * nbc +
+                       (long long)bn * min(block_rows, nrows - bm * block_rows))
+              : mid;
     for (int g = 0;; ++g) {
         const int s = g * 32 + lane;
         if (s >= t) break;
@@ -49,9 +57,9 @@ __device__ __forceinline__ void hbp_block(int q, int nbr, int nbc, int nrows, in
         int j, idx;
         if (dense) {
             const int z = ldg(zero_row + slot);
-            idx = mbase + ldg(out_idx + slot);
+            idx = ldg(out_idx + slot);
             if (z < 0) {
-                mid[idx] = (real_t)0;
+                mblk[idx] = (real_t)0;
                 continue;
             }
             j = begin + lane - z;
@@ -70,7 +78,7 @@ __device__ __forceinline__ void hbp_block(int q, int nbr, int nbc, int nrows, in
             if (a < 0) break;
             j += a;
         }
-        mid[idx] = sum;
+        mblk[idx] = sum;
     }
 }
 
@@ -160,13 +168,14 @@ extern "C" __global__ void hbp_combine_dense(int nrows, int nbc, int block_rows,
                                              real_t* __restrict__ y, real_t alpha, real_t beta,
                                              int* __restrict__ ticket) {
     if (blockIdx.x == 0 && threadIdx.x == 0) *ticket = 0;
-    const int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= nrows) return;
+    const unsigned ur = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ur >= (unsigned)nrows) return;
+    const int r = (int)ur;
     const int bm = r / block_rows;
     const int h = min(block_rows, nrows - bm * block_rows);
-    const int base = bm * block_rows * nbc + (r - bm * block_rows);
+    const long long base = (long long)bm * block_rows * nbc + (r - bm * block_rows);
     real_t s = (real_t)0;
-    for (int bn = 0; bn < nbc; ++bn) s += ldcs(mid + base + bn * h);
+    for (int bn = 0; bn < nbc; ++bn) s += ldcs(mid + base + (long long)bn * h);
     const real_t t = alpha * s;
     y[r] = (beta == (real_t)0) ? t : fma(beta, y[r], t);
 }
@@ -176,8 +185,9 @@ extern "C" __global__ void hbp_combine_sparse(int nrows, const int* __restrict__
                                               real_t* __restrict__ y, real_t alpha, real_t beta,
                                               int* __restrict__ ticket) {
     if (blockIdx.x == 0 && threadIdx.x == 0) *ticket = 0;
-    const int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= nrows) return;
+    const unsigned ur = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ur >= (unsigned)nrows) return;
+    const int r = (int)ur;
     const int k1 = ldg(cptr + r + 1);
     real_t s = (real_t)0;
     for (int k = ldg(cptr + r); k < k1; ++k) s += ldcs(mid + k);

@@ -10,7 +10,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{smem_bytes, MergeLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{grid_dim, kernel_int, Gpu};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -22,6 +22,7 @@ pub(super) struct DeviceMerge<T: Scalar> {
     spmv: CudaFunction,
     fixup: CudaFunction,
     nrows: usize,
+    ncols: usize,
     threads: u32,
     items: u32,
     ntiles: usize,
@@ -50,6 +51,7 @@ pub(super) fn upload<T: Scalar>(
         spmv,
         fixup,
         nrows: l.a.nrows(),
+        ncols: l.a.ncols(),
         threads: l.threads,
         items: l.items,
         ntiles: l.ntiles(),
@@ -70,7 +72,11 @@ pub(super) fn upload<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceMerge<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -81,10 +87,10 @@ impl<T: Scalar> DeviceLayout<T> for DeviceMerge<T> {
         if self.ntiles == 0 {
             return Ok(());
         }
-        let nrows = self.nrows as i32;
+        let nrows = kernel_int("merge nrows", self.nrows)?;
         let items = self.items as i32;
         let cfg = LaunchConfig {
-            grid_dim: (self.ntiles as u32, 1, 1),
+            grid_dim: (grid_dim("merge tiles", self.ntiles)?, 1, 1),
             block_dim: (self.threads, 1, 1),
             shared_mem_bytes: self.smem,
         };
@@ -103,7 +109,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceMerge<T> {
             .arg(&items);
         // SAFETY: the arguments match merge_spmv in kernel.cu; tile_row/tile_nz have ntiles + 1
         // entries, carry ntiles; the dynamic shared memory is what the kernel lays out for
-        // blockDim.x · items steps.
+        // blockDim.x · items steps; x has ncols and y nrows entries (checked by DeviceLayout::run).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("merge launch", e))?;
 
         let nruns = self.nshort + self.nlong;
@@ -113,11 +119,16 @@ impl<T: Scalar> DeviceLayout<T> for DeviceMerge<T> {
         let short_blocks = self.nshort.div_ceil(FIX_THREADS as usize);
         let long_blocks = self.nlong.div_ceil((FIX_THREADS / 32) as usize);
         let cfg = LaunchConfig {
-            grid_dim: ((short_blocks + long_blocks) as u32, 1, 1),
+            grid_dim: (
+                grid_dim("merge fix-up blocks", short_blocks + long_blocks)?,
+                1,
+                1,
+            ),
             block_dim: (FIX_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let (nshort, nlong) = (self.nshort as i32, self.nlong as i32);
+        let nshort = kernel_int("merge short carry runs", self.nshort)?;
+        let nlong = kernel_int("merge long carry runs", self.nlong)?;
         let mut b = gpu.stream().launch_builder(&self.fixup);
         b.arg(&nshort)
             .arg(&nlong)

@@ -70,7 +70,8 @@ extern "C" __global__ void merge_spmv(int nrows, const int* __restrict__ row_ptr
     int hi = min(d0, tile_rows);
     while (lo < hi) {
         const int mid = (lo + hi) >> 1;
-        if (s_row_end[mid] <= nz0 + d0 - mid - 1)
+        // nz0 + (d0 - mid - 1) <= nz1 - 1: grouped so that no partial sum passes 2^31-1
+        if (s_row_end[mid] <= nz0 + (d0 - mid - 1))
             lo = mid + 1;
         else
             hi = mid;
@@ -144,8 +145,8 @@ extern "C" __global__ void merge_fixup(int nshort, int nlong, const int* __restr
                                        real_t alpha) {
     const int short_blocks = (nshort + (int)blockDim.x - 1) / (int)blockDim.x;
     if ((int)blockIdx.x < short_blocks) {
-        const int r = blockIdx.x * blockDim.x + threadIdx.x;
-        if (r < nshort) {
+        const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
+        if (r < (unsigned)nshort) {
             int k = ldg(run_first + r);
             const int e = ldg(run_end + r);
             real_t s = ldg(carry + k);

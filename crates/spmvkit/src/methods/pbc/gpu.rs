@@ -8,7 +8,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{PbcLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{grid_dim, kernel_int, Gpu};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -17,6 +17,7 @@ pub(super) struct DevicePbc<T: Scalar> {
     func: CudaFunction,
     nblocks: usize,
     nrows: usize,
+    ncols: usize,
     threads: u32,
     nsplit: i32,
     blk_row: CudaSlice<Idx>,
@@ -45,8 +46,9 @@ pub(super) fn upload<T: Scalar>(
         func,
         nblocks: l.nblocks(),
         nrows: l.nrows,
+        ncols: l.ncols,
         threads: l.threads,
-        nsplit: l.split_row.len() as i32,
+        nsplit: kernel_int("pbc split rows", l.split_row.len())?,
         blk_row: gpu.upload(&l.blk_row)?,
         rows: gpu.upload(&l.rows)?,
         row_off: gpu.upload(&l.row_off)?,
@@ -66,7 +68,11 @@ pub(super) fn upload<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceLayout<T> for DevicePbc<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -78,7 +84,7 @@ impl<T: Scalar> DeviceLayout<T> for DevicePbc<T> {
             return Ok(());
         }
         let cfg = LaunchConfig {
-            grid_dim: (self.nblocks as u32, 1, 1),
+            grid_dim: (grid_dim("pbc blocks", self.nblocks)?, 1, 1),
             block_dim: (self.threads, 1, 1),
             shared_mem_bytes: 0,
         };
@@ -105,7 +111,8 @@ impl<T: Scalar> DeviceLayout<T> for DevicePbc<T> {
         // SAFETY: the arguments match pbc_spmv in kernel.cu; every offset array has its count + 1
         // entries and indexes the arrays after it (by construction), part has one slot per
         // segment, the counter is one word, zero on entry (zeroed at upload, reset by the last
-        // CTA of the previous call); x has ncols and y nrows entries (checked by Plan).
+        // CTA of the previous call); x has ncols and y nrows entries (checked by
+        // DeviceLayout::run).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("pbc launch", e))?;
         Ok(())
     }

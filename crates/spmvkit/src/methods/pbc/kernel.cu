@@ -7,6 +7,8 @@
 //   3. the last CTA to finish (atomic counter, __threadfence before and after) adds each cut
 //      row's slots in block order and writes y, then resets the counter for the next call.
 // y = alpha*sum (+ beta*y fused), never read when beta == 0. Deterministic.
+// Block-strided indices (rows, entries, cut rows) are unsigned: their bounds are at most 2^31-1,
+// so index + blockDim.x < 2^32, where a signed index would overflow near the bound.
 
 __device__ __forceinline__ void pbc_store(real_t* y, int row, real_t alpha, real_t sum, real_t beta) {
     const real_t t = alpha * sum;
@@ -29,8 +31,8 @@ extern "C" __global__ void pbc_spmv(const int* __restrict__ blk_row, const int* 
     const int tid = (int)threadIdx.x;
     const int nwarps = (int)(blockDim.x >> 5);
 
-    const int r1 = ldg(blk_row + b + 1);
-    for (int i = ldg(blk_row + b) + tid; i < r1; i += (int)blockDim.x) {
+    const unsigned r1 = ldg(blk_row + b + 1);
+    for (unsigned i = ldg(blk_row + b) + threadIdx.x; i < r1; i += blockDim.x) {
         const int e = ldg(row_off + i + 1);
         real_t sum = (real_t)0;
         for (int j = ldg(row_off + i); j < e; ++j) sum = fma(ldg(val + j), ldg(x + ldg(col + j)), sum);
@@ -39,9 +41,9 @@ extern "C" __global__ void pbc_spmv(const int* __restrict__ blk_row, const int* 
 
     const int s1 = ldg(blk_seg + b + 1);
     for (int sg = ldg(blk_seg + b); sg < s1; ++sg) {  // uniform over the CTA
-        const int e = ldg(seg_ptr + sg + 1);
+        const unsigned e = ldg(seg_ptr + sg + 1);
         real_t sum = (real_t)0;
-        for (int j = ldg(seg_ptr + sg) + tid; j < e; j += (int)blockDim.x)
+        for (unsigned j = ldg(seg_ptr + sg) + threadIdx.x; j < e; j += blockDim.x)
             sum = fma(ldg(coo_val + j), ldg(x + ldg(coo_col + j)), sum);
         sum = warp_reduce_sum(sum);
         if ((tid & 31) == 0) warp_sums[tid >> 5] = sum;
@@ -64,7 +66,7 @@ extern "C" __global__ void pbc_spmv(const int* __restrict__ blk_row, const int* 
     if (!is_last) return;
     __threadfence();
     const volatile real_t* vpart = part;
-    for (int i = tid; i < nsplit; i += (int)blockDim.x) {
+    for (unsigned i = threadIdx.x; i < (unsigned)nsplit; i += blockDim.x) {
         real_t total = (real_t)0;
         const int p1 = ldg(split_ptr + i + 1);
         for (int p = ldg(split_ptr + i); p < p1; ++p) total += vpart[p];

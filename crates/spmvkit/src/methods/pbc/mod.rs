@@ -104,6 +104,7 @@ fn param_err(key: &str, msg: String) -> Error {
 /// The layout of `pbc`.
 pub struct PbcLayout<T> {
     nrows: usize,
+    ncols: usize,
     /// Block cut positions in the row-major nnz stream (P + 1).
     cuts: Vec<u64>,
     /// Dev_p: first CSR-part row of each block (P + 1).
@@ -181,7 +182,7 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<PbcLayout<T>> {
     .min(nnz.max(1)) as usize;
     let m = csr.nrows();
     if m == 0 {
-        return Ok(empty_layout(threads));
+        return Ok(empty_layout(csr.ncols(), threads));
     }
     let cuts: Vec<u64> = (0..=p as u64)
         .map(|i| (i * nnz + p as u64 / 2) / p as u64)
@@ -276,6 +277,7 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<PbcLayout<T>> {
 
     Ok(PbcLayout {
         nrows: m,
+        ncols: csr.ncols(),
         cuts,
         blk_row,
         blk_w,
@@ -295,9 +297,10 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<PbcLayout<T>> {
     })
 }
 
-fn empty_layout<T>(threads: u32) -> PbcLayout<T> {
+fn empty_layout<T>(ncols: usize, threads: u32) -> PbcLayout<T> {
     PbcLayout {
         nrows: 0,
+        ncols,
         cuts: vec![0],
         blk_row: vec![0],
         blk_w: vec![],

@@ -9,7 +9,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{TebLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{grid_dim, Gpu};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -18,6 +18,8 @@ pub(super) struct DeviceTeb<T: Scalar> {
     func: CudaFunction,
     /// `teb_vector_spmv`'s last argument (None: `teb_spmv`, which has no such argument).
     long_row: Option<i32>,
+    nrows: usize,
+    ncols: usize,
     nblocks: usize,
     threads: u32,
     blo_idx: CudaSlice<Idx>,
@@ -41,6 +43,8 @@ pub(super) fn upload<T: Scalar>(
         func,
         // parse() keeps long_row in 1..=i32::MAX
         long_row: l.long_row.map(|v| v as i32),
+        nrows: l.nrows,
+        ncols: l.ncols,
         nblocks: l.nblocks(),
         threads: l.threads,
         blo_idx: gpu.upload(&l.blo_idx)?,
@@ -53,7 +57,11 @@ pub(super) fn upload<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceTeb<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -65,7 +73,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceTeb<T> {
             return Ok(());
         }
         let cfg = LaunchConfig {
-            grid_dim: (self.nblocks as u32, 1, 1),
+            grid_dim: (grid_dim("teb blocks", self.nblocks)?, 1, 1),
             block_dim: (self.threads, 1, 1),
             shared_mem_bytes: 0,
         };
@@ -85,7 +93,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceTeb<T> {
         // SAFETY: the arguments match teb_spmv in kernel.cu, plus long_row for teb_vector_spmv
         // (the entry chosen at upload from the same Option); blo_idx has nblocks + 1 entries,
         // row_nnz_sum rows + 1, row_ids rows, col_idx and values nnz (all indices in range by
-        // construction), x ncols and y nrows (checked by Plan).
+        // construction), x ncols and y nrows (checked by DeviceLayout::run).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("teb launch", e))?;
         Ok(())
     }

@@ -3,6 +3,8 @@
 // (Alg. 3 has one pass, `if (threadID < mid)`; the loop covers blocks with more rows than the
 // CTA has threads). A row is summed in order with fma from 0 and written at its original row:
 // y = alpha*sum (+ beta*y fused), y never read when beta == 0. No atomics: deterministic.
+// Block-strided row indices are unsigned: last <= 2^31-1, so r + blockDim.x < 2^32, where a
+// signed index would overflow when last is within one block of 2^31-1.
 
 extern "C" __global__ void teb_spmv(const int* __restrict__ blo_idx,
                                     const int* __restrict__ row_nnz_sum,
@@ -11,9 +13,9 @@ extern "C" __global__ void teb_spmv(const int* __restrict__ blo_idx,
                                     const real_t* __restrict__ values,
                                     const real_t* __restrict__ x, real_t* __restrict__ y,
                                     real_t alpha, real_t beta) {
-    const int first = ldg(blo_idx + blockIdx.x);
-    const int last = ldg(blo_idx + blockIdx.x + 1);
-    for (int r = first + (int)threadIdx.x; r < last; r += (int)blockDim.x) {
+    const unsigned first = ldg(blo_idx + blockIdx.x);
+    const unsigned last = ldg(blo_idx + blockIdx.x + 1);
+    for (unsigned r = first + threadIdx.x; r < last; r += blockDim.x) {
         const int start = ldg(row_nnz_sum + r);
         const int end = ldg(row_nnz_sum + r + 1);
         real_t sum = (real_t)0;
@@ -49,14 +51,14 @@ extern "C" __global__ void teb_vector_spmv(const int* __restrict__ blo_idx,
                                            real_t alpha, real_t beta, int long_row) {
     __shared__ real_t wsum[32];
     __shared__ unsigned long_mask[32];
-    const int first = ldg(blo_idx + blockIdx.x);
-    const int last = ldg(blo_idx + blockIdx.x + 1);
+    const unsigned first = ldg(blo_idx + blockIdx.x);
+    const unsigned last = ldg(blo_idx + blockIdx.x + 1);
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int nthreads = (int)blockDim.x, nwarps = nthreads >> 5;
+    const int nwarps = (int)blockDim.x >> 5;
 
     // Pass 1: long rows, one at a time, by the whole CTA.
-    for (int base = first; base < last; base += nthreads) {
-        const int r = base + tid;
+    for (unsigned base = first; base < last; base += blockDim.x) {
+        const unsigned r = base + threadIdx.x;
         const bool is_long =
             r < last && ldg(row_nnz_sum + r + 1) - ldg(row_nnz_sum + r) >= long_row;
         const unsigned m = __ballot_sync(FULL_MASK, is_long);
@@ -65,7 +67,7 @@ extern "C" __global__ void teb_vector_spmv(const int* __restrict__ blo_idx,
         for (int w = 0; w < nwarps; ++w) {
             unsigned mw = long_mask[w];  // uniform
             while (mw != 0u) {
-                const int lr = base + (w << 5) + (__ffs(mw) - 1);
+                const unsigned lr = base + (w << 5) + (__ffs(mw) - 1);
                 mw &= mw - 1u;
                 const real_t v = cta_gather_sum(values, col_idx, x, ldg(row_nnz_sum + lr),
                                                 ldg(row_nnz_sum + lr + 1), wsum);
@@ -81,7 +83,7 @@ extern "C" __global__ void teb_vector_spmv(const int* __restrict__ blo_idx,
     }
 
     // Pass 2: the other rows, a thread each (teb_spmv).
-    for (int r = first + tid; r < last; r += nthreads) {
+    for (unsigned r = first + threadIdx.x; r < last; r += blockDim.x) {
         const int start = ldg(row_nnz_sum + r);
         const int end = ldg(row_nnz_sum + r + 1);
         if (end - start >= long_row) continue;

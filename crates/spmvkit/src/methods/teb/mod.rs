@@ -280,6 +280,7 @@ fn parse(name: &str, specs: &[ParamSpec], params: &Params) -> Result<Opts> {
 /// The layout of `teb` (Fig. 15 arrays plus the original row ids).
 pub struct TebLayout<T> {
     nrows: usize,
+    ncols: usize,
     values: Vec<T>,
     col_idx: Vec<Idx>,
     /// First merged row of each block (blocks + 1 entries).
@@ -457,6 +458,7 @@ fn build_with<T: Scalar>(csr: &Csr<T>, o: Opts) -> Result<TebLayout<T>> {
 
     Ok(TebLayout {
         nrows: m,
+        ncols: csr.ncols(),
         values,
         col_idx,
         blo_idx,

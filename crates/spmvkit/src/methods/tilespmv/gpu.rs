@@ -8,7 +8,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{TileLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{grid_dim, kernel_int, Gpu};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -64,7 +64,11 @@ pub(super) fn upload<T: Scalar>(
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceTile<T> {
-    fn run(
+    fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    unsafe fn run_unchecked(
         &self,
         gpu: &Gpu,
         alpha: T,
@@ -81,15 +85,19 @@ impl<T: Scalar> DeviceLayout<T> for DeviceTile<T> {
             return Ok(());
         }
         let cfg = LaunchConfig {
-            grid_dim: (threads.div_ceil(THREADS as usize) as u32, 1, 1),
+            grid_dim: (
+                grid_dim("tilespmv blocks", threads.div_ceil(THREADS as usize))?,
+                1,
+                1,
+            ),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
         let (nrows, ncols, nunits, ndef) = (
-            self.nrows as i32,
-            self.ncols as i32,
-            self.nunits as i32,
-            self.ndef as i32,
+            kernel_int("tilespmv nrows", self.nrows)?,
+            kernel_int("tilespmv ncols", self.ncols)?,
+            kernel_int("tilespmv work units", self.nunits)?,
+            kernel_int("tilespmv deferred entries", self.ndef)?,
         );
         let mut b = gpu.stream().launch_builder(&self.func);
         b.arg(&nrows)
@@ -113,7 +121,8 @@ impl<T: Scalar> DeviceLayout<T> for DeviceTile<T> {
             .arg(&alpha);
         // SAFETY: the arguments match tilespmv_spmv in kernel.cu; the arrays have the lengths
         // the layout builder gave them; tile offsets stay inside vals/idx; rows < nrows, columns
-        // checked against ncols (tiles) or < ncols (deferred entries).
+        // checked against ncols (tiles) or < ncols (deferred entries); x has ncols and y nrows
+        // entries (checked by DeviceLayout::run).
         unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("tilespmv launch", e))?;
         Ok(())
     }
