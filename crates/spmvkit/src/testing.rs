@@ -46,6 +46,9 @@ pub enum Need {
     /// The shared SuiteSparse test matrices (`SPMVKIT_MATRICES`, or `shared/matrices` beside
     /// the checkout).
     Matrices,
+    /// Something of the GPU present that the test needs (free memory, a feature of its
+    /// architecture): insisted on wherever a GPU is.
+    Device,
 }
 
 impl fmt::Display for Need {
@@ -55,6 +58,7 @@ impl fmt::Display for Need {
             Need::Gpus { needed, .. } => write!(f, "{needed} GPUs"),
             Need::Nvrtc => write!(f, "libnvrtc"),
             Need::Matrices => write!(f, "the shared test matrices"),
+            Need::Device => write!(f, "a GPU able to run it"),
         }
     }
 }
@@ -114,7 +118,7 @@ impl Requirements {
         match need {
             Need::Gpus { needed, found } => found < needed && found < self.min_gpus(),
             Need::Nvrtc => self.nvrtc || self.min_gpus() > 0,
-            Need::Matrices => self.min_gpus() > 0,
+            Need::Matrices | Need::Device => self.min_gpus() > 0,
         }
     }
 }

@@ -24,10 +24,6 @@ use spmvkit::gpu::{Gpu, UTIL_KERNELS};
 use spmvkit::methods::{registry, Params, PrepareFor};
 use spmvkit::{Backend, Csr, Error, Plan, PlanOptions, Scalar};
 
-fn require_gpu() -> bool {
-    std::env::var("SPMVKIT_REQUIRE_GPU").is_ok_and(|v| v == "1")
-}
-
 fn gpu_opts(params: &[&str]) -> PlanOptions {
     PlanOptions {
         params: Params::parse(params.iter().copied()).expect("params"),
@@ -215,10 +211,8 @@ fn gpu_grid_stride_kernels_reach_the_end_of_2_31_elements() {
     };
     let (free, _) = gpu.memory().expect("memory");
     if free < BIG_FREE {
-        if require_gpu() {
-            panic!("{test}: SPMVKIT_REQUIRE_GPU=1 but only {free} bytes of device memory are free (needs {BIG_FREE})");
-        }
-        eprintln!("skipped: {test}: {free} bytes of device memory free, needs {BIG_FREE}");
+        let why = format!("{free} bytes of device memory free, needs {BIG_FREE}");
+        spmvkit::testing::require_or_skip(test, spmvkit::testing::Need::Device, &why);
         return;
     }
     let head: Vec<f32> = (0..1024).map(|i| (i % 100) as f32 + 1.0).collect();
@@ -326,10 +320,7 @@ fn bsr_case<T: PrepareFor>(gpu: &Gpu, spec: &str, block: usize) -> Vec<String> {
     let mut plan = match Plan::<T>::new("cusparse-bsr", &a, &gpu_opts(&[&block_param])) {
         Ok(p) => p,
         Err(Error::MethodUnsupported { reason, .. }) => {
-            if require_gpu() {
-                return vec![format!("{what}: unsupported on this GPU: {reason}")];
-            }
-            eprintln!("skipped: {what}: {reason}");
+            spmvkit::testing::require_or_skip(&what, spmvkit::testing::Need::Device, &reason);
             return Vec::new();
         }
         Err(e) => return vec![format!("{what}: plan: {e}")],
