@@ -523,6 +523,9 @@ pub fn report_section(merged: &MergedRuns) -> String {
         return String::new();
     }
     match evaluate_runs(merged, &[1000.0, CALLS_INF]) {
+        Ok(points) if points.is_empty() => {
+            "## auto against the best\n\nNo GPU results to judge auto by: it is compared with the methods that ran on the GPU.\n\n".into()
+        }
         Ok(points) => format!("## auto against the best\n\n{}", runs_markdown(&points)),
         Err(e) => format!("## auto against the best\n\nnot evaluated: {e}\n\n"),
     }
@@ -574,6 +577,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_run_with_auto_entries_is_judged_against_its_best_method() {
+        use crate::bench::report::merge_runs;
+        use crate::methods::auto::table::tests::{result, run};
+        let ok = Status::Ok;
+        let p = Precision::F64;
+        let r = run(
+            "2026-01-01T00:00:00Z",
+            "abc",
+            vec![(
+                "held-out",
+                vec![
+                    result("csr-vector", p, 10.0, ok),
+                    result("cusparse-alg1", p, 12.0, ok),
+                    result("cb-spmv[format=off]", p, 1.0, ok),
+                    result("auto", p, 10.5, ok),
+                    result("auto[calls=1000000000]", p, 20.0, ok),
+                ],
+            )],
+        );
+        let points = evaluate_runs(&merge_runs(&[r]), &[1000.0, CALLS_INF]).unwrap();
+        assert_eq!(points.len(), 2);
+        // variants never count as the best; preprocessing (0.75 ms) spread over 1000 calls
+        let at1000 = &points[0];
+        assert_eq!(at1000.best.0, "csr-vector");
+        assert!((at1000.best.1 - 10.75).abs() < 1e-9);
+        assert!(!at1000.in_table);
+        // `auto` runs with calls = 1000, `auto[calls=1e9]` counts as ∞
+        assert_eq!(at1000.measured.len(), 1);
+        assert_eq!(at1000.measured[0].chose, "csr-vector");
+        assert_eq!(points[1].measured[0].label, "auto[calls=1000000000]");
+        let md = runs_markdown(&points);
+        assert!(
+            md.contains("measured `auto`: within 10 % of the best on **1 / 1**"),
+            "{md}"
+        );
+        assert!(md.contains("within 10 % of the best on **0 / 1**"), "{md}");
+        assert!(report_section(&merge_runs(&[])).is_empty());
     }
 
     #[test]
