@@ -12,7 +12,8 @@
 //! - **Kept:** plain registered methods (no `NAME[...]` variants) on the GPU whose result matched
 //!   the oracle, except [`SKIP`]. A (matrix, precision) row is kept when at least half of the
 //!   table's methods have a time there: a matrix measured by a few methods only would make its
-//!   fastest look slower than it is.
+//!   fastest look slower than it is. The matrices of the `large-test` suite
+//!   ([`crate::bench::suites::LARGE_TEST`]) are never kept: they are held out to judge `auto`.
 //! - **Columns:** `matrix` (commas of GEN-SPECs written as `;`), `precision`, the 9 statistics
 //!   the model's features come from, then per method `METHOD:us` (median µs per call, stream
 //!   timing), `METHOD:prep_ms` (prepare + upload) and `METHOD:commit` (the commit of the binary
@@ -125,9 +126,16 @@ impl Table {
             .filter(|n| present.contains(n))
             .map(str::to_string)
             .collect();
+        let held_out: Vec<String> = crate::bench::suites::LARGE_TEST
+            .iter()
+            .map(|s| s.replace(',', ";"))
+            .collect();
         let mut rows: BTreeMap<(String, Precision), Row> = BTreeMap::new();
         for mm in &merged.matrices {
             let m = &mm.matrix;
+            if held_out.contains(&m.name) {
+                continue;
+            }
             for (i, r) in m.results.iter().enumerate() {
                 let Some(rec) = usable(r) else { continue };
                 let Some(col) = methods.iter().position(|x| *x == r.method) else {
@@ -814,6 +822,14 @@ pub(crate) mod tests {
                     ],
                 ),
                 ("lonely", vec![result("csr-vector", F64, 3.0, ok)]),
+                (
+                    "poisson2d:1250",
+                    vec![
+                        result("csr-vector", F64, 10.0, ok),
+                        result("cusparse", F64, 9.0, ok),
+                        result("cb-spmv", F64, 20.0, ok),
+                    ],
+                ),
             ],
         );
         let new = run(
@@ -838,7 +854,7 @@ pub(crate) mod tests {
             // registry order; variants, csr and auto left out, and csr-scalar, whose newest
             // result was wrong
             assert_eq!(t.methods, ["csr-vector", "cusparse", "cb-spmv"]);
-            // "lonely" has 1 of 3 methods: left out
+            // "lonely" has 1 of 3 methods, and poisson2d:1250 is held out (large-test)
             assert_eq!(t.rows.len(), 1);
             let r = &t.rows[0];
             assert_eq!(r.matrix, "uniform:1000;5");
