@@ -26,7 +26,7 @@ pub struct BenchArgs {
     /// Matrix Market files, folders of them, or GEN-SPECs.
     #[arg(value_name = "MATRIX")]
     inputs: Vec<String>,
-    /// A named suite (quick, gpu-large, shared), added to the inputs.
+    /// A named suite (quick, gpu-large, large-test, shared), added to the inputs.
     #[arg(long)]
     suite: Option<String>,
     /// `all`, or a comma-separated list of method names and variants: `NAME[KEY=VALUE;...]` runs a

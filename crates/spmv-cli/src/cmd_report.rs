@@ -7,14 +7,14 @@ use clap::Args;
 use spmvkit::bench::report::ReportFiles;
 use spmvkit::bench::{BenchRun, Status};
 
-/// Rebuild summary.md, results.csv and the plots from saved run-*.json files (or folders of
-/// them). Later runs replace earlier results for the same matrix, method and precision.
+/// Rebuild summary.md, results.csv and the plots from saved run-*.json or run-*.json.gz files (or
+/// folders of them). Later runs replace earlier results for the same matrix, method and precision.
 #[derive(Args)]
 #[command(after_help = "Examples:
   spmv report bench-out
   spmv report docs/results/h100/run-a.json docs/results/h100/run-b.json --out docs/results/h100")]
 pub struct ReportArgs {
-    /// run-*.json files or folders holding them.
+    /// run-*.json(.gz) files or folders holding them.
     #[arg(required = true, value_name = "RUN")]
     runs: Vec<PathBuf>,
     /// Output folder (default: the first folder given, or the first file's folder).

@@ -3,6 +3,7 @@
 //! The CLI parses arguments and prints; every algorithm lives in the `spmvkit` library.
 
 mod auto_args;
+mod cmd_auto;
 mod cmd_bench;
 mod cmd_dist;
 mod cmd_dist_solve;
@@ -44,6 +45,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    Auto(cmd_auto::AutoArgs),
     Bench(cmd_bench::BenchArgs),
     Dist(cmd_dist::DistArgs),
     Info(cmd_info::InfoArgs),
@@ -75,6 +77,7 @@ fn main() -> ExitCode {
     default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Auto(a) => cmd_auto::run(a),
         Command::Bench(a) => cmd_bench::run(a),
         Command::Dist(a) => cmd_dist::run(a),
         Command::Info(a) => cmd_info::run(a),

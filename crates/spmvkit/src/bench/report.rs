@@ -686,8 +686,9 @@ pub struct ReportFiles {
     pub notes: Vec<String>,
 }
 
-/// Reads run files: each path is a `run-*.json` file or a directory whose `run-*.json` files
-/// are read in name order. Paths are taken in the order given (later runs win when merged).
+/// Reads run files: each path is a `run-*.json` file (gzip-compressed too, as the committed
+/// `run-*.json.gz`) or a directory whose `run-*.json` and `run-*.json.gz` files are read in name
+/// order. Paths are taken in the order given (later runs win when merged).
 pub fn load_runs(paths: &[PathBuf]) -> Result<Vec<BenchRun>> {
     if paths.is_empty() {
         return Err(Error::InvalidArgument(
@@ -705,13 +706,14 @@ pub fn load_runs(paths: &[PathBuf]) -> Result<Vec<BenchRun>> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                if name.starts_with("run-") && name.ends_with(".json") && path.is_file() {
+                let json = name.ends_with(".json") || name.ends_with(".json.gz");
+                if name.starts_with("run-") && json && path.is_file() {
                     found.push(path);
                 }
             }
             if found.is_empty() {
                 return Err(Error::InvalidArgument(format!(
-                    "{}: no run-*.json files in this directory",
+                    "{}: no run-*.json(.gz) files in this directory",
                     p.display()
                 )));
             }
@@ -725,11 +727,31 @@ pub fn load_runs(paths: &[PathBuf]) -> Result<Vec<BenchRun>> {
 }
 
 fn read_run(path: &Path) -> Result<BenchRun> {
-    let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = read_text_maybe_gz(path)?;
     serde_json::from_str(&text).map_err(|e| Error::Parse {
         path: Some(path.to_path_buf()),
         line: e.line() as u64,
         msg: format!("not a spmvkit run file: {e}"),
+    })
+}
+
+/// The text of a file, gunzipped when it starts with the gzip magic bytes.
+pub fn read_text_maybe_gz(path: &Path) -> Result<String> {
+    use std::io::Read as _;
+    let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(&bytes[..])
+            .read_to_end(&mut out)
+            .map_err(|e| Error::io(path, e))?;
+        out
+    } else {
+        bytes
+    };
+    String::from_utf8(bytes).map_err(|_| Error::Parse {
+        path: Some(path.to_path_buf()),
+        line: 0,
+        msg: "not UTF-8 text".into(),
     })
 }
 
@@ -1087,6 +1109,7 @@ pub fn summary_markdown(
 
     eq2_section(&mut s, merged);
     row_length_section(&mut s, merged);
+    s.push_str(&crate::methods::auto::eval::report_section(merged));
     claims_section(&mut s, merged);
     problems_section(&mut s, merged);
     if !notes.is_empty() {

@@ -1,5 +1,5 @@
-//! Named benchmark suites. Every suite exists anywhere: `quick` and `gpu-large` are generated
-//! (GEN-SPECs), `shared` is the folder of real SuiteSparse matrices beside the checkout.
+//! Named benchmark suites. Every suite exists anywhere: `quick`, `gpu-large` and `large-test` are
+//! generated (GEN-SPECs), `shared` is the folder of real SuiteSparse matrices beside the checkout.
 
 use std::path::{Path, PathBuf};
 
@@ -55,6 +55,10 @@ pub const SUITES: &[Suite] = &[
         name: "gpu-large",
         help: "generated 10M-200M nnz matrices (Poisson 160^3, kron:21, uniform, power-law, banded, dense blocks, one huge row, short rows)",
     },
+    Suite {
+        name: "large-test",
+        help: "generated 7M-64M nnz matrices held out from auto's training table (other sizes and generators than gpu-large: 2D Poisson, tall, wide, ...)",
+    },
     Suite { name: "shared", help: "the real SuiteSparse matrices in $SPMVKIT_MATRICES or ../shared/matrices" },
 ];
 
@@ -87,6 +91,28 @@ pub const GPU_LARGE: &[&str] = &[
     "uniform:30000000,2",
 ];
 
+/// GEN-SPECs of the `large-test` suite: bandwidth-bound matrices (working set above the H200's
+/// 60 MiB L2) that `auto`'s training table does not hold, to judge its choices on large matrices
+/// it has not seen (`spmv auto eval`). Each is another size or shape than the gpu-large matrix of
+/// its generator, or a generator gpu-large lacks (poisson2d, tall, wide); each generates in
+/// seconds on 16 cores and needs at most about 1 GB per layout.
+pub const LARGE_TEST: &[&str] = &[
+    "poisson2d:1250",
+    "poisson2d:3000",
+    "poisson3d:120",
+    "stencil27:64",
+    "banded:8000000,4",
+    "uniform:2000000,32",
+    "uniform:10000000,4",
+    "powerlaw:2000000,16",
+    "powerlaw:8000000,4,alpha=2.5",
+    "kron:20",
+    "hugerow:4000000,8,100000",
+    "blockdiag:200000,16",
+    "tall:20000000,1000000,3",
+    "wide:100000,20000000,200",
+];
+
 /// The inputs of a named suite.
 pub fn suite(name: &str) -> Result<Vec<MatrixSource>> {
     match name {
@@ -95,6 +121,10 @@ pub fn suite(name: &str) -> Result<Vec<MatrixSource>> {
             .map(|s| MatrixSource::Spec(s.to_string()))
             .collect()),
         "gpu-large" => Ok(GPU_LARGE
+            .iter()
+            .map(|s| MatrixSource::Spec(s.to_string()))
+            .collect()),
+        "large-test" => Ok(LARGE_TEST
             .iter()
             .map(|s| MatrixSource::Spec(s.to_string()))
             .collect()),
@@ -161,9 +191,20 @@ mod tests {
 
     #[test]
     fn every_generated_suite_spec_parses() {
-        for spec in QUICK.iter().chain(GPU_LARGE) {
+        for spec in QUICK.iter().chain(GPU_LARGE).chain(LARGE_TEST) {
             crate::gen::parse_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
         }
+    }
+
+    #[test]
+    fn large_test_shares_no_matrix_with_gpu_large() {
+        for spec in LARGE_TEST {
+            let g = crate::gen::parse_spec(spec).unwrap();
+            for other in GPU_LARGE {
+                assert_ne!(g, crate::gen::parse_spec(other).unwrap(), "{spec}");
+            }
+        }
+        assert_eq!(suite("large-test").unwrap().len(), LARGE_TEST.len());
     }
 
     #[test]

@@ -32,14 +32,16 @@
 //! assert!(plan.layout().notes().iter().any(|(k, _)| k == "auto chose"));
 //! ```
 
+pub mod eval;
 pub mod model;
+pub mod table;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaSlice;
 
-use self::model::{Features, Model};
+use self::model::{Features, Knobs, Model};
 use crate::error::{Error, Result};
 use crate::gpu::{self, Gpu, TimingConfig};
 use crate::matrix::{Csr, MatrixStats};
@@ -66,12 +68,12 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         key: "k",
-        default: "5",
+        default: "8",
         help: "training matrices consulted (nearest neighbours in feature space), 1..=50",
     },
     ParamSpec {
         key: "trial",
-        default: "4",
+        default: "3",
         help: "mode=trial: how many of the model's best candidates to time, 1..=10",
     },
 ];
@@ -91,6 +93,10 @@ pub const TRIAL_CALLS: usize = 3 + 5 * 3;
 /// trial may cost (their predicted preprocessing and [`TRIAL_CALLS`] calls each): 2 %, so that a
 /// trial costs less than the 10 % it is there to win.
 pub const TRIAL_BUDGET: f64 = 0.02;
+
+/// The default of the `trial` parameter: candidates a trial times (chosen on the tuning split,
+/// `docs/results/tuning-split.md`).
+pub const DEFAULT_TRIAL: usize = 3;
 
 /// How `auto` chooses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,12 +176,22 @@ fn parse(params: &Params) -> Result<Opts> {
 /// The methods of a trial, as indices into `ranked` (best predicted first): the first always,
 /// then the next ones up to `n` while their predicted preprocessing plus [`TRIAL_CALLS`] calls
 /// each stay within [`TRIAL_BUDGET`] of `calls` × the first's predicted µs per call. The held-out
-/// evaluation (`benches/auto_eval.rs`) simulates trials with this same rule.
+/// evaluation ([`eval`]) simulates trials with this same rule.
 pub fn trial_candidates(ranked: &[model::Prediction], n: usize, calls: f64) -> Vec<usize> {
+    trial_candidates_within(ranked, n, calls, TRIAL_BUDGET)
+}
+
+/// [`trial_candidates`] with another budget (a share of the predicted run), for tuning it.
+pub fn trial_candidates_within(
+    ranked: &[model::Prediction],
+    n: usize,
+    calls: f64,
+    budget: f64,
+) -> Vec<usize> {
     let Some(first) = ranked.first() else {
         return Vec::new();
     };
-    let budget = TRIAL_BUDGET * calls * first.call_us;
+    let budget = budget * calls * first.call_us;
     let mut spent = 0.0;
     let mut out = vec![0];
     for (i, p) in ranked.iter().enumerate().skip(1).take(n.saturating_sub(1)) {
@@ -208,18 +224,58 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
             });
         }
     };
+    let stats = MatrixStats::of(a);
+    let fits = crate::bench::fits_l2(
+        stats.nrows,
+        stats.ncols,
+        stats.nnz,
+        gpu.l2_bytes().map(|b| b as u64),
+    );
+    model_choice(&stats, fits, T::PRECISION, params)
+}
+
+/// What the model chooses, with these parameters, for a matrix with statistics `stats` in
+/// `precision`, `fits_l2` saying whether its working set fits the GPU's L2
+/// ([`crate::bench::fits_l2`]): `auto`'s GPU choice, computed without a GPU (`spmv auto pick`,
+/// the evaluation of held-out runs).
+pub fn model_choice(
+    stats: &MatrixStats,
+    fits_l2: bool,
+    precision: Precision,
+    params: &Params,
+) -> Result<Choice> {
+    Ok(model_explain(stats, fits_l2, precision, params)?.choice)
+}
+
+/// The model's choice with its reasons: the ranking and the neighbours it came from.
+#[derive(Clone, Debug)]
+pub struct Explained {
+    pub choice: Choice,
+    /// Every allowed method's prediction, best first.
+    pub ranking: Vec<(&'static str, model::Prediction)>,
+    /// The training matrices consulted, nearest first, with their distances.
+    pub neighbours: Vec<(String, f64)>,
+}
+
+/// [`model_choice`] with its ranking and neighbours.
+pub fn model_explain(
+    stats: &MatrixStats,
+    fits_l2: bool,
+    precision: Precision,
+    params: &Params,
+) -> Result<Explained> {
+    let o = parse(params)?;
     let model = Model::shipped()?;
     let allowed = allowed_methods(model, o.deterministic);
-    let stats = MatrixStats::of(a);
-    let features = Features::of(&stats, gpu.l2_bytes().map(|b| b as u64));
-    let precision: Precision = T::PRECISION;
+    let features = Features::from_stats(stats, fits_l2);
+    let knobs = Knobs::with_k(o.k);
     let ranked = model.rank(
         &features,
-        a.nnz() as f64,
+        stats.nnz as f64,
         precision,
         &allowed,
         o.calls,
-        o.k,
+        &knobs,
         |_| true,
     );
     let first = ranked.first().ok_or_else(|| Error::MethodUnsupported {
@@ -227,11 +283,21 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
         reason: format!("the model has no {precision} training data for the allowed methods"),
     })?;
     let n = if o.mode == Mode::Trial { o.trial } else { 1 };
+    let name = |i: usize| find(&model.methods[i]).map(|m| m.info().name);
     let candidates = trial_candidates(&ranked, n, o.calls)
         .into_iter()
-        .map(|i| find(&model.methods[ranked[i].method]).map(|m| m.info().name))
+        .map(|i| name(ranked[i].method))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Choice {
+    let ranking = ranked
+        .iter()
+        .map(|p| name(p.method).map(|n| (n, *p)))
+        .collect::<Result<Vec<_>>>()?;
+    let neighbours = model
+        .nearest(&features, precision, &knobs, |_| true)
+        .into_iter()
+        .map(|(d, s)| (s.matrix.clone(), d))
+        .collect();
+    let choice = Choice {
         method: candidates[0],
         predicted_us: Some(first.us),
         reason: format!(
@@ -246,6 +312,11 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
             }
         ),
         candidates,
+    };
+    Ok(Explained {
+        choice,
+        ranking,
+        neighbours,
     })
 }
 

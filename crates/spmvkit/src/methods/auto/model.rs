@@ -1,10 +1,15 @@
 //! The model of `auto --auto=model` (issue #11): nearest neighbours in a space of matrix features,
-//! fitted from committed benchmark results (`table.csv`, built by `scripts/auto-table.py` from
-//! `docs/results/h200/2026-11-22/`). A prediction for a method is the mean, over the k nearest
-//! training matrices of the same precision weighted by closeness, of log(t_method / t_fastest)
-//! there, plus the neighbours' preprocessing cost per nonzero (geometric mean); methods are ranked by predicted
+//! fitted from committed benchmark results (`table.csv`, built by `spmv auto table` from the
+//! newest committed H200 run of each method, matrix and precision: [`super::table`]). A
+//! prediction for a method is the mean, over the k nearest training matrices of the same
+//! precision weighted by closeness, of log(t_method / t_fastest) there, plus the neighbours'
+//! preprocessing cost per nonzero (geometric mean); methods are ranked by predicted
 //! `t_call + t_prep / calls` ([`Model::rank`]). `--auto=model` takes the first; `--auto=trial`
 //! times the first few on the device.
+//!
+//! The model's settings ([`Knobs::SHIPPED`]: k, the distance weights, the features used) and
+//! auto's trial count were chosen on the tuning part of the data only ([`split_of`]: by matrix
+//! family), and are evaluated on the test part (`docs/results/tuning-split.md`).
 
 use crate::error::{Error, Result};
 use crate::matrix::MatrixStats;
@@ -55,7 +60,11 @@ impl Features {
     /// L2 fit is judged as the run records that trained the model judge it
     /// ([`crate::bench::fits_l2`]), whatever the precision.
     pub fn of(s: &MatrixStats, l2_bytes: Option<u64>) -> Self {
-        let fits = crate::bench::fits_l2(s.nrows, s.ncols, s.nnz, l2_bytes);
+        Self::from_stats(s, crate::bench::fits_l2(s.nrows, s.ncols, s.nnz, l2_bytes))
+    }
+
+    /// The features of a matrix whose L2 fit is known.
+    pub fn from_stats(s: &MatrixStats, fits: bool) -> Self {
         Features::new(
             s.nrows as f64,
             s.ncols as f64,
@@ -98,6 +107,46 @@ impl Sample {
     }
 }
 
+/// The model's settings: how many neighbours, how they are weighted, and which features the
+/// distance uses.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Knobs {
+    /// Neighbours consulted.
+    pub k: usize,
+    /// A neighbour at distance d weighs 1/(d + offset): small offsets trust the nearest most.
+    pub offset: f64,
+    /// Each feature's weight in the distance (the order of [`Features`]); 0 leaves it out.
+    pub feature_weights: [f64; NFEATURES],
+}
+
+impl Knobs {
+    /// What `auto` uses, chosen on the tuning split (`docs/results/tuning-split.md`).
+    pub const SHIPPED: Knobs = Knobs {
+        k: 8,
+        offset: 0.03,
+        // without rows/columns and the share of empty rows
+        feature_weights: [1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0],
+    };
+
+    /// The shipped settings with another k.
+    pub fn with_k(k: usize) -> Self {
+        Knobs { k, ..Self::SHIPPED }
+    }
+}
+
+/// The names of the features, in the order of [`Features`].
+pub const FEATURE_NAMES: [&str; NFEATURES] = [
+    "log nnz",
+    "log rows",
+    "rows/columns",
+    "mean row length",
+    "row variation",
+    "max/mean row length",
+    "empty rows",
+    "bandwidth/columns",
+    "fits L2",
+];
+
 /// The parsed table.
 #[derive(Clone, Debug)]
 pub struct Model {
@@ -110,7 +159,10 @@ fn bad(line: usize, msg: impl std::fmt::Display) -> Error {
 }
 
 impl Model {
-    /// Parses the CSV written by `scripts/auto-table.py`.
+    /// Parses the table written by [`super::table::Table::to_csv`]: `matrix`, `precision`, the
+    /// 9 statistic columns, then per method `METHOD:us` and `METHOD:prep_ms` (µs per call,
+    /// preprocessing ms; both empty where the method did not run). Other `METHOD:FIELD` columns,
+    /// such as `METHOD:commit`, are provenance and are ignored.
     pub fn parse(text: &str) -> Result<Self> {
         let mut lines = text.lines();
         let header: Vec<&str> = lines
@@ -120,13 +172,44 @@ impl Model {
             .collect();
         // table columns between the precision and the first method: 8 statistics and fits_l2
         const NFEAT: usize = 9;
-        if header.len() < 2 + NFEAT || (header.len() - 2 - NFEAT) % 2 != 0 {
+        if header.len() < 2 + NFEAT {
             return Err(bad(1, "unexpected header"));
         }
-        let methods: Vec<String> = header[2 + NFEAT..]
-            .chunks(2)
-            .map(|c| c[0].trim_end_matches(":us").to_string())
-            .collect();
+        // per method: the columns of its time and its preprocessing
+        let mut methods: Vec<String> = Vec::new();
+        let mut cols: Vec<(Option<usize>, Option<usize>)> = Vec::new();
+        for (c, h) in header.iter().enumerate().skip(2 + NFEAT) {
+            let (m, field) = h
+                .rsplit_once(':')
+                .ok_or_else(|| bad(1, format!("column '{h}' is not METHOD:FIELD")))?;
+            let i = match methods.iter().position(|x| x == m) {
+                Some(i) => i,
+                None => {
+                    methods.push(m.to_string());
+                    cols.push((None, None));
+                    methods.len() - 1
+                }
+            };
+            match field {
+                "us" => cols[i].0 = Some(c),
+                "prep_ms" => cols[i].1 = Some(c),
+                _ => {}
+            }
+        }
+        let cols = cols
+            .into_iter()
+            .zip(&methods)
+            .map(|(c, m)| match c {
+                (Some(us), Some(prep)) => Ok((us, prep)),
+                _ => Err(bad(
+                    1,
+                    format!("method '{m}' lacks its :us or :prep_ms column"),
+                )),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if methods.is_empty() {
+            return Err(bad(1, "no method columns"));
+        }
         let mut samples = Vec::new();
         for (i, line) in lines.enumerate() {
             let f: Vec<&str> = line.split(',').collect();
@@ -146,9 +229,9 @@ impl Model {
                 .map(|s| num(s))
                 .collect::<Result<_>>()?;
             let fits = f[2 + NFEAT - 1] == "true";
-            let times = f[2 + NFEAT..]
-                .chunks(2)
-                .map(|c| match (c[0], c[1]) {
+            let times = cols
+                .iter()
+                .map(|&(us, prep)| match (f[us], f[prep]) {
                     ("", _) => Ok(None),
                     (us, prep) => Ok(Some((num(us)?, num(prep)?))),
                 })
@@ -174,22 +257,16 @@ impl Model {
             .map_err(|e| Error::InvalidArgument(e.clone()))
     }
 
-    /// Ranks the allowed methods (`allowed[i]` for `methods[i]`) for a matrix with `features`
-    /// and `nnz` nonzeros, fastest predicted first, using the `k` nearest samples of
-    /// `precision` that `use_sample` admits (held-out evaluation excludes the matrix and its
-    /// near-duplicates). `calls`: expected calls, over which the preprocessing is spread. Empty
-    /// when no sample of that precision has data for the allowed methods.
-    #[allow(clippy::too_many_arguments)]
-    pub fn rank(
+    /// The `knobs.k` samples of `precision` that `use_sample` admits nearest to `features`, with
+    /// their distances, nearest first: each feature is scaled by its spread over those samples
+    /// and weighted by `knobs.feature_weights`.
+    pub fn nearest(
         &self,
         features: &Features,
-        nnz: f64,
         precision: Precision,
-        allowed: &[bool],
-        calls: f64,
-        k: usize,
+        knobs: &Knobs,
         use_sample: impl Fn(&Sample) -> bool,
-    ) -> Vec<Prediction> {
+    ) -> Vec<(f64, &Sample)> {
         let pool: Vec<&Sample> = self
             .samples
             .iter()
@@ -208,18 +285,45 @@ impl Model {
                 / pool.len() as f64;
             *sc = if var > 1e-12 { var.sqrt() } else { 1.0 };
         }
+        let fw = &knobs.feature_weights;
         let dist = |s: &Sample| -> f64 {
             (0..NFEATURES)
-                .map(|d| ((s.features.0[d] - features.0[d]) / scale[d]).powi(2))
+                .map(|d| fw[d] * ((s.features.0[d] - features.0[d]) / scale[d]).powi(2))
                 .sum::<f64>()
+                .sqrt()
         };
         let mut near: Vec<(f64, &Sample)> = pool.iter().map(|s| (dist(s), *s)).collect();
         near.sort_by(|a, b| a.0.total_cmp(&b.0));
-        near.truncate(k.max(1));
+        near.truncate(knobs.k.max(1));
+        near
+    }
+
+    /// Ranks the allowed methods (`allowed[i]` for `methods[i]`) for a matrix with `features`
+    /// and `nnz` nonzeros, fastest predicted first, using the `knobs.k` nearest samples of
+    /// `precision` that `use_sample` admits (held-out evaluation excludes the matrix and its
+    /// near-duplicates, or keeps the tuning split only). `calls`: expected calls, over which
+    /// the preprocessing is spread. Empty when no sample of that precision has data for the
+    /// allowed methods.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rank(
+        &self,
+        features: &Features,
+        nnz: f64,
+        precision: Precision,
+        allowed: &[bool],
+        calls: f64,
+        knobs: &Knobs,
+        use_sample: impl Fn(&Sample) -> bool,
+    ) -> Vec<Prediction> {
+        let near = self.nearest(features, precision, knobs, use_sample);
+        if near.is_empty() {
+            return Vec::new();
+        }
         // each neighbour with its weight (closer counts more) and its fastest allowed time
+        let offset = knobs.offset.max(1e-6);
         let near: Vec<(&Sample, f64, Option<f64>)> = near
             .into_iter()
-            .map(|(d, s)| (s, 1.0 / (d.sqrt() + 0.3), s.best(allowed).map(|(_, us)| us)))
+            .map(|(d, s)| (s, 1.0 / (d + offset), s.best(allowed).map(|(_, us)| us)))
             .collect();
         // log of the neighbours' fastest time per nonzero: the scale of this matrix's time
         let (mut base, mut wsum) = (0.0, 0.0);
@@ -275,10 +379,10 @@ impl Model {
         precision: Precision,
         allowed: &[bool],
         calls: f64,
-        k: usize,
+        knobs: &Knobs,
         use_sample: impl Fn(&Sample) -> bool,
     ) -> Option<(usize, f64)> {
-        self.rank(features, nnz, precision, allowed, calls, k, use_sample)
+        self.rank(features, nnz, precision, allowed, calls, knobs, use_sample)
             .first()
             .map(|p| (p.method, p.us))
     }
@@ -325,4 +429,40 @@ pub fn family(matrix: &str) -> String {
     } else {
         stem.to_string()
     }
+}
+
+/// The part of the committed data a matrix belongs to: the defaults are chosen on `Tune` and
+/// reported on `Test`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Split {
+    Tune,
+    Test,
+}
+
+/// Share of the hash space, in percent, that goes to [`Split::Tune`].
+pub const TUNE_PERCENT: u64 = 50;
+
+/// The split of a matrix, by its [`family`], so that near-duplicates fall on one side: `Tune`
+/// when the 64-bit FNV-1a hash of the family's UTF-8 bytes, modulo 100, is below
+/// [`TUNE_PERCENT`], else `Test`. It depends on the name alone: stable across runs, machines and
+/// precisions.
+///
+/// ```
+/// use spmvkit::methods::auto::model::{split_of, Split};
+/// assert_eq!(split_of("bcspwr01"), split_of("bcspwr10"));
+/// assert_eq!(split_of("uniform:4000000,16"), split_of("uniform:30000000;2"));
+/// ```
+pub fn split_of(matrix: &str) -> Split {
+    if fnv1a(family(matrix).as_bytes()) % 100 < TUNE_PERCENT {
+        Split::Tune
+    } else {
+        Split::Test
+    }
+}
+
+/// 64-bit FNV-1a.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }

@@ -1,4 +1,4 @@
-use super::model::{Features, Model};
+use super::model::{Features, Knobs, Model};
 use super::*;
 use crate::methods::testmats::{check_layout, suite};
 use crate::testing::gpu_or_skip;
@@ -41,7 +41,15 @@ fn nearest_neighbours_pick_the_clusters_winner_and_count_preprocessing() {
     let large = feat(1.1e7, 200.0);
     let pick = |f: &Features, nnz: f64, allowed: &[bool], calls: f64| {
         m.methods[m
-            .choose(f, nnz, Precision::F64, allowed, calls, 3, |_| true)
+            .choose(
+                f,
+                nnz,
+                Precision::F64,
+                allowed,
+                calls,
+                &Knobs::with_k(3),
+                |_| true,
+            )
             .unwrap()
             .0]
             .clone()
@@ -53,11 +61,27 @@ fn nearest_neighbours_pick_the_clusters_winner_and_count_preprocessing() {
     assert_eq!(pick(&large, 1.1e7, &all, 1.0), "b");
     // no training data of this precision
     assert!(m
-        .choose(&small, 1000.0, Precision::F32, &all, 1.0, 3, |_| true)
+        .choose(
+            &small,
+            1000.0,
+            Precision::F32,
+            &all,
+            1.0,
+            &Knobs::with_k(3),
+            |_| true
+        )
         .is_none());
     // leave-one-out filter: without the small cluster the nearest are the large matrices
     let only_large = |s: &model::Sample| s.matrix.starts_with('l');
-    let i = m.choose(&small, 1002.0, Precision::F64, &no_c, 1e12, 3, only_large);
+    let i = m.choose(
+        &small,
+        1002.0,
+        Precision::F64,
+        &no_c,
+        1e12,
+        &Knobs::with_k(3),
+        only_large,
+    );
     assert_eq!(m.methods[i.unwrap().0], "b");
 }
 
@@ -310,7 +334,15 @@ fn deterministic_auto_admits_only_deterministic_methods() {
     }
     // the model's ranking under the restriction names only deterministic methods
     for s in m.samples.iter().take(20) {
-        for p in m.rank(&s.features, s.nnz, s.precision, &det, 1000.0, 5, |_| true) {
+        for p in m.rank(
+            &s.features,
+            s.nnz,
+            s.precision,
+            &det,
+            1000.0,
+            &Knobs::with_k(5),
+            |_| true,
+        ) {
             assert!(find(&m.methods[p.method]).unwrap().info().deterministic);
         }
     }
@@ -330,10 +362,26 @@ fn ranking_is_sorted_and_its_first_is_the_choice() {
     let m = synthetic();
     let all = [true, true, true];
     let f = feat(1.1e7, 200.0);
-    let r = m.rank(&f, 1.1e7, Precision::F64, &all, 1.0, 3, |_| true);
+    let r = m.rank(
+        &f,
+        1.1e7,
+        Precision::F64,
+        &all,
+        1.0,
+        &Knobs::with_k(3),
+        |_| true,
+    );
     assert_eq!(r.len(), 3);
     assert!(r.windows(2).all(|w| w[0].us <= w[1].us));
-    let c = m.choose(&f, 1.1e7, Precision::F64, &all, 1.0, 3, |_| true);
+    let c = m.choose(
+        &f,
+        1.1e7,
+        Precision::F64,
+        &all,
+        1.0,
+        &Knobs::with_k(3),
+        |_| true,
+    );
     assert_eq!(c, Some((r[0].method, r[0].us)));
     // prep is spread over the calls
     assert!((r[0].us - (r[0].call_us + r[0].prep_us)).abs() < 1e-9 * r[0].us);
@@ -467,6 +515,65 @@ fn plan_case<T: crate::methods::PrepareFor>(what: &str, a: &Csr<T>, params: &Par
                 .zip(&again)
                 .all(|(p, q)| p.to_bits_u64() == q.to_bits_u64()),
             "{what}: {chosen} did not repeat bit for bit"
+        );
+    }
+}
+
+#[test]
+fn the_split_is_by_family_stable_and_near_half() {
+    use model::{family, split_of, Split};
+    // near-duplicates fall on one side
+    for (a, b) in [
+        ("bcspwr01", "bcspwr10"),
+        ("delaunay_n10", "delaunay_n15"),
+        ("uniform:4000000,16", "uniform:30000000;2"),
+        ("poisson3d:160", "poisson3d:20"),
+    ] {
+        assert_eq!(family(a), family(b));
+        assert_eq!(split_of(a), split_of(b), "{a} / {b}");
+    }
+    // fixed by the name alone (docs/results/tuning-split.md lists the split): the hash and the
+    // share must not drift
+    for (m, s) in [
+        ("kron:21", Split::Tune),
+        ("powerlaw:4000000,8", Split::Tune),
+        ("poisson3d:160", Split::Test),
+        ("uniform:4000000,16", Split::Test),
+        ("poisson2d:1250", Split::Tune),
+        ("bcsstk33", Split::Tune),
+        ("copter2", Split::Tune),
+        ("G3_circuit", Split::Test),
+    ] {
+        assert_eq!(split_of(m), s, "{m}");
+    }
+    // the shipped table's families: neither side below a third
+    let m = Model::shipped().unwrap();
+    let mut fams: Vec<String> = m.samples.iter().map(|s| family(&s.matrix)).collect();
+    fams.sort();
+    fams.dedup();
+    let tune = fams.iter().filter(|f| split_of(f) == Split::Tune).count();
+    assert!(
+        3 * tune >= fams.len() && 3 * (fams.len() - tune) >= fams.len(),
+        "{tune} of {}",
+        fams.len()
+    );
+}
+
+#[test]
+fn the_parameter_defaults_are_the_tuned_constants() {
+    let default = |key: &str| PARAMS.iter().find(|p| p.key == key).unwrap().default;
+    assert_eq!(default("k"), model::Knobs::SHIPPED.k.to_string());
+    assert_eq!(default("trial"), DEFAULT_TRIAL.to_string());
+}
+
+#[test]
+fn the_large_test_suite_is_held_out_from_the_training_table() {
+    let m = Model::shipped().unwrap();
+    for spec in crate::bench::suites::LARGE_TEST {
+        let name = spec.replace(',', ";");
+        assert!(
+            m.samples.iter().all(|s| s.matrix != name),
+            "{spec} is in the training table"
         );
     }
 }

@@ -183,9 +183,10 @@ enum Mode {
     Off,
 }
 
-/// `prologue=auto` takes the one-launch grid mode on a stream up to this many nonzeros (tuning
-/// data: the best cut for the stream-mode geomean over cuSPARSE on the 115 shared matrices,
-/// H200, 2026-11-22).
+/// `epilogue=auto` takes the owner epilogue, and `prologue=auto` the one-launch grid mode, on a
+/// stream up to this many nonzeros (tuning data: the cut with the best stream geomean over
+/// cuSPARSE on the tuning split of the H200 runs that timed both epilogues on every matrix; its
+/// figure on the test split is in `docs/results/tuning-split.md`).
 pub const GRID_MAX_NNZ: usize = 150_000;
 
 /// The tuning data of one build.

@@ -181,8 +181,9 @@ pub enum Fuse {
 }
 
 /// `fuse=auto` takes the one-launch grid mode on a stream up to this many nonzeros (tuning
-/// data: the best cut for the stream-mode geomean over cuSPARSE on the 115 shared matrices,
-/// H200, 2026-11-22).
+/// data: the cut with the best stream geomean over cuSPARSE on the tuning split of the H200 run
+/// that timed both launch modes on every matrix; its figure on the test split is in
+/// `docs/results/tuning-split.md`).
 pub const GRID_MAX_NNZ: usize = 300_000;
 /// `permute_x=auto` reads x through perm in the kernel when x and perm take at most this many
 /// bytes (tuning data), or when the column sort keeps at least half of the columns next to their
