@@ -692,6 +692,7 @@ impl RowReader<'_> {
                     footprint_bytes: self.int(c.footprint_bytes).unwrap_or(0),
                     notes: self.pairs(c.notes),
                     fallback_note: Some(f[c.fallback_note].clone()).filter(|s| !s.is_empty()),
+                    later_checks: Vec::new(),
                 })
             }
         };
@@ -769,6 +770,7 @@ pub(crate) mod tests {
                 footprint_bytes: 6000,
                 notes: vec![("auto chose".into(), "csr-vector".into())],
                 fallback_note: None,
+                later_checks: Vec::new(),
             }),
         }
     }
