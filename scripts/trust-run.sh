@@ -11,6 +11,14 @@
 #                                               matrices, f64 (speed must be unchanged)
 #   scripts/trust-run.sh bsr OUT SECONDS        cusparse-bsr with the Plan's padded vectors against
 #                                               cb-spmv and every cuSPARSE entry, shared suite f64
+#   scripts/trust-run.sh autotrain OUT SECONDS  the large-train suite with every method of auto's
+#                                               table (f64), then `spmv auto table` over the
+#                                               committed runs and this one into OUT/table.csv
+#   scripts/trust-run.sh autotest OUT TABLE SECONDS SPEC...
+#                                               large-test matrices with every table method and
+#                                               auto (model mode at 1000 calls and ∞, trial mode)
+#                                               on the table TABLE (SPMVKIT_AUTO_TABLE), then
+#                                               `spmv auto eval`
 #
 # Each step writes its logs or run folders (as .tgz) into OUT and prints a short summary.
 set -uo pipefail
@@ -29,6 +37,9 @@ out=$2
 shift 2
 # The methods with kernels or launch code the audit changed, and the cuSPARSE baseline.
 AUDITED='cusparse-alg1,cusparse-alg2,csr-scalar,merge,amf-csr,pbc,teb,teb-vector,dasp,csr5,hbp,csr-overlap,csr-full-overlap,cusparse-bsr'
+# The methods of auto's training table.
+TABLE_METHODS='csr-scalar,csr-vector,csr-light,merge,csc,cusparse-alg1,cusparse-alg2,cusparse,csr5,dasp,tilespmv,cusparse-bsr,csr-overlap,teb,teb-vector,pbc,amf-csr,cb-spmv,hbp,hbp-paper,2d,fastload,fastload-atomic'
+TIMING='--warmup 2 --reps 10 --samples 3 --max-sample-ms 100'
 SAME_MATRICES="poisson3d:160 kron:21 uniform:4000000,16 powerlaw:4000000,8 $SPMVKIT_MATRICES/GHS_psdef/copter2.mtx.gz $SPMVKIT_MATRICES/HB/bcsstk33.mtx.gz $SPMVKIT_MATRICES/Gleich/wb-cs-stanford.mtx.gz $SPMVKIT_MATRICES/Bai/af23560.mtx.gz"
 case "$step" in
   tests)
@@ -60,6 +71,27 @@ case "$step" in
     timeout "$secs" $B bench --suite shared --methods 'cusparse,cusparse-alg1,cusparse-alg2,cusparse-bsr,cb-spmv' \
       --precision f64 --out /tmp/bsr 2>&1 | tail -3
     tar czf "$out/bsr.tgz" -C /tmp/bsr .
+    ;;
+  autotrain)
+    secs=$1
+    mkdir -p /tmp/train
+    # shellcheck disable=SC2086
+    timeout "$secs" $B bench --suite large-train --precision f64 --methods "$TABLE_METHODS" $TIMING \
+      --out /tmp/train 2>&1 | tail -3
+    $B auto table docs/results/h200 /tmp/train -o "$out/table.csv"
+    tar czf "$out/large-train.tgz" -C /tmp/train .
+    ;;
+  autotest)
+    table=$1 secs=$2
+    shift 2
+    label=large-test-$(echo "$1" | tr -c 'a-z0-9' '-' | cut -c1-20)
+    mkdir -p "/tmp/$label"
+    # shellcheck disable=SC2086
+    SPMVKIT_AUTO_TABLE=$table timeout "$secs" $B bench "$@" --precision f64 \
+      --methods "$TABLE_METHODS,auto,auto[calls=1000000000],auto[mode=trial;calls=1000000000]" $TIMING \
+      --out "/tmp/$label" 2>&1 | tail -3
+    SPMVKIT_AUTO_TABLE=$table $B auto eval "/tmp/$label" | tee "$out/$label-eval.md" | tail -30
+    tar czf "$out/$label.tgz" -C "/tmp/$label" .
     ;;
   *)
     echo "unknown step $step" >&2

@@ -56,6 +56,10 @@ pub const SUITES: &[Suite] = &[
         help: "generated 10M-200M nnz matrices (Poisson 160^3, kron:21, uniform, power-law, banded, dense blocks, one huge row, short rows)",
     },
     Suite {
+        name: "large-train",
+        help: "generated 13M-56M nnz matrices for auto's training table, other sizes than gpu-large and large-test (Poisson 2D and 3D, 27-point, uniform, power-law, kron, tall)",
+    },
+    Suite {
         name: "large-test",
         help: "generated 7M-64M nnz matrices held out from auto's training table (other sizes and generators than gpu-large: 2D Poisson, tall, wide, ...)",
     },
@@ -91,6 +95,19 @@ pub const GPU_LARGE: &[&str] = &[
     "uniform:30000000,2",
 ];
 
+/// GEN-SPECs of the `large-train` suite: bandwidth-bound matrices added to `auto`'s training
+/// table beside gpu-large, of other sizes than gpu-large's and large-test's matrices of the same
+/// generators.
+pub const LARGE_TRAIN: &[&str] = &[
+    "poisson2d:2200",
+    "poisson3d:200",
+    "stencil27:80",
+    "uniform:6000000,8",
+    "powerlaw:3000000,12",
+    "kron:19,48",
+    "tall:10000000,800000,4",
+];
+
 /// GEN-SPECs of the `large-test` suite: bandwidth-bound matrices (working set above the H200's
 /// 60 MiB L2) that `auto`'s training table does not hold, to judge its choices on large matrices
 /// it has not seen (`spmv auto eval`). Each is another size or shape than the gpu-large matrix of
@@ -121,6 +138,10 @@ pub fn suite(name: &str) -> Result<Vec<MatrixSource>> {
             .map(|s| MatrixSource::Spec(s.to_string()))
             .collect()),
         "gpu-large" => Ok(GPU_LARGE
+            .iter()
+            .map(|s| MatrixSource::Spec(s.to_string()))
+            .collect()),
+        "large-train" => Ok(LARGE_TRAIN
             .iter()
             .map(|s| MatrixSource::Spec(s.to_string()))
             .collect()),

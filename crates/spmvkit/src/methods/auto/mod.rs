@@ -508,6 +508,9 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
         if let Some(us) = self.choice.predicted_us {
             n.push(("auto predicted µs per call".into(), format!("{us:.2}")));
         }
+        if let Some(path) = std::env::var_os(model::TABLE_ENV) {
+            n.push(("auto table".into(), path.to_string_lossy().into_owned()));
+        }
         if let Some((entries, elapsed)) = &self.trial {
             let list: Vec<String> = entries
                 .iter()

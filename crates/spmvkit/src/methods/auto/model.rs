@@ -18,6 +18,9 @@ use crate::scalar::Precision;
 /// The training table shipped with the library.
 pub const TABLE: &str = include_str!("table.csv");
 
+/// The environment variable naming a training table to use instead of [`TABLE`].
+pub const TABLE_ENV: &str = "SPMVKIT_AUTO_TABLE";
+
 /// Number of features.
 pub const NFEATURES: usize = 9;
 
@@ -247,12 +250,22 @@ impl Model {
         Ok(Model { methods, samples })
     }
 
-    /// The shipped model, parsed once per process.
+    /// The model, parsed once per process: the shipped table, or the file named by
+    /// [`TABLE_ENV`] (a table `spmv auto table` wrote, e.g. on the GPU machine after a training
+    /// run, before the held-out run that uses it).
     pub fn shipped() -> Result<&'static Self> {
         static MODEL: std::sync::OnceLock<std::result::Result<Model, String>> =
             std::sync::OnceLock::new();
         MODEL
-            .get_or_init(|| Model::parse(TABLE).map_err(|e| e.to_string()))
+            .get_or_init(|| match std::env::var_os(TABLE_ENV) {
+                None => Model::parse(TABLE).map_err(|e| e.to_string()),
+                Some(path) => std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{TABLE_ENV}={}: {e}", path.to_string_lossy()))
+                    .and_then(|t| {
+                        Model::parse(&t)
+                            .map_err(|e| format!("{TABLE_ENV}={}: {e}", path.to_string_lossy()))
+                    }),
+            })
             .as_ref()
             .map_err(|e| Error::InvalidArgument(e.clone()))
     }

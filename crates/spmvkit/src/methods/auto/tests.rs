@@ -577,3 +577,15 @@ fn the_large_test_suite_is_held_out_from_the_training_table() {
         );
     }
 }
+
+#[test]
+fn the_large_train_and_large_test_suites_are_disjoint_and_valid() {
+    use crate::bench::suites::{GPU_LARGE, LARGE_TEST, LARGE_TRAIN};
+    for spec in LARGE_TRAIN {
+        assert!(
+            !LARGE_TEST.contains(spec) && !GPU_LARGE.contains(spec),
+            "{spec}"
+        );
+        crate::gen::parse_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    }
+}
