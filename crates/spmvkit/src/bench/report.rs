@@ -1749,64 +1749,68 @@ fn join_samples(v: &[f64]) -> String {
 
 /// The text of `results.csv`: one row per (matrix, method, precision) with the matrix
 /// statistics, every record field (empty when the method did not run) and derived columns.
+/// The matrix-statistics columns of `results.csv`, in order (the auto table's CSV reader takes
+/// them by these names).
+pub const STATS_COLUMNS: [&str; 19] = [
+    "nrows",
+    "ncols",
+    "nnz",
+    "density",
+    "empty_rows",
+    "empty_cols",
+    "row_len_min",
+    "row_len_max",
+    "row_len_mean",
+    "row_len_std",
+    "row_variation",
+    "col_len_min",
+    "col_len_max",
+    "col_len_mean",
+    "col_len_std",
+    "lower_bandwidth",
+    "upper_bandwidth",
+    "bandwidth",
+    "csr_bytes",
+];
+
 pub fn results_csv(merged: &MergedRuns, opts: &ReportOptions) -> String {
-    let mut header: Vec<String> = [
-        "matrix",
-        "source",
-        "fits_l2",
-        "nrows",
-        "ncols",
-        "nnz",
-        "density",
-        "empty_rows",
-        "empty_cols",
-        "row_len_min",
-        "row_len_max",
-        "row_len_mean",
-        "row_len_std",
-        "row_variation",
-        "col_len_min",
-        "col_len_max",
-        "col_len_mean",
-        "col_len_std",
-        "lower_bandwidth",
-        "upper_bandwidth",
-        "bandwidth",
-        "csr_bytes",
-        "method",
-        "precision",
-        "status",
-        "error",
-        "run",
-        "run_started",
-        "run_commit",
-        "backend",
-        "device",
-        "deterministic",
-        "prep_ms",
-        "upload_ms",
-        "prep_stages_ms",
-        "time_median_us",
-        "time_min_us",
-        "time_max_us",
-        "time_samples_us",
-        "graph_median_us",
-        "graph_min_us",
-        "graph_max_us",
-        "graph_samples_us",
-        "gflops",
-        "gbs",
-        "bytes_model",
-        "max_rel_err",
-        "verified",
-        "footprint_bytes",
-        "notes",
-        "fallback_note",
-        "copy_bw_pct",
-    ]
-    .iter()
-    .map(|h| h.to_string())
-    .collect();
+    let mut header: Vec<String> = ["matrix", "source", "fits_l2"]
+        .into_iter()
+        .chain(STATS_COLUMNS)
+        .chain([
+            "method",
+            "precision",
+            "status",
+            "error",
+            "run",
+            "run_started",
+            "run_commit",
+            "backend",
+            "device",
+            "deterministic",
+            "prep_ms",
+            "upload_ms",
+            "prep_stages_ms",
+            "time_median_us",
+            "time_min_us",
+            "time_max_us",
+            "time_samples_us",
+            "graph_median_us",
+            "graph_min_us",
+            "graph_max_us",
+            "graph_samples_us",
+            "gflops",
+            "gbs",
+            "bytes_model",
+            "max_rel_err",
+            "verified",
+            "footprint_bytes",
+            "notes",
+            "fallback_note",
+            "copy_bw_pct",
+        ])
+        .map(str::to_string)
+        .collect();
     for b in &opts.baselines {
         header.push(format!("speedup_vs_{}", b.name));
         header.push(format!("graph_speedup_vs_{}", b.name));

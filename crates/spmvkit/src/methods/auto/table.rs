@@ -481,27 +481,7 @@ impl Cols {
     fn new(col: &dyn Fn(&str) -> Result<usize>) -> Result<Self> {
         let many =
             |names: &[&str]| -> Result<Vec<usize>> { names.iter().map(|n| col(n)).collect() };
-        let stats = many(&[
-            "nrows",
-            "ncols",
-            "nnz",
-            "density",
-            "empty_rows",
-            "empty_cols",
-            "row_len_min",
-            "row_len_max",
-            "row_len_mean",
-            "row_len_std",
-            "row_variation",
-            "col_len_min",
-            "col_len_max",
-            "col_len_mean",
-            "col_len_std",
-            "lower_bandwidth",
-            "upper_bandwidth",
-            "bandwidth",
-            "csr_bytes",
-        ])?;
+        let stats = many(&crate::bench::report::STATS_COLUMNS)?;
         let time = many(&[
             "time_median_us",
             "time_min_us",
