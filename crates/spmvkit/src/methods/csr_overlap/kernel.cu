@@ -21,7 +21,8 @@
 // one stride of that. The 16-byte rounding (which passes an offset by up to 6 and can go below
 // zero at the start) is done in 64 bits; the copy loops run unsigned indices (index + stride <
 // 2^32; buffer offsets i - base modulo 2^32 are small and non-negative); the row and entry loops
-// of a batch run 64-bit signed indices (they unroll as with int).
+// of a batch run 32-bit ints (64-bit ones take 8 more registers, 40 instead of 32, and halve the
+// occupancy of 1024-thread CTAs), so the upload refuses rows or nnz within 1024 of 2^31 - 1.
 
 __device__ __forceinline__ void cp_async_elem(int* d, const int* s) { cp_async_4(d, s); }
 __device__ __forceinline__ void cp_async_elem(float* d, const float* s) { cp_async_4(d, s); }
@@ -69,16 +70,15 @@ __device__ __forceinline__ void batch_rows(int r0, int r1, int bv, int bc,
     const int vl = threadIdx.x & (V - 1);
     const int vid = threadIdx.x / V;
     const int nv = blockDim.x / V;
-    for (long long base = r0; base < r1; base += nv) {
-        const long long row = base + vid;
+    for (int base = r0; base < r1; base += nv) {
+        const int row = base + vid;
         real_t sum = (real_t)0;
         if (row < r1) {
             const int rs = ldg(row_ptr + row), re = ldg(row_ptr + row + 1);
             // Unrolled so that several x gathers are in flight per thread (the fma chain keeps
             // its order, so the bits do not change).
 #pragma unroll 4
-            for (long long j = (long long)rs + vl; j < re; j += V)
-                sum = fma(sv[j - bv], ldg(x + sc[j - bc]), sum);
+            for (int j = rs + vl; j < re; j += V) sum = fma(sv[j - bv], ldg(x + sc[j - bc]), sum);
         }
         if (V > 1) sum = warp_reduce_sum_width(sum, V);
         if (vl == 0 && row < r1) {
