@@ -37,8 +37,9 @@ use clap::{Parser, Subcommand};
   spmv run matrix.mtx.gz --method csr --precision f32 --json
   spmv run matrix.mtx --method auto --auto=trial --param calls=100000
                                              let `auto` choose, timing its best candidates
-  spmv solve cg poisson3d:64 --compare cusparse    conjugate gradient on a Plan, against cuSPARSE
-  spmv pagerank kron:20 --graph both             PageRank with and without CUDA graphs
+  spmv solve cg poisson3d:64 --compare cusparse
+                                             conjugate gradient on a Plan, against cuSPARSE
+  spmv pagerank kron:20 --graph both         PageRank with and without CUDA graphs
   spmv dist run kron:22 --gpus 2             SpMV on 2 GPUs through NCCL, checked and timed
 
 Exit status:
