@@ -969,10 +969,12 @@ pub fn charts_for(
             .iter()
             .any(|m| method_time_us(&m.results, me, q, kind).is_some())
     };
+    // On the CPU an `auto` entry that only repeated listed methods is left out too (the summary
+    // says so): it would split the profile's matrices with the method it ran.
     let methods: Vec<String> = merged
         .methods(p)
         .into_iter()
-        .filter(|me| ran(me, p))
+        .filter(|me| ran(me, p) && !(cpu && only_repeats(&matrices, p, me)))
         .collect();
     let every: Vec<String> = merged
         .all_methods()
@@ -1880,18 +1882,23 @@ fn cpu_precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptio
         }
     }
 
-    // Profile at a few τ, methods that ran only.
+    // Profile at a few τ, over the methods that ran, each contender once (an `auto` entry that
+    // only repeated listed methods would split their matrices with them).
+    let (repeats, profiled): (Vec<&String>, Vec<&String>) = timed
+        .iter()
+        .copied()
+        .partition(|me| only_repeats(&matrices, p, me));
     let taus = [1.0, 1.1, 1.25, 1.5, 2.0, 4.0];
     let times: Vec<Vec<Option<f64>>> = matrices
         .iter()
         .map(|m| {
-            timed
+            profiled
                 .iter()
                 .map(|me| method_time_us(&m.results, me, p, kind))
                 .collect()
         })
         .collect();
-    if timed.is_empty() {
+    if profiled.is_empty() {
         return;
     }
     let profile = performance_profile(&times, &taus);
@@ -1906,7 +1913,7 @@ fn cpu_precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptio
         let _ = write!(s, " τ = {t} |");
     }
     let _ = writeln!(s, "\n|---|{}", "---|".repeat(taus.len()));
-    for (me, fr) in timed.iter().zip(&profile) {
+    for (me, fr) in profiled.iter().zip(&profile) {
         let _ = write!(s, "| {} |", cell(&method_display(&matrices, p, me)));
         for f in fr {
             let _ = write!(s, " {:.0}% |", 100.0 * f);
@@ -1914,6 +1921,17 @@ fn cpu_precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptio
         s.push('\n');
     }
     s.push('\n');
+    if !repeats.is_empty() {
+        let names: Vec<String> = repeats
+            .iter()
+            .map(|me| format!("`{}`", method_display(&matrices, p, me)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "Left out: {} (on every matrix it ran a method listed here).\n",
+            names.join(", ")
+        );
+    }
 }
 
 /// A line for a speedup table whose baseline ran on the CPU while compared methods ran on the
