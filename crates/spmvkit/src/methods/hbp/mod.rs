@@ -953,10 +953,8 @@ impl<T: Scalar> Layout<T> for HbpLayout<T> {
                     Combine::Sparse => format!("sparse ({} partials)", self.mid_len()),
                 },
             ),
-            (
-                "slots / groups".into(),
-                format!("{} / {}", self.output_hash.len(), self.begin_nnz.len() - 1),
-            ),
+            ("output slots".into(), self.output_hash.len().to_string()),
+            ("warp groups".into(), (self.begin_nnz.len() - 1).to_string()),
             (
                 "per-warp nnz std-dev (Fig. 6) before -> after".into(),
                 format!(
@@ -971,14 +969,21 @@ impl<T: Scalar> Layout<T> for HbpLayout<T> {
                 format!("{:.3} -> {:.3}", eff(s.lanes_before), eff(s.lanes_after)),
             ),
             (
-                "fixed share / warps per CTA / grab / compete".into(),
-                format!(
-                    "{} / {} / {} / {}",
-                    self.cfg.fixed,
-                    self.cfg.warps_per_cta,
-                    self.cfg.grab,
-                    if self.cfg.compete_cta { "cta" } else { "warp" }
-                ),
+                "share of blocks in the fixed part".into(),
+                self.cfg.fixed.to_string(),
+            ),
+            ("warps per CTA".into(), self.cfg.warps_per_cta.to_string()),
+            (
+                "competitive part".into(),
+                if self.cfg.compete_cta {
+                    format!(
+                        "a CTA takes {} blocks per ticket ({} per warp)",
+                        self.cfg.grab * self.cfg.warps_per_cta,
+                        self.cfg.grab
+                    )
+                } else {
+                    format!("a warp takes {} blocks per ticket", self.cfg.grab)
+                },
             ),
         ]
     }
