@@ -2,9 +2,11 @@
 //! `mode` and `deterministic` parameters of the `auto` method (issue #11), and `--deterministic`
 //! checks the other methods named.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
 use spmvkit::methods::{find_variant, Params};
+
+use crate::usage;
 
 /// The flags.
 #[derive(Args, Clone, Debug, Default)]
@@ -45,14 +47,16 @@ impl AutoArgs {
                 .find(|(k, _)| *k == key)
                 .map(|(_, v)| v.to_string());
             match given {
-                Some(given) if given != value => bail!(
-                    "{method}: --{} sets {key}={value}, but {key}={given} is given as well",
-                    if key == "mode" {
-                        "auto"
-                    } else {
-                        "deterministic"
-                    }
-                ),
+                Some(given) if given != value => {
+                    return Err(usage(format!(
+                        "{method}: --{} sets {key}={value}, but {key}={given} is given as well",
+                        if key == "mode" {
+                            "auto"
+                        } else {
+                            "deterministic"
+                        }
+                    )))
+                }
                 _ => params.set(key, &value),
             }
         }
@@ -70,17 +74,17 @@ impl AutoArgs {
             return self.merge(method, params);
         }
         if self.auto.is_some() {
-            bail!(
+            return Err(usage(format!(
                 "--auto chooses how the `auto` method chooses; add --method auto (now: {method})"
-            );
+            )));
         }
         if self.deterministic && !info.deterministic {
-            bail!(
+            return Err(usage(format!(
                 "--deterministic: {} is not bitwise deterministic (its results may differ from \
                  call to call); choose a deterministic method (`spmv methods` marks them) or \
                  --method auto --deterministic",
                 info.name
-            );
+            )));
         }
         Ok(())
     }
@@ -110,7 +114,9 @@ impl AutoArgs {
             });
         }
         if self.auto.is_some() && !out.iter().any(|s| s.starts_with("auto")) {
-            bail!("--auto chooses how the `auto` method chooses, but --methods does not list auto");
+            return Err(usage(
+                "--auto chooses how the `auto` method chooses, but --methods does not list auto",
+            ));
         }
         let note = (self.deterministic && !not_det.is_empty()).then(|| {
             format!(

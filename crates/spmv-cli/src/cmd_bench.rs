@@ -1,23 +1,25 @@
 //! `spmv bench`: every method side by side on the same device in one run, with reports.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use spmvkit::bench::harness::{self, HarnessConfig, Progress};
 use spmvkit::bench::suites::{self, MatrixSource, SUITES};
-use spmvkit::bench::{BenchRun, MeasureOptions};
+use spmvkit::bench::{BenchRun, MeasureOptions, Status};
 use spmvkit::Precision;
 
 use crate::auto_args::AutoArgs;
+use crate::{args, text, usage};
 
 /// Benchmark methods side by side on one device: per matrix, method and precision, the
 /// preprocessing time, the kernel time (stream and CUDA-graph replay), GFLOP/s, effective GB/s,
 /// the speedup over cuSPARSE, the error against the oracle and the memory footprint.
 ///
-/// Results go to DIR/run-<time>.json (the record), DIR/results.csv, DIR/summary.md and
+/// Results go to DIR/run-TIME.json (the record), DIR/results.csv, DIR/summary.md and
 /// DIR/plots/. Without a GPU every method runs its CPU mirror, and the GPU-only ones are recorded
 /// as unsupported.
 #[derive(Args)]
@@ -40,15 +42,15 @@ pub struct BenchArgs {
     /// Untimed warm-up calls per measurement.
     #[arg(long, default_value_t = 5)]
     warmup: usize,
-    /// Calls per timed sample.
-    #[arg(long, default_value_t = 50)]
+    /// Calls per timed sample (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = args::at_least_one)]
     reps: usize,
-    /// Timed samples per measurement (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    /// Timed samples per measurement, at least 1 (the median is reported, with the spread).
+    #[arg(long, default_value_t = 5, value_parser = args::at_least_one)]
     samples: usize,
     /// Upper bound on one timed sample in ms: slow calls get fewer repetitions (at least one), so a
     /// pathological method on a huge matrix cannot stall the run.
-    #[arg(long, default_value_t = 200.0)]
+    #[arg(long, default_value_t = 200.0, value_parser = args::non_negative)]
     max_sample_ms: f64,
     /// Output folder.
     #[arg(long, default_value = "bench-out")]
@@ -61,13 +63,52 @@ pub struct BenchArgs {
 }
 
 fn bench_help() -> String {
+    let width = text::help_width();
     let mut s = String::from("Suites:\n");
     for suite in SUITES {
-        s.push_str(&format!("  {:<10} {}\n", suite.name, suite.help));
+        let first = format!("  {:<10} ", suite.name);
+        s.push_str(&text::wrap(
+            suite.help,
+            width,
+            &first,
+            &" ".repeat(first.len()),
+        ));
+        s.push('\n');
     }
-    s.push_str(
-        "\nExamples:\n  spmv bench --suite quick\n  spmv bench --suite shared --precision f32,f64 --out docs/results/h100\n  spmv bench poisson3d:128 kron:18 --methods csr-vector,merge,cusparse\n  spmv bench --suite shared --methods 'cusparse,fastload,fastload[height=2],fastload[height=unlimited]'\n  spmv bench --suite shared --methods 'cusparse,auto,auto[mode=trial;calls=1000000]'\n      auto in model mode and in trial mode (the trial runs when calls repay it) against cuSPARSE\n  spmv bench --suite shared --methods cusparse,auto --auto=trial --deterministic\n      --auto and --deterministic are written into every auto entry: auto[deterministic=1;mode=trial]",
-    );
+    // Commands stay on one line each (short enough for 80 columns), so they copy and paste whole.
+    let examples: [(&str, &str); 6] = [
+        ("spmv bench --suite quick", ""),
+        (
+            "spmv bench --suite shared --precision f32,f64 --out results/h100",
+            "",
+        ),
+        (
+            "spmv bench poisson3d:128 kron:18 --methods csr-vector,merge,cusparse",
+            "",
+        ),
+        (
+            "spmv bench kron:18 --methods 'cusparse,fastload,fastload[height=2]'",
+            "variants NAME[KEY=VALUE;...] side by side (quote the list in the shell)",
+        ),
+        (
+            "spmv bench kron:18 --methods 'cusparse,auto,auto[mode=trial;calls=1000000]'",
+            "auto in model mode and in trial mode (the trial runs when calls repay it)",
+        ),
+        (
+            "spmv bench kron:18 --methods cusparse,auto --auto=trial --deterministic",
+            "--auto and --deterministic are written into every auto entry: \
+             auto[deterministic=1;mode=trial]",
+        ),
+    ];
+    s.push_str("\nExamples:\n");
+    for (command, what) in examples {
+        s.push_str(&format!("  {command}\n"));
+        if !what.is_empty() {
+            s.push_str(&text::wrap(what, width, "      ", "      "));
+            s.push('\n');
+        }
+    }
+    s.truncate(s.trim_end().len());
     s
 }
 
@@ -75,10 +116,17 @@ struct Bar {
     bar: ProgressBar,
     /// Where the run record is saved after every matrix.
     json: PathBuf,
+    /// stderr is not a terminal (piped, redirected, CI): one line per matrix instead of the bar.
+    lines: bool,
+    /// The matrix being run: its position, the total and when it started.
+    current: (usize, usize, Instant),
+    /// Matrices done and inputs skipped so far, to tell which one the checkpoint is about.
+    seen: (usize, usize),
 }
 
 impl Progress for Bar {
     fn matrix(&mut self, index: usize, total: usize, name: &str) {
+        self.current = (index, total, Instant::now());
         self.bar.set_length(total as u64);
         self.bar.set_position(index as u64);
         self.bar.set_message(format!("{name}: loading"));
@@ -88,11 +136,52 @@ impl Progress for Bar {
             .set_message(format!("{matrix}: {method} ({precision})"));
     }
     fn skipped(&mut self, source: &str, error: &str) {
-        self.bar.println(format!("skipped {source}: {error}"));
+        let (i, n, _) = self.current;
+        let line = format!(
+            "[{}/{n}] {}",
+            i + 1,
+            crate::cmd_report::skipped_line(source, error)
+        );
+        if self.lines {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
     }
     fn checkpoint(&mut self, run: &BenchRun) {
+        let done = (run.matrices.len(), run.skipped.len());
+        if self.lines && done.0 > self.seen.0 {
+            if let Some(m) = run.matrices.last() {
+                let (i, n, t) = self.current;
+                let count = |st: Status| m.results.iter().filter(|r| r.status == st).count();
+                let mut parts = vec![format!("{} ok", count(Status::Ok))];
+                for (st, label) in [
+                    (Status::Wrong, "wrong"),
+                    (Status::Unsupported, "unsupported"),
+                    (Status::Failed, "failed"),
+                ] {
+                    if count(st) > 0 {
+                        parts.push(format!("{} {label}", count(st)));
+                    }
+                }
+                eprintln!(
+                    "[{}/{n}] {}: {} results ({}) in {:.1} s",
+                    i + 1,
+                    m.name,
+                    m.results.len(),
+                    parts.join(", "),
+                    t.elapsed().as_secs_f64()
+                );
+            }
+        }
+        self.seen = done;
         if let Err(e) = write_json(&self.json, run) {
-            self.bar.println(format!("warning: {e:#}"));
+            let line = format!("warning: {e:#}");
+            if self.lines {
+                eprintln!("{line}");
+            } else {
+                self.bar.println(line);
+            }
         }
     }
 }
@@ -115,7 +204,9 @@ fn parse_inputs(args: &BenchArgs) -> Result<Vec<MatrixSource>> {
         }
     }
     if inputs.is_empty() {
-        bail!("nothing to run: give MATRIX arguments or --suite (see `spmv bench --help`)");
+        return Err(usage(
+            "nothing to run: give MATRIX arguments or --suite (see `spmv bench --help`)",
+        ));
     }
     Ok(inputs)
 }
@@ -162,25 +253,44 @@ pub fn run(args: BenchArgs) -> Result<()> {
         precisions,
         measure: MeasureOptions {
             warmup: args.warmup,
-            reps: args.reps.max(1),
-            samples: args.samples.max(1),
-            max_sample_ms: args.max_sample_ms.max(0.0),
+            reps: args.reps,
+            samples: args.samples,
+            max_sample_ms: args.max_sample_ms,
             ..Default::default()
         },
         use_cache: !args.no_cache,
     };
-    let bar = ProgressBar::new(inputs.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
+    let lines = !std::io::stderr().is_terminal();
+    let bar = if lines {
+        eprintln!(
+            "running {} methods in {} on {} inputs; one line per matrix follows",
+            cfg.methods.len(),
+            cfg.precisions
+                .iter()
+                .map(Precision::to_string)
+                .collect::<Vec<_>>()
+                .join(" and "),
+            inputs.len()
+        );
+        ProgressBar::hidden()
+    } else {
+        let bar = ProgressBar::new(inputs.len() as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    };
     let json_path = args
         .out
         .join(format!("run-{}.json", machine.started.replace(':', "")));
     let mut progress = Bar {
         bar,
         json: json_path.clone(),
+        lines,
+        current: (0, inputs.len(), Instant::now()),
+        seen: (0, 0),
     };
     let run = harness::run(&inputs, &cfg, machine, args.suite.clone(), &mut progress);
     progress.bar.finish_and_clear();

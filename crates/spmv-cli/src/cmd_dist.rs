@@ -105,19 +105,19 @@ struct Common {
     #[command(flatten)]
     part: PartOptions,
     /// Calls per timed sample.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = crate::args::at_least_one)]
     reps: usize,
     /// Timed samples; the median is reported.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = crate::args::at_least_one)]
     samples: usize,
     /// Untimed warm-up calls.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
     /// α in y = αAx + βy.
-    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = crate::args::finite)]
     alpha: f64,
     /// β in y = αAx + βy (non-zero by default, so the check covers the βy term).
-    #[arg(long, default_value_t = 0.5, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 0.5, allow_hyphen_values = true, value_parser = crate::args::finite)]
     beta: f64,
 }
 

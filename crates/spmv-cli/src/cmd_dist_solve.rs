@@ -110,7 +110,7 @@ pub struct DistPageRankArgs {
     #[command(flatten)]
     common: SolveCommon,
     /// Damping factor d in [0, 1).
-    #[arg(long, default_value_t = 0.85)]
+    #[arg(long, default_value_t = 0.85, value_parser = crate::args::damping)]
     damping: f64,
 }
 
@@ -343,10 +343,14 @@ fn solve_t<T: DistScalar>(solver: Solver, c: &SolveCommon) -> Result<()> {
         .map(|(r, _)| format!("{} ranks", r.gpus))
         .collect();
     if !failed.is_empty() {
-        bail!(
+        let msg = format!(
             "the distributed {name} on {} did not converge to the reference",
             failed.join(", ")
         );
+        if runs.iter().any(|r| r.stop != "converged") {
+            return Err(crate::not_converged(msg));
+        }
+        bail!(msg);
     }
     Ok(())
 }

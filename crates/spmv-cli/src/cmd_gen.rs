@@ -3,14 +3,16 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
+
+use crate::{text, usage};
 
 /// Generate a matrix (deterministic for a seed) and write it as Matrix Market (.mtx, .mtx.gz) or
 /// as a binary cache (.spmvkit).
 ///
 /// KIND may be a whole GEN-SPEC (`poisson3d:64`) or a kind followed by its arguments
-/// (`poisson3d 64`). Kinds:
+/// (`poisson3d 64`); the kinds are listed below.
 #[derive(Args)]
 #[command(after_help = gen_kinds_help())]
 pub struct GenArgs {
@@ -20,7 +22,8 @@ pub struct GenArgs {
     /// Arguments of the kind, e.g. `64` for poisson3d, or `key=value` options such as `seed=7`.
     #[arg(value_name = "PARAMS")]
     params: Vec<String>,
-    /// Output file: .mtx, .mtx.gz or .spmvkit.
+    /// Output file: .mtx, .mtx.gz (gzip-compressed) or .spmvkit (binary cache); any other name is
+    /// refused.
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
     /// Seed of the random generators (same seed, same matrix).
@@ -29,12 +32,15 @@ pub struct GenArgs {
 }
 
 fn gen_kinds_help() -> String {
-    let mut s = String::from("Kinds (GEN-SPEC grammar `kind:arg,arg,...[,key=value]`):\n");
+    let width = text::help_width();
+    let mut s = String::from(
+        "Kinds (GEN-SPEC grammar `kind:arg,arg,...[,key=value]`; every kind also takes seed=N):\n",
+    );
     for k in spmvkit::gen::kinds() {
-        s.push_str(&format!(
-            "  {:<12} {:<22} {}  e.g. {}\n",
-            k.name, k.args, k.help, k.example
-        ));
+        s.push_str(&format!("  {:<10} {}\n", k.name, k.args));
+        let body = format!("{} (e.g. {})", k.help, k.example);
+        s.push_str(&text::wrap(&body, width, "      ", "      "));
+        s.push('\n');
     }
     s.push_str("\nExamples:\n  spmv gen poisson3d 64 -o poisson64.mtx\n  spmv gen kron:18,48 -o kron18.spmvkit\n  spmv gen powerlaw 1000000 8 --seed 3 -o pl.mtx.gz");
     s
@@ -54,13 +60,15 @@ pub fn spec_of(kind: &str, params: &[String], seed: Option<u64>) -> String {
 }
 
 pub fn run(args: GenArgs) -> Result<()> {
+    // Before generating: a matrix that cannot be saved should not take minutes to build.
+    spmvkit::io::check_output_path(&args.output).map_err(|e| usage(e.to_string()))?;
     let spec = spec_of(&args.kind, &args.params, args.seed);
     let t = Instant::now();
     let a = spmvkit::gen::generate::<f64>(&spec)?;
     let gen_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    spmvkit::io::save(&args.output, &a)
-        .with_context(|| format!("writing {}", args.output.display()))?;
+    // The library's error names the file.
+    spmvkit::io::save(&args.output, &a)?;
     eprintln!(
         "{spec}: {} x {}, {} nnz, generated in {gen_s:.2} s, written to {} in {:.2} s",
         a.nrows(),

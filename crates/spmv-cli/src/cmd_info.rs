@@ -1,13 +1,17 @@
 //! `spmv info`: structure statistics of matrices.
 
+use std::path::Path;
+
 use anyhow::Result;
 use clap::Args;
+use spmvkit::io::MmSymmetry;
 use spmvkit::MatrixStats;
 
 use crate::input;
 
-/// Print a matrix's shape, nnz (after symmetric expansion), empty rows and columns, row and
-/// column length statistics, the row-length variation (std/mean) and the bandwidth.
+/// Print a matrix's shape, nnz (for a symmetric file: after expanding the stored triangle), empty
+/// rows and columns, row and column length statistics, the row-length variation (std/mean) and
+/// the bandwidth.
 #[derive(Args)]
 #[command(after_help = "Examples:
   spmv info ../shared/matrices/HB/jgl009.mtx.gz
@@ -28,29 +32,56 @@ pub fn run(args: InfoArgs) -> Result<()> {
     for arg in &args.matrices {
         let loaded = input::load::<f64>(arg, !args.no_cache)?;
         let s = MatrixStats::of(&loaded.matrix);
+        let symmetry = file_symmetry(arg);
         if args.json {
             let mut v = serde_json::to_value(&s)?;
             v["name"] = serde_json::Value::String(loaded.name.clone());
+            if let Some(sym) = symmetry {
+                v["symmetry"] = sym.name().into();
+            }
             let zeros = loaded.matrix.vals().iter().filter(|&&x| x == 0.0).count();
             v["explicit_zeros"] = zeros.into();
             v["nnz_nonzero"] = (s.nnz - zeros).into();
             println!("{}", serde_json::to_string(&v)?);
         } else {
-            print_stats(&loaded.name, &s, &loaded.matrix, loaded.seconds);
+            let expanded = symmetry.is_some_and(|s| s.is_mirrored());
+            print_stats(&loaded.name, &s, &loaded.matrix, loaded.seconds, expanded);
         }
     }
     Ok(())
 }
 
-fn print_stats(name: &str, s: &MatrixStats, a: &spmvkit::Csr<f64>, secs: f64) {
+/// The symmetry a Matrix Market file declares (`None` for a GEN-SPEC or a cache file).
+fn file_symmetry(arg: &str) -> Option<MmSymmetry> {
+    let path = Path::new(arg);
+    if !path.is_file() {
+        return None;
+    }
+    spmvkit::io::read_header(path).ok().map(|h| h.symmetry)
+}
+
+fn print_stats(name: &str, s: &MatrixStats, a: &spmvkit::Csr<f64>, secs: f64, expanded: bool) {
     let zeros = a.vals().iter().filter(|&&x| x == 0.0).count();
     println!("{name}");
     println!("  size          {} x {}", s.nrows, s.ncols);
+    let after = if expanded {
+        " after symmetric expansion"
+    } else {
+        ""
+    };
     if zeros == 0 {
-        println!("  nnz           {} (after symmetric expansion)", s.nnz);
+        println!(
+            "  nnz           {}{}",
+            s.nnz,
+            if expanded {
+                " (after symmetric expansion)"
+            } else {
+                ""
+            }
+        );
     } else {
         println!(
-            "  nnz           {} stored after symmetric expansion: {} nonzero values + {zeros} explicit zeros",
+            "  nnz           {} stored{after}: {} nonzero values + {zeros} explicit zeros",
             s.nnz,
             s.nnz - zeros
         );

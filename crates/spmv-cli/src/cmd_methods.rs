@@ -4,12 +4,18 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-/// List the SpMV methods, their sources, executors and parameters.
+use crate::text;
+
+/// List the SpMV methods: executors (GPU kernel, CPU mirror), determinism, summary, source and
+/// parameters, wrapped to the terminal's width (80 columns when not a terminal).
 #[derive(Args)]
 pub struct MethodsArgs {
-    /// Print JSON instead of a table.
+    /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Also explain every parameter (`--param KEY=VALUE` of `spmv run` and `spmv bench`).
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 pub fn run(args: MethodsArgs) -> Result<()> {
@@ -31,29 +37,68 @@ pub fn run(args: MethodsArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
+    let width = text::terminal_width(80);
     let gpu_note = match spmvkit::gpu::Gpu::get() {
-        Ok(g) => format!("GPU: {} ({})", g.name(), g.arch()),
-        Err(e) => format!("no GPU ({e}): GPU methods fall back to their CPU mirrors"),
+        Ok(g) => format!("GPU: {} ({}).", g.name(), g.arch()),
+        Err(e) => format!("No GPU ({e}): methods with a GPU kernel run their CPU mirrors."),
     };
-    println!("{gpu_note}\n");
-    println!(
-        "{:<18} {:<4} {:<4} {:<6} summary",
-        "method", "gpu", "cpu", "determ"
-    );
+    println!("{}\n", text::wrap(&gpu_note, width, "", ""));
     for i in &infos {
-        let yn = |b: bool| if b { "yes" } else { "-" };
+        let executors = match (i.gpu, i.cpu) {
+            (true, true) => "GPU kernel + CPU mirror",
+            (true, false) => "GPU only",
+            (false, true) => "CPU only",
+            (false, false) => "no executor",
+        };
+        let det = if i.deterministic {
+            "bitwise deterministic"
+        } else {
+            "not bitwise deterministic"
+        };
         println!(
-            "{:<18} {:<4} {:<4} {:<6} {}",
-            i.name,
-            yn(i.gpu),
-            yn(i.cpu),
-            yn(i.deterministic),
-            i.summary
+            "{}",
+            text::wrap(
+                &format!("{} ({executors}; {det})", i.name),
+                width,
+                "",
+                "    "
+            )
         );
-        println!("{:<36} source: {}", "", i.source);
-        for p in i.params {
-            println!("{:<36} --param {}={} : {}", "", p.key, p.default, p.help);
+        println!("{}", text::wrap(i.summary, width, "    ", "    "));
+        println!(
+            "{}",
+            text::wrap(&format!("source: {}", i.source), width, "    ", "        ")
+        );
+        if i.params.is_empty() {
+            println!();
+            continue;
         }
+        if args.verbose {
+            println!("    parameters (--param KEY=VALUE):");
+            for p in i.params {
+                println!("      {}={}", p.key, p.default);
+                println!("{}", text::wrap(p.help, width, "          ", "          "));
+            }
+        } else {
+            let list: Vec<String> = i
+                .params
+                .iter()
+                .map(|p| format!("{}={}", p.key, p.default))
+                .collect();
+            println!(
+                "{}",
+                text::wrap(
+                    &format!("parameters: {}", list.join(", ")),
+                    width,
+                    "    ",
+                    "        "
+                )
+            );
+        }
+        println!();
+    }
+    if !args.verbose {
+        println!("`spmv methods --verbose` explains every parameter.");
     }
     Ok(())
 }

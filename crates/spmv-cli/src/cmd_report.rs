@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
-use spmvkit::bench::report::ReportFiles;
+use spmvkit::bench::report::{self, ReportFiles, TimeKind};
 use spmvkit::bench::{BenchRun, Status};
+use spmvkit::Precision;
 
 /// Rebuild summary.md, results.csv and the plots from saved run-*.json or run-*.json.gz files (or
 /// folders of them). Later runs replace earlier results for the same matrix, method and precision.
@@ -50,10 +51,11 @@ pub fn print_summary(run: &BenchRun, json: &Path, files: &ReportFiles) {
             .filter(|r| r.status == s)
             .count()
     };
+    let cpu = run.machine.gpu == "none";
     println!(
         "{} matrices on {}: {} ok, {} wrong, {} unsupported, {} failed, {} inputs skipped",
         run.matrices.len(),
-        if run.machine.gpu == "none" {
+        if cpu {
             "the CPU (no GPU)"
         } else {
             run.machine.gpu.as_str()
@@ -64,22 +66,72 @@ pub fn print_summary(run: &BenchRun, json: &Path, files: &ReportFiles) {
         count(Status::Failed),
         run.skipped.len()
     );
+    if cpu {
+        println!(
+            "CPU mirrors only: these times compare the mirrors on this CPU, not the GPU kernels \
+             (summary.md says more). Fastest per matrix, median µs per call (IQR of the samples); \
+             \"tie\": the IQRs overlap."
+        );
+    } else {
+        println!(
+            "Fastest per matrix, median µs per call on the stream (IQR of the samples); \"tie\": the \
+             IQRs overlap."
+        );
+    }
+    let kind = TimeKind::Stream;
+    let refs: Vec<_> = run.matrices.iter().collect();
+    let twice: Vec<f64> = Precision::ALL
+        .into_iter()
+        .flat_map(|p| report::same_code_ratios(&refs, p, kind))
+        .collect();
+    if let Some(max) = twice.iter().copied().max_by(f64::total_cmp) {
+        println!(
+            "Noise: auto and the method it chose are the same code measured twice; their times \
+             differ by up to {max:.2}x in this run."
+        );
+    }
     for m in &run.matrices {
-        let mut ok: Vec<_> = m
-            .results
-            .iter()
-            .filter_map(|r| r.record.as_ref().filter(|_| r.status == Status::Ok))
+        let precisions: Vec<Precision> = Precision::ALL
+            .into_iter()
+            .filter(|p| m.results.iter().any(|r| r.precision == *p))
             .collect();
-        ok.sort_by(|a, b| a.time.median_us.total_cmp(&b.time.median_us));
-        if let Some(best) = ok.first() {
+        for p in precisions {
+            let ranked = report::ranking(&m.results, p, kind);
+            let Some((first, ties)) = report::fastest(&ranked) else {
+                println!(
+                    "  {:<24} {:>10} nnz  no method ran correctly ({p})",
+                    m.name, m.stats.nnz
+                );
+                continue;
+            };
+            let (q1, q3) = report::quartiles(&first.timing);
+            let tied = if ties.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<&str> = ties.iter().map(|r| r.label.as_str()).collect();
+                format!("; tie: {}", names.join(", "))
+            };
             println!(
-                "  {:<24} {:>10} nnz  best {} ({}, {:.2} µs, {:.1} GFLOP/s)",
-                m.name, m.stats.nnz, best.method, best.precision, best.time.median_us, best.gflops
+                "  {:<24} {:>10} nnz  {p}  {} {:.2} µs ({q1:.2}–{q3:.2}){tied}",
+                m.name, m.stats.nnz, first.label, first.timing.median_us
             );
         }
     }
+    for (source, why) in &run.skipped {
+        println!("  {}", skipped_line(source, why));
+    }
     println!("record: {}", json.display());
     print_files(files);
+}
+
+/// `skipped SOURCE: WHY`, without the source twice when the reason already names it (a file's
+/// errors start with its path).
+pub fn skipped_line(source: &str, why: &str) -> String {
+    if why.starts_with(source) {
+        format!("skipped {why}")
+    } else {
+        format!("skipped {source}: {why}")
+    }
 }
 
 fn print_files(files: &ReportFiles) {

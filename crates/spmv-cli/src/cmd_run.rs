@@ -7,6 +7,7 @@ use spmvkit::bench::{measure, MeasureOptions, RunRecord};
 use spmvkit::methods::{Backend, Params, PlanOptions};
 use spmvkit::{Csr, Precision, PrepareFor};
 
+use crate::args;
 use crate::auto_args::AutoArgs;
 use crate::input;
 
@@ -40,20 +41,20 @@ pub struct RunArgs {
     /// Value precision.
     #[arg(short, long, default_value = "f64", value_parser = ["f32", "f64"])]
     precision: String,
-    /// Calls per timed sample.
-    #[arg(long, default_value_t = 20)]
+    /// Calls per timed sample (at least 1).
+    #[arg(long, default_value_t = 20, value_parser = args::at_least_one)]
     reps: usize,
-    /// Timed samples; the median is reported.
-    #[arg(long, default_value_t = 5)]
+    /// Timed samples, at least 1; the median is reported.
+    #[arg(long, default_value_t = 5, value_parser = args::at_least_one)]
     samples: usize,
     /// Untimed warm-up calls.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
-    /// α in y = αAx + βy.
-    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    /// α in y = αAx + βy (a finite number).
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = args::finite)]
     alpha: f64,
-    /// β in y = αAx + βy.
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    /// β in y = αAx + βy (a finite number).
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_parser = args::finite)]
     beta: f64,
     /// Method parameter override, repeatable (see `spmv methods`).
     #[arg(long = "param", value_name = "KEY=VALUE")]
@@ -91,8 +92,8 @@ fn run_t<T: PrepareFor>(args: &RunArgs) -> Result<()> {
             backend: if args.cpu { Some(Backend::Cpu) } else { None },
         },
         warmup: args.warmup,
-        reps: args.reps.max(1),
-        samples: args.samples.max(1),
+        reps: args.reps,
+        samples: args.samples,
         alpha: args.alpha,
         beta: args.beta,
         ..Default::default()
@@ -198,70 +199,103 @@ fn best_cusparse<T: PrepareFor>(a: &Csr<T>, opts: &MeasureOptions) -> Option<Run
 }
 
 fn print_text(name: &str, rec: &RunRecord, base: Option<&RunRecord>) {
+    let gpu = rec.backend == Backend::Gpu;
     println!(
-        "{name}: {} x {}, {} nnz, {} on {} ({})",
-        rec.nrows, rec.ncols, rec.nnz, rec.precision, rec.device, rec.backend
+        "{name}: {} x {}, {} nnz, {} on {}",
+        rec.nrows, rec.ncols, rec.nnz, rec.precision, rec.device
     );
-    println!(
-        "  method          {} ({})",
-        rec.method,
-        if rec.deterministic {
-            "bitwise deterministic"
-        } else {
-            "not bitwise deterministic"
-        }
+    let row = |key: &str, value: String| println!("  {key:<15} {value}");
+    row(
+        "method",
+        format!(
+            "{} ({})",
+            rec.method,
+            if rec.deterministic {
+                "bitwise deterministic"
+            } else {
+                "not bitwise deterministic"
+            }
+        ),
     );
-    println!(
-        "  preprocessing   {:.3} ms (prepare {:.3} ms, upload {:.3} ms)",
-        rec.prep_ms + rec.upload_ms,
-        rec.prep_ms,
-        rec.upload_ms
-    );
-    for (k, ms) in &rec.prep_stages_ms {
-        println!("    {k:<14} {ms:.3} ms");
+    if gpu {
+        row(
+            "preprocessing",
+            format!(
+                "{:.3} ms (prepare {:.3} ms, upload {:.3} ms)",
+                rec.prep_ms + rec.upload_ms,
+                rec.prep_ms,
+                rec.upload_ms
+            ),
+        );
+    } else {
+        row("preprocessing", format!("{:.3} ms", rec.prep_ms));
     }
-    println!(
-        "  time per call   {:.2} µs median (min {:.2}, max {:.2}){}",
-        rec.time.median_us,
-        rec.time.min_us,
-        rec.time.max_us,
-        if rec.backend == Backend::Gpu {
-            ", stream"
-        } else {
-            ", wall clock"
-        }
+    for (k, ms) in &rec.prep_stages_ms {
+        println!("    {k}: {ms:.3} ms");
+    }
+    row(
+        "time per call",
+        format!(
+            "{:.2} µs median (min {:.2}, max {:.2}), {}",
+            rec.time.median_us,
+            rec.time.min_us,
+            rec.time.max_us,
+            if gpu {
+                "CUDA events, back to back on a stream"
+            } else {
+                "wall clock"
+            }
+        ),
     );
     if let Some(g) = &rec.graph_time {
-        println!("  graph replay    {:.2} µs median per call", g.median_us);
+        row(
+            "graph replay",
+            format!("{:.2} µs median per call", g.median_us),
+        );
     }
-    println!(
-        "  throughput      {:.2} GFLOP/s, {:.1} GB/s effective",
-        rec.gflops, rec.gbs
+    row(
+        "throughput",
+        format!("{:.2} GFLOP/s, {:.1} GB/s effective", rec.gflops, rec.gbs),
     );
-    println!(
-        "  check           max relative error {:.3e} ({})",
-        rec.max_rel_err,
-        if rec.verified { "ok" } else { "WRONG" }
+    row(
+        "check",
+        format!(
+            "max relative error {:.3e} ({})",
+            rec.max_rel_err,
+            if rec.verified { "ok" } else { "WRONG" }
+        ),
     );
-    println!("  footprint       {} bytes", rec.footprint_bytes);
-    for (k, v) in &rec.notes {
-        println!("  {k:<15} {v}");
+    row("footprint", format!("{} bytes", rec.footprint_bytes));
+    if !rec.notes.is_empty() {
+        println!("  notes:");
+        for (k, v) in &rec.notes {
+            println!("    {k}: {v}");
+        }
     }
     if let Some(b) = base {
         let (s, g) = speedup(rec, Some(b));
-        println!(
-            "  cusparse        {:.2} µs stream{} (best of ALG1 and ALG2)",
-            b.time.median_us,
-            b.graph_time
-                .as_ref()
-                .map(|t| format!(", {:.2} µs graph", t.median_us))
-                .unwrap_or_default()
+        row(
+            "cusparse",
+            format!(
+                "{:.2} µs stream{} (best of ALG1 and ALG2)",
+                b.time.median_us,
+                b.graph_time
+                    .as_ref()
+                    .map(|t| format!(", {:.2} µs graph", t.median_us))
+                    .unwrap_or_default()
+            ),
         );
         if let Some(s) = s {
-            println!("  speedup         {s:.3}x over cusparse (stream to stream)");
+            row(
+                "speedup",
+                format!("{s:.3}x over cusparse (stream to stream)"),
+            );
         }
         if let Some(g) = g {
-            println!("  graph speedup   {g:.3}x over cusparse (graph to graph)");
+            row(
+                "graph speedup",
+                format!("{g:.3}x over cusparse (graph to graph)"),
+            );
         }
     }
 }

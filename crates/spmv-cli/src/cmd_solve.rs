@@ -9,7 +9,7 @@ use spmvkit::methods::{Backend, Params, PlanOptions};
 use spmvkit::solve::{self, CgSystem, PageRankGraph, PageRankOptions, SolveOptions, SolveReport};
 use spmvkit::{Csr, Plan, Precision, PrepareFor, Scalar};
 
-use crate::input;
+use crate::{args, input};
 
 /// Iterative solvers built on a plan: conjugate gradient.
 #[derive(Args)]
@@ -35,19 +35,19 @@ struct Common {
     /// Value precision.
     #[arg(short, long, default_value = "f64", value_parser = ["f32", "f64"])]
     precision: String,
-    /// Stopping tolerance [default: per solver and precision, see above].
-    #[arg(long)]
+    /// Stopping tolerance [default: per solver and precision, listed under Defaults below].
+    #[arg(long, value_parser = args::non_negative)]
     tol: Option<f64>,
-    /// Most iterations.
-    #[arg(long)]
+    /// Most iterations [default: per solver, listed under Defaults below].
+    #[arg(long, value_parser = args::at_least_one)]
     max_iter: Option<usize>,
     /// GPU: iterations per convergence check (and per captured CUDA graph).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = args::at_least_one)]
     check_every: usize,
     /// GPU: replay the iterations from a CUDA graph (on), launch them on the stream (off), or
-    /// run both ways.
-    #[arg(long, default_value = "on", value_parser = ["on", "off", "both"])]
-    graph: String,
+    /// run both ways; the CPU has no CUDA graphs and ignores it (with a note) [default: on].
+    #[arg(long, value_parser = ["on", "off", "both"])]
+    graph: Option<String>,
     /// Also run the same loop with this method and report the speedup (e.g. cusparse).
     #[arg(long, value_name = "METHOD")]
     compare: Option<String>,
@@ -69,7 +69,8 @@ struct Common {
 }
 
 /// Conjugate gradient on A x = b with b = A·1 (so the exact answer is all ones), x0 = 0, stopping
-/// at ‖r‖/‖b‖ ≤ tol. A must be symmetric positive definite (a breakdown is reported otherwise).
+/// at ‖r‖/‖b‖ ≤ tol. A must be symmetric positive definite (a breakdown is reported otherwise,
+/// with exit status 3).
 ///
 /// Prints one summary line per run: iterations, stop reason, final relative residual, the error
 /// against the CPU reference solve (f64 CG with `csr`) and against the exact answer, time per
@@ -78,6 +79,9 @@ struct Common {
 #[derive(Args)]
 #[command(
     after_help = "Defaults: --tol 1e-8 (f64) or 1e-5 (f32), --max-iter 10000.
+
+Exit status: 0 when every run converged, 3 when one stopped without converging (breakdown on a
+matrix that is not SPD, or the iteration limit), 2 for bad arguments, 1 for other errors.
 
 Examples:
   spmv solve cg poisson3d:64
@@ -102,6 +106,9 @@ pub struct CgArgs {
 #[command(
     after_help = "Defaults: --tol 1e-6 (f64) or 1e-5 (f32), --max-iter 1000.
 
+Exit status: 0 when every run converged, 3 when one stopped at the iteration limit, 2 for bad
+arguments, 1 for other errors.
+
 Examples:
   spmv pagerank kron:16
   spmv pagerank kron:20 --graph both --compare cusparse
@@ -112,7 +119,7 @@ pub struct PageRankArgs {
     #[command(flatten)]
     common: Common,
     /// Damping factor d in [0, 1).
-    #[arg(long, default_value_t = 0.85)]
+    #[arg(long, default_value_t = 0.85, value_parser = args::damping)]
     damping: f64,
 }
 
@@ -134,10 +141,34 @@ pub fn run_pagerank(args: PageRankArgs) -> Result<()> {
 
 /// The graph settings to run, in order.
 fn graph_modes(c: &Common) -> Vec<bool> {
-    match c.graph.as_str() {
-        "off" => vec![false],
-        "both" => vec![true, false],
+    match c.graph.as_deref() {
+        Some("off") => vec![false],
+        Some("both") => vec![true, false],
         _ => vec![true],
+    }
+}
+
+/// Says so when `--graph` was given but the plans run on the CPU, which has no CUDA graphs.
+fn note_graph_on_cpu<T: PrepareFor>(c: &Common, plans: &[Plan<T>]) {
+    if let Some(g) = &c.graph {
+        if plans.iter().all(|p| p.backend() == Backend::Cpu) {
+            eprintln!("note: --graph {g} has no effect on the CPU (CUDA graphs need a GPU)");
+        }
+    }
+}
+
+/// Exit status 3 when a run stopped without converging (after its results are printed).
+fn check_converged(solver: &str, matrix: &str, runs: &[Run]) -> Result<()> {
+    match runs
+        .iter()
+        .find(|r| r.report.stop != solve::Stop::Converged)
+    {
+        Some(r) => Err(crate::not_converged(format!(
+            "{solver} on {matrix} with {} stopped by {} after {} iterations (relative residual \
+             {:.3e})",
+            r.label, r.report.stop, r.report.iterations, r.report.residual
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -321,10 +352,11 @@ fn cg_t<T: PrepareFor>(args: &CgArgs) -> Result<()> {
         Some(x)
     };
     let mut plans = plans(c, a)?;
+    note_graph_on_cpu(c, &plans);
     let mut runs = Vec::new();
     for graph in graph_modes(c) {
         for p in plans.iter_mut() {
-            if p.backend() == Backend::Cpu && !graph && c.graph == "both" {
+            if p.backend() == Backend::Cpu && !graph && c.graph.as_deref() == Some("both") {
                 continue;
             }
             let o = SolveOptions { graph, ..opts };
@@ -344,7 +376,8 @@ fn cg_t<T: PrepareFor>(args: &CgArgs) -> Result<()> {
     }
     let extra =
         json!({ "n": a.nrows(), "nnz": a.nnz(), "tol": opts.tol, "max_iter": opts.max_iter });
-    finish(c, "cg", &loaded.name, T::PRECISION, &runs, extra)
+    finish(c, "cg", &loaded.name, T::PRECISION, &runs, extra)?;
+    check_converged("cg", &loaded.name, &runs)
 }
 
 /// ‖x − r‖₂ / ‖r‖₂ in f64.
@@ -390,10 +423,11 @@ fn pagerank_t<T: PrepareFor>(args: &PageRankArgs) -> Result<()> {
         Some(solve::pagerank_reference(adj, &opts).0)
     };
     let mut plans = plans(c, &g.transition)?;
+    note_graph_on_cpu(c, &plans);
     let mut runs = Vec::new();
     for graph in graph_modes(c) {
         for p in plans.iter_mut() {
-            if p.backend() == Backend::Cpu && !graph && c.graph == "both" {
+            if p.backend() == Backend::Cpu && !graph && c.graph.as_deref() == Some("both") {
                 continue;
             }
             let o = PageRankOptions {
@@ -422,5 +456,6 @@ fn pagerank_t<T: PrepareFor>(args: &PageRankArgs) -> Result<()> {
         "n": adj.nrows(), "edges": adj.nnz(), "dangling": g.dangling.len(),
         "damping": opts.damping, "tol": opts.solve.tol, "max_iter": opts.solve.max_iter,
     });
-    finish(c, "pagerank", &loaded.name, T::PRECISION, &runs, extra)
+    finish(c, "pagerank", &loaded.name, T::PRECISION, &runs, extra)?;
+    check_converged("pagerank", &loaded.name, &runs)
 }

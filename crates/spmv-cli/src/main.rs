@@ -2,6 +2,7 @@
 //!
 //! The CLI parses arguments and prints; every algorithm lives in the `spmvkit` library.
 
+mod args;
 mod auto_args;
 mod cmd_auto;
 mod cmd_bench;
@@ -14,7 +15,9 @@ mod cmd_report;
 mod cmd_run;
 mod cmd_solve;
 mod input;
+mod text;
 
+use std::fmt;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -35,9 +38,16 @@ use clap::{Parser, Subcommand};
   spmv run matrix.mtx.gz --method csr --precision f32 --json
   spmv run matrix.mtx --method auto --auto=trial --param calls=100000
                                              let `auto` choose, timing its best candidates
-  spmv solve cg poisson3d:64 --compare cusparse    conjugate gradient on a Plan, against cuSPARSE
-  spmv pagerank kron:20 --graph both             PageRank with and without CUDA graphs
-  spmv dist run kron:22 --gpus 2             SpMV on 2 GPUs through NCCL, checked and timed")]
+  spmv solve cg poisson3d:64 --compare cusparse
+                                             conjugate gradient on a Plan, against cuSPARSE
+  spmv pagerank kron:20 --graph both         PageRank with and without CUDA graphs
+  spmv dist run kron:22 --gpus 2             SpMV on 2 GPUs through NCCL, checked and timed
+
+Exit status:
+  0  success
+  1  an error: unreadable input, a wrong result, a failed write
+  2  a usage error: bad arguments or options that do not go together
+  3  a solver stopped without converging (CG breakdown, iteration limit)")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -55,6 +65,60 @@ enum Command {
     Report(cmd_report::ReportArgs),
     Solve(cmd_solve::SolveArgs),
     Pagerank(cmd_solve::PageRankArgs),
+}
+
+/// Exit status of an error that is not a [`Failure`].
+const EXIT_ERROR: u8 = 1;
+/// Exit status of a usage error (clap uses it for the errors it finds).
+const EXIT_USAGE: u8 = 2;
+/// Exit status of a solver that stopped without converging.
+const EXIT_NOT_CONVERGED: u8 = 3;
+
+/// An error with its own exit status.
+#[derive(Debug)]
+pub struct Failure {
+    code: u8,
+    msg: String,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// A usage error: bad arguments or flags that do not go together (exit status 2).
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    Failure {
+        code: EXIT_USAGE,
+        msg: msg.into(),
+    }
+    .into()
+}
+
+/// A solver that stopped without converging (exit status 3).
+pub fn not_converged(msg: impl Into<String>) -> anyhow::Error {
+    Failure {
+        code: EXIT_NOT_CONVERGED,
+        msg: msg.into(),
+    }
+    .into()
+}
+
+/// The error and its causes on one line, leaving out a cause whose text the line already holds
+/// (an I/O error names its path and its OS error; the OS error is also its cause).
+fn error_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !line.contains(&c) {
+            line.push_str(": ");
+            line.push_str(&c);
+        }
+    }
+    line
 }
 
 /// Restores the default SIGPIPE action, so `spmv info … | head` ends quietly instead of failing
@@ -91,8 +155,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            eprintln!("error: {}", error_line(&e));
+            ExitCode::from(e.downcast_ref::<Failure>().map_or(EXIT_ERROR, |f| f.code))
         }
     }
 }

@@ -40,6 +40,23 @@ pub enum Error {
     #[error("{}{msg}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
     Unsupported { path: Option<PathBuf>, msg: String },
 
+    /// A size estimate above the memory the process may still use (checked before allocating).
+    #[error(
+        "{what} needs about {} of memory, but only {} is available ({origin})",
+        crate::memory::Bytes(*needed),
+        crate::memory::Bytes(*available)
+    )]
+    MemoryLimit {
+        what: String,
+        needed: u64,
+        available: u64,
+        origin: &'static str,
+    },
+
+    /// An allocation the system refused.
+    #[error("out of memory: allocating {} for {what} failed", crate::memory::Bytes(*bytes))]
+    AllocFailed { what: String, bytes: u64 },
+
     /// A binary cache file that is damaged, stale or of another version.
     #[error("{}: bad spmvkit cache: {msg}", path.display())]
     Cache { path: PathBuf, msg: String },

@@ -24,6 +24,7 @@ pub mod gen;
 pub mod gpu;
 pub mod io;
 pub mod matrix;
+pub mod memory;
 pub mod methods;
 pub mod scalar;
 pub mod solve;

@@ -297,6 +297,33 @@ fn too_large(spec: &str) {
     }
 }
 
+/// kron's SCALE is refused above the largest the index limit allows, with that maximum.
+#[test]
+fn kron_scale_beyond_the_index_limit_names_the_maximum() {
+    for (spec, max) in [
+        ("kron:26", "1..=25"),
+        ("kron:27", "1..=25"),
+        ("kron:31", "1..=25"),
+        ("kron:27,16,sym=0", "1..=26"),
+        ("kron:26,16", "1..=25"),
+        ("kron:0", "1..=25"),
+    ] {
+        match generate_f64(spec) {
+            Err(e @ Error::GenSpec { .. }) => assert!(e.to_string().contains(max), "{spec}: {e}"),
+            Err(e) => panic!("{spec}: expected a GEN-SPEC error, got {e}"),
+            Ok(_) => panic!("{spec}: expected an error, got a matrix"),
+        }
+    }
+    let e = generate_f64("kron:30,18446744073709551615").unwrap_err();
+    assert!(
+        e.to_string().contains("exceeds the 32-bit index limit"),
+        "{e}"
+    );
+    assert_eq!(spmvkit::gen::kron_max_scale(16, true), 25);
+    assert_eq!(spmvkit::gen::kron_max_scale(16, false), 26);
+    assert_eq!(spmvkit::gen::kron_max_scale(1, false), 30);
+}
+
 #[test]
 fn sizes_beyond_the_index_limit_are_too_large() {
     for spec in [
@@ -306,16 +333,12 @@ fn sizes_beyond_the_index_limit_are_too_large() {
         "poisson3d:18446744073709551615",
         "poisson2d:18446744073709551615",
         "blockdiag:18446744073709551615,18446744073709551615",
-        "kron:30,18446744073709551615",
         "hugerow:100,18446744073709551615,ncols=18446744073709551615",
         "stencil27:1000",
         "uniform:1000000000,100",
         "uniform:3000000000,10,1",
         "uniform:10,3000000000,1",
         "powerlaw:1000000000,10",
-        "kron:31",
-        "kron:27",
-        "kron:26,16",
         "blockdiag:1000000,1000",
         "dense:100000,100000",
         "diag:3000000000",

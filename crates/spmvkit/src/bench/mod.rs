@@ -102,8 +102,17 @@ pub struct Problem<T> {
 }
 
 impl<T: Scalar> Problem<T> {
-    /// Deterministic x and y0 in [-1, 1] and the oracle's y = αAx + βy0.
+    /// Deterministic x and y0 in [-1, 1] and the oracle's y = αAx + βy0. α and β must be finite
+    /// in `T` (a NaN would make every method look wrong).
     pub fn new(a: &Csr<T>, alpha: f64, beta: f64) -> Result<Self> {
+        for (name, v) in [("alpha", alpha), ("beta", beta)] {
+            if !T::from_f64(v).to_f64().is_finite() {
+                return Err(crate::error::Error::InvalidArgument(format!(
+                    "{name} = {v} is not a finite {} number",
+                    T::PRECISION
+                )));
+            }
+        }
         let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
         let x = test_vector::<T>(a.ncols(), 1);
         let y0 = test_vector::<T>(a.nrows(), 2);

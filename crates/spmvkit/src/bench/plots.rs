@@ -3,8 +3,9 @@
 //!
 //! The report maths in [`super::report`] reduces the data to a [`Chart`]: a title, axis labels,
 //! linear or logarithmic axes and named series of points. This module only renders: one
-//! colour and one marker per series, a legend panel to the right of the plot, an optional dashed
-//! horizontal reference line (speedup 1). Text is set in DejaVu Sans, embedded in the binary and
+//! colour and one marker per series (a distinct pair for every series), a legend panel to the
+//! right of the plot (a second column beyond 20 entries, the image widening to hold it), an
+//! optional dashed horizontal reference line (speedup 1). Text is set in DejaVu Sans, embedded in the binary and
 //! registered with `plotters`' `ab_glyph` font table, so no system font is needed.
 
 use std::path::{Path, PathBuf};
@@ -18,9 +19,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::error::{Error, Result};
 
 /// Runs `$body` with `$mk` bound to a closure that makes the marker of series `$i` at a point:
-/// eight shapes (filled, then hollow), cycling at a different period than the ten colours so
-/// that colour and shape together stay unique for 40 series. A macro because each shape is its
-/// own element type.
+/// eight shapes (filled, then hollow). Colours cycle with a period of 30 and shapes with a period of
+/// 8, so the first 30 series have distinct colours and colour and shape together stay unique for
+/// 120 series. A macro because each shape is its own element type.
 macro_rules! with_marker {
     ($i:expr, $col:expr, |$mk:ident| $body:expr) => {{
         let fill = $col.filled();
@@ -71,11 +72,27 @@ static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 /// The family name every text style in the plots uses.
 const FAMILY: &str = "sans-serif";
 
-/// Image size in pixels (PNG) or user units (SVG).
+/// Image size in pixels (PNG) or user units (SVG) with a one-column legend; a chart with more
+/// than [`LEGEND_ROWS`] series gets a second legend column, and the image grows by its width.
 pub const SIZE: (u32, u32) = (1280, 760);
 
-/// Width of the legend panel on the right.
+/// Width of one legend column on the right.
 const LEGEND_WIDTH: u32 = 300;
+
+/// Most legend entries in one column (more would shrink the text below readability).
+pub const LEGEND_ROWS: usize = 20;
+
+/// Legend columns for `entries` entries.
+fn legend_columns(entries: usize) -> usize {
+    entries.div_ceil(LEGEND_ROWS).max(1)
+}
+
+/// The image size of a chart: wider by one legend column per extra column.
+pub fn size_of(chart: &Chart) -> (u32, u32) {
+    let entries = chart.series.len() + usize::from(chart.hline.is_some());
+    let extra = (legend_columns(entries) - 1) as u32 * LEGEND_WIDTH;
+    (SIZE.0 + extra, SIZE.1)
+}
 
 /// Registers the embedded font once per process.
 fn ensure_font() -> Result<()> {
@@ -171,13 +188,14 @@ pub fn render(chart: &Chart, stem: &Path) -> Result<Vec<PathBuf>> {
     let fail = |path: &Path, e: &dyn std::fmt::Display| {
         Error::Report(format!("drawing {}: {e}", path.display()))
     };
+    let size = size_of(chart);
     {
-        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
         draw(&root, chart).map_err(|e| fail(&svg, &e))?;
         root.present().map_err(|e| fail(&svg, &e))?;
     }
     {
-        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
         draw(&root, chart).map_err(|e| fail(&png, &e))?;
         root.present().map_err(|e| fail(&png, &e))?;
     }
@@ -192,7 +210,9 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Chart) -> DrawRes
     let root = root.margin(14, 0, 0, 0);
     let root = root.titled(&c.title, (FAMILY, 30).into_font().color(&BLACK))?;
     let width = root.dim_in_pixel().0;
-    let (plot, legend) = root.split_horizontally(width.saturating_sub(LEGEND_WIDTH));
+    let entries = c.series.len() + usize::from(c.hline.is_some());
+    let legend_width = LEGEND_WIDTH * legend_columns(entries) as u32;
+    let (plot, legend) = root.split_horizontally(width.saturating_sub(legend_width));
     let mut b = ChartBuilder::on(&plot);
     b.margin(18).x_label_area_size(70).y_label_area_size(95);
     let (x0, x1) = c.x_range;
@@ -276,56 +296,64 @@ where
 }
 
 fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> DrawResult<DB> {
-    // Entries share the panel's height, so up to ~40 methods fit without overflowing.
-    let entries = c.series.len() as i32 + i32::from(c.hline.is_some());
+    // Columns of at most LEGEND_ROWS entries, filled top to bottom, left to right.
+    let entries = c.series.len() + usize::from(c.hline.is_some());
+    let columns = legend_columns(entries);
+    let rows = entries.div_ceil(columns).max(1) as i32;
     let height = area.dim_in_pixel().1 as i32;
-    let step = ((height - 60) / entries.max(1)).clamp(14, 32);
-    let size = (step - 4).clamp(11, 18);
+    let step = ((height - 60) / rows).clamp(16, 32);
+    let size = (step - 6).clamp(13, 18);
     let text = (FAMILY, size)
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));
-    let mut y = 40 + step / 2;
+    let top = 40 + step / 2;
+    let at = |k: usize| -> (i32, i32) {
+        let col = k as i32 / rows;
+        (col * LEGEND_WIDTH as i32, top + (k as i32 % rows) * step)
+    };
     if c.series.is_empty() {
-        area.draw(&Text::new("(no data)", (20, y), text.clone()))?;
+        area.draw(&Text::new("(no data)", (20, top), text.clone()))?;
         return Ok(());
     }
-    for s in &c.series {
+    for (k, s) in c.series.iter().enumerate() {
+        let (x, y) = at(k);
         let i = s.style;
         let col = color(i);
         if c.style == Style::Lines {
             area.draw(&PathElement::new(
-                vec![(12, y), (58, y)],
+                vec![(x + 12, y), (x + 58, y)],
                 col.stroke_width(3),
             ))?;
         }
         with_marker!(i, col, |mk| {
-            area.draw(&mk((35, y)))?;
+            area.draw(&mk((x + 35, y)))?;
         });
-        let label = if s.label.chars().count() > 24 {
-            format!("{}…", s.label.chars().take(23).collect::<String>())
+        let label = if s.label.chars().count() > 26 {
+            format!("{}…", s.label.chars().take(25).collect::<String>())
         } else {
             s.label.clone()
         };
-        area.draw(&Text::new(label, (70, y), text.clone()))?;
-        y += step;
+        area.draw(&Text::new(label, (x + 70, y), text.clone()))?;
     }
     if let Some((_, label)) = &c.hline {
+        let (x, y) = at(c.series.len());
         area.draw(&PathElement::new(
-            vec![(12, y), (26, y)],
+            vec![(x + 12, y), (x + 26, y)],
             BLACK.stroke_width(2),
         ))?;
         area.draw(&PathElement::new(
-            vec![(34, y), (48, y)],
+            vec![(x + 34, y), (x + 48, y)],
             BLACK.stroke_width(2),
         ))?;
-        area.draw(&Text::new(label.clone(), (70, y), text.clone()))?;
+        area.draw(&Text::new(label.clone(), (x + 70, y), text.clone()))?;
     }
     Ok(())
 }
 
-/// Ten well-separated colours (Tableau 10), darkened slightly for contrast on white.
-const COLORS: [RGBColor; 10] = [
+/// Thirty well-separated colours for white paper: Tableau 10, then darker and lighter variants
+/// of distinct hues (no near-white or near-yellow shades that vanish on white).
+const COLORS: [RGBColor; 30] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
@@ -336,6 +364,26 @@ const COLORS: [RGBColor; 10] = [
     RGBColor(90, 90, 90),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(0, 0, 128),
+    RGBColor(128, 0, 0),
+    RGBColor(0, 100, 0),
+    RGBColor(170, 110, 0),
+    RGBColor(75, 0, 130),
+    RGBColor(0, 128, 128),
+    RGBColor(255, 0, 255),
+    RGBColor(0, 0, 0),
+    RGBColor(128, 128, 0),
+    RGBColor(255, 99, 71),
+    RGBColor(106, 90, 205),
+    RGBColor(60, 179, 113),
+    RGBColor(199, 21, 133),
+    RGBColor(70, 130, 180),
+    RGBColor(210, 105, 30),
+    RGBColor(85, 107, 47),
+    RGBColor(220, 20, 60),
+    RGBColor(0, 191, 255),
+    RGBColor(139, 69, 19),
+    RGBColor(153, 50, 204),
 ];
 
 fn color(i: usize) -> RGBColor {
@@ -384,6 +432,22 @@ mod tests {
         assert_eq!(auto_range([], false, (0.0, 1.0)), (0.0, 1.0));
         let (lo, hi) = auto_range([3.0], false, (0.0, 1.0));
         assert!(lo < 3.0 && hi > 3.0);
+    }
+
+    #[test]
+    fn series_styles_are_distinct() {
+        let colours: Vec<RGBColor> = (0..30).map(color).collect();
+        for (i, a) in colours.iter().enumerate() {
+            for b in &colours[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        let mut pairs: Vec<(usize, usize)> = (0..120).map(|i| (i % 30, i % 8)).collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        assert_eq!(pairs.len(), 120);
+        assert_eq!(legend_columns(20), 1);
+        assert_eq!(legend_columns(27), 2);
     }
 
     #[test]

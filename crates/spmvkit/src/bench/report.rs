@@ -30,7 +30,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::plots::{self, auto_range, Chart, Series, Style};
-use super::{BenchRun, MachineInfo, MatrixResult, MethodResult, RunRecord, Status};
+use super::{BenchRun, MachineInfo, MatrixResult, MethodResult, RunRecord, Status, Timing};
 use crate::error::{Error, Result};
 use crate::scalar::Precision;
 
@@ -158,6 +158,23 @@ impl Baseline {
         }
     }
 
+    /// The timing of the baseline's fastest member that ran on one matrix.
+    pub fn timing<'a>(
+        &self,
+        results: &'a [MethodResult],
+        precision: Precision,
+        kind: TimeKind,
+    ) -> Option<&'a Timing> {
+        self.members
+            .iter()
+            .filter_map(|m| {
+                let r = find_result(results, m, precision)?;
+                result_time_us(r, kind)?;
+                timing_of(r.record.as_ref()?, kind)
+            })
+            .min_by(|a, b| a.median_us.total_cmp(&b.median_us))
+    }
+
     /// The baseline's time on one matrix: the fastest member that ran.
     pub fn time_us(
         &self,
@@ -245,6 +262,137 @@ pub fn best_method(
         }
     }
     best
+}
+
+/// The timing of a result's record of kind `kind`.
+pub fn timing_of(rec: &RunRecord, kind: TimeKind) -> Option<&Timing> {
+    match kind {
+        TimeKind::Stream => Some(&rec.time),
+        TimeKind::Graph => rec.graph_time.as_ref(),
+    }
+}
+
+/// The interquartile range (q1, q3) of a timing's per-call samples, by linear interpolation
+/// between order statistics (one sample: that sample; none recorded: min and max).
+pub fn quartiles(t: &Timing) -> (f64, f64) {
+    let mut v: Vec<f64> = t
+        .samples_us
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
+        .collect();
+    if v.is_empty() {
+        return (t.min_us, t.max_us);
+    }
+    v.sort_by(f64::total_cmp);
+    let q = |p: f64| {
+        let pos = p * (v.len() - 1) as f64;
+        let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+        v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+    };
+    (q(0.25), q(0.75))
+}
+
+/// Whether two timings cannot be told apart: their interquartile ranges overlap, so the
+/// difference of their medians is within the sample-to-sample spread.
+pub fn tie(a: &Timing, b: &Timing) -> bool {
+    let (a1, a3) = quartiles(a);
+    let (b1, b3) = quartiles(b);
+    a1 <= b3 && b1 <= a3
+}
+
+/// Whether a method label is `auto` or one of its variants (`auto[mode=trial]`).
+pub fn is_auto(method: &str) -> bool {
+    method == "auto" || method.starts_with("auto[")
+}
+
+/// The method `auto` ran, from its record's notes.
+pub fn auto_choice(rec: &RunRecord) -> Option<&str> {
+    rec.notes
+        .iter()
+        .find(|(k, _)| k == "auto chose")
+        .map(|(_, v)| v.as_str())
+}
+
+/// How a result is named in a report: the method, and for `auto` the method it ran,
+/// `auto (→ csr)`.
+pub fn result_label(r: &MethodResult) -> String {
+    match r.record.as_ref().and_then(auto_choice) {
+        Some(chosen) if is_auto(&r.method) => format!("{} (→ {chosen})", r.method),
+        _ => r.method.clone(),
+    }
+}
+
+/// One correct result in a [`ranking`].
+#[derive(Clone, Debug)]
+pub struct Ranked {
+    /// The method label of the result.
+    pub method: String,
+    /// How to show it: [`result_label`], plus `(= auto)` when an `auto` entry ran this method.
+    pub label: String,
+    pub timing: Timing,
+}
+
+/// The correct results in `precision` on one matrix, fastest (median) first. An `auto` entry
+/// that ran a method which also has its own entry is folded into that entry (its label says
+/// `(= auto)`): it is the same code, not another contender.
+pub fn ranking(results: &[MethodResult], precision: Precision, kind: TimeKind) -> Vec<Ranked> {
+    let timed: Vec<(&MethodResult, &Timing)> = results
+        .iter()
+        .filter(|r| r.precision == precision && result_time_us(r, kind).is_some())
+        .filter_map(|r| Some((r, timing_of(r.record.as_ref()?, kind)?)))
+        .collect();
+    let has_own_entry = |m: &str| timed.iter().any(|(r, _)| r.method == m);
+    let mut out: Vec<Ranked> = Vec::new();
+    for (r, t) in &timed {
+        let chosen = r.record.as_ref().and_then(auto_choice);
+        if is_auto(&r.method) && chosen.is_some_and(has_own_entry) {
+            continue;
+        }
+        let folded: Vec<&str> = timed
+            .iter()
+            .filter(|(a, _)| {
+                is_auto(&a.method) && a.record.as_ref().and_then(auto_choice) == Some(&r.method)
+            })
+            .map(|(a, _)| a.method.as_str())
+            .collect();
+        let mut label = result_label(r);
+        if !folded.is_empty() {
+            label = format!("{label} (= {})", folded.join(", "));
+        }
+        out.push(Ranked {
+            method: r.method.clone(),
+            label,
+            timing: (*t).clone(),
+        });
+    }
+    out.sort_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us));
+    out
+}
+
+/// The fastest entry of a [`ranking`] and the entries tied with it ([`tie`]).
+pub fn fastest(ranked: &[Ranked]) -> Option<(&Ranked, Vec<&Ranked>)> {
+    let (first, rest) = ranked.split_first()?;
+    let ties = rest
+        .iter()
+        .filter(|r| tie(&first.timing, &r.timing))
+        .collect();
+    Some((first, ties))
+}
+
+/// Whether every measured result ran on the CPU (no GPU took part); with no measurement at
+/// all, whether every run's machine had no GPU.
+pub fn cpu_only(merged: &MergedRuns) -> bool {
+    let mut backends = merged
+        .matrices
+        .iter()
+        .flat_map(|m| &m.matrix.results)
+        .filter_map(|r| r.record.as_ref().map(|rec| rec.backend))
+        .peekable();
+    if backends.peek().is_none() {
+        return merged.runs.iter().all(|(m, _)| m.gpu == "none");
+    }
+    backends.all(|b| b == crate::methods::Backend::Cpu)
 }
 
 /// Speedup `baseline / method`, when both ran.
@@ -338,9 +486,11 @@ pub struct SpeedupSummary {
     pub compared: usize,
     /// Geometric mean of the speedups over the compared matrices.
     pub geomean: Option<f64>,
-    /// Compared matrices with speedup > 1 and < 1.
+    /// Compared matrices where the method is faster and slower than the baseline by more than
+    /// the spread of the samples ([`tie`]), and where the two cannot be told apart.
     pub wins: usize,
     pub losses: usize,
+    pub ties: usize,
     /// The baseline ran but the method has a result that is not a correct timed run.
     pub method_failed: usize,
     /// The method ran but no baseline member did.
@@ -368,7 +518,17 @@ pub fn speedup_summary(
             (Some(b), Some(t)) => {
                 let x = b / t;
                 speedups.push(x);
-                if x > 1.0 {
+                let tied = match (
+                    baseline.timing(&m.results, precision, kind),
+                    r.and_then(|r| r.record.as_ref())
+                        .and_then(|rec| timing_of(rec, kind)),
+                ) {
+                    (Some(bt), Some(mt)) => tie(bt, mt),
+                    _ => x == 1.0,
+                };
+                if tied {
+                    s.ties += 1;
+                } else if x > 1.0 {
                     s.wins += 1;
                 } else if x < 1.0 {
                     s.losses += 1;
@@ -580,6 +740,9 @@ pub struct MergedRuns {
     pub runs: Vec<(MachineInfo, Option<String>)>,
     /// Matrices in order of first appearance.
     pub matrices: Vec<MergedMatrix>,
+    /// Inputs a run could not load, with the reason (the last reason per input), unless a
+    /// later run measured them.
+    pub skipped: Vec<(String, String)>,
 }
 
 impl MergedRuns {
@@ -672,6 +835,15 @@ pub fn merge_runs(runs: &[BenchRun]) -> MergedRuns {
             }
         }
     }
+    for run in runs {
+        for (source, why) in &run.skipped {
+            merged.skipped.retain(|(s, _)| s != source);
+            merged.skipped.push((source.clone(), why.clone()));
+        }
+    }
+    merged
+        .skipped
+        .retain(|(s, _)| !merged.matrices.iter().any(|m| &m.matrix.source == s));
     merged
 }
 
@@ -801,12 +973,38 @@ pub fn charts_for(
     p: Precision,
 ) -> (Vec<(String, Chart)>, Vec<String>) {
     let kind = TimeKind::Stream;
+    let cpu = cpu_only(merged);
+    let timing = if cpu {
+        "CPU wall clock (no GPU)"
+    } else {
+        "stream timing"
+    };
+    let on_cpu = if cpu { ", CPU (no GPU)" } else { "" };
     let mut charts = Vec::new();
     let mut notes = Vec::new();
     let matrices = merged.matrix_refs();
-    let methods = merged.methods(p);
-    let every = merged.all_methods();
+    // Only methods with at least one correct timed result are drawn: a method that never ran
+    // would be a flat line at zero. Colours and markers follow the order of the methods that
+    // ran in any precision, so a method looks the same in every plot.
+    let ran = |me: &str, q: Precision| {
+        matrices
+            .iter()
+            .any(|m| method_time_us(&m.results, me, q, kind).is_some())
+    };
+    // On the CPU an `auto` entry that only repeated listed methods is left out too (the summary
+    // says so): it would split the profile's matrices with the method it ran.
+    let methods: Vec<String> = merged
+        .methods(p)
+        .into_iter()
+        .filter(|me| ran(me, p) && !(cpu && only_repeats(&matrices, p, me)))
+        .collect();
+    let every: Vec<String> = merged
+        .all_methods()
+        .into_iter()
+        .filter(|me| merged.precisions().into_iter().any(|q| ran(me, q)))
+        .collect();
     let style_of = |me: &str| every.iter().position(|x| x == me).unwrap_or(0);
+    let label_of = |me: &str| method_display(&matrices, p, me);
     let any_ok = matrices
         .iter()
         .any(|m| best_method(&m.results, p, kind).is_some());
@@ -836,7 +1034,7 @@ pub fn charts_for(
     charts.push((
         format!("profile-{p}"),
         Chart {
-            title: format!("Performance profile, {p}, stream timing ({n_profiled} matrices)"),
+            title: format!("Performance profile, {p}, {timing} ({n_profiled} matrices)"),
             x_label: "τ (time ≤ τ × fastest method's time)".into(),
             y_label: "fraction of matrices".into(),
             x_log: false,
@@ -848,7 +1046,7 @@ pub fn charts_for(
                 .iter()
                 .zip(&profile)
                 .map(|(me, fr)| Series {
-                    label: me.clone(),
+                    label: label_of(me),
                     style: style_of(me),
                     points: taus.iter().copied().zip(fr.iter().copied()).collect(),
                 })
@@ -858,7 +1056,17 @@ pub fn charts_for(
     ));
 
     // Speedup over the first baseline against nnz and against row-length variation.
-    if let Some(base) = opts.baselines.first() {
+    // On the CPU the GPU baseline (cuSPARSE) never runs: the first baseline that ran stands in.
+    let base = if cpu {
+        opts.baselines.iter().find(|b| {
+            matrices
+                .iter()
+                .any(|m| b.time_us(&m.results, p, kind).is_some())
+        })
+    } else {
+        opts.baselines.first()
+    };
+    if let Some(base) = base {
         let mut by_nnz = Vec::new();
         let mut by_var = Vec::new();
         for me in methods.iter().filter(|me| !base.is_member(me)) {
@@ -873,12 +1081,12 @@ pub fn charts_for(
             }
             if !a.is_empty() {
                 by_nnz.push(Series {
-                    label: me.clone(),
+                    label: label_of(me),
                     style: style_of(me),
                     points: a,
                 });
                 by_var.push(Series {
-                    label: me.clone(),
+                    label: label_of(me),
                     style: style_of(me),
                     points: v,
                 });
@@ -902,7 +1110,7 @@ pub fn charts_for(
             charts.push((
                 format!("speedup-nnz-{p}"),
                 Chart {
-                    title: format!("Speedup over {} against nnz, {p}, stream timing", base.name),
+                    title: format!("Speedup over {} against nnz, {p}, {timing}", base.name),
                     x_label: "nonzeros (log scale)".into(),
                     y_label: y_label.clone(),
                     x_log: true,
@@ -930,7 +1138,7 @@ pub fn charts_for(
                 format!("speedup-variation-{p}"),
                 Chart {
                     title: format!(
-                        "Speedup over {} against row-length variation, {p}",
+                        "Speedup over {} against row-length variation, {p}{on_cpu}",
                         base.name
                     ),
                     x_label: format!(
@@ -965,7 +1173,7 @@ pub fn charts_for(
                 })
                 .collect();
             (!points.is_empty()).then(|| Series {
-                label: me.clone(),
+                label: label_of(me),
                 style: style_of(me),
                 points,
             })
@@ -985,7 +1193,7 @@ pub fn charts_for(
         charts.push((
             format!("prep-nnz-{p}"),
             Chart {
-                title: format!("Preprocessing time against nnz, {p}"),
+                title: format!("Preprocessing time against nnz, {p}{on_cpu}"),
                 x_label: "nonzeros (log scale)".into(),
                 y_label: "host preprocessing time, ms (log scale; 0 drawn at 0.001)".into(),
                 x_log: true,
@@ -1062,6 +1270,14 @@ fn status_name(s: Status) -> &'static str {
     }
 }
 
+/// The caveat that opens a report whose every result ran on the CPU.
+pub const CPU_CAVEAT: &str = "**No GPU: these are CPU times.** Every method ran its CPU mirror, \
+which walks the data layout its GPU kernel reads, and the GPU-only methods (cuSPARSE) did not \
+run. The times compare the mirrors on this CPU; they say nothing about the GPU kernels, so the \
+papers' GPU speedup claims are not set against them. Times are wall clock per call: the median \
+of the samples with their interquartile range (IQR); where two ranges overlap, the difference is \
+within the noise and the two are reported as a tie.";
+
 /// The text of `summary.md`. `plots` lists `(precision, title, relative PNG path)`.
 pub fn summary_markdown(
     merged: &MergedRuns,
@@ -1071,7 +1287,15 @@ pub fn summary_markdown(
 ) -> String {
     let mut s = String::new();
     let matrices = merged.matrix_refs();
-    let _ = writeln!(s, "# spmvkit benchmark report\n");
+    let cpu = cpu_only(merged);
+    let _ = writeln!(
+        s,
+        "# spmvkit benchmark report
+"
+    );
+    if cpu {
+        let _ = writeln!(s, "{CPU_CAVEAT}\n");
+    }
     if merged.runs.len() > 1 {
         let _ = writeln!(
             s,
@@ -1080,23 +1304,41 @@ pub fn summary_markdown(
             merged.runs.len()
         );
     }
-    machine_section(&mut s, merged);
+    machine_section(&mut s, merged, cpu);
 
     let l2 = matrices.iter().filter(|m| m.fits_l2).count();
     let large = matrices.iter().filter(|m| m.stats.nnz > LARGE_NNZ).count();
     let _ = writeln!(s, "## Matrices\n");
-    let _ = writeln!(
-        s,
-        "{} matrices: {} bandwidth-bound, {} whose working set fits in L2 (reported apart: they \
-         measure launch overhead more than memory bandwidth), {} with nnz > 1M.\n",
-        matrices.len(),
-        matrices.len() - l2,
-        l2,
-        large
-    );
+    if cpu {
+        let _ = writeln!(
+            s,
+            "{} matrices, {} with nnz > 1M{}.\n",
+            matrices.len(),
+            large,
+            if merged.skipped.is_empty() {
+                String::new()
+            } else {
+                format!("; {} inputs skipped (listed below)", merged.skipped.len())
+            }
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "{} matrices: {} bandwidth-bound, {} whose working set fits in L2 (reported apart: they \
+             measure launch overhead more than memory bandwidth), {} with nnz > 1M.\n",
+            matrices.len(),
+            matrices.len() - l2,
+            l2,
+            large
+        );
+    }
 
     for p in merged.precisions() {
-        precision_section(&mut s, merged, opts, p);
+        if cpu {
+            cpu_precision_section(&mut s, merged, opts, p);
+        } else {
+            precision_section(&mut s, merged, opts, p);
+        }
         let mine: Vec<_> = plots.iter().filter(|(q, _, _)| *q == p).collect();
         if !mine.is_empty() {
             let _ = writeln!(s, "### Plots ({p})\n");
@@ -1107,10 +1349,13 @@ pub fn summary_markdown(
         }
     }
 
-    eq2_section(&mut s, merged);
-    row_length_section(&mut s, merged);
-    s.push_str(&crate::methods::auto::eval::report_section(merged));
-    claims_section(&mut s, merged);
+    if !cpu {
+        eq2_section(&mut s, merged);
+        row_length_section(&mut s, merged);
+        s.push_str(&crate::methods::auto::eval::report_section(merged));
+        claims_section(&mut s, merged);
+    }
+    skipped_section(&mut s, merged);
     problems_section(&mut s, merged);
     if !notes.is_empty() {
         let _ = writeln!(s, "## Notes\n");
@@ -1122,7 +1367,19 @@ pub fn summary_markdown(
     s
 }
 
-fn machine_section(s: &mut String, merged: &MergedRuns) {
+fn skipped_section(s: &mut String, merged: &MergedRuns) {
+    if merged.skipped.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "## Skipped inputs\n");
+    let _ = writeln!(s, "| input | reason |\n|---|---|");
+    for (source, why) in &merged.skipped {
+        let _ = writeln!(s, "| {} | {} |", cell(source), cell(why));
+    }
+    s.push('\n');
+}
+
+fn machine_section(s: &mut String, merged: &MergedRuns, cpu: bool) {
     let _ = writeln!(s, "## Machine\n");
     for (i, (m, suite)) in merged.runs.iter().enumerate() {
         if merged.runs.len() > 1 {
@@ -1150,6 +1407,9 @@ fn machine_section(s: &mut String, merged: &MergedRuns) {
         }
         if !extra.is_empty() {
             let _ = write!(gpu, " ({})", extra.join(", "));
+        }
+        if cpu && m.gpu == "none" {
+            gpu = "none (every method ran on the CPU)".into();
         }
         let rows = [
             ("GPU", gpu),
@@ -1197,6 +1457,9 @@ fn machine_section(s: &mut String, merged: &MergedRuns) {
         ];
         let _ = writeln!(s, "| | |\n|---|---|");
         for (k, v) in rows {
+            if cpu && matches!(k, "Driver / CUDA" | "Copy bandwidth") {
+                continue;
+            }
             let _ = writeln!(s, "| {k} | {} |", cell(&v));
         }
         s.push('\n');
@@ -1260,15 +1523,16 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
             let _ = writeln!(
                 s,
                 "Geometric mean of t_baseline / t_method over the matrices where both ran (n); wins / \
-                 losses over all matrices; break-even: median calls for the method's preprocessing \
-                 to pay off where it is faster.\n"
+                 ties / losses over all matrices (a tie: the interquartile ranges of the samples \
+                 overlap); break-even: median calls for the method's preprocessing to pay off where \
+                 it is faster.\n"
             );
             if let Some(note) = host_baseline_note(&matrices, base, p) {
                 let _ = writeln!(s, "{note}\n");
             }
             let _ = writeln!(
                 s,
-                "| method | all | nnz > 1M | bandwidth-bound | wins / losses | method failed | no baseline | break-even calls |"
+                "| method | all | nnz > 1M | bandwidth-bound | wins / ties / losses | method failed | no baseline | break-even calls |"
             );
             let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
             // A one-method baseline against itself says nothing; the members of a composite
@@ -1294,12 +1558,13 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
                 };
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} / {} | {} | {} | {} |",
-                    cell(me),
+                    "| {} | {} | {} | {} | {} / {} / {} | {} | {} | {} |",
+                    cell(&method_display(&matrices, p, me)),
                     speedup_cell(&sums[0]),
                     speedup_cell(&sums[1]),
                     speedup_cell(&sums[2]),
                     all.wins,
+                    all.ties,
                     all.losses,
                     all.method_failed,
                     all.baseline_missing,
@@ -1335,7 +1600,7 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
         }
         let _ = writeln!(s, "\n|---|{}", "---|".repeat(taus.len()));
         for (me, fr) in methods.iter().zip(&profile) {
-            let _ = write!(s, "| {} |", cell(me));
+            let _ = write!(s, "| {} |", cell(&method_display(&matrices, p, me)));
             for f in fr {
                 let _ = write!(s, " {:.0}% |", 100.0 * f);
             }
@@ -1375,6 +1640,320 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
             continue;
         }
         best_table(s, merged, opts, p, title, &set, kind);
+    }
+}
+
+/// How a method is named in an aggregate table or a plot legend: `auto` with the method it ran
+/// when that was the same on every matrix (`auto (→ csr)`), else `auto (choice varies)`.
+pub fn method_display(matrices: &[&MatrixResult], p: Precision, method: &str) -> String {
+    if !is_auto(method) {
+        return method.to_string();
+    }
+    let mut chosen: Vec<&str> = matrices
+        .iter()
+        .filter_map(|m| find_result(&m.results, method, p))
+        .filter_map(|r| r.record.as_ref().and_then(auto_choice))
+        .collect();
+    chosen.sort_unstable();
+    chosen.dedup();
+    match chosen.as_slice() {
+        [] => method.to_string(),
+        [one] => format!("{method} (→ {one})"),
+        _ => format!("{method} (choice varies)"),
+    }
+}
+
+/// For every matrix where an `auto` entry ran a method that also has its own entry: the ratio
+/// of the slower median to the faster one. The same code measured twice: the run-to-run noise.
+pub fn same_code_ratios(matrices: &[&MatrixResult], p: Precision, kind: TimeKind) -> Vec<f64> {
+    let mut out = Vec::new();
+    for m in matrices {
+        for r in m
+            .results
+            .iter()
+            .filter(|r| r.precision == p && is_auto(&r.method))
+        {
+            let chosen = r.record.as_ref().and_then(auto_choice);
+            let (Some(a), Some(b)) = (
+                result_time_us(r, kind),
+                chosen.and_then(|c| method_time_us(&m.results, c, p, kind)),
+            ) else {
+                continue;
+            };
+            out.push(a.max(b) / a.min(b));
+        }
+    }
+    out
+}
+
+/// Whether `method` is an `auto` entry that, on every matrix where it ran, ran a method with its
+/// own entry there (so it adds no contender of its own).
+fn only_repeats(matrices: &[&MatrixResult], p: Precision, method: &str) -> bool {
+    is_auto(method)
+        && matrices.iter().all(|m| {
+            match find_result(&m.results, method, p)
+                .filter(|r| result_time_us(r, TimeKind::Stream).is_some())
+            {
+                None => true,
+                Some(r) => {
+                    r.record.as_ref().and_then(auto_choice).is_some_and(|c| {
+                        method_time_us(&m.results, c, p, TimeKind::Stream).is_some()
+                    })
+                }
+            }
+        })
+}
+
+/// `12.34 (12.10–12.90)`: the median and the interquartile range of a timing, µs.
+fn fmt_spread(t: &Timing) -> String {
+    let (q1, q3) = quartiles(t);
+    format!("{:.2} ({q1:.2}–{q3:.2})", t.median_us)
+}
+
+/// The section of one precision when every method ran on the CPU: no GPU vocabulary (no
+/// stream, graph or L2), `auto` shown as the method it ran, and differences within the spread
+/// of the samples reported as ties.
+fn cpu_precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, p: Precision) {
+    let kind = TimeKind::Stream;
+    let matrices = merged.matrix_refs();
+    let methods = merged.methods(p);
+    let _ = writeln!(s, "## Precision {p}\n");
+    let mut counts = [0usize; 4];
+    for r in matrices
+        .iter()
+        .flat_map(|m| &m.results)
+        .filter(|r| r.precision == p)
+    {
+        counts[r.status as usize] += 1;
+    }
+    let _ = writeln!(
+        s,
+        "Results: {} ok, {} wrong, {} unsupported, {} failed (listed under Failures).\n",
+        counts[Status::Ok as usize],
+        counts[Status::Wrong as usize],
+        counts[Status::Unsupported as usize],
+        counts[Status::Failed as usize]
+    );
+    let ran = |me: &str| {
+        matrices
+            .iter()
+            .any(|m| method_time_us(&m.results, me, p, kind).is_some())
+    };
+    let (timed, never): (Vec<&String>, Vec<&String>) = methods.iter().partition(|me| ran(me));
+    if !never.is_empty() {
+        let names: Vec<String> = never.iter().map(|m| format!("`{m}`")).collect();
+        let _ = writeln!(
+            s,
+            "Not run on this machine (no result on any matrix; the reasons are under Failures): {}.\n",
+            names.join(", ")
+        );
+    }
+    for me in timed.iter().filter(|me| is_auto(me)) {
+        let mut chosen: Vec<(String, usize)> = Vec::new();
+        for m in &matrices {
+            let choice = find_result(&m.results, me, p)
+                .and_then(|r| r.record.as_ref())
+                .and_then(auto_choice);
+            if let Some(c) = choice {
+                match chosen.iter_mut().find(|(x, _)| x == c) {
+                    Some((_, n)) => *n += 1,
+                    None => chosen.push((c.to_string(), 1)),
+                }
+            }
+        }
+        if chosen.is_empty() {
+            continue;
+        }
+        let list: Vec<String> = chosen
+            .iter()
+            .map(|(c, n)| format!("`{c}` on {n}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "`{me}` chose {} of {} matrices. It is shown with the method it ran (`{me} (→ csr)`), \
+             and where that method has its own entry the two are one contender (`csr (= {me})`), \
+             not two.\n",
+            list.join(", "),
+            matrices.len()
+        );
+    }
+    let twice = same_code_ratios(&matrices, p, kind);
+    if let (Some(mid), Some(max)) = (median(&twice), twice.iter().copied().max_by(f64::total_cmp)) {
+        let _ = writeln!(
+            s,
+            "**Noise in this run:** `auto` and the method it chose are the same code measured \
+             twice; on {} matrices their medians differ by {:.2}× (median) and up to {:.2}×. \
+             Differences between methods of that size are noise on this machine, whatever the \
+             IQRs say.\n",
+            twice.len(),
+            mid,
+            max
+        );
+    }
+
+    // Fastest per matrix, with ties.
+    let base = opts.baselines.iter().find(|b| {
+        matrices
+            .iter()
+            .any(|m| b.time_us(&m.results, p, kind).is_some())
+    });
+    let _ = writeln!(s, "### Fastest method per matrix ({p}, wall clock)\n");
+    let _ = writeln!(
+        s,
+        "µs per call: the median of the samples (IQR in brackets). \"tied\" lists the methods whose \
+         IQR overlaps the fastest one's: on this run they cannot be told apart.\n"
+    );
+    let base_col = base.map_or_else(String::new, |b| format!(" vs {} |", b.name));
+    let _ = writeln!(
+        s,
+        "| matrix | rows | nnz | row variation | fastest | µs (IQR) | tied |{base_col}\n|---|---|---|---|---|---|---|{}",
+        if base.is_some() { "---|" } else { "" }
+    );
+    for m in &matrices {
+        let lead = format!(
+            "| {} | {} | {} | {:.2} |",
+            cell(&m.name),
+            fmt_count(m.stats.nrows),
+            fmt_count(m.stats.nnz),
+            m.stats.row_variation
+        );
+        let ranked = ranking(&m.results, p, kind);
+        let Some((first, ties)) = fastest(&ranked) else {
+            let why = if m.results.iter().any(|r| r.precision == p) {
+                "no method ran correctly"
+            } else {
+                "not measured"
+            };
+            let _ = writeln!(
+                s,
+                "{lead} {why} | – | – |{}",
+                if base.is_some() { " – |" } else { "" }
+            );
+            continue;
+        };
+        let tied = if ties.is_empty() {
+            "–".to_string()
+        } else {
+            ties.iter()
+                .map(|r| r.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let vs = base.map_or_else(String::new, |b| {
+            let cell_text = if b.is_member(&first.method) {
+                "–".to_string()
+            } else {
+                match b.timing(&m.results, p, kind) {
+                    Some(bt) if tie(bt, &first.timing) => "tie".to_string(),
+                    Some(bt) => {
+                        fmt_speedup(speedup(Some(bt.median_us), Some(first.timing.median_us)))
+                    }
+                    None => "–".to_string(),
+                }
+            };
+            format!(" {cell_text} |")
+        });
+        let _ = writeln!(
+            s,
+            "{lead} {} | {} | {} |{vs}",
+            cell(&first.label),
+            fmt_spread(&first.timing),
+            cell(&tied)
+        );
+    }
+    s.push('\n');
+
+    // Speedups over the baseline, with ties.
+    if let Some(base) = base {
+        let _ = writeln!(s, "### Against {} ({p}, wall clock)\n", base.describe());
+        let _ = writeln!(
+            s,
+            "Geometric mean of t_{0} / t_method over the matrices where both ran (n), and on how \
+             many matrices the method was faster than {0}, tied with it (IQRs overlap) or slower.\n",
+            base.name
+        );
+        let _ = writeln!(
+            s,
+            "| method | t_{} / t_method (n) | faster / tie / slower | failed |\n|---|---|---|---|",
+            base.name
+        );
+        let mut left_out = Vec::new();
+        for me in timed.iter().filter(|me| !base.is_member(me)) {
+            if only_repeats(&matrices, p, me) {
+                left_out.push(format!("`{}`", method_display(&matrices, p, me)));
+                continue;
+            }
+            let x = speedup_summary(&matrices, me, base, p, kind, Subset::All);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} / {} / {} | {} |",
+                cell(&method_display(&matrices, p, me)),
+                speedup_cell(&x),
+                x.wins,
+                x.ties,
+                x.losses,
+                x.method_failed
+            );
+        }
+        s.push('\n');
+        if !left_out.is_empty() {
+            let _ = writeln!(
+                s,
+                "Left out: {} (on every matrix it ran a method listed here).\n",
+                left_out.join(", ")
+            );
+        }
+    }
+
+    // Profile at a few τ, over the methods that ran, each contender once (an `auto` entry that
+    // only repeated listed methods would split their matrices with them).
+    let (repeats, profiled): (Vec<&String>, Vec<&String>) = timed
+        .iter()
+        .copied()
+        .partition(|me| only_repeats(&matrices, p, me));
+    let taus = [1.0, 1.1, 1.25, 1.5, 2.0, 4.0];
+    let times: Vec<Vec<Option<f64>>> = matrices
+        .iter()
+        .map(|m| {
+            profiled
+                .iter()
+                .map(|me| method_time_us(&m.results, me, p, kind))
+                .collect()
+        })
+        .collect();
+    if profiled.is_empty() {
+        return;
+    }
+    let profile = performance_profile(&times, &taus);
+    let _ = writeln!(s, "### Performance profile ({p}, wall clock)\n");
+    let _ = writeln!(
+        s,
+        "Fraction of matrices on which the method's median is within τ of the fastest median \
+         (medians only: ties are not resolved here).\n"
+    );
+    let _ = write!(s, "| method |");
+    for t in taus {
+        let _ = write!(s, " τ = {t} |");
+    }
+    let _ = writeln!(s, "\n|---|{}", "---|".repeat(taus.len()));
+    for (me, fr) in profiled.iter().zip(&profile) {
+        let _ = write!(s, "| {} |", cell(&method_display(&matrices, p, me)));
+        for f in fr {
+            let _ = write!(s, " {:.0}% |", 100.0 * f);
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+    if !repeats.is_empty() {
+        let names: Vec<String> = repeats
+            .iter()
+            .map(|me| format!("`{}`", method_display(&matrices, p, me)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "Left out: {} (on every matrix it ran a method listed here).\n",
+            names.join(", ")
+        );
     }
 }
 
@@ -1439,7 +2018,8 @@ fn best_table(
             fmt_count(m.stats.nnz),
             m.stats.row_variation
         );
-        let Some((best, t)) = best_method(&m.results, p, kind) else {
+        let ranked = ranking(&m.results, p, kind);
+        let Some((first, ties)) = fastest(&ranked) else {
             let ran = m.results.iter().any(|r| r.precision == p);
             let why = if ran {
                 "no method ran correctly"
@@ -1452,6 +2032,13 @@ fn best_table(
                 if base.is_some() { " – |" } else { "" }
             );
             continue;
+        };
+        let (best, t) = (first.method.as_str(), first.timing.median_us);
+        let label = if ties.is_empty() {
+            first.label.clone()
+        } else {
+            let others: Vec<&str> = ties.iter().map(|r| r.label.as_str()).collect();
+            format!("{} (tie: {})", first.label, others.join(", "))
         };
         let idx = m
             .results
@@ -1470,7 +2057,7 @@ fn best_table(
         let _ = writeln!(
             s,
             "{lead} {} | {t:.2} | {} | {} |{vs}",
-            cell(best),
+            cell(&label),
             fmt_opt(gbs, 1),
             pct.map_or_else(|| "–".into(), |x| format!("{x:.0}%"))
         );
@@ -1687,7 +2274,10 @@ fn claims_section(s: &mut String, merged: &MergedRuns) {
 
 fn problems_section(s: &mut String, merged: &MergedRuns) {
     let _ = writeln!(s, "## Failures, wrong results and unsupported\n");
-    let mut rows = Vec::new();
+    // (precision, method, status, reason) -> matrices, in order of first appearance: a method
+    // that fails the same way everywhere (a GPU-only method without a GPU) is one row.
+    type Problem = (Precision, String, Status, String);
+    let mut groups: Vec<(Problem, Vec<String>)> = Vec::new();
     for m in &merged.matrices {
         for r in &m.matrix.results {
             let issue = match r.status {
@@ -1702,18 +2292,15 @@ fn problems_section(s: &mut String, merged: &MergedRuns) {
                 ),
             };
             if let Some(why) = issue {
-                rows.push(format!(
-                    "| {} | {} | {} | {} | {} |",
-                    cell(&m.matrix.name),
-                    r.precision,
-                    cell(&r.method),
-                    status_name(r.status),
-                    cell(&why)
-                ));
+                let key = (r.precision, r.method.clone(), r.status, why);
+                match groups.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, ms)) => ms.push(m.matrix.name.clone()),
+                    None => groups.push((key, vec![m.matrix.name.clone()])),
+                }
             }
         }
     }
-    if rows.is_empty() {
+    if groups.is_empty() {
         let _ = writeln!(s, "None: every result ran and matched the oracle.\n");
         return;
     }
@@ -1721,8 +2308,21 @@ fn problems_section(s: &mut String, merged: &MergedRuns) {
         s,
         "| matrix | precision | method | status | reason |\n|---|---|---|---|---|"
     );
-    for r in rows {
-        let _ = writeln!(s, "{r}");
+    let total = merged.matrices.len();
+    for ((p, method, status, why), ms) in groups {
+        let which = match ms.as_slice() {
+            [one] => one.clone(),
+            _ if ms.len() == total => format!("all {total} matrices"),
+            _ => format!("{} matrices: {}", ms.len(), ms.join(", ")),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {p} | {} | {} | {} |",
+            cell(&which),
+            cell(&method),
+            status_name(status),
+            cell(&why)
+        );
     }
     s.push('\n');
 }
@@ -2575,6 +3175,119 @@ pub(crate) mod tests {
             &[],
         );
         assert!(!md.contains("ran on the CPU: these ratios"), "{md}");
+    }
+
+    /// A CPU result with the given per-call samples (and auto's choice in the notes).
+    fn cpu_ok(method: &str, samples: &[f64], chose: Option<&str>) -> MethodResult {
+        let mut r = ok(method, F64, 1000, 1.0, 0.1);
+        if let Some(rec) = r.record.as_mut() {
+            rec.backend = Backend::Cpu;
+            rec.graph_time = None;
+            rec.set_stream_timing(Timing::from_samples(samples.to_vec()));
+            rec.notes = chose
+                .map(|c| vec![("auto chose".to_string(), c.to_string())])
+                .unwrap_or_default();
+        }
+        r
+    }
+
+    fn cpu_run() -> BenchRun {
+        let unsupported = || MethodResult {
+            status: Status::Unsupported,
+            ..failed("cusparse-alg1", F64, "GPU unavailable")
+        };
+        let a = vec![
+            cpu_ok("csr", &[10.0, 10.1, 10.2, 10.3, 10.4], None),
+            cpu_ok("csc", &[10.2, 10.3, 10.4, 10.5, 10.6], None),
+            cpu_ok("fastload", &[20.0, 20.1, 20.2, 20.3, 20.4], None),
+            cpu_ok("auto", &[9.9, 10.0, 10.1, 10.2, 10.3], Some("csr")),
+            unsupported(),
+        ];
+        let b = vec![
+            cpu_ok("csr", &[10.0, 10.1, 10.2, 10.3, 10.4], None),
+            cpu_ok("csc", &[5.0, 5.05, 5.1, 5.15, 5.2], None),
+            cpu_ok("fastload", &[20.0, 20.1, 20.2, 20.3, 20.4], None),
+            cpu_ok("auto", &[12.0, 12.2, 12.4, 12.6, 12.8], Some("csr")),
+            unsupported(),
+        ];
+        BenchRun {
+            skipped: vec![("broken.mtx".into(), "broken.mtx: line 3: bad value".into())],
+            machine: MachineInfo {
+                gpu: "none".into(),
+                ..MachineInfo::default()
+            },
+            suite: Some("quick".into()),
+            matrices: vec![
+                matrix("a", 1000, 0.1, false, a),
+                matrix("b", 1000, 0.1, false, b),
+            ],
+        }
+    }
+
+    #[test]
+    fn rankings_fold_auto_into_its_choice_and_find_ties() {
+        let run = cpu_run();
+        let ranked = ranking(&run.matrices[0].results, F64, TimeKind::Stream);
+        let labels: Vec<&str> = ranked.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, vec!["csr (= auto)", "csc", "fastload"]);
+        let (first, ties) = fastest(&ranked).unwrap();
+        assert_eq!(first.method, "csr");
+        assert_eq!(ties.len(), 1);
+        assert_eq!(ties[0].method, "csc");
+        let ranked = ranking(&run.matrices[1].results, F64, TimeKind::Stream);
+        let (first, ties) = fastest(&ranked).unwrap();
+        assert_eq!((first.method.as_str(), ties.len()), ("csc", 0));
+        assert_eq!(
+            quartiles(&Timing::from_samples(vec![1.0, 2.0, 3.0, 4.0, 5.0])),
+            (2.0, 4.0)
+        );
+        assert_eq!(quartiles(&Timing::from_samples(vec![7.0])), (7.0, 7.0));
+        let refs: Vec<&MatrixResult> = run.matrices.iter().collect();
+        let twice = same_code_ratios(&refs, F64, TimeKind::Stream);
+        assert_eq!(twice.len(), 2);
+        assert_eq!(method_display(&refs, F64, "auto"), "auto (→ csr)");
+    }
+
+    #[test]
+    fn cpu_reports_leave_out_gpu_claims_and_report_ties() {
+        let merged = merge_runs(&[cpu_run()]);
+        assert!(cpu_only(&merged));
+        let md = summary_markdown(&merged, &ReportOptions::default(), &[], &[]);
+        assert!(md.contains(CPU_CAVEAT), "{md}");
+        for absent in [
+            "Paper claims",
+            "stream",
+            "CUDA graph",
+            "L2",
+            "bandwidth-bound",
+            "Copy bandwidth",
+        ] {
+            assert!(!md.contains(absent), "{absent:?} in\n{md}");
+        }
+        for want in [
+            "| a | 100 | 1000 | 0.10 | csr (= auto) | 10.20 (10.10–10.30) | csc | – |",
+            "| b | 100 | 1000 | 0.10 | csc | 5.10 (5.05–5.15) | – | 2.00× |",
+            "| csc | 1.40× (n=2) | 1 / 1 / 0 | 0 |",
+            "Left out: `auto (→ csr)`",
+            "**Noise in this run:**",
+            "| all 2 matrices | f64 | cusparse-alg1 | unsupported | GPU unavailable |",
+            "## Skipped inputs",
+            "| broken.mtx | broken.mtx: line 3: bad value |",
+        ] {
+            assert!(md.contains(want), "missing {want:?} in\n{md}");
+        }
+        let (charts, _) = charts_for(&merged, &ReportOptions::default(), F64);
+        for (_, c) in &charts {
+            assert!(!c.title.contains("stream"), "{}", c.title);
+            assert!(c.series.iter().all(|s| s.label != "cusparse-alg1"));
+            assert!(c.series.iter().all(|s| !s.points.is_empty()));
+        }
+        // a GPU run keeps its claims and its vocabulary
+        let gpu = merge_runs(&[synthetic_run()]);
+        assert!(!cpu_only(&gpu));
+        let md = summary_markdown(&gpu, &ReportOptions::default(), &[], &[]);
+        assert!(!md.contains(CPU_CAVEAT));
+        assert!(md.contains("Paper claims"));
     }
 
     #[test]

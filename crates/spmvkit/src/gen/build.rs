@@ -10,6 +10,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
+use crate::memory::try_vec;
 use crate::scalar::{Idx, Scalar, MAX_INDEX};
 
 /// Entries aimed at per chunk: enough work to amortise scheduling, small enough to balance.
@@ -131,7 +132,7 @@ where
     F: Fn(&mut Chunk<'_, T>) + Sync,
 {
     let chunk = chunk.max(1);
-    let mut row_ptr: Vec<Idx> = vec![0; nrows + 1];
+    let mut row_ptr: Vec<Idx> = try_vec("the row pointers", nrows + 1, 0)?;
     row_ptr[1..]
         .par_chunks_mut(chunk)
         .enumerate()
@@ -140,8 +141,8 @@ where
             lens(c, start..start + out.len(), out)
         });
     let nnz = lengths_to_ptr(&mut row_ptr, chunk)? as usize;
-    let mut cols: Vec<Idx> = vec![0; nnz];
-    let mut vals: Vec<T> = vec![T::zero(); nnz];
+    let mut cols: Vec<Idx> = try_vec("the column indices", nnz, 0)?;
+    let mut vals: Vec<T> = try_vec("the values", nnz, T::zero())?;
     split_chunks(nrows, chunk, &row_ptr, &mut cols, &mut vals)
         .into_par_iter()
         .for_each(|mut c| fill(&mut c));

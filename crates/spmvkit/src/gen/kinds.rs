@@ -301,5 +301,6 @@ pub(crate) fn diagonal<T: Scalar>(n: usize, identity: bool, seed: u64) -> Result
 
 /// m×n with no entry.
 pub(crate) fn empty<T: Scalar>(m: usize, n: usize) -> Result<Csr<T>> {
-    Csr::new(m, n, vec![0; m + 1], Vec::new(), Vec::new())
+    let row_ptr = crate::memory::try_vec("the row pointers", m + 1, 0)?;
+    Csr::new(m, n, row_ptr, Vec::new(), Vec::new())
 }

@@ -12,6 +12,7 @@ use super::build::{build_rows, chunk_rows};
 use super::rng::{mix64, value_from_bits, Purpose, Rng};
 use crate::error::Result;
 use crate::matrix::Csr;
+use crate::memory::{try_vec, try_with_capacity};
 use crate::scalar::{Idx, Scalar};
 
 /// Edges per random stream.
@@ -130,7 +131,7 @@ pub(crate) fn kron<T: Scalar>(o: KronOptions) -> Result<Csr<T>> {
     let (nbuckets, bucket_rows) = (1usize << bbits, 1usize << shift);
 
     // Edges, and per chunk the number of entries in each bucket.
-    let mut edges: Vec<u64> = vec![0; m];
+    let mut edges: Vec<u64> = try_vec("the Kronecker edges", m, 0)?;
     let hist: Vec<Vec<u32>> = edges
         .par_chunks_mut(EDGE_CHUNK as usize)
         .enumerate()
@@ -154,7 +155,8 @@ pub(crate) fn kron<T: Scalar>(o: KronOptions) -> Result<Csr<T>> {
     crate::error::check_index_range("nnz", acc)?;
 
     // Scatter every entry (row, col) into its bucket.
-    let ent: Vec<AtomicU64> = (0..total).map(|_| AtomicU64::new(0)).collect();
+    let mut ent: Vec<AtomicU64> = try_with_capacity("the Kronecker entries", total)?;
+    ent.extend((0..total).map(|_| AtomicU64::new(0)));
     edges
         .par_chunks(EDGE_CHUNK as usize)
         .zip(offsets.into_par_iter())
@@ -179,9 +181,9 @@ pub(crate) fn kron<T: Scalar>(o: KronOptions) -> Result<Csr<T>> {
 
     // Per bucket: counting sort by row into `raw`, row pointers, then sort each row and count
     // its distinct columns.
-    let mut raw: Vec<Idx> = vec![0; total];
-    let mut raw_ptr: Vec<Idx> = vec![0; n + 1];
-    let mut unique: Vec<Idx> = vec![0; n];
+    let mut raw: Vec<Idx> = try_vec("the Kronecker rows", total, 0)?;
+    let mut raw_ptr: Vec<Idx> = try_vec("the Kronecker row pointers", n + 1, 0)?;
+    let mut unique: Vec<Idx> = try_vec("the Kronecker row lengths", n, 0)?;
     {
         let mut parts = Vec::with_capacity(nbuckets);
         let mut rest: &mut [Idx] = &mut raw;

@@ -5,8 +5,10 @@
 //! Every generator is deterministic for its seed (default [`DEFAULT_SEED`], `seed=N` to change
 //! it) whatever the number of threads: rows (or edges, for `kron`) are cut into chunks whose size
 //! depends on the spec only, and each chunk draws from its own xoshiro256++ stream derived from
-//! (seed, chunk). Matrices are built directly in CSR in parallel ([`build`]); only `kron` buckets
-//! edges. Sizes are checked against the 2^31−1 index limit before anything large is allocated.
+//! (seed, chunk). Matrices are built directly in CSR in parallel (`build.rs`); only `kron` buckets
+//! edges. Sizes are checked against the 2^31−1 index limit, and the estimated peak memory against
+//! the memory available ([`crate::memory`]), before anything large is allocated; the arrays are
+//! then allocated fallibly, so a refused allocation is an [`Error::AllocFailed`], not an abort.
 //!
 //! Random values lie in [−1, −1/16] ∪ [1/16, 1] and are exact in f32, so `generate::<f32>` and
 //! `generate::<f64>` give the same numbers. Stencils carry their own SPD values, `kron` its edge
@@ -157,8 +159,9 @@ static DEFS: [KindDef; 15] = [
          labels scrambled, duplicates summed; sym=1 (default) stores A+Aᵀ, loops=1 (default) keeps self-loops, \
          vals=count|rand; kron:S,48 mirrors SuiteSparse kron_g500-lognS",
         "kron:16",
-        "SCALE (log2 of the vertex count, 1..=31) and optionally EF (edges per vertex, default 16); \
-         options sym=0|1, loops=0|1, vals=count|rand",
+        "SCALE (log2 of the vertex count: 1..=25 with the default EF = 16 and sym=1, 1..=26 with \
+         sym=0; EF·2^SCALE entries, doubled when sym=1, must stay within 2^31−1) and optionally EF \
+         (edges per vertex, default 16); options sym=0|1, loops=0|1, vals=count|rand",
         (1, 2),
         &["sym", "loops", "vals"],
     ),
@@ -398,6 +401,39 @@ fn limit(what: &'static str, value: u128) -> Result<usize> {
     }
 }
 
+/// Bytes of an `rows`-row CSR matrix with `nnz` entries in precision `T`.
+fn csr_bytes<T: Scalar>(rows: u128, nnz: u128) -> u128 {
+    4 * (rows + 1) + nnz * (4 + T::BYTES as u128)
+}
+
+/// The peak bytes of the Kronecker generator for `n` vertices, `m` edges and `entries` stored
+/// entries before duplicates are summed: the largest of its phases (edges and their scatter;
+/// the scatter and the per-row sort; the sorted rows and the output).
+fn kron_bytes<T: Scalar>(n: u128, m: u128, entries: u128) -> u128 {
+    let tables = m / 8 + 4096;
+    let generate = 8 * m + 8 * entries + tables;
+    let sort = 12 * entries + 8 * n;
+    let build = 4 * entries + 8 * n + csr_bytes::<T>(n, entries);
+    generate.max(sort).max(build)
+}
+
+/// The largest Kronecker SCALE that the 32-bit index limit allows with `ef` edges per vertex
+/// (entries doubled when `symmetric`): 2^SCALE rows and EF·2^SCALE (·2) entries ≤ 2^31−1.
+/// With the defaults (EF = 16, sym=1) it is 25; 0 when no SCALE fits.
+pub fn kron_max_scale(ef: u64, symmetric: bool) -> u32 {
+    let per = (ef as u128) * if symmetric { 2 } else { 1 };
+    (1..=30u32)
+        .rev()
+        .find(|&s| (per << s) <= MAX_INDEX as u128)
+        .unwrap_or(0)
+}
+
+/// Refuses a spec whose estimated peak memory exceeds the memory available
+/// ([`crate::memory::available`]), before anything is allocated.
+fn fits<T: Scalar>(g: &GenSpec, bytes: u128) -> Result<()> {
+    crate::memory::check_fits(|| format!("generating {g} in {}", T::PRECISION), bytes)
+}
+
 /// The option `key` of a parsed spec, parsed by `parse`, or `default`.
 fn opt<V>(
     g: &GenSpec,
@@ -453,6 +489,7 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
                 _ => (3 * n - 2).pow(3),
             };
             limit("nnz", nnz)?;
+            fits::<T>(g, csr_bytes::<T>(rows, nnz))?;
             let dims = if g.kind == "poisson2d" { 2 } else { 3 };
             kinds::stencil::<T>(n as usize, dims, g.kind == "stencil27")
         }
@@ -464,7 +501,8 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             })?;
             let n = limit("rows", n)?;
             let width = (2 * bw + 1).min(n as u128) as f64;
-            limit("nnz", (n as f64 * (fill * width).round().max(1.0)) as u128)?;
+            let nnz = limit("nnz", (n as f64 * (fill * width).round().max(1.0)) as u128)?;
+            fits::<T>(g, csr_bytes::<T>(n as u128, nnz as u128))?;
             kinds::banded::<T>(n, bw.min(n as u128) as usize, fill, seed)
         }
         "uniform" | "tall" | "wide" => {
@@ -487,6 +525,7 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             limit("rows", m)?;
             limit("columns", n)?;
             limit("nnz", m * k)?;
+            fits::<T>(g, csr_bytes::<T>(m, m * k))?;
             kinds::uniform::<T>(m as usize, n as usize, k as usize, seed)
         }
         "powerlaw" => {
@@ -500,13 +539,11 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             })?;
             limit("rows", n)?;
             limit("nnz", n * mean)?;
+            fits::<T>(g, csr_bytes::<T>(n, n * mean))?;
             kinds::powerlaw::<T>(n as usize, mean as f64, alpha, seed)
         }
         "kron" => {
             let scale = a[0];
-            if !(1..=31).contains(&scale) {
-                return Err(bad(format!("SCALE = {scale} is not in 1..=31")));
-            }
             let ef = a.get(1).copied().unwrap_or(16);
             if ef == 0 {
                 return Err(bad("EF must be at least 1".into()));
@@ -520,8 +557,26 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
                     _ => None,
                 }
             })?;
-            limit("rows", 1u128 << scale)?;
-            limit("nnz", (ef << scale) * if symmetric { 2 } else { 1 })?;
+            let max = kron_max_scale(ef as u64, symmetric);
+            if scale == 0 || scale > max as u128 {
+                let why = if max == 0 {
+                    format!("EF = {ef} alone exceeds the 32-bit index limit")
+                } else {
+                    format!(
+                        "SCALE = {scale} is not in 1..={max}: with EF = {ef} and sym={}, 2^SCALE \
+                         rows and EF·2^SCALE{} entries must stay within the 32-bit index limit \
+                         2^31−1",
+                        u8::from(symmetric),
+                        if symmetric { "·2" } else { "" }
+                    )
+                };
+                return Err(spec_err(&spec, why));
+            }
+            let (n, m) = (1u128 << scale, ef << scale);
+            let entries = m * if symmetric { 2 } else { 1 };
+            limit("rows", n)?;
+            limit("nnz", entries)?;
+            fits::<T>(g, kron_bytes::<T>(n, m, entries))?;
             kron::kron::<T>(kron::KronOptions {
                 scale: scale as u32,
                 edge_factor: ef as u64,
@@ -535,6 +590,7 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             let (nb, bs) = (a[0], a[1]);
             limit("rows", nb * bs)?;
             limit("nnz", nb * bs * bs)?;
+            fits::<T>(g, csr_bytes::<T>(nb * bs, nb * bs * bs))?;
             kinds::blockdiag::<T>(nb as usize, bs as usize, seed)
         }
         "hugerow" => {
@@ -555,6 +611,7 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             limit("rows", n)?;
             limit("columns", ncols)?;
             limit("nnz", (n - 1) * k + l)?;
+            fits::<T>(g, csr_bytes::<T>(n, (n - 1) * k + l))?;
             kinds::hugerow::<T>(
                 n as usize,
                 ncols as usize,
@@ -566,17 +623,20 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
         }
         "diag" | "identity" => {
             let n = limit("rows", a[0])?;
+            fits::<T>(g, csr_bytes::<T>(a[0], a[0]))?;
             kinds::diagonal::<T>(n, g.kind == "identity", seed)
         }
         "dense" => {
             limit("rows", a[0])?;
             limit("columns", a[1])?;
             limit("nnz", a[0] * a[1])?;
+            fits::<T>(g, csr_bytes::<T>(a[0], a[0] * a[1]))?;
             kinds::dense::<T>(a[0] as usize, a[1] as usize, seed)
         }
         "empty" => {
             let m = limit("rows", a[0])?;
             let n = limit("columns", a[1])?;
+            fits::<T>(g, csr_bytes::<T>(a[0], 0))?;
             kinds::empty::<T>(m, n)
         }
         other => Err(spec_err(&spec, format!("unknown kind '{other}'"))),

@@ -1,5 +1,5 @@
 //! Shared GPU plumbing (issue #3): device detection, the context and its stream, device and pinned
-//! memory ([`memory`]), the NVRTC compile cache ([`nvrtc`], with the shared `prelude.cu`), the
+//! memory (`memory.rs`), the NVRTC compile cache ([`nvrtc`], with the shared `prelude.cu`), the
 //! timing protocol ([`timing`]) and the cuSPARSE baseline's RAII wrapper ([`cusparse`]). This
 //! module knows no method; method rooms build on the surface in `docs/gpu-contract.md`.
 //!

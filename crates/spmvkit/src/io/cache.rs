@@ -31,6 +31,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
+use crate::memory::try_vec;
 use crate::scalar::{Idx, Precision, Scalar, MAX_INDEX};
 
 const MAGIC: &[u8; 8] = b"SPMVKITC";
@@ -171,7 +172,7 @@ fn parse_header(path: &Path, b: &[u8]) -> Result<CacheHeader> {
 /// Reads only the header of a cache file.
 pub fn read_cache_header(path: impl AsRef<Path>) -> Result<CacheHeader> {
     let path = path.as_ref();
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let (mut f, _) = super::open_file(path)?;
     let mut b = [0u8; HEADER_LEN];
     std::io::Read::read_exact(&mut f, &mut b)
         .map_err(|_| cache_err(path, "file shorter than the 64-byte header"))?;
@@ -254,8 +255,7 @@ pub fn read_cache<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
 
 /// [`read_cache`], optionally requiring a source stamp (size, mtime).
 fn read_cache_checked<T: Scalar>(path: &Path, stamp: Option<(u64, u64)>) -> Result<Csr<T>> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let (file, len) = super::open_file(path)?;
     if len < HEADER_LEN as u64 {
         return Err(cache_err(path, "file shorter than the 64-byte header"));
     }
@@ -282,29 +282,36 @@ fn read_cache_checked<T: Scalar>(path: &Path, stamp: Option<(u64, u64)>) -> Resu
     if checksum(&b[..56], &[&b[HEADER_LEN..]]) != h.checksum {
         return Err(cache_err(path, "checksum mismatch (damaged file)"));
     }
-    let ptr: Vec<Idx> = b[po..co]
-        .par_chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    let cols: Vec<Idx> = b[co..co + 4 * h.nnz as usize]
-        .par_chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    let vals: Vec<T> = if h.precision == Precision::F32 {
-        b[vo..end]
-            .par_chunks_exact(4)
-            .map(|c| T::from_f64(f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64))
-            .collect()
+    let nnz = h.nnz as usize;
+    crate::memory::check_fits(
+        || format!("reading {}", path.display()),
+        4 * (h.nrows as u128 + 1) + nnz as u128 * (4 + T::BYTES as u128),
+    )?;
+    let u32s = |what: &str, bytes: &[u8]| -> Result<Vec<Idx>> {
+        let mut v: Vec<Idx> = try_vec(what, bytes.len() / 4, 0)?;
+        v.par_iter_mut()
+            .zip(bytes.par_chunks_exact(4))
+            .for_each(|(x, c)| *x = u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        Ok(v)
+    };
+    let ptr = u32s("the cached row pointers", &b[po..co])?;
+    let cols = u32s("the cached column indices", &b[co..co + 4 * nnz])?;
+    let mut vals: Vec<T> = try_vec("the cached values", nnz, T::zero())?;
+    if h.precision == Precision::F32 {
+        vals.par_iter_mut()
+            .zip(b[vo..end].par_chunks_exact(4))
+            .for_each(|(x, c)| {
+                *x = T::from_f64(f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            });
     } else {
-        b[vo..end]
-            .par_chunks_exact(8)
-            .map(|c| {
+        vals.par_iter_mut()
+            .zip(b[vo..end].par_chunks_exact(8))
+            .for_each(|(x, c)| {
                 let mut a = [0u8; 8];
                 a.copy_from_slice(c);
-                T::from_f64(f64::from_le_bytes(a))
-            })
-            .collect()
-    };
+                *x = T::from_f64(f64::from_le_bytes(a));
+            });
+    }
     Csr::new(h.nrows as usize, h.ncols as usize, ptr, cols, vals)
         .map_err(|e| cache_err(path, format!("invalid CSR structure: {e}")))
 }

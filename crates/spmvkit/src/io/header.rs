@@ -254,7 +254,8 @@ fn parse_banner(path: Option<&Path>, line: &[u8]) -> Result<(MmFormat, MmField, 
     Ok((format, field, symmetry))
 }
 
-/// Parses one unsigned decimal size, mapping overflow to `TooLarge`.
+/// Parses one unsigned decimal size; a size beyond the 32-bit index limit is a parse error of
+/// the size line (naming the file and the line, as every parse error does).
 fn parse_size(path: Option<&Path>, line: u64, tok: &str, what: &'static str) -> Result<u64> {
     if tok.is_empty() || !tok.bytes().all(|b| b.is_ascii_digit()) {
         return Err(perr(
@@ -264,8 +265,13 @@ fn parse_size(path: Option<&Path>, line: u64, tok: &str, what: &'static str) -> 
         ));
     }
     let v = tok.parse::<u64>().unwrap_or(u64::MAX);
-    check_index_range(what, v)?;
+    check_index_range(what, v).map_err(|e| size_limit(path, line, e))?;
     Ok(v)
+}
+
+/// A size-line figure beyond the index limit, as a parse error at that line.
+fn size_limit(path: Option<&Path>, line: u64, e: Error) -> Error {
+    perr(path, line, format!("bad size line: {e}"))
 }
 
 /// Parses the size line into (rows, cols, declared entries).
@@ -316,7 +322,7 @@ fn parse_size_line(
                 MmSymmetry::Symmetric | MmSymmetry::Hermitian => n * (n + 1) / 2,
                 MmSymmetry::SkewSymmetric => n * n.saturating_sub(1) / 2,
             };
-            check_index_range("nnz", count)?;
+            check_index_range("nnz", count).map_err(|e| size_limit(path, lineno, e))?;
             count
         }
     };
@@ -371,7 +377,7 @@ pub fn parse_header_bytes(path: Option<&Path>, bytes: &[u8]) -> Result<MatrixMar
 /// magic bytes), without reading the body.
 pub fn read_header(path: impl AsRef<Path>) -> Result<MatrixMarketHeader> {
     let path = path.as_ref();
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let (file, _) = super::open_file(path)?;
     let mut reader = BufReader::new(file);
     let is_gz = reader
         .fill_buf()
@@ -459,7 +465,7 @@ mod tests {
                 None,
                 b"%%MatrixMarket matrix coordinate real general\n3000000000 1 0\n"
             ),
-            Err(Error::TooLarge { .. })
+            Err(Error::Parse { line: 2, ref msg, .. }) if msg.contains("32-bit index limit")
         ));
     }
 }

@@ -39,12 +39,63 @@ pub use reader::{
 };
 pub use writer::{write_matrix_market, write_matrix_market_to};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::matrix::Csr;
 use crate::scalar::Scalar;
 
+/// Opens a file for reading; a directory is an [`Error::Io`] saying so (the OS would open it and
+/// fail later with a less helpful error).
+pub(crate) fn open_file(path: &Path) -> Result<(std::fs::File, u64)> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if meta.is_dir() {
+        return Err(Error::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory"),
+        ));
+    }
+    Ok((file, meta.len()))
+}
+
+/// The output file names [`save`] accepts.
+pub const OUTPUT_EXTENSIONS: [&str; 3] = [".mtx", ".mtx.gz", ".spmvkit"];
+
+/// Checks that [`save`] knows how to write `path`: a name ending in `.mtx`, `.mtx.gz` or
+/// `.spmvkit` (any case). Call it before producing a large matrix to save.
+pub fn check_output_path(path: &Path) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if OUTPUT_EXTENSIONS
+        .iter()
+        .any(|ext| name.len() > ext.len() && name.ends_with(ext))
+    {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "{}: unknown output format; the file name must end in {}",
+        path.display(),
+        OUTPUT_EXTENSIONS.join(", ")
+    )))
+}
+
 /// Loads a matrix by file type: a `*.spmvkit` cache is read directly, anything else is parsed
 /// as Matrix Market text (`.mtx`, or gzip-compressed `.mtx.gz`, detected by content).
+///
+/// ```
+/// # fn main() -> spmvkit::Result<()> {
+/// let dir = tempfile::tempdir().map_err(|e| spmvkit::Error::io("a temporary directory", e))?;
+/// let a = spmvkit::gen::generate_f64("poisson2d:8")?;
+/// for name in ["a.mtx", "a.mtx.gz", "a.spmvkit"] {
+///     let path = dir.path().join(name);
+///     spmvkit::io::save(&path, &a)?;
+///     assert_eq!(spmvkit::io::load::<f64>(&path)?, a);
+/// }
+/// assert!(spmvkit::io::save(dir.path().join("a.txt"), &a).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn load<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
     let path = path.as_ref();
     if cache::is_cache_path(path) {
@@ -54,10 +105,11 @@ pub fn load<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
     }
 }
 
-/// Writes a matrix by file type: `*.spmvkit` as a binary cache, anything else as Matrix Market
-/// text (gzip-compressed when the name ends in `.gz`).
+/// Writes a matrix by file type: `*.spmvkit` as a binary cache, `*.mtx` as Matrix Market text,
+/// `*.mtx.gz` gzip-compressed; any other name is refused ([`check_output_path`]).
 pub fn save<T: Scalar>(path: impl AsRef<Path>, a: &Csr<T>) -> Result<()> {
     let path = path.as_ref();
+    check_output_path(path)?;
     if cache::is_cache_path(path) {
         write_cache(path, a, None)
     } else {

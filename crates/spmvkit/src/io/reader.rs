@@ -35,6 +35,7 @@ use super::header::{excerpt, parse_header_bytes, perr, unsupported, MatrixMarket
 use super::header::{MatrixMarketInfo, MmField, MmFormat, MmSymmetry};
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
+use crate::memory::{try_vec, try_with_capacity};
 use crate::scalar::{Idx, Precision, Scalar, MAX_INDEX};
 
 /// The two bytes every gzip stream starts with.
@@ -66,8 +67,19 @@ pub(crate) fn gunzip(path: Option<&Path>, bytes: &[u8]) -> Result<Vec<u8>> {
         0
     };
     let cap = hint.min(bytes.len().saturating_mul(1032));
-    let mut out = Vec::with_capacity(cap);
+    let mut out = Vec::new();
+    // The hint is only a hint: without room for it the buffer grows as it is filled.
+    let _ = out.try_reserve_exact(cap);
     if let Err(e) = flate2::read::MultiGzDecoder::new(bytes).read_to_end(&mut out) {
+        if e.kind() == std::io::ErrorKind::OutOfMemory {
+            return Err(Error::AllocFailed {
+                what: format!(
+                    "inflating {}",
+                    path.map_or_else(|| "a gzip stream".into(), |p| p.display().to_string())
+                ),
+                bytes: (out.len() as u64).saturating_mul(2),
+            });
+        }
         let line = 1 + memchr::memchr_iter(b'\n', &out).count() as u64;
         return Err(perr(
             path,
@@ -80,8 +92,7 @@ pub(crate) fn gunzip(path: Option<&Path>, bytes: &[u8]) -> Result<Vec<u8>> {
 
 /// Opens a Matrix Market file as text: mapped if plain, inflated if it starts like gzip.
 pub(crate) fn open_text(path: &Path) -> Result<Text> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let (file, len) = super::open_file(path)?;
     if len == 0 {
         return Ok(Text::Owned(Vec::new()));
     }
@@ -486,17 +497,17 @@ fn parse_text<T: Scalar>(
 
 /// Fills the row and column indices of an array-format text (column-major; symmetric kinds
 /// store the lower triangle, skew-symmetric without the diagonal) into one chunk.
-fn array_positions<T: Scalar>(parsed: &mut Parsed<T>) {
+fn array_positions<T: Scalar>(parsed: &mut Parsed<T>) -> Result<()> {
     let h = &parsed.header;
     let (m, n) = (h.nrows as usize, h.ncols as usize);
-    let mut vals = Vec::with_capacity(h.declared_entries as usize);
+    let mut vals = try_with_capacity("the array values", h.declared_entries as usize)?;
     let mut imag = Vec::new();
     for c in parsed.chunks.drain(..) {
         vals.extend(c.vals);
         imag.extend(c.imag);
     }
-    let mut rows = Vec::with_capacity(vals.len());
-    let mut cols = Vec::with_capacity(vals.len());
+    let mut rows = try_with_capacity("the array row indices", vals.len())?;
+    let mut cols = try_with_capacity("the array column indices", vals.len())?;
     let mut diagonal = 0;
     // With no rows there are no values, however many columns (a 0 x 2^31-1 array must not
     // loop over its columns: found by fuzzing).
@@ -522,6 +533,7 @@ fn array_positions<T: Scalar>(parsed: &mut Parsed<T>) {
         lines: 0,
         err: None,
     });
+    Ok(())
 }
 
 /// Sorts one row by column (stable, so duplicates sum in file order) and sums duplicates in
@@ -569,6 +581,16 @@ fn build_csr<T: Scalar>(
             value: expanded,
         });
     }
+    // Row counts and pointers, the output arrays, and a second set when duplicates merge.
+    crate::memory::check_fits(
+        || {
+            format!(
+                "a {nrows}-row matrix with {expanded} entries in {}",
+                T::PRECISION
+            )
+        },
+        8 * (nrows as u128 + 1) + expanded as u128 * (4 + T::BYTES as u128),
+    )?;
     fn values<T>(c: &Chunk<T>, imag: bool) -> &[T] {
         if imag {
             &c.imag
@@ -577,7 +599,7 @@ fn build_csr<T: Scalar>(
         }
     }
     // Row counts.
-    let mut counts = vec![0u32; nrows];
+    let mut counts: Vec<u32> = try_vec("the row counts", nrows, 0)?;
     for c in chunks {
         if mirrored {
             for (&r, &col) in c.rows.iter().zip(&c.cols) {
@@ -592,7 +614,7 @@ fn build_csr<T: Scalar>(
             }
         }
     }
-    let mut ptr = Vec::with_capacity(nrows + 1);
+    let mut ptr = try_with_capacity("the row pointers", nrows + 1)?;
     let mut acc = 0u32;
     ptr.push(0);
     for &k in &counts {
@@ -612,8 +634,8 @@ fn build_csr<T: Scalar>(
         }
     }
     bounds.push(nrows);
-    let mut cols_out = vec![0 as Idx; nnz];
-    let mut vals_out = vec![T::zero(); nnz];
+    let mut cols_out: Vec<Idx> = try_vec("the column indices", nnz, 0)?;
+    let mut vals_out: Vec<T> = try_vec("the values", nnz, T::zero())?;
     let mut jobs = Vec::with_capacity(bounds.len());
     {
         let (mut cr, mut vr) = (&mut cols_out[..], &mut vals_out[..]);
@@ -667,9 +689,9 @@ fn build_csr<T: Scalar>(
             nrows, ncols, ptr, cols_out, vals_out,
         ));
     }
-    let mut new_ptr = Vec::with_capacity(nrows + 1);
-    let mut out_c = Vec::with_capacity(merged);
-    let mut out_v = Vec::with_capacity(merged);
+    let mut new_ptr = try_with_capacity("the row pointers", nrows + 1)?;
+    let mut out_c = try_with_capacity("the column indices", merged)?;
+    let mut out_v = try_with_capacity("the values", merged)?;
     new_ptr.push(0u32);
     for (i, &l) in new_lens.iter().flatten().enumerate() {
         let s = ptr[i] as usize;
@@ -682,6 +704,21 @@ fn build_csr<T: Scalar>(
     ))
 }
 
+/// An nnz beyond the index limit after symmetric expansion, as a parse error of the size line.
+fn at_size_line(path: Option<&Path>, h: &MatrixMarketHeader, e: Error) -> Error {
+    match e {
+        Error::TooLarge { .. } => perr(
+            path,
+            h.size_line,
+            format!(
+                "the {} entries declared here expand to more than the index limit allows: {e}",
+                h.declared_entries
+            ),
+        ),
+        other => other,
+    }
+}
+
 /// Parses, checks and assembles: the CSR (real part for complex texts) and, on request, the
 /// counts of [`MatrixMarketInfo`].
 fn assemble<T: Scalar>(
@@ -692,7 +729,7 @@ fn assemble<T: Scalar>(
 ) -> Result<(Csr<T>, Option<MatrixMarketInfo>)> {
     let mut parsed = parse_text::<T>(path, text, allow_complex)?;
     if parsed.header.format == MmFormat::Array {
-        array_positions(&mut parsed);
+        array_positions(&mut parsed)?;
     }
     let h = &parsed.header;
     let (m, n) = (h.nrows as usize, h.ncols as usize);
@@ -702,7 +739,8 @@ fn assemble<T: Scalar>(
     } else {
         T::one()
     };
-    let csr = build_csr(m, n, mirrored, sign, &parsed.chunks, false)?;
+    let csr = build_csr(m, n, mirrored, sign, &parsed.chunks, false)
+        .map_err(|e| at_size_line(path, h, e))?;
     if !want_info {
         return Ok((csr, None));
     }
@@ -722,7 +760,8 @@ fn assemble<T: Scalar>(
         } else {
             T::one()
         };
-        let im = build_csr(m, n, mirrored, isign, &parsed.chunks, true)?;
+        let im = build_csr(m, n, mirrored, isign, &parsed.chunks, true)
+            .map_err(|e| at_size_line(path, h, e))?;
         csr.vals()
             .par_iter()
             .zip(im.vals().par_iter())

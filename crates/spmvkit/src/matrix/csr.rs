@@ -208,25 +208,53 @@ impl<T: Scalar> Csr<T> {
         ))
     }
 
+    /// Number of rows.
+    ///
+    /// The accessors on the 2×3 matrix `[[1, 0, 2], [0, 0, 3]]`:
+    ///
+    /// ```
+    /// use spmvkit::Csr;
+    /// let a = Csr::<f64>::new(2, 3, vec![0, 2, 3], vec![0, 2, 2], vec![1.0, 2.0, 3.0])?;
+    /// assert_eq!((a.nrows(), a.ncols(), a.nnz()), (2, 3, 3));
+    /// assert_eq!(a.row_ptr(), &[0, 2, 3]); // row i holds entries row_ptr[i]..row_ptr[i + 1]
+    /// assert_eq!(a.col_idx(), &[0, 2, 2]); // columns, increasing within a row
+    /// assert_eq!(a.vals(), &[1.0, 2.0, 3.0]);
+    /// assert_eq!(a.row(0), (&[0, 2][..], &[1.0, 2.0][..]));
+    /// assert_eq!(a.row_len(1), 1);
+    /// # Ok::<(), spmvkit::Error>(())
+    /// ```
     pub fn nrows(&self) -> usize {
         self.pattern.nmajor
     }
+    /// Number of columns.
     pub fn ncols(&self) -> usize {
         self.pattern.nminor
     }
+    /// Number of stored entries (explicit zeros included).
     pub fn nnz(&self) -> usize {
         self.pattern.idx.len()
     }
+    /// The row pointers: `nrows + 1` offsets into [`Csr::col_idx`] and [`Csr::vals`].
     pub fn row_ptr(&self) -> &[Idx] {
         &self.pattern.ptr
     }
+    /// The column index of every stored entry, row by row, increasing within a row.
     pub fn col_idx(&self) -> &[Idx] {
         &self.pattern.idx
     }
+    /// The value of every stored entry, in the order of [`Csr::col_idx`].
     pub fn vals(&self) -> &[T] {
         &self.vals
     }
     /// Mutable values; the structure stays fixed.
+    ///
+    /// ```
+    /// let mut a = spmvkit::Csr::<f64>::identity(3)?;
+    /// a.vals_mut().iter_mut().for_each(|v| *v *= 2.0);
+    /// assert_eq!(a.vals(), &[2.0, 2.0, 2.0]);
+    /// assert_eq!(a.pattern().nnz(), 3); // the structure is shared by clones and casts
+    /// # Ok::<(), spmvkit::Error>(())
+    /// ```
     pub fn vals_mut(&mut self) -> &mut [T] {
         &mut self.vals
     }

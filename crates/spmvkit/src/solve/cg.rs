@@ -4,7 +4,7 @@
 //!
 //! One GPU iteration: q = A p (the plan); `cg_dot_pq` and `cg_alpha` give α = ρ/(pᵀq);
 //! `cg_update` does x += αp, r −= αq and the partials of rᵀr; `cg_beta` gives ρ' and β = ρ'/ρ and
-//! sets the stop flag; `cg_p` does p = r + βp. pᵀq ≤ 0 stops with [`Stop::Breakdown`]: the
+//! sets the stop flag; `cg_p` does p = r + βp. pᵀq ≤ 0 stops with [`Stop::Breakdown`](super::Stop::Breakdown): the
 //! matrix is not positive definite.
 
 use cudarc::driver::{CudaSlice, PushKernelArg};

@@ -1,4 +1,4 @@
-//! Iterative solvers built on a [`Plan`] (issue #11 point 3): conjugate gradient for symmetric
+//! Iterative solvers built on a [`Plan`](crate::Plan) (issue #11 point 3): conjugate gradient for symmetric
 //! positive definite systems ([`cg()`]) and PageRank by power iteration ([`pagerank()`]). The SpMV
 //! inside is any registered method, through its plan.
 //!

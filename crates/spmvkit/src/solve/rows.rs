@@ -1,6 +1,6 @@
 //! The host form of the solvers' iterations, written once over [`RowOperator`]: the rows this
 //! process holds, the SpMV over them and the sum over ranks. The single-process CPU path of
-//! [`crate::solve::cg`] and [`crate::solve::pagerank`] runs it over one rank ([`PlanRows`]); the
+//! [`crate::solve::cg()`] and [`crate::solve::pagerank()`] runs it over one rank ([`PlanRows`]); the
 //! distributed solvers (`crate::dist::solve`) run it over P simulated ranks and over NCCL ranks.
 //! Scalars live on the host and the vector updates are rayon loops over the local rows; a dot
 //! product, a norm, PageRank's dangling mass and its L1 change are partial sums over each rank's
@@ -84,7 +84,7 @@ pub(crate) fn check_local<T: Scalar, O: RowOperator<T>>(
 
 /// Conjugate gradient on A x = b from x = 0, stopping at ‖r‖/‖b‖ ≤ tol, every rank holding its
 /// rows of b, x, r, p and q. `b` is this process's rows of b; the result is its rows of x. The
-/// same iteration is [`crate::solve::cg`]'s CPU path (over [`PlanRows`]).
+/// same iteration is [`crate::solve::cg()`]'s CPU path (over [`PlanRows`]).
 ///
 /// ```
 /// use spmvkit::{dist::{solve, SimRows, StrategyChoice}, gen, solve::{CgSystem, SolveOptions, Stop}};
@@ -175,9 +175,9 @@ fn launch_of(b: Backend) -> Launch {
 }
 
 /// PageRank by power iteration with `op` the distributed transition matrix P = Aᵀ D⁻¹
-/// ([`PageRankGraph::transition`]) and `dangling` the global list of dangling nodes (ascending);
+/// ([`PageRankGraph::transition`](super::PageRankGraph::transition)) and `dangling` the global list of dangling nodes (ascending);
 /// returns this process's rows of the ranks. The same iteration is
-/// [`crate::solve::pagerank`]'s CPU path (over [`PlanRows`]): x' = d·P x + (d·dangling mass + 1 − d)/n from x = 1/n,
+/// [`crate::solve::pagerank()`]'s CPU path (over [`PlanRows`]): x' = d·P x + (d·dangling mass + 1 − d)/n from x = 1/n,
 /// stopping when ‖x' − x‖₁ ≤ tol.
 ///
 /// ```

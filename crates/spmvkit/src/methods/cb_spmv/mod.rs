@@ -133,7 +133,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         key: "balance_min_nnz",
         default: "10000",
-        help: "gather=auto threshold: balance only matrices with at least this many nonzeros",
+        help: "the nnz threshold of balance=auto: LPT balancing runs only on matrices with at least this many nonzeros (with accumulate=block; under accumulate=run balance=auto is off)",
     },
     ParamSpec {
         key: "bpw",
@@ -982,7 +982,7 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                 format!("{}/{}", self.cfg.coo_max, self.cfg.dense_min),
             ),
             (
-                "blocks with <= gather_small nnz (16x16 tiling)".into(),
+                "small blocks (at most gather_small nnz, 16x16 tiling)".into(),
                 format!("{:.1}%", 100.0 * self.small_frac),
             ),
             (
@@ -994,7 +994,7 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                 },
             ),
             (
-                "CTAs x slots (8 warps x bpw)".into(),
+                "thread blocks x block slots (8 warps x bpw)".into(),
                 format!(
                     "{} x {}",
                     self.nslots() / (WARPS * self.bpw),
@@ -1002,7 +1002,7 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                 ),
             ),
             (
-                "per-CTA nnz std-dev before/after".into(),
+                "nnz std-dev per thread block, before/after balancing".into(),
                 format!(
                     "{:.2}/{:.2}{}",
                     self.std_before,
@@ -1028,32 +1028,41 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
                 },
             ),
             (
-                "footprint / CSR".into(),
+                "footprint relative to CSR".into(),
                 format!(
                     "{:.3}",
                     self.footprint_bytes() as f64 / self.csr_bytes().max(1) as f64
                 ),
             ),
             (
-                "aggregation / prologue / accumulate".into(),
-                format!(
-                    "{} / {} / {}",
-                    if self.cfg.aggregate { "on" } else { "off" },
-                    if self.cfg.fused {
-                        "fused"
-                    } else if self.owner() && self.cfg.owner.is_none() {
-                        "none on a stream (epilogue=owner: one launch), kernel in a CUDA graph"
-                    } else if self.owner() {
-                        "none (epilogue=owner: one launch)"
-                    } else if self.cfg.grid(self.nnz) && self.cfg.grid_on_stream_only() {
-                        "grid on a stream, kernel in a CUDA graph"
-                    } else if self.cfg.grid(self.nnz) {
-                        "grid"
-                    } else {
-                        "kernel"
-                    },
-                    if self.cfg.run { "run" } else { "block" }
-                ),
+                "virtual-pointer aggregation".into(),
+                if self.cfg.aggregate { "on" } else { "off" }.into(),
+            ),
+            (
+                "scaling y by beta before the atomics".into(),
+                if self.cfg.fused {
+                    "fused into the kernel (first block of each panel)"
+                } else if self.owner() && self.cfg.owner.is_none() {
+                    "not needed on a stream (owner epilogue, one launch); a separate kernel in a CUDA graph"
+                } else if self.owner() {
+                    "not needed (owner epilogue, one launch)"
+                } else if self.cfg.grid(self.nnz) && self.cfg.grid_on_stream_only() {
+                    "in the kernel before a grid barrier on a stream; a separate kernel in a CUDA graph"
+                } else if self.cfg.grid(self.nnz) {
+                    "in the kernel before a grid barrier"
+                } else {
+                    "a separate kernel"
+                }
+                .into(),
+            ),
+            (
+                "accumulation".into(),
+                if self.cfg.run {
+                    "per run of blocks in one panel"
+                } else {
+                    "per block"
+                }
+                .into(),
             ),
         ]
     }

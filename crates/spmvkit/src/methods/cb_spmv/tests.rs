@@ -333,7 +333,7 @@ fn balancing_lowers_the_per_cta_std_dev_and_notes_report_it() {
     assert!(notes
         .iter()
         .any(|(k, v)| k.contains("std-dev") && !v.contains("not balanced")));
-    assert!(notes.iter().any(|(k, _)| k == "footprint / CSR"));
+    assert!(notes.iter().any(|(k, _)| k == "footprint relative to CSR"));
     check_layout("balanced power law", &a, &l);
     // small matrices are not balanced under auto
     let small = from_triplets(40, 40, &[(1, 1, 2.0), (39, 0, 1.0)]);

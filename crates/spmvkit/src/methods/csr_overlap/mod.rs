@@ -332,7 +332,7 @@ pub struct Partition {
 /// Alg. 3: rows longer than `max_batch` go to `long_rows`; the others are packed in order into
 /// batches of at most `max_batch` nonzeros (and at most `max_rows` rows); a long row closes the
 /// current batch. Greedy, as the paper's stack: a batch starting at row i runs to the last j with
-/// row_ptr[j] − row_ptr[i] ≤ max_batch (a long row can never fit), found by binary search.
+/// `row_ptr[j] − row_ptr[i] ≤ max_batch` (a long row can never fit), found by binary search.
 pub fn partition(row_ptr: &[Idx], max_batch: u32, max_rows: u32) -> Partition {
     let m = row_ptr.len().saturating_sub(1);
     let long_rows: Vec<Idx> = (0..m)

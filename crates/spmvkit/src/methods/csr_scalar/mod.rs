@@ -1,7 +1,7 @@
 //! `csr-scalar`: the classic scalar CSR kernel, one GPU thread per row (Bell & Garland, SC'09,
 //! "CSR (scalar)"; the simplest baseline of issue #3). Its layout is the CSR matrix itself; each
 //! thread sums its row left to right with fused multiply-adds, so the result is deterministic and
-//! the CPU mirror ([`cpu`]) reproduces it bit for bit.
+//! the CPU mirror (`cpu.rs`) reproduces it bit for bit.
 
 mod cpu;
 mod gpu;

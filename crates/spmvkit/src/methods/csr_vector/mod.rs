@@ -4,7 +4,7 @@
 //! multiple of 32 entries, so each warp-wide load touches the fewest sectors. One launch per call; deterministic, since every row
 //! is summed by fixed lanes in a fixed order.
 //!
-//! The layout is the CSR matrix itself. The CPU mirror ([`cpu`]) simulates the 32 lanes and the
+//! The layout is the CSR matrix itself. The CPU mirror (`cpu.rs`) simulates the 32 lanes and the
 //! butterfly, with the kernel's fused multiply-adds, so it reproduces the kernel's bits.
 
 pub(crate) mod cpu;

@@ -17,9 +17,9 @@
 //!   `threshold` (0.75) of the slab is filled; what is left of each row is the irregular part,
 //!   summed by the row's 4 lanes as CSR.
 //!
-//! The diagonal trick: in `mma.sync.aligned.m8n8k4.row.col.f64` lane t holds A[t/4][t%4] and
-//! B[t%4][t/4]; loading B with x at the column of the lane's own A element makes the diagonal
-//! of the 8×8 result the row dot products (D[m][m] = Σ_k A[m][k]·x[col(A[m][k])]), found in lane
+//! The diagonal trick: in `mma.sync.aligned.m8n8k4.row.col.f64` lane t holds `A[t/4][t%4]` and
+//! `B[t%4][t/4]`; loading B with x at the column of the lane's own A element makes the diagonal
+//! of the 8×8 result the row dot products (`D[m][m] = Σ_k A[m][k]·x[col(A[m][k])]`), found in lane
 //! 4m + m/2, element m%2 (the fragment layout of the PTX ISA's m8n8k4 .f64 MMA, as CUTLASS's
 //! SM80_8x8x4_F64 traits spell it: `SM80_8x4` for A and B, `SM80_8x8_Row` for C).
 //! f32 has no m8n8k4 MMA: the f32 path walks the same layout with one FMA per lane and a sum

@@ -67,7 +67,7 @@
 //! Engineering of ours, not the paper's: a warp takes `blocks_per_warp` consecutive blocks in turn
 //! and keeps its x values in registers while consecutive blocks share their columns; matrix loads
 //! are streaming (`ld.cs`), per-block metadata is one 4-byte pointer, one 4-byte column and one
-//! byte (length and format; the height is (blk_ptr[b+1] − blk_ptr[b]) / blk_length). Tried and
+//! byte (length and format; the height is `(blk_ptr[b+1] − blk_ptr[b]) / blk_length`). Tried and
 //! not kept (H200, 2026-11-22): software-pipelined loads of the next round and plain (`ld.nc`)
 //! loads, both within ±1 % on four large matrices; the extra code path cost Poisson 10 %.
 //!

@@ -1,6 +1,6 @@
 //! `hbp`: the Hash-based Partition format of Yan, Diao, Liu, An & Xu, "A Nonlinear Hash-based
 //! Optimization Method for SpMV on GPUs" (paper hbp.md): 2D partition (§III-A), nonlinear hash
-//! reordering of each block's rows (§III-B, [`hash`]), mixed fixed + competitive execution
+//! reordering of each block's rows (§III-B, `hash.rs`), mixed fixed + competitive execution
 //! (§III-C), then a combine pass.
 //!
 //! **Why it matters here.** On random-column matrices (Kronecker, uniform, power-law) every code
@@ -44,13 +44,13 @@
 //! graph of 2^20 rows and 256 column blocks the dense intermediate is 2.1 GB (f64) against 1 GB
 //! of matrix, written and read in full every call, plus 8 bytes of slot metadata per pair; the
 //! compact tables make every per-call array O(nnz). `hash=sampled` is the paper's hash as
-//! designed in [`hash`] (b = d/9: bucket regions fixed by the table size); `quantile` (default of
+//! designed in `hash.rs` (b = d/9: bucket regions fixed by the table size); `quantile` (default of
 //! `hbp`) sizes the bucket regions from the same sample, which keeps rows of a crowded bucket
 //! from spilling over the others (per-warp std-dev on kron:16 dense tables: 5.27 → 3.47 sampled,
 //! 2.00 quantile, 1.61 sort); `fixed` is the public code's function, `none` the plain 2D baseline
 //! and `sort` the sort2D preprocessing baseline. `dp` is the DP2D baseline (Regu2D's dynamic
 //! programming): the paper says no more than "a sorting step then dynamic programming", so
-//! [`hash`] designs it from Regu2D's idea: sort, then a DP over the warp-group boundaries of the
+//! `hash.rs` designs it from Regu2D's idea: sort, then a DP over the warp-group boundaries of the
 //! sorted rows with Regu2D's cost (padded zeros); with groups of fixed width its only freedom is
 //! which sorted rows form the table's short group, so its order is sort2D's up to that group and
 //! its cost is the sort plus an O(d/w) pass. `hbp-paper` registers the paper's choices (sampled
@@ -953,10 +953,8 @@ impl<T: Scalar> Layout<T> for HbpLayout<T> {
                     Combine::Sparse => format!("sparse ({} partials)", self.mid_len()),
                 },
             ),
-            (
-                "slots / groups".into(),
-                format!("{} / {}", self.output_hash.len(), self.begin_nnz.len() - 1),
-            ),
+            ("output slots".into(), self.output_hash.len().to_string()),
+            ("warp groups".into(), (self.begin_nnz.len() - 1).to_string()),
             (
                 "per-warp nnz std-dev (Fig. 6) before -> after".into(),
                 format!(
@@ -971,14 +969,21 @@ impl<T: Scalar> Layout<T> for HbpLayout<T> {
                 format!("{:.3} -> {:.3}", eff(s.lanes_before), eff(s.lanes_after)),
             ),
             (
-                "fixed share / warps per CTA / grab / compete".into(),
-                format!(
-                    "{} / {} / {} / {}",
-                    self.cfg.fixed,
-                    self.cfg.warps_per_cta,
-                    self.cfg.grab,
-                    if self.cfg.compete_cta { "cta" } else { "warp" }
-                ),
+                "share of blocks in the fixed part".into(),
+                self.cfg.fixed.to_string(),
+            ),
+            ("warps per CTA".into(), self.cfg.warps_per_cta.to_string()),
+            (
+                "competitive part".into(),
+                if self.cfg.compete_cta {
+                    format!(
+                        "a CTA takes {} blocks per ticket ({} per warp)",
+                        self.cfg.grab * self.cfg.warps_per_cta,
+                        self.cfg.grab
+                    )
+                } else {
+                    format!("a warp takes {} blocks per ticket", self.cfg.grab)
+                },
             ),
         ]
     }

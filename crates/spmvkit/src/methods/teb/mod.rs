@@ -20,7 +20,7 @@
 //! blocks of `threads` rows with no entries, so that y = βy reaches them without one CTA
 //! looping over all of them.
 //!
-//! Kernel (Alg. 3): CTA b takes rows blo_idx[b]..blo_idx[b+1]; thread t takes rows t, t +
+//! Kernel (Alg. 3): CTA b takes rows `blo_idx[b]..blo_idx[b+1]`; thread t takes rows t, t +
 //! blockDim, … (the loop handles blocks with more rows than the CTA has threads: the last block
 //! of Alg. 2 can be large), sums its row in order with fma and writes y at the original row.
 //! Deterministic (no atomics, fixed order). `threads=auto` takes the largest merged block's row
@@ -194,12 +194,12 @@ fn parse(name: &str, specs: &[ParamSpec], params: &Params) -> Result<Opts> {
     let k = match params.get::<String>(name, specs, "k")?.as_str() {
         "auto" => KChoice::Heuristic,
         s => match s.parse::<f64>() {
-            Ok(v) if v.is_finite() && v > 0.0 => KChoice::Fixed(v),
+            Ok(v) if v.is_finite() && v >= 1.0 => KChoice::Fixed(v),
             _ => {
                 return Err(param_err(
                     name,
                     "k",
-                    format!("'{s}' is not auto or a positive number"),
+                    format!("'{s}' is not auto or a number >= 1"),
                 ))
             }
         },

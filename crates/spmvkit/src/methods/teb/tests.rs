@@ -200,6 +200,8 @@ fn rejects_bad_params() {
     let a = Csr::<f64>::identity(4).unwrap();
     for bad in [
         "k=0",
+        "k=0.5",
+        "k=inf",
         "k=x",
         "bln=0",
         "bln_range=5..2",
