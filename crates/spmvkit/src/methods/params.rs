@@ -6,6 +6,10 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
+/// The parameter a method declares when it prepares a CPU fallback layout beside a GPU-only one
+/// (`auto`); a [`crate::Plan`] on the GPU sets it to 0 unless the caller set it.
+pub const CPU_FALLBACK_PARAM: &str = "cpu_fallback";
+
 /// One tunable parameter of a method.
 #[derive(Clone, Copy, Debug)]
 pub struct ParamSpec {

@@ -20,6 +20,7 @@ use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::params::CPU_FALLBACK_PARAM;
 use super::{find, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
 use crate::cpu::oracle::check_lengths_dims;
 use crate::error::{Error, Result};
@@ -149,8 +150,16 @@ impl<T: PrepareFor> Plan<T> {
         let info = method.info();
         opts.params.check_known(info.name, info.params)?;
         let (backend, gpu, note) = choose_backend(&info, opts.backend)?;
+        let mut params = opts.params.clone();
+        let declares_fallback = info.params.iter().any(|p| p.key == CPU_FALLBACK_PARAM);
+        if backend == Backend::Gpu
+            && declares_fallback
+            && !params.iter().any(|(k, _)| k == CPU_FALLBACK_PARAM)
+        {
+            params.set(CPU_FALLBACK_PARAM, "0");
+        }
         let t0 = Instant::now();
-        let layout = T::prepare_with(method, a, &opts.params)?;
+        let layout = T::prepare_with(method, a, &params)?;
         let prepare = t0.elapsed();
         let mut prep = PrepTimes {
             prepare,
@@ -187,7 +196,7 @@ impl<T: PrepareFor> Plan<T> {
         };
         Ok(Plan {
             method,
-            params: opts.params.clone(),
+            params,
             pattern: a.pattern().clone(),
             nrows: a.nrows(),
             ncols: a.ncols(),

@@ -45,6 +45,7 @@ use self::model::{Features, Knobs, Model};
 use crate::error::{Error, Result};
 use crate::gpu::{self, Gpu, TimingConfig};
 use crate::matrix::{Csr, MatrixStats};
+use crate::methods::params::CPU_FALLBACK_PARAM;
 use crate::methods::{find, DeviceLayout, Layout, Method, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Precision, Scalar};
 
@@ -75,6 +76,11 @@ const PARAMS: &[ParamSpec] = &[
         key: "trial",
         default: "3",
         help: "mode=trial: how many of the model's best candidates to time, 1..=10",
+    },
+    ParamSpec {
+        key: CPU_FALLBACK_PARAM,
+        default: "1",
+        help: "1: when the choice has no CPU executor (cuSPARSE), also prepare a csr layout for the CPU path; a Plan on the GPU sets 0, since it never takes that path (saves a copy of the matrix)",
     },
 ];
 
@@ -128,6 +134,7 @@ struct Opts {
     deterministic: bool,
     k: usize,
     trial: usize,
+    cpu_fallback: bool,
 }
 
 fn param_err(key: &str, msg: String) -> Error {
@@ -164,12 +171,24 @@ fn parse(params: &Params) -> Result<Opts> {
     if !(1..=10).contains(&trial) {
         return Err(param_err("trial", format!("{trial} is not in 1..=10")));
     }
+    let fallback: String = params.get(NAME, PARAMS, CPU_FALLBACK_PARAM)?;
+    let cpu_fallback = match fallback.as_str() {
+        "0" | "off" | "false" => false,
+        "1" | "on" | "true" => true,
+        _ => {
+            return Err(param_err(
+                CPU_FALLBACK_PARAM,
+                format!("'{fallback}' is not 0 or 1"),
+            ))
+        }
+    };
     Ok(Opts {
         mode,
         calls,
         deterministic,
         k,
         trial,
+        cpu_fallback,
     })
 }
 
@@ -459,7 +478,8 @@ pub fn run_trial<T: Scalar>(
 }
 
 /// The chosen method's layout, with `auto`'s notes added. When the chosen method has no CPU
-/// executor (cuSPARSE), a `csr` layout serves the CPU backend. After a trial, the winner's
+/// executor (cuSPARSE), a `csr` layout serves the CPU backend, unless `cpu_fallback=0` (a GPU
+/// plan) left it out: the CPU path then reports the chosen method's own refusal. After a trial, the winner's
 /// device copy waits in `device` for the first `upload`.
 struct AutoLayout<T: Scalar> {
     inner: Box<dyn Layout<T>>,
@@ -563,7 +583,8 @@ fn prepare<T: Scalar>(
     } else {
         (delegate(find(choice.method)?)?, None, None)
     };
-    finish(choice, inner, trial, device, &delegate)
+    let fallback = parse(params)?.cpu_fallback;
+    finish(choice, inner, trial, device, fallback, &delegate)
 }
 
 /// Wraps the chosen layout, adding a `csr` layout for the CPU path when the choice has no CPU
@@ -573,9 +594,10 @@ fn finish<T: Scalar>(
     inner: Box<dyn Layout<T>>,
     trial: Option<(Vec<TrialEntry>, Duration)>,
     device: Option<Box<dyn DeviceLayout<T>>>,
+    want_fallback: bool,
     delegate: &impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
 ) -> Result<Box<dyn Layout<T>>> {
-    let cpu_fallback = if find(choice.method)?.info().cpu {
+    let cpu_fallback = if !want_fallback || find(choice.method)?.info().cpu {
         None
     } else {
         Some(delegate(find("csr")?)?)

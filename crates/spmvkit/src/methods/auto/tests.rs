@@ -589,3 +589,31 @@ fn the_large_train_and_large_test_suites_are_disjoint_and_valid() {
         crate::gen::parse_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
     }
 }
+
+/// A GPU-only choice gets a `csr` layout for the CPU path only when `cpu_fallback` asks for it
+/// (a GPU plan turns it off and saves a copy of the matrix); without it the CPU path is the chosen
+/// method's own refusal, never a wrong answer.
+#[test]
+fn the_cpu_fallback_is_built_only_when_asked() {
+    let a = crate::gen::generate::<f64>("poisson2d:30").unwrap();
+    let delegate = |m: &'static dyn Method| m.prepare_f64(&a, &Params::new());
+    let choice = || Choice {
+        method: "cusparse-alg1",
+        predicted_us: None,
+        reason: "test".into(),
+        candidates: vec!["cusparse-alg1"],
+    };
+    let inner = || delegate(find("cusparse-alg1").unwrap()).unwrap();
+    let x = vec![1.0; a.ncols()];
+    let with = finish(choice(), inner(), None, None, true, &delegate).unwrap();
+    let mut y = vec![0.0; a.nrows()];
+    with.run_cpu(1.0, &x, 0.0, &mut y).unwrap();
+    let r = crate::cpu::oracle_spmv(&a, 1.0, &x, 0.0, &vec![0.0; a.nrows()]).unwrap();
+    assert!(crate::cpu::check(&r, &y).ok);
+    let without = finish(choice(), inner(), None, None, false, &delegate).unwrap();
+    assert!(matches!(
+        without.run_cpu(1.0, &x, 0.0, &mut y),
+        Err(Error::MethodUnsupported { .. })
+    ));
+    assert!(parse(&Params::parse(["cpu_fallback=maybe"]).unwrap()).is_err());
+}
