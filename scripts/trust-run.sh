@@ -8,7 +8,8 @@
 #   scripts/trust-run.sh tests OUT              the GPU suite (scripts/run-gpu-tests.sh), one GPU
 #   scripts/trust-run.sh same OUT OLD-SPMV [SECONDS]  the methods whose kernels the index audit touched,
 #                                               old and new binary side by side on the same
-#                                               matrices, f64 (speed must be unchanged)
+#                                               matrices, f64 (speed must be unchanged);
+#                                               SAME_ONLY_METHODS / SAME_ONLY_MATRICES narrow it
 #   scripts/trust-run.sh bsr OUT SECONDS        cusparse-bsr with the Plan's padded vectors against
 #                                               cb-spmv and every cuSPARSE entry, shared suite f64
 #   scripts/trust-run.sh autotrain OUT SECONDS  the large-train suite with every method of auto's
@@ -17,7 +18,8 @@
 #   scripts/trust-run.sh autotest OUT TABLE SECONDS SPEC...
 #                                               large-test matrices with every table method and
 #                                               auto (model mode at 1000 calls and ∞, trial mode)
-#                                               on the table TABLE (SPMVKIT_AUTO_TABLE), then
+#                                               on the table TABLE (SPMVKIT_AUTO_TABLE; `shipped`:
+#                                               the table compiled in), then
 #                                               `spmv auto eval`
 #
 # Each step writes its logs or run folders (as .tgz) into OUT and prints a short summary.
@@ -58,7 +60,7 @@ case "$step" in
         [ "$which" = old ] && bin=$old
         mkdir -p "/tmp/same-$which-$round"
         # shellcheck disable=SC2086
-        timeout "$secs" "$bin" bench $SAME_MATRICES --methods "$AUDITED" --precision f64 \
+        timeout "$secs" "$bin" bench ${SAME_ONLY_MATRICES:-$SAME_MATRICES} --methods "${SAME_ONLY_METHODS:-$AUDITED}" --precision f64 \
           --warmup 2 --reps 20 --samples 5 --max-sample-ms 100 --out "/tmp/same-$which-$round" >/dev/null 2>&1
         echo "$which round $round rc=$?"
       done
@@ -86,11 +88,12 @@ case "$step" in
     shift 2
     label=large-test-$(echo "$1" | tr -c 'a-z0-9' '-' | cut -c1-20)
     mkdir -p "/tmp/$label"
+    if [ "$table" != shipped ]; then export SPMVKIT_AUTO_TABLE=$table; fi
     # shellcheck disable=SC2086
-    SPMVKIT_AUTO_TABLE=$table timeout "$secs" $B bench "$@" --precision f64 \
+    timeout "$secs" $B bench "$@" --precision f64 \
       --methods "$TABLE_METHODS,auto,auto[calls=1000000000],auto[mode=trial;calls=1000000000]" $TIMING \
       --out "/tmp/$label" 2>&1 | tail -3
-    SPMVKIT_AUTO_TABLE=$table $B auto eval "/tmp/$label" | tee "$out/$label-eval.md" | tail -30
+    $B auto eval "/tmp/$label" | tee "$out/$label-eval.md" | tail -30
     tar czf "$out/$label.tgz" -C "/tmp/$label" .
     ;;
   *)
