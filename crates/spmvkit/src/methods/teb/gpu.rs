@@ -39,6 +39,8 @@ pub(super) fn upload<T: Scalar>(
         Some(_) => "teb_vector_spmv",
     };
     let func = gpu.function::<T>(&KERNEL, entry)?;
+    // teb_vector_spmv sums long rows with the prelude's cta_gather_sum (32-bit indices)
+    crate::gpu::check_int_loops("teb", l.nrows, l.values.len())?;
     Ok(Box::new(DeviceTeb {
         func,
         // parse() keeps long_row in 1..=i32::MAX
