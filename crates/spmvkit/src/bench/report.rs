@@ -1466,9 +1466,8 @@ fn machine_section(s: &mut String, merged: &MergedRuns, cpu: bool) {
     }
 }
 
-fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, p: Precision) {
-    let matrices = merged.matrix_refs();
-    let methods = merged.methods(p);
+/// The heading of a precision's section and its count of results by status.
+fn precision_header(s: &mut String, matrices: &[&MatrixResult], p: Precision) {
     let _ = writeln!(s, "## Precision {p}\n");
     let mut counts = [0usize; 4];
     for r in matrices
@@ -1486,6 +1485,12 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
         counts[Status::Unsupported as usize],
         counts[Status::Failed as usize]
     );
+}
+
+fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, p: Precision) {
+    let matrices = merged.matrix_refs();
+    let methods = merged.methods(p);
+    precision_header(s, &matrices, p);
 
     let has_kind = |kind: TimeKind| {
         matrices.iter().any(|m| {
@@ -1717,23 +1722,7 @@ fn cpu_precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptio
     let kind = TimeKind::Stream;
     let matrices = merged.matrix_refs();
     let methods = merged.methods(p);
-    let _ = writeln!(s, "## Precision {p}\n");
-    let mut counts = [0usize; 4];
-    for r in matrices
-        .iter()
-        .flat_map(|m| &m.results)
-        .filter(|r| r.precision == p)
-    {
-        counts[r.status as usize] += 1;
-    }
-    let _ = writeln!(
-        s,
-        "Results: {} ok, {} wrong, {} unsupported, {} failed (listed under Failures).\n",
-        counts[Status::Ok as usize],
-        counts[Status::Wrong as usize],
-        counts[Status::Unsupported as usize],
-        counts[Status::Failed as usize]
-    );
+    precision_header(s, &matrices, p);
     let ran = |me: &str| {
         matrices
             .iter()

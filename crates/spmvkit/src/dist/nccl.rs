@@ -218,6 +218,20 @@ pub struct Communicator {
 }
 
 impl Communicator {
+    /// [`Communicator::connect`] with the identity of `a` when the world has more than one
+    /// rank; `None` for a single rank, which needs no communicator.
+    pub fn connect_if_distributed<T: crate::scalar::Scalar>(
+        gpu: &Gpu,
+        env: &RankEnv,
+        a: &crate::matrix::Csr<T>,
+        timeout: Duration,
+    ) -> Result<Option<Communicator>> {
+        if env.world <= 1 {
+            return Ok(None);
+        }
+        Self::connect(gpu, env, &InputIdentity::of(a), timeout).map(Some)
+    }
+
     /// Joins the world described by `env`: rank 0 makes the unique id, the rendezvous at
     /// `env.root` checks every rank's token and `input` and hands the id to all, then
     /// `ncclCommInitRank` on a new stream of `gpu`.

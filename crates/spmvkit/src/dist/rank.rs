@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::bootstrap::{InputIdentity, RankEnv};
+use super::bootstrap::RankEnv;
 use super::nccl::{Communicator, DistOperator, DistScalar, OperatorInfo};
 use super::partition::{Distribution, Strategy, StrategyChoice};
 use crate::cpu::{check, oracle_spmv_rows};
@@ -77,17 +77,7 @@ pub fn run_rank<T: DistScalar>(a: &Csr<T>, env: &RankEnv, cfg: &RankConfig) -> R
     let strategy = dist.choose(cfg.strategy);
     let block = dist.block(a, env.rank, strategy);
     let partition_s = t0.elapsed().as_secs_f64();
-    let comm = if env.world > 1 {
-        let input = InputIdentity::of(a);
-        Some(Communicator::connect(
-            &gpu,
-            env,
-            &input,
-            cfg.connect_timeout,
-        )?)
-    } else {
-        None
-    };
+    let comm = Communicator::connect_if_distributed(&gpu, env, a, cfg.connect_timeout)?;
     let nccl_init_s = comm.as_ref().map_or(0.0, |c| c.init_s);
     let mut op = DistOperator::new(gpu.clone(), comm, env.world, &block, &cfg.method)?;
     let (alpha, beta) = (T::from_f64(cfg.alpha), T::from_f64(cfg.beta));

@@ -35,7 +35,7 @@ use cudarc::driver::{CudaSlice, PushKernelArg};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::bootstrap::{InputIdentity, RankEnv};
+use super::bootstrap::RankEnv;
 use super::nccl::{Communicator, DistOperator, DistScalar};
 use super::partition::{Distribution, StrategyChoice};
 use super::sim::SimOperator;
@@ -467,18 +467,8 @@ pub fn run_solve_rank<T: DistScalar>(
         Solver::PageRank { .. } => Vec::new(),
     };
     let setup_s = t0.elapsed().as_secs_f64();
-    let comm = if env.world > 1 {
-        // the input as loaded, before PageRank's transform: what every rank must agree on
-        let input = InputIdentity::of(a);
-        Some(Communicator::connect(
-            &gpu,
-            env,
-            &input,
-            cfg.connect_timeout,
-        )?)
-    } else {
-        None
-    };
+    // the input as loaded, before PageRank's transform: what every rank must agree on
+    let comm = Communicator::connect_if_distributed(&gpu, env, a, cfg.connect_timeout)?;
     let nccl_init_s = comm.as_ref().map_or(0.0, |c| c.init_s);
     let op = DistOperator::new(gpu.clone(), comm, env.world, &block, &cfg.method)?;
     let info = op.info().clone();
