@@ -16,7 +16,7 @@
 //!
 //! - Every device buffer spmvkit hands out or takes (layouts, a `Plan`'s x and y, the vectors
 //!   of `apply_device`, the solvers' vectors) is read, written and freed on [`Gpu::stream`].
-//! - Side streams exist only inside the crate ([`Gpu::new_stream`] is crate-private): the
+//! - Side streams exist only inside the crate (`Gpu::new_stream` is crate-private): the
 //!   copy/compute streams of `csr-full-overlap` and the NCCL stream of `dist`. Each touches a
 //!   caller's buffer only between an event recorded on [`Gpu::stream`] before and an event that
 //!   [`Gpu::stream`] waits on after, so the call as a whole is ordered on [`Gpu::stream`]
@@ -321,7 +321,7 @@ impl Gpu {
             .map_err(|e| Error::cuda("spmvkit_scale launch", e))
     }
 
-    /// Enqueues out[i] = x[idx[i]] for i < n on `stream` (packing scattered entries, e.g. the
+    /// Enqueues `out[i] = x[idx[i]]` for `i < n` on `stream` (packing scattered entries, e.g. the
     /// send buffer of a halo exchange). `n` is checked against `out` and `idx`; the entries of
     /// `idx` are not (that would need a pass over them).
     ///
