@@ -51,18 +51,11 @@ fn shared_matrices() -> Res<Vec<(String, Csr<f64>)>> {
     let base = spmvkit::bench::suites::shared_matrices_dir()
         .filter(|d| d.is_dir())
         .ok_or("no shared matrices folder (set SPMVKIT_MATRICES)")?;
-    let mut files: Vec<PathBuf> = Vec::new();
-    for g in std::fs::read_dir(&base)?.flatten() {
-        if let Ok(fs) = std::fs::read_dir(g.path()) {
-            for f in fs.flatten() {
-                let p = f.path();
-                if p.to_string_lossy().ends_with(".mtx.gz") {
-                    files.push(p);
-                }
-            }
-        }
-    }
-    files.sort();
+    // matrix_paths lists them sorted
+    let files: Vec<PathBuf> = spmvkit::bench::suites::matrix_paths(&base)?
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".mtx.gz"))
+        .collect();
     let mut out = Vec::new();
     for p in files {
         let name = p

@@ -184,6 +184,14 @@ pub fn shared_matrices_dir() -> Option<PathBuf> {
 
 /// Every `.mtx`, `.mtx.gz` and `.spmvkit` file under `dir`, sorted by path.
 pub fn matrix_files(dir: &Path) -> Result<Vec<MatrixSource>> {
+    Ok(matrix_paths(dir)?
+        .into_iter()
+        .map(MatrixSource::File)
+        .collect())
+}
+
+/// The matrix files (`.mtx`, `.mtx.gz`, `.spmvkit`) under `dir`, recursively, sorted.
+pub fn matrix_paths(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -198,7 +206,7 @@ pub fn matrix_files(dir: &Path) -> Result<Vec<MatrixSource>> {
         }
     }
     out.sort();
-    Ok(out.into_iter().map(MatrixSource::File).collect())
+    Ok(out)
 }
 
 fn is_matrix_file(p: &Path) -> bool {

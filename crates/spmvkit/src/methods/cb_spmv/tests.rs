@@ -431,20 +431,11 @@ fn shared_matrices(test: &str) -> Vec<(String, Csr<f64>)> {
     let Some(base) = crate::testing::matrices_or_skip(test) else {
         return Vec::new();
     };
-    let mut files = Vec::new();
-    let groups = std::fs::read_dir(&base)
-        .unwrap_or_else(|e| panic!("{test}: reading {}: {e}", base.display()));
-    for g in groups.flatten() {
-        if let Ok(fs) = std::fs::read_dir(g.path()) {
-            for f in fs.flatten() {
-                let p = f.path();
-                if p.to_string_lossy().ends_with(".mtx.gz") {
-                    files.push(p);
-                }
-            }
-        }
-    }
-    files.sort();
+    let files: Vec<std::path::PathBuf> = crate::bench::suites::matrix_paths(&base)
+        .unwrap_or_else(|e| panic!("{test}: {e}"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".mtx.gz"))
+        .collect();
     if files.is_empty() {
         let reason = format!("no .mtx.gz files under {}", base.display());
         crate::testing::require_or_skip(test, crate::testing::Need::Matrices, &reason);
