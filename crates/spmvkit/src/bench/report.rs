@@ -1487,6 +1487,28 @@ fn precision_header(s: &mut String, matrices: &[&MatrixResult], p: Precision) {
     );
 }
 
+/// A performance-profile table: one row per method label, the share of matrices within each τ.
+fn profile_table(
+    s: &mut String,
+    taus: &[f64],
+    labels: impl Iterator<Item = String>,
+    profile: &[Vec<f64>],
+) {
+    let _ = write!(s, "| method |");
+    for t in taus {
+        let _ = write!(s, " τ = {t} |");
+    }
+    let _ = writeln!(s, "\n|---|{}", "---|".repeat(taus.len()));
+    for (label, fr) in labels.zip(profile) {
+        let _ = write!(s, "| {} |", cell(&label));
+        for f in fr {
+            let _ = write!(s, " {:.0}% |", 100.0 * f);
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+}
+
 fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, p: Precision) {
     let matrices = merged.matrix_refs();
     let methods = merged.methods(p);
@@ -1599,19 +1621,12 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
             s,
             "Fraction of matrices on which the method is within τ of the fastest method.\n"
         );
-        let _ = write!(s, "| method |");
-        for t in taus {
-            let _ = write!(s, " τ = {t} |");
-        }
-        let _ = writeln!(s, "\n|---|{}", "---|".repeat(taus.len()));
-        for (me, fr) in methods.iter().zip(&profile) {
-            let _ = write!(s, "| {} |", cell(&method_display(&matrices, p, me)));
-            for f in fr {
-                let _ = write!(s, " {:.0}% |", 100.0 * f);
-            }
-            s.push('\n');
-        }
-        s.push('\n');
+        profile_table(
+            s,
+            &taus,
+            methods.iter().map(|me| method_display(&matrices, p, me)),
+            &profile,
+        );
     }
 
     let bw: Vec<&MergedMatrix> = merged
@@ -1920,19 +1935,12 @@ fn cpu_precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptio
         "Fraction of matrices on which the method's median is within τ of the fastest median \
          (medians only: ties are not resolved here).\n"
     );
-    let _ = write!(s, "| method |");
-    for t in taus {
-        let _ = write!(s, " τ = {t} |");
-    }
-    let _ = writeln!(s, "\n|---|{}", "---|".repeat(taus.len()));
-    for (me, fr) in profiled.iter().zip(&profile) {
-        let _ = write!(s, "| {} |", cell(&method_display(&matrices, p, me)));
-        for f in fr {
-            let _ = write!(s, " {:.0}% |", 100.0 * f);
-        }
-        s.push('\n');
-    }
-    s.push('\n');
+    profile_table(
+        s,
+        &taus,
+        profiled.iter().map(|me| method_display(&matrices, p, me)),
+        &profile,
+    );
     if !repeats.is_empty() {
         let names: Vec<String> = repeats
             .iter()

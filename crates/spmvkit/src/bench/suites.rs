@@ -130,25 +130,20 @@ pub const LARGE_TEST: &[&str] = &[
     "wide:100000,20000000,200",
 ];
 
+/// GEN-SPECs as inputs.
+fn specs(list: &[&str]) -> Vec<MatrixSource> {
+    list.iter()
+        .map(|s| MatrixSource::Spec(s.to_string()))
+        .collect()
+}
+
 /// The inputs of a named suite.
 pub fn suite(name: &str) -> Result<Vec<MatrixSource>> {
     match name {
-        "quick" => Ok(QUICK
-            .iter()
-            .map(|s| MatrixSource::Spec(s.to_string()))
-            .collect()),
-        "gpu-large" => Ok(GPU_LARGE
-            .iter()
-            .map(|s| MatrixSource::Spec(s.to_string()))
-            .collect()),
-        "large-train" => Ok(LARGE_TRAIN
-            .iter()
-            .map(|s| MatrixSource::Spec(s.to_string()))
-            .collect()),
-        "large-test" => Ok(LARGE_TEST
-            .iter()
-            .map(|s| MatrixSource::Spec(s.to_string()))
-            .collect()),
+        "quick" => Ok(specs(QUICK)),
+        "gpu-large" => Ok(specs(GPU_LARGE)),
+        "large-train" => Ok(specs(LARGE_TRAIN)),
+        "large-test" => Ok(specs(LARGE_TEST)),
         "shared" => {
             let dir = shared_matrices_dir().ok_or_else(|| {
                 Error::InvalidArgument(
