@@ -15,6 +15,7 @@ pub mod csr;
 pub mod csr5;
 pub mod csr_light;
 pub mod csr_overlap;
+pub mod csr_packed;
 pub mod csr_scalar;
 pub mod csr_vector;
 pub mod cusparse;
@@ -96,6 +97,20 @@ pub trait Layout<T: Scalar>: Send + Sync {
     /// replace values under a fixed pattern without re-analysis; `None` (the default) means the
     /// layout transforms or splits its values, and an update re-prepares.
     fn values_mut(&mut self) -> Option<&mut [T]> {
+        None
+    }
+
+    /// Re-encodes new values (CSR order of `pattern`, the pattern the layout was built from) in
+    /// place, for layouts that transform their values but can redo that without re-analysis
+    /// (`csr-packed`'s dictionary). `None` (the default): no such path; `Some(Err(why))`: the
+    /// new values do not fit the layout (too many distinct values for its codes), and
+    /// [`Plan::update_values`] prepares again and says why.
+    fn reencode_values(
+        &mut self,
+        pattern: &crate::matrix::Pattern,
+        vals: &[T],
+    ) -> Option<std::result::Result<(), String>> {
+        let _ = (pattern, vals);
         None
     }
 }
@@ -236,6 +251,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
         dasp::KERNEL,
         tilespmv::KERNEL,
         hbp::KERNEL,
+        csr_packed::KERNEL,
     ]
 }
 
@@ -273,6 +289,7 @@ pub fn registry() -> &'static [&'static dyn Method] {
         &fastload::FastLoad,
         &fastload::FastLoadAtomic,
         // beyond the papers
+        &csr_packed::CsrPacked,
         &auto::Auto,
     ];
     REGISTRY

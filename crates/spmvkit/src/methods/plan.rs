@@ -84,6 +84,9 @@ pub enum ValueUpdate {
     Gathered,
     /// The layout transforms values: prepared again from the pattern and the new values.
     Reprepared,
+    /// The layout re-encoded the new values in place (`csr-packed`'s dictionary codes), keeping
+    /// its structure, and was uploaded again.
+    Reencoded,
 }
 
 /// Where each value slot of the layout takes its value from.
@@ -325,25 +328,34 @@ impl<T: PrepareFor> Plan<T> {
                 got: vals.len(),
             });
         }
-        if self.value_map.is_none() {
+        let reencoded = match self.layout.reencode_values(&self.pattern, vals) {
+            None => None,
+            Some(Ok(())) => Some(true),
+            Some(Err(why)) => {
+                self.value_map = Some(ValueMap::Reprepare(why));
+                Some(false)
+            }
+        };
+        if self.value_map.is_none() && reencoded.is_none() {
             self.value_map = Some(self.build_value_map()?);
         }
-        let gathered = match (&self.value_map, self.layout.values_mut()) {
-            (Some(ValueMap::Gather(map)), Some(slots)) if slots.len() == map.len() => {
-                slots
-                    .par_iter_mut()
-                    .zip(map.par_iter())
-                    .for_each(|(s, &m)| {
-                        *s = if m == 0 {
-                            T::zero()
-                        } else {
-                            vals[m as usize - 1]
-                        };
-                    });
-                true
-            }
-            _ => false,
-        };
+        let gathered = reencoded.unwrap_or(false)
+            || match (&self.value_map, self.layout.values_mut()) {
+                (Some(ValueMap::Gather(map)), Some(slots)) if slots.len() == map.len() => {
+                    slots
+                        .par_iter_mut()
+                        .zip(map.par_iter())
+                        .for_each(|(s, &m)| {
+                            *s = if m == 0 {
+                                T::zero()
+                            } else {
+                                vals[m as usize - 1]
+                            };
+                        });
+                    true
+                }
+                _ => false,
+            };
         let t0 = Instant::now();
         if !gathered {
             let a = Csr::with_pattern(self.pattern.clone(), vals.to_vec())?;
@@ -367,10 +379,10 @@ impl<T: PrepareFor> Plan<T> {
             d.gpu.synchronize()?;
             self.prep.upload = t1.elapsed();
         }
-        Ok(if gathered {
-            ValueUpdate::Gathered
-        } else {
-            ValueUpdate::Reprepared
+        Ok(match (gathered, reencoded) {
+            (true, Some(true)) => ValueUpdate::Reencoded,
+            (true, _) => ValueUpdate::Gathered,
+            (false, _) => ValueUpdate::Reprepared,
         })
     }
 

@@ -278,7 +278,7 @@ pub(crate) fn check_gpu_against_mirror<M: GenericMethod>(m: &M, params: &Params)
     }
 }
 
-fn gpu_case<M: GenericMethod, T: Scalar>(
+pub(crate) fn gpu_case<M: GenericMethod, T: Scalar>(
     m: &M,
     params: &Params,
     gpu: &std::sync::Arc<crate::gpu::Gpu>,

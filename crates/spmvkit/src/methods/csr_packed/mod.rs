@@ -1,0 +1,193 @@
+//! `csr-packed`: a lossless compressed layout that moves fewer bytes than CSR (issue #19, "Move
+//! fewer bytes"), in the family of CSR-DU (Kourtis et al., CF'08: delta-coded column indices with
+//! a per-unit width), CSR-VI (Kourtis et al., CF'08: a dictionary of the distinct values) and BRO
+//! (Tang et al., ICS'13: bit-packed indices per slice of rows on the GPU).
+//!
+//! The layout, per slice of 32 rows (one warp, one lane per row, as sliced ELL):
+//! - **column indices** are delta-coded inside each row: the first relative to the row index
+//!   (biased by 2^(w−1)), every next one relative to the previous column. Each slice picks the
+//!   width w ∈ {8, 16, 32} bits that makes it smallest; a row whose deltas do not fit a width
+//!   the rest of the slice fits is an *outlier* and leaves the slice (the way out, below);
+//! - codes are stored lane-interleaved in groups of 8 entries: group g of lane l is one
+//!   w-byte block (8, 16 or 32 bytes) at `slice start + (32·g + l)·w`, so a warp's loads are
+//!   whole 8-, 16- or 32-byte vectors side by side;
+//! - **values**: none for a matrix with one distinct value; a dictionary of the distinct values
+//!   with 1-, 2-, 4-, 8- or 16-bit codes (8 codes form one block of 1–16 bytes, lane-interleaved
+//!   like the columns) when at most 2^16 distinct values occur; raw values otherwise. The
+//!   dictionary stays in global memory and is read through the read-only L1 path;
+//! - **row lengths** as one byte per lane (at most 248 entries, 255 = the lane has no row here);
+//!   rows can be sorted by length inside windows of rows (then a row map says which row each
+//!   lane holds) when that saves more padding bytes than the map costs;
+//! - **long and outlier rows** (longer than `long`, or outliers of their slice's width) go to a
+//!   warp-per-row path over raw CSR arrays.
+//!
+//! Each lane sums its row left to right with fused multiply-adds from zero (the order of
+//! `csr-scalar`), and a long row is summed by 32 strided lanes and a butterfly (the order of
+//! `csr-vector`), so the result is deterministic and the CPU mirror (`cpu.rs`), which decodes
+//! the same streams, matches the kernel bit for bit. Preprocessing (`encode.rs`) runs in
+//! parallel and is timed by stage.
+
+mod cpu;
+mod encode;
+mod gpu;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::gpu::{Gpu, KernelSource};
+use crate::matrix::{Csr, Pattern};
+use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::scalar::{Idx, Scalar};
+
+pub(crate) use encode::ValueCodes;
+
+/// The kernel of `csr-packed`.
+pub const KERNEL: KernelSource = KernelSource {
+    name: "csr-packed",
+    source: include_str!("kernel.cu"),
+};
+
+const NAME: &str = "csr-packed";
+
+/// Rows of a slice: one warp, one lane per row.
+pub(crate) const WARP: usize = 32;
+/// Entries of one code block (per lane).
+pub(crate) const GROUP: usize = 8;
+/// The longest row a slice holds (31 groups of 8; a length byte of 255 means "no row here").
+pub(crate) const MAX_SHORT: usize = 248;
+/// The length byte of a lane without a row in its slice.
+pub(crate) const SKIP: u8 = 255;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        key: "long",
+        default: "auto",
+        help: "rows longer than this go to the warp-per-row path (8..=248); auto: 4 × the mean \
+               row length, at least 64, at most 248",
+    },
+    ParamSpec {
+        key: "sort",
+        default: "auto",
+        help: "sort rows by length inside windows of `window` rows: on, off, or auto (when the \
+               padding it saves outweighs the 4-byte row map it needs)",
+    },
+    ParamSpec {
+        key: "window",
+        default: "256",
+        help: "rows per sorting window (a multiple of 32, 32..=65536)",
+    },
+    ParamSpec {
+        key: "values",
+        default: "auto",
+        help: "auto (a dictionary when at most 65536 distinct values occur, else raw), dict \
+               (refuse a matrix with more), or raw",
+    },
+];
+
+/// The registry entry of `csr-packed`.
+pub struct CsrPacked;
+
+impl GenericMethod for CsrPacked {
+    fn info(&self) -> MethodInfo {
+        MethodInfo {
+            name: NAME,
+            summary: "GPU: compressed CSR (delta-coded columns, value dictionary), a lane per row",
+            source: "spmvkit (issue #19), after CSR-DU/CSR-VI (CF'08) and BRO (ICS'13)",
+            deterministic: true,
+            gpu: true,
+            cpu: true,
+            params: PARAMS,
+        }
+    }
+
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        let cfg = encode::Config::from_params(params, csr)?;
+        Ok(Box::new(encode::encode(csr, &cfg)?))
+    }
+}
+
+/// The `csr-packed` layout (see the module doc for the format).
+pub struct PackedLayout<T> {
+    pub(crate) nrows: usize,
+    pub(crate) ncols: usize,
+    pub(crate) nnz: usize,
+    /// Length byte per lane, 32 per slice ([`SKIP`]: no row).
+    pub(crate) lens: Vec<u8>,
+    /// The row of each lane (32 per slice) when rows were sorted; `None`: lane l of slice s
+    /// holds row 32·s + l.
+    pub(crate) rows: Option<Vec<u32>>,
+    /// Group prefix per slice (`nslices + 1`): slice s holds groups `grp[s]..grp[s+1]` of the
+    /// value stream, `grp[s+1] − grp[s]` groups per lane.
+    pub(crate) grp: Vec<u32>,
+    /// Start of each slice's column codes in the word stream, in 16-byte units.
+    pub(crate) col_off: Vec<u32>,
+    /// Code width of each slice, in bits (8, 16 or 32).
+    pub(crate) col_w: Vec<u8>,
+    /// The column code stream, 32-bit words (little-endian codes).
+    pub(crate) cols: Vec<u32>,
+    /// How values are stored.
+    pub(crate) vcodes: ValueCodes,
+    /// The distinct values (dictionary and constant modes).
+    pub(crate) dict: Vec<T>,
+    /// The value code stream (`Bits(v)`: v bytes per block of 8 codes).
+    pub(crate) vstream: Vec<u8>,
+    /// Raw values (raw mode), 8 per block.
+    pub(crate) raw: Vec<T>,
+    /// Rows of the warp-per-row path, ascending.
+    pub(crate) long_rows: Vec<u32>,
+    /// Their entries in `long_cols`/`long_vals` (`long_rows.len() + 1` offsets).
+    pub(crate) long_ptr: Vec<u32>,
+    pub(crate) long_cols: Vec<Idx>,
+    pub(crate) long_vals: Vec<T>,
+    /// Facts for the notes.
+    pub(crate) facts: encode::Facts,
+}
+
+impl<T> PackedLayout<T> {
+    /// Number of slices.
+    pub(crate) fn nslices(&self) -> usize {
+        self.col_w.len()
+    }
+}
+
+impl<T: Scalar> Layout<T> for PackedLayout<T> {
+    fn footprint_bytes(&self) -> usize {
+        self.lens.len()
+            + self.rows.as_ref().map_or(0, |r| 4 * r.len())
+            + 4 * self.grp.len()
+            + 4 * self.col_off.len()
+            + self.col_w.len()
+            + 4 * self.cols.len()
+            + T::BYTES * self.dict.len()
+            + self.vstream.len()
+            + T::BYTES * self.raw.len()
+            + 4 * (self.long_rows.len() + self.long_ptr.len() + self.long_cols.len())
+            + T::BYTES * self.long_vals.len()
+    }
+
+    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
+        cpu::run(self, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn upload(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
+        Ok(Box::new(gpu::PackedDevice::upload(gpu, self)?))
+    }
+
+    fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
+        self.facts.stages.clone()
+    }
+
+    fn notes(&self) -> Vec<(String, String)> {
+        self.facts
+            .notes(self.footprint_bytes(), self.nnz, self.nrows, T::BYTES)
+    }
+
+    fn reencode_values(&mut self, pattern: &Pattern, vals: &[T]) -> Option<Result<(), String>> {
+        Some(encode::reencode_values(self, pattern, vals))
+    }
+}
+
+#[cfg(test)]
+mod tests;
