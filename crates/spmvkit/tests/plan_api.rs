@@ -83,8 +83,13 @@ fn check_update<T: PrepareFor>(
             T::PRECISION
         );
     }
-    // A second update (the map is built now) goes the same way.
-    assert_eq!(plan.update_values(a.vals()).unwrap(), how);
+    // A second update (the map is built now) goes the same way, except that a layout which
+    // prepared again because its value codes could not hold the new values may re-encode the
+    // old ones in place (csr-packed).
+    let second = plan.update_values(a.vals()).unwrap();
+    if !(how == ValueUpdate::Reprepared && second == ValueUpdate::Reencoded) {
+        assert_eq!(second, how, "{} on {name}: second update", info.name);
+    }
     Some(how)
 }
 

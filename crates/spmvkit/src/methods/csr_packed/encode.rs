@@ -60,8 +60,21 @@ impl ValueCodes {
         }
     }
 
-    /// The kernel entry point for this value mode.
-    pub(crate) fn entry(self) -> &'static str {
+    /// The kernel entry point for this value mode, with or without prefetching.
+    pub(crate) fn entry(self, prefetch: bool) -> &'static str {
+        match (self, prefetch) {
+            (ValueCodes::Const, false) => "csr_packed_v0_flat",
+            (ValueCodes::Bits(1), false) => "csr_packed_v1_flat",
+            (ValueCodes::Bits(2), false) => "csr_packed_v2_flat",
+            (ValueCodes::Bits(4), false) => "csr_packed_v4_flat",
+            (ValueCodes::Bits(8), false) => "csr_packed_v8_flat",
+            (ValueCodes::Bits(_), false) => "csr_packed_v16_flat",
+            (ValueCodes::Raw, false) => "csr_packed_raw_flat",
+            (v, true) => v.prefetching_entry(),
+        }
+    }
+
+    fn prefetching_entry(self) -> &'static str {
         match self {
             ValueCodes::Const => "csr_packed_v0",
             ValueCodes::Bits(1) => "csr_packed_v1",
@@ -104,6 +117,7 @@ pub(crate) struct Config {
     pub sort: Sort,
     pub window: usize,
     pub values: ValuesMode,
+    pub prefetch: bool,
 }
 
 impl Config {
@@ -157,11 +171,18 @@ impl Config {
                 ))
             }
         };
+        let prefetch_s: String = params.get(NAME, PARAMS, "prefetch")?;
+        let prefetch = match prefetch_s.as_str() {
+            "on" => true,
+            "off" => false,
+            other => return Err(bad("prefetch", format!("'{other}': expected on or off"))),
+        };
         Ok(Config {
             long,
             sort,
             window,
             values,
+            prefetch,
         })
     }
 }
@@ -757,6 +778,7 @@ pub(crate) fn encode<T: Scalar>(a: &Csr<T>, cfg: &Config) -> Result<PackedLayout
         long_cols,
         long_vals,
         facts,
+        prefetch: cfg.prefetch,
     })
 }
 

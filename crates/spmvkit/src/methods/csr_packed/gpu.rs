@@ -1,6 +1,7 @@
 //! Upload and launch of `csr-packed`: the layout's streams on the device, one launch per call
-//! of the entry point for the layout's value mode, a warp per work item (slice or long row) in
-//! blocks of 256 threads.
+//! of the entry point for the layout's value mode (and `prefetch`), persistent warps in blocks
+//! of 256 threads, as many blocks as stay resident (CUDA's occupancy query), at most one warp
+//! per slice or long row.
 
 use std::sync::Arc;
 
@@ -36,6 +37,8 @@ pub(super) struct PackedDevice<T> {
     long_cols: CudaSlice<u32>,
     long_vals: CudaSlice<T>,
     footprint: usize,
+    /// Resident blocks of the whole GPU (the persistent grid's size at most).
+    max_blocks: usize,
 }
 
 impl<T: Scalar> PackedDevice<T> {
@@ -43,7 +46,13 @@ impl<T: Scalar> PackedDevice<T> {
     pub(super) fn upload(gpu: &Arc<Gpu>, l: &PackedLayout<T>) -> Result<Self> {
         let items = l.nslices() + l.long_rows.len();
         kernel_int("csr-packed work items (slices + long rows)", items)?;
-        let f = gpu.function::<T>(&KERNEL, l.vcodes.entry())?;
+        let f = gpu.function::<T>(&KERNEL, l.vcodes.entry(l.prefetch))?;
+        // Persistent warps: as many blocks as stay resident on every SM at once.
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
+            .map_err(|e| Error::cuda("csr-packed: occupancy query", e))?
+            .max(1) as usize;
+        let max_blocks = per_sm * gpu.sm_count().max(1);
         Ok(PackedDevice {
             f,
             nrows: l.nrows,
@@ -65,6 +74,7 @@ impl<T: Scalar> PackedDevice<T> {
             long_cols: gpu.upload(&l.long_cols)?,
             long_vals: gpu.upload(&l.long_vals)?,
             footprint: crate::methods::Layout::footprint_bytes(l),
+            max_blocks,
         })
     }
 }
@@ -89,7 +99,10 @@ impl<T: Scalar> DeviceLayout<T> for PackedDevice<T> {
         let warps_per_block = (BLOCK as usize) / WARP;
         let cfg = LaunchConfig {
             grid_dim: (
-                grid_dim("csr-packed blocks", items.div_ceil(warps_per_block))?,
+                grid_dim(
+                    "csr-packed blocks",
+                    items.div_ceil(warps_per_block).min(self.max_blocks),
+                )?,
                 1,
                 1,
             ),

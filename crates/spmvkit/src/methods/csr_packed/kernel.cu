@@ -1,7 +1,7 @@
 // csr-packed: compressed CSR, one warp per slice of 32 rows and one lane per row (issue #19;
 // after CSR-DU/CSR-VI, CF'08, and BRO, ICS'13). The format is described in mod.rs.
-// Work items: items [0, nslices) are slices, items [nslices, nslices + nlong) long rows, one
-// warp each (blockDim.x a multiple of 32, so an item never splits a warp).
+// Persistent warps (the grid is sized to the resident warps): warp k takes slices k, k + nwarps,
+// ..., then long rows k, k + nwarps, ...; blockDim.x is a multiple of 32.
 // Slice lane: column codes come in blocks of 8 entries (8, 16 or 32 bytes per lane, a vector
 // load), each column = previous + code (the first: row - bias + code, mod 2^32); values come
 // from the value mode V (template): 0 one constant, 1/2/4/8/16-bit dictionary codes (a block
@@ -9,8 +9,8 @@
 // zero (the order of csr-scalar), then y = alpha*sum or fma(alpha, sum, beta*y).
 // Long row: 32 strided lanes with fma from zero, warp_reduce_sum, lane 0 stores (csr-vector's
 // order). The CPU mirror (cpu.rs) follows both orders, so results match bit for bit.
-// Item and lane indices are unsigned: items < 2^31 (checked by the upload), slice-lane indices
-// are size_t.
+// Slice and long-row indices are unsigned and below 2^31 (checked by the upload), so adding
+// nwarps cannot wrap; slice-lane indices are size_t.
 
 #define PACKED_SKIP 255u
 #define V_RAW 99
@@ -110,48 +110,141 @@ __device__ __forceinline__ real_t value_of(const unsigned (&v)[4], const real_t 
     }
 }
 
-// The sum of one slice row of `len` entries at code width W. Per group of 8 entries the lane
-// decodes the columns, then issues all x loads and value loads, then the fmas in entry order
-// (loads of one group are independent, so they are in flight together).
+// The sum of group g (entries 8g..8g+7, m of them present) of a slice row at code width W,
+// from its column words c[] and value block v[]/r[], added to sum in entry order: the columns
+// are decoded first, then all x loads are issued, then the fmas (the loads of one group are
+// independent, so they are in flight together).
 template <int W, int V>
-__device__ __forceinline__ real_t slice_row(unsigned row, unsigned len, int lane,
-                                            const unsigned* __restrict__ words, size_t blk0,
+__device__ __forceinline__ real_t group_sum(unsigned& prev, unsigned m, const unsigned (&c)[8],
+                                            const unsigned (&v)[4], const real_t (&r)[8],
+                                            const real_t* __restrict__ dict,
+                                            const real_t (&d)[4],
+                                            const real_t* __restrict__ x, real_t sum) {
+    real_t xv[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        if ((unsigned)j < m) {
+            prev += col_code<W>(c, j);
+            xv[j] = ldg(x + prev);
+        } else {
+            xv[j] = (real_t)0;
+        }
+    }
+    real_t av[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) av[j] = ((unsigned)j < m) ? value_of<V>(v, r, j, dict, d) : (real_t)0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        if ((unsigned)j < m) sum = fma(av[j], xv[j], sum);
+    }
+    return sum;
+}
+
+// What a lane needs of its slice before the codes: its length byte and row, the slice's first
+// value block (in blocks of 32), code width and code offset (the last three the same in every
+// lane).
+struct SliceMeta {
+    unsigned len, row, w, grp, off;
+};
+
+// The first 16 bytes of a lane's group-0 column block (all of it at 8 and 16 bits) and its
+// group-0 value block, loaded ahead of use.
+struct Block0 {
+    unsigned c[4];
+    unsigned v[4];
+    real_t r[8];
+};
+
+__device__ __forceinline__ SliceMeta load_meta(unsigned s, int lane,
+                                               const unsigned char* __restrict__ lens,
+                                               const unsigned* __restrict__ rows, int has_rows,
+                                               const unsigned* __restrict__ grp,
+                                               const unsigned* __restrict__ col_off,
+                                               const unsigned char* __restrict__ col_w) {
+    const size_t slot = (size_t)s * 32 + lane;
+    SliceMeta m;
+    m.len = ldg(lens + slot);
+    m.row = has_rows ? ldg(rows + slot) : s * 32 + lane;
+    m.grp = ldg(grp + s);
+    m.w = ldg(col_w + s);
+    m.off = ldg(col_off + s);
+    return m;
+}
+
+template <int V>
+__device__ __forceinline__ void load_block0(const SliceMeta& m, int lane,
+                                            const unsigned* __restrict__ cols,
+                                            const unsigned char* __restrict__ vs,
+                                            const real_t* __restrict__ raw, Block0& b) {
+    b.c[0] = b.c[1] = b.c[2] = b.c[3] = 0u;
+    if (m.len == PACKED_SKIP || m.len == 0) return;
+    const unsigned* words = cols + (size_t)m.off * 4 + (size_t)lane * (m.w / 4);
+    if (m.w == 8) {
+        const uint2 a = ldg(reinterpret_cast<const uint2*>(words));
+        b.c[0] = a.x; b.c[1] = a.y;
+    } else {
+        const uint4 a = ldg(reinterpret_cast<const uint4*>(words));
+        b.c[0] = a.x; b.c[1] = a.y; b.c[2] = a.z; b.c[3] = a.w;
+    }
+    load_vals<V>(vs, raw, (size_t)m.grp * 32 + lane, b.v, b.r);
+}
+
+// The whole row of a lane at code width W: group 0 from the prefetched block (at 32 bits its
+// second half loaded here), later groups loaded here.
+template <int W, int V>
+__device__ __forceinline__ real_t slice_row(const SliceMeta& m, int lane, const Block0& b,
+                                            const unsigned* __restrict__ cols,
                                             const unsigned char* __restrict__ vs,
                                             const real_t* __restrict__ raw,
                                             const real_t* __restrict__ dict,
                                             const real_t (&d)[4],
                                             const real_t* __restrict__ x) {
-    unsigned prev = row - packed_bias<W>();
-    real_t sum = (real_t)0;
-    for (unsigned g = 0; g * 8 < len; ++g) {
+    const unsigned* words = cols + (size_t)m.off * 4;
+    const size_t blk0 = (size_t)m.grp * 32;
+    unsigned c0[8] = {b.c[0], b.c[1], b.c[2], b.c[3], 0u, 0u, 0u, 0u};
+    if constexpr (W == 32) {
+        const uint4 a = ldg(reinterpret_cast<const uint4*>(words + (size_t)lane * 8) + 1);
+        c0[4] = a.x; c0[5] = a.y; c0[6] = a.z; c0[7] = a.w;
+    }
+    unsigned prev = m.row - packed_bias<W>();
+    real_t sum = group_sum<W, V>(prev, m.len, c0, b.v, b.r, dict, d, x, (real_t)0);
+    for (unsigned g = 1; g * 8 < m.len; ++g) {
         unsigned c[8];
         load_cols<W>(words + ((size_t)g * 32 + lane) * (W / 4), c);
         unsigned v[4];
         real_t r[8];
         load_vals<V>(vs, raw, blk0 + (size_t)g * 32 + lane, v, r);
-        const unsigned m = len - g * 8;
-        real_t xv[8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            if ((unsigned)j < m) {
-                prev += col_code<W>(c, j);
-                xv[j] = ldg(x + prev);
-            } else {
-                xv[j] = (real_t)0;
-            }
-        }
-        real_t av[8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) av[j] = ((unsigned)j < m) ? value_of<V>(v, r, j, dict, d) : (real_t)0;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            if ((unsigned)j < m) sum = fma(av[j], xv[j], sum);
-        }
+        sum = group_sum<W, V>(prev, m.len - g * 8, c, v, r, dict, d, x, sum);
     }
     return sum;
 }
 
+// One slice row of a lane: its sum at the slice's width, stored to y.
 template <int V>
+__device__ __forceinline__ void slice_lane(const SliceMeta& m, int lane, const Block0& b,
+                                           const unsigned* __restrict__ cols,
+                                           const unsigned char* __restrict__ vs,
+                                           const real_t* __restrict__ raw,
+                                           const real_t* __restrict__ dict, const real_t (&d)[4],
+                                           const real_t* __restrict__ x, real_t* __restrict__ y,
+                                           real_t alpha, real_t beta) {
+    if (m.len == PACKED_SKIP) return;
+    real_t sum;
+    if (m.w == 16) {
+        sum = slice_row<16, V>(m, lane, b, cols, vs, raw, dict, d, x);
+    } else if (m.w == 8) {
+        sum = slice_row<8, V>(m, lane, b, cols, vs, raw, dict, d, x);
+    } else {
+        sum = slice_row<32, V>(m, lane, b, cols, vs, raw, dict, d, x);
+    }
+    y[m.row] = (beta == (real_t)0) ? alpha * sum : fma(alpha, sum, beta * y[m.row]);
+}
+
+// Persistent warps: warp k of `nwarps` takes slices k, k + nwarps, ... (so the warps sweep the
+// matrix together and x stays local). With PREFETCH the next slice's metadata and first code
+// block are loaded while the current one gathers x (the metadata two slices ahead); without, a
+// slice's loads wait for each other. Then long rows k, k + nwarps, ...
+template <int V, bool PREFETCH>
 __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
                                            const unsigned char* __restrict__ lens,
                                            const unsigned* __restrict__ rows, int has_rows,
@@ -168,32 +261,45 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
                                            const real_t* __restrict__ long_vals,
                                            const real_t* __restrict__ x, real_t* __restrict__ y,
                                            real_t alpha, real_t beta) {
-    const unsigned item = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const unsigned warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const unsigned nwarps = gridDim.x * (blockDim.x >> 5);
     const int lane = threadIdx.x & 31;
-    if (item < nslices) {
-        const size_t slot = (size_t)item * 32 + lane;
-        const unsigned len = ldg(lens + slot);
-        if (len == PACKED_SKIP) return;
-        const unsigned row = has_rows ? ldg(rows + slot) : item * 32 + lane;
-        const size_t blk0 = (size_t)ldg(grp + item) * 32;
-        const unsigned w = ldg(col_w + item);
-        const unsigned* words = cols + (size_t)ldg(col_off + item) * 4;
-        real_t d[4] = {(real_t)0, (real_t)0, (real_t)0, (real_t)0};
-        if constexpr (V == 0 || V == 1 || V == 2) {
+    real_t d[4] = {(real_t)0, (real_t)0, (real_t)0, (real_t)0};
+    if constexpr (V == 0 || V == 1 || V == 2) {
 #pragma unroll
-            for (int k = 0; k < (V == 2 ? 4 : (V == 1 ? 2 : 1)); ++k) d[k] = ldg(dict + k);
+        for (int k = 0; k < (V == 2 ? 4 : (V == 1 ? 2 : 1)); ++k) d[k] = ldg(dict + k);
+    }
+    if constexpr (PREFETCH) {
+        unsigned s = warp;
+        SliceMeta mc, mn;
+        Block0 bc, bn;
+        if (s < nslices) {
+            mc = load_meta(s, lane, lens, rows, has_rows, grp, col_off, col_w);
+            load_block0<V>(mc, lane, cols, vs, raw, bc);
         }
-        real_t sum;
-        if (w == 16) {
-            sum = slice_row<16, V>(row, len, lane, words, blk0, vs, raw, dict, d, x);
-        } else if (w == 8) {
-            sum = slice_row<8, V>(row, len, lane, words, blk0, vs, raw, dict, d, x);
-        } else {
-            sum = slice_row<32, V>(row, len, lane, words, blk0, vs, raw, dict, d, x);
+        if (s + nwarps < nslices) mn = load_meta(s + nwarps, lane, lens, rows, has_rows, grp, col_off, col_w);
+        while (s < nslices) {
+            const unsigned sn = s + nwarps;
+            if (sn < nslices) load_block0<V>(mn, lane, cols, vs, raw, bn);
+            SliceMeta mnn;
+            if (sn + nwarps < nslices) {
+                mnn = load_meta(sn + nwarps, lane, lens, rows, has_rows, grp, col_off, col_w);
+            }
+            slice_lane<V>(mc, lane, bc, cols, vs, raw, dict, d, x, y, alpha, beta);
+            mc = mn;
+            mn = mnn;
+            bc = bn;
+            s = sn;
         }
-        y[row] = (beta == (real_t)0) ? alpha * sum : fma(alpha, sum, beta * y[row]);
-    } else if (item - nslices < nlong) {
-        const unsigned i = item - nslices;
+    } else {
+        for (unsigned s = warp; s < nslices; s += nwarps) {
+            const SliceMeta m = load_meta(s, lane, lens, rows, has_rows, grp, col_off, col_w);
+            Block0 b;
+            load_block0<V>(m, lane, cols, vs, raw, b);
+            slice_lane<V>(m, lane, b, cols, vs, raw, dict, d, x, y, alpha, beta);
+        }
+    }
+    for (unsigned i = warp; i < nlong; i += nwarps) {
         const unsigned r = ldg(long_rows + i);
         const unsigned end = ldg(long_ptr + i + 1);
         real_t sum = (real_t)0;
@@ -205,7 +311,7 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
     }
 }
 
-#define PACKED_ENTRY(NAME, V)                                                                    \
+#define PACKED_ENTRY(NAME, V, PF)                                                                  \
     extern "C" __global__ void __launch_bounds__(256) NAME(                                      \
         unsigned nslices, unsigned nlong, const unsigned char* __restrict__ lens,                \
         const unsigned* __restrict__ rows, int has_rows, const unsigned* __restrict__ grp,       \
@@ -215,14 +321,22 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
         const unsigned* __restrict__ long_rows, const unsigned* __restrict__ long_ptr,           \
         const unsigned* __restrict__ long_cols, const real_t* __restrict__ long_vals,            \
         const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha, real_t beta) {       \
-        csr_packed<V>(nslices, nlong, lens, rows, has_rows, grp, col_off, col_w, cols, vs, raw,  \
-                      dict, long_rows, long_ptr, long_cols, long_vals, x, y, alpha, beta);       \
+        csr_packed<V, PF>(nslices, nlong, lens, rows, has_rows, grp, col_off, col_w, cols, vs,   \
+                          raw, dict, long_rows, long_ptr, long_cols, long_vals, x, y, alpha,     \
+                          beta);                                                                 \
     }
 
-PACKED_ENTRY(csr_packed_v0, 0)
-PACKED_ENTRY(csr_packed_v1, 1)
-PACKED_ENTRY(csr_packed_v2, 2)
-PACKED_ENTRY(csr_packed_v4, 4)
-PACKED_ENTRY(csr_packed_v8, 8)
-PACKED_ENTRY(csr_packed_v16, 16)
-PACKED_ENTRY(csr_packed_raw, V_RAW)
+PACKED_ENTRY(csr_packed_v0, 0, true)
+PACKED_ENTRY(csr_packed_v1, 1, true)
+PACKED_ENTRY(csr_packed_v2, 2, true)
+PACKED_ENTRY(csr_packed_v4, 4, true)
+PACKED_ENTRY(csr_packed_v8, 8, true)
+PACKED_ENTRY(csr_packed_v16, 16, true)
+PACKED_ENTRY(csr_packed_raw, V_RAW, true)
+PACKED_ENTRY(csr_packed_v0_flat, 0, false)
+PACKED_ENTRY(csr_packed_v1_flat, 1, false)
+PACKED_ENTRY(csr_packed_v2_flat, 2, false)
+PACKED_ENTRY(csr_packed_v4_flat, 4, false)
+PACKED_ENTRY(csr_packed_v8_flat, 8, false)
+PACKED_ENTRY(csr_packed_v16_flat, 16, false)
+PACKED_ENTRY(csr_packed_raw_flat, V_RAW, false)

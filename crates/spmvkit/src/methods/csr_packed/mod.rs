@@ -78,6 +78,13 @@ const PARAMS: &[ParamSpec] = &[
         help: "rows per sorting window (a multiple of 32, 32..=65536)",
     },
     ParamSpec {
+        key: "prefetch",
+        default: "on",
+        help: "on: each warp loads the next slice's metadata and first codes while it gathers x \
+               for the current one (more loads in flight, more registers); off: one slice at a \
+               time",
+    },
+    ParamSpec {
         key: "values",
         default: "auto",
         help: "auto (a dictionary when at most 65536 distinct values occur, else raw), dict \
@@ -142,6 +149,8 @@ pub struct PackedLayout<T> {
     pub(crate) long_vals: Vec<T>,
     /// Facts for the notes.
     pub(crate) facts: encode::Facts,
+    /// Whether the kernel prefetches the next slice (`prefetch=on`).
+    pub(crate) prefetch: bool,
 }
 
 impl<T> PackedLayout<T> {

@@ -47,6 +47,7 @@ fn mirror_matches_the_oracle_on_the_suite_in_every_mode() {
         &["long=8"],
         &["values=raw"],
         &["sort=on", "window=32", "long=16"],
+        &["prefetch=off"],
     ] {
         check_method(&CsrPacked, &params(p));
     }
@@ -204,6 +205,7 @@ fn bad_parameters_are_refused_with_the_key() {
         ("sort=maybe", "sort"),
         ("window=100", "window"),
         ("values=lossy", "values"),
+        ("prefetch=maybe", "prefetch"),
     ] {
         let e = CsrPacked.prepare(&a, &params(&[p])).err().unwrap();
         assert!(e.to_string().contains(key), "{p}: {e}");
@@ -261,7 +263,7 @@ fn kernel_entry_points_take_the_pushed_arguments() {
         ValueCodes::Raw,
     ]
     .into_iter()
-    .map(|v| (v.entry(), sig))
+    .flat_map(|v| [(v.entry(true), sig), (v.entry(false), sig)])
     .collect();
     check_entry_signatures(&KERNEL, &entries);
 }
@@ -270,6 +272,7 @@ fn kernel_entry_points_take_the_pushed_arguments() {
 fn gpu_matches_mirror_bit_for_bit() {
     check_gpu_against_mirror(&CsrPacked, &Params::new());
     check_gpu_against_mirror(&CsrPacked, &params(&["sort=on", "long=16"]));
+    check_gpu_against_mirror(&CsrPacked, &params(&["prefetch=off", "long=16"]));
 }
 
 #[test]
@@ -290,7 +293,11 @@ fn gpu_matches_mirror_in_every_value_mode_and_width() {
         crate::gen::generate_f64("poisson3d:24").unwrap(),
     ));
     for (name, a) in &cases {
-        for p in [Params::new(), params(&["sort=on"])] {
+        for p in [
+            Params::new(),
+            params(&["sort=on"]),
+            params(&["prefetch=off"]),
+        ] {
             gpu_case(&CsrPacked, &p, &gpu, name, a);
             gpu_case(&CsrPacked, &p, &gpu, name, &a.cast::<f32>());
         }
