@@ -6,10 +6,11 @@
 #
 #   scripts/trust-run.sh unpack                unpacks .gpu-pack into .gpu/
 #   scripts/trust-run.sh tests OUT             the whole GPU suite
-#   scripts/packed-run.sh first OUT SECONDS    csr-packed against csr-scalar and both cuSPARSE
-#                                              algorithms on stencils, a band and two gather-bound
-#                                              matrices, f64 (poisson3d also f32), plus ncu's DRAM
-#                                              bytes and time of one csr-packed call on poisson3d:160
+#   scripts/packed-run.sh first OUT SECONDS    csr-packed (prefetch on and off) against csr-scalar
+#                                              and both cuSPARSE algorithms on stencils and a band
+#                                              (FIRST_EXTRA: more inputs, FIRST_METHODS: other methods), f64, plus ncu's DRAM
+#                                              bytes, time and stalls of one csr-packed call on
+#                                              poisson3d:160 with and without prefetch
 #
 # Each step writes its run folders (as .tgz) and logs into OUT and prints a short summary.
 set -uo pipefail
@@ -27,18 +28,15 @@ case "$step" in
     secs=$1
     mkdir -p /tmp/first
     # shellcheck disable=SC2086
-    timeout "$secs" $B bench poisson3d:160 poisson2d:1250 stencil27:100 banded:4000000,16 uniform:4000000,16 kron:21 \
-      --methods 'csr-packed,csr-packed[sort=off],csr-scalar,cusparse-alg1,cusparse-alg2' \
-      --precision f64 $TIMING --out /tmp/first 2>&1 | tail -40
-    # shellcheck disable=SC2086
-    timeout 120 $B bench poisson3d:160 --methods 'csr-packed,csr-scalar,cusparse-alg1,cusparse-alg2' \
-      --precision f32 $TIMING --out /tmp/first 2>&1 | tail -12
+    timeout "$secs" $B bench poisson3d:160 poisson2d:1250 stencil27:100 banded:4000000,16 ${FIRST_EXTRA:-} \
+      --methods "${FIRST_METHODS:-csr-packed,csr-packed[prefetch=off],csr-scalar,cusparse-alg1,cusparse-alg2}" \
+      --precision f64 $TIMING --out /tmp/first 2>&1 | tail -12
     tar czf "$out/first.tgz" -C /tmp/first .
     if command -v ncu >/dev/null; then
-      for m in csr-packed csr-scalar; do
-        timeout 200 ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread \
-          -k regex:"csr_packed|csr_scalar" -c 3 $B run poisson3d:160 --method "$m" --precision f64 >"$out/ncu-$m.log" 2>&1
-        grep -E "csr_|duration|bytes|sectors|warps_active|registers" "$out/ncu-$m.log" | head -20
+      for pf in on off; do
+        timeout 200 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+          -k regex:"csr_packed" -c 1 $B run poisson3d:160 --method csr-packed --param prefetch=$pf --precision f64 >"$out/ncu-packed-$pf.log" 2>&1
+        echo "prefetch=$pf"; grep -E "Duration|Throughput|Hit Rate|Stall|Achieved Occupancy|Registers|Bytes" "$out/ncu-packed-$pf.log" | head -24
       done
     fi
     ;;

@@ -118,6 +118,8 @@ pub(crate) struct Config {
     pub window: usize,
     pub values: ValuesMode,
     pub prefetch: bool,
+    pub l1_max: bool,
+    pub chunked: bool,
 }
 
 impl Config {
@@ -177,12 +179,31 @@ impl Config {
             "off" => false,
             other => return Err(bad("prefetch", format!("'{other}': expected on or off"))),
         };
+        let l1_s: String = params.get(NAME, PARAMS, "l1")?;
+        let l1_max = match l1_s.as_str() {
+            "max" => true,
+            "default" => false,
+            other => return Err(bad("l1", format!("'{other}': expected max or default"))),
+        };
+        let walk_s: String = params.get(NAME, PARAMS, "walk")?;
+        let chunked = match walk_s.as_str() {
+            "chunked" => true,
+            "strided" => false,
+            other => {
+                return Err(bad(
+                    "walk",
+                    format!("'{other}': expected chunked or strided"),
+                ))
+            }
+        };
         Ok(Config {
             long,
             sort,
             window,
             values,
             prefetch,
+            l1_max,
+            chunked,
         })
     }
 }
@@ -779,6 +800,8 @@ pub(crate) fn encode<T: Scalar>(a: &Csr<T>, cfg: &Config) -> Result<PackedLayout
         long_vals,
         facts,
         prefetch: cfg.prefetch,
+        l1_max: cfg.l1_max,
+        chunked: cfg.chunked,
     })
 }
 

@@ -240,8 +240,9 @@ __device__ __forceinline__ void slice_lane(const SliceMeta& m, int lane, const B
     y[m.row] = (beta == (real_t)0) ? alpha * sum : fma(alpha, sum, beta * y[m.row]);
 }
 
-// Persistent warps: warp k of `nwarps` takes slices k, k + nwarps, ... (so the warps sweep the
-// matrix together and x stays local). With PREFETCH the next slice's metadata and first code
+// Persistent warps: strided, warp k of `nwarps` takes slices k, k + nwarps, ... (the warps sweep
+// the matrix together); chunked, block b takes a contiguous chunk of slices, its warps
+// interleaved (a block's later slices find x's nearby rows in its L1). With PREFETCH the next slice's metadata and first code
 // block are loaded while the current one gathers x (the metadata two slices ahead); without, a
 // slice's loads wait for each other. Then long rows k, k + nwarps, ...
 template <int V, bool PREFETCH>
@@ -260,7 +261,7 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
                                            const unsigned* __restrict__ long_cols,
                                            const real_t* __restrict__ long_vals,
                                            const real_t* __restrict__ x, real_t* __restrict__ y,
-                                           real_t alpha, real_t beta) {
+                                           real_t alpha, real_t beta, int chunked) {
     const unsigned warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const unsigned nwarps = gridDim.x * (blockDim.x >> 5);
     const int lane = threadIdx.x & 31;
@@ -269,21 +270,36 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
 #pragma unroll
         for (int k = 0; k < (V == 2 ? 4 : (V == 1 ? 2 : 1)); ++k) d[k] = ldg(dict + k);
     }
+    // Slices [first, end) in steps of `step`: strided over the grid, or one contiguous chunk of
+    // slices per block, its warps interleaved.
+    unsigned first, end, step;
+    if (chunked) {
+        const unsigned wpb = blockDim.x >> 5;
+        const unsigned per_block = (nslices + gridDim.x - 1) / gridDim.x;
+        const unsigned lo = min(nslices, blockIdx.x * per_block);
+        first = lo + (threadIdx.x >> 5);
+        end = min(nslices, lo + per_block);
+        step = wpb;
+    } else {
+        first = warp;
+        end = nslices;
+        step = nwarps;
+    }
     if constexpr (PREFETCH) {
-        unsigned s = warp;
+        unsigned s = first;
         SliceMeta mc, mn;
         Block0 bc, bn;
-        if (s < nslices) {
+        if (s < end) {
             mc = load_meta(s, lane, lens, rows, has_rows, grp, col_off, col_w);
             load_block0<V>(mc, lane, cols, vs, raw, bc);
         }
-        if (s + nwarps < nslices) mn = load_meta(s + nwarps, lane, lens, rows, has_rows, grp, col_off, col_w);
-        while (s < nslices) {
-            const unsigned sn = s + nwarps;
-            if (sn < nslices) load_block0<V>(mn, lane, cols, vs, raw, bn);
+        if (s + step < end) mn = load_meta(s + step, lane, lens, rows, has_rows, grp, col_off, col_w);
+        while (s < end) {
+            const unsigned sn = s + step;
+            if (sn < end) load_block0<V>(mn, lane, cols, vs, raw, bn);
             SliceMeta mnn;
-            if (sn + nwarps < nslices) {
-                mnn = load_meta(sn + nwarps, lane, lens, rows, has_rows, grp, col_off, col_w);
+            if (sn + step < end) {
+                mnn = load_meta(sn + step, lane, lens, rows, has_rows, grp, col_off, col_w);
             }
             slice_lane<V>(mc, lane, bc, cols, vs, raw, dict, d, x, y, alpha, beta);
             mc = mn;
@@ -292,7 +308,7 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
             s = sn;
         }
     } else {
-        for (unsigned s = warp; s < nslices; s += nwarps) {
+        for (unsigned s = first; s < end; s += step) {
             const SliceMeta m = load_meta(s, lane, lens, rows, has_rows, grp, col_off, col_w);
             Block0 b;
             load_block0<V>(m, lane, cols, vs, raw, b);
@@ -320,10 +336,11 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
         const real_t* __restrict__ raw, const real_t* __restrict__ dict,                         \
         const unsigned* __restrict__ long_rows, const unsigned* __restrict__ long_ptr,           \
         const unsigned* __restrict__ long_cols, const real_t* __restrict__ long_vals,            \
-        const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha, real_t beta) {       \
+        const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha, real_t beta,         \
+        int chunked) {                                                                           \
         csr_packed<V, PF>(nslices, nlong, lens, rows, has_rows, grp, col_off, col_w, cols, vs,   \
                           raw, dict, long_rows, long_ptr, long_cols, long_vals, x, y, alpha,     \
-                          beta);                                                                 \
+                          beta, chunked);                                                        \
     }
 
 PACKED_ENTRY(csr_packed_v0, 0, true)
