@@ -1,11 +1,12 @@
 //! CPU mirror of `kernel.cu`: it decodes the layout's streams as the lanes do (a lane per row of
 //! a slice, codes block by block, each column the previous one plus the code) and sums in the
 //! kernel's order: a slice row left to right with fused multiply-adds from zero, a long row by
-//! 32 strided lanes and a butterfly. Results match the kernel bit for bit.
+//! the block's 256 strided threads, warp butterflies and a butterfly over the warp sums. Results
+//! match the kernel bit for bit.
 
 use super::encode::{bias, ValueCodes};
 use super::{PackedLayout, GROUP, SKIP, WARP};
-use crate::methods::csr_vector::cpu::{butterfly_sum, strided_partials};
+use crate::methods::csr_vector::cpu::{cta_sum, strided_partials};
 use crate::scalar::Scalar;
 
 /// The kernel's store: α·sum, or α·sum + β·y fused as `fma(α, sum, β·y)`; y is not read when
@@ -75,11 +76,11 @@ pub(super) fn run<T: Scalar>(l: &PackedLayout<T>, alpha: T, x: &[T], beta: T, y:
             store(&mut y[row], alpha, sum, beta);
         }
     }
-    let mut lanes = [T::zero(); WARP];
+    let mut lanes = [T::zero(); super::BLOCK];
     for (i, &r) in l.long_rows.iter().enumerate() {
         let (start, end) = (l.long_ptr[i] as usize, l.long_ptr[i + 1] as usize);
         strided_partials(&l.long_vals, &l.long_cols, x, start, start, end, &mut lanes);
-        let sum = butterfly_sum(&mut lanes);
+        let sum = cta_sum(&mut lanes);
         store(&mut y[r as usize], alpha, sum, beta);
     }
 }

@@ -6,7 +6,7 @@
 //!    saved outweighs the row map (`sort=auto`);
 //! 3. **widths**: each slice of 32 rows takes the code width (8, 16 or 32 bits) that makes it
 //!    smallest, counting a row that needs a wider code than the slice takes (an outlier) at its
-//!    raw CSR bytes on the warp-per-row path;
+//!    raw CSR bytes on the block-per-row path;
 //! 4. **streams**: the column codes, value codes and lengths are written slice by slice.
 
 use std::cmp::Reverse;
@@ -112,7 +112,7 @@ pub(crate) enum ValuesMode {
 /// The build parameters.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Config {
-    /// Rows longer than this take the warp-per-row path.
+    /// Rows longer than this take the block-per-row path.
     pub long: usize,
     pub sort: Sort,
     pub window: usize,
@@ -214,9 +214,9 @@ pub(crate) struct Facts {
     pub stages: Vec<(&'static str, Duration)>,
     pub sorted: bool,
     pub long_threshold: usize,
-    /// Rows on the warp-per-row path for their length.
+    /// Rows on the block-per-row path for their length.
     pub n_long: usize,
-    /// Rows on the warp-per-row path because their codes needed a wider slice.
+    /// Rows on the block-per-row path because their codes needed a wider slice.
     pub n_outliers: usize,
     /// Slices with 8-, 16- and 32-bit column codes.
     pub widths: [usize; 3],
@@ -293,7 +293,7 @@ impl Facts {
                 if self.sorted { "yes" } else { "no" }.into(),
             ),
             (
-                "warp-per-row rows".into(),
+                "block-per-row rows".into(),
                 format!(
                     "{} longer than {}, {} width outliers",
                     self.n_long, self.long_threshold, self.n_outliers

@@ -14,7 +14,7 @@ use crate::gpu::{grid_dim, kernel_int, Gpu};
 use crate::methods::DeviceLayout;
 use crate::scalar::Scalar;
 
-const BLOCK: u32 = 256;
+const BLOCK: u32 = super::BLOCK as u32;
 
 /// `csr-packed` resident on the GPU.
 pub(super) struct PackedDevice<T> {
@@ -49,6 +49,7 @@ impl<T: Scalar> PackedDevice<T> {
     pub(super) fn upload(gpu: &Arc<Gpu>, l: &PackedLayout<T>) -> Result<Self> {
         let items = l.nslices() + l.long_rows.len();
         kernel_int("csr-packed work items (slices + long rows)", items)?;
+        crate::gpu::check_int_loops("csr-packed", l.nrows, l.long_cols.len())?;
         let f = gpu.function::<T>(&KERNEL, l.vcodes.entry(l.prefetch))?;
         if l.l1_max {
             // No shared memory: ask for all of the unified L1/shared storage as L1, where the

@@ -1,14 +1,14 @@
 // csr-packed: compressed CSR, one warp per slice of 32 rows and one lane per row (issue #19;
 // after CSR-DU/CSR-VI, CF'08, and BRO, ICS'13). The format is described in mod.rs.
-// Persistent warps (the grid is sized to the resident warps): warp k takes slices k, k + nwarps,
-// ..., then long rows k, k + nwarps, ...; blockDim.x is a multiple of 32.
+// Persistent warps (the grid is sized to the resident blocks) take the slices, then every block
+// takes long rows b, b + gridDim.x, ...; blockDim.x is 256.
 // Slice lane: column codes come in blocks of 8 entries (8, 16 or 32 bytes per lane, a vector
 // load), each column = previous + code (the first: row - bias + code, mod 2^32); values come
 // from the value mode V (template): 0 one constant, 1/2/4/8/16-bit dictionary codes (a block
 // of 8 codes is V bytes), or raw (8 reals per block). The lane sums left to right with fma from
 // zero (the order of csr-scalar), then y = alpha*sum or fma(alpha, sum, beta*y).
-// Long row: 32 strided lanes with fma from zero, warp_reduce_sum, lane 0 stores (csr-vector's
-// order). The CPU mirror (cpu.rs) follows both orders, so results match bit for bit.
+// Long row: the block's 256 strided threads with fma from zero, warp butterflies, a butterfly
+// over the warp sums (cta_gather_sum), thread 0 stores. The CPU mirror (cpu.rs) follows both orders, so results match bit for bit.
 // Slice and long-row indices are unsigned and below 2^31 (checked by the upload), so adding
 // nwarps cannot wrap; slice-lane indices are size_t.
 
@@ -315,15 +315,15 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
             slice_lane<V>(m, lane, b, cols, vs, raw, dict, d, x, y, alpha, beta);
         }
     }
-    for (unsigned i = warp; i < nlong; i += nwarps) {
+    // Long rows: one block each (cta_gather_sum: 256 strided threads, warp butterflies, then a
+    // butterfly over the warp sums), blocks b, b + gridDim.x, ...
+    __shared__ real_t wsum[32];
+    for (unsigned i = blockIdx.x; i < nlong; i += gridDim.x) {
         const unsigned r = ldg(long_rows + i);
-        const unsigned end = ldg(long_ptr + i + 1);
-        real_t sum = (real_t)0;
-        for (unsigned j = ldg(long_ptr + i) + lane; j < end; j += 32) {
-            sum = fma(ldg(long_vals + j), ldg(x + ldg(long_cols + j)), sum);
-        }
-        sum = warp_reduce_sum(sum);
-        if (lane == 0) y[r] = (beta == (real_t)0) ? alpha * sum : fma(alpha, sum, beta * y[r]);
+        const real_t sum = cta_gather_sum(long_vals, reinterpret_cast<const int*>(long_cols), x,
+                                          (int)ldg(long_ptr + i), (int)ldg(long_ptr + i + 1), wsum);
+        if (threadIdx.x == 0) y[r] = (beta == (real_t)0) ? alpha * sum : fma(alpha, sum, beta * y[r]);
+        __syncthreads();
     }
 }
 

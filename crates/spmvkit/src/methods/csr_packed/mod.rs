@@ -19,11 +19,11 @@
 //!   rows can be sorted by length inside windows of rows (then a row map says which row each
 //!   lane holds) when that saves more padding bytes than the map costs;
 //! - **long and outlier rows** (longer than `long`, or outliers of their slice's width) go to a
-//!   warp-per-row path over raw CSR arrays.
+//!   block-per-row path over raw CSR arrays.
 //!
 //! Each lane sums its row left to right with fused multiply-adds from zero (the order of
-//! `csr-scalar`), and a long row is summed by 32 strided lanes and a butterfly (the order of
-//! `csr-vector`), so the result is deterministic and the CPU mirror (`cpu.rs`), which decodes
+//! `csr-scalar`), and a long row is summed by a block's 256 strided threads and butterflies
+//! (the prelude's `cta_gather_sum`), so the result is deterministic and the CPU mirror (`cpu.rs`), which decodes
 //! the same streams, matches the kernel bit for bit. Preprocessing (`encode.rs`) runs in
 //! parallel and is timed by stage.
 
@@ -56,6 +56,8 @@ pub(crate) const WARP: usize = 32;
 pub(crate) const GROUP: usize = 8;
 /// The longest row a slice holds (31 groups of 8; a length byte of 255 means "no row here").
 pub(crate) const MAX_SHORT: usize = 248;
+/// Threads per block of the kernel (a long row takes one block).
+pub(crate) const BLOCK: usize = 256;
 /// The length byte of a lane without a row in its slice.
 pub(crate) const SKIP: u8 = 255;
 
@@ -63,7 +65,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         key: "long",
         default: "auto",
-        help: "rows longer than this go to the warp-per-row path (8..=248); auto: 4 × the mean \
+        help: "rows longer than this go to the block-per-row path (8..=248); auto: 4 × the mean \
                row length, at least 64, at most 248",
     },
     ParamSpec {
@@ -86,7 +88,7 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         key: "walk",
-        default: "chunked",
+        default: "strided",
         help: "chunked: each block of the persistent grid takes a contiguous chunk of slices \
                (x's nearby rows stay in its L1); strided: warp k takes slices k, k + warps, ...",
     },
@@ -153,7 +155,7 @@ pub struct PackedLayout<T> {
     pub(crate) vstream: Vec<u8>,
     /// Raw values (raw mode), 8 per block.
     pub(crate) raw: Vec<T>,
-    /// Rows of the warp-per-row path, ascending.
+    /// Rows of the block-per-row path, ascending.
     pub(crate) long_rows: Vec<u32>,
     /// Their entries in `long_cols`/`long_vals` (`long_rows.len() + 1` offsets).
     pub(crate) long_ptr: Vec<u32>,
