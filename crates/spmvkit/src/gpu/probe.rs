@@ -156,8 +156,8 @@ pub fn table_sizes(buffer_bytes: u64, max_table_bytes: u64) -> Vec<u64> {
         .collect()
 }
 
-/// Rounds of [`GATHER_UNROLL`] loads per thread for about `gathers` gathers over `threads`
-/// threads (at least one), and the gathers that makes.
+/// Rounds of eight loads (`PROBE_GATHER_UNROLL` in probe.cu) per thread for about `gathers`
+/// gathers over `threads` threads (at least one round), and the gathers that makes.
 pub fn gather_rounds(gathers: usize, threads: usize) -> (u32, u64) {
     let per_round = (threads * GATHER_UNROLL).max(1);
     let rounds = (gathers / per_round).clamp(1, u32::MAX as usize);

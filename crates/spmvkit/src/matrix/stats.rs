@@ -186,7 +186,7 @@ pub struct XSectors {
 /// Counts, for every chunk of [`CHUNK_ROWS`] consecutive rows, the distinct [`SECTOR_BYTES`]
 /// sectors of x its column indices touch, for 4- and 8-byte values, and sums over the chunks
 /// (module doc). In parallel over chunks, each counted in one pass over its column indices with
-/// a small open-addressing set ([`SectorSet`]).
+/// a small open-addressing hash set.
 pub fn x_sectors<T: Scalar>(a: &Csr<T>) -> XSectors {
     let (rp, ci) = (a.row_ptr(), a.col_idx());
     let n = a.nrows();
