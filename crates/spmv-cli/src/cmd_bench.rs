@@ -20,8 +20,9 @@ use crate::{args, text, usage};
 /// the speedup over cuSPARSE, the error against the oracle and the memory footprint.
 ///
 /// Results go to DIR/run-TIME.json (the record), DIR/results.csv, DIR/summary.md and
-/// DIR/plots/. Without a GPU every method runs its CPU mirror, and the GPU-only ones are recorded
-/// as unsupported.
+/// DIR/plots/; on a GPU the run also records the limits probe (`spmv probe`) and the report sets
+/// every result against its limit (DIR/limits.csv, docs/limits.md). Without a GPU every method
+/// runs its CPU mirror, and the GPU-only ones are recorded as unsupported.
 #[derive(Args)]
 #[command(after_help = bench_help())]
 pub struct BenchArgs {
@@ -247,6 +248,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         if let Err(e) = spmvkit::gpu::Gpu::get() {
             eprintln!("note: {e}; running every method's CPU path");
         }
+    }
+    if let Some(e) = &machine.probe_error {
+        eprintln!("note: the limits probe failed ({e}); the report has no limits");
     }
     let cfg = HarnessConfig {
         methods,

@@ -136,6 +136,9 @@ pub fn skipped_line(source: &str, why: &str) -> String {
 
 fn print_files(files: &ReportFiles) {
     println!("  {}\n  {}", files.summary.display(), files.csv.display());
+    if let Some(limits) = &files.limits_csv {
+        println!("  {}", limits.display());
+    }
     println!(
         "  {} plot files in {}",
         files.plots.len(),

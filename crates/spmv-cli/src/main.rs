@@ -11,6 +11,7 @@ mod cmd_dist_solve;
 mod cmd_gen;
 mod cmd_info;
 mod cmd_methods;
+mod cmd_probe;
 mod cmd_report;
 mod cmd_run;
 mod cmd_solve;
@@ -34,6 +35,7 @@ use clap::{Parser, Subcommand};
   spmv info poisson3d:32                     statistics of a generated 3D Poisson matrix
   spmv gen kron 16 -o kron16.mtx             write a Graph500 Kronecker graph (2^16 vertices)
   spmv methods                               list the SpMV methods
+  spmv probe                                 this GPU's read bandwidth and gather rates (limits)
   spmv run poisson3d:64 --method csr         run, check against the oracle and time one method
   spmv run matrix.mtx.gz --method csr --precision f32 --json
   spmv run matrix.mtx --method auto --auto=trial --param calls=100000
@@ -61,6 +63,7 @@ enum Command {
     Info(cmd_info::InfoArgs),
     Gen(cmd_gen::GenArgs),
     Methods(cmd_methods::MethodsArgs),
+    Probe(cmd_probe::ProbeArgs),
     Run(cmd_run::RunArgs),
     Report(cmd_report::ReportArgs),
     Solve(cmd_solve::SolveArgs),
@@ -147,6 +150,7 @@ fn main() -> ExitCode {
         Command::Info(a) => cmd_info::run(a),
         Command::Gen(a) => cmd_gen::run(a),
         Command::Methods(a) => cmd_methods::run(a),
+        Command::Probe(a) => cmd_probe::run(a),
         Command::Run(a) => cmd_run::run(a),
         Command::Report(a) => cmd_report::run(a),
         Command::Solve(a) => cmd_solve::run_solve(a),

@@ -53,7 +53,8 @@ pub fn load_source(src: &MatrixSource, use_cache: bool) -> Result<Csr<f64>> {
     }
 }
 
-/// The machine description: GPU properties if one is usable, CPU threads, the command line.
+/// The machine description: GPU properties if one is usable, CPU threads, the command line; on
+/// a GPU the limits probe ([`crate::gpu::probe`]), whose copy bandwidth is the run's.
 pub fn machine_info(command: &str) -> MachineInfo {
     let mut m = MachineInfo {
         gpu: "none".into(),
@@ -72,7 +73,16 @@ pub fn machine_info(command: &str) -> MachineInfo {
         m.l2_bytes = g.l2_bytes().map(|b| b as u64);
         m.driver_version = g.driver_version();
         m.cuda_version = crate::gpu::nvrtc_version().map(|(a, b)| format!("NVRTC {a}.{b}"));
-        m.copy_bandwidth_gbs = crate::gpu::measure_copy_bandwidth(&g).ok();
+        match crate::gpu::run_probe(&g, &crate::gpu::ProbeOptions::default()) {
+            Ok(p) => {
+                m.copy_bandwidth_gbs = Some(p.copy_gbs);
+                m.probe = Some(p);
+            }
+            Err(e) => {
+                m.probe_error = Some(e.to_string());
+                m.copy_bandwidth_gbs = crate::gpu::measure_copy_bandwidth(&g).ok();
+            }
+        }
     }
     m
 }
@@ -86,7 +96,7 @@ pub fn run_matrix(
     l2_bytes: Option<u64>,
     progress: &mut dyn Progress,
 ) -> MatrixResult {
-    let stats = MatrixStats::of(a);
+    let stats = MatrixStats::of(a).with_x_sectors(a);
     let fits_l2 = fits_l2(a.nrows(), a.ncols(), a.nnz(), l2_bytes);
     let mut results = Vec::new();
     for &p in &cfg.precisions {

@@ -12,6 +12,7 @@
 //! later call goes wrong ([`LaterCheck`]).
 
 pub mod harness;
+pub mod limits;
 pub mod plots;
 mod record;
 pub mod report;

@@ -5,7 +5,8 @@
 //! linear or logarithmic axes and named series of points. This module only renders: one
 //! colour and one marker per series (a distinct pair for every series), a legend panel to the
 //! right of the plot (a second column beyond 20 entries, the image widening to hold it), an
-//! optional dashed horizontal reference line (speedup 1). Text is set in DejaVu Sans, embedded in the binary and
+//! optional dashed horizontal reference line (speedup 1) and an optional dashed diagonal y = x
+//! (time against its limit). Text is set in DejaVu Sans, embedded in the binary and
 //! registered with `plotters`' `ab_glyph` font table, so no system font is needed.
 
 use std::path::{Path, PathBuf};
@@ -89,7 +90,7 @@ fn legend_columns(entries: usize) -> usize {
 
 /// The image size of a chart: wider by one legend column per extra column.
 pub fn size_of(chart: &Chart) -> (u32, u32) {
-    let entries = chart.series.len() + usize::from(chart.hline.is_some());
+    let entries = chart.legend_entries();
     let extra = (legend_columns(entries) - 1) as u32 * LEGEND_WIDTH;
     (SIZE.0 + extra, SIZE.1)
 }
@@ -141,6 +142,15 @@ pub struct Chart {
     pub series: Vec<Series>,
     /// A dashed horizontal reference line at this y (speedup 1) and its legend text.
     pub hline: Option<(f64, String)>,
+    /// A dashed diagonal reference line y = x (time against its limit) and its legend text.
+    pub diagonal: Option<String>,
+}
+
+impl Chart {
+    /// Legend entries: the series and the reference lines.
+    fn legend_entries(&self) -> usize {
+        self.series.len() + usize::from(self.hline.is_some()) + usize::from(self.diagonal.is_some())
+    }
 }
 
 /// A range covering `values` with some padding: whole decades on a log axis (non-positive values
@@ -210,7 +220,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Chart) -> DrawRes
     let root = root.margin(14, 0, 0, 0);
     let root = root.titled(&c.title, (FAMILY, 30).into_font().color(&BLACK))?;
     let width = root.dim_in_pixel().0;
-    let entries = c.series.len() + usize::from(c.hline.is_some());
+    let entries = c.legend_entries();
     let legend_width = LEGEND_WIDTH * legend_columns(entries) as u32;
     let (plot, legend) = root.split_horizontally(width.saturating_sub(legend_width));
     let mut b = ChartBuilder::on(&plot);
@@ -261,6 +271,18 @@ where
             BLACK.stroke_width(2),
         ))?;
     }
+    if c.diagonal.is_some() {
+        let lo = c.x_range.0.max(c.y_range.0);
+        let hi = c.x_range.1.min(c.y_range.1);
+        if lo < hi {
+            chart.draw_series(DashedLineSeries::new(
+                vec![(lo, lo), (hi, hi)],
+                12,
+                8,
+                BLACK.stroke_width(2),
+            ))?;
+        }
+    }
     let n = c.series.len().max(1);
     for (k, s) in c.series.iter().enumerate() {
         let i = s.style;
@@ -297,7 +319,7 @@ where
 
 fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> DrawResult<DB> {
     // Columns of at most LEGEND_ROWS entries, filled top to bottom, left to right.
-    let entries = c.series.len() + usize::from(c.hline.is_some());
+    let entries = c.legend_entries();
     let columns = legend_columns(entries);
     let rows = entries.div_ceil(columns).max(1) as i32;
     let height = area.dim_in_pixel().1 as i32;
@@ -336,8 +358,9 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> 
         };
         area.draw(&Text::new(label, (x + 70, y), text.clone()))?;
     }
-    if let Some((_, label)) = &c.hline {
-        let (x, y) = at(c.series.len());
+    let lines = c.hline.iter().map(|(_, l)| l).chain(c.diagonal.iter());
+    for (k, label) in lines.enumerate() {
+        let (x, y) = at(c.series.len() + k);
         area.draw(&PathElement::new(
             vec![(x + 12, y), (x + 26, y)],
             BLACK.stroke_width(2),
@@ -471,6 +494,7 @@ mod tests {
                 })
                 .collect(),
             hline: Some((1.0, "y = 1".into())),
+            diagonal: None,
         };
         let files = render(&chart, &dir.join("t")).unwrap();
         for f in &files {

@@ -14,7 +14,9 @@
 //!   `csr-full-overlap` and `csr-overlap`, and the plain ratio t_cusparse_e2e / t_full;
 //! - the speedup over cuSPARSE in buckets of mean row length (< 16, 16–64, ≥ 64);
 //! - the papers' speedup claims ([`PAPER_CLAIMS`]) next to the run's geomean and maximum of
-//!   t_peer / t_method.
+//!   t_peer / t_method;
+//! - a limit per GPU result from the run's limits probe ([`super::limits`]: `limits.csv`, a
+//!   table per precision and the time-against-limit plot).
 //!
 //! A method variant (`name[key=value;...]`) is its own method everywhere: matched by its full
 //! label, never by its base name.
@@ -852,6 +854,8 @@ pub fn merge_runs(runs: &[BenchRun]) -> MergedRuns {
 pub struct ReportFiles {
     pub summary: PathBuf,
     pub csv: PathBuf,
+    /// `limits.csv`, written when some result has a limit (a GPU run with a probe).
+    pub limits_csv: Option<PathBuf>,
     /// Every plot file (SVG and PNG).
     pub plots: Vec<PathBuf>,
     /// Plots not drawn, and why.
@@ -963,6 +967,11 @@ pub fn write_report_with(
     let summary = summary_markdown(&merged, opts, &drawn, &files.notes);
     fs::write(&files.summary, summary).map_err(|e| Error::io(&files.summary, e))?;
     fs::write(&files.csv, results_csv(&merged, opts)).map_err(|e| Error::io(&files.csv, e))?;
+    if let Some(text) = super::limits::csv(&merged) {
+        let path = out_dir.join("limits.csv");
+        fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
+        files.limits_csv = Some(path);
+    }
     Ok(files)
 }
 
@@ -1052,6 +1061,7 @@ pub fn charts_for(
                 })
                 .collect(),
             hline: None,
+            diagonal: None,
         },
     ));
 
@@ -1120,6 +1130,7 @@ pub fn charts_for(
                     style: Style::Points,
                     series: by_nnz,
                     hline: Some((1.0, format!("equal to {}", base.name))),
+                    diagonal: None,
                 },
             ));
             let xs: Vec<f64> = by_var
@@ -1153,6 +1164,7 @@ pub fn charts_for(
                     style: Style::Points,
                     series: by_var,
                     hline: Some((1.0, format!("equal to {}", base.name))),
+                    diagonal: None,
                 },
             ));
         }
@@ -1203,8 +1215,16 @@ pub fn charts_for(
                 style: Style::Points,
                 series: prep,
                 hline: None,
+                diagonal: None,
             },
         ));
+    }
+
+    // Time against the limit (GPU runs with a probe).
+    if !cpu {
+        if let Some(chart) = super::limits::chart(merged, p, &methods, &style_of, &label_of) {
+            charts.push((format!("limit-{p}"), chart));
+        }
     }
     (charts, notes)
 }
@@ -1429,6 +1449,7 @@ fn machine_section(s: &mut String, merged: &MergedRuns, cpu: bool) {
                     |g| format!("{g:.1} GB/s (device-to-device, read + write)"),
                 ),
             ),
+            ("Limits probe", super::limits::probe_line(m)),
             (
                 "Commit",
                 if m.commit.is_empty() {
@@ -1457,7 +1478,7 @@ fn machine_section(s: &mut String, merged: &MergedRuns, cpu: bool) {
         ];
         let _ = writeln!(s, "| | |\n|---|---|");
         for (k, v) in rows {
-            if cpu && matches!(k, "Driver / CUDA" | "Copy bandwidth") {
+            if cpu && matches!(k, "Driver / CUDA" | "Copy bandwidth" | "Limits probe") {
                 continue;
             }
             let _ = writeln!(s, "| {k} | {} |", cell(&v));
@@ -1661,6 +1682,7 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
         }
         best_table(s, merged, opts, p, title, &set, kind);
     }
+    super::limits::section(s, merged, p);
 }
 
 /// How a method is named in an aggregate table or a plot legend: `auto` with the method it ran
@@ -2624,6 +2646,8 @@ pub(crate) mod tests {
                 upper_bandwidth: 4,
                 bandwidth: 4,
                 csr_bytes: 12 * nnz,
+                x_sectors_f32: None,
+                x_sectors_f64: None,
             },
             fits_l2,
             results,
@@ -2640,6 +2664,8 @@ pub(crate) mod tests {
             cuda_version: Some("13.0".into()),
             cpu_threads: 16,
             copy_bandwidth_gbs: Some(3000.0),
+            probe: None,
+            probe_error: None,
             commit: "v0.1.0-3-gabc".into(),
             command: "spmv bench --suite test".into(),
             started: "2026-11-21T22:00:00Z".into(),

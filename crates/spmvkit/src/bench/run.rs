@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::RunRecord;
+use crate::gpu::Probe;
 use crate::matrix::MatrixStats;
 use crate::scalar::Precision;
 
@@ -20,6 +21,13 @@ pub struct MachineInfo {
     pub cpu_threads: usize,
     /// Device-to-device copy bandwidth (read + write), GB/s, measured once per run.
     pub copy_bandwidth_gbs: Option<f64>,
+    /// The limits probe (read bandwidth, gather rates), measured once per run on a GPU; absent
+    /// in CPU runs and in runs made before it existed.
+    #[serde(default)]
+    pub probe: Option<Probe>,
+    /// Why the probe is missing on a GPU run, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_error: Option<String>,
     /// `git describe` of the spmvkit source, if known.
     pub commit: String,
     /// The exact command line.

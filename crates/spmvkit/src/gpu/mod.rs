@@ -1,7 +1,8 @@
 //! Shared GPU plumbing (issue #3): device detection, the context and its stream, device and pinned
 //! memory (`memory.rs`), the NVRTC compile cache ([`nvrtc`], with the shared `prelude.cu`), the
-//! timing protocol ([`timing`]) and the cuSPARSE baseline's RAII wrapper ([`cusparse`]). This
-//! module knows no method; method rooms build on the surface in `docs/gpu-contract.md`.
+//! timing protocol ([`timing`]), the limits probe ([`probe`]: read bandwidth and random-gather
+//! rate) and the cuSPARSE baseline's RAII wrapper ([`cusparse`]). This module knows no method;
+//! method rooms build on the surface in `docs/gpu-contract.md`.
 //!
 //! Every CUDA library is loaded dynamically through `cudarc`. Presence of libcuda, libnvrtc and
 //! libcusparse is checked with `is_culib_present()` before any call (cudarc panics on a missing
@@ -28,6 +29,7 @@
 pub mod cusparse;
 mod memory;
 pub mod nvrtc;
+pub mod probe;
 mod props;
 pub mod timing;
 
@@ -41,6 +43,7 @@ use cudarc::driver::{
 
 pub use memory::{PinnedBuffer, PinnedSource};
 pub use nvrtc::{compile_ptx, nvrtc_present, nvrtc_version, PRELUDE};
+pub use probe::{run_probe, GatherPoint, Probe, ProbeOptions};
 pub use timing::{
     capture_graph, measure_copy_bandwidth, time_graph, time_stream, Timing, TimingConfig,
     TimingMode,
@@ -64,9 +67,9 @@ pub const UTIL_KERNELS: KernelSource = KernelSource {
     source: include_str!("util.cu"),
 };
 
-/// The runtime's own kernels, for the CI NVRTC check.
+/// The runtime's own kernels (the helpers and the limits probe), for the CI NVRTC check.
 pub fn internal_kernels() -> Vec<KernelSource> {
-    vec![UTIL_KERNELS]
+    vec![UTIL_KERNELS, probe::PROBE_KERNELS]
 }
 
 /// Loaded modules, keyed by (kernel text, precision).

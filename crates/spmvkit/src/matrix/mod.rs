@@ -10,7 +10,7 @@ mod stats;
 pub use coo::Coo;
 pub use csc::Csc;
 pub use csr::{Csr, Pattern};
-pub use stats::{LengthStats, MatrixStats};
+pub use stats::{x_sectors, LengthStats, MatrixStats, XSectors, CHUNK_ROWS, SECTOR_BYTES};
 
 use crate::error::{check_index_range, Result};
 

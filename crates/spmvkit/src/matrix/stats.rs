@@ -1,6 +1,14 @@
 //! Matrix statistics used by `spmv info`, the harness reports and the `auto` model: shape,
 //! empty lines, row and column length distributions, the coefficient of variation of row
 //! lengths (the "variation" of FastLoad Fig. 8) and the bandwidth.
+//!
+//! The x-sector counts ([`x_sectors`], filled in by the benchmark harness through
+//! [`MatrixStats::with_x_sectors`]) are the gather side of a result's limit
+//! (`bench::limits`): the rows are cut into warp-chunks of [`CHUNK_ROWS`] = 32 consecutive rows,
+//! and for each chunk the distinct [`SECTOR_BYTES`] = 32-byte sectors of x its column indices
+//! touch are counted (sector of column j: ⌊j · value bytes / 32⌋, so 8 f32 or 4 f64 entries of x
+//! per sector; x starts on a 256-byte boundary on the device), summed over the chunks. It is an
+//! upper bound on the L2 → SM traffic for x when no sector is reused across warps.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -74,6 +82,13 @@ pub struct MatrixStats {
     pub bandwidth: u64,
     /// Bytes of the CSR arrays in this precision.
     pub csr_bytes: usize,
+    /// Distinct 32-byte sectors of an f32 x touched per chunk of 32 rows, summed over the
+    /// chunks ([`x_sectors`]); `None` where not counted (`spmv info`, runs before the count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x_sectors_f32: Option<u64>,
+    /// The same count for an f64 x.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x_sectors_f64: Option<u64>,
 }
 
 impl MatrixStats {
@@ -132,6 +147,235 @@ impl MatrixStats {
             upper_bandwidth: upper,
             bandwidth: lower.max(upper),
             csr_bytes: a.bytes(),
+            x_sectors_f32: None,
+            x_sectors_f64: None,
         }
+    }
+
+    /// The statistics with the x-sector counts of `a` ([`x_sectors`]) filled in.
+    pub fn with_x_sectors<T: Scalar>(mut self, a: &Csr<T>) -> Self {
+        let s = x_sectors(a);
+        self.x_sectors_f32 = Some(s.f32);
+        self.x_sectors_f64 = Some(s.f64);
+        self
+    }
+
+    /// The x-sector count for values of `value_bytes` bytes (4 or 8), if counted.
+    pub fn x_sectors(&self, value_bytes: usize) -> Option<u64> {
+        match value_bytes {
+            4 => self.x_sectors_f32,
+            8 => self.x_sectors_f64,
+            _ => None,
+        }
+    }
+}
+
+/// Rows per chunk in the x-sector count: one warp's worth of rows.
+pub const CHUNK_ROWS: usize = 32;
+
+/// Bytes per sector in the x-sector count: the unit an L2 → SM transfer moves.
+pub const SECTOR_BYTES: usize = 32;
+
+/// The x-sector counts of a matrix for f32 and f64 values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct XSectors {
+    pub f32: u64,
+    pub f64: u64,
+}
+
+/// Counts, for every chunk of [`CHUNK_ROWS`] consecutive rows, the distinct [`SECTOR_BYTES`]
+/// sectors of x its column indices touch, for 4- and 8-byte values, and sums over the chunks
+/// (module doc). In parallel over chunks, each counted in one pass over its column indices with
+/// a small open-addressing hash set.
+pub fn x_sectors<T: Scalar>(a: &Csr<T>) -> XSectors {
+    let (rp, ci) = (a.row_ptr(), a.col_idx());
+    let n = a.nrows();
+    let (f32, f64) = (0..n.div_ceil(CHUNK_ROWS))
+        .into_par_iter()
+        .with_min_len(64)
+        .map_init(SectorSet::default, |set, c| {
+            let lo = rp[c * CHUNK_ROWS] as usize;
+            let hi = rp[((c + 1) * CHUNK_ROWS).min(n)] as usize;
+            set.count(&ci[lo..hi])
+        })
+        .reduce(|| (0, 0), |x, y| (x.0 + y.0, x.1 + y.1));
+    XSectors { f32, f64 }
+}
+
+/// Scratch space of the sector count, reused from chunk to chunk: an open-addressing hash set
+/// of f32 sector ids (32 bytes of f32 x = two 32-byte sectors of f64 x), each slot holding the
+/// id shifted left by two and, in the low two bits, which of its two f64 sectors were seen. So
+/// one probe per column index counts both.
+#[derive(Default)]
+struct SectorSet {
+    slots: Vec<u32>,
+}
+
+/// An empty slot: no f32 sector id (a column index shifted right by 3) reaches `u32::MAX >> 2`.
+const EMPTY: u32 = u32::MAX;
+
+impl SectorSet {
+    /// (f32, f64) distinct sector counts of one chunk's column indices.
+    fn count(&mut self, cols: &[u32]) -> (u64, u64) {
+        // an f64 sector holds 4 entries, an f32 sector 8
+        const F64_SHIFT: u32 = (SECTOR_BYTES / 8).trailing_zeros();
+        if cols.is_empty() {
+            return (0, 0);
+        }
+        // at most half full: short probe sequences
+        let cap = (2 * cols.len()).next_power_of_two().max(16);
+        let bits = cap.trailing_zeros();
+        self.slots.clear();
+        self.slots.resize(cap, EMPTY);
+        let t = &mut self.slots[..];
+        let mask = cap - 1;
+        let (mut n32, mut n64) = (0u64, 0u64);
+        let mut prev = EMPTY;
+        for &c in cols {
+            let s = c >> F64_SHIFT;
+            // neighbouring columns of a row share sectors: a repeat needs no probe
+            if s == prev {
+                continue;
+            }
+            prev = s;
+            let (key, half) = (s >> 1, 1u32 << (s & 1));
+            let mut i = (key.wrapping_mul(0x9E37_79B1) >> (32 - bits)) as usize;
+            loop {
+                let v = t[i];
+                if v == EMPTY {
+                    t[i] = key << 2 | half;
+                    n32 += 1;
+                    n64 += 1;
+                    break;
+                }
+                if v >> 2 == key {
+                    if v & half == 0 {
+                        t[i] = v | half;
+                        n64 += 1;
+                    }
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+        }
+        (n32, n64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    /// A matrix of ones with the given column lists per row.
+    fn rows(ncols: usize, rows: &[Vec<u32>]) -> Csr<f64> {
+        let mut ptr = vec![0u32];
+        let mut cols = Vec::new();
+        for r in rows {
+            cols.extend_from_slice(r);
+            ptr.push(cols.len() as u32);
+        }
+        let n = cols.len();
+        Csr::new(rows.len(), ncols, ptr, cols, vec![1.0; n]).unwrap()
+    }
+
+    #[test]
+    fn one_row_of_eight_columns_is_one_f32_sector_and_two_f64_sectors() {
+        let a = rows(8, &[(0..8).collect()]);
+        assert_eq!(x_sectors(&a), XSectors { f32: 1, f64: 2 });
+        let a = rows(16, &[vec![7, 8]]);
+        assert_eq!(x_sectors(&a), XSectors { f32: 2, f64: 2 });
+    }
+
+    #[test]
+    fn sectors_are_shared_within_a_chunk_and_counted_again_in_the_next() {
+        // Rows 0..32 (chunk 0): column 2i; rows 32..40 (chunk 1): column 0.
+        let mut r: Vec<Vec<u32>> = (0..32).map(|i| vec![2 * i]).collect();
+        r.extend((0..8).map(|_| vec![0]));
+        let a = rows(64, &r);
+        // chunk 0: columns 0, 2, …, 62: f32 sectors 0..8, f64 sectors 0..16; chunk 1: one each
+        assert_eq!(x_sectors(&a), XSectors { f32: 9, f64: 17 });
+        // the same column in every row of one chunk is one sector
+        let a = rows(100, &vec![vec![99]; 32]);
+        assert_eq!(x_sectors(&a), XSectors { f32: 1, f64: 1 });
+        let a = rows(100, &vec![vec![99]; 33]);
+        assert_eq!(x_sectors(&a), XSectors { f32: 2, f64: 2 });
+    }
+
+    #[test]
+    fn long_rows_and_large_column_indices_collide_in_the_set_and_still_count_right() {
+        // Columns far apart near the top of the index range, repeated in every row of a chunk,
+        // in descending and ascending orders: full probe sequences and wrap-around in the set.
+        let top = (1u32 << 31) - 2;
+        let wide: Vec<u32> = (0..300).map(|k| top - 37 * k).rev().collect();
+        let mut r = vec![wide.clone(); 40];
+        r.push((0..2000).collect());
+        r.push((0..2000).map(|k| 5 * k).collect());
+        let a = rows(top as usize + 1, &r);
+        let got = x_sectors(&a);
+        assert_eq!(got, by_sets(&a));
+        // chunk 0: 300 columns 37 apart, each its own sector; chunk 1: the same 300 again, and
+        // columns 0..2000 with 0, 5, …, 9995: f32 sectors 0..1250 (every one hit, the first
+        // row's 0..250 among them); f64: 2000 sectors ⌊5k/4⌋, plus the 100 of the first row's
+        // 0..500 that no 5k hits (those below 500 are the 400 of k < 400)
+        assert_eq!(got.f32, 300 + 300 + 1250);
+        assert_eq!(got.f64, 300 + 300 + 2000 + 100);
+    }
+
+    #[test]
+    fn empty_rows_and_matrices_count_nothing() {
+        let a = rows(10, &[vec![], vec![3], vec![]]);
+        assert_eq!(x_sectors(&a), XSectors { f32: 1, f64: 1 });
+        let a = rows(10, &[]);
+        assert_eq!(x_sectors(&a), XSectors::default());
+        let s = MatrixStats::of(&a).with_x_sectors(&a);
+        assert_eq!((s.x_sectors(4), s.x_sectors(8)), (Some(0), Some(0)));
+        assert_eq!(MatrixStats::of(&a).x_sectors(8), None);
+    }
+
+    /// The count by the rule's letter: a set of sector ids per chunk.
+    fn by_sets(a: &Csr<f64>) -> XSectors {
+        let mut want = XSectors::default();
+        for c in 0..a.nrows().div_ceil(CHUNK_ROWS) {
+            let (mut s32, mut s64) = (HashSet::new(), HashSet::new());
+            for i in c * CHUNK_ROWS..((c + 1) * CHUNK_ROWS).min(a.nrows()) {
+                for &j in a.row(i).0 {
+                    s32.insert(j as usize * 4 / SECTOR_BYTES);
+                    s64.insert(j as usize * 8 / SECTOR_BYTES);
+                }
+            }
+            want.f32 += s32.len() as u64;
+            want.f64 += s64.len() as u64;
+        }
+        want
+    }
+
+    #[test]
+    fn counts_match_a_set_per_chunk_on_generated_matrices() {
+        for spec in ["poisson2d:40", "uniform:2000,30", "kron:10"] {
+            let a = crate::gen::generate::<f64>(spec).unwrap();
+            assert_eq!(x_sectors(&a), by_sets(&a), "{spec}");
+        }
+        let a = crate::gen::generate::<f64>("powerlaw:3000,12").unwrap();
+        let got = x_sectors(&a);
+        assert_eq!(got, by_sets(&a));
+        // f64 needs at least as many sectors as f32, and at most twice as many
+        assert!(got.f32 <= got.f64 && got.f64 <= 2 * got.f32);
+        // the count depends on the pattern only
+        assert_eq!(x_sectors(&a.cast::<f32>()), got);
+    }
+
+    #[test]
+    fn sector_counts_survive_json_and_old_stats_load_without_them() {
+        let a = rows(16, &[vec![1, 9]]);
+        let s = MatrixStats::of(&a).with_x_sectors(&a);
+        let back: MatrixStats = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+        let mut old = serde_json::to_value(MatrixStats::of(&a)).unwrap();
+        assert!(old.get("x_sectors_f32").is_none());
+        old.as_object_mut().unwrap().remove("x_sectors_f64");
+        let back: MatrixStats = serde_json::from_value(old).unwrap();
+        assert_eq!(back.x_sectors_f64, None);
     }
 }

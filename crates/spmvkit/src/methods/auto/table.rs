@@ -622,6 +622,8 @@ impl RowReader<'_> {
             upper_bandwidth: self.int(s[16])?,
             bandwidth: self.int(s[17])?,
             csr_bytes: self.int(s[18])?,
+            x_sectors_f32: None,
+            x_sectors_f64: None,
         })
     }
 
@@ -713,6 +715,8 @@ pub(crate) mod tests {
             upper_bandwidth: 9,
             bandwidth: 9,
             csr_bytes: 1234,
+            x_sectors_f32: None,
+            x_sectors_f64: None,
         }
     }
 

@@ -1,0 +1,89 @@
+// spmvkit limits probe (src/gpu/probe.rs): what the device can do at best for the two things an
+// SpMV does, streaming its arrays and gathering entries of x. No method uses these kernels.
+// The entry points do not use real_t: the module is built once (in f32) and serves both element
+// sizes. Each kernel writes its accumulator only when it equals a value it cannot know in advance,
+// so the loads cannot be optimised away and no result traffic is added.
+
+#define PROBE_MAGIC32 0x9e3779b9u
+#define PROBE_MAGIC64 0x9e3779b97f4a7c15ull
+// Independent gathers per thread and round: all issued before any of their values is used.
+#define PROBE_GATHER_UNROLL 8
+
+// lowbias32 (Chris Wellons' integer hash): a bijection of 32-bit words whose low bits are well
+// mixed, so `probe_hash(i) & mask` spreads consecutive i uniformly over a power-of-two table.
+__device__ __forceinline__ unsigned probe_hash(unsigned x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+// p[i] = hash(i) for i < n (32-bit words): gives the buffer non-zero, non-repeating contents.
+extern "C" __global__ void __launch_bounds__(256)
+    spmvkit_probe_fill(unsigned* __restrict__ p, unsigned long long n) {
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        p[i] = probe_hash((unsigned)i ^ (unsigned)(i >> 32));
+    }
+}
+
+// Streaming read of n 16-byte vectors, grid-stride, four independent loads in flight per thread
+// per step; the XOR of everything read is the accumulator.
+extern "C" __global__ void __launch_bounds__(256)
+    spmvkit_probe_read(const uint4* __restrict__ p, unsigned long long n, unsigned* __restrict__ out) {
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned acc = 0;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        const uint4 a = __ldcs(p + i);
+        const uint4 b = __ldcs(p + i + stride);
+        const uint4 c = __ldcs(p + i + 2 * stride);
+        const uint4 d = __ldcs(p + i + 3 * stride);
+        acc ^= (a.x ^ a.y ^ a.z ^ a.w) ^ (b.x ^ b.y ^ b.z ^ b.w) ^ (c.x ^ c.y ^ c.z ^ c.w) ^
+               (d.x ^ d.y ^ d.z ^ d.w);
+    }
+    for (; i < n; i += stride) {
+        const uint4 a = __ldcs(p + i);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+    if (acc == PROBE_MAGIC32) out[0] = acc;
+}
+
+// Random gathers from a table of mask + 1 elements (a power of two): thread t does `rounds`
+// rounds of PROBE_GATHER_UNROLL loads, gather number g = (round·UNROLL + u)·threads + t reading
+// table[hash(g + seed) & mask] through the read-only path (as SpMV kernels read x). The index is
+// computed in the kernel, so only the table is read; the loads of a round are independent.
+template <typename E>
+__device__ __forceinline__ void probe_gather(const E* __restrict__ table, unsigned mask,
+                                             unsigned rounds, unsigned seed, E magic,
+                                             unsigned* __restrict__ out) {
+    const unsigned threads = gridDim.x * blockDim.x;
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    E acc = 0;
+    for (unsigned r = 0; r < rounds; ++r) {
+        E v[PROBE_GATHER_UNROLL];
+#pragma unroll
+        for (unsigned u = 0; u < PROBE_GATHER_UNROLL; ++u) {
+            const unsigned g = (r * PROBE_GATHER_UNROLL + u) * threads + t;
+            v[u] = __ldg(table + (probe_hash(g + seed) & mask));
+        }
+#pragma unroll
+        for (unsigned u = 0; u < PROBE_GATHER_UNROLL; ++u) acc += v[u];
+    }
+    if (acc == magic) out[0] = (unsigned)acc;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    spmvkit_probe_gather4(const unsigned* __restrict__ table, unsigned mask, unsigned rounds,
+                          unsigned seed, unsigned* __restrict__ out) {
+    probe_gather<unsigned>(table, mask, rounds, seed, PROBE_MAGIC32, out);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    spmvkit_probe_gather8(const unsigned long long* __restrict__ table, unsigned mask,
+                          unsigned rounds, unsigned seed, unsigned* __restrict__ out) {
+    probe_gather<unsigned long long>(table, mask, rounds, seed, PROBE_MAGIC64, out);
+}
