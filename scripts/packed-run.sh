@@ -11,6 +11,11 @@
 #                                              (FIRST_EXTRA: more inputs, FIRST_METHODS: other methods), f64, plus ncu's DRAM
 #                                              bytes, time and stalls of one csr-packed call on
 #                                              poisson3d:160 with and without prefetch
+#   scripts/packed-run.sh stream OUT SECONDS [MATRIX...]
+#                                              the goals' run: the stream-large suite with
+#                                              csr-packed, csr-scalar, every cuSPARSE entry and auto
+#   scripts/packed-run.sh train OUT SECONDS    csr-packed and cuSPARSE on shared, gpu-large,
+#                                              large-train and large-test, for auto's table
 #
 # Each step writes its run folders (as .tgz) and logs into OUT and prints a short summary.
 set -uo pipefail
@@ -39,6 +44,31 @@ case "$step" in
         echo "prefetch=$pf"; grep -E "Duration|Throughput|Hit Rate|Stall|Achieved Occupancy|Registers|Bytes" "$out/ncu-packed-$pf.log" | head -24
       done
     fi
+    ;;
+  stream)
+    # The goals' run: the stream-large suite (and any extra inputs), csr-packed against csr-scalar,
+    # every cuSPARSE entry and auto, f64, with the limits probe in the run record.
+    secs=$1
+    shift
+    mkdir -p /tmp/stream
+    # shellcheck disable=SC2086
+    timeout "$secs" $B bench --suite stream-large "$@" \
+      --methods 'csr-packed,csr-scalar,cusparse-alg1,cusparse-alg2,cusparse,auto' \
+      --precision f64 $TIMING --out /tmp/stream 2>&1 | tail -20
+    tar czf "$out/stream.tgz" -C /tmp/stream .
+    ;;
+  train)
+    # auto's data: csr-packed (and the cuSPARSE baselines) on the shared suite (f64, f32),
+    # gpu-large (f64, f32), large-train (f64) and the held-out large-test (f64).
+    secs=$1
+    for s in shared:f64,f32 gpu-large:f64,f32 large-train:f64 large-test:f64; do
+      name=${s%%:*} prec=${s#*:}
+      mkdir -p "/tmp/train-$name"
+      # shellcheck disable=SC2086
+      timeout "$secs" $B bench --suite "$name" --methods 'csr-packed,cusparse-alg1,cusparse-alg2' \
+        --precision "$prec" $TIMING --out "/tmp/train-$name" 2>&1 | grep -E "matrices on|record:"
+      tar czf "$out/train-$name.tgz" -C "/tmp/train-$name" .
+    done
     ;;
   *)
     echo "unknown step '$step'" >&2
