@@ -445,6 +445,82 @@ mod tests {
         assert_eq!(a.col_idx(), &[2, 2, 0, 1]);
     }
 
+    /// The drawn points of `points(n, seed)` and their spatial order.
+    fn drawn_and_spatial(n: usize, seed: u64) -> (Vec<[f64; 2]>, Vec<Idx>) {
+        let drawn = points(n, seed).unwrap();
+        let perm = spatial_order(&drawn).unwrap();
+        (drawn, perm)
+    }
+
+    #[test]
+    fn rgg_is_exactly_the_pairs_closer_than_r() {
+        let n = 700;
+        let r = rgg_radius(n);
+        for order in [Order::Spatial, Order::Shuffled] {
+            let a = rgg::<f64>(n, order, 5).unwrap();
+            let (drawn, perm) = drawn_and_spatial(n, 5);
+            let pts = match order {
+                Order::Spatial => gather(&drawn, &perm).unwrap(),
+                Order::Shuffled => drawn,
+            };
+            for i in 0..n {
+                let want: Vec<Idx> = (0..n)
+                    .filter(|&j| {
+                        let (dx, dy) = (pts[i][0] - pts[j][0], pts[i][1] - pts[j][1]);
+                        j != i && dx * dx + dy * dy < r * r
+                    })
+                    .map(|j| j as Idx)
+                    .collect();
+                assert_eq!(a.row(i).0, &want[..], "{order:?} row {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn shuffled_is_the_spatial_graph_renumbered() {
+        for kind in ["rgg", "delaunay"] {
+            let n = 3000;
+            let build = |order| match kind {
+                "rgg" => rgg::<f64>(n, order, 2).unwrap(),
+                _ => delaunay::<f64>(n, order, 2).unwrap(),
+            };
+            let (sp, sh) = (build(Order::Spatial), build(Order::Shuffled));
+            assert_eq!(sp.nnz(), sh.nnz(), "{kind}");
+            let (_, perm) = drawn_and_spatial(n, 2);
+            for i in 0..n {
+                let mut mapped: Vec<Idx> = sp.row(i).0.iter().map(|&j| perm[j as usize]).collect();
+                mapped.sort_unstable();
+                assert_eq!(sh.row(perm[i] as usize).0, &mapped[..], "{kind} row {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn delaunay_holds_every_nearest_neighbour_pair() {
+        // The nearest-neighbour graph is a subgraph of the Delaunay graph.
+        let n = 800;
+        let a = delaunay::<f64>(n, Order::Spatial, 4).unwrap();
+        let (drawn, perm) = drawn_and_spatial(n, 4);
+        let pts = gather(&drawn, &perm).unwrap();
+        let d2 = |i: usize, j: usize| {
+            let (dx, dy) = (pts[i][0] - pts[j][0], pts[i][1] - pts[j][1]);
+            dx * dx + dy * dy
+        };
+        for i in 0..n {
+            let nearest = (0..n)
+                .filter(|&j| j != i)
+                .min_by(|&j, &k| d2(i, j).total_cmp(&d2(i, k)))
+                .unwrap();
+            assert!(a.row(i).0.contains(&(nearest as Idx)), "vertex {i}");
+        }
+        // Euler: 3N − 3 − h edges with h ≥ 3 hull vertices, each stored twice.
+        assert!(
+            a.nnz() <= 6 * n - 12 && a.nnz() > 6 * n - 6 - 2 * 100,
+            "{}",
+            a.nnz()
+        );
+    }
+
     #[test]
     fn repeated_entries_are_stored_once() {
         let keys = [1u64, 1, 2, (1 << 32), (2 << 32) | 1, (2 << 32) | 1];

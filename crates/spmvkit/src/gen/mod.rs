@@ -122,7 +122,7 @@ static DEFS: [KindDef; 18] = [
         "N",
         "3D 27-point stencil with variable coefficients on an N³ grid: stencil27's pattern, off-diagonal \
          (i,j) −c_ij with c_ij = c_ji seeded in [1/16, 1] (2^18−2^14+1 possible values), diagonal \
-         Σ_j c_ij + 1: SPD, strictly diagonally dominant, values all over the place",
+         Σ_j c_ij + 1: SPD, strictly diagonally dominant, too many distinct values for a value dictionary",
         "varcoef27:64",
         "N (grid points per side)",
         (1, 1),
@@ -194,8 +194,8 @@ static DEFS: [KindDef; 18] = [
          no self-loops; order=spatial (default: ids along the Z-order curve) or order=shuffled \
          (random ids, the same graph)",
         "rgg:1000000",
-        "N (number of points, 1 to about 10^8: ≈ 0.95·N·ln N entries must stay within 2^31−1) and \
-         optionally order=spatial|shuffled",
+        "N (number of points, 1 to 121 395 275: the expected N(N−1)·πr² entries must stay within \
+         2^31−1; 2^26 fits, 2^27 does not) and optionally order=spatial|shuffled",
         (1, 1),
         &["order"],
     ),
