@@ -23,6 +23,10 @@
 //! matrix reads x in three far-apart windows; the Z-order keeps whole square neighbourhoods in
 //! short id ranges, at the price of a few long jumps at the curve's quadrant boundaries.
 //!
+//! Measured on 16 cores (the H200 host): `rgg:2^20` 0.15 s, `rgg:2^24` (265M nnz) 3.5 s in
+//! either order; `delaunay:2^20` 0.95 s, `delaunay:2^24` (101M nnz) 16 s, most of it the
+//! triangulation.
+//!
 //! `rgg` finds neighbours in a grid of cells of side at least r (the points counting-sorted by
 //! cell; a point's neighbours lie in its own and the 8 surrounding cells, three runs of 3
 //! consecutive cells). Distances are computed alike from both ends (|p−q|² = |q−p|² bit for bit),
@@ -430,7 +434,17 @@ mod tests {
     }
 
     #[test]
-    fn delaunay_of_few_points() {
+    fn graphs_of_few_points() {
+        let a = rgg::<f64>(1, Order::Spatial, 1).unwrap();
+        assert_eq!((a.nrows(), a.nnz()), (1, 0));
+        for seed in 1..20 {
+            // Two points: an edge exactly when they are closer than r = 0.55·√(ln 2 / 2).
+            let p = points(2, seed).unwrap();
+            let d2 = (p[0][0] - p[1][0]).powi(2) + (p[0][1] - p[1][1]).powi(2);
+            let a = rgg::<f64>(2, Order::Shuffled, seed).unwrap();
+            let r = rgg_radius(2);
+            assert_eq!(a.nnz(), if d2 < r * r { 2 } else { 0 }, "seed {seed}");
+        }
         let a = delaunay::<f64>(1, Order::Spatial, 1).unwrap();
         assert_eq!((a.nrows(), a.nnz()), (1, 0));
         let a = delaunay::<f64>(2, Order::Spatial, 1).unwrap();
