@@ -42,7 +42,7 @@ fn gen_kinds_help() -> String {
         s.push_str(&text::wrap(&body, width, "      ", "      "));
         s.push('\n');
     }
-    s.push_str("\nExamples:\n  spmv gen poisson3d 64 -o poisson64.mtx\n  spmv gen kron:18,48 -o kron18.spmvkit\n  spmv gen powerlaw 1000000 8 --seed 3 -o pl.mtx.gz");
+    s.push_str("\nExamples:\n  spmv gen poisson3d 64 -o poisson64.mtx\n  spmv gen kron:18,48 -o kron18.spmvkit\n  spmv gen rgg:2^22,order=shuffled -o rgg22-shuffled.spmvkit\n  spmv gen powerlaw 1000000 8 --seed 3 -o pl.mtx.gz");
     s
 }
 

@@ -1,6 +1,6 @@
-//! Generators (issue #2): determinism across seeds and thread counts, exact shapes of the
-//! stencils, symmetry, every kind's example, the edge-case corpus, and errors for bad specs and
-//! sizes beyond the 32-bit limits.
+//! Generators (issues #2 and #19): determinism across seeds and thread counts, exact shapes of
+//! the stencils, symmetry, the geometric graphs' degrees and orders, every kind's example, the
+//! edge-case corpus, and errors for bad specs and sizes beyond the 32-bit limits.
 
 use spmvkit::gen::{self, corpus, generate, generate_f64, kinds, looks_like_spec, parse_spec};
 use spmvkit::{Csr, Error};
@@ -30,6 +30,11 @@ fn same_seed_same_matrix_any_thread_count() {
         "blockdiag:100,7",
         "diag:50000",
         "poisson3d:12",
+        "varcoef27:9",
+        "rgg:70000",
+        "rgg:70000,order=shuffled,seed=4",
+        "delaunay:70000",
+        "delaunay:70000,order=shuffled",
     ] {
         let one = in_pool(1, || generate_f64(spec).unwrap());
         let two = in_pool(2, || generate_f64(spec).unwrap());
@@ -49,6 +54,14 @@ fn seed_changes_random_kinds_only() {
     assert_eq!(gen::DEFAULT_SEED, 1);
     let p = generate_f64("poisson2d:9").unwrap();
     assert_eq!(p, generate_f64("poisson2d:9,seed=99").unwrap());
+    for kind in ["rgg", "delaunay"] {
+        let a = generate_f64(&format!("{kind}:2000")).unwrap();
+        assert_ne!(a, generate_f64(&format!("{kind}:2000,seed=2")).unwrap());
+    }
+    let v = generate_f64("varcoef27:5").unwrap();
+    let w = generate_f64("varcoef27:5,seed=2").unwrap();
+    assert_eq!(v.col_idx(), w.col_idx(), "the seed changes values only");
+    assert_ne!(v.vals(), w.vals());
 }
 
 #[test]
@@ -63,12 +76,21 @@ fn stencil_shapes_are_exact() {
         let a = generate_f64(&format!("stencil27:{n}")).unwrap();
         assert_eq!(a.nrows(), n * n * n);
         assert_eq!(a.nnz(), (3 * n - 2).pow(3), "stencil27:{n}");
+        let v = generate_f64(&format!("varcoef27:{n}")).unwrap();
+        assert_eq!(v.row_ptr(), a.row_ptr(), "varcoef27:{n}");
+        assert_eq!(v.col_idx(), a.col_idx(), "varcoef27:{n}");
     }
 }
 
 #[test]
 fn stencils_are_symmetric_and_diagonally_dominant() {
-    for spec in ["poisson2d:13", "poisson3d:7", "stencil27:6"] {
+    for spec in [
+        "poisson2d:13",
+        "poisson3d:7",
+        "stencil27:6",
+        "varcoef27:6",
+        "varcoef27:6,seed=9",
+    ] {
         let a = generate_f64(spec).unwrap();
         assert!(is_symmetric(&a), "{spec}");
         for i in 0..a.nrows() {
@@ -91,6 +113,138 @@ fn stencils_are_symmetric_and_diagonally_dominant() {
     let a = generate_f64("poisson2d:3").unwrap();
     assert_eq!(a.row(4).0, &[1, 3, 4, 5, 7]);
     assert_eq!(a.row(4).1, &[-1.0, -1.0, 4.0, -1.0, -1.0]);
+}
+
+/// Off-diagonal sum and diagonal of every row.
+fn row_dominance(a: &Csr<f64>) -> Vec<(f64, f64)> {
+    (0..a.nrows())
+        .map(|i| {
+            let (c, v) = a.row(i);
+            let mut d = (0.0, 0.0);
+            for (&c, &v) in c.iter().zip(v) {
+                if c as usize == i {
+                    d.1 += v;
+                } else {
+                    d.0 += v.abs();
+                }
+            }
+            d
+        })
+        .collect()
+}
+
+#[test]
+fn varcoef27_is_spd_by_dominance_with_many_distinct_values() {
+    let a = generate_f64("varcoef27:12").unwrap();
+    assert!(is_symmetric(&a));
+    for (i, (off, d)) in row_dominance(&a).into_iter().enumerate() {
+        assert_eq!(d, off + 1.0, "row {i}: diagonal = Σ|off-diagonal| + 1");
+    }
+    for i in 0..a.nrows() {
+        let (c, v) = a.row(i);
+        for (&c, &v) in c.iter().zip(v) {
+            if c as usize != i {
+                assert!((-1.0..=-1.0 / 16.0).contains(&v), "row {i}: {v}");
+            }
+        }
+    }
+    let mut vals: Vec<u64> = a.vals().iter().map(|v| v.to_bits()).collect();
+    vals.sort_unstable();
+    vals.dedup();
+    // 39 304 entries: 18 788 off-diagonal pairs, nearly all distinct among the 245 761 possible
+    // coefficients, and 1728 diagonals (19 785 distinct values in all with the default seed).
+    assert!(vals.len() > 15_000, "{} distinct values", vals.len());
+    let s = generate::<f32>("varcoef27:12").unwrap();
+    assert_eq!(s.cast::<f64>(), a, "f32 and f64 hold the same numbers");
+}
+
+/// Checks a symmetric pattern without self-loops: every value 1.0, no diagonal entry.
+fn assert_symmetric_loop_free_pattern(spec: &str, a: &Csr<f64>) {
+    assert_eq!(a.nrows(), a.ncols(), "{spec}");
+    assert!(is_symmetric(a), "{spec}");
+    assert!(a.vals().iter().all(|&v| v == 1.0), "{spec}");
+    assert!(
+        (0..a.nrows()).all(|i| !a.row(i).0.contains(&(i as u32))),
+        "{spec}: self-loop"
+    );
+    // Sorted unique columns: the checked constructor accepts the arrays.
+    Csr::new(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().to_vec(),
+        a.col_idx().to_vec(),
+        a.vals().to_vec(),
+    )
+    .unwrap_or_else(|e| panic!("{spec}: {e}"));
+}
+
+#[test]
+fn rgg_mean_degree_matches_the_dimacs10_radius() {
+    for n in [5_000usize, 40_000] {
+        for order in ["spatial", "shuffled"] {
+            let spec = format!("rgg:{n},order={order}");
+            let a = generate_f64(&spec).unwrap();
+            assert_eq!(a.nrows(), n);
+            assert_symmetric_loop_free_pattern(&spec, &a);
+            // E[degree] = (N−1)·E|disc ∩ square| = (N−1)(πr² − 8r³/3 + r⁴/2) for r ≤ 1/2.
+            let r = gen::rgg_radius(n);
+            assert!((r - 0.55 * ((n as f64).ln() / n as f64).sqrt()).abs() < 1e-15);
+            let want = (n - 1) as f64
+                * (std::f64::consts::PI * r * r - 8.0 * r.powi(3) / 3.0 + r.powi(4) / 2.0);
+            let mean = a.nnz() as f64 / n as f64;
+            assert!(
+                (mean / want - 1.0).abs() < 0.02,
+                "{spec}: mean degree {mean}, expected {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn delaunay_is_a_connected_planar_triangulation_graph() {
+    for spec in ["delaunay:20000", "delaunay:20000,order=shuffled,seed=3"] {
+        let a = generate_f64(spec).unwrap();
+        let n = a.nrows();
+        assert_symmetric_loop_free_pattern(spec, &a);
+        // Euler: 3N − 3 − h edges for h hull vertices (about (8/3)·ln N ≈ 26), each stored
+        // twice.
+        assert!(
+            a.nnz() <= 6 * n - 12 && a.nnz() >= 6 * n - 6 - 2 * 200,
+            "{spec}: {}",
+            a.nnz()
+        );
+        assert!((0..n).all(|i| a.row_len(i) >= 2), "{spec}: degree below 2");
+        let mut seen = vec![false; n];
+        let mut stack = vec![0usize];
+        seen[0] = true;
+        while let Some(i) = stack.pop() {
+            for &j in a.row(i).0 {
+                if !std::mem::replace(&mut seen[j as usize], true) {
+                    stack.push(j as usize);
+                }
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "{spec}: not connected");
+    }
+}
+
+#[test]
+fn spatial_order_keeps_neighbours_close() {
+    // In Z-order most entries lie near the diagonal; shuffled ids scatter them.
+    let near = |a: &Csr<f64>| {
+        let close = (0..a.nrows())
+            .flat_map(|i| a.row(i).0.iter().map(move |&j| (j as i64 - i as i64).abs()))
+            .filter(|&d| d < 1024)
+            .count();
+        close as f64 / a.nnz() as f64
+    };
+    for kind in ["rgg", "delaunay"] {
+        let sp = generate_f64(&format!("{kind}:100000")).unwrap();
+        let sh = generate_f64(&format!("{kind}:100000,order=shuffled")).unwrap();
+        assert_eq!(sp.nnz(), sh.nnz(), "{kind}: the same graph");
+        assert!(near(&sp) > 0.9, "{kind} spatial: {}", near(&sp));
+        assert!(near(&sh) < 0.05, "{kind} shuffled: {}", near(&sh));
+    }
 }
 
 #[test]
@@ -199,6 +353,9 @@ fn every_kind_parses_and_builds_a_small_instance() {
         ("poisson2d", "poisson2d:20"),
         ("poisson3d", "poisson3d:8"),
         ("stencil27", "stencil27:6"),
+        ("varcoef27", "varcoef27:6"),
+        ("rgg", "rgg:2000"),
+        ("delaunay", "delaunay:2000"),
         ("banded", "banded:1000,8"),
         ("uniform", "uniform:1000,10"),
         ("tall", "tall:1000,50,5"),
@@ -284,8 +441,47 @@ fn bad_specs_are_genspec_errors() {
         "diag:3,seed=1,seed=2",
         "poisson2d:4,,",
         "",
+        "rgg:0",
+        "rgg:",
+        "rgg:100,200",
+        "rgg:100,order=",
+        "delaunay:0",
+        "delaunay:10,order=spatial,order=shuffled",
+        "varcoef27:0",
+        "varcoef27:4,5",
     ] {
         gen_spec_error(spec);
+    }
+    for (spec, want) in [
+        (
+            "rgg:1000,order=zigzag",
+            "order=zigzag: order must be spatial or shuffled",
+        ),
+        (
+            "delaunay:1000,order=random",
+            "order=random: order must be spatial or shuffled",
+        ),
+        (
+            "rgg:0",
+            "N must be at least 1; rgg takes N (number of points",
+        ),
+        ("delaunay:0", "N must be at least 1; delaunay takes N"),
+        (
+            "rgg:10,ord=spatial",
+            "rgg has no option 'ord' (options: order, seed)",
+        ),
+        (
+            "varcoef27:4,order=spatial",
+            "varcoef27 has no option 'order' (options: seed)",
+        ),
+        ("delaunay:5,6", "2 numbers given; delaunay takes N"),
+        (
+            "varcoef27",
+            "varcoef27 takes N (grid points per side), e.g. varcoef27:64",
+        ),
+    ] {
+        let m = gen_spec_error(spec);
+        assert!(m.contains(want), "{spec}: {m}");
     }
 }
 
@@ -345,6 +541,11 @@ fn sizes_beyond_the_index_limit_are_too_large() {
         "empty:3000000000,1",
         "hugerow:3000000000,1",
         "banded:2000000000,10",
+        "varcoef27:1000",
+        "rgg:2^27",
+        "rgg:3000000000",
+        "delaunay:400000000",
+        "delaunay:3000000000",
     ] {
         too_large(spec);
     }

@@ -1,10 +1,11 @@
-//! The structured and random generator kinds of issue #2 (everything but `kron`): finite
-//! difference stencils (the SPD model problems of the CG experiments), banded, uniform random,
+//! The structured and random generator kinds of issue #2 (everything but `kron` and the geometric
+//! graphs of `geo.rs`): finite difference stencils (the SPD model problems of the CG experiments;
+//! `varcoef27`, the 27-point one with variable coefficients, issue #19), banded, uniform random,
 //! power-law, block-diagonal, one-huge-row, diagonal, identity, dense and empty matrices. Each is
 //! built directly in CSR by [`build_rows`], in parallel and deterministically.
 
 use super::build::{build_rows, chunk_rows};
-use super::rng::{sample_distinct, Purpose, Rng};
+use super::rng::{mix64, sample_distinct, Purpose, Rng};
 use crate::error::Result;
 use crate::matrix::Csr;
 use crate::scalar::{Idx, Scalar};
@@ -28,11 +29,34 @@ fn stencil_offsets(dims: u32, full: bool) -> Vec<(i64, i64, i64)> {
     v
 }
 
+/// The variable coefficient c_ij = c_ji of the grid edge {i, j} under `seed`: k/2^18 with k
+/// uniform in 2^14..=2^18, so in [1/16, 1] with 245 761 possible values. With at most 26
+/// neighbours, a row's Σ c_ij + 1 stays below 2^23/2^18, so the diagonal too is exact in f32.
+#[inline]
+fn coefficient(seed: u64, i: usize, j: usize) -> f64 {
+    const LO: u64 = 1 << 14;
+    const SPAN: u64 = (1 << 18) - LO + 1;
+    let (a, b) = (i.min(j) as u64, i.max(j) as u64);
+    let bits = mix64(mix64(seed ^ 0x7661_7263_6f65_6627) ^ mix64((a << 32) | b));
+    let k = LO + (((bits >> 32) * SPAN) >> 32);
+    k as f64 / (1u64 << 18) as f64
+}
+
 /// Finite-difference stencil on an n^dims grid (Dirichlet boundary): `dims` 2 or 3, `full` for
-/// the 27-point (3D) stencil, the 5- or 7-point one otherwise. The diagonal holds the stencil's
-/// neighbour count (4, 6 or 26) in every row, the off-diagonals −1: symmetric, strictly
-/// diagonally dominant on the boundary, hence SPD.
-pub(crate) fn stencil<T: Scalar>(n: usize, dims: u32, full: bool) -> Result<Csr<T>> {
+/// the 27-point (3D) stencil, the 5- or 7-point one otherwise.
+///
+/// With `var` = None the diagonal holds the stencil's neighbour count (4, 6 or 26) in every row,
+/// the off-diagonals −1: symmetric, strictly diagonally dominant on the boundary, hence SPD. With
+/// `var` = Some(seed) (`varcoef27`) the off-diagonal (i, j) is −c_ij, a seeded coefficient of the
+/// edge ([`coefficient`]), and the diagonal Σ_j c_ij + 1: symmetric, strictly diagonally dominant
+/// in every row, hence SPD, with as many distinct values as edges (up to the 2^18 − 2^14 + 1
+/// coefficients and their row sums).
+pub(crate) fn stencil<T: Scalar>(
+    n: usize,
+    dims: u32,
+    full: bool,
+    var: Option<u64>,
+) -> Result<Csr<T>> {
     let offs = stencil_offsets(dims, full);
     let diag = (offs.len() - 1) as f64;
     let nrows = if dims == 3 { n * n * n } else { n * n };
@@ -60,18 +84,22 @@ pub(crate) fn stencil<T: Scalar>(n: usize, dims: u32, full: bool) -> Result<Csr<
             for r in c.rows.clone() {
                 let (z, y, x) = coord(r);
                 let mut k = c.row_ptr[r] as usize - base;
+                let (mut kd, mut sum) = (k, 0.0);
                 for &(dz, dy, dx) in &offs {
                     if inside(z + dz) && inside(y + dy) && inside(x + dx) {
-                        let col = r as i64 + dz * (nn as i64) + dy * ni + dx;
+                        let col = (r as i64 + dz * (nn as i64) + dy * ni + dx) as usize;
                         c.cols[k] = col as Idx;
-                        c.vals[k] = T::from_f64(if dz == 0 && dy == 0 && dx == 0 {
-                            diag
+                        if col == r {
+                            kd = k;
                         } else {
-                            -1.0
-                        });
+                            let a = var.map_or(1.0, |seed| coefficient(seed, r, col));
+                            sum += a;
+                            c.vals[k] = T::from_f64(-a);
+                        }
                         k += 1;
                     }
                 }
+                c.vals[kd] = T::from_f64(if var.is_some() { sum + 1.0 } else { diag });
             }
         },
     )

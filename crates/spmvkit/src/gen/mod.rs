@@ -2,22 +2,30 @@
 //! a GEN-SPEC `kind:arg1,arg2,...[,key=value...]` such as `poisson3d:64`, `kron:18`,
 //! `uniform:1000000,16` or `powerlaw:1000000,8,seed=7`.
 //!
+//! Besides the synthetic kinds, three model real families at any size (issue #19): `rgg` and
+//! `delaunay`, the random geometric and Delaunay graphs of the DIMACS10 collection (`rgg_n_2_k`:
+//! an edge between uniform points of the unit square closer than r = 0.55·√(ln N / N);
+//! `delaunay_nK`: the Delaunay triangulation of uniform points; see `geo.rs`), in a spatial or a
+//! shuffled numbering, and `varcoef27`, a 27-point stencil with variable coefficients.
+//!
 //! Every generator is deterministic for its seed (default [`DEFAULT_SEED`], `seed=N` to change
-//! it) whatever the number of threads: rows (or edges, for `kron`) are cut into chunks whose size
-//! depends on the spec only, and each chunk draws from its own xoshiro256++ stream derived from
-//! (seed, chunk). Matrices are built directly in CSR in parallel (`build.rs`); only `kron` buckets
+//! it) whatever the number of threads: rows (or edges, for `kron`; points, for `rgg` and
+//! `delaunay`) are cut into chunks whose size depends on the spec only, and each chunk draws from
+//! its own xoshiro256++ stream derived from (seed, chunk). Matrices are built directly in CSR in
+//! parallel (`build.rs`); only `kron` buckets edges, and `delaunay` sorts the triangulation's
 //! edges. Sizes are checked against the 2^31−1 index limit, and the estimated peak memory against
 //! the memory available ([`crate::memory`]), before anything large is allocated; the arrays are
 //! then allocated fallibly, so a refused allocation is an [`Error::AllocFailed`], not an abort.
 //!
 //! Random values lie in [−1, −1/16] ∪ [1/16, 1] and are exact in f32, so `generate::<f32>` and
-//! `generate::<f64>` give the same numbers. Stencils carry their own SPD values, `kron` its edge
-//! multiplicities, `identity` ones.
+//! `generate::<f64>` give the same numbers. Stencils carry their own SPD values (`varcoef27`'s
+//! are exact in f32 too), `kron` its edge multiplicities, `identity`, `rgg` and `delaunay` ones.
 //!
 //! [`corpus::edge_cases`] is the small edge-case corpus every method is tested on.
 
 mod build;
 pub mod corpus;
+mod geo;
 mod kinds;
 mod kron;
 mod rng;
@@ -28,6 +36,8 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
 use crate::scalar::{Scalar, MAX_INDEX};
+
+pub use geo::rgg_radius;
 
 /// The seed used when a spec gives none.
 pub const DEFAULT_SEED: u64 = 1;
@@ -79,7 +89,7 @@ const fn def(
     }
 }
 
-static DEFS: [KindDef; 15] = [
+static DEFS: [KindDef; 18] = [
     def(
         "poisson2d",
         "N",
@@ -103,6 +113,17 @@ static DEFS: [KindDef; 15] = [
         "N",
         "3D 27-point stencil on an N³ grid: N³ rows, (3N−2)³ nnz, SPD (26 on the diagonal, −1 off it)",
         "stencil27:64",
+        "N (grid points per side)",
+        (1, 1),
+        &[],
+    ),
+    def(
+        "varcoef27",
+        "N",
+        "3D 27-point stencil with variable coefficients on an N³ grid: stencil27's pattern, off-diagonal \
+         (i,j) −c_ij with c_ij = c_ji seeded in [1/16, 1] (2^18−2^14+1 possible values), diagonal \
+         Σ_j c_ij + 1: SPD, strictly diagonally dominant, too many distinct values for a value dictionary",
+        "varcoef27:64",
         "N (grid points per side)",
         (1, 1),
         &[],
@@ -166,6 +187,31 @@ static DEFS: [KindDef; 15] = [
         &["sym", "loops", "vals"],
     ),
     def(
+        "rgg",
+        "N[,order=O]",
+        "DIMACS10 random geometric graph (rgg_n_2_k): N uniform points in the unit square, an edge \
+         when closer than r = 0.55·√(ln N/N), ≈ 0.95·ln N entries per row; symmetric pattern (ones), \
+         no self-loops; order=spatial (default: ids along the Z-order curve) or order=shuffled \
+         (random ids, the same graph)",
+        "rgg:1000000",
+        "N (number of points, 1 to 121 395 275: the expected N(N−1)·πr² entries must stay within \
+         2^31−1; 2^26 fits, 2^27 does not) and optionally order=spatial|shuffled",
+        (1, 1),
+        &["order"],
+    ),
+    def(
+        "delaunay",
+        "N[,order=O]",
+        "DIMACS10 Delaunay graph (delaunay_nK): the edges of the Delaunay triangulation of N uniform \
+         points in the unit square, ≈ 6 entries per row; symmetric pattern (ones), no self-loops; \
+         order=spatial (default: ids along the Z-order curve) or order=shuffled (random ids, the \
+         same graph)",
+        "delaunay:1000000",
+        "N (number of points, at least 1) and optionally order=spatial|shuffled",
+        (1, 1),
+        &["order"],
+    ),
+    def(
         "blockdiag",
         "NBLOCKS,BS",
         "NBLOCKS dense BS×BS blocks on the diagonal, random values",
@@ -222,13 +268,13 @@ static DEFS: [KindDef; 15] = [
     ),
 ];
 
-static KINDS: [GenKind; 15] = {
+static KINDS: [GenKind; 18] = {
     let mut out = [GenKind {
         name: "",
         args: "",
         help: "",
         example: "",
-    }; 15];
+    }; 18];
     let mut i = 0;
     while i < DEFS.len() {
         out[i] = DEFS[i].kind;
@@ -417,6 +463,30 @@ fn kron_bytes<T: Scalar>(n: u128, m: u128, entries: u128) -> u128 {
     generate.max(sort).max(build)
 }
 
+/// The peak bytes of `rgg:N` with `nnz` expected entries, the largest of its phases: the drawn
+/// points with their Z-order keys and order (36 bytes a point); the points and the neighbour grid
+/// (44 bytes a point, 4 a cell); the points, the grid, the rows found (4 bytes an entry) and the
+/// matrix.
+fn rgg_bytes<T: Scalar>(n: usize, nnz: u128) -> u128 {
+    let n = n as u128;
+    let cells = geo::grid_side(geo::rgg_radius(n as usize)) as u128;
+    let cells = cells * cells + 1;
+    let order = 36 * n;
+    let grid = 44 * n + 4 * cells;
+    let build = 36 * n + 4 * cells + 4 * nnz + csr_bytes::<T>(n, nnz);
+    order.max(grid).max(build)
+}
+
+/// The peak bytes of `delaunay:N`: the triangulation (the `delaunator` crate's arrays: two of
+/// 6N words, about five of N words and the points, about 150 bytes a point, plus our spatial
+/// order), then its 6N directed entries beside its arrays, then the entries and the matrix.
+fn delaunay_bytes<T: Scalar>(n: u128) -> u128 {
+    let triangulate = 160 * n;
+    let entries = 96 * n + 48 * n + 4 * n;
+    let build = 48 * n + csr_bytes::<T>(n, 6 * n);
+    triangulate.max(entries).max(build)
+}
+
 /// The largest Kronecker SCALE that the 32-bit index limit allows with `ef` edges per vertex
 /// (entries doubled when `symmetric`): 2^SCALE rows and EF·2^SCALE (·2) entries ≤ 2^31−1.
 /// With the defaults (EF = 16, sym=1) it is 25; 0 when no SCALE fits.
@@ -473,7 +543,7 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
     };
     let seed = g.seed;
     match g.kind {
-        "poisson2d" | "poisson3d" | "stencil27" => {
+        "poisson2d" | "poisson3d" | "stencil27" | "varcoef27" => {
             positive(&["N"])?;
             let n = a[0];
             let square = n * n;
@@ -491,7 +561,30 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             limit("nnz", nnz)?;
             fits::<T>(g, csr_bytes::<T>(rows, nnz))?;
             let dims = if g.kind == "poisson2d" { 2 } else { 3 };
-            kinds::stencil::<T>(n as usize, dims, g.kind == "stencil27")
+            let full = matches!(g.kind, "stencil27" | "varcoef27");
+            let var = (g.kind == "varcoef27").then_some(seed);
+            kinds::stencil::<T>(n as usize, dims, full, var)
+        }
+        "rgg" | "delaunay" => {
+            positive(&["N"])?;
+            let n = limit("rows", a[0])?;
+            let order = opt(
+                g,
+                "order",
+                geo::Order::Spatial,
+                "spatial or shuffled",
+                geo::Order::parse,
+            )?;
+            if g.kind == "rgg" {
+                let nnz = geo::rgg_expected_nnz(n);
+                limit("nnz", nnz)?;
+                fits::<T>(g, rgg_bytes::<T>(n, nnz))?;
+                geo::rgg::<T>(n, order, seed)
+            } else {
+                limit("nnz", 6 * a[0])?;
+                fits::<T>(g, delaunay_bytes::<T>(a[0]))?;
+                geo::delaunay::<T>(n, order, seed)
+            }
         }
         "banded" => {
             positive(&["N"])?;

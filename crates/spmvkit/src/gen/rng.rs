@@ -29,6 +29,7 @@ pub(crate) enum Purpose {
     Fill = 3,
     Edges = 4,
     Permute = 5,
+    Points = 6,
 }
 
 /// xoshiro256++ (Blackman & Vigna): fast, 256 bits of state, good statistical quality.
