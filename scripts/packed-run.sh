@@ -13,7 +13,7 @@
 #                                              poisson3d:160 with and without prefetch
 #   scripts/packed-run.sh stream OUT SECONDS [MATRIX...]
 #                                              the goals' run: the stream-large suite with
-#                                              csr-packed, csr-scalar, every cuSPARSE entry and auto
+#                                              csr-packed, csr-scalar and every cuSPARSE entry
 #   scripts/packed-run.sh train OUT SECONDS    csr-packed and cuSPARSE on shared, gpu-large,
 #                                              large-train and large-test, for auto's table
 #
@@ -46,16 +46,17 @@ case "$step" in
     fi
     ;;
   stream)
-    # The goals' run: the stream-large suite (and any extra inputs), csr-packed against csr-scalar,
-    # every cuSPARSE entry and auto, f64, with the limits probe in the run record.
+    # The goals' run: the stream-large suite (and any extra inputs), csr-packed against csr-scalar
+    # and every cuSPARSE entry (STREAM_METHODS: others, e.g. auto with SPMVKIT_AUTO_TABLE set),
+    # f64, with the limits probe in the run record; written to OUT/$STREAM_NAME.tgz.
     secs=$1
     shift
     mkdir -p /tmp/stream
     # shellcheck disable=SC2086
     timeout "$secs" $B bench --suite stream-large "$@" \
-      --methods 'csr-packed,csr-scalar,cusparse-alg1,cusparse-alg2,cusparse,auto' \
+      --methods "${STREAM_METHODS:-csr-packed,csr-scalar,cusparse-alg1,cusparse-alg2,cusparse}" \
       --precision f64 $TIMING --out /tmp/stream 2>&1 | tail -20
-    tar czf "$out/stream.tgz" -C /tmp/stream .
+    tar czf "$out/${STREAM_NAME:-stream}.tgz" -C /tmp/stream .
     ;;
   train)
     # auto's data: csr-packed (and the cuSPARSE baselines) on the shared suite (f64, f32),
