@@ -24,6 +24,10 @@ use crate::scalar::{Idx, Scalar};
 /// The most distinct values a dictionary holds (16-bit codes).
 pub(crate) const MAX_DICT: usize = 1 << 16;
 
+/// What sending one row to the block-per-row path costs beyond its bytes, in bytes of memory
+/// time (see [`choose_width`]).
+const OUTLIER_BYTES: usize = 8192;
+
 /// Slices handled by one parallel task when the streams are written.
 const SLICES_PER_TASK: usize = 256;
 
@@ -134,7 +138,7 @@ impl Config {
         let long_s: String = params.get(NAME, PARAMS, "long")?;
         let long = if long_s == "auto" {
             let mean = a.nnz() as f64 / a.nrows().max(1) as f64;
-            ((4.0 * mean).ceil() as usize).clamp(64, MAX_SHORT)
+            ((8.0 * mean).ceil() as usize).clamp(128, MAX_SHORT)
         } else {
             let v: usize = long_s
                 .parse()
@@ -418,7 +422,10 @@ fn choose_width<T: Scalar>(a: &Csr<T>, rows: &[Option<u32>], value_block: usize)
             (needed_width(r as usize, cols), cols.len(), r)
         })
         .collect();
-    let raw_cost = |len: usize| (len * (4 + T::BYTES) + 8) as u64;
+    // An outlier takes a block of the long-row path: its raw bytes plus what that block's
+    // turn costs in memory time (about 2 µs of a block slot at the GPU's bandwidth share, some
+    // 8 KiB), so a slice widens rather than sends a short row there.
+    let raw_cost = |len: usize| (len * (4 + T::BYTES) + OUTLIER_BYTES) as u64;
     [8u32, 16, 32]
         .into_iter()
         .map(|w| {

@@ -65,8 +65,8 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         key: "long",
         default: "auto",
-        help: "rows longer than this go to the block-per-row path (8..=248); auto: 4 × the mean \
-               row length, at least 64, at most 248",
+        help: "rows longer than this go to the block-per-row path (8..=248); auto: 8 × the mean \
+               row length, at least 128, at most 248",
     },
     ParamSpec {
         key: "sort",

@@ -99,16 +99,24 @@ fn each_slice_takes_the_narrowest_width_and_outliers_leave() {
         l.facts.widths
     );
     check_layout("16-bit", &a, &l);
-    // one far column in row 5: that row leaves its slice, which stays 8-bit
-    let b = banded(4096, 4096, 100, 20, 3);
+    // one column 99000 away in row 5, rows of up to 200 entries: widening the slice to 32 bits
+    // would cost more than sending the row to the block-per-row path, so it leaves, and its
+    // slice stays 8-bit (with short rows the slice widens instead)
+    let b = banded(4096, 100_000, 100, 200, 3);
     let mut coo = b.to_coo();
-    coo.push(5, 4000, 2.0).unwrap();
+    coo.push(5, 99_000, 2.0).unwrap();
     let a = coo.to_csr();
-    let l = packed(&a, &[]);
+    let l = packed(&a, &["sort=off"]);
     assert_eq!(l.facts.n_outliers, 1);
     assert_eq!(l.long_rows, vec![5]);
     assert_eq!(l.facts.widths, [l.nslices(), 0, 0]);
     check_layout("outlier", &a, &l);
+    check_layout("outlier sorted", &a, &packed(&a, &[]));
+    let mut coo = banded(4096, 100_000, 100, 20, 3).to_coo();
+    coo.push(5, 99_000, 2.0).unwrap();
+    let short = packed(&coo.to_csr(), &[]);
+    assert_eq!(short.facts.n_outliers, 0);
+    assert_eq!(short.facts.widths[2], 1, "{:?}", short.facts.widths);
     check_layout(
         "outlier f32",
         &a.cast::<f32>(),
