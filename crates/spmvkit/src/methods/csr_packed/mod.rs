@@ -17,7 +17,7 @@
 //!   dictionary stays in global memory and is read through the read-only L1 path;
 //! - **row lengths** as one byte per lane (at most 248 entries, 255 = the lane has no row here);
 //!   rows can be sorted by length inside windows of rows (then a row map says which row each
-//!   lane holds) when that saves more padding bytes than the map costs;
+//!   lane holds; `sort=on`, or `auto`: when that saves more padding bytes than the map costs);
 //! - **long and outlier rows** (longer than `long`, or outliers of their slice's width) go to a
 //!   block-per-row path over raw CSR arrays.
 //!
@@ -70,9 +70,11 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         key: "sort",
-        default: "auto",
+        default: "off",
         help: "sort rows by length inside windows of `window` rows: on, off, or auto (when the \
-               padding it saves outweighs the 4-byte row map it needs)",
+               padding it saves outweighs the 4-byte row map it needs). Off by default: on an \
+               H200 sorting cost rgg and delaunay graphs 1.4-2x (a warp's rows then gather x \
+               from places up to a window apart), more than the padding it saved",
     },
     ParamSpec {
         key: "window",

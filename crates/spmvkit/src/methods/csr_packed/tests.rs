@@ -47,6 +47,7 @@ fn mirror_matches_the_oracle_on_the_suite_in_every_mode() {
         &["long=8"],
         &["values=raw"],
         &["sort=on", "window=32", "long=16"],
+        &["sort=auto"],
         &["prefetch=off"],
     ] {
         check_method(&CsrPacked, &params(p));
@@ -128,11 +129,11 @@ fn each_slice_takes_the_narrowest_width_and_outliers_leave() {
 fn sorting_pays_for_its_row_map_on_uneven_rows_only() {
     // a stencil: every row alike, no sorting
     let a = crate::gen::generate_f64("poisson3d:24").unwrap();
-    let l = packed(&a, &[]);
+    let l = packed(&a, &["sort=auto"]);
     assert!(!l.facts.sorted && l.rows.is_none());
     // rows of 1..=60 entries: sorting saves padding
     let a = banded(20_000, 20_000, 1000, 60, 5);
-    let auto = packed(&a, &[]);
+    let auto = packed(&a, &["sort=auto"]);
     let off = packed(&a, &["sort=off"]);
     assert!(auto.facts.sorted);
     assert!(auto.footprint_bytes() < off.footprint_bytes());
