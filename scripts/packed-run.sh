@@ -16,6 +16,12 @@
 #                                              csr-packed, csr-scalar and every cuSPARSE entry
 #   scripts/packed-run.sh train OUT SECONDS    csr-packed and cuSPARSE on shared, gpu-large,
 #                                              large-train and large-test, for auto's table
+#   scripts/packed-run.sh table OUT            auto's table from docs/results/h200 and the train
+#                                              runs (after `train`), to OUT/table.csv
+#   scripts/packed-run.sh autorun OUT TABLE SECONDS
+#                                              auto (1000 calls and ~infinity) with TABLE beside
+#                                              csr-packed and cuSPARSE on stream-large, large-test
+#                                              and three random-column matrices
 #
 # Each step writes its run folders (as .tgz) and logs into OUT and prints a short summary.
 set -uo pipefail
@@ -70,6 +76,28 @@ case "$step" in
         --precision "$prec" $TIMING --out "/tmp/train-$name" 2>&1 | grep -E "matrices on|record:"
       tar czf "$out/train-$name.tgz" -C "/tmp/train-$name" .
     done
+    ;;
+  table)
+    # auto's table from the committed H200 runs plus this session's train runs (the large-test
+    # matrices stay held out by name; the stream-large run is not training data), to OUT/table.csv.
+    $B auto table docs/results/h200 /tmp/train-shared /tmp/train-gpu-large /tmp/train-large-train \
+      -o "$out/table.csv" 2>&1 | tail -3
+    ;;
+  autorun)
+    # auto measured with the table TABLE (SPMVKIT_AUTO_TABLE) at 1000 calls and at ~infinity, with
+    # csr-packed and cuSPARSE beside it: the stream-large suite (families auto never trained on),
+    # the held-out large-test suite and gpu-large's random-column matrices; then `spmv auto eval`.
+    table=$1 secs=$2
+    export SPMVKIT_AUTO_TABLE="$table"
+    mkdir -p /tmp/auto
+    # shellcheck disable=SC2086
+    for inputs in "--suite stream-large" "--suite large-test uniform:4000000,16 kron:21 powerlaw:4000000,8"; do
+      # shellcheck disable=SC2086
+      timeout "$secs" $B bench $inputs \
+        --methods 'auto,auto[calls=1000000000],csr-packed,cusparse-alg1,cusparse-alg2' \
+        --precision f64 $TIMING --out /tmp/auto 2>&1 | grep -E "matrices on|record:"
+    done
+    tar czf "$out/auto.tgz" -C /tmp/auto .
     ;;
   *)
     echo "unknown step '$step'" >&2
