@@ -122,8 +122,6 @@ pub(crate) struct Config {
     pub window: usize,
     pub values: ValuesMode,
     pub prefetch: bool,
-    pub l1_max: bool,
-    pub chunked: bool,
 }
 
 impl Config {
@@ -151,12 +149,10 @@ impl Config {
             }
             v
         };
-        let sort_s: String = params.get(NAME, PARAMS, "sort")?;
-        let sort = match sort_s.as_str() {
+        let sort = match keyword(params, "sort", &["on", "off", "auto"])? {
             "on" => Sort::On,
             "off" => Sort::Off,
-            "auto" => Sort::Auto,
-            other => return Err(bad("sort", format!("'{other}': expected on, off or auto"))),
+            _ => Sort::Auto,
         };
         let window: usize = params.get(NAME, PARAMS, "window")?;
         if !(32..=65536).contains(&window) || window % WARP != 0 {
@@ -165,51 +161,34 @@ impl Config {
                 format!("{window}: expected a multiple of 32 in 32..=65536"),
             ));
         }
-        let values_s: String = params.get(NAME, PARAMS, "values")?;
-        let values = match values_s.as_str() {
-            "auto" => ValuesMode::Auto,
+        let values = match keyword(params, "values", &["auto", "dict", "raw"])? {
             "dict" => ValuesMode::Dict,
             "raw" => ValuesMode::Raw,
-            other => {
-                return Err(bad(
-                    "values",
-                    format!("'{other}': expected auto, dict or raw"),
-                ))
-            }
+            _ => ValuesMode::Auto,
         };
-        let prefetch_s: String = params.get(NAME, PARAMS, "prefetch")?;
-        let prefetch = match prefetch_s.as_str() {
-            "on" => true,
-            "off" => false,
-            other => return Err(bad("prefetch", format!("'{other}': expected on or off"))),
-        };
-        let l1_s: String = params.get(NAME, PARAMS, "l1")?;
-        let l1_max = match l1_s.as_str() {
-            "max" => true,
-            "default" => false,
-            other => return Err(bad("l1", format!("'{other}': expected max or default"))),
-        };
-        let walk_s: String = params.get(NAME, PARAMS, "walk")?;
-        let chunked = match walk_s.as_str() {
-            "chunked" => true,
-            "strided" => false,
-            other => {
-                return Err(bad(
-                    "walk",
-                    format!("'{other}': expected chunked or strided"),
-                ))
-            }
-        };
+        let prefetch = keyword(params, "prefetch", &["on", "off"])? == "on";
         Ok(Config {
             long,
             sort,
             window,
             values,
             prefetch,
-            l1_max,
-            chunked,
         })
     }
+}
+
+/// The value of keyword parameter `key`, one of `allowed` (an error naming the key otherwise).
+fn keyword(params: &Params, key: &str, allowed: &[&'static str]) -> Result<&'static str> {
+    let v: String = params.get(NAME, PARAMS, key)?;
+    allowed
+        .iter()
+        .copied()
+        .find(|a| *a == v)
+        .ok_or_else(|| Error::Param {
+            method: NAME.into(),
+            key: key.into(),
+            msg: format!("'{v}': expected {}", allowed.join(", ")),
+        })
 }
 
 /// What the build found, for the notes.
@@ -807,8 +786,6 @@ pub(crate) fn encode<T: Scalar>(a: &Csr<T>, cfg: &Config) -> Result<PackedLayout
         long_vals,
         facts,
         prefetch: cfg.prefetch,
-        l1_max: cfg.l1_max,
-        chunked: cfg.chunked,
     })
 }
 

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::{PackedLayout, KERNEL, WARP};
@@ -40,8 +39,6 @@ pub(super) struct PackedDevice<T> {
     footprint: usize,
     /// Resident blocks of the whole GPU (the persistent grid's size at most).
     max_blocks: usize,
-    /// 1: a contiguous chunk of slices per block (`walk=chunked`); 0: strided.
-    chunked: i32,
 }
 
 impl<T: Scalar> PackedDevice<T> {
@@ -51,15 +48,6 @@ impl<T: Scalar> PackedDevice<T> {
         kernel_int("csr-packed work items (slices + long rows)", items)?;
         crate::gpu::check_int_loops("csr-packed", l.nrows, l.long_cols.len())?;
         let f = gpu.function::<T>(&KERNEL, l.vcodes.entry(l.prefetch))?;
-        if l.l1_max {
-            // No shared memory: ask for all of the unified L1/shared storage as L1, where the
-            // gathers of x hit.
-            f.set_attribute(
-                CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                0,
-            )
-            .map_err(|e| Error::cuda("csr-packed: L1 carveout", e))?;
-        }
         // Persistent warps: as many blocks as stay resident on every SM at once.
         let per_sm = f
             .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
@@ -88,7 +76,6 @@ impl<T: Scalar> PackedDevice<T> {
             long_vals: gpu.upload(&l.long_vals)?,
             footprint: crate::methods::Layout::footprint_bytes(l),
             max_blocks,
-            chunked: l.chunked as i32,
         })
     }
 }
@@ -143,8 +130,7 @@ impl<T: Scalar> DeviceLayout<T> for PackedDevice<T> {
             .arg(x)
             .arg(y)
             .arg(&alpha)
-            .arg(&beta)
-            .arg(&self.chunked);
+            .arg(&beta);
         // SAFETY: the argument list matches PACKED_ENTRY's signature; x and y are long enough
         // (checked by DeviceLayout::run); the streams were built by encode.rs, whose offsets,
         // lengths and codes stay inside them and decode to columns < ncols and rows < nrows.

@@ -240,9 +240,8 @@ __device__ __forceinline__ void slice_lane(const SliceMeta& m, int lane, const B
     y[m.row] = (beta == (real_t)0) ? alpha * sum : fma(alpha, sum, beta * y[m.row]);
 }
 
-// Persistent warps: strided, warp k of `nwarps` takes slices k, k + nwarps, ... (the warps sweep
-// the matrix together); chunked, block b takes a contiguous chunk of slices, its warps
-// interleaved (a block's later slices find x's nearby rows in its L1). With PREFETCH the next slice's metadata and first code
+// Persistent warps: warp k of `nwarps` takes slices k, k + nwarps, ... (the warps sweep the
+// matrix together, so x's rows stay in L2). With PREFETCH the next slice's metadata and first code
 // block are loaded while the current one gathers x (the metadata two slices ahead); without, a
 // slice's loads wait for each other. Then long rows k, k + nwarps, ...
 template <int V, bool PREFETCH>
@@ -261,7 +260,7 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
                                            const unsigned* __restrict__ long_cols,
                                            const real_t* __restrict__ long_vals,
                                            const real_t* __restrict__ x, real_t* __restrict__ y,
-                                           real_t alpha, real_t beta, int chunked) {
+                                           real_t alpha, real_t beta) {
     const unsigned warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const unsigned nwarps = gridDim.x * (blockDim.x >> 5);
     const int lane = threadIdx.x & 31;
@@ -270,21 +269,7 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
 #pragma unroll
         for (int k = 0; k < (V == 2 ? 4 : (V == 1 ? 2 : 1)); ++k) d[k] = ldg(dict + k);
     }
-    // Slices [first, end) in steps of `step`: strided over the grid, or one contiguous chunk of
-    // slices per block, its warps interleaved.
-    unsigned first, end, step;
-    if (chunked) {
-        const unsigned wpb = blockDim.x >> 5;
-        const unsigned per_block = (nslices + gridDim.x - 1) / gridDim.x;
-        const unsigned lo = min(nslices, blockIdx.x * per_block);
-        first = lo + (threadIdx.x >> 5);
-        end = min(nslices, lo + per_block);
-        step = wpb;
-    } else {
-        first = warp;
-        end = nslices;
-        step = nwarps;
-    }
+    const unsigned first = warp, end = nslices, step = nwarps;
     if constexpr (PREFETCH) {
         unsigned s = first;
         SliceMeta mc, mn;
@@ -336,11 +321,10 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
         const real_t* __restrict__ raw, const real_t* __restrict__ dict,                         \
         const unsigned* __restrict__ long_rows, const unsigned* __restrict__ long_ptr,           \
         const unsigned* __restrict__ long_cols, const real_t* __restrict__ long_vals,            \
-        const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha, real_t beta,         \
-        int chunked) {                                                                           \
+        const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha, real_t beta) {       \
         csr_packed<V, PF>(nslices, nlong, lens, rows, has_rows, grp, col_off, col_w, cols, vs,   \
                           raw, dict, long_rows, long_ptr, long_cols, long_vals, x, y, alpha,     \
-                          beta, chunked);                                                        \
+                          beta);                                                                 \
     }
 
 PACKED_ENTRY(csr_packed_v0, 0, true)

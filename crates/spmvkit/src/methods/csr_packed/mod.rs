@@ -89,18 +89,6 @@ const PARAMS: &[ParamSpec] = &[
                time",
     },
     ParamSpec {
-        key: "walk",
-        default: "strided",
-        help: "chunked: each block of the persistent grid takes a contiguous chunk of slices \
-               (x's nearby rows stay in its L1); strided: warp k takes slices k, k + warps, ...",
-    },
-    ParamSpec {
-        key: "l1",
-        default: "max",
-        help: "max: ask the driver for all of the unified L1/shared storage as L1 (the kernel \
-               uses no shared memory; x's gathers hit in L1); default: the driver's choice",
-    },
-    ParamSpec {
         key: "values",
         default: "auto",
         help: "auto (a dictionary when at most 65536 distinct values occur, else raw), dict \
@@ -167,10 +155,6 @@ pub struct PackedLayout<T> {
     pub(crate) facts: encode::Facts,
     /// Whether the kernel prefetches the next slice (`prefetch=on`).
     pub(crate) prefetch: bool,
-    /// Whether the upload asks for the largest L1 (`l1=max`).
-    pub(crate) l1_max: bool,
-    /// Whether each block takes a contiguous chunk of slices (`walk=chunked`).
-    pub(crate) chunked: bool,
 }
 
 impl<T> PackedLayout<T> {
