@@ -148,10 +148,10 @@ fn run_pick(args: PickArgs) -> Result<()> {
     let l2 = Some(args.l2_mib << 20);
     for arg in &args.matrices {
         let loaded = input::load::<f64>(arg, !args.no_cache)?;
-        let s = MatrixStats::of(&loaded.matrix);
+        let s = MatrixStats::of(&loaded.matrix).with_x_sectors(&loaded.matrix);
         let fits = spmvkit::bench::fits_l2(s.nrows, s.ncols, s.nnz, l2);
         for &p in &precisions {
-            let e = model_explain(&s, fits, p, &params)?;
+            let e = model_explain(&s, None, fits, p, &params)?;
             let c = &e.choice;
             println!(
                 "{} ({p}, {} nnz, {}): {} (predicted {} µs per call){}",

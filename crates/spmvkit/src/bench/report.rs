@@ -797,7 +797,8 @@ impl MergedRuns {
 
 /// Merges runs in the order given: matrices are matched by name, and a result for the same
 /// (matrix, method, precision) in a later run replaces the earlier one. A matrix's statistics
-/// and L2 flag are those of the last run that measured it.
+/// and L2 flag are those of the last run that measured it, but for x-sector counts that run did
+/// not make: an earlier run's of the same shape stand.
 pub fn merge_runs(runs: &[BenchRun]) -> MergedRuns {
     let mut merged = MergedRuns::default();
     let mut by_name: HashMap<String, usize> = HashMap::new();
@@ -816,7 +817,14 @@ pub fn merge_runs(runs: &[BenchRun]) -> MergedRuns {
             });
             let slot = &mut merged.matrices[idx];
             slot.matrix.source.clone_from(&m.source);
-            slot.matrix.stats = m.stats.clone();
+            // the x-sector counts are structural: a run that did not count them keeps an
+            // earlier run's for the same shape
+            let old = std::mem::replace(&mut slot.matrix.stats, m.stats.clone());
+            let st = &mut slot.matrix.stats;
+            if (old.nrows, old.ncols, old.nnz) == (st.nrows, st.ncols, st.nnz) {
+                st.x_sectors_f32 = st.x_sectors_f32.or(old.x_sectors_f32);
+                st.x_sectors_f64 = st.x_sectors_f64.or(old.x_sectors_f64);
+            }
             slot.matrix.fits_l2 = m.fits_l2;
             for r in &m.results {
                 let existing = slot

@@ -10,7 +10,10 @@ mod stats;
 pub use coo::Coo;
 pub use csc::Csc;
 pub use csr::{Csr, Pattern};
-pub use stats::{x_sectors, LengthStats, MatrixStats, XSectors, CHUNK_ROWS, SECTOR_BYTES};
+pub use stats::{
+    x_sector_share, x_sectors, LengthStats, MatrixStats, XSectors, CHUNK_ROWS, SECTOR_BYTES,
+    SHARE_SAMPLE_CHUNKS,
+};
 
 use crate::error::{check_index_range, Result};
 

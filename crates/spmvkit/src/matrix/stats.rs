@@ -160,6 +160,14 @@ impl MatrixStats {
         self
     }
 
+    /// x sectors per nonzero for values of `value_bytes` bytes (4 or 8), if counted and the
+    /// matrix has nonzeros: the exact form of [`x_sector_share`].
+    pub fn x_share(&self, value_bytes: usize) -> Option<f64> {
+        self.x_sectors(value_bytes)
+            .filter(|_| self.nnz > 0)
+            .map(|s| s as f64 / self.nnz as f64)
+    }
+
     /// The x-sector count for values of `value_bytes` bytes (4 or 8), if counted.
     pub fn x_sectors(&self, value_bytes: usize) -> Option<u64> {
         match value_bytes {
@@ -188,18 +196,41 @@ pub struct XSectors {
 /// (module doc). In parallel over chunks, each counted in one pass over its column indices with
 /// a small open-addressing hash set.
 pub fn x_sectors<T: Scalar>(a: &Csr<T>) -> XSectors {
+    let (sectors, _) = count_chunks(a, 1);
+    sectors
+}
+
+/// Chunks counted at most by [`x_sector_share`]: about 0.5M column indices for rows of 32.
+pub const SHARE_SAMPLE_CHUNKS: usize = 16_384;
+
+/// x sectors per nonzero ([`x_sectors`] divided by nnz) for f32 and f64 values, estimated from
+/// an evenly strided sample of at most `max_chunks` chunks (every chunk when there are no more):
+/// how scattered the column indices are, near 1 for random columns and near 1/4 (f64) or 1/8
+/// (f32) for a dense band. `auto`'s model reads it as a feature; its cost does not grow with the
+/// matrix. `None` for a matrix without nonzeros.
+pub fn x_sector_share<T: Scalar>(a: &Csr<T>, max_chunks: usize) -> Option<(f64, f64)> {
+    let chunks = a.nrows().div_ceil(CHUNK_ROWS);
+    let stride = chunks.div_ceil(max_chunks.max(1)).max(1);
+    let (s, nnz) = count_chunks(a, stride);
+    (nnz > 0).then(|| (s.f32 as f64 / nnz as f64, s.f64 as f64 / nnz as f64))
+}
+
+/// The x-sector counts over every `stride`-th chunk, with the nonzeros of those chunks.
+fn count_chunks<T: Scalar>(a: &Csr<T>, stride: usize) -> (XSectors, u64) {
     let (rp, ci) = (a.row_ptr(), a.col_idx());
     let n = a.nrows();
-    let (f32, f64) = (0..n.div_ceil(CHUNK_ROWS))
+    let (f32, f64, nnz) = (0..n.div_ceil(CHUNK_ROWS))
         .into_par_iter()
+        .step_by(stride)
         .with_min_len(64)
         .map_init(SectorSet::default, |set, c| {
             let lo = rp[c * CHUNK_ROWS] as usize;
             let hi = rp[((c + 1) * CHUNK_ROWS).min(n)] as usize;
-            set.count(&ci[lo..hi])
+            let (s32, s64) = set.count(&ci[lo..hi]);
+            (s32, s64, (hi - lo) as u64)
         })
-        .reduce(|| (0, 0), |x, y| (x.0 + y.0, x.1 + y.1));
-    XSectors { f32, f64 }
+        .reduce(|| (0, 0, 0), |x, y| (x.0 + y.0, x.1 + y.1, x.2 + y.2));
+    (XSectors { f32, f64 }, nnz)
 }
 
 /// Scratch space of the sector count, reused from chunk to chunk: an open-addressing hash set
@@ -278,6 +309,28 @@ mod tests {
         }
         let n = cols.len();
         Csr::new(rows.len(), ncols, ptr, cols, vec![1.0; n]).unwrap()
+    }
+
+    #[test]
+    fn the_sampled_share_is_exact_when_every_chunk_fits_and_close_on_a_stride() {
+        // 64 chunks: the first half one column per row (32 sectors a chunk), the second half a
+        // dense run of 8 columns per row shared by the chunk
+        let mut r: Vec<Vec<u32>> = (0..1024u32).map(|i| vec![i * 64]).collect();
+        r.extend((0..1024).map(|_| (0..8).collect()));
+        let a = rows(1 << 16, &r);
+        let exact = x_sectors(&a);
+        let nnz = a.nnz() as f64;
+        let (s32, s64) = x_sector_share(&a, 64).unwrap();
+        assert_eq!(s32, exact.f32 as f64 / nnz);
+        assert_eq!(s64, exact.f64 as f64 / nnz);
+        let st = MatrixStats::of(&a).with_x_sectors(&a);
+        assert_eq!(st.x_share(8), Some(s64));
+        assert_eq!(MatrixStats::of(&a).x_share(8), None);
+        // every other chunk: the same mix, so the same share
+        let (e32, _) = x_sector_share(&a, 32).unwrap();
+        assert!((e32 - s32).abs() < 1e-12, "{e32} vs {s32}");
+        // no nonzeros, no share
+        assert_eq!(x_sector_share(&rows(4, &[vec![], vec![]]), 8), None);
     }
 
     #[test]

@@ -44,7 +44,7 @@ use cudarc::driver::CudaSlice;
 use self::model::{Features, Knobs, Model};
 use crate::error::{Error, Result};
 use crate::gpu::{self, Gpu, TimingConfig};
-use crate::matrix::{Csr, MatrixStats};
+use crate::matrix::{x_sector_share, Csr, MatrixStats, SHARE_SAMPLE_CHUNKS};
 use crate::methods::params::CPU_FALLBACK_PARAM;
 use crate::methods::{find, DeviceLayout, Layout, Method, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Precision, Scalar};
@@ -69,7 +69,7 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         key: "k",
-        default: "8",
+        default: "4",
         help: "training matrices consulted (nearest neighbours in feature space), 1..=50",
     },
     ParamSpec {
@@ -96,9 +96,10 @@ pub const TRIAL_TIMING: TimingConfig = TimingConfig {
 pub const TRIAL_CALLS: usize = 3 + 5 * 3;
 
 /// Share of the predicted run (`calls` × predicted µs per call) that the extra candidates of a
-/// trial may cost (their predicted preprocessing and [`TRIAL_CALLS`] calls each): 2 %, so that a
-/// trial costs less than the 10 % it is there to win.
-pub const TRIAL_BUDGET: f64 = 0.02;
+/// trial may cost (their predicted preprocessing and [`TRIAL_CALLS`] calls each): 5 %, chosen on
+/// the tuning split (`docs/results/tuning-split.md`), so that a trial costs less than the 10 % it
+/// is there to win.
+pub const TRIAL_BUDGET: f64 = 0.05;
 
 /// The default of the `trial` parameter: candidates a trial times (chosen on the tuning split,
 /// `docs/results/tuning-split.md`).
@@ -250,20 +251,26 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
         stats.nnz,
         gpu.l2_bytes().map(|b| b as u64),
     );
-    model_choice(&stats, fits, T::PRECISION, params)
+    // the x share from a sample of chunks: its cost does not grow with the matrix
+    let share = x_sector_share(a, SHARE_SAMPLE_CHUNKS).map(|s| match T::PRECISION {
+        Precision::F32 => s.0,
+        Precision::F64 => s.1,
+    });
+    Ok(model_explain(&stats, share, fits, T::PRECISION, params)?.choice)
 }
 
 /// What the model chooses, with these parameters, for a matrix with statistics `stats` in
 /// `precision`, `fits_l2` saying whether its working set fits the GPU's L2
 /// ([`crate::bench::fits_l2`]): `auto`'s GPU choice, computed without a GPU (`spmv auto pick`,
-/// the evaluation of held-out runs).
+/// the evaluation of held-out runs). The x share (x sectors per nonzero) is the statistics'
+/// count where they have one.
 pub fn model_choice(
     stats: &MatrixStats,
     fits_l2: bool,
     precision: Precision,
     params: &Params,
 ) -> Result<Choice> {
-    Ok(model_explain(stats, fits_l2, precision, params)?.choice)
+    Ok(model_explain(stats, None, fits_l2, precision, params)?.choice)
 }
 
 /// The model's choice with its reasons: the ranking and the neighbours it came from.
@@ -276,9 +283,12 @@ pub struct Explained {
     pub neighbours: Vec<(String, f64)>,
 }
 
-/// [`model_choice`] with its ranking and neighbours.
+/// [`model_choice`] with its ranking and neighbours. `x_share`: x sectors per nonzero when
+/// estimated apart from `stats` (auto samples it: [`crate::matrix::x_sector_share`]); None takes
+/// the statistics' count, if any.
 pub fn model_explain(
     stats: &MatrixStats,
+    x_share: Option<f64>,
     fits_l2: bool,
     precision: Precision,
     params: &Params,
@@ -286,7 +296,7 @@ pub fn model_explain(
     let o = parse(params)?;
     let model = Model::shipped()?;
     let allowed = allowed_methods(model, o.deterministic);
-    let features = Features::from_stats(stats, fits_l2);
+    let features = Features::from_stats(stats, fits_l2, precision, x_share);
     let knobs = Knobs::with_k(o.k);
     let ranked = model.rank(
         &features,

@@ -22,17 +22,27 @@ pub const TABLE: &str = include_str!("table.csv");
 pub const TABLE_ENV: &str = "SPMVKIT_AUTO_TABLE";
 
 /// Number of features.
-pub const NFEATURES: usize = 9;
+pub const NFEATURES: usize = 10;
+
+/// The feature that is missing where a table row or a matrix has no x-sector count: NaN there,
+/// and [`Model::nearest`] leaves it out of that distance.
+pub const X_SHARE: usize = 9;
+
+/// The index of the L2-fit feature.
+const FITS_L2: usize = 8;
 
 /// Features of one matrix, as logs so that distances compare ratios: nnz, rows, the
 /// rows/columns ratio, mean row length, row variation (std/mean), max/mean row length, the share
-/// of empty rows, bandwidth/columns, and the L2 fit (3 when it fits, else 0).
+/// of empty rows, bandwidth/columns, the L2 fit (3 when it fits, else 0), and x sectors per
+/// nonzero in percent (how scattered the columns are: [`crate::matrix::x_sector_share`]; NaN
+/// when unknown).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Features(pub [f64; NFEATURES]);
 
 impl Features {
     /// From raw statistics: rows, columns, nnz, mean / std / max row length, empty rows,
-    /// bandwidth, and whether the working set fits the GPU's L2.
+    /// bandwidth, whether the working set fits the GPU's L2, and x sectors per nonzero in the
+    /// precision's value size (None: unknown).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         nrows: f64,
@@ -44,6 +54,7 @@ impl Features {
         empty_rows: f64,
         bandwidth: f64,
         fits_l2: bool,
+        x_share: Option<f64>,
     ) -> Self {
         let l = |v: f64| (v.max(0.0) + 1.0).ln();
         Features([
@@ -56,18 +67,24 @@ impl Features {
             l(empty_rows / nrows.max(1.0) * 100.0),
             l(bandwidth / ncols.max(1.0) * 100.0),
             if fits_l2 { 3.0 } else { 0.0 },
+            // locality decides where x is not L2-resident: the same for every matrix that fits
+            match (fits_l2, x_share) {
+                (true, _) => 0.0,
+                (false, None) => f64::NAN,
+                (false, Some(x)) => l(x * 100.0),
+            },
         ])
     }
 
-    /// The features of a matrix; `l2_bytes` is the GPU's L2 (None: treated as not fitting). The
-    /// L2 fit is judged as the run records that trained the model judge it
-    /// ([`crate::bench::fits_l2`]), whatever the precision.
-    pub fn of(s: &MatrixStats, l2_bytes: Option<u64>) -> Self {
-        Self::from_stats(s, crate::bench::fits_l2(s.nrows, s.ncols, s.nnz, l2_bytes))
-    }
-
-    /// The features of a matrix whose L2 fit is known.
-    pub fn from_stats(s: &MatrixStats, fits: bool) -> Self {
+    /// The features of a matrix whose L2 fit is known, in `precision`: the x share is
+    /// `x_share` when given (auto's sampled estimate), else the statistics' exact count, else
+    /// unknown.
+    pub fn from_stats(
+        s: &MatrixStats,
+        fits: bool,
+        precision: Precision,
+        x_share: Option<f64>,
+    ) -> Self {
         Features::new(
             s.nrows as f64,
             s.ncols as f64,
@@ -78,6 +95,7 @@ impl Features {
             s.empty_rows as f64,
             s.bandwidth as f64,
             fits,
+            x_share.or_else(|| s.x_share(precision.bytes())),
         )
     }
 }
@@ -96,7 +114,7 @@ pub struct Sample {
 impl Sample {
     /// Whether the table holds the L2 fit as true for this matrix.
     pub fn fits_l2(&self) -> bool {
-        self.features.0[NFEATURES - 1] > 0.0
+        self.features.0[FITS_L2] > 0.0
     }
 
     /// The fastest per-call time among the allowed methods.
@@ -125,10 +143,11 @@ pub struct Knobs {
 impl Knobs {
     /// What `auto` uses, chosen on the tuning split (`docs/results/tuning-split.md`).
     pub const SHIPPED: Knobs = Knobs {
-        k: 8,
-        offset: 0.03,
-        // without rows/columns and the share of empty rows
-        feature_weights: [1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0],
+        k: 4,
+        offset: 0.3,
+        // without bandwidth/columns and the L2 fit (the x share is 0 for every matrix that
+        // fits L2, so it holds the fit too)
+        feature_weights: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0],
     };
 
     /// The shipped settings with another k.
@@ -148,6 +167,7 @@ pub const FEATURE_NAMES: [&str; NFEATURES] = [
     "empty rows",
     "bandwidth/columns",
     "fits L2",
+    "x sectors/nnz",
 ];
 
 /// The parsed table.
@@ -163,7 +183,8 @@ fn bad(line: usize, msg: impl std::fmt::Display) -> Error {
 
 impl Model {
     /// Parses the table written by [`super::table::Table::to_csv`]: `matrix`, `precision`, the
-    /// 9 statistic columns, then per method `METHOD:us` and `METHOD:prep_ms` (µs per call,
+    /// statistic columns ([`super::table::STAT_COLUMNS`], found by name; the x-sector columns
+    /// may be missing or empty), then per method `METHOD:us` and `METHOD:prep_ms` (µs per call,
     /// preprocessing ms; both empty where the method did not run). Other `METHOD:FIELD` columns,
     /// such as `METHOD:commit`, are provenance and are ignored.
     pub fn parse(text: &str) -> Result<Self> {
@@ -173,15 +194,37 @@ impl Model {
             .ok_or_else(|| bad(1, "empty"))?
             .split(',')
             .collect();
-        // table columns between the precision and the first method: 8 statistics and fits_l2
-        const NFEAT: usize = 9;
-        if header.len() < 2 + NFEAT {
-            return Err(bad(1, "unexpected header"));
+        if header.len() < 2 || header[..2] != ["matrix", "precision"] {
+            return Err(bad(1, "the header does not start with matrix,precision"));
         }
+        // the statistics: every column before the first METHOD:FIELD one
+        let first_method = header
+            .iter()
+            .position(|h| h.contains(':'))
+            .unwrap_or(header.len());
+        let stat = |name: &str| header[..first_method].iter().position(|h| *h == name);
+        let need = |name: &str| stat(name).ok_or_else(|| bad(1, format!("no '{name}' column")));
+        let feat_cols = [
+            "nrows",
+            "ncols",
+            "nnz",
+            "row_len_mean",
+            "row_len_std",
+            "row_len_max",
+            "empty_rows",
+            "bandwidth",
+        ]
+        .map(need);
+        let mut fc = [0usize; 8];
+        for (d, c) in fc.iter_mut().zip(feat_cols) {
+            *d = c?;
+        }
+        let fits_col = need("fits_l2")?;
+        let x_cols = (stat("x_sectors_f32"), stat("x_sectors_f64"));
         // per method: the columns of its time and its preprocessing
         let mut methods: Vec<String> = Vec::new();
         let mut cols: Vec<(Option<usize>, Option<usize>)> = Vec::new();
-        for (c, h) in header.iter().enumerate().skip(2 + NFEAT) {
+        for (c, h) in header.iter().enumerate().skip(first_method) {
             let (m, field) = h
                 .rsplit_once(':')
                 .ok_or_else(|| bad(1, format!("column '{h}' is not METHOD:FIELD")))?;
@@ -227,11 +270,16 @@ impl Model {
                     .map_err(|_| bad(i + 2, format!("'{s}' is not a number")))
             };
             let precision = f[1].parse::<Precision>().map_err(|e| bad(i + 2, e))?;
-            let v: Vec<f64> = f[2..2 + NFEAT - 1]
-                .iter()
-                .map(|s| num(s))
-                .collect::<Result<_>>()?;
-            let fits = f[2 + NFEAT - 1] == "true";
+            let v: Vec<f64> = fc.iter().map(|&c| num(f[c])).collect::<Result<_>>()?;
+            let fits = f[fits_col] == "true";
+            let x_col = match precision {
+                Precision::F32 => x_cols.0,
+                Precision::F64 => x_cols.1,
+            };
+            let x_share = match x_col.map(|c| f[c]) {
+                None | Some("") => None,
+                Some(x) => Some(num(x)? / v[2].max(1.0)),
+            };
             let times = cols
                 .iter()
                 .map(|&(us, prep)| match (f[us], f[prep]) {
@@ -243,7 +291,9 @@ impl Model {
                 matrix: f[0].to_string(),
                 precision,
                 nnz: v[2],
-                features: Features::new(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], fits),
+                features: Features::new(
+                    v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], fits, x_share,
+                ),
                 times,
             });
         }
@@ -288,20 +338,27 @@ impl Model {
         if pool.is_empty() {
             return Vec::new();
         }
+        // each feature's spread over the samples that know it
         let mut scale = [0f64; NFEATURES];
         for (d, sc) in scale.iter_mut().enumerate() {
-            let mean = pool.iter().map(|s| s.features.0[d]).sum::<f64>() / pool.len() as f64;
-            let var = pool
+            let known: Vec<f64> = pool
                 .iter()
-                .map(|s| (s.features.0[d] - mean).powi(2))
-                .sum::<f64>()
-                / pool.len() as f64;
+                .map(|s| s.features.0[d])
+                .filter(|v| v.is_finite())
+                .collect();
+            let n = known.len().max(1) as f64;
+            let mean = known.iter().sum::<f64>() / n;
+            let var = known.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
             *sc = if var > 1e-12 { var.sqrt() } else { 1.0 };
         }
         let fw = &knobs.feature_weights;
+        // a feature unknown on either side (the x share) adds nothing to that distance
         let dist = |s: &Sample| -> f64 {
             (0..NFEATURES)
-                .map(|d| fw[d] * ((s.features.0[d] - features.0[d]) / scale[d]).powi(2))
+                .map(|d| ((s.features.0[d] - features.0[d]) / scale[d]).powi(2))
+                .zip(fw)
+                .filter(|(t, w)| t.is_finite() && **w > 0.0)
+                .map(|(t, w)| w * t)
                 .sum::<f64>()
                 .sqrt()
         };

@@ -35,8 +35,9 @@ use crate::scalar::Precision;
 /// `auto` is the chooser itself.
 pub const SKIP: &[&str] = &["cusparse-e2e", "csr-full-overlap", "csr", "auto"];
 
-/// The statistic columns of the table, between `precision` and the methods.
-pub const STAT_COLUMNS: [&str; 9] = [
+/// The statistic columns of the table, between `precision` and the methods. The x-sector counts
+/// are empty for a matrix that no run counted them for.
+pub const STAT_COLUMNS: [&str; 11] = [
     "nrows",
     "ncols",
     "nnz",
@@ -46,6 +47,8 @@ pub const STAT_COLUMNS: [&str; 9] = [
     "empty_rows",
     "bandwidth",
     "fits_l2",
+    "x_sectors_f32",
+    "x_sectors_f64",
 ];
 
 /// One method's measurement in the table.
@@ -197,6 +200,8 @@ impl Table {
                 s.empty_rows.to_string(),
                 s.bandwidth.to_string(),
                 r.fits_l2.to_string(),
+                s.x_sectors_f32.map_or_else(String::new, |v| v.to_string()),
+                s.x_sectors_f64.map_or_else(String::new, |v| v.to_string()),
             ];
             for c in &r.cells {
                 match c {
@@ -692,7 +697,7 @@ impl RowReader<'_> {
 pub(crate) mod tests {
     use super::*;
     use crate::bench::report::{results_csv, ReportOptions};
-    use crate::methods::auto::model::Model;
+    use crate::methods::auto::model::{Model, X_SHARE};
 
     fn stats(nnz: usize) -> MatrixStats {
         let len = LengthStats {
@@ -877,7 +882,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_model_loader_ignores_commit_and_other_provenance_columns() {
-        let stats = "m,f64,10,10,50,5,1,9,0,3,true";
+        let stats = "m,f64,10,10,50,5,1,9,0,3,true,,";
         let plain = format!(
             "matrix,precision,{},a:us,a:prep_ms\n{stats},2.0,0.1",
             STAT_COLUMNS.join(",")
@@ -896,6 +901,56 @@ pub(crate) mod tests {
             STAT_COLUMNS.join(",")
         );
         assert!(Model::parse(&bad).is_err());
+    }
+
+    #[test]
+    fn a_newer_run_without_x_sectors_keeps_an_older_count_of_the_same_shape() {
+        let r = |started: &str| {
+            run(
+                started,
+                "c",
+                vec![(
+                    "m",
+                    vec![result("csr-scalar", Precision::F64, 2.0, Status::Ok)],
+                )],
+            )
+        };
+        let (mut old, new) = (r("2026-01-01T00:00:00Z"), r("2026-02-01T00:00:00Z"));
+        old.matrices[0].stats.x_sectors_f64 = Some(123);
+        let table = Table::from_runs(&[new.clone(), old.clone()]);
+        assert_eq!(table.rows[0].stats.x_sectors_f64, Some(123));
+        assert!(table
+            .to_csv()
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains(",true,,123,"));
+        // another shape under the same name: the count is not carried over
+        old.matrices[0].stats.nnz += 1;
+        let table = Table::from_runs(&[new, old]);
+        assert_eq!(table.rows[0].stats.x_sectors_f64, None);
+    }
+
+    #[test]
+    fn the_model_loader_reads_x_sectors_by_name_and_tables_without_them() {
+        // a table written before the x-sector columns: nine statistics
+        let old = "matrix,precision,nrows,ncols,nnz,row_len_mean,row_len_std,row_len_max,empty_rows,bandwidth,fits_l2,a:us,a:prep_ms\nm,f64,10,10,50,5,1,9,0,3,false,2.0,0.1";
+        let m = Model::parse(old).unwrap();
+        assert!(m.samples[0].features.0[X_SHARE].is_nan());
+        // with them: the precision's count over nnz; an empty cell is unknown
+        let new = format!(
+            "matrix,precision,{},a:us,a:prep_ms\nm,f64,10,10,50,5,1,9,0,3,false,10,25,2.0,0.1\nm,f32,10,10,50,5,1,9,0,3,false,,25,2.0,0.1",
+            STAT_COLUMNS.join(",")
+        );
+        let m = Model::parse(&new).unwrap();
+        let x = m.samples[0].features.0[X_SHARE];
+        assert!((x - (0.5f64 * 100.0 + 1.0).ln()).abs() < 1e-12, "{x}");
+        assert!(m.samples[1].features.0[X_SHARE].is_nan());
+        // a missing statistic is named
+        let e = Model::parse("matrix,precision,nrows,a:us,a:prep_ms\nm,f64,1,1,1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'ncols'"), "{e}");
     }
 
     #[test]

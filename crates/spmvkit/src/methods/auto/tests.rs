@@ -14,6 +14,7 @@ fn feat(nnz: f64, mean: f64) -> Features {
         0.0,
         10.0,
         false,
+        None,
     )
 }
 
@@ -83,6 +84,53 @@ fn nearest_neighbours_pick_the_clusters_winner_and_count_preprocessing() {
         only_large,
     );
     assert_eq!(m.methods[i.unwrap().0], "b");
+}
+
+/// Large matrices alike in every statistic but how scattered their columns are: `a` wins where
+/// x is gathered from few sectors (share 0.1), `b` where every nonzero gathers its own (share 1).
+#[test]
+fn the_x_share_tells_scattered_columns_from_local_ones_in_matrices_larger_than_l2() {
+    let header = format!(
+        "matrix,precision,{},a:us,a:prep_ms,b:us,b:prep_ms",
+        super::table::STAT_COLUMNS.join(",")
+    );
+    let mut t = header;
+    for i in 0..4 {
+        let nnz = 40_000_000u64;
+        let (local, random) = (nnz / 10, nnz);
+        t += &format!(
+            "\nlocal{i},f64,4000000,4000000,{nnz},10,0,10,0,4000000,false,,{local},100,1,300,1"
+        );
+        t += &format!(
+            "\nrandom{i},f64,4000000,4000000,{nnz},10,0,10,0,4000000,false,,{random},500,1,400,1"
+        );
+    }
+    let m = Model::parse(&t).unwrap();
+    let f =
+        |share: Option<f64>| Features::new(4e6, 4e6, 4e7, 10.0, 0.0, 10.0, 0.0, 4e6, false, share);
+    let pick = |share: Option<f64>| {
+        let i = m
+            .choose(
+                &f(share),
+                4e7,
+                Precision::F64,
+                &[true, true],
+                1e12,
+                &Knobs::with_k(4),
+                |_| true,
+            )
+            .unwrap()
+            .0;
+        m.methods[i].clone()
+    };
+    assert_eq!(pick(Some(0.1)), "a");
+    assert_eq!(pick(Some(0.98)), "b");
+    // unknown: the share adds nothing to any distance, so all eight are equally near
+    let near = m.nearest(&f(None), Precision::F64, &Knobs::with_k(8), |_| true);
+    assert!(near.iter().all(|(d, _)| *d == near[0].0), "{near:?}");
+    // a matrix that fits L2 has share 0 whatever its columns
+    let small = Features::new(1e3, 1e3, 1e4, 10.0, 0.0, 10.0, 0.0, 1e3, true, Some(1.0));
+    assert_eq!(small.0[model::X_SHARE], 0.0);
 }
 
 #[test]
@@ -198,10 +246,13 @@ fn a_trial_takes_candidates_while_they_fit_the_budget() {
     assert_eq!(trial_candidates(&ranked, 3, 1e9), vec![0, 1, 2]);
     assert_eq!(trial_candidates(&ranked, 2, 1e9), vec![0, 1]);
     assert_eq!(trial_candidates(&ranked, 1, 1e9), vec![0]);
-    // 10⁴ calls of 10 µs: 2000 µs of budget holds the second (200 + 18·11 µs), not the third
+    // the budget is 5 % of calls × 10 µs; the second costs 200 + 18·11 = 398 µs, the third 5e5
+    // 10⁴ calls: 5000 µs hold the second, not the third
     assert_eq!(trial_candidates(&ranked, 3, 1e4), vec![0, 1]);
-    // 1000 calls: 200 µs hold neither
-    assert_eq!(trial_candidates(&ranked, 3, 1000.0), vec![0]);
+    // 1000 calls: 500 µs still hold the second
+    assert_eq!(trial_candidates(&ranked, 3, 1000.0), vec![0, 1]);
+    // 500 calls: 250 µs hold neither
+    assert_eq!(trial_candidates(&ranked, 3, 500.0), vec![0]);
     // one call: no trial
     assert_eq!(trial_candidates(&ranked, 3, 1.0), vec![0]);
     assert!(trial_candidates(&[], 3, 1.0).is_empty());
