@@ -22,6 +22,10 @@
 #                                              auto (1000 calls and ~infinity) with TABLE beside
 #                                              csr-packed and cuSPARSE on stream-large, large-test
 #                                              and three random-column matrices
+#   scripts/packed-run.sh ab OUT SECONDS METHODS MATRIX...
+#                                              any methods on any inputs (f64), e.g. an A/B of a
+#                                              csr-packed option with auto and cuSPARSE beside it;
+#                                              written to OUT/$AB_NAME.tgz (default ab)
 #
 # Each step writes its run folders (as .tgz) and logs into OUT and prints a short summary.
 set -uo pipefail
@@ -50,6 +54,14 @@ case "$step" in
         echo "prefetch=$pf"; grep -E "Duration|Throughput|Hit Rate|Stall|Achieved Occupancy|Registers|Bytes" "$out/ncu-packed-$pf.log" | head -24
       done
     fi
+    ;;
+  ab)
+    secs=$1 methods=$2
+    shift 2
+    mkdir -p /tmp/ab
+    # shellcheck disable=SC2086
+    timeout "$secs" $B bench "$@" --methods "$methods" --precision f64 $TIMING --out /tmp/ab 2>&1 | tail -40
+    tar czf "$out/${AB_NAME:-ab}.tgz" -C /tmp/ab .
     ;;
   stream)
     # The goals' run: the stream-large suite (and any extra inputs), csr-packed against csr-scalar
