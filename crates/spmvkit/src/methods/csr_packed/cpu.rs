@@ -5,7 +5,7 @@
 //! match the kernel bit for bit.
 
 use super::encode::{bias, ValueCodes};
-use super::{PackedLayout, GROUP, SKIP, WARP};
+use super::{interleaved, PackedLayout, GROUP, SKIP, WARP};
 use crate::methods::csr_vector::cpu::{cta_sum, strided_partials};
 use crate::scalar::Scalar;
 
@@ -23,15 +23,16 @@ fn store<T: Scalar>(yi: &mut T, alpha: T, sum: T, beta: T) {
 /// Code `j` of lane `l`'s block `g` in a slice's column words at width `w`.
 #[inline]
 fn col_code(words: &[u32], w: u32, g: usize, l: usize, j: usize) -> u32 {
-    let block = (g * WARP + l) * (w as usize / 4);
+    let per_lane = w as usize / 4;
+    let word = |i: usize| words[g * WARP * per_lane + interleaved(per_lane, 4, l, i)];
     match w {
-        8 => (words[block + j / 4] >> (8 * (j % 4))) & 0xff,
-        16 => (words[block + j / 2] >> (16 * (j % 2))) & 0xffff,
-        _ => words[block + j],
+        8 => (word(j / 4) >> (8 * (j % 4))) & 0xff,
+        16 => (word(j / 2) >> (16 * (j % 2))) & 0xffff,
+        _ => word(j),
     }
 }
 
-/// The value of entry `j` of value block `block` (global block index).
+/// The value of entry `j` of value block `block` (global block index: group · 32 + lane).
 #[inline]
 fn value<T: Scalar>(l: &PackedLayout<T>, block: usize, j: usize) -> T {
     match l.vcodes {
@@ -46,7 +47,10 @@ fn value<T: Scalar>(l: &PackedLayout<T>, block: usize, j: usize) -> T {
             };
             l.dict[code]
         }
-        ValueCodes::Raw => l.raw[block * GROUP + j],
+        ValueCodes::Raw => {
+            let (group, lane) = (block / WARP, block % WARP);
+            l.raw[group * WARP * GROUP + interleaved(GROUP, T::BYTES, lane, j)]
+        }
     }
 }
 

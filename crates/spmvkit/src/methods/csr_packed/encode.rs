@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::{PackedLayout, GROUP, MAX_SHORT, NAME, PARAMS, SKIP, WARP};
+use super::{interleaved, PackedLayout, GROUP, MAX_SHORT, NAME, PARAMS, SKIP, WARP};
 use crate::error::{Error, Result};
 use crate::matrix::{Csr, Pattern};
 use crate::methods::Params;
@@ -520,11 +520,12 @@ fn put_cols(words: &mut [u32], w: u32, l: usize, r: usize, cols: &[Idx]) {
         let code = c.wrapping_sub(prev);
         prev = c;
         let (g, j) = (k / GROUP, k % GROUP);
-        let block = (g * WARP + l) * (w as usize / 4);
+        let per_lane = w as usize / 4;
+        let word = |i: usize| g * WARP * per_lane + interleaved(per_lane, 4, l, i);
         match w {
-            8 => words[block + j / 4] |= code << (8 * (j % 4)),
-            16 => words[block + j / 2] |= code << (16 * (j % 2)),
-            _ => words[block + j] = code,
+            8 => words[word(j / 4)] |= code << (8 * (j % 4)),
+            16 => words[word(j / 2)] |= code << (16 * (j % 2)),
+            _ => words[word(j)] = code,
         }
     }
 }
@@ -554,7 +555,7 @@ fn put_vals<T: Scalar>(
                     vbytes[bit / 8] |= (c as u8) << (bit % 8);
                 }
             }
-            ValueCodes::Raw => raw[block * GROUP + j] = v,
+            ValueCodes::Raw => raw[g * WARP * GROUP + interleaved(GROUP, T::BYTES, l, j)] = v,
         }
     }
 }

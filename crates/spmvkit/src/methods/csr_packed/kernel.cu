@@ -32,23 +32,29 @@ __device__ __forceinline__ unsigned col_code(const unsigned (&c)[8], int j) {
     }
 }
 
+// A lane's column block of a group whose words start at `g` (the 32 lanes' blocks interleaved
+// in 16-byte units: at 32 bits the lane's second half sits 32 units after its first, so each
+// load of the warp reads 512 contiguous bytes).
 template <int W>
-__device__ __forceinline__ void load_cols(const unsigned* __restrict__ p, unsigned (&c)[8]) {
+__device__ __forceinline__ void load_cols(const unsigned* __restrict__ g, int lane,
+                                          unsigned (&c)[8]) {
     if constexpr (W == 8) {
-        const uint2 a = ldg(reinterpret_cast<const uint2*>(p));
+        const uint2 a = ldg(reinterpret_cast<const uint2*>(g) + lane);
         c[0] = a.x; c[1] = a.y;
     } else if constexpr (W == 16) {
-        const uint4 a = ldg(reinterpret_cast<const uint4*>(p));
+        const uint4 a = ldg(reinterpret_cast<const uint4*>(g) + lane);
         c[0] = a.x; c[1] = a.y; c[2] = a.z; c[3] = a.w;
     } else {
-        const uint4 a = ldg(reinterpret_cast<const uint4*>(p));
-        const uint4 b = ldg(reinterpret_cast<const uint4*>(p) + 1);
+        const uint4 a = ldg(reinterpret_cast<const uint4*>(g) + lane);
+        const uint4 b = ldg(reinterpret_cast<const uint4*>(g) + 32 + lane);
         c[0] = a.x; c[1] = a.y; c[2] = a.z; c[3] = a.w;
         c[4] = b.x; c[5] = b.y; c[6] = b.z; c[7] = b.w;
     }
 }
 
-// The value block `blk` (global block index) of mode V: codes in v[0..3], or raw reals in r[].
+// The value block `blk` (global block index: group · 32 + lane) of mode V: codes in v[0..3], or
+// raw reals in r[] (a group's raw blocks interleaved in 16-byte units, unit q of every lane side
+// by side).
 template <int V>
 __device__ __forceinline__ void load_vals(const unsigned char* __restrict__ vs,
                                           const real_t* __restrict__ raw, size_t blk,
@@ -66,18 +72,20 @@ __device__ __forceinline__ void load_vals(const unsigned char* __restrict__ vs,
         const uint4 a = ldg(reinterpret_cast<const uint4*>(vs) + blk);
         v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
     } else if constexpr (V == V_RAW) {
+        const real_t* g = raw + (blk & ~(size_t)31) * 8;
+        const unsigned lane = (unsigned)(blk & 31);
 #ifdef SPMVKIT_REAL_F64
-        const double2* p = reinterpret_cast<const double2*>(raw + blk * 8);
+        const double2* p = reinterpret_cast<const double2*>(g) + lane;
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-            const double2 a = ldg(p + q);
+            const double2 a = ldg(p + 32 * q);
             r[2 * q] = a.x; r[2 * q + 1] = a.y;
         }
 #else
-        const float4* p = reinterpret_cast<const float4*>(raw + blk * 8);
+        const float4* p = reinterpret_cast<const float4*>(g) + lane;
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
-            const float4 a = ldg(p + q);
+            const float4 a = ldg(p + 32 * q);
             r[4 * q] = a.x; r[4 * q + 1] = a.y; r[4 * q + 2] = a.z; r[4 * q + 3] = a.w;
         }
 #endif
@@ -178,7 +186,8 @@ __device__ __forceinline__ void load_block0(const SliceMeta& m, int lane,
                                             const real_t* __restrict__ raw, Block0& b) {
     b.c[0] = b.c[1] = b.c[2] = b.c[3] = 0u;
     if (m.len == PACKED_SKIP || m.len == 0) return;
-    const unsigned* words = cols + (size_t)m.off * 4 + (size_t)lane * (m.w / 4);
+    // the lane's first unit: 8 bytes at 8 bits, 16 bytes otherwise
+    const unsigned* words = cols + (size_t)m.off * 4 + (size_t)lane * (m.w == 8 ? 2 : 4);
     if (m.w == 8) {
         const uint2 a = ldg(reinterpret_cast<const uint2*>(words));
         b.c[0] = a.x; b.c[1] = a.y;
@@ -203,14 +212,14 @@ __device__ __forceinline__ real_t slice_row(const SliceMeta& m, int lane, const 
     const size_t blk0 = (size_t)m.grp * 32;
     unsigned c0[8] = {b.c[0], b.c[1], b.c[2], b.c[3], 0u, 0u, 0u, 0u};
     if constexpr (W == 32) {
-        const uint4 a = ldg(reinterpret_cast<const uint4*>(words + (size_t)lane * 8) + 1);
+        const uint4 a = ldg(reinterpret_cast<const uint4*>(words) + 32 + lane);
         c0[4] = a.x; c0[5] = a.y; c0[6] = a.z; c0[7] = a.w;
     }
     unsigned prev = m.row - packed_bias<W>();
     real_t sum = group_sum<W, V>(prev, m.len, c0, b.v, b.r, dict, d, x, (real_t)0);
     for (unsigned g = 1; g * 8 < m.len; ++g) {
         unsigned c[8];
-        load_cols<W>(words + ((size_t)g * 32 + lane) * (W / 4), c);
+        load_cols<W>(words + (size_t)g * 32 * (W / 4), lane, c);
         unsigned v[4];
         real_t r[8];
         load_vals<V>(vs, raw, blk0 + (size_t)g * 32 + lane, v, r);

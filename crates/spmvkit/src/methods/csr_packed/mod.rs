@@ -9,11 +9,13 @@
 //!   width w ∈ {8, 16, 32} bits that makes it smallest; a row whose deltas do not fit a width
 //!   the rest of the slice fits is an *outlier* and leaves the slice (the way out, below);
 //! - codes are stored lane-interleaved in groups of 8 entries: group g of lane l is one
-//!   w-byte block (8, 16 or 32 bytes) at `slice start + (32·g + l)·w`, so a warp's loads are
-//!   whole 8-, 16- or 32-byte vectors side by side;
+//!   w-byte block (8, 16 or 32 bytes) in the 32·w bytes of group g, cut into units of at most
+//!   16 bytes with unit q of every lane side by side ([`interleaved`]), so each vector load of a
+//!   warp reads 256 or 512 contiguous bytes of whole sectors;
 //! - **values**: none for a matrix with one distinct value; a dictionary of the distinct values
 //!   with 1-, 2-, 4-, 8- or 16-bit codes (8 codes form one block of 1–16 bytes, lane-interleaved
-//!   like the columns) when at most 2^16 distinct values occur; raw values otherwise. The
+//!   like the columns) when at most 2^16 distinct values occur; raw values otherwise (blocks of
+//!   32 or 64 bytes, interleaved in 16-byte units like the 32-bit column codes). The
 //!   dictionary stays in global memory and is read through the read-only L1 path;
 //! - **row lengths** as one byte per lane (at most 248 entries, 255 = the lane has no row here);
 //!   rows can be sorted by length inside windows of rows (then a row map says which row each
@@ -60,6 +62,20 @@ pub(crate) const MAX_SHORT: usize = 248;
 pub(crate) const BLOCK: usize = 256;
 /// The length byte of a lane without a row in its slice.
 pub(crate) const SKIP: u8 = 255;
+
+/// Bytes one lane loads per instruction: a 16-byte vector.
+pub(crate) const UNIT_BYTES: usize = 16;
+
+/// Where item `j` of lane `l`'s block sits in a group of [`WARP`] blocks of `per_lane` items of
+/// `item_bytes` bytes each: the blocks are interleaved in units of at most [`UNIT_BYTES`], unit
+/// `q` of every lane side by side, so each vector load of a warp reads one contiguous span of
+/// whole 32-byte sectors (a lane's 32-byte column block or 64-byte raw f64 block would otherwise
+/// touch every sector twice, in two instructions).
+#[inline]
+pub(crate) fn interleaved(per_lane: usize, item_bytes: usize, l: usize, j: usize) -> usize {
+    let u = (UNIT_BYTES / item_bytes).min(per_lane);
+    (j / u) * (WARP * u) + l * u + j % u
+}
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
