@@ -361,7 +361,7 @@ fn vector_long_rows_take_the_cta_order() {
     let mut lanes: Vec<f64> = (0..64)
         .map(|t| vals[t + 64].mul_add(x[t + 64], vals[t].mul_add(x[t], 0.0)))
         .collect();
-    let want = crate::methods::csr_vector::cpu::cta_sum(&mut lanes);
+    let want = crate::methods::common::warp::cta_sum(&mut lanes);
     assert_eq!(y[0].to_bits(), want.to_bits());
     // One entry short of long_row: the sequential sum instead.
     let l = build_vector(&a, &params(&["threads=64", "long_row=129"])).unwrap();
