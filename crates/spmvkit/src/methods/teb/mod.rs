@@ -570,4 +570,4 @@ impl<T: Scalar> Layout<T> for TebLayout<T> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

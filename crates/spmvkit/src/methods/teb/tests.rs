@@ -1,33 +1,9 @@
 use super::select::{heuristic_k, variance, Lengths, K_HIGH, K_LOW, K_MID};
 use super::*;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, suite};
+use crate::methods::testmats::{assert_repeatable, check_layout, check_method, matrix_a, suite};
 
 fn params(items: &[&str]) -> Params {
     Params::parse(items.iter().copied()).unwrap()
-}
-
-/// The paper's 8×8 matrix A (Fig. 1).
-pub(crate) fn matrix_a() -> Csr<f64> {
-    let rows: [&[(u32, f64)]; 8] = [
-        &[(2, 2.0), (6, 1.0), (7, 8.0)],
-        &[(0, 3.0)],
-        &[(3, 6.0), (7, 9.0)],
-        &[(0, 6.0), (1, 7.0)],
-        &[(6, 2.0)],
-        &[(4, 5.0), (5, 8.0)],
-        &[(4, 6.0)],
-        &[(0, 5.0), (5, 4.0), (6, 2.0), (7, 1.0)],
-    ];
-    let mut rp = vec![0u32];
-    let (mut ci, mut v) = (Vec::new(), Vec::new());
-    for r in rows {
-        for &(c, x) in r {
-            ci.push(c);
-            v.push(x);
-        }
-        rp.push(ci.len() as u32);
-    }
-    Csr::new(8, 8, rp, ci, v).unwrap()
 }
 
 #[test]
