@@ -106,7 +106,7 @@ __device__ __forceinline__ void store_axpby(real_t* y, int i, real_t alpha, real
 // warp 0 reduces the per-warp sums (zeros past the last warp) the same way. The result is in every
 // lane of warp 0 (other warps get zero). Every thread of the CTA must call it; `wsum` is 32 reals
 // of shared memory, free again after the caller's next __syncthreads. blockDim.x is a multiple of
-// 32. The CPU mirrors of this order are methods::csr_vector::cpu::cta_sum and strided_partials.
+// 32. The CPU mirrors of this order are methods::common::warp::cta_sum and strided_partials.
 // j is a 32-bit int (an unsigned or 64-bit j made csr-overlap's long rows 1.6-2.2x slower on an
 // H200): it cannot overflow while end <= 2^31 - 1 - blockDim.x, which every caller's upload
 // checks (teb, csr-overlap: nnz at most 2^31 - 1 - 1024).

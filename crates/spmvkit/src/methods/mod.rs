@@ -10,6 +10,7 @@
 pub mod amf_csr;
 pub mod auto;
 pub mod cb_spmv;
+mod common;
 pub mod csc;
 pub mod csr;
 pub mod csr5;

@@ -127,6 +127,31 @@ pub(crate) fn suite() -> Vec<(&'static str, Csr<f64>)> {
     out
 }
 
+/// The 8×8 matrix A of the TEB paper (teb.md, Fig. 1), the worked example of the `teb`, `pbc`
+/// and `amf-csr` tests.
+pub(crate) fn matrix_a() -> Csr<f64> {
+    let rows: [&[(u32, f64)]; 8] = [
+        &[(2, 2.0), (6, 1.0), (7, 8.0)],
+        &[(0, 3.0)],
+        &[(3, 6.0), (7, 9.0)],
+        &[(0, 6.0), (1, 7.0)],
+        &[(6, 2.0)],
+        &[(4, 5.0), (5, 8.0)],
+        &[(4, 6.0)],
+        &[(0, 5.0), (5, 4.0), (6, 2.0), (7, 1.0)],
+    ];
+    let mut rp = vec![0u32];
+    let (mut ci, mut v) = (Vec::new(), Vec::new());
+    for r in rows {
+        for &(c, x) in r {
+            ci.push(c);
+            v.push(x);
+        }
+        rp.push(ci.len() as u32);
+    }
+    Csr::new(8, 8, rp, ci, v).unwrap()
+}
+
 /// x and y for a matrix: values in [-1, 1), reproducible.
 pub(crate) fn vectors<T: Scalar>(nrows: usize, ncols: usize, seed: u64) -> (Vec<T>, Vec<T>) {
     let mut g = Lcg::new(seed);

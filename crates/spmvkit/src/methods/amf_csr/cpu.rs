@@ -5,7 +5,7 @@
 //! are added in order from zero. Bitwise equal to the kernel.
 
 use super::{AmfLayout, FOLD_BITS};
-use crate::methods::csr_vector::cpu::{butterfly_sum, store};
+use crate::methods::common::warp::{butterfly_sum, store};
 use crate::scalar::Scalar;
 
 /// y = αAx + βy as the amf-csr kernel computes it.

@@ -39,7 +39,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
-use crate::methods::csr_vector::check_threads;
+use crate::methods::common::checks::check_threads;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 

@@ -1,6 +1,5 @@
 use super::*;
-use crate::methods::teb::tests::matrix_a;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, suite};
+use crate::methods::testmats::{assert_repeatable, check_layout, check_method, matrix_a, suite};
 
 fn params(items: &[&str]) -> Params {
     Params::parse(items.iter().copied()).unwrap()

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::{Csc, Csr};
-use crate::methods::csr_vector::check_threads;
+use crate::methods::common::checks::check_threads;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 

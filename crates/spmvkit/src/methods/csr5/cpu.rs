@@ -6,7 +6,7 @@
 //! butterfly; empty rows get βy; then the calibrate pass adds each carry run in slot order.
 
 use super::{Csr5Layout, EMPTY_FLAG, OMEGA};
-use crate::methods::csr_vector::cpu::{butterfly_sum, store};
+use crate::methods::common::warp::{butterfly_sum, store};
 use crate::scalar::Scalar;
 
 /// y = αAx + βy as the csr5 kernels compute it.

@@ -5,7 +5,7 @@
 //! every row is taken exactly once and where the counter ends.
 
 use super::CsrLightLayout;
-use crate::methods::csr_vector::cpu::{butterfly_sum, lane_partials, store};
+use crate::methods::common::warp::{butterfly_sum, lane_partials, store};
 use crate::scalar::Scalar;
 
 /// Warps the simulation runs side by side (any count ≥ 1 gives the same result).

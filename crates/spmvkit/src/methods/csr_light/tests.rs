@@ -1,5 +1,4 @@
 use super::*;
-use crate::methods::csr_vector::CsrVector;
 use crate::methods::testmats::{assert_repeatable, check_method, suite, vectors};
 
 fn params(items: &[&str]) -> Params {
@@ -48,7 +47,10 @@ fn vector32_equals_csr_vector_bitwise() {
     // Same lanes (32-aligned start), same butterfly: the dynamic scheduling changes nothing.
     for (_, a) in suite() {
         let l = CsrLight.prepare(&a, &params(&["vector=32"])).unwrap();
-        let v = CsrVector.prepare(&a, &Params::new()).unwrap();
+        let v = crate::methods::find("csr-vector")
+            .unwrap()
+            .prepare_f64(&a, &Params::new())
+            .unwrap();
         let (x, y0) = vectors::<f64>(a.nrows(), a.ncols(), 3);
         let (mut y1, mut y2) = (y0.clone(), y0);
         l.run_cpu(1.5, &x, -2.0, &mut y1).unwrap();

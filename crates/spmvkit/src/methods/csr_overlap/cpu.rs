@@ -10,7 +10,7 @@
 //! Debug builds check that every row is written exactly once.
 
 use super::OverlapLayout;
-use crate::methods::csr_vector::cpu::{butterfly_sum, cta_sum, lane_partials, store};
+use crate::methods::common::warp::{butterfly_sum, cta_sum, lane_partials, store};
 use crate::scalar::Scalar;
 
 /// The SM count the mirror assumes when it splits batches among CTAs.

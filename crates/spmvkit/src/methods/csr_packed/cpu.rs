@@ -6,7 +6,7 @@
 
 use super::encode::{bias, ValueCodes};
 use super::{interleaved, PackedLayout, GROUP, SKIP, WARP};
-use crate::methods::csr_vector::cpu::{cta_sum, strided_partials};
+use crate::methods::common::warp::{cta_sum, strided_partials};
 use crate::scalar::Scalar;
 
 /// The kernel's store: α·sum, or α·sum + β·y fused as `fma(α, sum, β·y)`; y is not read when

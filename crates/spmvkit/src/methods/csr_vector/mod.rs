@@ -7,12 +7,13 @@
 //! The layout is the CSR matrix itself. The CPU mirror (`cpu.rs`) simulates the 32 lanes and the
 //! butterfly, with the kernel's fused multiply-adds, so it reproduces the kernel's bits.
 
-pub(crate) mod cpu;
+mod cpu;
 mod gpu;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
+use crate::methods::common::checks::check_threads;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
@@ -54,18 +55,6 @@ impl GenericMethod for CsrVector {
             threads,
         }))
     }
-}
-
-/// Checks a block size: a positive multiple of 32, at most 1024.
-pub(crate) fn check_threads(method: &str, threads: u32) -> Result<()> {
-    if threads == 0 || threads % 32 != 0 || threads > 1024 {
-        return Err(Error::Param {
-            method: method.into(),
-            key: "threads".into(),
-            msg: format!("{threads} is not a multiple of 32 in 32..=1024"),
-        });
-    }
-    Ok(())
 }
 
 /// The layout of `csr-vector`: the CSR matrix and the block size.

@@ -199,7 +199,7 @@ impl<T: Scalar> Layout<T> for BsrLayout<T> {
                         s = self.vals[k * b * b + i * b + j].mul_add(x[c0 + j], s);
                     }
                 }
-                crate::methods::csr_vector::cpu::store(&mut y[r], alpha, s, beta);
+                crate::methods::common::warp::store(&mut y[r], alpha, s, beta);
             }
         }
         Ok(())

@@ -7,7 +7,7 @@
 //! `dasp_long_sum` adds a row's parts with 32 strided lanes and the butterfly.
 
 use super::{DaspLayout, NONE};
-use crate::methods::csr_vector::cpu::{butterfly_sum, store};
+use crate::methods::common::warp::{butterfly_sum, store};
 use crate::scalar::{Precision, Scalar};
 
 /// A warp's accumulator: per lane (f32) or per diagonal element, at lane 4m + m/2 (f64).

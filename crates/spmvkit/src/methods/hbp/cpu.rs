@@ -7,7 +7,7 @@
 //! α·sum (+ β·y fused). Bitwise equal to the kernels.
 
 use super::{Combine, HbpLayout};
-use crate::methods::csr_vector::cpu::store;
+use crate::methods::common::warp::store;
 use crate::scalar::Scalar;
 
 /// y = αAx + βy as the hbp kernels compute it.

@@ -5,7 +5,7 @@
 //! long ones). Bitwise equal to the kernels.
 
 use super::MergeLayout;
-use crate::methods::csr_vector::cpu::{butterfly_sum, store};
+use crate::methods::common::warp::{butterfly_sum, store};
 use crate::scalar::Scalar;
 
 /// What one simulated thread leaves after walking its steps.

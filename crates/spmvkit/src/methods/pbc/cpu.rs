@@ -4,7 +4,7 @@
 //! row's slots added in block order from zero and stored. Bitwise equal to the kernel.
 
 use super::PbcLayout;
-use crate::methods::csr_vector::cpu::{butterfly_sum, store};
+use crate::methods::common::warp::{butterfly_sum, store};
 use crate::scalar::Scalar;
 
 /// Σ v·x over [s, e) as a CTA of `threads` computes it.

@@ -10,7 +10,7 @@
 //! written once, from its own entries only.
 
 use super::TebLayout;
-use crate::methods::csr_vector::cpu::{cta_sum, store, strided_partials};
+use crate::methods::common::warp::{cta_sum, store, strided_partials};
 use crate::scalar::Scalar;
 
 /// y = αAx + βy as the teb (or teb-vector) kernel computes it.

@@ -1,33 +1,9 @@
 use super::select::{heuristic_k, variance, Lengths, K_HIGH, K_LOW, K_MID};
 use super::*;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, suite};
+use crate::methods::testmats::{assert_repeatable, check_layout, check_method, matrix_a, suite};
 
 fn params(items: &[&str]) -> Params {
     Params::parse(items.iter().copied()).unwrap()
-}
-
-/// The paper's 8×8 matrix A (Fig. 1).
-pub(crate) fn matrix_a() -> Csr<f64> {
-    let rows: [&[(u32, f64)]; 8] = [
-        &[(2, 2.0), (6, 1.0), (7, 8.0)],
-        &[(0, 3.0)],
-        &[(3, 6.0), (7, 9.0)],
-        &[(0, 6.0), (1, 7.0)],
-        &[(6, 2.0)],
-        &[(4, 5.0), (5, 8.0)],
-        &[(4, 6.0)],
-        &[(0, 5.0), (5, 4.0), (6, 2.0), (7, 1.0)],
-    ];
-    let mut rp = vec![0u32];
-    let (mut ci, mut v) = (Vec::new(), Vec::new());
-    for r in rows {
-        for &(c, x) in r {
-            ci.push(c);
-            v.push(x);
-        }
-        rp.push(ci.len() as u32);
-    }
-    Csr::new(8, 8, rp, ci, v).unwrap()
 }
 
 #[test]
@@ -361,7 +337,7 @@ fn vector_long_rows_take_the_cta_order() {
     let mut lanes: Vec<f64> = (0..64)
         .map(|t| vals[t + 64].mul_add(x[t + 64], vals[t].mul_add(x[t], 0.0)))
         .collect();
-    let want = crate::methods::csr_vector::cpu::cta_sum(&mut lanes);
+    let want = crate::methods::common::warp::cta_sum(&mut lanes);
     assert_eq!(y[0].to_bits(), want.to_bits());
     // One entry short of long_row: the sequential sum instead.
     let l = build_vector(&a, &params(&["threads=64", "long_row=129"])).unwrap();

@@ -1,0 +1,11 @@
+//! What the method rooms share on the host, the CPU twin of `gpu/prelude.cu`: the prelude holds
+//! the device helpers every room's kernel uses, and this module holds their CPU mirrors and the
+//! checks that keep a launch within what those helpers assume. Rooms import from here, never
+//! from a sibling room.
+//!
+//! - [`warp`]: the simulated lanes and reductions (`warp_reduce_sum`,
+//!   `warp_reduce_sum_width`, `cta_gather_sum`) and the kernels' store, bit for bit.
+//! - [`checks`]: parameter checks shared by rooms (the block size).
+
+pub(crate) mod checks;
+pub(crate) mod warp;
