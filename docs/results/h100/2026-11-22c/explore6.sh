@@ -3,7 +3,7 @@
 # (cb_spmv_run*, issue #8) against the general kernel, cusparse and fastload, on the mid-size
 # bandwidth-bound stand-ins, poisson3d:160, the six small matrices of the authors' comparison
 # and the shared suite (f64); the cb-spmv GPU tests first; an ncu profile of the run kernel.
-#   scripts/explore6.sh OUT [quick]
+#   docs/results/h100/2026-11-22c/explore6.sh OUT [quick]   (from the repository root)
 set -uo pipefail
 OUT=$1
 B=.gpu/bin/spmv

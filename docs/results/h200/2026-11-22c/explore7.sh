@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Measurement run 7 (session 2026-11-22, third): issue #8's final figures for cb-spmv's run
 # kernels, on an H200 (the GPU of shared/notes/methods.md §0).
-#   scripts/explore7.sh tests OUT   the whole GPU suite (SPMVKIT_REQUIRE_GPU=1 .gpu/run-tests)
-#   scripts/explore7.sh bench OUT   mid-size stand-ins, the six small matrices of §0, the shared
-#                                   suite: cusparse, fastload, cb-spmv and its ablations
-#   scripts/explore7.sh large OUT   gpu-large: cusparse, fastload, cb-spmv (both builds)
-#   scripts/explore7.sh ncu OUT     L1/L2 hit rates (scripts/claims-run.sh ncu)
+#   docs/results/h200/2026-11-22c/explore7.sh STEP OUT   (from the repository root), STEP:
+#   tests OUT   the whole GPU suite (SPMVKIT_REQUIRE_GPU=1 .gpu/run-tests)
+#   bench OUT   mid-size stand-ins, the six small matrices of §0, the shared suite: cusparse,
+#               fastload, cb-spmv and its ablations
+#   large OUT   gpu-large: cusparse, fastload, cb-spmv (both builds)
+#   ncu OUT     L1/L2 hit rates (scripts/claims-run.sh ncu)
 # Each step leaves a log or one .tgz in OUT and prints geomeans over cusparse.
 set -uo pipefail
 step=$1 OUT=$2

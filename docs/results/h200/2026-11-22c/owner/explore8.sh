@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measurement run 8 (session 2026-11-22, third): cb-spmv's owner epilogue (one launch, no
 # scaling pass) against the atomic one and cusparse, after the cb-spmv GPU tests.
-#   scripts/explore8.sh OUT
+#   docs/results/h200/2026-11-22c/owner/explore8.sh OUT   (from the repository root)
 set -uo pipefail
 OUT=$1
 B=.gpu/bin/spmv
