@@ -141,7 +141,7 @@ pub const LARGE_TEST: &[&str] = &[
 /// the DIMACS10 families `rgg_n_2_k` and `delaunay_nK`. The geometric graphs come at 2^22 points
 /// in the spatial (Z-order) numbering, where x is read almost in order, and shuffled, where every
 /// x read is a gather, and at 2^24 points spatially ordered (rgg: ≈ 265M nnz, the largest here).
-/// Each matrix holds at most ~300M nnz; the suite generates in 30 s on the H200 host's 16 cores
+/// Each matrix holds at most ~300M nnz; the suite generates in 30 s on 16 cores
 /// (measured: rgg:16777216 3.5 s, delaunay:16777216 16 s, most of it the single-threaded
 /// triangulation, every other matrix under 5 s) with a peak of 4.9 GB of host memory. poisson3d:160 and
 /// stencil27:100 are gpu-large's, poisson2d:1250 large-test's: the same matrices, measured again

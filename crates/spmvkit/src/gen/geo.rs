@@ -31,9 +31,8 @@
 //! 128-byte segments of x per block of 128 rows (3.5 to 3.7 per 16 rows); shuffled, under 0.2%,
 //! with 27 (`delaunay`) to 60 (`rgg`) times as many segments.
 //!
-//! Measured on 16 cores (the H200 host): `rgg:2^20` 0.15 s, `rgg:2^24` (265M nnz) 3.5 s in
-//! either order; `delaunay:2^20` 0.95 s, `delaunay:2^24` (101M nnz) 16 s, most of it the
-//! triangulation.
+//! Measured on 16 cores: `rgg:2^20` 0.15 s, `rgg:2^24` (265M nnz) 3.5 s in either order;
+//! `delaunay:2^20` 0.95 s, `delaunay:2^24` (101M nnz) 16 s, most of it the triangulation.
 //!
 //! `rgg` finds neighbours in a grid of cells of side at least r (the points sorted by cell; a
 //! point's neighbours lie in its own and the 8 surrounding cells, three runs of 3 consecutive

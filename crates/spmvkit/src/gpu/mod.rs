@@ -143,7 +143,7 @@ pub fn kernel_int(what: &'static str, value: usize) -> Result<i32> {
 /// How far below 2^31−1 the rows and nonzeros of a matrix must stay for kernels whose hot loops
 /// step 32-bit `int` indices by up to one CTA (1024 threads) past a bound: csr-overlap's batch
 /// loops and the prelude's `cta_gather_sum` (64-bit or unsigned indices there cost registers and
-/// unrolling, up to 2.2× on an H200).
+/// unrolling; measurements: `docs/methods/csr-overlap.md`).
 pub const INT_LOOP_MARGIN: usize = 1024;
 
 /// Refuses, for `method`, a matrix whose rows or nonzeros come within [`INT_LOOP_MARGIN`] of

@@ -20,11 +20,8 @@ use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::Scalar;
 
 /// `min_ctas=auto` builds the run kernel for 8 CTAs per SM when the warps take at least this
-/// many blocks each (tuning data, 2026-11-22: on an H100 the 8-CTA build was 10-15 % faster on
-/// poisson2d:1250 and poisson3d:160, where bpw = 8, and slower on the small matrices of the
-/// shared suite, 1.17× against 1.25× cuSPARSE, where bpw = 1 or 2; on an H200's gpu-large it won
-/// on stencils and Kronecker graphs and lost on random-row matrices, the rule landing within 1 %
-/// of the better fixed choice by geomean).
+/// many blocks each (tuning data: the 8-CTA build wins on large stencils, where bpw = 8, and
+/// loses on small matrices, where bpw = 1 or 2; measurements: `docs/methods/cb-spmv.md`).
 const OCCUPANCY8_MIN_BPW: usize = 8;
 
 /// Threads per block of the scaling kernel.

@@ -20,46 +20,38 @@
 //!   later blocks wait for the flag (only ever for a warp that is already running, so no
 //!   deadlock), then add with atomics; the last one resets ticket and flag for the next call.
 //!   Panels with a single block need no atomic at all; empty panels get a zero-nnz "scaler"
-//!   block. Measured on an H200 (2026-11-21, all variants correct on 115 SuiteSparse matrices):
-//!   the ticket round trips cost more than the second launch almost everywhere (graph mode
-//!   4.4 vs 6.9 µs on s1rmq4m1; 915 vs 1293 µs on poisson3d:160), hence not the default.
+//!   block. The ticket round trips cost more than the second launch, hence not the default.
 //!   `prologue=grid`: one cooperative launch of the CTAs that fit the GPU at once; they scale y,
 //!   meet at a grid barrier, then take the slot groups in turn. The default (`auto`) takes it
 //!   up to [`GRID_MAX_NNZ`] nonzeros when launched on a stream, where small matrices pay one
 //!   launch's host overhead instead of two, and `kernel` when captured into a CUDA graph, where
-//!   the barrier costs more than the launch. Shared suite, f64, H200, geomean over cuSPARSE: on
-//!   a stream 1.27× with grid against 0.86× with kernel; from a graph 1.24× with kernel against
-//!   0.95× with grid.
+//!   the barrier costs more than the launch.
 //! - `accumulate=run` (the default, ours; needs `prologue=kernel`): a warp takes `bpw`
 //!   CONSECUTIVE slots and sums the row sums of consecutive blocks of one panel in registers,
 //!   adding to y once per run. On matrices whose blocks are diagonal lines (stencils, scattered
 //!   columns) the paper's block-wise epilogue (`accumulate=block`) issues about one fp64 atomic
-//!   per nonzero, which capped the H200 at ~28·10⁹ atomics/s (poisson3d:160, uniform, power-law
-//!   and Kronecker alike). Balancing scatters a panel's blocks, so under `run`, `balance=auto`
-//!   means off. Measured on an H200 (f64, 2026-11-22), `run` against `block`: 558 vs 786 µs on
-//!   poisson3d:160, 1590 vs 1867 on uniform:4000000,16, 858 vs 1040 on powerlaw:4000000,8, 1877
-//!   vs 2242 on kron:20,48, and equal or faster on the six small SuiteSparse matrices of
-//!   shared/notes/methods.md §0 (e.g. 7.1 vs 8.1 µs on s1rmq4m1). The paper's configuration is
-//!   `cb-spmv[accumulate=block]`, benchmarked as such (Fig. 11 ablation).
+//!   per nonzero and is bound by the GPU's atomic rate; `run` is faster there and equal or
+//!   faster on small matrices. Balancing scatters a panel's blocks, so under `run`,
+//!   `balance=auto` means off. The paper's configuration is `cb-spmv[accumulate=block]`,
+//!   benchmarked as such (Fig. 11 ablation).
 //! - The run kernels (`cb_spmv_run*`, `accumulate=run` with aggregated regions, the default) do
 //!   the same blocks, formats and row sums with less work per block, because the general
-//!   kernel was issue-bound (80 % SM throughput, 265 warp instructions per block on
-//!   poisson2d:1250, ncu): each slot's metadata carries the block's first x column (`xcol`,
-//!   `gptr[br]` folded in), so a gathered x costs two dependent loads instead of three; COO
-//!   products go straight into the warp's per-run shared row accumulator and CSR/dense row sums
-//!   into a register, one atomic per row when the warp leaves the panel; two consecutive COO
-//!   blocks of one panel with at most 32 entries together share one warp pass; and `min_ctas`
-//!   builds them for 8 CTAs per SM on large matrices. Measured on an H100 (f64, 2026-11-22,
-//!   against cuSPARSE in the same run): poisson2d:1250 0.63× (the general kernel 0.39×),
-//!   uniform:1600000,5 0.70× (0.42×), poisson3d:160 0.66× (0.30×).
+//!   kernel was issue-bound (ncu): each slot's metadata carries the block's first x column
+//!   (`xcol`, `gptr[br]` folded in), so a gathered x costs two dependent loads instead of three;
+//!   COO products go straight into the warp's per-run shared row accumulator and CSR/dense row
+//!   sums into a register, one atomic per row when the warp leaves the panel; two consecutive
+//!   COO blocks of one panel with at most 32 entries together share one warp pass; and
+//!   `min_ctas` builds them for 8 CTAs per SM on large matrices.
 //! - `epilogue=owner` (ours): the run kernel is the call's one launch, with no scaling pass. A
 //!   warp whose run holds a whole panel writes `y = α·t + β·y`; a panel split over several runs
 //!   adds each run's sums into a workspace row, and the run that completes the panel's count
 //!   (`nparts`, found on the host) writes y and clears the row, so nothing waits. `auto` uses it
-//!   on a stream up to [`GRID_MAX_NNZ`] nonzeros, in place of the grid prologue (shared suite,
-//!   H200: 1.35× against 1.24× cuSPARSE on a stream), and the atomic epilogue in CUDA graphs and
-//!   above that size, where split runs and their fences cost more than the scaling pass
-//!   (poisson2d:1250: 0.32× against 0.51×).
+//!   on a stream up to [`GRID_MAX_NNZ`] nonzeros, in place of the grid prologue, and the atomic
+//!   epilogue in CUDA graphs and above that size, where split runs and their fences cost more
+//!   than the scaling pass.
+//!
+//! The measurements behind these rules (the prologue modes, `run` against `block`, the run
+//! kernels, `min_ctas`, the owner epilogue and its cut): `docs/methods/cb-spmv.md`.
 //!
 //! Atomics make the summation order, and so the last bits of y, vary between runs: not
 //! deterministic.
@@ -185,8 +177,9 @@ enum Mode {
 
 /// `epilogue=auto` takes the owner epilogue, and `prologue=auto` the one-launch grid mode, on a
 /// stream up to this many nonzeros (tuning data: the cut with the best stream geomean over
-/// cuSPARSE on the tuning split of the H200 runs that timed both epilogues on every matrix; its
-/// figure on the test split is in `docs/results/tuning-split.md`).
+/// cuSPARSE on the tuning split of the committed runs that timed both epilogues on every
+/// matrix; its figure on the test split is in `docs/results/tuning-split.md`; measurements:
+/// `docs/methods/cb-spmv.md`).
 pub const GRID_MAX_NNZ: usize = 150_000;
 
 /// The tuning data of one build.

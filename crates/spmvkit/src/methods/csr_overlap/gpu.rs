@@ -257,8 +257,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
             ev(s.wait(&f.start))?;
             // Copies go one after the other (Alg. 7: big batch i+1 is copied while batch i
             // computes). Issued at once, the copies shared the link and all finished together,
-            // so no kernel overlapped any copy (H200, 2026-11-22: Full = upload + the whole
-            // Partial time on poisson3d:160).
+            // so no kernel overlapped any copy (measurements: docs/methods/csr-overlap.md).
             if i > 0 {
                 ev(s.wait(&f.copied[i - 1]))?;
             }

@@ -25,13 +25,12 @@
 //! - *Extra-long rows* (§4.3, Alg. 9): one CTA per long row, warp partial sums in shared
 //!   memory, the first warp adds them. They run in the same launch as the batches: the first
 //!   CTAs of the grid take the long rows (the heaviest work starts first), the rest the batches.
-//!   A row of 150k nonzeros then costs one 128-thread CTA ~0.6 ms (measured on an H200, a
-//!   power-law matrix), so `long_chunk` = N (default 4096; 0 = the paper) cuts long rows into
-//!   CTA tasks of N nonzeros: each writes its partial sum, and the CTA that finishes a row last
-//!   (an atomic ticket per row, reset by that CTA) adds the row's partials in a fixed order
-//!   and writes y. Still one launch, still deterministic. On an H200 (f64, 2026-11-22) it took
-//!   powerlaw:4000000,8 (a row of 872k nonzeros) from 4618 to 1451 µs, and changed nothing
-//!   where no row is long (poisson3d:160, uniform:4000000,16).
+//!   A row of a hundred thousand nonzeros then keeps one CTA busy long after the others, so
+//!   `long_chunk` = N (default 4096; 0 = the paper) cuts long rows into CTA tasks of N
+//!   nonzeros: each writes its partial sum, and the CTA that finishes a row last (an atomic
+//!   ticket per row, reset by that CTA) adds the row's partials in a fixed order and writes y.
+//!   Still one launch, still deterministic; nothing changes where no row is long
+//!   (measurements: `docs/methods/csr-overlap.md`).
 //!
 //! **Full** (§4.2, Alg. 7/8): the same kernel, but the timed call also copies the values and
 //! column indices from pinned host memory: nnz is cut into `stream_num` "big batches" of

@@ -88,9 +88,9 @@ const PARAMS: &[ParamSpec] = &[
         key: "sort",
         default: "off",
         help: "sort rows by length inside windows of `window` rows: on, off, or auto (when the \
-               padding it saves outweighs the 4-byte row map it needs). Off by default: on an \
-               H200 sorting cost rgg and delaunay graphs 1.4-2x (a warp's rows then gather x \
-               from places up to a window apart), more than the padding it saved",
+               padding it saves outweighs the 4-byte row map it needs). Off by default: \
+               sorting slowed rgg and delaunay graphs (a warp's rows then gather x from places \
+               up to a window apart) more than the padding it saved (docs/methods/csr-packed.md)",
     },
     ParamSpec {
         key: "window",

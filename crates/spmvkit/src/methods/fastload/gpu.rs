@@ -330,8 +330,7 @@ pub(super) fn plan_launches(p: &PlanInput, scale: bool) -> Result<Vec<Launch>> {
     let per_cta = p.threads as usize * 4;
     let pro_work = if scale { p.nrows } else { 0 }.max(if gather { p.ncols } else { 0 });
     // Enough prologue CTAs to keep the gather's loads in flight (a 2-per-SM cap made the
-    // prologue latency-bound: 855 µs against 328 µs for the whole call on a 28.5M-nnz Poisson
-    // matrix, H200), at most 16 per SM.
+    // prologue latency-bound; measurements: docs/methods/fastload.md), at most 16 per SM.
     let npro = pro_work.div_ceil(per_cta).clamp(1, p.sm_count * 16);
     let warps = (p.threads / 32) as usize * p.bpw as usize;
     let main = p.nblocks.div_ceil(warps);

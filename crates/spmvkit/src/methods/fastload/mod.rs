@@ -43,33 +43,31 @@
 //!   at a grid barrier, then stride over the blocks. `fuse=auto` takes it up to
 //!   [`GRID_MAX_NNZ`] nonzeros when launched on a stream, where a small matrix's call is mostly
 //!   the host's launch overhead, and `two` when the stream is being captured into a graph, where
-//!   launches are cheap and the barrier is not. Shared suite, f64, H200, geomean over cuSPARSE:
-//!   on a stream 1.37× with grid against 0.83× with two; replayed from a graph 1.38× with two
-//!   against 1.09× with grid;
+//!   launches are cheap and the barrier is not;
 //! - `one`: a single ordinary launch whose first CTAs do the prologue while the others wait on a
 //!   counter before their first x load and atomic (deadlock-free: a CTA only waits on CTAs that
-//!   already hold a ticket and never wait themselves). Measured on an H200 (f64, 2026-11-22): the
-//!   waiting warps cost far more than the launch saves — 741 against 297 µs on poisson3d:160,
-//!   30.3 against 16.9 µs on copter2.
+//!   already hold a ticket and never wait themselves). The waiting warps cost far more than the
+//!   launch saves, so no `auto` choice takes it.
 //!
 //! With β = 1 and `permute_x=kernel` there is no prologue at all. `permute_x=auto` reads
 //! x[perm[j']] in the blocks when x and perm fit in [`KERNEL_X_MAX_BYTES`] or the stable sort
-//! keeps most columns next to their neighbour (Poisson: 314 against 333 µs, copter2 14.5
-//! against 16.0 µs), and gathers x_sorted in the prologue otherwise (uniform:4000000,16: 1167
-//! against 1662 µs). `phase` times one part alone (`prologue` or `blocks`; y is then not the
-//! product): the cost of the honest timing, which the public code left out.
+//! keeps most columns next to their neighbour (as in Poisson), and gathers x_sorted in the
+//! prologue otherwise (random columns). `phase` times one part alone (`prologue` or `blocks`; y
+//! is then not the product): the cost of the honest timing, which the public code left out.
 //!
-//! **Hub rows** (ours): the atomics of one row serialise on its address, so a row of 872k
-//! nonzeros (powerlaw:4000000,8) took 4.1 ms alone. Rows of at least `hub` nonzeros get
+//! **Hub rows** (ours): the atomics of one row serialise on its address, so a row of several
+//! hundred thousand nonzeros dominates the call. Rows of at least `hub` nonzeros get
 //! `hub_slots` virtual rows (one 32-byte sector each); a second kernel adds the slots into the
-//! row and zeroes them: 4135 → 703 µs on that matrix, 1620 → 1462 µs on kron:20,48.
+//! row and zeroes them.
 //!
 //! Engineering of ours, not the paper's: a warp takes `blocks_per_warp` consecutive blocks in turn
 //! and keeps its x values in registers while consecutive blocks share their columns; matrix loads
 //! are streaming (`ld.cs`), per-block metadata is one 4-byte pointer, one 4-byte column and one
-//! byte (length and format; the height is `(blk_ptr[b+1] − blk_ptr[b]) / blk_length`). Tried and
-//! not kept (H200, 2026-11-22): software-pipelined loads of the next round and plain (`ld.nc`)
-//! loads, both within ±1 % on four large matrices; the extra code path cost Poisson 10 %.
+//! byte (length and format; the height is `(blk_ptr[b+1] − blk_ptr[b]) / blk_length`).
+//! Software-pipelined loads of the next round and plain (`ld.nc`) loads were tried and not kept.
+//!
+//! The measurements behind these rules (the launch modes, `permute_x`, hub rows, the tried
+//! loads, the one-launch cut): `docs/methods/fastload.md`.
 //!
 //! Not deterministic: the order in which atomics land varies between runs. The CPU mirror walks
 //! blocks in order with the kernel's summation trees.
@@ -124,7 +122,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         key: "fuse",
         default: "auto",
-        help: "two: a prologue kernel (β·y, x gather), then the block kernel; one: both in a single launch, block CTAs waiting on the prologue's counter (slower on an H200: 741 vs 297 µs on poisson3d:160); grid: one cooperative launch of co-resident CTAs that meet at a grid barrier after the prologue; auto: grid on a stream up to 300k nonzeros, two above that and whenever the call is captured into a CUDA graph",
+        help: "two: a prologue kernel (β·y, x gather), then the block kernel; one: both in a single launch, block CTAs waiting on the prologue's counter (slower than two: the waiting costs more than the launch saves); grid: one cooperative launch of co-resident CTAs that meet at a grid barrier after the prologue; auto: grid on a stream up to 300k nonzeros, two above that and whenever the call is captured into a CUDA graph",
     },
     ParamSpec {
         key: "threads",
@@ -181,9 +179,9 @@ pub enum Fuse {
 }
 
 /// `fuse=auto` takes the one-launch grid mode on a stream up to this many nonzeros (tuning
-/// data: the cut with the best stream geomean over cuSPARSE on the tuning split of the H200 run
-/// that timed both launch modes on every matrix; its figure on the test split is in
-/// `docs/results/tuning-split.md`).
+/// data: the cut with the best stream geomean over cuSPARSE on the tuning split of the committed
+/// run that timed both launch modes on every matrix; its figure on the test split is in
+/// `docs/results/tuning-split.md`; measurements: `docs/methods/fastload.md`).
 pub const GRID_MAX_NNZ: usize = 300_000;
 /// `permute_x=auto` reads x through perm in the kernel when x and perm take at most this many
 /// bytes (tuning data), or when the column sort keeps at least half of the columns next to their

@@ -29,22 +29,21 @@
 //! Parameters: `k` (auto = heuristic, or a number), `bln` (auto = search, or a number),
 //! `bln_range` (auto = mean rows per block in [64, 1024], or `lo..hi`), `candidates`, `threads`.
 //!
-//! **`teb-vector`** (ours, issue #7; `teb` stays the paper's kernel). Alg. 3 gives every row
-//! one thread, so a hub row is walked by a single thread while the rest of its CTA idles; with
-//! the merge, a hub row is usually a block of its own. Measured on an H200 (f64, `teb`): 158 µs
-//! against cuSPARSE's 164 on poisson3d:160 (no long rows), but 81,464 µs against 304 on
-//! powerlaw:4000000,8 (one row of 872k entries) and 13,325 against 633 on kron:20,48.
-//! `teb-vector` keeps the layout and the build (same parameters, the same arrays bit for bit)
-//! and changes the kernel only: a row of at least `long_row` (default 256) entries is summed by
-//! the whole CTA — thread t adds entries start + t, start + t + blockDim, … with fma, then the
-//! warp butterflies and a butterfly over the warp sums, in a fixed order — and the other rows
-//! take a thread each as in Alg. 3. The CTA finds its long rows itself (a `__syncthreads_count`
-//! per `threads` rows, then the warps' ballots): they lead a merged block (its largest row) or
-//! the descending last block, but the ascending tail of a block can hold long rows too when
-//! bLN is small, so no position is assumed. Deterministic as `teb`; with no row of `long_row`
-//! entries, y is bitwise that of `teb`. Not timed on a GPU yet. Limits: a CTA takes its long
-//! rows one at a time (two barriers each), so blocks of many rows just over `long_row` may want
-//! a larger `long_row`; and a hub row gets one CTA, not the whole GPU.
+//! **`teb-vector`** (ours, issue #7; `teb` stays the paper's kernel). Alg. 3 gives every row one
+//! thread, so a hub row is walked by a single thread while the rest of its CTA idles; with the
+//! merge, a hub row is usually a block of its own. `teb` is on a par with cuSPARSE where no row is
+//! long and far behind it on power-law and Kronecker matrices (measurements:
+//! `docs/methods/teb.md`). `teb-vector` keeps the layout and the build (same parameters, the same
+//! arrays bit for bit) and changes the kernel only: a row of at least `long_row` (default 256)
+//! entries is summed by the whole CTA — thread t adds entries start + t, start + t + blockDim, …
+//! with fma, then the warp butterflies and a butterfly over the warp sums, in a fixed order — and
+//! the other rows take a thread each as in Alg. 3. The CTA finds its long rows itself (a
+//! `__syncthreads_count` per `threads` rows, then the warps' ballots): they lead a merged block
+//! (its largest row) or the descending last block, but the ascending tail of a block can hold long
+//! rows too when bLN is small, so no position is assumed. Deterministic as `teb`; with no row of
+//! `long_row` entries, y is bitwise that of `teb`. Not timed on a GPU yet. Limits: a CTA takes its
+//! long rows one at a time (two barriers each), so blocks of many rows just over `long_row` may
+//! want a larger `long_row`; and a hub row gets one CTA, not the whole GPU.
 
 mod cpu;
 mod gpu;
@@ -153,8 +152,8 @@ impl GenericMethod for TebVector {
         MethodInfo {
             name: VECTOR_NAME,
             summary: "GPU: TEB blocks, rows of >= long_row entries summed by the whole CTA (the \
-                      paper's thread per row walks a hub row alone: 81 ms vs cuSPARSE 0.3 ms on \
-                      powerlaw:4000000,8, H200), the other rows a thread each",
+                      paper's thread per row walks a hub row alone, far slower than cuSPARSE on \
+                      power-law matrices), the other rows a thread each",
             source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2; kernel: Alg. 3 with a CTA per \
                      long row (spmvkit, issue #7)",
             deterministic: true,
