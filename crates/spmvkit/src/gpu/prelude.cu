@@ -107,8 +107,8 @@ __device__ __forceinline__ void store_axpby(real_t* y, int i, real_t alpha, real
 // lane of warp 0 (other warps get zero). Every thread of the CTA must call it; `wsum` is 32 reals
 // of shared memory, free again after the caller's next __syncthreads. blockDim.x is a multiple of
 // 32. The CPU mirrors of this order are methods::common::warp::cta_sum and strided_partials.
-// j is a 32-bit int (an unsigned or 64-bit j made csr-overlap's long rows 1.6-2.2x slower on an
-// H200): it cannot overflow while end <= 2^31 - 1 - blockDim.x, which every caller's upload
+// j is a 32-bit int (an unsigned or 64-bit j made csr-overlap's long rows slower:
+// docs/methods/csr-overlap.md): it cannot overflow while end <= 2^31 - 1 - blockDim.x, which every caller's upload
 // checks (teb, csr-overlap: nnz at most 2^31 - 1 - 1024).
 __device__ __forceinline__ real_t cta_gather_sum(const real_t* __restrict__ vals,
                                                  const int* __restrict__ col,

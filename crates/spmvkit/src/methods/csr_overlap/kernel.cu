@@ -18,7 +18,7 @@
 // y_i = alpha*sum (+ fma(beta, y_i, alpha*sum) when beta != 0; y is not read when beta == 0).
 // Deterministic: no atomics, fixed lane order. The CPU mirror (cpu.rs) reproduces the bits.
 // Index widths: rows and nnz offsets are 32-bit ints, as in the paper's code (64-bit or unsigned
-// loops cost registers and unrolling, and ran up to 2.2x slower on an H200). No index passes
+// loops cost registers and unrolling; measured in docs/methods/csr-overlap.md). No index passes
 // 2^31 - 1 because the upload refuses rows or nnz within 1024 (one CTA stride) of it.
 
 __device__ __forceinline__ void cp_async_elem(int* d, const int* s) { cp_async_4(d, s); }
