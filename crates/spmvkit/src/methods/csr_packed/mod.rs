@@ -10,7 +10,7 @@
 //!   the rest of the slice fits is an *outlier* and leaves the slice (the way out, below);
 //! - codes are stored lane-interleaved in groups of 8 entries: group g of lane l is one
 //!   w-byte block (8, 16 or 32 bytes) in the 32·w bytes of group g, cut into units of at most
-//!   16 bytes with unit q of every lane side by side ([`interleaved`]), so each vector load of a
+//!   16 bytes with unit q of every lane side by side (`interleaved`), so each vector load of a
 //!   warp reads 256 or 512 contiguous bytes of whole sectors;
 //! - **values**: none for a matrix with one distinct value; a dictionary of the distinct values
 //!   with 1-, 2-, 4-, 8- or 16-bit codes (8 codes form one block of 1–16 bytes, lane-interleaved
