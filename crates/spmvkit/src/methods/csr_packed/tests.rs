@@ -204,6 +204,44 @@ fn mirror_decodes_what_the_encoder_wrote() {
     }
 }
 
+/// The layout the kernel's vector loads assume: unit q (16 bytes) of every lane side by side,
+/// so load q of a warp reads one contiguous run.
+#[test]
+fn blocks_are_interleaved_in_sixteen_byte_units() {
+    // 32-bit column codes: 8 words per lane, units of 4 words
+    assert_eq!(interleaved(8, 4, 0, 3), 3);
+    assert_eq!(interleaved(8, 4, 1, 0), 4);
+    assert_eq!(interleaved(8, 4, 0, 4), 128);
+    assert_eq!(interleaved(8, 4, 5, 6), 128 + 5 * 4 + 2);
+    // 8- and 16-bit codes: blocks of 2 and 4 words, whole and side by side
+    assert_eq!(interleaved(2, 4, 7, 1), 15);
+    assert_eq!(interleaved(4, 4, 7, 3), 31);
+    // raw f64: units of 2 values; raw f32: units of 4
+    assert_eq!(interleaved(8, 8, 3, 5), 2 * 64 + 3 * 2 + 1);
+    assert_eq!(interleaved(8, 4, 3, 5), 128 + 3 * 4 + 1);
+    // every slot of a group is taken once
+    for (items, bytes) in [(2, 4), (4, 4), (8, 4), (8, 8)] {
+        let mut seen = vec![false; WARP * items];
+        for l in 0..WARP {
+            for j in 0..items {
+                let i = interleaved(items, bytes, l, j);
+                assert!(!seen[i], "{items} items of {bytes} bytes: slot {i} twice");
+                seen[i] = true;
+            }
+        }
+    }
+    // and the encoder writes there: one row of 8 raw f64 values in lane 0 of slice 0
+    let mut coo = Coo::new(1, 1 << 20).unwrap();
+    for k in 0..8usize {
+        coo.push(0, k * 70_000, 1.0 + k as f64).unwrap();
+    }
+    let l = packed(&coo.to_csr(), &["values=raw"]);
+    assert_eq!(l.col_w[0], 32);
+    let raw: Vec<f64> = (0..8).map(|j| l.raw[interleaved(8, 8, 0, j)]).collect();
+    assert_eq!(raw, (0..8).map(|k| 1.0 + k as f64).collect::<Vec<_>>());
+    assert_eq!(l.raw[2], 0.0, "lane 1's first unit follows lane 0's");
+}
+
 #[test]
 fn bad_parameters_are_refused_with_the_key() {
     let a = banded(100, 100, 10, 5, 2);
