@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 
 use super::plots::{auto_range, Chart, Series, Style};
 use super::report::{
-    auto_choice, is_auto, result_label, result_time_us, Baseline, MergedMatrix, MergedRuns,
+    auto_choice, cell, is_auto, result_label, result_time_us, Baseline, MergedMatrix, MergedRuns,
     TimeKind,
 };
 use super::{byte_model, MachineInfo, MethodResult, RunRecord, Status};
@@ -330,10 +330,6 @@ pub fn probe_line(m: &MachineInfo) -> String {
         }
     }
     parts.join("; ")
-}
-
-fn cell(s: &str) -> String {
-    s.replace('\r', "").replace('\n', " ").replace('|', "\\|")
 }
 
 /// The limits section of one precision in `summary.md` (GPU reports).
