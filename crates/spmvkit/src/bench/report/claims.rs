@@ -2,8 +2,9 @@
 //! CSR-Overlap's Eq. 2 (§5.5) with the methods it compares.
 
 use super::super::MatrixResult;
-use super::compare::{geomean, method_time_us, speedup, Baseline, TimeKind};
+use super::compare::{method_time_us, speedup, Baseline, TimeKind};
 use crate::scalar::Precision;
+use crate::stats::geomean;
 
 /// Eq. 2 of CSR-Overlap §5.5: `(t_cusparse_e2e − t_full) / t_partial + 1`, the number of
 /// CSR-Full-Overlap SpMVs done in the time of one cuSPARSE SpMV with its upload.
@@ -47,14 +48,6 @@ pub fn eq2_rows(matrices: &[&MatrixResult], precision: Precision, kind: TimeKind
             })
         })
         .collect()
-}
-
-/// Arithmetic mean; `None` when empty or when a value is not finite.
-pub fn mean(values: &[f64]) -> Option<f64> {
-    if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
-        return None;
-    }
-    Some(values.iter().sum::<f64>() / values.len() as f64)
 }
 
 /// A speedup claimed in a paper: `seed` is faster than `peer` by `factor` (t_peer / t_seed).
@@ -181,8 +174,8 @@ impl PaperClaim {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::report::mean;
     use crate::bench::report::tests::*;
+    use crate::stats::mean;
 
     #[test]
     fn eq2_of_known_values_and_variants_apart() {

@@ -5,6 +5,7 @@
 
 use super::super::{MatrixResult, MethodResult, RunRecord, Status, Timing};
 use crate::scalar::Precision;
+use crate::stats::{geomean, quantile};
 
 /// Matrices with more nonzeros than this form the "large" subset.
 pub const LARGE_NNZ: usize = 1_000_000;
@@ -161,14 +162,6 @@ impl Baseline {
     }
 }
 
-/// Geometric mean; `None` when empty or when a value is not finite and positive.
-pub fn geomean(values: &[f64]) -> Option<f64> {
-    if values.is_empty() || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
-        return None;
-    }
-    Some((values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp())
-}
-
 /// The median per-call time of a result, in µs, if it ran correctly and has that timing.
 pub fn result_time_us(r: &MethodResult, kind: TimeKind) -> Option<f64> {
     if r.status != Status::Ok {
@@ -232,22 +225,10 @@ pub fn timing_of(rec: &RunRecord, kind: TimeKind) -> Option<&Timing> {
 /// The interquartile range (q1, q3) of a timing's per-call samples, by linear interpolation
 /// between order statistics (one sample: that sample; none recorded: min and max).
 pub fn quartiles(t: &Timing) -> (f64, f64) {
-    let mut v: Vec<f64> = t
-        .samples_us
-        .iter()
-        .copied()
-        .filter(|x| x.is_finite())
-        .collect();
-    if v.is_empty() {
-        return (t.min_us, t.max_us);
+    match (quantile(&t.samples_us, 0.25), quantile(&t.samples_us, 0.75)) {
+        (Some(q1), Some(q3)) => (q1, q3),
+        _ => (t.min_us, t.max_us),
     }
-    v.sort_by(f64::total_cmp);
-    let q = |p: f64| {
-        let pos = p * (v.len() - 1) as f64;
-        let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-        v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
-    };
-    (q(0.25), q(0.75))
 }
 
 /// Whether two timings cannot be told apart: their interquartile ranges overlap, so the
@@ -560,16 +541,6 @@ mod tests {
     use super::*;
     use crate::bench::report::tests::*;
     use crate::bench::{byte_model, MatrixResult, Timing};
-
-    #[test]
-    fn geomean_of_known_values() {
-        assert!((geomean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
-        assert!((geomean(&[2.0, 8.0, 4.0]).unwrap() - 4.0).abs() < 1e-12);
-        assert!((geomean(&[3.0]).unwrap() - 3.0).abs() < 1e-12);
-        assert_eq!(geomean(&[]), None);
-        assert_eq!(geomean(&[1.0, 0.0]), None);
-        assert_eq!(geomean(&[1.0, f64::NAN]), None);
-    }
 
     #[test]
     fn performance_profile_counts_failures_as_never_within() {

@@ -6,16 +6,17 @@
 use std::fmt::Write as _;
 
 use super::super::{MatrixResult, Status, Timing};
-use super::claims::{eq2_rows, mean, ClaimMeasure, Eq2Row, PaperClaim, PAPER_CLAIMS};
+use super::claims::{eq2_rows, ClaimMeasure, Eq2Row, PaperClaim, PAPER_CLAIMS};
 use super::compare::{
-    auto_choice, copy_bandwidth_pct, effective_gbs, fastest, find_result, geomean, is_auto,
-    method_display, method_time_us, only_repeats, performance_profile, quartiles, ranking,
-    result_time_us, same_code_ratios, speedup, speedup_summary, tie, Baseline, SpeedupSummary,
-    Subset, TimeKind, LARGE_NNZ,
+    auto_choice, copy_bandwidth_pct, effective_gbs, fastest, find_result, is_auto, method_display,
+    method_time_us, only_repeats, performance_profile, quartiles, ranking, result_time_us,
+    same_code_ratios, speedup, speedup_summary, tie, Baseline, SpeedupSummary, Subset, TimeKind,
+    LARGE_NNZ,
 };
 use super::load::{cpu_only, MergedMatrix, MergedRuns};
 use super::ReportOptions;
 use crate::scalar::Precision;
+use crate::stats::{geomean, mean, median};
 
 fn fmt_speedup(x: Option<f64>) -> String {
     x.map_or_else(|| "–".into(), |x| format!("{x:.2}×"))
@@ -53,20 +54,6 @@ fn fmt_count(n: usize) -> String {
 /// Markdown table cell text: no newlines, pipes escaped.
 pub(crate) fn cell(s: &str) -> String {
     s.replace('\r', "").replace('\n', " ").replace('|', "\\|")
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if s.is_empty() {
-        return None;
-    }
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        0.5 * (s[n / 2 - 1] + s[n / 2])
-    })
 }
 
 /// The caveat that opens a report whose every result ran on the CPU.

@@ -49,16 +49,18 @@ use super::BenchRun;
 use crate::error::{Error, Result};
 use crate::scalar::Precision;
 
+/// The report's means, at their old paths ([`crate::stats`] holds them).
+pub use crate::stats::{geomean, mean};
 pub use charts::charts_for;
 pub use claims::{
-    eq2_rows, eq2_speedup, mean, ClaimMeasure, Eq2Row, PaperClaim, EQ2_METHODS, PAPER_CLAIMS,
+    eq2_rows, eq2_speedup, ClaimMeasure, Eq2Row, PaperClaim, EQ2_METHODS, PAPER_CLAIMS,
 };
 pub use compare::{
     auto_choice, best_method, break_even_calls, copy_bandwidth_pct, effective_gbs, fastest,
-    find_result, geomean, is_auto, mean_row_length, method_display, method_time_us,
-    performance_profile, quartiles, ranking, result_label, result_time_us, same_code_ratios,
-    speedup, speedup_summary, tau_grid, tie, timing_of, Baseline, Ranked, SpeedupSummary, Subset,
-    TimeKind, LARGE_NNZ, LONG_ROWS, SHORT_ROWS,
+    find_result, is_auto, mean_row_length, method_display, method_time_us, performance_profile,
+    quartiles, ranking, result_label, result_time_us, same_code_ratios, speedup, speedup_summary,
+    tau_grid, tie, timing_of, Baseline, Ranked, SpeedupSummary, Subset, TimeKind, LARGE_NNZ,
+    LONG_ROWS, SHORT_ROWS,
 };
 pub use csv::{results_csv, STATS_COLUMNS};
 pub use load::{cpu_only, load_runs, merge_runs, read_text_maybe_gz, MergedMatrix, MergedRuns};
