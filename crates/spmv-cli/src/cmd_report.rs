@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
-use spmvkit::bench::report::{self, ReportFiles, TimeKind};
+use spmvkit::bench::report::{self, ReportFiles};
 use spmvkit::bench::{BenchRun, Status};
+use spmvkit::gpu::TimingMode;
 use spmvkit::Precision;
 
 /// Rebuild summary.md, results.csv and the plots from saved run-*.json or run-*.json.gz files (or
@@ -78,7 +79,7 @@ pub fn print_summary(run: &BenchRun, json: &Path, files: &ReportFiles) {
              IQRs overlap."
         );
     }
-    let kind = TimeKind::Stream;
+    let kind = TimingMode::Stream;
     let refs: Vec<_> = run.matrices.iter().collect();
     let twice: Vec<f64> = Precision::ALL
         .into_iter()

@@ -42,12 +42,27 @@ impl Default for TimingConfig {
     }
 }
 
-/// Calls enqueued on a stream, or replayed from a CUDA graph.
+/// Calls enqueued on a stream, or replayed from a CUDA graph: how a call was timed, and which
+/// of a run record's two times ([`crate::bench::RunRecord::time`] or
+/// [`crate::bench::RunRecord::graph_time`]) a report compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TimingMode {
+    /// Back-to-back launches on one stream (CPU: wall clock).
     Stream,
+    /// Replayed from a captured CUDA graph (GPU only).
     Graph,
+}
+
+impl TimingMode {
+    /// How a report names the mode: `stream` or `CUDA graph` (`Display` gives the short
+    /// `stream` / `graph`).
+    pub fn label(self) -> &'static str {
+        match self {
+            TimingMode::Stream => "stream",
+            TimingMode::Graph => "CUDA graph",
+        }
+    }
 }
 
 impl std::fmt::Display for TimingMode {

@@ -5,10 +5,11 @@
 use super::super::plots::{auto_range, Chart, Series, Style};
 use super::compare::{
     best_method, find_result, method_display, method_time_us, only_repeats, performance_profile,
-    result_time_us, speedup, tau_grid, TimeKind,
+    result_time_us, speedup, tau_grid,
 };
 use super::load::{cpu_only, MergedRuns};
 use super::ReportOptions;
+use crate::gpu::TimingMode;
 use crate::scalar::Precision;
 
 /// The plot set of one precision: `(file stem, chart)`, and notes on plots left out.
@@ -17,7 +18,7 @@ pub fn charts_for(
     opts: &ReportOptions,
     p: Precision,
 ) -> (Vec<(String, Chart)>, Vec<String>) {
-    let kind = TimeKind::Stream;
+    let kind = TimingMode::Stream;
     let cpu = cpu_only(merged);
     let timing = if cpu {
         "CPU wall clock (no GPU)"

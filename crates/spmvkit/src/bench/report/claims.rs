@@ -2,7 +2,8 @@
 //! CSR-Overlap's Eq. 2 (§5.5) with the methods it compares.
 
 use super::super::MatrixResult;
-use super::compare::{method_time_us, speedup, Baseline, TimeKind};
+use super::compare::{method_time_us, speedup, Baseline};
+use crate::gpu::TimingMode;
 use crate::scalar::Precision;
 use crate::stats::geomean;
 
@@ -32,7 +33,7 @@ pub struct Eq2Row {
 
 /// The Eq. 2 rows of the matrices on which `cusparse-e2e`, `csr-full-overlap` and
 /// `csr-overlap` all ran correctly in `precision` (exact names: a variant is another method).
-pub fn eq2_rows(matrices: &[&MatrixResult], precision: Precision, kind: TimeKind) -> Vec<Eq2Row> {
+pub fn eq2_rows(matrices: &[&MatrixResult], precision: Precision, kind: TimingMode) -> Vec<Eq2Row> {
     matrices
         .iter()
         .filter_map(|m| {
@@ -151,7 +152,7 @@ impl PaperClaim {
         &self,
         matrices: &[&MatrixResult],
         precision: Precision,
-        kind: TimeKind,
+        kind: TimingMode,
     ) -> ClaimMeasure {
         let peer = self.peer_baseline();
         let ratios: Vec<f64> = matrices
@@ -188,7 +189,7 @@ mod tests {
         assert_eq!(mean(&[]), None);
         let run = eq2_run();
         let refs: Vec<&MatrixResult> = run.matrices.iter().collect();
-        let rows = eq2_rows(&refs, F32, TimeKind::Stream);
+        let rows = eq2_rows(&refs, F32, TimingMode::Stream);
         // c lacks csr-overlap; a's variant of csr-full-overlap does not replace the plain one.
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].matrix, "a");
@@ -197,9 +198,9 @@ mod tests {
             (20.0, 3.0, 1.5)
         );
         assert_eq!((rows[1].eq2, rows[1].ratio), (2.0, 1.5));
-        assert!(eq2_rows(&refs, F64, TimeKind::Stream).is_empty());
+        assert!(eq2_rows(&refs, F64, TimingMode::Stream).is_empty());
         // Graph times are all scaled by 0.9 in these records: same ratios.
-        let g = eq2_rows(&refs, F32, TimeKind::Graph);
+        let g = eq2_rows(&refs, F32, TimingMode::Graph);
         assert!((g[0].eq2 - 3.0).abs() < 1e-12);
     }
 
@@ -217,14 +218,14 @@ mod tests {
         assert_eq!(fl.factor, Some(2.98));
         assert!(fl.present(&refs, F32));
         assert!(!fl.present(&refs, F64));
-        let m = fl.measure(&refs, F32, TimeKind::Stream);
+        let m = fl.measure(&refs, F32, TimingMode::Stream);
         assert_eq!(m.n, 2);
         assert!((m.geomean.unwrap() - 4.0).abs() < 1e-12); // √(2 · 8)
         assert_eq!(m.max, Some(8.0));
         // teb ran once, failed once; csr-overlap is not cusparse but ran: 10/5 and 10/8.
         let teb = find("teb", "csr5");
         assert!(!teb.present(&refs, F32));
-        let co = find("csr-overlap", "cusparse").measure(&refs, F32, TimeKind::Stream);
+        let co = find("csr-overlap", "cusparse").measure(&refs, F32, TimingMode::Stream);
         assert_eq!(co.n, 2);
         assert!((co.geomean.unwrap() - (2.0f64 * 1.25).sqrt()).abs() < 1e-12);
         assert_eq!(

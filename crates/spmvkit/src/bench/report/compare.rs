@@ -4,29 +4,12 @@
 //! the method it ran).
 
 use super::super::{MatrixResult, MethodResult, RunRecord, Status, Timing};
+use crate::gpu::TimingMode;
 use crate::scalar::Precision;
 use crate::stats::{geomean, quantile};
 
 /// Matrices with more nonzeros than this form the "large" subset.
 pub const LARGE_NNZ: usize = 1_000_000;
-
-/// Which per-call time to compare.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeKind {
-    /// Back-to-back launches on one stream (CPU: wall clock).
-    Stream,
-    /// Replayed from a captured CUDA graph (GPU only).
-    Graph,
-}
-
-impl TimeKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            TimeKind::Stream => "stream",
-            TimeKind::Graph => "CUDA graph",
-        }
-    }
-}
 
 /// The matrices a summary figure is taken over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,7 +119,7 @@ impl Baseline {
         &self,
         results: &'a [MethodResult],
         precision: Precision,
-        kind: TimeKind,
+        kind: TimingMode,
     ) -> Option<&'a Timing> {
         self.members
             .iter()
@@ -153,7 +136,7 @@ impl Baseline {
         &self,
         results: &[MethodResult],
         precision: Precision,
-        kind: TimeKind,
+        kind: TimingMode,
     ) -> Option<f64> {
         self.members
             .iter()
@@ -163,14 +146,14 @@ impl Baseline {
 }
 
 /// The median per-call time of a result, in µs, if it ran correctly and has that timing.
-pub fn result_time_us(r: &MethodResult, kind: TimeKind) -> Option<f64> {
+pub fn result_time_us(r: &MethodResult, kind: TimingMode) -> Option<f64> {
     if r.status != Status::Ok {
         return None;
     }
     let rec = r.record.as_ref()?;
     let t = match kind {
-        TimeKind::Stream => rec.time.median_us,
-        TimeKind::Graph => rec.graph_time.as_ref()?.median_us,
+        TimingMode::Stream => rec.time.median_us,
+        TimingMode::Graph => rec.graph_time.as_ref()?.median_us,
     };
     (t.is_finite() && t > 0.0).then_some(t)
 }
@@ -192,7 +175,7 @@ pub fn method_time_us(
     results: &[MethodResult],
     method: &str,
     precision: Precision,
-    kind: TimeKind,
+    kind: TimingMode,
 ) -> Option<f64> {
     find_result(results, method, precision).and_then(|r| result_time_us(r, kind))
 }
@@ -201,7 +184,7 @@ pub fn method_time_us(
 pub fn best_method(
     results: &[MethodResult],
     precision: Precision,
-    kind: TimeKind,
+    kind: TimingMode,
 ) -> Option<(&str, f64)> {
     let mut best: Option<(&str, f64)> = None;
     for r in results.iter().filter(|r| r.precision == precision) {
@@ -215,10 +198,10 @@ pub fn best_method(
 }
 
 /// The timing of a result's record of kind `kind`.
-pub fn timing_of(rec: &RunRecord, kind: TimeKind) -> Option<&Timing> {
+pub fn timing_of(rec: &RunRecord, kind: TimingMode) -> Option<&Timing> {
     match kind {
-        TimeKind::Stream => Some(&rec.time),
-        TimeKind::Graph => rec.graph_time.as_ref(),
+        TimingMode::Stream => Some(&rec.time),
+        TimingMode::Graph => rec.graph_time.as_ref(),
     }
 }
 
@@ -274,7 +257,7 @@ pub struct Ranked {
 /// The correct results in `precision` on one matrix, fastest (median) first. An `auto` entry
 /// that ran a method which also has its own entry is folded into that entry (its label says
 /// `(= auto)`): it is the same code, not another contender.
-pub fn ranking(results: &[MethodResult], precision: Precision, kind: TimeKind) -> Vec<Ranked> {
+pub fn ranking(results: &[MethodResult], precision: Precision, kind: TimingMode) -> Vec<Ranked> {
     let timed: Vec<(&MethodResult, &Timing)> = results
         .iter()
         .filter(|r| r.precision == precision && result_time_us(r, kind).is_some())
@@ -337,10 +320,10 @@ pub fn break_even_calls(prep_ms: f64, baseline_us: f64, method_us: f64) -> Optio
 }
 
 /// Effective GB/s of a record from its byte model and the chosen timing.
-pub fn effective_gbs(rec: &RunRecord, kind: TimeKind) -> Option<f64> {
+pub fn effective_gbs(rec: &RunRecord, kind: TimingMode) -> Option<f64> {
     let t = match kind {
-        TimeKind::Stream => rec.time.median_us,
-        TimeKind::Graph => rec.graph_time.as_ref()?.median_us,
+        TimingMode::Stream => rec.time.median_us,
+        TimingMode::Graph => rec.graph_time.as_ref()?.median_us,
     };
     (t.is_finite() && t > 0.0).then(|| rec.bytes_model as f64 / (t * 1e-6) * 1e-9)
 }
@@ -428,7 +411,7 @@ pub fn speedup_summary(
     method: &str,
     baseline: &Baseline,
     precision: Precision,
-    kind: TimeKind,
+    kind: TimingMode,
     subset: Subset,
 ) -> SpeedupSummary {
     let mut s = SpeedupSummary::default();
@@ -497,7 +480,7 @@ pub fn method_display(matrices: &[&MatrixResult], p: Precision, method: &str) ->
 
 /// For every matrix where an `auto` entry ran a method that also has its own entry: the ratio
 /// of the slower median to the faster one. The same code measured twice: the run-to-run noise.
-pub fn same_code_ratios(matrices: &[&MatrixResult], p: Precision, kind: TimeKind) -> Vec<f64> {
+pub fn same_code_ratios(matrices: &[&MatrixResult], p: Precision, kind: TimingMode) -> Vec<f64> {
     let mut out = Vec::new();
     for m in matrices {
         for r in m
@@ -524,14 +507,12 @@ pub(super) fn only_repeats(matrices: &[&MatrixResult], p: Precision, method: &st
     is_auto(method)
         && matrices.iter().all(|m| {
             match find_result(&m.results, method, p)
-                .filter(|r| result_time_us(r, TimeKind::Stream).is_some())
+                .filter(|r| result_time_us(r, TimingMode::Stream).is_some())
             {
                 None => true,
-                Some(r) => {
-                    r.record.as_ref().and_then(auto_choice).is_some_and(|c| {
-                        method_time_us(&m.results, c, p, TimeKind::Stream).is_some()
-                    })
-                }
+                Some(r) => r.record.as_ref().and_then(auto_choice).is_some_and(|c| {
+                    method_time_us(&m.results, c, p, TimingMode::Stream).is_some()
+                }),
             }
         })
 }
@@ -578,13 +559,13 @@ mod tests {
         rec.bytes_model = byte_model(1000, 1000, 10_000, 8);
         assert_eq!(rec.bytes_model, 140_004);
         rec.set_stream_timing(Timing::from_samples(vec![1.0]));
-        let gbs = effective_gbs(&rec, TimeKind::Stream).unwrap();
+        let gbs = effective_gbs(&rec, TimingMode::Stream).unwrap();
         assert!((gbs - 140.004).abs() < 1e-9);
         assert!((rec.gbs - gbs).abs() < 1e-9);
         assert!((copy_bandwidth_pct(gbs, Some(1400.04)).unwrap() - 10.0).abs() < 1e-9);
         assert_eq!(copy_bandwidth_pct(gbs, None), None);
         assert_eq!(copy_bandwidth_pct(gbs, Some(0.0)), None);
-        let g = effective_gbs(&rec, TimeKind::Graph).unwrap();
+        let g = effective_gbs(&rec, TimingMode::Graph).unwrap();
         assert!((g - 140.004 / 0.9).abs() < 1e-6);
     }
 
@@ -607,11 +588,11 @@ mod tests {
         )];
         let refs: Vec<&MatrixResult> = ms.iter().collect();
         let cu = Baseline::cusparse();
-        let g = speedup_summary(&refs, "csr", &cu, F64, TimeKind::Graph, Subset::All);
+        let g = speedup_summary(&refs, "csr", &cu, F64, TimingMode::Graph, Subset::All);
         assert_eq!((g.compared, g.method_failed), (0, 0));
-        let s = speedup_summary(&refs, "csr", &cu, F64, TimeKind::Stream, Subset::All);
+        let s = speedup_summary(&refs, "csr", &cu, F64, TimingMode::Stream, Subset::All);
         assert_eq!(s.compared, 1);
-        let b = speedup_summary(&refs, "broken", &cu, F64, TimeKind::Graph, Subset::All);
+        let b = speedup_summary(&refs, "broken", &cu, F64, TimingMode::Graph, Subset::All);
         assert_eq!(b.method_failed, 1);
     }
 
@@ -668,17 +649,20 @@ mod tests {
         let refs: Vec<&MatrixResult> = ms.iter().collect();
         let cu = Baseline::cusparse();
         assert_eq!(
-            cu.time_us(&ms[0].results, F64, TimeKind::Stream),
+            cu.time_us(&ms[0].results, F64, TimingMode::Stream),
             Some(10.0)
         );
-        assert_eq!(cu.time_us(&ms[1].results, F64, TimeKind::Stream), Some(8.0));
-        assert_eq!(cu.time_us(&ms[2].results, F64, TimeKind::Stream), None);
         assert_eq!(
-            cu.time_us(&ms[0].results, Precision::F32, TimeKind::Stream),
+            cu.time_us(&ms[1].results, F64, TimingMode::Stream),
+            Some(8.0)
+        );
+        assert_eq!(cu.time_us(&ms[2].results, F64, TimingMode::Stream), None);
+        assert_eq!(
+            cu.time_us(&ms[0].results, Precision::F32, TimingMode::Stream),
             None
         );
 
-        let s = speedup_summary(&refs, "fast", &cu, F64, TimeKind::Stream, Subset::All);
+        let s = speedup_summary(&refs, "fast", &cu, F64, TimingMode::Stream, Subset::All);
         assert_eq!(s.compared, 2);
         assert!((s.geomean.unwrap() - 1.0).abs() < 1e-12); // √(2 · 0.5)
         assert_eq!((s.wins, s.losses), (1, 1));
@@ -686,7 +670,7 @@ mod tests {
         assert_eq!(s.baseline_missing, 1);
         assert_eq!(s.break_even, vec![(1.0 + 0.5) * 1000.0 / 5.0]); // (prepare + upload) ms
 
-        let large = speedup_summary(&refs, "fast", &cu, F64, TimeKind::Stream, Subset::Large);
+        let large = speedup_summary(&refs, "fast", &cu, F64, TimingMode::Stream, Subset::Large);
         assert_eq!(large.compared, 1);
         assert!((large.geomean.unwrap() - 2.0).abs() < 1e-12);
         let bw = speedup_summary(
@@ -694,12 +678,12 @@ mod tests {
             "fast",
             &cu,
             F64,
-            TimeKind::Stream,
+            TimingMode::Stream,
             Subset::BandwidthBound,
         );
         assert_eq!(bw.compared, 1);
         // Graph times are compared with graph times: both scaled by 0.9, same ratio.
-        let g = speedup_summary(&refs, "fast", &cu, F64, TimeKind::Graph, Subset::Large);
+        let g = speedup_summary(&refs, "fast", &cu, F64, TimingMode::Graph, Subset::Large);
         assert!((g.geomean.unwrap() - 2.0).abs() < 1e-12);
         // A baseline that never ran gives no comparison at all.
         let none = speedup_summary(
@@ -707,17 +691,17 @@ mod tests {
             "fast",
             &Baseline::method("csr"),
             F64,
-            TimeKind::Stream,
+            TimingMode::Stream,
             Subset::All,
         );
         assert_eq!((none.compared, none.geomean), (0, None));
 
         assert_eq!(
-            best_method(&ms[1].results, F64, TimeKind::Stream),
+            best_method(&ms[1].results, F64, TimingMode::Stream),
             Some(("cusparse-alg1", 8.0))
         );
         assert_eq!(
-            best_method(&ms[0].results, Precision::F32, TimeKind::Stream),
+            best_method(&ms[0].results, Precision::F32, TimingMode::Stream),
             None
         );
         assert_eq!(speedup(Some(10.0), None), None);
@@ -749,7 +733,7 @@ mod tests {
             "fastload",
             &cu,
             F32,
-            TimeKind::Stream,
+            TimingMode::Stream,
             Subset::ShortRows,
         );
         assert_eq!(short.compared, 1);
@@ -759,7 +743,7 @@ mod tests {
             "fastload",
             &cu,
             F32,
-            TimeKind::Stream,
+            TimingMode::Stream,
             Subset::MediumRows,
         );
         assert!((mid.geomean.unwrap() - 8.0).abs() < 1e-12);
@@ -768,14 +752,14 @@ mod tests {
     #[test]
     fn rankings_fold_auto_into_its_choice_and_find_ties() {
         let run = cpu_run();
-        let ranked = ranking(&run.matrices[0].results, F64, TimeKind::Stream);
+        let ranked = ranking(&run.matrices[0].results, F64, TimingMode::Stream);
         let labels: Vec<&str> = ranked.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, vec!["csr (= auto)", "csc", "fastload"]);
         let (first, ties) = fastest(&ranked).unwrap();
         assert_eq!(first.method, "csr");
         assert_eq!(ties.len(), 1);
         assert_eq!(ties[0].method, "csc");
-        let ranked = ranking(&run.matrices[1].results, F64, TimeKind::Stream);
+        let ranked = ranking(&run.matrices[1].results, F64, TimingMode::Stream);
         let (first, ties) = fastest(&ranked).unwrap();
         assert_eq!((first.method.as_str(), ties.len()), ("csc", 0));
         assert_eq!(
@@ -784,7 +768,7 @@ mod tests {
         );
         assert_eq!(quartiles(&Timing::from_samples(vec![7.0])), (7.0, 7.0));
         let refs: Vec<&MatrixResult> = run.matrices.iter().collect();
-        let twice = same_code_ratios(&refs, F64, TimeKind::Stream);
+        let twice = same_code_ratios(&refs, F64, TimingMode::Stream);
         assert_eq!(twice.len(), 2);
         assert_eq!(method_display(&refs, F64, "auto"), "auto (→ csr)");
     }

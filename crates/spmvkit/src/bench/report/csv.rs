@@ -3,10 +3,11 @@
 //! copy bandwidth).
 
 use super::compare::{
-    break_even_calls, copy_bandwidth_pct, effective_gbs, result_time_us, speedup, TimeKind,
+    break_even_calls, copy_bandwidth_pct, effective_gbs, result_time_us, speedup,
 };
 use super::load::MergedRuns;
 use super::ReportOptions;
+use crate::gpu::TimingMode;
 
 /// One CSV field, quoted when needed (RFC 4180).
 fn csv_field(v: &str) -> String {
@@ -173,18 +174,18 @@ pub fn results_csv(merged: &MergedRuns, opts: &ReportOptions) -> String {
                             .collect::<Vec<_>>()
                             .join(";"),
                         rec.fallback_note.clone().unwrap_or_default(),
-                        opt_num(effective_gbs(rec, TimeKind::Stream).and_then(|g| {
+                        opt_num(effective_gbs(rec, TimingMode::Stream).and_then(|g| {
                             copy_bandwidth_pct(g, machine.and_then(|mi| mi.copy_bandwidth_gbs))
                         })),
                     ]);
                 }
                 None => row.extend(std::iter::repeat_n(String::new(), 23)),
             }
-            let t = result_time_us(r, TimeKind::Stream);
-            let tg = result_time_us(r, TimeKind::Graph);
+            let t = result_time_us(r, TimingMode::Stream);
+            let tg = result_time_us(r, TimingMode::Graph);
             for b in &opts.baselines {
-                let bt = b.time_us(&m.results, r.precision, TimeKind::Stream);
-                let bg = b.time_us(&m.results, r.precision, TimeKind::Graph);
+                let bt = b.time_us(&m.results, r.precision, TimingMode::Stream);
+                let bg = b.time_us(&m.results, r.precision, TimingMode::Graph);
                 let prep = r
                     .record
                     .as_ref()

@@ -228,8 +228,9 @@ pub fn read_text_maybe_gz(path: &Path) -> Result<String> {
 mod tests {
     use super::*;
     use crate::bench::report::tests::*;
-    use crate::bench::report::{method_time_us, write_report, TimeKind};
+    use crate::bench::report::{method_time_us, write_report};
     use crate::bench::Status;
+    use crate::gpu::TimingMode;
 
     #[test]
     fn merging_replaces_earlier_results() {
@@ -277,7 +278,7 @@ mod tests {
         assert_eq!(a.run_of, vec![0, 1, 1]);
         assert_eq!(a.matrix.results[1].status, Status::Ok);
         assert_eq!(
-            method_time_us(&a.matrix.results, "m2", F64, TimeKind::Stream),
+            method_time_us(&a.matrix.results, "m2", F64, TimingMode::Stream),
             Some(5.0)
         );
         assert_eq!(a.matrix.stats.row_variation, 0.5);

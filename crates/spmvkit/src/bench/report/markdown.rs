@@ -10,11 +10,11 @@ use super::claims::{eq2_rows, ClaimMeasure, Eq2Row, PaperClaim, PAPER_CLAIMS};
 use super::compare::{
     auto_choice, copy_bandwidth_pct, effective_gbs, fastest, find_result, is_auto, method_display,
     method_time_us, only_repeats, performance_profile, quartiles, ranking, result_time_us,
-    same_code_ratios, speedup, speedup_summary, tie, Baseline, SpeedupSummary, Subset, TimeKind,
-    LARGE_NNZ,
+    same_code_ratios, speedup, speedup_summary, tie, Baseline, SpeedupSummary, Subset, LARGE_NNZ,
 };
 use super::load::{cpu_only, MergedMatrix, MergedRuns};
 use super::ReportOptions;
+use crate::gpu::TimingMode;
 use crate::scalar::Precision;
 use crate::stats::{geomean, mean, median};
 
@@ -301,7 +301,7 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
     let methods = merged.methods(p);
     precision_header(s, &matrices, p);
 
-    let has_kind = |kind: TimeKind| {
+    let has_kind = |kind: TimingMode| {
         matrices.iter().any(|m| {
             m.results
                 .iter()
@@ -310,7 +310,7 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
     };
     // CUDA-graph timing leads: on L2-resident matrices stream timing measures the host's launch
     // overhead more than the kernel.
-    for kind in [TimeKind::Graph, TimeKind::Stream] {
+    for kind in [TimingMode::Graph, TimingMode::Stream] {
         if !has_kind(kind) {
             continue;
         }
@@ -319,7 +319,7 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
                 .iter()
                 .any(|m| base.time_us(&m.results, p, kind).is_some());
             if !present {
-                if kind == TimeKind::Stream {
+                if kind == TimingMode::Stream {
                     let _ = writeln!(
                         s,
                         "No {} results in {p}: no speedups over it.\n",
@@ -332,7 +332,7 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
                 s,
                 "### Speedup over {}, {} timing\n",
                 base.describe(),
-                kind.name()
+                kind.label()
             );
             let _ = writeln!(
                 s,
@@ -360,7 +360,7 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
                     .map(|sub| speedup_summary(&matrices, me, base, p, kind, *sub))
                     .collect();
                 let all = &sums[0];
-                let be = if kind == TimeKind::Stream {
+                let be = if kind == TimingMode::Stream {
                     let never = all.compared - all.break_even.len();
                     match median(&all.break_even) {
                         Some(n) => format!("{} (never: {never})", fmt_count(n.ceil() as usize)),
@@ -390,7 +390,7 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
     }
 
     // Profile at a few τ.
-    let kind = TimeKind::Stream;
+    let kind = TimingMode::Stream;
     let taus = [1.0, 1.1, 1.25, 1.5, 2.0, 4.0];
     let times: Vec<Vec<Option<f64>>> = matrices
         .iter()
@@ -426,16 +426,16 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
         .iter()
         .filter(|m| m.matrix.fits_l2)
         .collect();
-    let l2_kind = if has_kind(TimeKind::Graph) {
-        TimeKind::Graph
+    let l2_kind = if has_kind(TimingMode::Graph) {
+        TimingMode::Graph
     } else {
-        TimeKind::Stream
+        TimingMode::Stream
     };
     for (title, set, kind) in [
         (
             "Best method per matrix: bandwidth-bound",
             bw,
-            TimeKind::Stream,
+            TimingMode::Stream,
         ),
         (
             "Best method per matrix: working set fits in L2, launch-bound",
@@ -461,7 +461,7 @@ fn fmt_spread(t: &Timing) -> String {
 /// stream, graph or L2), `auto` shown as the method it ran, and differences within the spread
 /// of the samples reported as ties.
 fn cpu_precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, p: Precision) {
-    let kind = TimeKind::Stream;
+    let kind = TimingMode::Stream;
     let matrices = merged.matrix_refs();
     let methods = merged.methods(p);
     precision_header(s, &matrices, p);
@@ -719,10 +719,10 @@ fn best_table(
     p: Precision,
     title: &str,
     set: &[&MergedMatrix],
-    kind: TimeKind,
+    kind: TimingMode,
 ) {
     let base = opts.baselines.first();
-    let _ = writeln!(s, "### {title} ({p}, {} timing)\n", kind.name());
+    let _ = writeln!(s, "### {title} ({p}, {} timing)\n", kind.label());
     let base_col = base.map_or_else(String::new, |b| format!(" vs {} |", b.name));
     let _ = writeln!(
         s,
@@ -791,7 +791,7 @@ fn best_table(
 
 fn eq2_section(s: &mut String, merged: &MergedRuns) {
     let matrices = merged.matrix_refs();
-    let kind = TimeKind::Stream;
+    let kind = TimingMode::Stream;
     let per_p: Vec<(Precision, Vec<Eq2Row>)> = merged
         .precisions()
         .into_iter()
@@ -877,7 +877,7 @@ fn row_length_section(s: &mut String, merged: &MergedRuns) {
             .into_iter()
             .filter(|me| !base.is_member(me))
             .collect();
-        for kind in [TimeKind::Stream, TimeKind::Graph] {
+        for kind in [TimingMode::Stream, TimingMode::Graph] {
             let rows: Vec<(String, Vec<SpeedupSummary>)> = methods
                 .iter()
                 .map(|me| {
@@ -896,7 +896,7 @@ fn row_length_section(s: &mut String, merged: &MergedRuns) {
                 .iter()
                 .map(|sub| matrices.iter().filter(|m| sub.contains(m)).count())
                 .collect();
-            let _ = writeln!(body, "### {p}, {} timing\n", kind.name());
+            let _ = writeln!(body, "### {p}, {} timing\n", kind.label());
             let _ = writeln!(
                 body,
                 "| method | < 16 ({} matrices) | 16–64 ({} matrices) | ≥ 64 ({} matrices) |\n|---|---|---|---|",
@@ -953,8 +953,8 @@ fn claims_section(s: &mut String, merged: &MergedRuns) {
             "| method | over | claimed | measured geomean, stream (n) | max, stream | measured geomean, CUDA graph (n) | source |\n|---|---|---|---|---|---|---|"
         );
         for c in claims {
-            let st = c.measure(&matrices, p, TimeKind::Stream);
-            let gr = c.measure(&matrices, p, TimeKind::Graph);
+            let st = c.measure(&matrices, p, TimingMode::Stream);
+            let gr = c.measure(&matrices, p, TimingMode::Graph);
             let with_n = |m: &ClaimMeasure| {
                 if m.n == 0 {
                     "– (n=0)".to_string()

@@ -59,8 +59,8 @@ pub use compare::{
     auto_choice, best_method, break_even_calls, copy_bandwidth_pct, effective_gbs, fastest,
     find_result, is_auto, mean_row_length, method_display, method_time_us, performance_profile,
     quartiles, ranking, result_label, result_time_us, same_code_ratios, speedup, speedup_summary,
-    tau_grid, tie, timing_of, Baseline, Ranked, SpeedupSummary, Subset, TimeKind, LARGE_NNZ,
-    LONG_ROWS, SHORT_ROWS,
+    tau_grid, tie, timing_of, Baseline, Ranked, SpeedupSummary, Subset, LARGE_NNZ, LONG_ROWS,
+    SHORT_ROWS,
 };
 pub use csv::{results_csv, STATS_COLUMNS};
 pub use load::{cpu_only, load_runs, merge_runs, read_text_maybe_gz, MergedMatrix, MergedRuns};
