@@ -1,20 +1,39 @@
-//! `spmv report`: rebuild the summary and plots from saved runs, merging several.
+//! `spmv report`: rebuild the summary and plots from saved runs, merging several; or print the
+//! per-paper claims tables of the runs (`--claims SECTION`).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use clap::Args;
-use spmvkit::bench::report::{self, ReportFiles};
+use clap::{Args, ValueEnum};
+use spmvkit::bench::report::{self, ClaimsSection, ReportFiles};
 use spmvkit::bench::{BenchRun, Status};
 use spmvkit::gpu::TimingMode;
 use spmvkit::Precision;
 
 /// Rebuild summary.md, results.csv and the plots from saved run-*.json or run-*.json.gz files (or
 /// folders of them). Later runs replace earlier results for the same matrix, method and precision.
+///
+/// With --claims SECTION nothing is written: the per-paper tables of the merged runs are printed
+/// as markdown instead (the tables the claims notes in docs/results quote).
 #[derive(Args)]
 #[command(after_help = "Examples:
   spmv report bench-out
-  spmv report docs/results/h100/run-a.json docs/results/h100/run-b.json --out docs/results/h100")]
+  spmv report docs/results/h100/run-a.json docs/results/h100/run-b.json --out docs/results/h100
+  spmv report docs/results/h200/2026-11-22/hbp --claims hbp
+
+The last prints, per method, t_baseline / t_method over the matrices where both ran correctly
+(geometric mean, stream timing, n matrices; `cusparse` is the fastest of cusparse, cusparse-alg1
+and cusparse-alg2 on each matrix), then each method's µs per call on each matrix:
+
+  | precision | matrices | method | × over cusparse | × over csr-vector | × over 2d |
+  |---|---|---|---|---|---|
+  | f64 | all | `hbp` | 0.13× (n=8) | 0.47× (n=8) | 1.09× (n=8) |
+  ...
+  | matrix | nnz | `cusparse` µs | `csr-vector` µs | `2d` µs | `hbp` µs | ...
+  | rajat01 | 43250 | 8.3 | 18.2 | 385.0 | 343.5 | ...
+
+Matrix sets: all; large, the working set is larger than L2 (bandwidth-bound); l2, it fits in L2.
+\"–\": no matrix where both ran; \"*\" after a time: the result disagreed with the oracle.")]
 pub struct ReportArgs {
     /// run-*.json(.gz) files or folders holding them.
     #[arg(required = true, value_name = "RUN")]
@@ -22,10 +41,70 @@ pub struct ReportArgs {
     /// Output folder (default: the first folder given, or the first file's folder).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Print the per-paper tables of SECTION (markdown, on standard output) instead of writing the
+    /// report.
+    #[arg(long, value_enum, value_name = "SECTION", conflicts_with = "out")]
+    claims: Option<ClaimsArg>,
+}
+
+/// The sections of `--claims`.
+#[derive(Clone, Copy, ValueEnum)]
+enum ClaimsArg {
+    /// FastLoad: Table I heights, Fig. 9 atomic adds, fuse=one over cusparse, csc, csr5,
+    /// tilespmv (f64); the atomic / optimised time; the prologue's share of a call.
+    Fastload,
+    /// CB-SpMV and its variants over cusparse, csr-vector, cusparse-bsr, tilespmv, dasp, merge
+    /// (f64).
+    Cbspmv,
+    /// CSR-Overlap's variants and csr-full-overlap over cusparse, csr-vector, csr-scalar (f32,
+    /// f64).
+    Overlap,
+    /// teb and teb-vector over amf-csr, pbc, csr-scalar, csr5, cusparse (f32, f64).
+    Teb,
+    /// HBP, hbp-paper, 2d and HBP's variants over cusparse, csr-vector, 2d (f64), then µs per call
+    /// per matrix.
+    Hbp,
+    /// csr5, tilespmv, dasp, cusparse-bsr, merge over cusparse and csr5 (f32, f64).
+    Peers,
+    /// Every section, each under a `## SECTION` heading.
+    All,
+}
+
+impl ClaimsArg {
+    /// The one section asked for; `None` for `all`.
+    fn section(self) -> Option<ClaimsSection> {
+        match self {
+            ClaimsArg::Fastload => Some(ClaimsSection::Fastload),
+            ClaimsArg::Cbspmv => Some(ClaimsSection::Cbspmv),
+            ClaimsArg::Overlap => Some(ClaimsSection::Overlap),
+            ClaimsArg::Teb => Some(ClaimsSection::Teb),
+            ClaimsArg::Hbp => Some(ClaimsSection::Hbp),
+            ClaimsArg::Peers => Some(ClaimsSection::Peers),
+            ClaimsArg::All => None,
+        }
+    }
+}
+
+/// The per-paper tables of the merged runs: one section as it is, or every section under its
+/// heading.
+fn claims_text(runs: &[BenchRun], arg: ClaimsArg) -> String {
+    let merged = report::merge_runs(runs);
+    match arg.section() {
+        Some(section) => report::claims_tables(&merged, section),
+        None => ClaimsSection::ALL
+            .iter()
+            .map(|&s| format!("## {s}\n\n{}", report::claims_tables(&merged, s)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
 }
 
 pub fn run(args: ReportArgs) -> Result<()> {
     let runs = spmvkit::bench::report::load_runs(&args.runs)?;
+    if let Some(section) = args.claims {
+        print!("{}", claims_text(&runs, section));
+        return Ok(());
+    }
     let out = args.out.clone().unwrap_or_else(|| {
         let first = &args.runs[0];
         if first.is_dir() {

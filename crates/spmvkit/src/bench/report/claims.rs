@@ -1,11 +1,17 @@
-//! The papers' claims: the speedups the papers report ([`PAPER_CLAIMS`]) measured on a run, and
-//! CSR-Overlap's Eq. 2 (§5.5) with the methods it compares.
+//! The papers' claims: the speedups the papers report ([`PAPER_CLAIMS`]) measured on a run,
+//! CSR-Overlap's Eq. 2 (§5.5) with the methods it compares, and the per-paper tables of
+//! `spmv report --claims SECTION` ([`claims_tables`]).
 
-use super::super::MatrixResult;
-use super::compare::{method_time_us, speedup, Baseline};
+use std::fmt::{self, Write as _};
+use std::str::FromStr;
+
+use super::super::{MatrixResult, MethodResult, Status};
+use super::compare::{find_result, method_time_us, result_time_us, speedup, Baseline, Subset};
+use super::load::MergedRuns;
+use crate::error::Error;
 use crate::gpu::TimingMode;
 use crate::scalar::Precision;
-use crate::stats::geomean;
+use crate::stats::{geomean, median};
 
 /// Eq. 2 of CSR-Overlap §5.5: `(t_cusparse_e2e − t_full) / t_partial + 1`, the number of
 /// CSR-Full-Overlap SpMVs done in the time of one cuSPARSE SpMV with its upload.
@@ -172,10 +178,362 @@ impl PaperClaim {
     }
 }
 
+/// A section of the per-paper tables that `spmv report --claims SECTION` prints: the speedups of
+/// one paper's method and its variants over the peers the paper compares against, as the claims
+/// notes in `docs/results` quote them.
+///
+/// Every ratio is t_baseline / t_method on the stream timing, a geometric mean over the matrices
+/// where both ran correctly, with n the number of those matrices; `cusparse` is the fastest of
+/// `cusparse`, `cusparse-alg1` and `cusparse-alg2` on each matrix. The matrix sets are `all`,
+/// `large` (the working set is larger than L2: bandwidth-bound) and `l2` (it fits in L2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimsSection {
+    /// FastLoad's Table I heights, Fig. 9's atomic adds and `fuse=one` over cusparse, csc, csr5 and
+    /// tilespmv (f64); Fig. 9's `fastload-atomic` / `fastload` time; the prologue's share of a call.
+    Fastload,
+    /// `cb-spmv` and its variants over cusparse, csr-vector, cusparse-bsr, tilespmv, dasp and merge
+    /// (f64).
+    Cbspmv,
+    /// `csr-overlap`, its variants and `csr-full-overlap` over cusparse, csr-vector and csr-scalar
+    /// (f32, f64).
+    Overlap,
+    /// `teb` and `teb-vector` over amf-csr, pbc, csr-scalar, csr5 and cusparse (f32, f64).
+    Teb,
+    /// `hbp`, `hbp-paper`, `2d` and HBP's variants over cusparse, csr-vector and 2d (f64, all
+    /// matrices), then the µs per call of each on each matrix (`*`: the result disagreed with the
+    /// oracle, as the phase-only variants do by design).
+    Hbp,
+    /// The peers csr5, tilespmv, dasp, cusparse-bsr and merge over cusparse and csr5 (f32, f64).
+    Peers,
+}
+
+impl ClaimsSection {
+    /// Every section, in the order `all` prints them.
+    pub const ALL: [ClaimsSection; 6] = [
+        ClaimsSection::Fastload,
+        ClaimsSection::Cbspmv,
+        ClaimsSection::Overlap,
+        ClaimsSection::Teb,
+        ClaimsSection::Hbp,
+        ClaimsSection::Peers,
+    ];
+
+    /// The section's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClaimsSection::Fastload => "fastload",
+            ClaimsSection::Cbspmv => "cbspmv",
+            ClaimsSection::Overlap => "overlap",
+            ClaimsSection::Teb => "teb",
+            ClaimsSection::Hbp => "hbp",
+            ClaimsSection::Peers => "peers",
+        }
+    }
+}
+
+impl fmt::Display for ClaimsSection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ClaimsSection {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ClaimsSection::ALL
+            .into_iter()
+            .find(|c| c.name() == s.trim())
+            .ok_or_else(|| {
+                let names: Vec<&str> = ClaimsSection::ALL.iter().map(|c| c.name()).collect();
+                Error::InvalidArgument(format!(
+                    "unknown claims section '{s}': expected one of {}",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// The matrix sets of the per-paper tables, with the names they print.
+const TABLE_SETS: [(&str, Subset); 3] = [
+    ("all", Subset::All),
+    ("large", Subset::BandwidthBound),
+    ("l2", Subset::FitsL2),
+];
+
+/// Stream times of one precision as the per-paper tables take them: the matrices with at least
+/// one timed result, and per matrix each method's median µs per call and status. With
+/// `with_wrong`, a result that ran but disagreed with the oracle has a time too.
+struct Times<'a> {
+    p: Precision,
+    with_wrong: bool,
+    matrices: Vec<&'a MatrixResult>,
+}
+
+impl<'a> Times<'a> {
+    fn new(merged: &'a MergedRuns, p: Precision, with_wrong: bool) -> Self {
+        let mut times = Times {
+            p,
+            with_wrong,
+            matrices: Vec::new(),
+        };
+        times.matrices = merged
+            .matrices
+            .iter()
+            .map(|m| &m.matrix)
+            .filter(|m| m.results.iter().any(|r| times.time(r).is_some()))
+            .collect();
+        times
+    }
+
+    /// The stream time of a result of this precision that counts.
+    fn time(&self, r: &MethodResult) -> Option<f64> {
+        if r.precision != self.p {
+            return None;
+        }
+        if self.with_wrong && r.status == Status::Wrong {
+            let t = r.record.as_ref()?.time.median_us;
+            return (t.is_finite() && t > 0.0).then_some(t);
+        }
+        result_time_us(r, TimingMode::Stream)
+    }
+
+    /// The time and status of `method` on `m`; `cusparse` is the fastest of its members
+    /// ([`Baseline::cusparse`]).
+    fn get(&self, m: &MatrixResult, method: &str) -> Option<(f64, Status)> {
+        let one = |name: &str| {
+            let r = find_result(&m.results, name, self.p)?;
+            Some((self.time(r)?, r.status))
+        };
+        if method == "cusparse" {
+            Baseline::cusparse()
+                .members
+                .iter()
+                .filter_map(|me| one(me))
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+        } else {
+            one(method)
+        }
+    }
+
+    /// t_base / t_method over the matrices of `set` where both have a time: the geometric mean,
+    /// the count and the maximum.
+    fn ratio(&self, base: &str, method: &str, set: Subset) -> (Option<f64>, usize, Option<f64>) {
+        let v: Vec<f64> = self
+            .matrices
+            .iter()
+            .filter(|m| set.contains(m))
+            .filter_map(|m| Some(self.get(m, base)?.0 / self.get(m, method)?.0))
+            .collect();
+        (
+            geomean(&v),
+            v.len(),
+            v.iter().copied().max_by(f64::total_cmp),
+        )
+    }
+
+    /// The methods named `prefix` or `prefix[...]` with a time, in order of first appearance.
+    fn methods_like(&self, prefix: &str) -> Vec<String> {
+        let variant = format!("{prefix}[");
+        let mut out: Vec<String> = Vec::new();
+        for r in self.matrices.iter().flat_map(|m| &m.results) {
+            let like = r.method == prefix || r.method.starts_with(&variant);
+            if like && self.time(r).is_some() && !out.contains(&r.method) {
+                out.push(r.method.clone());
+            }
+        }
+        out
+    }
+}
+
+/// One speedup table: a row per (precision, matrix set, method) with a figure over any baseline.
+fn speed_table(
+    out: &mut String,
+    merged: &MergedRuns,
+    methods: &[String],
+    bases: &[&str],
+    precisions: &[Precision],
+    sets: &[(&str, Subset)],
+) {
+    let over: Vec<String> = bases.iter().map(|b| format!("× over {b}")).collect();
+    let _ = writeln!(
+        out,
+        "| precision | matrices | method | {} |",
+        over.join(" | ")
+    );
+    let _ = writeln!(out, "|---|---|---|{}", "---|".repeat(bases.len()));
+    for &p in precisions {
+        let times = Times::new(merged, p, false);
+        for &(set_name, set) in sets {
+            for me in methods {
+                let cells: Vec<String> = bases
+                    .iter()
+                    .map(|b| match times.ratio(b, me, set) {
+                        (Some(g), n, _) if n > 0 => format!("{g:.2}× (n={n})"),
+                        _ => "–".to_string(),
+                    })
+                    .collect();
+                if cells.iter().all(|c| c == "–") {
+                    continue;
+                }
+                let _ = writeln!(out, "| {p} | {set_name} | `{me}` | {} |", cells.join(" | "));
+            }
+        }
+    }
+}
+
+/// The µs per call of each method on each matrix (`*`: the result disagreed with the oracle).
+fn per_matrix(out: &mut String, merged: &MergedRuns, p: Precision, methods: &[&str]) {
+    let times = Times::new(merged, p, true);
+    let heads: Vec<String> = methods.iter().map(|m| format!("`{m}` µs")).collect();
+    let _ = writeln!(out, "| matrix | nnz | {} |", heads.join(" | "));
+    let _ = writeln!(out, "|---|---|{}", "---|".repeat(methods.len()));
+    for m in &times.matrices {
+        let cells: Vec<String> = methods
+            .iter()
+            .map(|me| match times.get(m, me) {
+                Some((t, st)) => format!("{t:.1}{}", if st == Status::Ok { "" } else { "*" }),
+                None => "–".to_string(),
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            m.name,
+            m.stats.nnz,
+            cells.join(" | ")
+        );
+    }
+}
+
+fn owned(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+/// The markdown of one section of the per-paper tables ([`ClaimsSection`]) for merged runs.
+pub fn claims_tables(merged: &MergedRuns, section: ClaimsSection) -> String {
+    use Precision::{F32, F64};
+    let mut out = String::new();
+    let o = &mut out;
+    match section {
+        ClaimsSection::Fastload => {
+            let mut ms = vec!["fastload".to_string()];
+            for h in ["2", "4", "8", "16", "32", "unlimited"] {
+                ms.push(format!("fastload[height={h}]"));
+            }
+            ms.extend(owned(&["fastload-atomic", "fastload[fuse=one]"]));
+            let _ = writeln!(
+                o,
+                "Speedup of each variant (Table I heights, Fig. 9 atomic) over cusparse, csc, csr5, \
+                 tilespmv:\n"
+            );
+            let bases = ["cusparse", "csc", "csr5", "tilespmv"];
+            speed_table(o, merged, &ms, &bases, &[F64], &TABLE_SETS);
+            let _ = writeln!(
+                o,
+                "\nFig. 9: `fastload-atomic` time / `fastload` time (optimised adds):\n"
+            );
+            for p in [F64, F32] {
+                let times = Times::new(merged, p, false);
+                for (set_name, set) in TABLE_SETS {
+                    if let (Some(g), n, Some(max)) = times.ratio("fastload-atomic", "fastload", set)
+                    {
+                        let _ = writeln!(o, "- {p}, {set_name}: {g:.3}× (n={n}, max {max:.2}×)");
+                    }
+                }
+            }
+            let _ = writeln!(
+                o,
+                "\nCost of the honest timing (prologue = y zeroing + x permutation, alone):\n"
+            );
+            let times = Times::new(merged, F64, true);
+            let mut share = Vec::new();
+            let mut bound = Vec::new();
+            for m in &times.matrices {
+                let (Some(pro), Some(all)) = (
+                    times.get(m, "fastload[phase=prologue]"),
+                    times.get(m, "fastload"),
+                ) else {
+                    continue;
+                };
+                share.push(pro.0 / all.0);
+                if !m.fits_l2 {
+                    bound.push(format!("{:.2}", pro.0 / all.0));
+                }
+            }
+            if let Some(mid) = median(&share) {
+                let _ = writeln!(
+                    o,
+                    "- f64: prologue / whole call: median {mid:.2} over {} matrices; \
+                     bandwidth-bound ones: {}",
+                    share.len(),
+                    bound.join(", ")
+                );
+            }
+        }
+        ClaimsSection::Cbspmv => {
+            let ms = Times::new(merged, F64, false).methods_like("cb-spmv");
+            let bases = [
+                "cusparse",
+                "csr-vector",
+                "cusparse-bsr",
+                "tilespmv",
+                "dasp",
+                "merge",
+            ];
+            speed_table(o, merged, &ms, &bases, &[F64], &TABLE_SETS);
+        }
+        ClaimsSection::Overlap => {
+            let mut ms = Times::new(merged, F64, false).methods_like("csr-overlap");
+            ms.push("csr-full-overlap".into());
+            let bases = ["cusparse", "csr-vector", "csr-scalar"];
+            speed_table(o, merged, &ms, &bases, &[F32, F64], &TABLE_SETS);
+        }
+        ClaimsSection::Teb => {
+            let ms = owned(&["teb", "teb-vector"]);
+            let bases = ["amf-csr", "pbc", "csr-scalar", "csr5", "cusparse"];
+            speed_table(o, merged, &ms, &bases, &[F32, F64], &TABLE_SETS);
+        }
+        ClaimsSection::Hbp => {
+            let mut ms = owned(&["hbp", "hbp-paper", "2d"]);
+            let variants = Times::new(merged, F64, true).methods_like("hbp");
+            ms.extend(variants.into_iter().filter(|m| m.contains('[')));
+            let bases = ["cusparse", "csr-vector", "2d"];
+            speed_table(o, merged, &ms, &bases, &[F64], &TABLE_SETS[..1]);
+            o.push('\n');
+            let per = [
+                "cusparse",
+                "csr-vector",
+                "2d",
+                "hbp",
+                "hbp-paper",
+                "hbp[hash=sort]",
+                "hbp[hash=dp]",
+                "hbp[phase=spmv]",
+                "hbp[phase=combine]",
+            ];
+            per_matrix(o, merged, F64, &per);
+        }
+        ClaimsSection::Peers => {
+            let ms = owned(&["csr5", "tilespmv", "dasp", "cusparse-bsr", "merge"]);
+            speed_table(
+                o,
+                merged,
+                &ms,
+                &["cusparse", "csr5"],
+                &[F32, F64],
+                &TABLE_SETS,
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::report::merge_runs;
     use crate::bench::report::tests::*;
+    use crate::bench::BenchRun;
     use crate::stats::mean;
 
     #[test]
@@ -235,5 +593,88 @@ mod tests {
         assert!(PAPER_CLAIMS
             .iter()
             .all(|c| crate::methods::find(c.seed).is_ok() && crate::methods::find(c.peer).is_ok()));
+    }
+
+    /// Two matrices, `a` fitting in L2 and `b` bandwidth-bound, with the FastLoad and HBP
+    /// methods, two cuSPARSE algorithms, a failure and results that disagreed with the oracle.
+    fn tables_run() -> BenchRun {
+        let wrong = |method: &str, t: f64| MethodResult {
+            status: Status::Wrong,
+            ..ok(method, F64, 1000, t, 0.0)
+        };
+        let a = vec![
+            ok("cusparse-alg1", F64, 1000, 10.0, 0.0),
+            ok("cusparse-alg2", F64, 1000, 8.0, 0.0),
+            ok("fastload", F64, 1000, 4.0, 0.0),
+            ok("fastload-atomic", F64, 1000, 6.0, 0.0),
+            ok("csc", F64, 1000, 16.0, 0.0),
+            wrong("fastload[phase=prologue]", 1.2),
+            ok("hbp", F64, 1000, 16.0, 0.0),
+            wrong("hbp[phase=spmv]", 12.0),
+        ];
+        let b = vec![
+            ok("cusparse", F64, 1000, 20.0, 0.0),
+            ok("fastload", F64, 1000, 5.0, 0.0),
+            ok("fastload-atomic", F64, 1000, 5.0, 0.0),
+            wrong("fastload[phase=prologue]", 2.0),
+            failed("hbp", F64, "boom"),
+        ];
+        BenchRun {
+            skipped: Vec::new(),
+            machine: machine(),
+            suite: None,
+            matrices: vec![
+                matrix("a", 1000, 0.1, true, a),
+                matrix("b", 1000, 0.1, false, b),
+            ],
+        }
+    }
+
+    #[test]
+    fn claims_tables_give_the_ratios_of_each_matrix_set() {
+        let merged = merge_runs(&[tables_run()]);
+        let fl = claims_tables(&merged, ClaimsSection::Fastload);
+        for want in [
+            "| precision | matrices | method | × over cusparse | × over csc | × over csr5 | × over tilespmv |\n|---|---|---|---|---|---|---|\n",
+            // cusparse is the faster algorithm on a (8 µs): 8 / 4 and 20 / 5
+            "| f64 | all | `fastload` | 2.83× (n=2) | 4.00× (n=1) | – | – |",
+            "| f64 | large | `fastload` | 4.00× (n=1) | – | – | – |",
+            "| f64 | l2 | `fastload` | 2.00× (n=1) | 4.00× (n=1) | – | – |",
+            "- f64, all: 1.225× (n=2, max 1.50×)",
+            "- f64, large: 1.000× (n=1, max 1.00×)",
+            // a result that disagreed with the oracle still has a time here: 1.2 / 4 and 2 / 5
+            "- f64: prologue / whole call: median 0.35 over 2 matrices; bandwidth-bound ones: 0.40",
+        ] {
+            assert!(fl.contains(want), "missing {want:?} in\n{fl}");
+        }
+        // methods without a figure are left out; f32 has no results
+        assert!(!fl.contains("height=2"), "{fl}");
+        assert!(!fl.contains("f32"), "{fl}");
+
+        let hbp = claims_tables(&merged, ClaimsSection::Hbp);
+        for want in [
+            "| f64 | all | `hbp` | 0.50× (n=1) | – | – |",
+            "| a | 1000 | 8.0 | – | – | 16.0 | – | – | – | 12.0* | – |",
+            "| b | 1000 | 20.0 | – | – | – | – | – | – | – | – |",
+        ] {
+            assert!(hbp.contains(want), "missing {want:?} in\n{hbp}");
+        }
+        // a variant that only disagreed has no speedup row
+        assert!(!hbp.contains("| `hbp[phase=spmv]` |"), "{hbp}");
+
+        // nothing to compare: the header alone
+        let teb = claims_tables(&merged, ClaimsSection::Teb);
+        assert_eq!(teb.lines().count(), 2, "{teb}");
+    }
+
+    #[test]
+    fn claims_sections_by_name() {
+        for s in ClaimsSection::ALL {
+            assert_eq!(s.name().parse::<ClaimsSection>().unwrap(), s);
+        }
+        assert!(matches!(
+            "fast".parse::<ClaimsSection>(),
+            Err(Error::InvalidArgument(_))
+        ));
     }
 }

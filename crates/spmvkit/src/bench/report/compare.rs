@@ -19,6 +19,8 @@ pub enum Subset {
     Large,
     /// Working set larger than the GPU's L2 (`!fits_l2`).
     BandwidthBound,
+    /// Working set fits in the GPU's L2 (`fits_l2`).
+    FitsL2,
     /// Mean row length (nnz / rows) below [`SHORT_ROWS`].
     ShortRows,
     /// Mean row length in [[`SHORT_ROWS`], [`LONG_ROWS`]).
@@ -48,6 +50,7 @@ impl Subset {
             Subset::All => true,
             Subset::Large => m.stats.nnz > LARGE_NNZ,
             Subset::BandwidthBound => !m.fits_l2,
+            Subset::FitsL2 => m.fits_l2,
             Subset::ShortRows => mean_row_length(m).is_some_and(|l| l < SHORT_ROWS),
             Subset::MediumRows => {
                 mean_row_length(m).is_some_and(|l| (SHORT_ROWS..LONG_ROWS).contains(&l))
@@ -61,6 +64,7 @@ impl Subset {
             Subset::All => "all",
             Subset::Large => "nnz > 1M",
             Subset::BandwidthBound => "bandwidth-bound",
+            Subset::FitsL2 => "fits in L2",
             Subset::ShortRows => "mean row length < 16",
             Subset::MediumRows => "mean row length 16–64",
             Subset::LongRows => "mean row length ≥ 64",

@@ -53,7 +53,8 @@ use crate::scalar::Precision;
 pub use crate::stats::{geomean, mean};
 pub use charts::charts_for;
 pub use claims::{
-    eq2_rows, eq2_speedup, ClaimMeasure, Eq2Row, PaperClaim, EQ2_METHODS, PAPER_CLAIMS,
+    claims_tables, eq2_rows, eq2_speedup, ClaimMeasure, ClaimsSection, Eq2Row, PaperClaim,
+    EQ2_METHODS, PAPER_CLAIMS,
 };
 pub use compare::{
     auto_choice, best_method, break_even_calls, copy_bandwidth_pct, effective_gbs, fastest,
