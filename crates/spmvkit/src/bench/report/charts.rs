@@ -1,14 +1,14 @@
 //! Which plots a report draws for one precision (performance profile, speedup against nnz and
 //! against row-length variation, preprocessing time, time against the limit) and the data of
-//! each; [`super::super::plots`] renders them.
+//! each; [`crate::bench::plots`] renders them.
 
-use super::super::plots::{auto_range, Chart, Series, Style};
 use super::compare::{
     best_method, find_result, method_display, method_time_us, only_repeats, performance_profile,
     result_time_us, speedup, tau_grid,
 };
 use super::load::{cpu_only, MergedRuns};
 use super::ReportOptions;
+use crate::bench::plots::{auto_range, Chart, Series, Style};
 use crate::gpu::TimingMode;
 use crate::scalar::Precision;
 

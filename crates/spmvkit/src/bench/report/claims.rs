@@ -5,9 +5,9 @@
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
 
-use super::super::{MatrixResult, MethodResult, Status};
 use super::compare::{find_result, method_time_us, result_time_us, speedup, Baseline, Subset};
 use super::load::MergedRuns;
+use crate::bench::{MatrixResult, MethodResult, Status};
 use crate::error::Error;
 use crate::gpu::TimingMode;
 use crate::scalar::Precision;

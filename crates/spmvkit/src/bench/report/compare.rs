@@ -3,7 +3,7 @@
 //! the performance profile and the ranking of the methods on one matrix (with `auto` folded into
 //! the method it ran).
 
-use super::super::{MatrixResult, MethodResult, RunRecord, Status, Timing};
+use crate::bench::{MatrixResult, MethodResult, RunRecord, Status, Timing};
 use crate::gpu::TimingMode;
 use crate::scalar::Precision;
 use crate::stats::{geomean, quantile};

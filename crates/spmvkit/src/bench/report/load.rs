@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::super::{BenchRun, MachineInfo, MatrixResult};
+use crate::bench::{BenchRun, MachineInfo, MatrixResult};
 use crate::error::{Error, Result};
 use crate::scalar::Precision;
 

@@ -5,7 +5,6 @@
 
 use std::fmt::Write as _;
 
-use super::super::{MatrixResult, Status, Timing};
 use super::claims::{eq2_rows, ClaimMeasure, Eq2Row, PaperClaim, PAPER_CLAIMS};
 use super::compare::{
     auto_choice, copy_bandwidth_pct, effective_gbs, fastest, find_result, is_auto, method_display,
@@ -14,6 +13,7 @@ use super::compare::{
 };
 use super::load::{cpu_only, MergedMatrix, MergedRuns};
 use super::ReportOptions;
+use crate::bench::{MatrixResult, Status, Timing};
 use crate::gpu::TimingMode;
 use crate::scalar::Precision;
 use crate::stats::{geomean, mean, median};
