@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use clap::{Args, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::Args;
 use spmvkit::bench::report::{self, ClaimsSection, ReportFiles};
 use spmvkit::bench::{BenchRun, Status};
 use spmvkit::gpu::TimingMode;
@@ -43,66 +44,42 @@ pub struct ReportArgs {
     out: Option<PathBuf>,
     /// Print the per-paper tables of SECTION (markdown, on standard output) instead of writing the
     /// report.
-    #[arg(long, value_enum, value_name = "SECTION", conflicts_with = "out")]
-    claims: Option<ClaimsArg>,
+    #[arg(
+        long,
+        value_name = "SECTION",
+        value_parser = PossibleValuesParser::new(claims_values()),
+        conflicts_with = "out"
+    )]
+    claims: Option<String>,
 }
 
-/// The sections of `--claims`.
-#[derive(Clone, Copy, ValueEnum)]
-enum ClaimsArg {
-    /// FastLoad: Table I heights, Fig. 9 atomic adds, fuse=one over cusparse, csc, csr5,
-    /// tilespmv (f64); the atomic / optimised time; the prologue's share of a call.
-    Fastload,
-    /// CB-SpMV and its variants over cusparse, csr-vector, cusparse-bsr, tilespmv, dasp, merge
-    /// (f64).
-    Cbspmv,
-    /// CSR-Overlap's variants and csr-full-overlap over cusparse, csr-vector, csr-scalar (f32,
-    /// f64).
-    Overlap,
-    /// teb and teb-vector over amf-csr, pbc, csr-scalar, csr5, cusparse (f32, f64).
-    Teb,
-    /// HBP, hbp-paper, 2d and HBP's variants over cusparse, csr-vector, 2d (f64), then µs per call
-    /// per matrix.
-    Hbp,
-    /// csr5, tilespmv, dasp, cusparse-bsr, merge over cusparse and csr5 (f32, f64).
-    Peers,
-    /// Every section, each under a `## SECTION` heading.
-    All,
+/// The values of `--claims`: every section, and `all`.
+fn claims_values() -> Vec<PossibleValue> {
+    ClaimsSection::ALL
+        .iter()
+        .map(|s| PossibleValue::new(s.name()).help(s.describe()))
+        .chain([PossibleValue::new("all").help("Every section, each under a `## SECTION` heading")])
+        .collect()
 }
 
-impl ClaimsArg {
-    /// The one section asked for; `None` for `all`.
-    fn section(self) -> Option<ClaimsSection> {
-        match self {
-            ClaimsArg::Fastload => Some(ClaimsSection::Fastload),
-            ClaimsArg::Cbspmv => Some(ClaimsSection::Cbspmv),
-            ClaimsArg::Overlap => Some(ClaimsSection::Overlap),
-            ClaimsArg::Teb => Some(ClaimsSection::Teb),
-            ClaimsArg::Hbp => Some(ClaimsSection::Hbp),
-            ClaimsArg::Peers => Some(ClaimsSection::Peers),
-            ClaimsArg::All => None,
-        }
-    }
-}
-
-/// The per-paper tables of the merged runs: one section as it is, or every section under its
+/// The per-paper tables of the merged runs: one section, or (`all`) every section under its
 /// heading.
-fn claims_text(runs: &[BenchRun], arg: ClaimsArg) -> String {
+fn claims_text(runs: &[BenchRun], section: &str) -> Result<String> {
     let merged = report::merge_runs(runs);
-    match arg.section() {
-        Some(section) => report::claims_tables(&merged, section),
-        None => ClaimsSection::ALL
+    if section == "all" {
+        return Ok(ClaimsSection::ALL
             .iter()
             .map(|&s| format!("## {s}\n\n{}", report::claims_tables(&merged, s)))
             .collect::<Vec<_>>()
-            .join("\n"),
+            .join("\n"));
     }
+    Ok(report::claims_tables(&merged, section.parse()?))
 }
 
 pub fn run(args: ReportArgs) -> Result<()> {
     let runs = spmvkit::bench::report::load_runs(&args.runs)?;
-    if let Some(section) = args.claims {
-        print!("{}", claims_text(&runs, section));
+    if let Some(section) = &args.claims {
+        print!("{}", claims_text(&runs, section)?);
         return Ok(());
     }
     let out = args.out.clone().unwrap_or_else(|| {

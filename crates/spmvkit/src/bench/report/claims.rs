@@ -186,24 +186,15 @@ impl PaperClaim {
 /// where both ran correctly, with n the number of those matrices; `cusparse` is the fastest of
 /// `cusparse`, `cusparse-alg1` and `cusparse-alg2` on each matrix. The matrix sets are `all`,
 /// `large` (the working set is larger than L2: bandwidth-bound) and `l2` (it fits in L2).
+///
+/// What each section holds is [`ClaimsSection::describe`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClaimsSection {
-    /// FastLoad's Table I heights, Fig. 9's atomic adds and `fuse=one` over cusparse, csc, csr5 and
-    /// tilespmv (f64); Fig. 9's `fastload-atomic` / `fastload` time; the prologue's share of a call.
     Fastload,
-    /// `cb-spmv` and its variants over cusparse, csr-vector, cusparse-bsr, tilespmv, dasp and merge
-    /// (f64).
     Cbspmv,
-    /// `csr-overlap`, its variants and `csr-full-overlap` over cusparse, csr-vector and csr-scalar
-    /// (f32, f64).
     Overlap,
-    /// `teb` and `teb-vector` over amf-csr, pbc, csr-scalar, csr5 and cusparse (f32, f64).
     Teb,
-    /// `hbp`, `hbp-paper`, `2d` and HBP's variants over cusparse, csr-vector and 2d (f64, all
-    /// matrices), then the µs per call of each on each matrix (`*`: the result disagreed with the
-    /// oracle, as the phase-only variants do by design).
     Hbp,
-    /// The peers csr5, tilespmv, dasp, cusparse-bsr and merge over cusparse and csr5 (f32, f64).
     Peers,
 }
 
@@ -217,6 +208,35 @@ impl ClaimsSection {
         ClaimsSection::Hbp,
         ClaimsSection::Peers,
     ];
+
+    /// What the section holds, in a line (`spmv report --help` lists it).
+    pub fn describe(self) -> &'static str {
+        match self {
+            ClaimsSection::Fastload => {
+                "FastLoad: Table I heights, Fig. 9 atomic adds, fuse=one over cusparse, csc, csr5, \
+                 tilespmv (f64); the atomic / optimised time; the prologue's share of a call"
+            }
+            ClaimsSection::Cbspmv => {
+                "CB-SpMV and its variants over cusparse, csr-vector, cusparse-bsr, tilespmv, dasp, \
+                 merge (f64)"
+            }
+            ClaimsSection::Overlap => {
+                "CSR-Overlap's variants and csr-full-overlap over cusparse, csr-vector, csr-scalar \
+                 (f32, f64)"
+            }
+            ClaimsSection::Teb => {
+                "teb and teb-vector over amf-csr, pbc, csr-scalar, csr5, cusparse (f32, f64)"
+            }
+            ClaimsSection::Hbp => {
+                "HBP, hbp-paper, 2d and HBP's variants over cusparse, csr-vector, 2d (f64), then µs \
+                 per call per matrix (*: the result disagreed with the oracle, as the phase-only \
+                 variants do by design)"
+            }
+            ClaimsSection::Peers => {
+                "csr5, tilespmv, dasp, cusparse-bsr, merge over cusparse and csr5 (f32, f64)"
+            }
+        }
+    }
 
     /// The section's name on the command line.
     pub fn name(self) -> &'static str {
