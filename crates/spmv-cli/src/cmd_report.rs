@@ -1,19 +1,40 @@
-//! `spmv report`: rebuild the summary and plots from saved runs, merging several.
+//! `spmv report`: rebuild the summary and plots from saved runs, merging several; or print the
+//! per-paper claims tables of the runs (`--claims SECTION`).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::Args;
-use spmvkit::bench::report::{self, ReportFiles, TimeKind};
+use spmvkit::bench::report::{self, ClaimsSection, ReportFiles};
 use spmvkit::bench::{BenchRun, Status};
+use spmvkit::gpu::TimingMode;
 use spmvkit::Precision;
 
 /// Rebuild summary.md, results.csv and the plots from saved run-*.json or run-*.json.gz files (or
 /// folders of them). Later runs replace earlier results for the same matrix, method and precision.
+///
+/// With --claims SECTION nothing is written: the per-paper tables of the merged runs are printed
+/// as markdown instead (the tables the claims notes in docs/results quote).
 #[derive(Args)]
 #[command(after_help = "Examples:
   spmv report bench-out
-  spmv report docs/results/h100/run-a.json docs/results/h100/run-b.json --out docs/results/h100")]
+  spmv report docs/results/h100/run-a.json docs/results/h100/run-b.json --out docs/results/h100
+  spmv report docs/results/h200/2026-11-22/hbp --claims hbp
+
+The last prints, per method, t_baseline / t_method over the matrices where both ran correctly
+(geometric mean, stream timing, n matrices; `cusparse` is the fastest of cusparse, cusparse-alg1
+and cusparse-alg2 on each matrix), then each method's µs per call on each matrix:
+
+  | precision | matrices | method | × over cusparse | × over csr-vector | × over 2d |
+  |---|---|---|---|---|---|
+  | f64 | all | `hbp` | 0.13× (n=8) | 0.47× (n=8) | 1.09× (n=8) |
+  ...
+  | matrix | nnz | `cusparse` µs | `csr-vector` µs | `2d` µs | `hbp` µs | ...
+  | rajat01 | 43250 | 8.3 | 18.2 | 385.0 | 343.5 | ...
+
+Matrix sets: all; large, the working set is larger than L2 (bandwidth-bound); l2, it fits in L2.
+\"–\": no matrix where both ran; \"*\" after a time: the result disagreed with the oracle.")]
 pub struct ReportArgs {
     /// run-*.json(.gz) files or folders holding them.
     #[arg(required = true, value_name = "RUN")]
@@ -21,10 +42,46 @@ pub struct ReportArgs {
     /// Output folder (default: the first folder given, or the first file's folder).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Print the per-paper tables of SECTION (markdown, on standard output) instead of writing the
+    /// report.
+    #[arg(
+        long,
+        value_name = "SECTION",
+        value_parser = PossibleValuesParser::new(claims_values()),
+        conflicts_with = "out"
+    )]
+    claims: Option<String>,
+}
+
+/// The values of `--claims`: every section, and `all`.
+fn claims_values() -> Vec<PossibleValue> {
+    ClaimsSection::ALL
+        .iter()
+        .map(|s| PossibleValue::new(s.name()).help(s.describe()))
+        .chain([PossibleValue::new("all").help("Every section, each under a `## SECTION` heading")])
+        .collect()
+}
+
+/// The per-paper tables of the merged runs: one section, or (`all`) every section under its
+/// heading.
+fn claims_text(runs: &[BenchRun], section: &str) -> Result<String> {
+    let merged = report::merge_runs(runs);
+    if section == "all" {
+        return Ok(ClaimsSection::ALL
+            .iter()
+            .map(|&s| format!("## {s}\n\n{}", report::claims_tables(&merged, s)))
+            .collect::<Vec<_>>()
+            .join("\n"));
+    }
+    Ok(report::claims_tables(&merged, section.parse()?))
 }
 
 pub fn run(args: ReportArgs) -> Result<()> {
     let runs = spmvkit::bench::report::load_runs(&args.runs)?;
+    if let Some(section) = &args.claims {
+        print!("{}", claims_text(&runs, section)?);
+        return Ok(());
+    }
     let out = args.out.clone().unwrap_or_else(|| {
         let first = &args.runs[0];
         if first.is_dir() {
@@ -78,7 +135,7 @@ pub fn print_summary(run: &BenchRun, json: &Path, files: &ReportFiles) {
              IQRs overlap."
         );
     }
-    let kind = TimeKind::Stream;
+    let kind = TimingMode::Stream;
     let refs: Vec<_> = run.matrices.iter().collect();
     let twice: Vec<f64> = Precision::ALL
         .into_iter()

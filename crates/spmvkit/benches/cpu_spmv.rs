@@ -9,15 +9,14 @@ use spmvkit::cpu::{check, oracle_spmv, par_csr_spmv};
 
 fn median_ms(mut f: impl FnMut(), reps: usize) -> f64 {
     f();
-    let mut t: Vec<f64> = (0..reps)
+    let t: Vec<f64> = (0..reps)
         .map(|_| {
             let s = Instant::now();
             f();
             s.elapsed().as_secs_f64() * 1e3
         })
         .collect();
-    t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
+    spmvkit::stats::median(&t).unwrap_or(f64::NAN)
 }
 
 fn main() {

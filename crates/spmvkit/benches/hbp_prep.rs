@@ -21,6 +21,7 @@ use std::time::Duration;
 use spmvkit::bench::suites::shared_matrices_dir;
 use spmvkit::methods::hbp::{build_layout, WarpStats};
 use spmvkit::methods::{Layout, Params};
+use spmvkit::stats::median;
 use spmvkit::{gen, Csr};
 
 const DEFAULT: &[&str] = &[
@@ -55,11 +56,6 @@ fn load(arg: &str) -> Result<Csr<f64>, String> {
     spmvkit::io::load::<f64>(&path).map_err(|e| e.to_string())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// One row order on one matrix: build times of the repetitions (prep s, reorder s) and the
 /// Fig. 6 statistics.
 #[derive(Default)]
@@ -71,10 +67,10 @@ struct Cell {
 
 impl Cell {
     fn prep(&self) -> f64 {
-        median(self.preps.clone())
+        median(&self.preps).unwrap_or(f64::NAN)
     }
     fn reorder(&self) -> f64 {
-        median(self.reorders.clone())
+        median(&self.reorders).unwrap_or(f64::NAN)
     }
     fn stats(&self) -> WarpStats {
         self.stats.expect("measured")

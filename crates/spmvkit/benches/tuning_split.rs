@@ -17,7 +17,8 @@
 
 use std::path::{Path, PathBuf};
 
-use spmvkit::bench::report::{merge_runs, method_time_us, TimeKind};
+use spmvkit::bench::report::{merge_runs, method_time_us};
+use spmvkit::gpu::TimingMode;
 use spmvkit::methods::auto::eval::{
     calls_label, outcomes, summarize, Outcome, Scope, Setup, CALLS_INF,
 };
@@ -109,7 +110,7 @@ fn cut_data(files: &[PathBuf], small: &str, large: &str) -> Vec<(String, usize, 
     let mut out = Vec::new();
     for mm in &merged.matrices {
         let m = &mm.matrix;
-        let t = |name: &str| method_time_us(&m.results, name, Precision::F64, TimeKind::Stream);
+        let t = |name: &str| method_time_us(&m.results, name, Precision::F64, TimingMode::Stream);
         if let (Some(c), Some(s), Some(l)) = (t("cusparse"), t(small), t(large)) {
             out.push((m.name.clone(), m.stats.nnz, c, s, l));
         }

@@ -28,6 +28,7 @@ pub mod memory;
 pub mod methods;
 pub mod scalar;
 pub mod solve;
+pub mod stats;
 #[doc(hidden)]
 pub mod testing;
 

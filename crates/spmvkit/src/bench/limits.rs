@@ -27,11 +27,10 @@ use std::fmt::Write as _;
 
 use super::plots::{auto_range, Chart, Series, Style};
 use super::report::{
-    auto_choice, is_auto, result_label, result_time_us, Baseline, MergedMatrix, MergedRuns,
-    TimeKind,
+    auto_choice, cell, is_auto, result_label, result_time_us, Baseline, MergedMatrix, MergedRuns,
 };
 use super::{byte_model, MachineInfo, MethodResult, RunRecord, Status};
-use crate::gpu::Probe;
+use crate::gpu::{Probe, TimingMode};
 use crate::matrix::MatrixStats;
 use crate::methods::Backend;
 use crate::scalar::Precision;
@@ -119,10 +118,10 @@ pub fn limit(
 
 /// The time of a result that the limits are set against: CUDA-graph replay where recorded,
 /// else the stream timing; `None` unless it ran correctly.
-pub fn limit_time(r: &MethodResult) -> Option<(f64, TimeKind)> {
-    result_time_us(r, TimeKind::Graph)
-        .map(|t| (t, TimeKind::Graph))
-        .or_else(|| result_time_us(r, TimeKind::Stream).map(|t| (t, TimeKind::Stream)))
+pub fn limit_time(r: &MethodResult) -> Option<(f64, TimingMode)> {
+    result_time_us(r, TimingMode::Graph)
+        .map(|t| (t, TimingMode::Graph))
+        .or_else(|| result_time_us(r, TimingMode::Stream).map(|t| (t, TimingMode::Stream)))
 }
 
 /// A result set against its limits.
@@ -134,7 +133,7 @@ pub struct ResultLimit {
     pub csr: Limit,
     /// The measured time, µs, and which timing it is.
     pub time_us: f64,
-    pub kind: TimeKind,
+    pub kind: TimingMode,
     /// The layout's device bytes per nonzero (`None` without nonzeros).
     pub bytes_per_nnz: Option<f64>,
 }
@@ -332,10 +331,6 @@ pub fn probe_line(m: &MachineInfo) -> String {
     parts.join("; ")
 }
 
-fn cell(s: &str) -> String {
-    s.replace('\r', "").replace('\n', " ").replace('|', "\\|")
-}
-
 /// The limits section of one precision in `summary.md` (GPU reports).
 pub fn section(s: &mut String, merged: &MergedRuns, p: Precision) {
     let all = rows(merged, p);
@@ -384,7 +379,11 @@ pub fn section(s: &mut String, merged: &MergedRuns, p: Precision) {
         let mine: Vec<&LimitRow> = all.iter().filter(|r| r.matrix == name).collect();
         for r in summary_rows(&mine) {
             let l = &r.limit;
-            let star = if l.kind == TimeKind::Stream { "*" } else { "" };
+            let star = if l.kind == TimingMode::Stream {
+                "*"
+            } else {
+                ""
+            };
             let matrix = if r.fits_l2 {
                 format!("{} (fits L2)", r.matrix)
             } else {
@@ -490,10 +489,7 @@ pub fn csv(merged: &MergedRuns) -> Option<String> {
             r.nnz.to_string(),
             r.method.clone(),
             r.precision.to_string(),
-            match l.kind {
-                TimeKind::Graph => "graph".into(),
-                TimeKind::Stream => "stream".into(),
-            },
+            l.kind.to_string(),
             l.time_us.to_string(),
             l.own.bytes.to_string(),
             opt(l.own.gathers),
@@ -561,7 +557,7 @@ pub fn chart(
         true,
         (1.0, 1e4),
     );
-    let graph = all.iter().all(|r| r.limit.kind == TimeKind::Graph);
+    let graph = all.iter().all(|r| r.limit.kind == TimingMode::Graph);
     Some(Chart {
         title: format!(
             "Time against the limit, {p}, {}",
@@ -675,7 +671,7 @@ mod tests {
         let l = result_limit(&p, &m.stats, &r, false).unwrap();
         // graph time 0.9 × 50 µs; CSR bytes 140 000 004 at 4 TB/s: 35 µs; 5M sectors at
         // 200 G/s: 25 µs
-        assert_eq!(l.kind, TimeKind::Graph);
+        assert_eq!(l.kind, TimingMode::Graph);
         assert!((l.time_us - 45.0).abs() < 1e-9);
         assert_eq!(l.own, l.csr);
         assert_eq!(l.own.bytes, 140_000_004);
@@ -686,7 +682,7 @@ mod tests {
         // stream time without a graph timing
         r.record.as_mut().unwrap().graph_time = None;
         let l = result_limit(&p, &m.stats, &r, false).unwrap();
-        assert_eq!((l.kind, l.time_us), (TimeKind::Stream, 50.0));
+        assert_eq!((l.kind, l.time_us), (TimingMode::Stream, 50.0));
         // CPU records, failed and wrong results get none
         let mut cpu = ok("csr", F64, 10_000_000, 50.0, 1.0);
         cpu.record.as_mut().unwrap().backend = Backend::Cpu;

@@ -3,10 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::gpu::timing::sample_stats;
 use crate::matrix::Csr;
 use crate::methods::{Backend, MethodInfo, PrepTimes};
 use crate::scalar::{Precision, Scalar};
+use crate::stats::sample_stats;
 
 /// Bytes one SpMV must move at least: values and column indices once, row pointers once, x once
 /// and y once: `(vb + 4)·nnz + 4·(rows + 1) + vb·cols + vb·rows`.

@@ -50,6 +50,19 @@ pub enum Status {
     Failed,
 }
 
+impl Status {
+    /// The status as the run JSON and `results.csv` write it: `ok`, `wrong`, `unsupported`,
+    /// `failed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Wrong => "wrong",
+            Status::Unsupported => "unsupported",
+            Status::Failed => "failed",
+        }
+    }
+}
+
 /// One (method, precision) result on one matrix.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MethodResult {

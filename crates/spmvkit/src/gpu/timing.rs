@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use super::Gpu;
 use crate::error::{Error, Result};
+use crate::stats::sample_stats;
 
 /// How many calls to time: `warmup` untimed calls, then `samples` (K) samples of `calls` (N)
 /// back-to-back calls each.
@@ -41,12 +42,27 @@ impl Default for TimingConfig {
     }
 }
 
-/// Calls enqueued on a stream, or replayed from a CUDA graph.
+/// Calls enqueued on a stream, or replayed from a CUDA graph: how a call was timed, and which
+/// of a run record's two times ([`crate::bench::RunRecord::time`] or
+/// [`crate::bench::RunRecord::graph_time`]) a report compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TimingMode {
+    /// Back-to-back launches on one stream (CPU: wall clock).
     Stream,
+    /// Replayed from a captured CUDA graph (GPU only).
     Graph,
+}
+
+impl TimingMode {
+    /// How a report names the mode: `stream` or `CUDA graph` (`Display` gives the short
+    /// `stream` / `graph`).
+    pub fn label(self) -> &'static str {
+        match self {
+            TimingMode::Stream => "stream",
+            TimingMode::Graph => "CUDA graph",
+        }
+    }
 }
 
 impl std::fmt::Display for TimingMode {
@@ -100,20 +116,6 @@ impl Timing {
             samples_us,
         }
     }
-}
-
-/// (median, min, max) of samples, `None` when there are none. The one place spmvkit reduces
-/// timing samples (GPU timings here, CPU wall-clock ones in `bench`).
-pub fn sample_stats(samples: &[f64]) -> Option<(f64, f64, f64)> {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median = match n {
-        0 => return None,
-        _ if n % 2 == 1 => sorted[n / 2],
-        _ => 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]),
-    };
-    Some((median, sorted[0], sorted[n - 1]))
 }
 
 fn check_config(cfg: &TimingConfig) -> Result<()> {
@@ -267,16 +269,4 @@ pub fn measure_copy_bandwidth(gpu: &Gpu) -> Result<f64> {
             .map_err(|e| Error::cuda("device-to-device copy", e))
     })?;
     Ok(2.0 * (words * 4) as f64 / (t.median_us * 1e-6) / 1e9)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::sample_stats;
-
-    #[test]
-    fn median_min_max_of_odd_even_and_empty_samples() {
-        assert_eq!(sample_stats(&[3.0, 1.0, 2.0]), Some((2.0, 1.0, 3.0)));
-        assert_eq!(sample_stats(&[4.0, 1.0, 2.0, 3.0]), Some((2.5, 1.0, 4.0)));
-        assert_eq!(sample_stats(&[]), None);
-    }
 }

@@ -15,8 +15,8 @@ S=.gpu/matrices
 export SPMVKIT_CACHE_DIR=/tmp/spmvkit-cache
 export SPMVKIT_MATRICES=$PWD/.gpu/matrices
 nvidia-smi -L
-summary() {  # summary DIR...
-  for d in "$@"; do [ -d "$d" ] && python3 scripts/bench-summary.py "$d"/*.csv; done
+summary() {  # summary DIR...: the speedups over cusparse of each DIR/summary.md (graph, then stream)
+  for d in "$@"; do [ -f "$d/summary.md" ] && echo "== $d" && sed -n '/^### Speedup over cusparse/,/^### Performance profile/p' "$d/summary.md"; done
 }
 case "$step" in
   tests)
