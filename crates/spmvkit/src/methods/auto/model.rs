@@ -204,20 +204,10 @@ impl Model {
             .unwrap_or(header.len());
         let stat = |name: &str| header[..first_method].iter().position(|h| *h == name);
         let need = |name: &str| stat(name).ok_or_else(|| bad(1, format!("no '{name}' column")));
-        let feat_cols = [
-            "nrows",
-            "ncols",
-            "nnz",
-            "row_len_mean",
-            "row_len_std",
-            "row_len_max",
-            "empty_rows",
-            "bandwidth",
-        ]
-        .map(need);
+        // the eight numeric statistics lead the table's statistic columns
         let mut fc = [0usize; 8];
-        for (d, c) in fc.iter_mut().zip(feat_cols) {
-            *d = c?;
+        for (d, name) in fc.iter_mut().zip(&super::table::STAT_COLUMNS[..8]) {
+            *d = need(name)?;
         }
         let fits_col = need("fits_l2")?;
         let x_cols = (stat("x_sectors_f32"), stat("x_sectors_f64"));
