@@ -29,7 +29,8 @@ struct Common {
     /// Matrix Market file, .spmvkit cache, or GEN-SPEC.
     #[arg(value_name = "MATRIX")]
     matrix: String,
-    /// SpMV method inside the iteration (see `spmv methods`).
+    /// SpMV method inside the iteration (see `spmv methods`), or a variant
+    /// NAME[key=value;...] as `spmv bench --methods` takes it (its values win over --param).
     #[arg(short, long, default_value = "auto")]
     method: String,
     /// Value precision.

@@ -29,7 +29,7 @@ use crate::cpu::{check, oracle_spmv_par, Reference};
 use crate::error::Result;
 use crate::gpu::{time_graph, time_stream, TimingConfig};
 use crate::matrix::Csr;
-use crate::methods::{find_variant, Backend, Plan, PlanOptions, PrepareFor};
+use crate::methods::{Backend, Plan, PlanOptions, PrepareFor};
 use crate::scalar::Scalar;
 
 /// How to measure.
@@ -176,13 +176,8 @@ pub fn measure_problem<T: PrepareFor>(
     opts: &MeasureOptions,
     problem: &Problem<T>,
 ) -> Result<RunRecord> {
-    let (m, variant) = find_variant(method)?;
-    let info = m.info();
-    let mut plan_opts = opts.plan.clone();
-    for (k, v) in variant.iter() {
-        plan_opts.params.set(k, v);
-    }
-    let mut plan = Plan::with_method(m, a, &plan_opts)?;
+    let mut plan = Plan::new(method, a, &opts.plan)?;
+    let info = plan.info();
     let (alpha, beta, x) = (problem.alpha, problem.beta, &problem.x);
     let mut y = problem.y0.clone();
     plan.apply(alpha, x, beta, &mut y)?;

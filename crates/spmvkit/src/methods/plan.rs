@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::params::CPU_FALLBACK_PARAM;
-use super::{find, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
+use super::{resolve, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
 use crate::cpu::oracle::check_lengths_dims;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -129,7 +129,10 @@ pub struct Plan<T: PrepareFor> {
 }
 
 impl<T: PrepareFor> Plan<T> {
-    /// Analyses `a` with the method called `method`.
+    /// Analyses `a` with the method `method`: a registered name or a variant
+    /// `name[key=value;...]` (the spelling of `spmv bench --methods`), resolved by
+    /// [`crate::methods::resolve`], the one door for `spmv run`, `spmv solve` and `spmv bench`.
+    /// A key set both in the variant and in [`PlanOptions::params`] takes the variant's value.
     ///
     /// ```
     /// use spmvkit::{Csr, Plan, PlanOptions};
@@ -139,21 +142,33 @@ impl<T: PrepareFor> Plan<T> {
     /// let mut y = [1.0; 3];
     /// plan.apply(2.0, &x, 1.0, &mut y).unwrap(); // y = 2·A·x + y
     /// assert_eq!(y, [3.0, 5.0, 7.0]);
+    /// // a variant: the method with these parameters
+    /// let plan = Plan::new("merge[items=3]", &a, &PlanOptions::default()).unwrap();
+    /// assert_eq!(plan.params().iter().collect::<Vec<_>>(), [("items", "3")]);
     /// ```
     pub fn new(method: &str, a: &Csr<T>, opts: &PlanOptions) -> Result<Self> {
-        Self::with_method(find(method)?, a, opts)
+        let (m, params) = resolve(method, &opts.params)?;
+        Self::build(m, a, params, opts.backend)
     }
 
-    /// As [`Plan::new`], with a method already looked up.
+    /// As [`Plan::new`], with a method already looked up (its parameters are `opts.params`).
     pub fn with_method(
         method: &'static dyn Method,
         a: &Csr<T>,
         opts: &PlanOptions,
     ) -> Result<Self> {
+        Self::build(method, a, opts.params.clone(), opts.backend)
+    }
+
+    fn build(
+        method: &'static dyn Method,
+        a: &Csr<T>,
+        mut params: Params,
+        backend: Option<Backend>,
+    ) -> Result<Self> {
         let info = method.info();
-        opts.params.check_known(info.name, info.params)?;
-        let (backend, gpu, note) = choose_backend(&info, opts.backend)?;
-        let mut params = opts.params.clone();
+        params.check_known(info.name, info.params)?;
+        let (backend, gpu, note) = choose_backend(&info, backend)?;
         let declares_fallback = info.params.iter().any(|p| p.key == CPU_FALLBACK_PARAM);
         if backend == Backend::Gpu
             && declares_fallback
@@ -436,6 +451,12 @@ impl<T: PrepareFor> Plan<T> {
     pub fn info(&self) -> MethodInfo {
         self.method.info()
     }
+    /// The parameters the layout was prepared with (the variant's and [`PlanOptions::params`],
+    /// merged by [`crate::methods::resolve`]; on the GPU `cpu_fallback=0` where the method
+    /// declares it and the caller did not set it).
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
     /// Where the plan runs.
     pub fn backend(&self) -> Backend {
         if self.device.is_some() {
@@ -593,6 +614,133 @@ mod tests {
         }
         fn footprint_bytes(&self) -> usize {
             0
+        }
+    }
+
+    fn cpu(params: &[&str]) -> PlanOptions {
+        PlanOptions {
+            params: Params::parse(params.iter().copied()).unwrap(),
+            backend: Some(Backend::Cpu),
+        }
+    }
+
+    /// y = A·x (β = 0) through the plan, for comparing two plans bit for bit.
+    fn product(plan: &mut Plan<f64>) -> Vec<f64> {
+        let x: Vec<f64> = (0..plan.ncols()).map(|j| (j % 7) as f64 - 3.0).collect();
+        let mut y = vec![0.0; plan.nrows()];
+        plan.apply(1.0, &x, 0.0, &mut y).unwrap();
+        y
+    }
+
+    /// A variant through `Plan::new` is the method with those parameters: the same parameters,
+    /// layout notes, footprint and product, bit for bit.
+    #[test]
+    fn a_variant_is_the_method_with_its_params() {
+        let a = crate::gen::generate::<f64>("powerlaw:3000,6").unwrap();
+        for (variant, name, params) in [
+            (
+                "fastload[height=2;threads=128]",
+                "fastload",
+                &["height=2", "threads=128"][..],
+            ),
+            (
+                "csr-packed[sort=on,window=64]",
+                "csr-packed",
+                &["sort=on", "window=64"],
+            ),
+            (
+                "csr-overlap[switch_points=17,34,64,122,216;long_chunk=0]",
+                "csr-overlap",
+                &["switch_points=17,34,64,122,216", "long_chunk=0"],
+            ),
+            (" merge ", "merge", &[]),
+        ] {
+            let mut v = Plan::new(variant, &a, &cpu(&[])).unwrap();
+            let mut m = Plan::new(name, &a, &cpu(params)).unwrap();
+            assert_eq!(v.info().name, name, "{variant}");
+            assert_eq!(v.params(), m.params(), "{variant}");
+            assert_eq!(v.layout().notes(), m.layout().notes(), "{variant}");
+            assert_eq!(
+                v.layout().footprint_bytes(),
+                m.layout().footprint_bytes(),
+                "{variant}"
+            );
+            let (yv, ym) = (product(&mut v), product(&mut m));
+            assert!(
+                yv.iter().zip(&ym).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "{variant}: another product than {name} with {params:?}"
+            );
+        }
+    }
+
+    /// The documented rule: a key set both in the variant and in `PlanOptions::params` takes the
+    /// variant's value; other keys of `params` stay.
+    #[test]
+    fn the_variant_wins_over_plan_options() {
+        let a = crate::gen::generate::<f64>("poisson2d:30").unwrap();
+        let both = Plan::new("fastload[height=2]", &a, &cpu(&["height=4", "threads=128"])).unwrap();
+        let want = Plan::new("fastload", &a, &cpu(&["height=2", "threads=128"])).unwrap();
+        assert_eq!(
+            both.params().iter().collect::<Vec<_>>(),
+            [("height", "2"), ("threads", "128")]
+        );
+        assert_eq!(both.layout().notes(), want.layout().notes());
+        // a key unknown to the method is refused from either side
+        for (spec, params) in [("fastload[nokey=1]", &[][..]), ("fastload", &["nokey=1"])] {
+            match Plan::new(spec, &a, &cpu(params)) {
+                Err(Error::Param { method, key, .. }) => {
+                    assert_eq!((method.as_str(), key.as_str()), ("fastload", "nokey"))
+                }
+                Err(e) => panic!("{spec} {params:?}: {e}"),
+                Ok(_) => panic!("{spec} {params:?}: accepted"),
+            }
+        }
+    }
+
+    /// A bad variant is an error that names the problem, never a panic or a silent default.
+    #[test]
+    fn bad_variants_are_clear_errors() {
+        let a = crate::gen::generate::<f64>("poisson2d:10").unwrap();
+        let err = |spec: &str| match Plan::new(spec, &a, &cpu(&[])) {
+            Ok(_) => panic!("{spec}: accepted"),
+            Err(e) => e,
+        };
+        // a value the method refuses: the method, the key and the value are named
+        match err("csr-packed[sort=maybe]") {
+            e @ Error::Param { .. } => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("csr-packed") && msg.contains("sort") && msg.contains("maybe"),
+                    "{msg}"
+                );
+            }
+            e => panic!("csr-packed[sort=maybe]: {e}"),
+        }
+        // an unknown method: its name, and the list of known ones
+        match err("nosuch[a=b]") {
+            Error::UnknownMethod { name, available } => {
+                assert_eq!(name, "nosuch");
+                assert!(available.contains("fastload"), "{available}");
+            }
+            e => panic!("nosuch[a=b]: {e}"),
+        }
+        // brackets that do not pair up, and items that are not key=value
+        for (spec, what) in [
+            ("fastload[height=2", "unbalanced brackets"),
+            ("fastload]", "unbalanced brackets"),
+            ("fastload[height=2]]", "unbalanced brackets"),
+            ("fastload[[height=2]]", "unbalanced brackets"),
+            ("fastload[height=2]x", "unbalanced brackets"),
+            ("[height=2]", "no method name"),
+            ("fastload[2]", "key=value"),
+        ] {
+            match err(spec) {
+                Error::InvalidArgument(msg) => assert!(
+                    msg.contains(spec) && msg.contains(what),
+                    "{spec}: {msg} (should say {what})"
+                ),
+                e => panic!("{spec}: {e}"),
+            }
         }
     }
 
