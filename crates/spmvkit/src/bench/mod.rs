@@ -189,11 +189,7 @@ pub fn measure_problem<T: PrepareFor>(
     rec.verified = checked.ok;
     rec.notes = plan.layout().notes();
     // `auto` is as deterministic as the method it chose
-    if let Some((_, chosen)) = rec.notes.iter().find(|(k, _)| k == "auto chose") {
-        if let Ok(c) = crate::methods::find(chosen) {
-            rec.deterministic = c.info().deterministic;
-        }
-    }
+    rec.deterministic = plan.deterministic();
     rec.footprint_bytes = plan.layout().footprint_bytes();
     rec.device = match plan.backend() {
         Backend::Cpu => format!("CPU ({} threads)", rayon::current_num_threads()),
@@ -375,6 +371,26 @@ mod tests {
     fn later_checks_catch_a_wrong_later_call_f32_and_f64() {
         later_checks_catch_a_wrong_later_call::<f32>();
         later_checks_catch_a_wrong_later_call::<f64>();
+    }
+
+    /// `auto`'s record is as deterministic as the method it chose (the plan's typed choice),
+    /// and the saved note names that method.
+    #[test]
+    fn auto_records_the_determinism_of_its_choice() {
+        let a = crate::gen::generate::<f64>("poisson2d:20").unwrap();
+        let opts = MeasureOptions {
+            plan: PlanOptions {
+                backend: Some(Backend::Cpu),
+                ..Default::default()
+            },
+            reps: 1,
+            samples: 1,
+            ..Default::default()
+        };
+        let rec = measure(&a, "auto", &opts).unwrap();
+        let chose = report::auto_choice(&rec).expect("auto's note");
+        assert_eq!(rec.deterministic, find(chose).unwrap().info().deterministic);
+        assert!(!find("auto").unwrap().info().deterministic);
     }
 
     /// The harness's CPU path checks its timed loop: a right method passes it.

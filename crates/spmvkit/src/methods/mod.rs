@@ -88,9 +88,18 @@ pub trait Layout<T: Scalar>: Send + Sync {
         Vec::new()
     }
 
-    /// Facts about the layout worth reporting (block counts, chosen thresholds, …).
+    /// Facts about the layout worth reporting (block counts, chosen thresholds, …), for people;
+    /// code reads typed values ([`Layout::chosen`]), not these strings.
     fn notes(&self) -> Vec<(String, String)> {
         Vec::new()
+    }
+
+    /// The registered method whose layout this is when the method that prepared it chose
+    /// another one (`auto`: the method it chose, which its `auto chose` note names for people);
+    /// `None` (the default) for a layout that is its own method's. [`Plan::chosen`] and
+    /// [`Plan::deterministic`] read it.
+    fn chosen(&self) -> Option<&'static dyn Method> {
+        None
     }
 
     /// The layout's value slots, when it keeps the matrix values unchanged in one flat array

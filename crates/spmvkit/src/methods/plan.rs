@@ -457,6 +457,27 @@ impl<T: PrepareFor> Plan<T> {
     pub fn params(&self) -> &Params {
         &self.params
     }
+    /// The method the layout came from when the plan's method chose another one (`auto`: the
+    /// method it chose, [`Layout::chosen`]); `None` when the plan's method is its own.
+    ///
+    /// ```
+    /// use spmvkit::{gen, Backend, Plan, PlanOptions};
+    /// let a = gen::generate_f64("poisson2d:20").unwrap();
+    /// let cpu = PlanOptions { backend: Some(Backend::Cpu), ..Default::default() };
+    /// let plan = Plan::new("auto", &a, &cpu).unwrap();
+    /// assert!(plan.chosen().is_some());
+    /// assert!(Plan::new("csr", &a, &cpu).unwrap().chosen().is_none());
+    /// ```
+    pub fn chosen(&self) -> Option<&'static dyn Method> {
+        self.layout.chosen()
+    }
+    /// Whether two calls on the same input give bitwise identical y: the method's
+    /// [`MethodInfo::deterministic`], or for a method that chose another (`auto`) that one's.
+    pub fn deterministic(&self) -> bool {
+        self.chosen()
+            .map_or(self.method.info(), |m| m.info())
+            .deterministic
+    }
     /// Where the plan runs.
     pub fn backend(&self) -> Backend {
         if self.device.is_some() {
