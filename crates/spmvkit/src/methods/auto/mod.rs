@@ -253,7 +253,7 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
         }
     };
     let stats = MatrixStats::of(a);
-    let fits = crate::bench::fits_l2(
+    let fits = crate::matrix::fits_l2(
         stats.nrows,
         stats.ncols,
         stats.nnz,
@@ -269,7 +269,7 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
 
 /// What the model chooses, with these parameters, for a matrix with statistics `stats` in
 /// `precision`, `fits_l2` saying whether its working set fits the GPU's L2
-/// ([`crate::bench::fits_l2`]): `auto`'s GPU choice, computed without a GPU (`spmv auto pick`,
+/// ([`crate::matrix::fits_l2`]): `auto`'s GPU choice, computed without a GPU (`spmv auto pick`,
 /// the evaluation of held-out runs). The x share (x sectors per nonzero) is the statistics'
 /// count where they have one.
 pub fn model_choice(
