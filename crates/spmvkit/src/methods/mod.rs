@@ -128,7 +128,7 @@ pub trait Layout<T: Scalar>: Send + Sync {
 /// A layout resident on the GPU.
 ///
 /// Callers run it through [`run`](#method.run) on `dyn DeviceLayout<T>`: that entry checks the
-/// device vectors against [`DeviceLayout::dims`] with [`crate::gpu::check_vector_lens`] (x at
+/// device vectors against [`DeviceLayout::dims`] with [`crate::matrix::check_vectors`] (x at
 /// least `ncols`, y at least `nrows` elements, [`Error::DimensionMismatch`] otherwise) and only
 /// then calls the method's [`DeviceLayout::run_unchecked`]. `run` is an inherent method of the
 /// trait object, so no method can override it and skip the check, and `run_unchecked` is
@@ -183,8 +183,13 @@ impl<T: Scalar> dyn DeviceLayout<T> + '_ {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        let (nrows, ncols) = self.dims();
-        crate::gpu::check_vector_lens("SpMV: ", ncols, nrows, x.len(), y.len())?;
+        crate::matrix::check_vectors(
+            "SpMV: ",
+            self.dims(),
+            x.len(),
+            y.len(),
+            crate::matrix::VectorFit::AtLeast,
+        )?;
         // SAFETY: x and y were just checked against dims(); the one process-wide Gpu is the
         // one every layout is uploaded to.
         unsafe { self.run_unchecked(gpu, alpha, x, beta, y) }

@@ -22,10 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use super::params::CPU_FALLBACK_PARAM;
 use super::{resolve, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
-use crate::cpu::oracle::check_lengths_dims;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::matrix::{Csr, Pattern};
+use crate::matrix::{check_vectors, Csr, Pattern, VectorFit};
 use crate::scalar::Scalar;
 
 /// Where a plan runs.
@@ -228,7 +227,13 @@ impl<T: PrepareFor> Plan<T> {
 
     /// y = αAx + βy with host vectors.
     pub fn apply(&mut self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        check_lengths_dims(self.nrows, self.ncols, x.len(), y.len())?;
+        check_vectors(
+            "",
+            (self.nrows, self.ncols),
+            x.len(),
+            y.len(),
+            VectorFit::Exact,
+        )?;
         match &mut self.device {
             None => self.layout.run_cpu(alpha, x, beta, y),
             Some(d) => {
