@@ -2,8 +2,9 @@
 //! oracle, then timed repetitions. Shared by `spmv run` and the benchmark harness.
 //!
 //! On the CPU a call is timed with a wall clock around `reps` back-to-back applies. On the GPU the
-//! timing protocol of [`crate::gpu::timing`] is used (CUDA events around N calls on one stream,
-//! and the same N calls replayed from a CUDA graph), and the record carries both figures.
+//! plan times itself ([`Plan::time`], the timing protocol of [`crate::gpu::timing`]: CUDA events
+//! around N calls on one stream, and the same N calls replayed from a CUDA graph), and the record
+//! carries both figures.
 //!
 //! Every timed loop is checked too, not only the first call: y starts each loop from y0, every
 //! call of the loop updates it, and after the loop it is compared with the oracle's expectation
@@ -30,7 +31,7 @@ use std::time::Instant;
 
 use crate::cpu::{check, oracle_spmv_par, Reference};
 use crate::error::Result;
-use crate::gpu::{time_graph, time_stream, TimingConfig};
+use crate::gpu::{TimingConfig, TimingMode};
 use crate::matrix::Csr;
 use crate::methods::{Backend, Plan, PlanOptions, PrepareFor};
 use crate::scalar::Scalar;
@@ -233,6 +234,10 @@ pub fn measure_problem<T: PrepareFor>(
     Ok(rec)
 }
 
+/// The GPU timings, all through [`Plan::time`] on the plan's own device vectors (x = the
+/// problem's x, from the checked call): a one-call probe that sizes the loops
+/// ([`MeasureOptions::capped`]), then the stream loop and the graph loop, each from y0 and
+/// checked after it. A graph that cannot be captured is a note, not a failure.
 fn gpu_timing<T: PrepareFor>(
     plan: &mut Plan<T>,
     problem: &Problem<T>,
@@ -240,16 +245,12 @@ fn gpu_timing<T: PrepareFor>(
     rec: &mut RunRecord,
 ) -> Result<()> {
     let (alpha, beta, n) = (problem.alpha, problem.beta, problem.y0.len());
-    let Some((gpu, layout, x, y)) = plan.device_parts() else {
-        return Ok(());
-    };
-    let gpu = gpu.clone();
     let probe = TimingConfig {
         warmup: 1,
         calls: 1,
         samples: 1,
     };
-    let one = time_stream(&gpu, &probe, || layout.run(&gpu, alpha, x, beta, y))?;
+    let one = plan.time(TimingMode::Stream, &probe, alpha, beta)?;
     let (warmup, calls) = opts.capped(one.median_us);
     let cfg = TimingConfig {
         warmup,
@@ -258,23 +259,15 @@ fn gpu_timing<T: PrepareFor>(
     };
     let mut host = vec![T::zero(); n];
     // y from y0 before each loop, checked after it (outside the timed region)
-    let reset = |y: &mut cudarc::driver::CudaSlice<T>| -> Result<()> {
-        if n > 0 {
-            gpu.stream()
-                .memcpy_htod(&problem.y0, y)
-                .map_err(|e| crate::error::Error::cuda("copy y0", e))?;
-        }
-        Ok(())
-    };
-    reset(y)?;
-    let stream = time_stream(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y))?;
-    gpu.download(y, &mut host)?;
+    plan.set_device_vectors(None, Some(&problem.y0))?;
+    let stream = plan.time(TimingMode::Stream, &cfg, alpha, beta)?;
+    plan.read_device_y(&mut host)?;
     check_later(rec, problem, "stream", stream.executions(), &host);
     rec.set_stream_timing(stream.into());
-    reset(y)?;
-    match time_graph(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y)) {
+    plan.set_device_vectors(None, Some(&problem.y0))?;
+    match plan.time(TimingMode::Graph, &cfg, alpha, beta) {
         Ok(g) => {
-            gpu.download(y, &mut host)?;
+            plan.read_device_y(&mut host)?;
             check_later(rec, problem, "graph", g.executions(), &host);
             rec.graph_time = Some(g.into());
         }

@@ -5,6 +5,11 @@
 //! - [`Plan::apply`] / [`Plan::apply_many`]: y = αAx + βy with host vectors, one or many.
 //! - [`Plan::apply_device`]: the same on device-resident vectors, no host copy and no
 //!   synchronisation (what the solvers in [`crate::solve`] call inside a CUDA graph).
+//! - [`Plan::time`]: the timing protocol of [`crate::gpu::timing`] (stream or CUDA graph) on the
+//!   plan's own device vectors, each timed call one complete SpMV as [`Plan::apply_device`] runs
+//!   it; [`Plan::set_device_vectors`] and [`Plan::read_device_y`] move the vectors around it,
+//!   untimed. The benchmark harness times through it; nothing outside the plan reaches its
+//!   device layout.
 //! - [`Plan::update_values`]: new values under the same pattern without re-analysis. The first
 //!   update builds a value map once: the pattern is prepared again as a *probe* whose value for
 //!   CSR entry k is k+1, and the probe layout's value slots ([`Layout::values_mut`]) then read
@@ -23,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::params::CPU_FALLBACK_PARAM;
 use super::{resolve, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, Timing, TimingConfig, TimingMode};
 use crate::matrix::{check_vectors, Csr, Pattern, VectorFit};
 use crate::scalar::Scalar;
 
@@ -503,28 +508,124 @@ impl<T: PrepareFor> Plan<T> {
     pub fn layout(&self) -> &dyn Layout<T> {
         self.layout.as_ref()
     }
-    /// The GPU, device layout and device x and y, when the plan runs on the GPU (for timing).
-    /// x and y are as long as the layout's [`DeviceLayout::padded_dims`] (at least `ncols` and
-    /// `nrows`); x's entries past `ncols` are zero, and stay so unless the caller writes them.
-    /// [`Plan::apply`] moves only the first `ncols` / `nrows` entries.
-    #[allow(clippy::type_complexity)]
-    pub fn device_parts(
+    /// The plan's own device x and y, read-only, when it runs on the GPU: as long as the
+    /// layout's [`DeviceLayout::padded_dims`] (at least `ncols` and `nrows`); x's entries past
+    /// `ncols` are zero. [`Plan::apply`] and [`Plan::set_device_vectors`] move only the first
+    /// `ncols` / `nrows` entries; [`Plan::time`] runs on them.
+    pub fn device_vectors(&self) -> Option<(&CudaSlice<T>, &CudaSlice<T>)> {
+        self.device.as_ref().map(|d| (&d.x, &d.y))
+    }
+
+    /// Copies `x` (exactly `ncols` entries) and `y` (exactly `nrows`) into the plan's own device
+    /// vectors, the ones [`Plan::time`] runs on; `None` leaves that vector as it is (after
+    /// [`Plan::apply`]: its x, and its result in y). Untimed; enqueued on the GPU's stream
+    /// before anything timed after it. Errors on a CPU plan.
+    pub fn set_device_vectors(&mut self, x: Option<&[T]>, y: Option<&[T]>) -> Result<()> {
+        let (nrows, ncols) = (self.nrows, self.ncols);
+        check_vectors(
+            "Plan::set_device_vectors: ",
+            (nrows, ncols),
+            x.map_or(ncols, <[T]>::len),
+            y.map_or(nrows, <[T]>::len),
+            VectorFit::Exact,
+        )?;
+        let d = self.device_mut("set_device_vectors")?;
+        for (v, dst, what) in [(x, &mut d.x, "copy x"), (y, &mut d.y, "copy y")] {
+            if let Some(v) = v.filter(|v| !v.is_empty()) {
+                d.gpu
+                    .stream()
+                    .memcpy_htod(v, dst)
+                    .map_err(|e| Error::cuda(what, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the first `nrows` entries of the plan's device y into `y` (exactly `nrows`
+    /// entries), waiting for the device: the result after [`Plan::time`]. Errors on a CPU plan.
+    pub fn read_device_y(&self, y: &mut [T]) -> Result<()> {
+        check_vectors(
+            "Plan::read_device_y: ",
+            (self.nrows, self.ncols),
+            self.ncols,
+            y.len(),
+            VectorFit::Exact,
+        )?;
+        let d = self.device_ref("read_device_y")?;
+        d.gpu.download(&d.y, y)
+    }
+
+    /// Times y = αAx + βy on the plan's own device vectors ([`Plan::set_device_vectors`]) with
+    /// the protocol of [`crate::gpu::timing`]: `cfg.warmup` untimed calls, then `cfg.samples`
+    /// samples of `cfg.calls` back-to-back calls, enqueued on the stream between two events
+    /// ([`TimingMode::Stream`]) or captured once into a CUDA graph and replayed
+    /// ([`TimingMode::Graph`]). Each timed call is one complete SpMV, exactly what
+    /// [`Plan::apply_device`] enqueues: the layout's checked `run`, with zeroing or scaling y,
+    /// permuting x, un-permuting y and combine passes inside. Every call updates y in place,
+    /// from the y the vectors held: [`Timing::executions`] calls in all, to be checked with
+    /// [`Plan::read_device_y`].
+    ///
+    /// A plan on the CPU has nothing to time this way (its callers time [`Plan::apply`] with a
+    /// wall clock): that is an error, [`Error::MethodUnsupported`] saying why the plan runs on
+    /// the CPU, never a panic.
+    ///
+    /// ```
+    /// use spmvkit::gpu::{TimingConfig, TimingMode};
+    /// use spmvkit::{gen, Backend, Plan, PlanOptions};
+    /// let a = gen::generate_f64("poisson2d:16").unwrap();
+    /// let mut plan = Plan::new("csr-vector", &a, &PlanOptions::default()).unwrap();
+    /// let cfg = TimingConfig { warmup: 2, calls: 10, samples: 3 };
+    /// match plan.backend() {
+    ///     Backend::Gpu => {
+    ///         plan.set_device_vectors(Some(&vec![1.0; a.ncols()]), None).unwrap();
+    ///         let t = plan.time(TimingMode::Stream, &cfg, 1.0, 0.0).unwrap();
+    ///         assert!(t.median_us > 0.0);
+    ///     }
+    ///     Backend::Cpu => assert!(plan.time(TimingMode::Stream, &cfg, 1.0, 0.0).is_err()),
+    /// }
+    /// ```
+    pub fn time(
         &mut self,
-    ) -> Option<(
-        &Arc<Gpu>,
-        &dyn DeviceLayout<T>,
-        &mut CudaSlice<T>,
-        &mut CudaSlice<T>,
-    )> {
+        mode: TimingMode,
+        cfg: &TimingConfig,
+        alpha: T,
+        beta: T,
+    ) -> Result<Timing> {
+        let d = self.device_mut("time")?;
+        let (gpu, layout, x, y) = (&d.gpu, d.layout.as_ref(), &d.x, &mut d.y);
+        crate::gpu::timing::time(gpu, mode, cfg, || layout.run(gpu, alpha, x, beta, y))
+    }
+
+    /// The device side of a GPU plan; on a CPU plan the error that `Plan::{what}` needs the GPU.
+    fn device_ref(&self, what: &str) -> Result<&DevicePlan<T>> {
+        let (method, note) = (self.method, self.note.as_deref());
+        self.device
+            .as_ref()
+            .ok_or_else(|| not_on_gpu(method, note, what))
+    }
+    fn device_mut(&mut self, what: &str) -> Result<&mut DevicePlan<T>> {
+        let (method, note) = (self.method, self.note.as_deref());
         self.device
             .as_mut()
-            .map(|d| (&d.gpu, d.layout.as_ref(), &mut d.x, &mut d.y))
+            .ok_or_else(|| not_on_gpu(method, note, what))
     }
     pub fn nrows(&self) -> usize {
         self.nrows
     }
     pub fn ncols(&self) -> usize {
         self.ncols
+    }
+}
+
+/// The error of a GPU-only `Plan::{what}` on a plan that runs on the CPU, with the reason it
+/// does (the plan's fallback note) when there is one.
+fn not_on_gpu(method: &dyn Method, note: Option<&str>, what: &str) -> Error {
+    Error::MethodUnsupported {
+        method: method.info().name.into(),
+        reason: format!(
+            "Plan::{what} needs a plan on the GPU; this one runs on the CPU{}",
+            note.map(|n| format!(" ({n})")).unwrap_or_default()
+        ),
     }
 }
 
@@ -767,6 +868,57 @@ mod tests {
                 ),
                 e => panic!("{spec}: {e}"),
             }
+        }
+    }
+
+    /// Timing is the GPU's: on a plan that runs on the CPU (forced, or for want of a GPU)
+    /// `Plan::time` and the device-vector moves around it are errors that say so, not panics.
+    #[test]
+    fn timing_a_cpu_plan_is_an_error() {
+        let a = crate::gen::generate::<f64>("poisson2d:10").unwrap();
+        let cfg = TimingConfig::default();
+        let auto = PlanOptions::default();
+        for opts in [cpu(&[]), auto] {
+            let mut plan = Plan::new("csr-vector", &a, &opts).unwrap();
+            if plan.backend() == Backend::Gpu {
+                continue; // the GPU suite times GPU plans
+            }
+            for mode in [TimingMode::Stream, TimingMode::Graph] {
+                match plan.time(mode, &cfg, 1.0, 0.0) {
+                    Err(Error::MethodUnsupported { method, reason }) => {
+                        assert_eq!(method, "csr-vector");
+                        assert!(
+                            reason.contains("Plan::time") && reason.contains("runs on the CPU"),
+                            "{reason}"
+                        );
+                        // without a GPU the reason says why the plan is on the CPU
+                        if let Some(note) = plan.fallback_note() {
+                            assert!(reason.contains(note), "{reason}");
+                        }
+                    }
+                    other => panic!("{mode}: {other:?}"),
+                }
+            }
+            let x = vec![1.0; a.ncols()];
+            let mut y = vec![0.0; a.nrows()];
+            assert!(matches!(
+                plan.set_device_vectors(Some(&x), None),
+                Err(Error::MethodUnsupported { .. })
+            ));
+            assert!(matches!(
+                plan.read_device_y(&mut y),
+                Err(Error::MethodUnsupported { .. })
+            ));
+            assert!(plan.device_vectors().is_none());
+            // wrong lengths are refused before anything else
+            assert!(matches!(
+                plan.set_device_vectors(Some(&x[1..]), None),
+                Err(Error::DimensionMismatch { .. })
+            ));
+            assert!(matches!(
+                plan.read_device_y(&mut y[1..]),
+                Err(Error::DimensionMismatch { .. })
+            ));
         }
     }
 
