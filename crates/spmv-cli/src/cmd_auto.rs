@@ -149,7 +149,7 @@ fn run_pick(args: PickArgs) -> Result<()> {
     for arg in &args.matrices {
         let loaded = input::load::<f64>(arg, !args.no_cache)?;
         let s = MatrixStats::of(&loaded.matrix).with_x_sectors(&loaded.matrix);
-        let fits = spmvkit::bench::fits_l2(s.nrows, s.ncols, s.nnz, l2);
+        let fits = spmvkit::matrix::fits_l2(s.nrows, s.ncols, s.nnz, l2);
         for &p in &precisions {
             let e = model_explain(&s, None, fits, p, &params)?;
             let c = &e.choice;

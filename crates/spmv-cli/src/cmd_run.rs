@@ -35,7 +35,8 @@ pub struct RunArgs {
     /// Matrix Market file, .spmvkit cache, or GEN-SPEC.
     #[arg(value_name = "MATRIX")]
     matrix: String,
-    /// Method name (see `spmv methods`).
+    /// Method name (see `spmv methods`), or a variant NAME[key=value;...] as `spmv bench
+    /// --methods` takes it (its values win over --param).
     #[arg(short, long)]
     method: String,
     /// Value precision.

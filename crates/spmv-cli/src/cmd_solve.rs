@@ -29,7 +29,8 @@ struct Common {
     /// Matrix Market file, .spmvkit cache, or GEN-SPEC.
     #[arg(value_name = "MATRIX")]
     matrix: String,
-    /// SpMV method inside the iteration (see `spmv methods`).
+    /// SpMV method inside the iteration (see `spmv methods`), or a variant
+    /// NAME[key=value;...] as `spmv bench --methods` takes it (its values win over --param).
     #[arg(short, long, default_value = "auto")]
     method: String,
     /// Value precision.
@@ -196,13 +197,8 @@ fn plans<T: PrepareFor>(c: &Common, a: &Csr<T>) -> Result<Vec<Plan<T>>> {
 /// `auto(csr-vector)` for auto, else the method's name.
 fn method_label<T: PrepareFor>(p: &Plan<T>) -> String {
     let name = p.info().name;
-    match p
-        .layout()
-        .notes()
-        .into_iter()
-        .find(|(k, _)| k == "auto chose")
-    {
-        Some((_, chosen)) => format!("{name}({chosen})"),
+    match p.chosen() {
+        Some(chosen) => format!("{name}({})", chosen.info().name),
         None => name.to_string(),
     }
 }

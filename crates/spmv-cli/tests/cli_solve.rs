@@ -78,3 +78,45 @@ fn cg_refuses_a_non_square_matrix() {
     assert!(err.contains("square"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `spmv solve`, like `spmv run` and `spmv bench`, takes a method variant `name[key=value;...]`
+/// (one resolution, `Plan::new`), and a bad one is an error that names the problem.
+#[test]
+fn solve_and_run_take_method_variants() {
+    let (ok, out, err) = spmv(&[
+        "solve",
+        "cg",
+        "poisson2d:12",
+        "--no-cache",
+        "--cpu",
+        "--method",
+        "merge[items=3]",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    for r in runs(&out) {
+        assert_eq!(r["report"]["stop"], "converged", "{r}");
+    }
+    let (ok, out, err) = spmv(&[
+        "run",
+        "poisson2d:12",
+        "--no-cache",
+        "--method",
+        "merge[items=3]",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("merge[items=3]"), "{out}");
+    for (spec, says) in [
+        ("merge[items=3", "unbalanced brackets"),
+        ("nosuch[a=b]", "unknown method 'nosuch'"),
+        ("merge[nokey=1]", "nokey"),
+    ] {
+        for cmd in [&["solve", "cg"][..], &["run"]] {
+            let mut args = cmd.to_vec();
+            args.extend(["poisson2d:8", "--no-cache", "--cpu", "--method", spec]);
+            let (ok, _, err) = spmv(&args);
+            assert!(!ok, "{args:?} was accepted");
+            assert!(err.contains(says), "{args:?}: {err}");
+        }
+    }
+}

@@ -16,7 +16,7 @@ use std::error::Error;
 use std::path::PathBuf;
 
 use spmvkit::cpu::{check, oracle_spmv};
-use spmvkit::gpu::{measure_copy_bandwidth, time_graph, time_stream, Gpu, TimingConfig};
+use spmvkit::gpu::{measure_copy_bandwidth, Gpu, TimingConfig, TimingMode};
 use spmvkit::methods::Params;
 use spmvkit::{Backend, Csr, Plan, PlanOptions};
 
@@ -130,19 +130,19 @@ fn time_one(
         .map(|(k, d)| format!("{k} {:.1}ms", d.as_secs_f64() * 1e3))
         .collect();
     let foot = layout.footprint_bytes();
-    let (g, dl, x, y) = plan
-        .device_parts()
-        .ok_or_else(|| format!("{name} {method}: the plan is not on the GPU"))?;
+    if plan.backend() != Backend::Gpu {
+        return Err(format!("{name} {method}: the plan is not on the GPU").into());
+    }
     let xs = vector(a.ncols(), 3);
-    g.stream().memcpy_htod(&xs, x)?;
-    let s = time_stream(g, cfg, || dl.run(g, 1.0, x, 0.0, y))?;
+    plan.set_device_vectors(Some(&xs), None)?;
+    let s = plan.time(TimingMode::Stream, cfg, 1.0, 0.0)?;
     let gr = if graph {
-        time_graph(g, cfg, || dl.run(g, 1.0, x, 0.0, y))?.median_us
+        plan.time(TimingMode::Graph, cfg, 1.0, 0.0)?.median_us
     } else {
         f64::NAN
     };
     let mut got = vec![0.0; a.nrows()];
-    g.download(y, &mut got)?;
+    plan.read_device_y(&mut got)?;
     let r = oracle_spmv(a, 1.0, &xs, 0.0, &vec![0.0; a.nrows()])?;
     let ok = check(&r, &got).ok;
     let bytes = 12 * a.nnz() + 4 * (a.nrows() + 1) + 8 * a.ncols() + 8 * a.nrows();

@@ -10,7 +10,7 @@
 mod common;
 
 use spmvkit::cpu::{check, oracle_spmv};
-use spmvkit::gpu::{measure_copy_bandwidth, time_graph, time_stream, KernelSource, TimingConfig};
+use spmvkit::gpu::{measure_copy_bandwidth, KernelSource, TimingConfig, TimingMode};
 use spmvkit::methods::{registry, Method, PrepareFor};
 use spmvkit::{Backend, Coo, Csr, Error, Plan, PlanOptions, Scalar};
 
@@ -371,13 +371,18 @@ fn gpu_wrong_vector_lengths_are_dimension_mismatch() {
         "cusparse",
         "cusparse-e2e",
     ] {
-        let mut plan = Plan::<f64>::new(name, &a, &gpu_opts()).unwrap();
-        let (g, dl, x, y) = plan.device_parts().unwrap();
+        let plan = Plan::<f64>::new(name, &a, &gpu_opts()).unwrap();
+        let g = plan.gpu().unwrap();
+        let dl = plan.layout().upload(g).unwrap();
+        let (x, mut y) = (
+            g.alloc_zeros::<f64>(30).unwrap(),
+            g.alloc_zeros::<f64>(40).unwrap(),
+        );
         let short_x = g.alloc_zeros::<f64>(29).unwrap();
-        let e = dl.run(g, 1.0, &short_x, 0.0, y).unwrap_err();
+        let e = dl.run(g, 1.0, &short_x, 0.0, &mut y).unwrap_err();
         assert!(matches!(e, Error::DimensionMismatch { .. }), "{name}: {e}");
         let mut short_y = g.alloc_zeros::<f64>(39).unwrap();
-        let e = dl.run(g, 1.0, x, 0.0, &mut short_y).unwrap_err();
+        let e = dl.run(g, 1.0, &x, 0.0, &mut short_y).unwrap_err();
         assert!(matches!(e, Error::DimensionMismatch { .. }), "{name}: {e}");
     }
     gpu.synchronize().unwrap();
@@ -465,10 +470,9 @@ fn gpu_timing_stream_graph_and_copy_bandwidth() {
             Err(e) => panic!("{name}: {e}"),
         };
         let notes = plan.layout().notes();
-        let (g, dl, x, y) = plan.device_parts().unwrap();
-        g.stream().memcpy_htod(&ones, x).unwrap();
-        let s = time_stream(g, &cfg, || dl.run(g, 1.0, x, 0.0, y)).unwrap();
-        let gr = match time_graph(g, &cfg, || dl.run(g, 1.0, x, 0.0, y)) {
+        plan.set_device_vectors(Some(&ones), None).unwrap();
+        let s = plan.time(TimingMode::Stream, &cfg, 1.0, 0.0).unwrap();
+        let gr = match plan.time(TimingMode::Graph, &cfg, 1.0, 0.0) {
             Ok(t) => t,
             Err(e) => {
                 failures.push(format!("{name}: graph capture: {e}"));
@@ -487,7 +491,7 @@ fn gpu_timing_stream_graph_and_copy_bandwidth() {
         assert!(s.min_us <= s.median_us && s.median_us <= s.max_us);
         // The graph replays really computed y = A·1.
         let mut got = vec![0.0; a.nrows()];
-        g.download(y, &mut got).unwrap();
+        plan.read_device_y(&mut got).unwrap();
         if !check(&r, &got).ok {
             failures.push(format!("{name}: wrong y after graph replays"));
         }

@@ -8,7 +8,7 @@
 mod common;
 
 use spmvkit::cpu::{check, oracle_spmv};
-use spmvkit::gpu::{time_graph, time_stream, TimingConfig};
+use spmvkit::gpu::{TimingConfig, TimingMode};
 use spmvkit::methods::Params;
 use spmvkit::{gen, Backend, Csr, Plan, PlanOptions, PrepareFor, Scalar};
 
@@ -155,22 +155,22 @@ fn timed_then_checked<T: PrepareFor>(
     let (x, _) = vectors(a);
     let alpha = T::from_f64(0.75);
     let reference = oracle_spmv(a, alpha, &x, T::zero(), &vec![T::zero(); a.nrows()]).unwrap();
-    let (gpu, layout, dx, dy) = plan.device_parts().expect("device");
-    gpu.stream().memcpy_htod(&x, dx).expect("x");
+    plan.set_device_vectors(Some(&x), None).expect("x");
     let cfg = TimingConfig {
         warmup: 2,
         calls: 10,
         samples: 3,
     };
-    let mut call = || layout.run(gpu, alpha, dx, T::zero(), dy);
-    let t = if graph {
-        time_graph(gpu, &cfg, &mut call)
+    let mode = if graph {
+        TimingMode::Graph
     } else {
-        time_stream(gpu, &cfg, &mut call)
-    }
-    .unwrap_or_else(|e| panic!("{method} graph={graph}: timing failed: {e}"));
+        TimingMode::Stream
+    };
+    let t = plan
+        .time(mode, &cfg, alpha, T::zero())
+        .unwrap_or_else(|e| panic!("{method} graph={graph}: timing failed: {e}"));
     let mut y = vec![T::zero(); a.nrows()];
-    gpu.download(dy, &mut y).expect("download");
+    plan.read_device_y(&mut y).expect("download");
     let r = check(&reference, &y);
     assert!(
         r.ok,

@@ -10,7 +10,7 @@
 //! or as the bench `cargo bench --bench overlap_switch` (benches/overlap_switch.rs includes
 //! this file and calls [`run`]).
 
-use spmvkit::gpu::{time_stream, TimingConfig};
+use spmvkit::gpu::{TimingConfig, TimingMode};
 use spmvkit::methods::Params;
 use spmvkit::{gen, Backend, Csr, Plan, PlanOptions, PrepareFor};
 
@@ -39,14 +39,13 @@ fn time_one<T: PrepareFor>(a: &Csr<T>, vector: u32, verify: bool) -> f64 {
             "vector={vector}: wrong result"
         );
     }
-    let (gpu, layout, dx, dy) = plan.device_parts().expect("device");
-    gpu.stream().memcpy_htod(&x, dx).expect("x");
+    plan.set_device_vectors(Some(&x), None).expect("x");
     let cfg = TimingConfig {
         warmup: 3,
         calls: 20,
         samples: 5,
     };
-    time_stream(gpu, &cfg, || layout.run(gpu, T::one(), dx, T::zero(), dy))
+    plan.time(TimingMode::Stream, &cfg, T::one(), T::zero())
         .expect("timing")
         .median_us
 }

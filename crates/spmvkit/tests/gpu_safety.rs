@@ -2,7 +2,7 @@
 //!
 //! - a device x or y of the wrong length gets an `Err` and never a launch, for every registered
 //!   method with a GPU executor, in f32 and f64, through `Plan::apply_device` and through the
-//!   device layout of `Plan::device_parts` (the timing harness's path);
+//!   method's device layout itself (`Layout::upload`, then `run`);
 //! - the runtime's grid-stride kernels (`Gpu::scale`, `spmvkit_scale`, `spmvkit_gather`) and a
 //!   solver vector kernel (`cg_p`) reach the end of a vector of 2^31 − 64 f32 elements, with the
 //!   launches' capped grids and with a grid covering the whole vector (skipped below 20 GiB of
@@ -20,7 +20,7 @@ use std::ops::Range;
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use spmvkit::cpu::{check, oracle_spmv};
-use spmvkit::gpu::{Gpu, UTIL_KERNELS};
+use spmvkit::gpu::{Gpu, TimingConfig, TimingMode, UTIL_KERNELS};
 use spmvkit::methods::{registry, Params, PrepareFor};
 use spmvkit::{Backend, Csr, Error, Plan, PlanOptions, Scalar};
 
@@ -63,7 +63,7 @@ fn wrong_lengths_are_refused<T: PrepareFor>(gpu: &Gpu) -> Vec<String> {
             continue;
         }
         let name = format!("{} {}", info.name, T::PRECISION);
-        let mut plan = match Plan::<T>::with_method(method, &a, &gpu_opts(&[])) {
+        let plan = match Plan::<T>::with_method(method, &a, &gpu_opts(&[])) {
             Ok(p) => p,
             Err(Error::MethodUnsupported { reason, .. }) => {
                 eprintln!("{name}: not checked here: {reason}");
@@ -71,6 +71,13 @@ fn wrong_lengths_are_refused<T: PrepareFor>(gpu: &Gpu) -> Vec<String> {
             }
             Err(e) => {
                 failures.push(format!("{name}: plan: {e}"));
+                continue;
+            }
+        };
+        let layout = match plan.layout().upload(plan.gpu().expect("a GPU plan")) {
+            Ok(l) => l,
+            Err(e) => {
+                failures.push(format!("{name}: upload: {e}"));
                 continue;
             }
         };
@@ -83,12 +90,9 @@ fn wrong_lengths_are_refused<T: PrepareFor>(gpu: &Gpu) -> Vec<String> {
                 Err(Error::DimensionMismatch { .. }) => {}
                 other => failures.push(format!("{what}: apply_device gave {other:?}")),
             }
-            {
-                let (g, layout, _, _) = plan.device_parts().expect("device parts");
-                match layout.run(g, alpha, &dx, T::zero(), &mut dy) {
-                    Err(Error::DimensionMismatch { .. }) => {}
-                    other => failures.push(format!("{what}: layout run gave {other:?}")),
-                }
+            match layout.run(gpu, alpha, &dx, T::zero(), &mut dy) {
+                Err(Error::DimensionMismatch { .. }) => {}
+                other => failures.push(format!("{what}: layout run gave {other:?}")),
             }
             // Nothing ran: y still holds the sentinel, and no launch faulted.
             if download(gpu, &dy, 0..yl).iter().any(|&v| v != sentinel) {
@@ -333,12 +337,16 @@ fn bsr_case<T: PrepareFor>(gpu: &Gpu, spec: &str, block: usize) -> Vec<String> {
     };
     let (py, px) = (m.div_ceil(block) * block, n.div_ceil(block) * block);
     {
-        let (_, layout, x, y) = plan.device_parts().expect("device parts");
+        let layout = plan
+            .layout()
+            .upload(plan.gpu().expect("a GPU plan"))
+            .expect("upload");
         expect(layout.dims() == (m, n), "dims");
         expect(
             layout.padded_dims() == (py, px),
             "padded dims are not whole blocks",
         );
+        let (x, y) = plan.device_vectors().expect("device vectors");
         expect(
             x.len() == px && y.len() == py,
             "the plan's x/y are not padded",
@@ -359,20 +367,25 @@ fn bsr_case<T: PrepareFor>(gpu: &Gpu, spec: &str, block: usize) -> Vec<String> {
     plan.apply(alpha, &x, T::zero(), &mut y_nan).expect("apply");
     expect(check(&r0, &y_nan).ok, "Plan::apply, β = 0 over NaN");
 
-    // The timing harness's path: the device layout on the plan's vectors, which hold x and the
-    // last result; x's padding is still zero.
+    // The timing harness's path: one call timed by the plan on its own vectors, which hold x
+    // and the last result; x's padding is still zero.
     let r2 = oracle_spmv(&a, alpha, &x, beta, &y_nan).expect("oracle");
+    let one = TimingConfig {
+        warmup: 0,
+        calls: 1,
+        samples: 1,
+    };
+    plan.time(TimingMode::Stream, &one, alpha, beta)
+        .expect("Plan::time");
     {
-        let (g, layout, dx, dy) = plan.device_parts().expect("device parts");
-        layout.run(g, alpha, dx, beta, dy).expect("layout run");
+        let (dx, _) = plan.device_vectors().expect("device vectors");
         expect(
-            download(g, dx, n..px).iter().all(|&v| v == T::zero()),
+            download(gpu, dx, n..px).iter().all(|&v| v == T::zero()),
             "x padding is not zero",
         );
-        expect(
-            check(&r2, &download(g, dy, 0..m)).ok,
-            "layout run on the plan's vectors",
-        );
+        let mut got = vec![T::zero(); m];
+        plan.read_device_y(&mut got).expect("read y");
+        expect(check(&r2, &got).ok, "Plan::time on the plan's vectors");
     }
 
     // apply_device with the caller's logical-length vectors: the scratch copies.

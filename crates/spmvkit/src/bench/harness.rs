@@ -6,11 +6,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::suites::MatrixSource;
 use super::{
-    fits_l2, measure_problem, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult,
-    Problem, Status,
+    measure_problem, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult, Problem,
+    Status,
 };
 use crate::error::{Error, Result};
-use crate::matrix::{Csr, MatrixStats};
+use crate::matrix::{fits_l2, Csr, MatrixStats};
 use crate::methods::PrepareFor;
 use crate::scalar::Precision;
 

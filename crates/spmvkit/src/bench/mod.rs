@@ -2,8 +2,9 @@
 //! oracle, then timed repetitions. Shared by `spmv run` and the benchmark harness.
 //!
 //! On the CPU a call is timed with a wall clock around `reps` back-to-back applies. On the GPU the
-//! timing protocol of [`crate::gpu::timing`] is used (CUDA events around N calls on one stream,
-//! and the same N calls replayed from a CUDA graph), and the record carries both figures.
+//! plan times itself ([`Plan::time`], the timing protocol of [`crate::gpu::timing`]: CUDA events
+//! around N calls on one stream, and the same N calls replayed from a CUDA graph), and the record
+//! carries both figures.
 //!
 //! Every timed loop is checked too, not only the first call: y starts each loop from y0, every
 //! call of the loop updates it, and after the loop it is compared with the oracle's expectation
@@ -19,7 +20,10 @@ pub mod report;
 mod run;
 pub mod suites;
 
-pub use record::{byte_model, fits_l2, LaterCheck, RunRecord, Timing};
+/// The byte model and the L2 test moved to [`crate::matrix`] (`methods/auto` uses `fits_l2`);
+/// re-exported under their old paths.
+pub use crate::matrix::{byte_model, fits_l2};
+pub use record::{LaterCheck, RunRecord, Timing};
 pub use report::{load_runs, write_report, write_report_with, ReportFiles, ReportOptions};
 pub use run::{BenchRun, MachineInfo, MatrixResult, MethodResult, Status};
 
@@ -27,9 +31,9 @@ use std::time::Instant;
 
 use crate::cpu::{check, oracle_spmv_par, Reference};
 use crate::error::Result;
-use crate::gpu::{time_graph, time_stream, TimingConfig};
+use crate::gpu::{TimingConfig, TimingMode};
 use crate::matrix::Csr;
-use crate::methods::{find_variant, Backend, Plan, PlanOptions, PrepareFor};
+use crate::methods::{Backend, Plan, PlanOptions, PrepareFor};
 use crate::scalar::Scalar;
 
 /// How to measure.
@@ -176,13 +180,8 @@ pub fn measure_problem<T: PrepareFor>(
     opts: &MeasureOptions,
     problem: &Problem<T>,
 ) -> Result<RunRecord> {
-    let (m, variant) = find_variant(method)?;
-    let info = m.info();
-    let mut plan_opts = opts.plan.clone();
-    for (k, v) in variant.iter() {
-        plan_opts.params.set(k, v);
-    }
-    let mut plan = Plan::with_method(m, a, &plan_opts)?;
+    let mut plan = Plan::new(method, a, &opts.plan)?;
+    let info = plan.info();
     let (alpha, beta, x) = (problem.alpha, problem.beta, &problem.x);
     let mut y = problem.y0.clone();
     plan.apply(alpha, x, beta, &mut y)?;
@@ -194,11 +193,7 @@ pub fn measure_problem<T: PrepareFor>(
     rec.verified = checked.ok;
     rec.notes = plan.layout().notes();
     // `auto` is as deterministic as the method it chose
-    if let Some((_, chosen)) = rec.notes.iter().find(|(k, _)| k == "auto chose") {
-        if let Ok(c) = crate::methods::find(chosen) {
-            rec.deterministic = c.info().deterministic;
-        }
-    }
+    rec.deterministic = plan.deterministic();
     rec.footprint_bytes = plan.layout().footprint_bytes();
     rec.device = match plan.backend() {
         Backend::Cpu => format!("CPU ({} threads)", rayon::current_num_threads()),
@@ -239,6 +234,10 @@ pub fn measure_problem<T: PrepareFor>(
     Ok(rec)
 }
 
+/// The GPU timings, all through [`Plan::time`] on the plan's own device vectors (x = the
+/// problem's x, from the checked call): a one-call probe that sizes the loops
+/// ([`MeasureOptions::capped`]), then the stream loop and the graph loop, each from y0 and
+/// checked after it. A graph that cannot be captured is a note, not a failure.
 fn gpu_timing<T: PrepareFor>(
     plan: &mut Plan<T>,
     problem: &Problem<T>,
@@ -246,16 +245,12 @@ fn gpu_timing<T: PrepareFor>(
     rec: &mut RunRecord,
 ) -> Result<()> {
     let (alpha, beta, n) = (problem.alpha, problem.beta, problem.y0.len());
-    let Some((gpu, layout, x, y)) = plan.device_parts() else {
-        return Ok(());
-    };
-    let gpu = gpu.clone();
     let probe = TimingConfig {
         warmup: 1,
         calls: 1,
         samples: 1,
     };
-    let one = time_stream(&gpu, &probe, || layout.run(&gpu, alpha, x, beta, y))?;
+    let one = plan.time(TimingMode::Stream, &probe, alpha, beta)?;
     let (warmup, calls) = opts.capped(one.median_us);
     let cfg = TimingConfig {
         warmup,
@@ -264,23 +259,15 @@ fn gpu_timing<T: PrepareFor>(
     };
     let mut host = vec![T::zero(); n];
     // y from y0 before each loop, checked after it (outside the timed region)
-    let reset = |y: &mut cudarc::driver::CudaSlice<T>| -> Result<()> {
-        if n > 0 {
-            gpu.stream()
-                .memcpy_htod(&problem.y0, y)
-                .map_err(|e| crate::error::Error::cuda("copy y0", e))?;
-        }
-        Ok(())
-    };
-    reset(y)?;
-    let stream = time_stream(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y))?;
-    gpu.download(y, &mut host)?;
+    plan.set_device_vectors(None, Some(&problem.y0))?;
+    let stream = plan.time(TimingMode::Stream, &cfg, alpha, beta)?;
+    plan.read_device_y(&mut host)?;
     check_later(rec, problem, "stream", stream.executions(), &host);
     rec.set_stream_timing(stream.into());
-    reset(y)?;
-    match time_graph(&gpu, &cfg, || layout.run(&gpu, alpha, x, beta, y)) {
+    plan.set_device_vectors(None, Some(&problem.y0))?;
+    match plan.time(TimingMode::Graph, &cfg, alpha, beta) {
         Ok(g) => {
-            gpu.download(y, &mut host)?;
+            plan.read_device_y(&mut host)?;
             check_later(rec, problem, "graph", g.executions(), &host);
             rec.graph_time = Some(g.into());
         }
@@ -380,6 +367,26 @@ mod tests {
     fn later_checks_catch_a_wrong_later_call_f32_and_f64() {
         later_checks_catch_a_wrong_later_call::<f32>();
         later_checks_catch_a_wrong_later_call::<f64>();
+    }
+
+    /// `auto`'s record is as deterministic as the method it chose (the plan's typed choice),
+    /// and the saved note names that method.
+    #[test]
+    fn auto_records_the_determinism_of_its_choice() {
+        let a = crate::gen::generate::<f64>("poisson2d:20").unwrap();
+        let opts = MeasureOptions {
+            plan: PlanOptions {
+                backend: Some(Backend::Cpu),
+                ..Default::default()
+            },
+            reps: 1,
+            samples: 1,
+            ..Default::default()
+        };
+        let rec = measure(&a, "auto", &opts).unwrap();
+        let chose = report::auto_choice(&rec).expect("auto's note");
+        assert_eq!(rec.deterministic, find(chose).unwrap().info().deterministic);
+        assert!(!find("auto").unwrap().info().deterministic);
     }
 
     /// The harness's CPU path checks its timed loop: a right method passes it.

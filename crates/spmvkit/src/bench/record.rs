@@ -3,24 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::matrix::Csr;
+use crate::matrix::{byte_model, Csr};
 use crate::methods::{Backend, MethodInfo, PrepTimes};
 use crate::scalar::{Precision, Scalar};
 use crate::stats::sample_stats;
-
-/// Bytes one SpMV must move at least: values and column indices once, row pointers once, x once
-/// and y once: `(vb + 4)·nnz + 4·(rows + 1) + vb·cols + vb·rows`.
-pub fn byte_model(nrows: usize, ncols: usize, nnz: usize, value_bytes: usize) -> u64 {
-    let (r, c, z, vb) = (nrows as u64, ncols as u64, nnz as u64, value_bytes as u64);
-    (vb + 4) * z + 4 * (r + 1) + vb * c + vb * r
-}
-
-/// Whether a matrix's working set fits an L2 of `l2_bytes` (None: no GPU, so no), judged by
-/// [`byte_model`] with f64 values whatever the run's precision: the `fits_l2` of every run
-/// record, and a feature of `auto`'s model.
-pub fn fits_l2(nrows: usize, ncols: usize, nnz: usize, l2_bytes: Option<u64>) -> bool {
-    l2_bytes.is_some_and(|l2| byte_model(nrows, ncols, nnz, 8) <= l2)
-}
 
 /// Per-call time statistics over samples, in µs.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -157,19 +143,6 @@ impl RunRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn byte_model_matches_notes_formula_for_f64() {
-        // methods.md §0: 12·nnz + 4·(rows+1) + 8·cols + 8·rows
-        assert_eq!(
-            byte_model(10, 20, 100, 8),
-            12 * 100 + 4 * 11 + 8 * 20 + 8 * 10
-        );
-        assert_eq!(
-            byte_model(10, 20, 100, 4),
-            8 * 100 + 4 * 11 + 4 * 20 + 4 * 10
-        );
-    }
 
     #[test]
     fn median_of_even_and_odd_samples() {

@@ -26,7 +26,7 @@
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::matrix::Csr;
+use crate::matrix::{check_vectors, Csr, VectorFit};
 use crate::scalar::Scalar;
 
 /// The oracle's answer: y in f64 and each row's magnitude for tolerances.
@@ -104,7 +104,13 @@ pub fn oracle_spmv_rows<T: Scalar>(
             a.nrows()
         )));
     }
-    check_lengths_dims(rows.len(), a.ncols(), x.len(), y0.len())?;
+    check_vectors(
+        "",
+        (rows.len(), a.ncols()),
+        x.len(),
+        y0.len(),
+        VectorFit::Exact,
+    )?;
     let start = rows.start;
     let parts: Vec<(f64, f64, f64)> = rows
         .clone()
@@ -317,29 +323,5 @@ impl Check {
 }
 
 pub(crate) fn check_lengths<T: Scalar>(a: &Csr<T>, xlen: usize, ylen: usize) -> Result<()> {
-    check_lengths_dims(a.nrows(), a.ncols(), xlen, ylen)
-}
-
-/// Checks x and y lengths against a nrows×ncols matrix.
-pub(crate) fn check_lengths_dims(
-    nrows: usize,
-    ncols: usize,
-    xlen: usize,
-    ylen: usize,
-) -> Result<()> {
-    if xlen != ncols {
-        return Err(Error::DimensionMismatch {
-            what: "x length (matrix columns)".into(),
-            expected: ncols,
-            got: xlen,
-        });
-    }
-    if ylen != nrows {
-        return Err(Error::DimensionMismatch {
-            what: "y length (matrix rows)".into(),
-            expected: nrows,
-            got: ylen,
-        });
-    }
-    Ok(())
+    check_vectors("", (a.nrows(), a.ncols()), xlen, ylen, VectorFit::Exact)
 }

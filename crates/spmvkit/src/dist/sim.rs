@@ -105,7 +105,13 @@ impl<T: PrepareFor> SimOperator<T> {
 
     /// y = αAx + βy with global vectors, every rank reading only its x and writing only its rows.
     pub fn apply(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        crate::cpu::oracle::check_lengths_dims(self.nrows, self.ncols, x.len(), y.len())?;
+        crate::matrix::check_vectors(
+            "",
+            (self.nrows, self.ncols),
+            x.len(),
+            y.len(),
+            crate::matrix::VectorFit::Exact,
+        )?;
         // each rank's own x, as its device buffer would hold it
         let local: Vec<&[T]> = self
             .ranks

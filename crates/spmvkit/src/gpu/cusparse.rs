@@ -348,7 +348,13 @@ impl<T: Scalar> CusparseSpmv<T> {
 
     /// Checks that x and y are long enough for this matrix (`DimensionMismatch` otherwise).
     pub fn check_vectors(&self, x: &CudaSlice<T>, y: &CudaSlice<T>) -> Result<()> {
-        super::check_vector_lens("", self.ncols, self.nrows, x.len(), y.len())
+        crate::matrix::check_vectors(
+            "",
+            (self.nrows, self.ncols),
+            x.len(),
+            y.len(),
+            crate::matrix::VectorFit::AtLeast,
+        )
     }
 
     /// Enqueues y = αAx + βy on [`Gpu::stream`] (one `cusparseSpMV`; no synchronisation).

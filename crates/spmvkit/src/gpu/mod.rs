@@ -110,27 +110,6 @@ pub fn libraries_present() -> std::result::Result<(), String> {
     }
 }
 
-/// Checks that device vectors of lengths `x_len` and `y_len` hold at least `ncols` and `nrows`
-/// entries: [`Error::DimensionMismatch`] naming `what`'s x or y otherwise.
-pub fn check_vector_lens(
-    what: &str,
-    ncols: usize,
-    nrows: usize,
-    x_len: usize,
-    y_len: usize,
-) -> Result<()> {
-    for (v, expected, got) in [("x", ncols, x_len), ("y", nrows, y_len)] {
-        if got < expected {
-            return Err(Error::DimensionMismatch {
-                what: format!("{what}{v} (device)"),
-                expected,
-                got,
-            });
-        }
-    }
-    Ok(())
-}
-
 /// `value` as a kernel's `int` argument: [`Error::TooLarge`] naming `what` when it exceeds
 /// 2^31−1 (the kernels index with 32-bit ints).
 pub fn kernel_int(what: &'static str, value: usize) -> Result<i32> {
@@ -413,25 +392,7 @@ mod tests {
     }
 
     #[test]
-    fn vector_lengths_and_launch_integers_are_checked() {
-        assert!(check_vector_lens("m: ", 7, 5, 7, 5).is_ok());
-        assert!(check_vector_lens("m: ", 7, 5, 8, 9).is_ok());
-        match check_vector_lens("m: ", 7, 5, 6, 5) {
-            Err(Error::DimensionMismatch {
-                what,
-                expected: 7,
-                got: 6,
-            }) => assert_eq!(what, "m: x (device)"),
-            other => panic!("short x: {other:?}"),
-        }
-        match check_vector_lens("m: ", 7, 5, 7, 4) {
-            Err(Error::DimensionMismatch {
-                what,
-                expected: 5,
-                got: 4,
-            }) => assert_eq!(what, "m: y (device)"),
-            other => panic!("short y: {other:?}"),
-        }
+    fn launch_integers_are_checked() {
         assert_eq!(kernel_int("n", i32::MAX as usize).unwrap(), i32::MAX);
         assert_eq!(grid_dim("blocks", 1 << 20).unwrap(), 1 << 20);
         for bad in [i32::MAX as usize + 1, u32::MAX as usize, usize::MAX] {

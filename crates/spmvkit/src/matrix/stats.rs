@@ -9,6 +9,10 @@
 //! touch are counted (sector of column j: ⌊j · value bytes / 32⌋, so 8 f32 or 4 f64 entries of x
 //! per sector; x starts on a 256-byte boundary on the device), summed over the chunks. It is an
 //! upper bound on the L2 → SM traffic for x when no sector is reused across warps.
+//!
+//! The byte model ([`byte_model`]: the bytes one CSR SpMV must move at least) and [`fits_l2`]
+//! (whether that working set fits a GPU's L2) live here too: the harness records them and
+//! `auto`'s model takes `fits_l2` as a feature, so neither `methods/` nor `bench/` owns them.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -178,6 +182,20 @@ impl MatrixStats {
     }
 }
 
+/// Bytes one SpMV must move at least: values and column indices once, row pointers once, x once
+/// and y once: `(vb + 4)·nnz + 4·(rows + 1) + vb·cols + vb·rows`.
+pub fn byte_model(nrows: usize, ncols: usize, nnz: usize, value_bytes: usize) -> u64 {
+    let (r, c, z, vb) = (nrows as u64, ncols as u64, nnz as u64, value_bytes as u64);
+    (vb + 4) * z + 4 * (r + 1) + vb * c + vb * r
+}
+
+/// Whether a matrix's working set fits an L2 of `l2_bytes` (None: no GPU, so no), judged by
+/// [`byte_model`] with f64 values whatever the run's precision: the `fits_l2` of every run
+/// record, and a feature of `auto`'s model.
+pub fn fits_l2(nrows: usize, ncols: usize, nnz: usize, l2_bytes: Option<u64>) -> bool {
+    l2_bytes.is_some_and(|l2| byte_model(nrows, ncols, nnz, 8) <= l2)
+}
+
 /// Rows per chunk in the x-sector count: one warp's worth of rows.
 pub const CHUNK_ROWS: usize = 32;
 
@@ -298,6 +316,27 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
+
+    #[test]
+    fn byte_model_matches_notes_formula_for_f64() {
+        // methods.md §0: 12·nnz + 4·(rows+1) + 8·cols + 8·rows
+        assert_eq!(
+            byte_model(10, 20, 100, 8),
+            12 * 100 + 4 * 11 + 8 * 20 + 8 * 10
+        );
+        assert_eq!(
+            byte_model(10, 20, 100, 4),
+            8 * 100 + 4 * 11 + 4 * 20 + 4 * 10
+        );
+    }
+
+    #[test]
+    fn fits_l2_is_the_f64_byte_model_against_l2() {
+        let bytes = byte_model(10, 20, 100, 8);
+        assert!(fits_l2(10, 20, 100, Some(bytes)));
+        assert!(!fits_l2(10, 20, 100, Some(bytes - 1)));
+        assert!(!fits_l2(10, 20, 100, None));
+    }
 
     /// A matrix of ones with the given column lists per row.
     fn rows(ncols: usize, rows: &[Vec<u32>]) -> Csr<f64> {

@@ -88,9 +88,18 @@ pub trait Layout<T: Scalar>: Send + Sync {
         Vec::new()
     }
 
-    /// Facts about the layout worth reporting (block counts, chosen thresholds, …).
+    /// Facts about the layout worth reporting (block counts, chosen thresholds, …), for people;
+    /// code reads typed values ([`Layout::chosen`]), not these strings.
     fn notes(&self) -> Vec<(String, String)> {
         Vec::new()
+    }
+
+    /// The registered method whose layout this is when the method that prepared it chose
+    /// another one (`auto`: the method it chose, which its `auto chose` note names for people);
+    /// `None` (the default) for a layout that is its own method's. [`Plan::chosen`] and
+    /// [`Plan::deterministic`] read it.
+    fn chosen(&self) -> Option<&'static dyn Method> {
+        None
     }
 
     /// The layout's value slots, when it keeps the matrix values unchanged in one flat array
@@ -119,7 +128,7 @@ pub trait Layout<T: Scalar>: Send + Sync {
 /// A layout resident on the GPU.
 ///
 /// Callers run it through [`run`](#method.run) on `dyn DeviceLayout<T>`: that entry checks the
-/// device vectors against [`DeviceLayout::dims`] with [`crate::gpu::check_vector_lens`] (x at
+/// device vectors against [`DeviceLayout::dims`] with [`crate::matrix::check_vectors`] (x at
 /// least `ncols`, y at least `nrows` elements, [`Error::DimensionMismatch`] otherwise) and only
 /// then calls the method's [`DeviceLayout::run_unchecked`]. `run` is an inherent method of the
 /// trait object, so no method can override it and skip the check, and `run_unchecked` is
@@ -174,8 +183,13 @@ impl<T: Scalar> dyn DeviceLayout<T> + '_ {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        let (nrows, ncols) = self.dims();
-        crate::gpu::check_vector_lens("SpMV: ", ncols, nrows, x.len(), y.len())?;
+        crate::matrix::check_vectors(
+            "SpMV: ",
+            self.dims(),
+            x.len(),
+            y.len(),
+            crate::matrix::VectorFit::AtLeast,
+        )?;
         // SAFETY: x and y were just checked against dims(); the one process-wide Gpu is the
         // one every layout is uploaded to.
         unsafe { self.run_unchecked(gpu, alpha, x, beta, y) }
@@ -303,21 +317,46 @@ pub fn names() -> Vec<&'static str> {
 
 /// A method with parameter overrides, written `name[key=value;key=value]` (a *variant*), as the
 /// benchmark harness takes it: `fastload[height=2]` runs FastLoad with height limit 2 and is
-/// reported under that full label, next to plain `fastload`.
+/// reported under that full label, next to plain `fastload`. Items are separated by `;` or `,`;
+/// a piece without `=` continues the previous value (`switch_points=17,34,64`). A plain name is a
+/// variant without overrides. Errors name the problem: an unknown method
+/// ([`Error::UnknownMethod`]), an unknown key ([`Error::Param`]), brackets that do not pair up or
+/// an item that is not `key=value` ([`Error::InvalidArgument`] quoting the spec). Values are
+/// checked by the method's `prepare`.
 pub fn find_variant(spec: &str) -> Result<(&'static dyn Method, Params)> {
     let spec = spec.trim();
-    let Some(open) = spec.find('[') else {
-        return Ok((find(spec)?, Params::new()));
-    };
     let bad = |msg: &str| Error::InvalidArgument(format!("method variant '{spec}': {msg}"));
-    let inner = spec[open + 1..]
-        .strip_suffix(']')
-        .ok_or_else(|| bad("expected name[key=value;...] ending in ']'"))?;
-    let m = find(spec[..open].trim())?;
+    let (name, inner) = match spec.find('[') {
+        None if spec.contains(']') => return Err(bad("unbalanced brackets: ']' without '['")),
+        None => (spec, None),
+        Some(open) => {
+            let inner = spec[open + 1..].strip_suffix(']').ok_or_else(|| {
+                bad("unbalanced brackets: expected name[key=value;...] ending in ']'")
+            })?;
+            if inner.contains(['[', ']']) {
+                return Err(bad(
+                    "unbalanced brackets: one '[' ... ']' pair after the name, nothing nested",
+                ));
+            }
+            let name = spec[..open].trim();
+            if name.is_empty() {
+                return Err(bad("no method name before '['"));
+            }
+            (name, Some(inner))
+        }
+    };
+    let m = find(name)?;
+    let Some(inner) = inner else {
+        return Ok((m, Params::new()));
+    };
     // A piece without '=' continues the previous value (`switch_points=17,34,...` arrives here
     // as `switch_points=17;34;...` from a comma-separated list).
     let mut items: Vec<String> = Vec::new();
-    for piece in inner.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+    for piece in inner
+        .split([';', ','])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         match items.last_mut() {
             Some(last) if !piece.contains('=') => {
                 last.push(',');
@@ -330,6 +369,33 @@ pub fn find_variant(spec: &str) -> Result<(&'static dyn Method, Params)> {
         Params::parse(items.iter().map(String::as_str)).map_err(|e| bad(&e.to_string()))?;
     params.check_known(m.info().name, m.info().params)?;
     Ok((m, params))
+}
+
+/// The one way a method spec becomes a method and its parameters: what [`Plan::new`] does, and
+/// so `spmv run`, `spmv solve` and `spmv bench` alike. `spec` is a name or a variant
+/// `name[key=value;...]` ([`find_variant`]); `params` are overrides given apart from it
+/// ([`PlanOptions::params`], `--param`).
+///
+/// **Where both set a key, the variant's value wins**: the variant is the more specific
+/// spelling, and a label such as `fastload[height=2]` in a run record must mean height 2
+/// whatever else was passed (the rule `bench::measure` has always applied). Keys from either
+/// side must be declared by the method.
+///
+/// ```
+/// use spmvkit::methods::{resolve, Params};
+/// let given = Params::parse(["height=4", "threads=128"]).unwrap();
+/// let (m, p) = resolve("fastload[height=2]", &given).unwrap();
+/// assert_eq!(m.info().name, "fastload");
+/// assert_eq!(p.iter().collect::<Vec<_>>(), [("height", "2"), ("threads", "128")]);
+/// ```
+pub fn resolve(spec: &str, params: &Params) -> Result<(&'static dyn Method, Params)> {
+    let (m, variant) = find_variant(spec)?;
+    let mut merged = params.clone();
+    for (k, v) in variant.iter() {
+        merged.set(k, v);
+    }
+    merged.check_known(m.info().name, m.info().params)?;
+    Ok((m, merged))
 }
 
 /// Splits a comma-separated list of method names and variants, keeping commas inside `[...]`

@@ -5,6 +5,11 @@
 //! - [`Plan::apply`] / [`Plan::apply_many`]: y = αAx + βy with host vectors, one or many.
 //! - [`Plan::apply_device`]: the same on device-resident vectors, no host copy and no
 //!   synchronisation (what the solvers in [`crate::solve`] call inside a CUDA graph).
+//! - [`Plan::time`]: the timing protocol of [`crate::gpu::timing`] (stream or CUDA graph) on the
+//!   plan's own device vectors, each timed call one complete SpMV as [`Plan::apply_device`] runs
+//!   it; [`Plan::set_device_vectors`] and [`Plan::read_device_y`] move the vectors around it,
+//!   untimed. The benchmark harness times through it; nothing outside the plan reaches its
+//!   device layout.
 //! - [`Plan::update_values`]: new values under the same pattern without re-analysis. The first
 //!   update builds a value map once: the pattern is prepared again as a *probe* whose value for
 //!   CSR entry k is k+1, and the probe layout's value slots ([`Layout::values_mut`]) then read
@@ -21,11 +26,10 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::params::CPU_FALLBACK_PARAM;
-use super::{find, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
-use crate::cpu::oracle::check_lengths_dims;
+use super::{resolve, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
-use crate::matrix::{Csr, Pattern};
+use crate::gpu::{Gpu, Timing, TimingConfig, TimingMode};
+use crate::matrix::{check_vectors, Csr, Pattern, VectorFit};
 use crate::scalar::Scalar;
 
 /// Where a plan runs.
@@ -129,7 +133,10 @@ pub struct Plan<T: PrepareFor> {
 }
 
 impl<T: PrepareFor> Plan<T> {
-    /// Analyses `a` with the method called `method`.
+    /// Analyses `a` with the method `method`: a registered name or a variant
+    /// `name[key=value;...]` (the spelling of `spmv bench --methods`), resolved by
+    /// [`crate::methods::resolve`], the one door for `spmv run`, `spmv solve` and `spmv bench`.
+    /// A key set both in the variant and in [`PlanOptions::params`] takes the variant's value.
     ///
     /// ```
     /// use spmvkit::{Csr, Plan, PlanOptions};
@@ -139,21 +146,33 @@ impl<T: PrepareFor> Plan<T> {
     /// let mut y = [1.0; 3];
     /// plan.apply(2.0, &x, 1.0, &mut y).unwrap(); // y = 2·A·x + y
     /// assert_eq!(y, [3.0, 5.0, 7.0]);
+    /// // a variant: the method with these parameters
+    /// let plan = Plan::new("merge[items=3]", &a, &PlanOptions::default()).unwrap();
+    /// assert_eq!(plan.params().iter().collect::<Vec<_>>(), [("items", "3")]);
     /// ```
     pub fn new(method: &str, a: &Csr<T>, opts: &PlanOptions) -> Result<Self> {
-        Self::with_method(find(method)?, a, opts)
+        let (m, params) = resolve(method, &opts.params)?;
+        Self::build(m, a, params, opts.backend)
     }
 
-    /// As [`Plan::new`], with a method already looked up.
+    /// As [`Plan::new`], with a method already looked up (its parameters are `opts.params`).
     pub fn with_method(
         method: &'static dyn Method,
         a: &Csr<T>,
         opts: &PlanOptions,
     ) -> Result<Self> {
+        Self::build(method, a, opts.params.clone(), opts.backend)
+    }
+
+    fn build(
+        method: &'static dyn Method,
+        a: &Csr<T>,
+        mut params: Params,
+        backend: Option<Backend>,
+    ) -> Result<Self> {
         let info = method.info();
-        opts.params.check_known(info.name, info.params)?;
-        let (backend, gpu, note) = choose_backend(&info, opts.backend)?;
-        let mut params = opts.params.clone();
+        params.check_known(info.name, info.params)?;
+        let (backend, gpu, note) = choose_backend(&info, backend)?;
         let declares_fallback = info.params.iter().any(|p| p.key == CPU_FALLBACK_PARAM);
         if backend == Backend::Gpu
             && declares_fallback
@@ -213,7 +232,13 @@ impl<T: PrepareFor> Plan<T> {
 
     /// y = αAx + βy with host vectors.
     pub fn apply(&mut self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        check_lengths_dims(self.nrows, self.ncols, x.len(), y.len())?;
+        check_vectors(
+            "",
+            (self.nrows, self.ncols),
+            x.len(),
+            y.len(),
+            VectorFit::Exact,
+        )?;
         match &mut self.device {
             None => self.layout.run_cpu(alpha, x, beta, y),
             Some(d) => {
@@ -436,6 +461,33 @@ impl<T: PrepareFor> Plan<T> {
     pub fn info(&self) -> MethodInfo {
         self.method.info()
     }
+    /// The parameters the layout was prepared with (the variant's and [`PlanOptions::params`],
+    /// merged by [`crate::methods::resolve`]; on the GPU `cpu_fallback=0` where the method
+    /// declares it and the caller did not set it).
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+    /// The method the layout came from when the plan's method chose another one (`auto`: the
+    /// method it chose, [`Layout::chosen`]); `None` when the plan's method is its own.
+    ///
+    /// ```
+    /// use spmvkit::{gen, Backend, Plan, PlanOptions};
+    /// let a = gen::generate_f64("poisson2d:20").unwrap();
+    /// let cpu = PlanOptions { backend: Some(Backend::Cpu), ..Default::default() };
+    /// let plan = Plan::new("auto", &a, &cpu).unwrap();
+    /// assert!(plan.chosen().is_some());
+    /// assert!(Plan::new("csr", &a, &cpu).unwrap().chosen().is_none());
+    /// ```
+    pub fn chosen(&self) -> Option<&'static dyn Method> {
+        self.layout.chosen()
+    }
+    /// Whether two calls on the same input give bitwise identical y: the method's
+    /// [`MethodInfo::deterministic`], or for a method that chose another (`auto`) that one's.
+    pub fn deterministic(&self) -> bool {
+        self.chosen()
+            .map_or(self.method.info(), |m| m.info())
+            .deterministic
+    }
     /// Where the plan runs.
     pub fn backend(&self) -> Backend {
         if self.device.is_some() {
@@ -456,28 +508,124 @@ impl<T: PrepareFor> Plan<T> {
     pub fn layout(&self) -> &dyn Layout<T> {
         self.layout.as_ref()
     }
-    /// The GPU, device layout and device x and y, when the plan runs on the GPU (for timing).
-    /// x and y are as long as the layout's [`DeviceLayout::padded_dims`] (at least `ncols` and
-    /// `nrows`); x's entries past `ncols` are zero, and stay so unless the caller writes them.
-    /// [`Plan::apply`] moves only the first `ncols` / `nrows` entries.
-    #[allow(clippy::type_complexity)]
-    pub fn device_parts(
+    /// The plan's own device x and y, read-only, when it runs on the GPU: as long as the
+    /// layout's [`DeviceLayout::padded_dims`] (at least `ncols` and `nrows`); x's entries past
+    /// `ncols` are zero. [`Plan::apply`] and [`Plan::set_device_vectors`] move only the first
+    /// `ncols` / `nrows` entries; [`Plan::time`] runs on them.
+    pub fn device_vectors(&self) -> Option<(&CudaSlice<T>, &CudaSlice<T>)> {
+        self.device.as_ref().map(|d| (&d.x, &d.y))
+    }
+
+    /// Copies `x` (exactly `ncols` entries) and `y` (exactly `nrows`) into the plan's own device
+    /// vectors, the ones [`Plan::time`] runs on; `None` leaves that vector as it is (after
+    /// [`Plan::apply`]: its x, and its result in y). Untimed; enqueued on the GPU's stream
+    /// before anything timed after it. Errors on a CPU plan.
+    pub fn set_device_vectors(&mut self, x: Option<&[T]>, y: Option<&[T]>) -> Result<()> {
+        let (nrows, ncols) = (self.nrows, self.ncols);
+        check_vectors(
+            "Plan::set_device_vectors: ",
+            (nrows, ncols),
+            x.map_or(ncols, <[T]>::len),
+            y.map_or(nrows, <[T]>::len),
+            VectorFit::Exact,
+        )?;
+        let d = self.device_mut("set_device_vectors")?;
+        for (v, dst, what) in [(x, &mut d.x, "copy x"), (y, &mut d.y, "copy y")] {
+            if let Some(v) = v.filter(|v| !v.is_empty()) {
+                d.gpu
+                    .stream()
+                    .memcpy_htod(v, dst)
+                    .map_err(|e| Error::cuda(what, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the first `nrows` entries of the plan's device y into `y` (exactly `nrows`
+    /// entries), waiting for the device: the result after [`Plan::time`]. Errors on a CPU plan.
+    pub fn read_device_y(&self, y: &mut [T]) -> Result<()> {
+        check_vectors(
+            "Plan::read_device_y: ",
+            (self.nrows, self.ncols),
+            self.ncols,
+            y.len(),
+            VectorFit::Exact,
+        )?;
+        let d = self.device_ref("read_device_y")?;
+        d.gpu.download(&d.y, y)
+    }
+
+    /// Times y = αAx + βy on the plan's own device vectors ([`Plan::set_device_vectors`]) with
+    /// the protocol of [`crate::gpu::timing`]: `cfg.warmup` untimed calls, then `cfg.samples`
+    /// samples of `cfg.calls` back-to-back calls, enqueued on the stream between two events
+    /// ([`TimingMode::Stream`]) or captured once into a CUDA graph and replayed
+    /// ([`TimingMode::Graph`]). Each timed call is one complete SpMV, exactly what
+    /// [`Plan::apply_device`] enqueues: the layout's checked `run`, with zeroing or scaling y,
+    /// permuting x, un-permuting y and combine passes inside. Every call updates y in place,
+    /// from the y the vectors held: [`Timing::executions`] calls in all, to be checked with
+    /// [`Plan::read_device_y`].
+    ///
+    /// A plan on the CPU has nothing to time this way (its callers time [`Plan::apply`] with a
+    /// wall clock): that is an error, [`Error::MethodUnsupported`] saying why the plan runs on
+    /// the CPU, never a panic.
+    ///
+    /// ```
+    /// use spmvkit::gpu::{TimingConfig, TimingMode};
+    /// use spmvkit::{gen, Backend, Plan, PlanOptions};
+    /// let a = gen::generate_f64("poisson2d:16").unwrap();
+    /// let mut plan = Plan::new("csr-vector", &a, &PlanOptions::default()).unwrap();
+    /// let cfg = TimingConfig { warmup: 2, calls: 10, samples: 3 };
+    /// match plan.backend() {
+    ///     Backend::Gpu => {
+    ///         plan.set_device_vectors(Some(&vec![1.0; a.ncols()]), None).unwrap();
+    ///         let t = plan.time(TimingMode::Stream, &cfg, 1.0, 0.0).unwrap();
+    ///         assert!(t.median_us > 0.0);
+    ///     }
+    ///     Backend::Cpu => assert!(plan.time(TimingMode::Stream, &cfg, 1.0, 0.0).is_err()),
+    /// }
+    /// ```
+    pub fn time(
         &mut self,
-    ) -> Option<(
-        &Arc<Gpu>,
-        &dyn DeviceLayout<T>,
-        &mut CudaSlice<T>,
-        &mut CudaSlice<T>,
-    )> {
+        mode: TimingMode,
+        cfg: &TimingConfig,
+        alpha: T,
+        beta: T,
+    ) -> Result<Timing> {
+        let d = self.device_mut("time")?;
+        let (gpu, layout, x, y) = (&d.gpu, d.layout.as_ref(), &d.x, &mut d.y);
+        crate::gpu::timing::time(gpu, mode, cfg, || layout.run(gpu, alpha, x, beta, y))
+    }
+
+    /// The device side of a GPU plan; on a CPU plan the error that `Plan::{what}` needs the GPU.
+    fn device_ref(&self, what: &str) -> Result<&DevicePlan<T>> {
+        let (method, note) = (self.method, self.note.as_deref());
+        self.device
+            .as_ref()
+            .ok_or_else(|| not_on_gpu(method, note, what))
+    }
+    fn device_mut(&mut self, what: &str) -> Result<&mut DevicePlan<T>> {
+        let (method, note) = (self.method, self.note.as_deref());
         self.device
             .as_mut()
-            .map(|d| (&d.gpu, d.layout.as_ref(), &mut d.x, &mut d.y))
+            .ok_or_else(|| not_on_gpu(method, note, what))
     }
     pub fn nrows(&self) -> usize {
         self.nrows
     }
     pub fn ncols(&self) -> usize {
         self.ncols
+    }
+}
+
+/// The error of a GPU-only `Plan::{what}` on a plan that runs on the CPU, with the reason it
+/// does (the plan's fallback note) when there is one.
+fn not_on_gpu(method: &dyn Method, note: Option<&str>, what: &str) -> Error {
+    Error::MethodUnsupported {
+        method: method.info().name.into(),
+        reason: format!(
+            "Plan::{what} needs a plan on the GPU; this one runs on the CPU{}",
+            note.map(|n| format!(" ({n})")).unwrap_or_default()
+        ),
     }
 }
 
@@ -593,6 +741,184 @@ mod tests {
         }
         fn footprint_bytes(&self) -> usize {
             0
+        }
+    }
+
+    fn cpu(params: &[&str]) -> PlanOptions {
+        PlanOptions {
+            params: Params::parse(params.iter().copied()).unwrap(),
+            backend: Some(Backend::Cpu),
+        }
+    }
+
+    /// y = A·x (β = 0) through the plan, for comparing two plans bit for bit.
+    fn product(plan: &mut Plan<f64>) -> Vec<f64> {
+        let x: Vec<f64> = (0..plan.ncols()).map(|j| (j % 7) as f64 - 3.0).collect();
+        let mut y = vec![0.0; plan.nrows()];
+        plan.apply(1.0, &x, 0.0, &mut y).unwrap();
+        y
+    }
+
+    /// A variant through `Plan::new` is the method with those parameters: the same parameters,
+    /// layout notes, footprint and product, bit for bit.
+    #[test]
+    fn a_variant_is_the_method_with_its_params() {
+        let a = crate::gen::generate::<f64>("powerlaw:3000,6").unwrap();
+        for (variant, name, params) in [
+            (
+                "fastload[height=2;threads=128]",
+                "fastload",
+                &["height=2", "threads=128"][..],
+            ),
+            (
+                "csr-packed[sort=on,window=64]",
+                "csr-packed",
+                &["sort=on", "window=64"],
+            ),
+            (
+                "csr-overlap[switch_points=17,34,64,122,216;long_chunk=0]",
+                "csr-overlap",
+                &["switch_points=17,34,64,122,216", "long_chunk=0"],
+            ),
+            (" merge ", "merge", &[]),
+        ] {
+            let mut v = Plan::new(variant, &a, &cpu(&[])).unwrap();
+            let mut m = Plan::new(name, &a, &cpu(params)).unwrap();
+            assert_eq!(v.info().name, name, "{variant}");
+            assert_eq!(v.params(), m.params(), "{variant}");
+            assert_eq!(v.layout().notes(), m.layout().notes(), "{variant}");
+            assert_eq!(
+                v.layout().footprint_bytes(),
+                m.layout().footprint_bytes(),
+                "{variant}"
+            );
+            let (yv, ym) = (product(&mut v), product(&mut m));
+            assert!(
+                yv.iter().zip(&ym).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "{variant}: another product than {name} with {params:?}"
+            );
+        }
+    }
+
+    /// The documented rule: a key set both in the variant and in `PlanOptions::params` takes the
+    /// variant's value; other keys of `params` stay.
+    #[test]
+    fn the_variant_wins_over_plan_options() {
+        let a = crate::gen::generate::<f64>("poisson2d:30").unwrap();
+        let both = Plan::new("fastload[height=2]", &a, &cpu(&["height=4", "threads=128"])).unwrap();
+        let want = Plan::new("fastload", &a, &cpu(&["height=2", "threads=128"])).unwrap();
+        assert_eq!(
+            both.params().iter().collect::<Vec<_>>(),
+            [("height", "2"), ("threads", "128")]
+        );
+        assert_eq!(both.layout().notes(), want.layout().notes());
+        // a key unknown to the method is refused from either side
+        for (spec, params) in [("fastload[nokey=1]", &[][..]), ("fastload", &["nokey=1"])] {
+            match Plan::new(spec, &a, &cpu(params)) {
+                Err(Error::Param { method, key, .. }) => {
+                    assert_eq!((method.as_str(), key.as_str()), ("fastload", "nokey"))
+                }
+                Err(e) => panic!("{spec} {params:?}: {e}"),
+                Ok(_) => panic!("{spec} {params:?}: accepted"),
+            }
+        }
+    }
+
+    /// A bad variant is an error that names the problem, never a panic or a silent default.
+    #[test]
+    fn bad_variants_are_clear_errors() {
+        let a = crate::gen::generate::<f64>("poisson2d:10").unwrap();
+        let err = |spec: &str| match Plan::new(spec, &a, &cpu(&[])) {
+            Ok(_) => panic!("{spec}: accepted"),
+            Err(e) => e,
+        };
+        // a value the method refuses: the method, the key and the value are named
+        match err("csr-packed[sort=maybe]") {
+            e @ Error::Param { .. } => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("csr-packed") && msg.contains("sort") && msg.contains("maybe"),
+                    "{msg}"
+                );
+            }
+            e => panic!("csr-packed[sort=maybe]: {e}"),
+        }
+        // an unknown method: its name, and the list of known ones
+        match err("nosuch[a=b]") {
+            Error::UnknownMethod { name, available } => {
+                assert_eq!(name, "nosuch");
+                assert!(available.contains("fastload"), "{available}");
+            }
+            e => panic!("nosuch[a=b]: {e}"),
+        }
+        // brackets that do not pair up, and items that are not key=value
+        for (spec, what) in [
+            ("fastload[height=2", "unbalanced brackets"),
+            ("fastload]", "unbalanced brackets"),
+            ("fastload[height=2]]", "unbalanced brackets"),
+            ("fastload[[height=2]]", "unbalanced brackets"),
+            ("fastload[height=2]x", "unbalanced brackets"),
+            ("[height=2]", "no method name"),
+            ("fastload[2]", "key=value"),
+        ] {
+            match err(spec) {
+                Error::InvalidArgument(msg) => assert!(
+                    msg.contains(spec) && msg.contains(what),
+                    "{spec}: {msg} (should say {what})"
+                ),
+                e => panic!("{spec}: {e}"),
+            }
+        }
+    }
+
+    /// Timing is the GPU's: on a plan that runs on the CPU (forced, or for want of a GPU)
+    /// `Plan::time` and the device-vector moves around it are errors that say so, not panics.
+    #[test]
+    fn timing_a_cpu_plan_is_an_error() {
+        let a = crate::gen::generate::<f64>("poisson2d:10").unwrap();
+        let cfg = TimingConfig::default();
+        let auto = PlanOptions::default();
+        for opts in [cpu(&[]), auto] {
+            let mut plan = Plan::new("csr-vector", &a, &opts).unwrap();
+            if plan.backend() == Backend::Gpu {
+                continue; // the GPU suite times GPU plans
+            }
+            for mode in [TimingMode::Stream, TimingMode::Graph] {
+                match plan.time(mode, &cfg, 1.0, 0.0) {
+                    Err(Error::MethodUnsupported { method, reason }) => {
+                        assert_eq!(method, "csr-vector");
+                        assert!(
+                            reason.contains("Plan::time") && reason.contains("runs on the CPU"),
+                            "{reason}"
+                        );
+                        // without a GPU the reason says why the plan is on the CPU
+                        if let Some(note) = plan.fallback_note() {
+                            assert!(reason.contains(note), "{reason}");
+                        }
+                    }
+                    other => panic!("{mode}: {other:?}"),
+                }
+            }
+            let x = vec![1.0; a.ncols()];
+            let mut y = vec![0.0; a.nrows()];
+            assert!(matches!(
+                plan.set_device_vectors(Some(&x), None),
+                Err(Error::MethodUnsupported { .. })
+            ));
+            assert!(matches!(
+                plan.read_device_y(&mut y),
+                Err(Error::MethodUnsupported { .. })
+            ));
+            assert!(plan.device_vectors().is_none());
+            // wrong lengths are refused before anything else
+            assert!(matches!(
+                plan.set_device_vectors(Some(&x[1..]), None),
+                Err(Error::DimensionMismatch { .. })
+            ));
+            assert!(matches!(
+                plan.read_device_y(&mut y[1..]),
+                Err(Error::DimensionMismatch { .. })
+            ));
         }
     }
 

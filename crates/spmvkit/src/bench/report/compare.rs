@@ -231,11 +231,13 @@ pub fn is_auto(method: &str) -> bool {
     method == "auto" || method.starts_with("auto[")
 }
 
-/// The method `auto` ran, from its record's notes.
+/// The method `auto` ran, from a saved record's notes (the `auto chose` note,
+/// [`crate::methods::auto::CHOSE_NOTE`]): the one reader of that note. A live plan says it typed,
+/// [`crate::Plan::chosen`].
 pub fn auto_choice(rec: &RunRecord) -> Option<&str> {
     rec.notes
         .iter()
-        .find(|(k, _)| k == "auto chose")
+        .find(|(k, _)| k == crate::methods::auto::CHOSE_NOTE)
         .map(|(_, v)| v.as_str())
 }
 

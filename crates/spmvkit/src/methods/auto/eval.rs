@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use super::model::{family, split_of, Knobs, Model, Sample, Split};
 use super::table::SKIP;
 use super::{allowed_methods, model_choice, trial_candidates_within, TRIAL_BUDGET, TRIAL_CALLS};
-use crate::bench::report::MergedRuns;
+use crate::bench::report::{auto_choice, MergedRuns};
 use crate::bench::{MethodResult, RunRecord, Status};
 use crate::error::Result;
 use crate::methods::{find_variant, Backend, Params};
@@ -379,13 +379,7 @@ pub fn evaluate_runs(merged: &MergedRuns, calls: &[f64]) -> Result<Vec<RunPoint>
                     })
                     .filter_map(|r| {
                         let cost = run_cost(r, c)?;
-                        let chose = r
-                            .record
-                            .as_ref()?
-                            .notes
-                            .iter()
-                            .find(|(k, _)| k == "auto chose")
-                            .map_or_else(|| "?".into(), |(_, v)| v.clone());
+                        let chose = auto_choice(r.record.as_ref()?).unwrap_or("?").to_string();
                         Some(MeasuredAuto {
                             label: r.method.clone(),
                             chose,

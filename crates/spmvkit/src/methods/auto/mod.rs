@@ -29,7 +29,9 @@
 //! let x = vec![1.0; a.ncols()];
 //! let mut y = vec![0.0; a.nrows()];
 //! plan.apply(1.0, &x, 0.0, &mut y).unwrap();
-//! assert!(plan.layout().notes().iter().any(|(k, _)| k == "auto chose"));
+//! // the method it chose, typed; the notes say the same for people
+//! let chosen = plan.chosen().unwrap().info().name;
+//! assert!(plan.layout().notes().iter().any(|(k, v)| k == "auto chose" && v == chosen));
 //! ```
 
 pub mod eval;
@@ -50,6 +52,12 @@ use crate::methods::{find, DeviceLayout, Layout, Method, MethodInfo, ParamSpec, 
 use crate::scalar::{Precision, Scalar};
 
 const NAME: &str = "auto";
+
+/// The key of the note that names, for people, the method `auto` chose (`auto chose` →
+/// `csr-vector`). Code asks the layout ([`Layout::chosen`], [`crate::Plan::chosen`]); only saved
+/// run records, which keep notes and no layout, are read back through this key
+/// (`bench::report::auto_choice`).
+pub const CHOSE_NOTE: &str = "auto chose";
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -245,7 +253,7 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
         }
     };
     let stats = MatrixStats::of(a);
-    let fits = crate::bench::fits_l2(
+    let fits = crate::matrix::fits_l2(
         stats.nrows,
         stats.ncols,
         stats.nnz,
@@ -261,7 +269,7 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
 
 /// What the model chooses, with these parameters, for a matrix with statistics `stats` in
 /// `precision`, `fits_l2` saying whether its working set fits the GPU's L2
-/// ([`crate::bench::fits_l2`]): `auto`'s GPU choice, computed without a GPU (`spmv auto pick`,
+/// ([`crate::matrix::fits_l2`]): `auto`'s GPU choice, computed without a GPU (`spmv auto pick`,
 /// the evaluation of held-out runs). The x share (x sectors per nonzero) is the statistics'
 /// count where they have one.
 pub fn model_choice(
@@ -494,6 +502,8 @@ pub fn run_trial<T: Scalar>(
 struct AutoLayout<T: Scalar> {
     inner: Box<dyn Layout<T>>,
     cpu_fallback: Option<Box<dyn Layout<T>>>,
+    /// The registered method named by `choice.method` ([`Layout::chosen`]).
+    chosen: &'static dyn Method,
     choice: Choice,
     trial: Option<(Vec<TrialEntry>, Duration)>,
     device: Mutex<Option<Box<dyn DeviceLayout<T>>>>,
@@ -530,9 +540,12 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
         }
         s
     }
+    fn chosen(&self) -> Option<&'static dyn Method> {
+        Some(self.chosen)
+    }
     fn notes(&self) -> Vec<(String, String)> {
         let mut n = vec![
-            ("auto chose".to_string(), self.choice.method.to_string()),
+            (CHOSE_NOTE.to_string(), self.choice.method.to_string()),
             ("auto reason".to_string(), self.choice.reason.clone()),
         ];
         if let Some(us) = self.choice.predicted_us {
@@ -607,7 +620,8 @@ fn finish<T: Scalar>(
     want_fallback: bool,
     delegate: &impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
 ) -> Result<Box<dyn Layout<T>>> {
-    let cpu_fallback = if !want_fallback || find(choice.method)?.info().cpu {
+    let chosen = find(choice.method)?;
+    let cpu_fallback = if !want_fallback || chosen.info().cpu {
         None
     } else {
         Some(delegate(find("csr")?)?)
@@ -615,6 +629,7 @@ fn finish<T: Scalar>(
     Ok(Box::new(AutoLayout {
         inner,
         cpu_fallback,
+        chosen,
         choice,
         trial,
         device: Mutex::new(device),

@@ -189,10 +189,8 @@ fn without_a_gpu_auto_takes_csr_and_matches_the_oracle() {
         assert_eq!(c.method, "csr");
         let l = Auto.prepare_f64(&a, &Params::new()).unwrap();
         check_layout(&format!("auto on {name}"), &a, l.as_ref());
-        assert!(l
-            .notes()
-            .iter()
-            .any(|(k, v)| k == "auto chose" && v == "csr"));
+        assert_eq!(l.chosen().map(|m| m.info().name), Some("csr"));
+        assert!(l.notes().iter().any(|(k, v)| k == CHOSE_NOTE && v == "csr"));
         let a32: Csr<f32> = a.cast();
         let l = Auto.prepare_f32(&a32, &Params::new()).unwrap();
         check_layout(&format!("auto on {name} (f32)"), &a32, l.as_ref());
@@ -213,6 +211,7 @@ fn a_gpu_only_choice_runs_on_the_cpu_through_csr() {
                 .prepare_f64(&a, &Params::new())
                 .unwrap(),
         ),
+        chosen,
         choice: Choice {
             method: "cusparse",
             predicted_us: Some(1.0),
@@ -311,6 +310,7 @@ fn a_trial_keeps_the_fastest_measured_layout_without_preparing_it_again() {
     let l = AutoLayout {
         inner: out.layout,
         cpu_fallback: None,
+        chosen: find(out.winner).unwrap(),
         choice: Choice {
             method: out.winner,
             predicted_us: Some(5.0),
@@ -528,12 +528,13 @@ fn plan_case<T: crate::methods::PrepareFor>(what: &str, a: &Csr<T>, params: &Par
     };
     let mut plan = crate::methods::Plan::new("auto", a, &opts).unwrap();
     let notes = plan.layout().notes();
-    let chosen = notes
-        .iter()
-        .find(|(k, _)| k == "auto chose")
-        .map(|(_, v)| v.clone())
-        .unwrap();
-    let info = find(&chosen).unwrap().info();
+    let info = plan.chosen().expect("auto's typed choice").info();
+    let chosen = info.name.to_string();
+    assert!(
+        notes.iter().any(|(k, v)| k == CHOSE_NOTE && *v == chosen),
+        "{what}: the note does not name the typed choice {chosen}: {notes:?}"
+    );
+    assert_eq!(plan.deterministic(), info.deterministic, "{what}");
     let trial = notes.iter().find(|(k, _)| k == "auto trial");
     let mode_trial = params.iter().any(|(k, v)| k == "mode" && v == "trial");
     if !mode_trial {
@@ -667,4 +668,50 @@ fn the_cpu_fallback_is_built_only_when_asked() {
         Err(Error::MethodUnsupported { .. })
     ));
     assert!(parse(&Params::parse(["cpu_fallback=maybe"]).unwrap()).is_err());
+}
+
+/// The method `auto` chose is a typed value ([`Layout::chosen`], [`crate::Plan::chosen`]) that
+/// agrees with the `auto chose` note people read, for choices the model can make on any machine
+/// (built as `prepare` builds them, through `finish`), and through a CPU plan, whose
+/// determinism is the chosen method's.
+#[test]
+fn autos_typed_choice_is_present_and_matches_the_note() {
+    let a = crate::gen::generate::<f64>("powerlaw:2000,6").unwrap();
+    let delegate = |m: &'static dyn Method| m.prepare_f64(&a, &Params::new());
+    for name in ["csr-vector", "merge", "csr-packed", "cusparse-alg2", "csr"] {
+        let choice = Choice {
+            method: find(name).unwrap().info().name,
+            predicted_us: None,
+            reason: "test".into(),
+            candidates: vec![],
+        };
+        let inner = delegate(find(name).unwrap()).unwrap();
+        let l = finish(choice, inner, None, None, true, &delegate).unwrap();
+        let typed = l.chosen().expect("auto reports its choice").info().name;
+        assert_eq!(typed, name);
+        let noted: Vec<_> = l
+            .notes()
+            .into_iter()
+            .filter(|(k, _)| k == CHOSE_NOTE)
+            .collect();
+        assert_eq!(noted, [(CHOSE_NOTE.to_string(), name.to_string())]);
+    }
+    let cpu = crate::methods::PlanOptions {
+        params: Params::new(),
+        backend: Some(crate::methods::Backend::Cpu),
+    };
+    let plan = crate::methods::Plan::new("auto", &a, &cpu).unwrap();
+    let chosen = plan
+        .chosen()
+        .expect("auto's plan reports its choice")
+        .info();
+    assert!(plan
+        .layout()
+        .notes()
+        .iter()
+        .any(|(k, v)| k == CHOSE_NOTE && v == chosen.name));
+    assert_eq!(plan.deterministic(), chosen.deterministic);
+    // a method that is its own reports no choice
+    let csr = crate::methods::Plan::new("csr", &a, &cpu).unwrap();
+    assert!(csr.chosen().is_none() && csr.deterministic());
 }

@@ -510,7 +510,7 @@ fn gpu_fastload_variants_and_prologue_cost() {
 }
 
 fn time_configs(name: &str, a: &Csr<f64>, all: bool) {
-    use crate::gpu::{time_graph, time_stream, TimingConfig};
+    use crate::gpu::{TimingConfig, TimingMode};
     use crate::methods::{Backend, Plan, PlanOptions};
     let cfg = TimingConfig {
         warmup: 5,
@@ -552,15 +552,14 @@ fn time_configs(name: &str, a: &Csr<f64>, all: bool) {
             }
         };
         let prep = plan.prep_times().prepare.as_secs_f64();
-        let (g, l, x, y) = plan.device_parts().unwrap();
         let mut line = format!("  {m:<16} {:<40}", format!("{p:?}"));
         for beta in [0.0, 1.0] {
-            match time_stream(g, &cfg, || l.run(g, 1.0, x, beta, y)) {
+            match plan.time(TimingMode::Stream, &cfg, 1.0, beta) {
                 Ok(t) => line += &format!(" β={beta}: {:8.1} µs", t.median_us),
                 Err(e) => line += &format!(" β={beta}: {e}"),
             }
         }
-        if let Ok(t) = time_graph(g, &cfg, || l.run(g, 1.0, x, 0.0, y)) {
+        if let Ok(t) = plan.time(TimingMode::Graph, &cfg, 1.0, 0.0) {
             line += &format!(" graph β=0: {:8.1} µs", t.median_us);
         }
         line += &format!(" prep {prep:.3} s");
