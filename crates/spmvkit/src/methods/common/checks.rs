@@ -4,6 +4,11 @@
 //! 32 warps (`cta_gather_sum`'s `wsum` holds 32 warp sums; 1024 is also CUDA's limit).
 
 use crate::error::{Error, Result};
+use crate::methods::params::{multiple_of, MultipleOf};
+
+/// The block sizes a launch may take, as a parameter range: a positive multiple of 32, at most
+/// 1024 (`threads: u32 = 256, in THREADS;`).
+pub(crate) const THREADS: MultipleOf<u32> = multiple_of(32, 32..=1024);
 
 /// Checks a block size: a positive multiple of 32, at most 1024.
 pub(crate) fn check_threads(method: &str, threads: u32) -> Result<()> {
