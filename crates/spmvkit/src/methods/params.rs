@@ -594,6 +594,19 @@ const fn same_text(a: &str, b: &str) -> bool {
     true
 }
 
+/// Whether `specs` declares `key`, for checks at build time
+/// (`const _: () = assert!(declares(PARAMS, CPU_FALLBACK_PARAM));`).
+pub const fn declares(specs: &[ParamSpec], key: &str) -> bool {
+    let mut i = 0;
+    while i < specs.len() {
+        if same_text(specs[i].key, key) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
 /// `specs` with the defaults of the given keys replaced, for a method that shares a parameter
 /// struct with another but not all its defaults (`hbp-paper`). A key not in `specs` stops the
 /// build.
@@ -819,6 +832,7 @@ mod tests {
             }],
         );
         assert_eq!(LONGER[8].key, "extra");
+        assert!(declares(&LONGER, "extra") && !declares(Demo::SPECS, "extra"));
         let p = Params::parse(["extra=2", "count=5"]).unwrap();
         assert_eq!(Demo::from_params_in("demo", &LONGER, &p).unwrap().count, 5);
         assert!(Demo::from_params("demo", &p).is_err());
