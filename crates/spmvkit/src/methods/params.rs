@@ -18,7 +18,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::ops::{RangeFrom, RangeInclusive, Rem};
-use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
@@ -97,19 +96,6 @@ impl Params {
                 msg: "not declared by the method (a bug in spmvkit)".into(),
             })?;
         Ok(self.0.get(key).map(String::as_str).unwrap_or(spec.default))
-    }
-
-    /// The value of `key` parsed as `V`, or the declared default.
-    pub fn get<V: FromStr>(&self, method: &str, specs: &[ParamSpec], key: &str) -> Result<V>
-    where
-        V::Err: Display,
-    {
-        let raw = self.raw(method, specs, key)?;
-        raw.parse::<V>().map_err(|e| Error::Param {
-            method: method.into(),
-            key: key.into(),
-            msg: format!("bad value '{raw}': {e}"),
-        })
     }
 
     /// The value of `key` (the user's, or the default `specs` declares) as a `V` within `range`;
