@@ -5,7 +5,8 @@
 //! The layout runs on the CPU by a mirror that walks it the way the kernel does, and `upload`
 //! gives a device layout whose `run` is one complete SpMV on the GPU (zeroing, permutations and
 //! combine passes included). Tuning parameters are plain data ([`ParamSpec`]) with the papers'
-//! defaults, overridable as `key=value`.
+//! defaults, overridable as `key=value`; each room declares its own once, as a typed struct from
+//! which the list, the parsing and the check of each value are derived (`params.rs`).
 
 pub mod amf_csr;
 pub mod auto;

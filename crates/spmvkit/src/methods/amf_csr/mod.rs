@@ -39,7 +39,8 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
-use crate::methods::common::checks::check_threads;
+use crate::methods::common::checks::THREADS;
+use crate::methods::params::{one_of, params, AutoOr};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
@@ -56,36 +57,26 @@ pub const MAX_FOLD_ROWS: usize = 4;
 /// Bits of the local row in a packed column (FOLD_BITS).
 pub const FOLD_BITS: u32 = 2;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "ts",
-        default: "auto",
-        help: "T_s: a fold takes the next row while sum + next < T_s; auto = floor(4 * nnz / rows \
-               over short rows) + 1",
-    },
-    ParamSpec {
-        key: "tl",
-        default: "1024",
-        help: "T_l: a block takes the next folded row while sum + next <= T_l",
-    },
-    ParamSpec {
-        key: "long",
-        default: "1024",
-        help: "rows with at least this many entries are long: never folded, a block of their own, \
-               summed by the whole CTA",
-    },
-    ParamSpec {
-        key: "tpv",
-        default: "auto",
-        help: "threads per folded row: auto (ceil(sqrt(mean nnz per folded row)), rounded up to \
-               a power of two) or 1, 2, 4, 8, 16, 32",
-    },
-    ParamSpec {
-        key: "threads",
-        default: "128",
-        help: "threads per CTA (a multiple of 32, at most 1024)",
-    },
-];
+params! {
+    /// The parameters of `amf-csr`.
+    struct AmfParams {
+        /// T_s: a fold takes the next row while sum + next < T_s; auto = floor(4 * nnz / rows over
+        /// short rows) + 1
+        ts: AutoOr<u64> = auto;
+        /// T_l: a block takes the next folded row while sum + next <= T_l
+        tl: u64 = 1024, in 1..;
+        /// rows with at least this many entries are long: never folded, a block of their own,
+        /// summed by the whole CTA
+        long: u32 = 1024, in 1..;
+        /// threads per folded row: auto (ceil(sqrt(mean nnz per folded row)), rounded up to a power
+        /// of two) or 1, 2, 4, 8, 16, 32
+        tpv: AutoOr<u32> = auto, in one_of([1, 2, 4, 8, 16, 32]);
+        /// threads per CTA (a multiple of 32, at most 1024)
+        threads: u32 = 128, in THREADS;
+    }
+}
+
+const PARAMS: &[ParamSpec] = AmfParams::SPECS;
 
 /// The registry entry of `amf-csr`.
 pub struct AmfCsr;
@@ -107,24 +98,6 @@ impl GenericMethod for AmfCsr {
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(build(csr, params)?))
     }
-}
-
-fn param_err(key: &str, msg: String) -> Error {
-    Error::Param {
-        method: NAME.into(),
-        key: key.into(),
-        msg,
-    }
-}
-
-fn auto_or<V: std::str::FromStr>(params: &Params, key: &str) -> Result<Option<V>> {
-    let s: String = params.get(NAME, PARAMS, key)?;
-    if s == "auto" {
-        return Ok(None);
-    }
-    s.parse::<V>()
-        .map(Some)
-        .map_err(|_| param_err(key, format!("'{s}' is not auto or a number")))
 }
 
 /// The layout of `amf-csr`.
@@ -186,14 +159,8 @@ impl<T> AmfLayout<T> {
 
 /// Builds the AMF-CSR layout of `csr`.
 pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<AmfLayout<T>> {
-    params.check_known(NAME, PARAMS)?;
-    let threads: u32 = params.get(NAME, PARAMS, "threads")?;
-    check_threads(NAME, threads)?;
-    let tl: u64 = params.get(NAME, PARAMS, "tl")?;
-    let long: u32 = params.get(NAME, PARAMS, "long")?;
-    if long == 0 || tl == 0 {
-        return Err(param_err("tl", "tl and long must be positive".into()));
-    }
+    let p = AmfParams::from_params(NAME, params)?;
+    let (threads, tl, long) = (p.threads, p.tl, p.long);
     if csr.ncols() > (1usize << (32 - FOLD_BITS)) {
         return Err(Error::MethodUnsupported {
             method: NAME.into(),
@@ -213,10 +180,9 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<AmfLayout<T>> {
         .filter(|&r| !is_long(r))
         .map(|r| (len(r), 1u64))
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    let ts = match auto_or::<u64>(params, "ts")? {
-        Some(v) => v,
-        None => (nnz_short * MAX_FOLD_ROWS as u64) / rows_short.max(1) + 1,
-    };
+    let ts =
+        p.ts.value()
+            .unwrap_or_else(|| (nnz_short * MAX_FOLD_ROWS as u64) / rows_short.max(1) + 1);
 
     // Folding (sequential: one O(M) scan).
     let mut fold_row: Vec<Idx> = Vec::with_capacity(m / 2 + 2);
@@ -243,16 +209,12 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<AmfLayout<T>> {
     let (sn, sf) = (0..nf)
         .filter(|&f| !fold_long(f))
         .fold((0u64, 0u64), |a, f| (a.0 + fnnz(f), a.1 + 1));
-    let tpv = match auto_or::<u32>(params, "tpv")? {
-        Some(v @ (1 | 2 | 4 | 8 | 16 | 32)) => v,
-        Some(v) => return Err(param_err("tpv", format!("{v} is not 1, 2, 4, 8, 16 or 32"))),
-        None => {
-            let mean = if sf == 0 { 1.0 } else { sn as f64 / sf as f64 };
-            (mean.sqrt().ceil().max(1.0) as u32)
-                .next_power_of_two()
-                .min(32)
-        }
-    };
+    let tpv = p.tpv.value().unwrap_or_else(|| {
+        let mean = if sf == 0 { 1.0 } else { sn as f64 / sf as f64 };
+        (mean.sqrt().ceil().max(1.0) as u32)
+            .next_power_of_two()
+            .min(32)
+    });
     let max_folds = 4 * (threads / tpv) as usize;
 
     // Blocks.

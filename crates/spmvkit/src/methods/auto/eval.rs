@@ -331,7 +331,9 @@ fn auto_calls(label: &str) -> Option<f64> {
     if m.info().name != super::NAME {
         return None;
     }
-    params.get::<f64>(super::NAME, super::PARAMS, "calls").ok()
+    super::AutoParams::from_params(super::NAME, &params)
+        .ok()
+        .map(|p| p.calls)
 }
 
 /// For each matrix and precision of the merged runs and each of `calls`: the best measured

@@ -47,7 +47,7 @@ use self::model::{Features, Knobs, Model};
 use crate::error::{Error, Result};
 use crate::gpu::{self, Gpu, TimingConfig};
 use crate::matrix::{x_sector_share, Csr, MatrixStats, SHARE_SAMPLE_CHUNKS};
-use crate::methods::params::CPU_FALLBACK_PARAM;
+use crate::methods::params::{declares, keywords, params, Flag, CPU_FALLBACK_PARAM};
 use crate::methods::{find, DeviceLayout, Layout, Method, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Precision, Scalar};
 
@@ -59,38 +59,31 @@ const NAME: &str = "auto";
 /// (`bench::report::auto_choice`).
 pub const CHOSE_NOTE: &str = "auto chose";
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "mode",
-        default: "model",
-        help: "model: choose from matrix features with the model fitted from docs/results (no trial runs); trial: time the model's first `trial` candidates on the device and keep the fastest",
-    },
-    ParamSpec {
-        key: "calls",
-        default: "1000",
-        help: "expected SpMV calls on this matrix; preprocessing is spread over them (1: a one-shot call favours cheap setups)",
-    },
-    ParamSpec {
-        key: "deterministic",
-        default: "0",
-        help: "1: choose only methods whose results are bitwise reproducible",
-    },
-    ParamSpec {
-        key: "k",
-        default: "4",
-        help: "training matrices consulted (nearest neighbours in feature space), 1..=50",
-    },
-    ParamSpec {
-        key: "trial",
-        default: "3",
-        help: "mode=trial: how many of the model's best candidates to time, 1..=10",
-    },
-    ParamSpec {
-        key: CPU_FALLBACK_PARAM,
-        default: "1",
-        help: "1: when the choice has no CPU executor (cuSPARSE), also prepare a csr layout for the CPU path; a Plan on the GPU sets 0, since it never takes that path (saves a copy of the matrix)",
-    },
-];
+params! {
+    /// The parameters of `auto`.
+    struct AutoParams {
+        /// model: choose from matrix features with the model fitted from docs/results (no trial
+        /// runs); trial: time the model's first `trial` candidates on the device and keep the
+        /// fastest
+        mode: Mode = model;
+        /// expected SpMV calls on this matrix; preprocessing is spread over them (1: a one-shot
+        /// call favours cheap setups)
+        calls: f64 = 1000, in 1.0..;
+        /// 1: choose only methods whose results are bitwise reproducible
+        deterministic: Flag = 0;
+        /// training matrices consulted (nearest neighbours in feature space), 1..=50
+        k: usize = 4, in 1..=50;
+        /// mode=trial: how many of the model's best candidates to time, 1..=10
+        trial: usize = 3, in 1..=10;
+        /// 1: when the choice has no CPU executor (cuSPARSE), also prepare a csr layout for the CPU
+        /// path; a Plan on the GPU sets 0, since it never takes that path (saves a copy of the
+        /// matrix)
+        cpu_fallback: Flag = 1;
+    }
+}
+
+const PARAMS: &[ParamSpec] = AutoParams::SPECS;
+const _: () = assert!(declares(PARAMS, CPU_FALLBACK_PARAM));
 
 /// How each trial candidate is timed: 3 warm-up calls, then the median of 3 samples of 5
 /// back-to-back calls (stream timing).
@@ -113,13 +106,14 @@ pub const TRIAL_BUDGET: f64 = 0.05;
 /// `docs/results/tuning-split.md`).
 pub const DEFAULT_TRIAL: usize = 3;
 
-/// How `auto` chooses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Matrix features only.
-    Model,
-    /// A short timed trial of the model's first candidates.
-    Trial,
+keywords! {
+    /// How `auto` chooses.
+    pub enum Mode {
+        /// Matrix features only.
+        Model = "model",
+        /// A short timed trial of the model's first candidates.
+        Trial = "trial",
+    }
 }
 
 /// The registry entry of `auto`.
@@ -146,58 +140,15 @@ struct Opts {
     cpu_fallback: bool,
 }
 
-fn param_err(key: &str, msg: String) -> Error {
-    Error::Param {
-        method: NAME.into(),
-        key: key.into(),
-        msg,
-    }
-}
-
 fn parse(params: &Params) -> Result<Opts> {
-    params.check_known(NAME, PARAMS)?;
-    let mode: String = params.get(NAME, PARAMS, "mode")?;
-    let mode = match mode.as_str() {
-        "model" => Mode::Model,
-        "trial" => Mode::Trial,
-        _ => return Err(param_err("mode", format!("'{mode}' is not model or trial"))),
-    };
-    let calls: f64 = params.get(NAME, PARAMS, "calls")?;
-    if calls.is_nan() || calls < 1.0 {
-        return Err(param_err("calls", format!("{calls} is below 1")));
-    }
-    let det: String = params.get(NAME, PARAMS, "deterministic")?;
-    let deterministic = match det.as_str() {
-        "0" | "off" | "false" => false,
-        "1" | "on" | "true" => true,
-        _ => return Err(param_err("deterministic", format!("'{det}' is not 0 or 1"))),
-    };
-    let k: usize = params.get(NAME, PARAMS, "k")?;
-    if !(1..=50).contains(&k) {
-        return Err(param_err("k", format!("{k} is not in 1..=50")));
-    }
-    let trial: usize = params.get(NAME, PARAMS, "trial")?;
-    if !(1..=10).contains(&trial) {
-        return Err(param_err("trial", format!("{trial} is not in 1..=10")));
-    }
-    let fallback: String = params.get(NAME, PARAMS, CPU_FALLBACK_PARAM)?;
-    let cpu_fallback = match fallback.as_str() {
-        "0" | "off" | "false" => false,
-        "1" | "on" | "true" => true,
-        _ => {
-            return Err(param_err(
-                CPU_FALLBACK_PARAM,
-                format!("'{fallback}' is not 0 or 1"),
-            ))
-        }
-    };
+    let p = AutoParams::from_params(NAME, params)?;
     Ok(Opts {
-        mode,
-        calls,
-        deterministic,
-        k,
-        trial,
-        cpu_fallback,
+        mode: p.mode,
+        calls: p.calls,
+        deterministic: p.deterministic.is_set(),
+        k: p.k,
+        trial: p.trial,
+        cpu_fallback: p.cpu_fallback.is_set(),
     })
 }
 

@@ -68,6 +68,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
+use crate::methods::params::{keywords, params, AutoOr, OnOff, Switch};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
@@ -86,78 +87,95 @@ pub(crate) const WARPS: usize = 8;
 /// Row of a padding slot in the metadata (the kernel skips it).
 pub(crate) const DUMMY_ROW: u32 = u32::MAX;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "coo_max",
-        default: "32",
-        help: "blocks with at most this many nonzeros are COO (public code: nnz < 33)",
-    },
-    ParamSpec {
-        key: "dense_min",
-        default: "240",
-        help: "blocks with at least this many nonzeros (of 256) are dense; 257 = never",
-    },
-    ParamSpec {
-        key: "format",
-        default: "on",
-        help: "per-block format selection; off = every block COO (ablation)",
-    },
-    ParamSpec {
-        key: "gather",
-        default: "auto",
-        help: "block-aware column aggregation: auto (when > gather_frac of blocks have <= gather_small nnz), on, off",
-    },
-    ParamSpec {
-        key: "gather_frac",
-        default: "0.15",
-        help: "fraction of small blocks above which gather=auto aggregates columns",
-    },
-    ParamSpec {
-        key: "gather_small",
-        default: "8",
-        help: "a block with at most this many nonzeros counts as small for gather=auto",
-    },
-    ParamSpec {
-        key: "balance",
-        default: "auto",
-        help: "LPT inter-block balancing over CTAs of 8 slots: auto (nnz >= balance_min_nnz), on, off",
-    },
-    ParamSpec {
-        key: "balance_min_nnz",
-        default: "10000",
-        help: "the nnz threshold of balance=auto: LPT balancing runs only on matrices with at least this many nonzeros (with accumulate=block; under accumulate=run balance=auto is off)",
-    },
-    ParamSpec {
-        key: "bpw",
-        default: "auto",
-        help: "sub-blocks per warp (1 = the paper: a CTA of 8 warps takes 8 blocks; k: 8k blocks, each warp loops over k with the next metadata prefetched); auto: the largest of 1, 2, 4, 8 that keeps >= 32768 warps",
-    },
-    ParamSpec {
-        key: "aggregate",
-        default: "on",
-        help: "virtual-pointer aggregation (indices and values of a block in one region); off = indices and values in two arenas (ablation)",
-    },
-    ParamSpec {
-        key: "prologue",
-        default: "auto",
-        help: "how y is scaled by beta before the atomics: kernel (a separate launch), grid (one cooperative launch: co-resident CTAs scale y, meet at a grid barrier, then take the blocks), fused (per-panel first arriver, one launch; needs accumulate=block), or auto (grid on a stream up to 150k nonzeros, else kernel)",
-    },
-    ParamSpec {
-        key: "min_ctas",
-        default: "auto",
-        help: "accumulate=run kernels: 8 = built for 8 CTAs (64 warps) per SM, at most 32 registers (a few spilled in f64); regs = the compiler's register count (40 in f64: 6 CTAs per SM); auto = 8 when the warps take 8 blocks each (bpw=auto at >= 262144 blocks), else regs",
-    },
-    ParamSpec {
-        key: "epilogue",
-        default: "auto",
-        help: "how the run kernels write y: owner (one launch, no scaling pass: a warp holding all of a panel's blocks writes y = alpha*t + beta*y, runs of a panel split over warps add into a workspace and the last to finish writes y; needs accumulate=run, aggregate=on), atomic (y scaled first by the prologue, then atomics), or auto (owner on a stream up to 150k nonzeros, where it replaces the grid prologue, else atomic)",
-    },
-    ParamSpec {
-        key: "accumulate",
-        default: "run",
-        help: "run (ours, default: a warp takes bpw consecutive blocks and adds once per run of one panel; needs prologue=kernel; balance=auto means off) or block (the paper: each block adds its 16 row sums to y; with it balance=auto balances)",
-    },
-];
+params! {
+    /// The parameters of `cb-spmv`, as given (checked one by one; [`config`] checks how they
+    /// combine).
+    struct CbSpmvParams {
+        /// blocks with at most this many nonzeros are COO (public code: nnz < 33)
+        coo_max: usize = 32, in 0..=BS * BS;
+        /// blocks with at least this many nonzeros (of 256) are dense; 257 = never
+        dense_min: usize = 240, in 1..=BS * BS + 1;
+        /// per-block format selection; off = every block COO (ablation)
+        format: OnOff = on;
+        /// block-aware column aggregation: auto (when > gather_frac of blocks have <= gather_small
+        /// nnz), on, off
+        gather: Switch = auto;
+        /// fraction of small blocks above which gather=auto aggregates columns
+        gather_frac: f64 = 0.15, in 0.0..=1.0;
+        /// a block with at most this many nonzeros counts as small for gather=auto
+        gather_small: usize = 8;
+        /// LPT inter-block balancing over CTAs of 8 slots: auto (nnz >= balance_min_nnz), on, off
+        balance: Switch = auto;
+        /// the nnz threshold of balance=auto: LPT balancing runs only on matrices with at least
+        /// this many nonzeros (with accumulate=block; under accumulate=run balance=auto is off)
+        balance_min_nnz: usize = 10000;
+        /// sub-blocks per warp (1 = the paper: a CTA of 8 warps takes 8 blocks; k: 8k blocks, each
+        /// warp loops over k with the next metadata prefetched); auto: the largest of 1, 2, 4, 8
+        /// that keeps >= 32768 warps
+        bpw: AutoOr<usize> = auto, in 1..=64;
+        /// virtual-pointer aggregation (indices and values of a block in one region); off = indices
+        /// and values in two arenas (ablation)
+        aggregate: OnOff = on;
+        /// how y is scaled by beta before the atomics: kernel (a separate launch), grid (one
+        /// cooperative launch: co-resident CTAs scale y, meet at a grid barrier, then take the
+        /// blocks), fused (per-panel first arriver, one launch; needs accumulate=block), or auto
+        /// (grid on a stream up to 150k nonzeros, else kernel)
+        prologue: Prologue = auto;
+        /// accumulate=run kernels: 8 = built for 8 CTAs (64 warps) per SM, at most 32 registers (a
+        /// few spilled in f64); regs = the compiler's register count (40 in f64: 6 CTAs per SM);
+        /// auto = 8 when the warps take 8 blocks each (bpw=auto at >= 262144 blocks), else regs
+        min_ctas: MinCtas = auto;
+        /// how the run kernels write y: owner (one launch, no scaling pass: a warp holding all of a
+        /// panel's blocks writes y = alpha*t + beta*y, runs of a panel split over warps add into a
+        /// workspace and the last to finish writes y; needs accumulate=run, aggregate=on), atomic
+        /// (y scaled first by the prologue, then atomics), or auto (owner on a stream up to 150k
+        /// nonzeros, where it replaces the grid prologue, else atomic)
+        epilogue: Epilogue = auto;
+        /// run (ours, default: a warp takes bpw consecutive blocks and adds once per run of one
+        /// panel; needs prologue=kernel; balance=auto means off) or block (the paper: each block
+        /// adds its 16 row sums to y; with it balance=auto balances)
+        accumulate: Accumulate = run;
+
+    }
+}
+
+const PARAMS: &[ParamSpec] = CbSpmvParams::SPECS;
+
+keywords! {
+    /// `prologue`: how y is scaled by beta before the atomics.
+    enum Prologue {
+        Kernel = "kernel",
+        Grid = "grid",
+        Fused = "fused",
+        Auto = "auto",
+    }
+}
+
+keywords! {
+    /// `min_ctas`: the occupancy the run kernels are built for.
+    enum MinCtas {
+        Auto = "auto",
+        Eight = "8",
+        Regs = "regs",
+    }
+}
+
+keywords! {
+    /// `epilogue`: how the run kernels write y.
+    enum Epilogue {
+        Auto = "auto",
+        Owner = "owner",
+        Atomic = "atomic",
+    }
+}
+
+keywords! {
+    /// `accumulate`: one add per block (the paper) or per run of one panel's blocks.
+    enum Accumulate {
+        Block = "block",
+        Run = "run",
+    }
+}
 
 /// Storage format of one sub-block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,14 +183,6 @@ pub(crate) enum Format {
     Coo,
     Csr,
     Dense,
-}
-
-/// A three-way switch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Auto,
-    On,
-    Off,
 }
 
 /// `epilogue=auto` takes the owner epilogue, and `prologue=auto` the one-launch grid mode, on a
@@ -187,10 +197,10 @@ pub const GRID_MAX_NNZ: usize = 150_000;
 pub(crate) struct Config {
     pub(crate) coo_max: usize,
     pub(crate) dense_min: usize,
-    gather: Mode,
+    gather: Switch,
     gather_frac: f64,
     gather_small: usize,
-    balance: Mode,
+    balance: Switch,
     balance_min_nnz: usize,
     pub(crate) aggregate: bool,
     pub(crate) fused: bool,
@@ -251,128 +261,66 @@ fn param_err(key: &str, msg: String) -> Error {
     }
 }
 
-fn mode(params: &Params, key: &str) -> Result<Mode> {
-    match params.get::<String>(NAME, PARAMS, key)?.as_str() {
-        "auto" => Ok(Mode::Auto),
-        "on" => Ok(Mode::On),
-        "off" => Ok(Mode::Off),
-        s => Err(param_err(key, format!("'{s}' is not auto, on or off"))),
-    }
-}
-
-fn on_off(params: &Params, key: &str) -> Result<bool> {
-    match params.get::<String>(NAME, PARAMS, key)?.as_str() {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        s => Err(param_err(key, format!("'{s}' is not on or off"))),
-    }
-}
-
+/// The build configuration from user parameters.
 fn config(params: &Params) -> Result<Config> {
-    params.check_known(NAME, PARAMS)?;
-    let mut coo_max: usize = params.get(NAME, PARAMS, "coo_max")?;
-    let mut dense_min: usize = params.get(NAME, PARAMS, "dense_min")?;
-    if coo_max > BS * BS {
-        return Err(param_err("coo_max", format!("{coo_max} > 256")));
-    }
-    if !(1..=BS * BS + 1).contains(&dense_min) || dense_min <= coo_max {
+    let p = CbSpmvParams::from_params(NAME, params)?;
+    if p.dense_min <= p.coo_max {
         return Err(param_err(
             "dense_min",
-            format!("{dense_min} must be in 1..=257 and above coo_max ({coo_max})"),
+            format!("{} must be above coo_max ({})", p.dense_min, p.coo_max),
         ));
     }
-    if !on_off(params, "format")? {
-        coo_max = BS * BS;
-        dense_min = BS * BS + 1;
-    }
-    let gather_frac: f64 = params.get(NAME, PARAMS, "gather_frac")?;
-    if !(0.0..=1.0).contains(&gather_frac) {
-        return Err(param_err(
-            "gather_frac",
-            format!("{gather_frac} not in [0, 1]"),
-        ));
-    }
-    let (fused, grid) = match params.get::<String>(NAME, PARAMS, "prologue")?.as_str() {
-        "fused" => (true, Some(false)),
-        "kernel" => (false, Some(false)),
-        "grid" => (false, Some(true)),
-        "auto" => (false, None),
-        s => {
-            return Err(param_err(
-                "prologue",
-                format!("'{s}' is not kernel, grid, fused or auto"),
-            ))
-        }
+    let (coo_max, dense_min) = if p.format.is_on() {
+        (p.coo_max, p.dense_min)
+    } else {
+        (BS * BS, BS * BS + 1)
     };
-    let bpw = match params.get::<String>(NAME, PARAMS, "bpw")?.as_str() {
-        "auto" => None,
-        s => match s.parse::<usize>() {
-            Ok(k @ 1..=64) => Some(k),
-            _ => return Err(param_err("bpw", format!("'{s}' is not auto or 1..=64"))),
-        },
+    let (fused, grid) = match p.prologue {
+        Prologue::Fused => (true, Some(false)),
+        Prologue::Kernel => (false, Some(false)),
+        Prologue::Grid => (false, Some(true)),
+        Prologue::Auto => (false, None),
     };
-    let run = match params.get::<String>(NAME, PARAMS, "accumulate")?.as_str() {
-        "block" => false,
-        "run" => true,
-        s => {
-            return Err(param_err(
-                "accumulate",
-                format!("'{s}' is not block or run"),
-            ))
-        }
-    };
+    let run = p.accumulate == Accumulate::Run;
     if run && fused {
         return Err(param_err(
             "accumulate",
             "accumulate=run needs prologue=kernel, grid or auto".into(),
         ));
     }
-    let occupancy8 = match params.get::<String>(NAME, PARAMS, "min_ctas")?.as_str() {
-        "auto" => None,
-        "8" => Some(true),
-        "regs" => Some(false),
-        s => {
-            return Err(param_err(
-                "min_ctas",
-                format!("'{s}' is not auto, 8 or regs"),
-            ))
-        }
-    };
-    let owner = match params.get::<String>(NAME, PARAMS, "epilogue")?.as_str() {
-        "auto" if run && on_off(params, "aggregate")? => None,
-        "auto" => Some(false),
-        "owner" if run && on_off(params, "aggregate")? => Some(true),
-        "owner" => {
+    let aggregate = p.aggregate.is_on();
+    let owner = match p.epilogue {
+        Epilogue::Auto if run && aggregate => None,
+        Epilogue::Auto | Epilogue::Atomic => Some(false),
+        Epilogue::Owner if run && aggregate => Some(true),
+        Epilogue::Owner => {
             return Err(param_err(
                 "epilogue",
                 "epilogue=owner needs accumulate=run and aggregate=on".into(),
             ))
         }
-        "atomic" => Some(false),
-        s => {
-            return Err(param_err(
-                "epilogue",
-                format!("'{s}' is not auto, owner or atomic"),
-            ))
-        }
     };
-    let mut balance = mode(params, "balance")?;
-    if run && balance == Mode::Auto {
-        balance = Mode::Off;
-    }
+    let balance = match p.balance {
+        Switch::Auto if run => Switch::Off,
+        b => b,
+    };
     Ok(Config {
         run,
-        bpw,
-        occupancy8,
+        bpw: p.bpw.value(),
+        occupancy8: match p.min_ctas {
+            MinCtas::Auto => None,
+            MinCtas::Eight => Some(true),
+            MinCtas::Regs => Some(false),
+        },
         owner,
         coo_max,
         dense_min,
-        gather: mode(params, "gather")?,
-        gather_frac,
-        gather_small: params.get(NAME, PARAMS, "gather_small")?,
+        gather: p.gather,
+        gather_frac: p.gather_frac,
+        gather_small: p.gather_small,
         balance,
-        balance_min_nnz: params.get(NAME, PARAMS, "balance_min_nnz")?,
-        aggregate: on_off(params, "aggregate")?,
+        balance_min_nnz: p.balance_min_nnz,
+        aggregate,
         fused,
         grid,
     })
@@ -614,11 +562,7 @@ impl<T: Scalar> CbLayout<T> {
         } else {
             small as f64 / nat_blocks as f64
         };
-        let gathered = match cfg.gather {
-            Mode::On => true,
-            Mode::Off => false,
-            Mode::Auto => small_frac > cfg.gather_frac && nnz >= 10,
-        };
+        let gathered = cfg.gather.is_on(small_frac > cfg.gather_frac && nnz >= 10);
         stages.push(("tile (16x16 sort)", t0.elapsed()));
 
         // Stage 2 (gathered only): per-panel distinct columns, re-tiling on their ranks.
@@ -769,11 +713,7 @@ impl<T: Scalar> CbLayout<T> {
         let ctas = nb_all.div_ceil(per_cta);
         let natural_loads: Vec<u64> = weights.chunks(per_cta).map(|c| c.iter().sum()).collect();
         let std_before = std_dev(&natural_loads);
-        let balanced = match cfg.balance {
-            Mode::On => true,
-            Mode::Off => false,
-            Mode::Auto => nnz >= cfg.balance_min_nnz,
-        };
+        let balanced = cfg.balance.is_on(nnz >= cfg.balance_min_nnz);
         let (slots, std_after) = if balanced {
             let (slots, loads) = lpt_assign(&weights, per_cta);
             (slots, std_dev(&loads))

@@ -1,18 +1,10 @@
-//! Parameter checks shared by method rooms. The block-size check keeps a launch within what the
+//! Parameter checks shared by method rooms. The block-size range keeps a launch within what the
 //! `gpu/prelude.cu` helpers assume: whole warps (`warp_reduce_sum` and `warp_reduce_sum_width`
 //! shuffle over a full mask; `cta_gather_sum` wants `blockDim.x` a multiple of 32) and at most
 //! 32 warps (`cta_gather_sum`'s `wsum` holds 32 warp sums; 1024 is also CUDA's limit).
 
-use crate::error::{Error, Result};
+use crate::methods::params::{multiple_of, MultipleOf};
 
-/// Checks a block size: a positive multiple of 32, at most 1024.
-pub(crate) fn check_threads(method: &str, threads: u32) -> Result<()> {
-    if threads == 0 || threads % 32 != 0 || threads > 1024 {
-        return Err(Error::Param {
-            method: method.into(),
-            key: "threads".into(),
-            msg: format!("{threads} is not a multiple of 32 in 32..=1024"),
-        });
-    }
-    Ok(())
-}
+/// The block sizes a launch may take, as a parameter range: a positive multiple of 32, at most
+/// 1024 (`threads: u32 = 256, in THREADS;` in a room's parameter declaration).
+pub(crate) const THREADS: MultipleOf<u32> = multiple_of(32, 32..=1024);

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::{Csc, Csr};
-use crate::methods::common::checks::check_threads;
+use crate::methods::common::checks::THREADS;
+use crate::methods::params::params;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
@@ -28,11 +29,16 @@ pub const KERNEL: KernelSource = KernelSource {
 
 const NAME: &str = "csc";
 
-const PARAMS: &[ParamSpec] = &[ParamSpec {
-    key: "threads",
-    default: "256",
-    help: "threads per block of the atomic kernel (a multiple of 32, at most 1024); one warp per column",
-}];
+params! {
+    /// The parameters of `csc`.
+    struct CscParams {
+        /// threads per block of the atomic kernel (a multiple of 32, at most 1024); one warp per
+        /// column
+        threads: u32 = 256, in THREADS;
+    }
+}
+
+const PARAMS: &[ParamSpec] = CscParams::SPECS;
 
 /// The registry entry of `csc`.
 pub struct CscAtomic;
@@ -51,8 +57,7 @@ impl GenericMethod for CscAtomic {
     }
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        let threads: u32 = params.get(NAME, PARAMS, "threads")?;
-        check_threads(NAME, threads)?;
+        let threads = CscParams::from_params(NAME, params)?.threads;
         let t0 = Instant::now();
         let a = csr.to_csc();
         Ok(Box::new(CscLayout {

@@ -38,9 +38,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
+use crate::methods::params::{keywords, one_of, params, AutoOr};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
@@ -61,25 +62,21 @@ pub(crate) const SEG_BITS: u32 = 5;
 /// Most significant bit of `tile_ptr`: the tile spans empty rows.
 pub(crate) const EMPTY_FLAG: u32 = 1 << 31;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "sigma",
-        default: "auto",
-        help: "entries per lane of a tile (σ, 1..=32); auto: by mean nnz per row r, \
-               r<=4 -> 4, r<=32 -> r, r<=256 -> 32, else 6",
-    },
-    ParamSpec {
-        key: "prep",
-        default: "gpu",
-        help: "who builds the transposed tiles and descriptors at upload: gpu (the \
-               csr5_generate kernel, as the original) or host",
-    },
-    ParamSpec {
-        key: "verify",
-        default: "0",
-        help: "1: after csr5_generate, download its arrays and compare with the host build",
-    },
-];
+params! {
+    /// The parameters of `csr5`.
+    struct Csr5Params {
+        /// entries per lane of a tile (σ, 1..=32); auto: by mean nnz per row r, r<=4 -> 4, r<=32 ->
+        /// r, r<=256 -> 32, else 6
+        sigma: AutoOr<usize> = auto, in 1..=32;
+        /// who builds the transposed tiles and descriptors at upload: gpu (the csr5_generate
+        /// kernel, as the original) or host
+        prep: Prep = gpu;
+        /// 1: after csr5_generate, download its arrays and compare with the host build
+        verify: u8 = 0, in one_of([0, 1]);
+    }
+}
+
+const PARAMS: &[ParamSpec] = Csr5Params::SPECS;
 
 /// The registry entry of `csr5`.
 pub struct Csr5;
@@ -102,42 +99,12 @@ impl GenericMethod for Csr5 {
     }
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        params.check_known(NAME, PARAMS)?;
-        let sigma = match params.get::<String>(NAME, PARAMS, "sigma")?.as_str() {
-            "auto" => auto_sigma(csr.nnz(), csr.nrows()),
-            s => match s.parse::<usize>() {
-                Ok(v @ 1..=32) => v,
-                _ => {
-                    return Err(Error::Param {
-                        method: NAME.into(),
-                        key: "sigma".into(),
-                        msg: format!("'{s}' is not auto or 1..=32"),
-                    })
-                }
-            },
-        };
-        let prep = match params.get::<String>(NAME, PARAMS, "prep")?.as_str() {
-            "gpu" => Prep::Gpu,
-            "host" => Prep::Host,
-            s => {
-                return Err(Error::Param {
-                    method: NAME.into(),
-                    key: "prep".into(),
-                    msg: format!("'{s}' is not gpu or host"),
-                })
-            }
-        };
-        let verify = match params.get::<u8>(NAME, PARAMS, "verify")? {
-            0 => false,
-            1 => true,
-            v => {
-                return Err(Error::Param {
-                    method: NAME.into(),
-                    key: "verify".into(),
-                    msg: format!("{v} is not 0 or 1"),
-                })
-            }
-        };
+        let p = Csr5Params::from_params(NAME, params)?;
+        let sigma = p
+            .sigma
+            .value()
+            .unwrap_or_else(|| auto_sigma(csr.nnz(), csr.nrows()));
+        let (prep, verify) = (p.prep, p.verify == 1);
         Ok(Box::new(Csr5Layout::build_with(csr, sigma, prep, verify)))
     }
 }
@@ -161,14 +128,15 @@ fn bits_for(v: usize) -> u32 {
     usize::BITS - v.leading_zeros()
 }
 
-/// How `upload` produces the O(nnz) part of the layout (transposed tiles, descriptors, empty
-/// offsets).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Prep {
-    /// By the `csr5_generate` kernel, as the original does.
-    Gpu,
-    /// Uploaded from the host build (the CPU mirror's arrays).
-    Host,
+keywords! {
+    /// How `upload` produces the O(nnz) part of the layout (transposed tiles, descriptors, empty
+    /// offsets).
+    pub(crate) enum Prep {
+        /// By the `csr5_generate` kernel, as the original does.
+        Gpu = "gpu",
+        /// Uploaded from the host build (the CPU mirror's arrays).
+        Host = "host",
+    }
 }
 
 /// The O(nnz) arrays of the layout (built on the host only for the CPU mirror, `prep=host` and

@@ -16,10 +16,11 @@
 mod cpu;
 mod gpu;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
-use crate::methods::common::checks::check_threads;
+use crate::methods::common::checks::THREADS;
+use crate::methods::params::{one_of, params, AutoOr};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
@@ -31,25 +32,21 @@ pub const KERNEL: KernelSource = KernelSource {
 
 const NAME: &str = "csr-light";
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "vector",
-        default: "auto",
-        help: "lanes per row: auto (LightSpMV rule on the mean row length: <=2 -> 2, <=4 -> 4, \
-               <=64 -> 8, else 32) or 2, 4, 8, 16, 32",
-    },
-    ParamSpec {
-        key: "grab",
-        default: "auto",
-        help: "warp iterations (of 32/vector rows) taken per atomicAdd on the row counter: 1 is \
-               the paper's scheme; auto keeps about 2^16 atomics per call (at most 16); 1..=64",
-    },
-    ParamSpec {
-        key: "threads",
-        default: "256",
-        help: "threads per block (a multiple of 32, at most 1024)",
-    },
-];
+params! {
+    /// The parameters of `csr-light`.
+    struct CsrLightParams {
+        /// lanes per row: auto (LightSpMV rule on the mean row length: <=2 -> 2, <=4 -> 4, <=64 ->
+        /// 8, else 32) or 2, 4, 8, 16, 32
+        vector: AutoOr<u32> = auto, in one_of([2, 4, 8, 16, 32]);
+        /// warp iterations (of 32/vector rows) taken per atomicAdd on the row counter: 1 is the
+        /// paper's scheme; auto keeps about 2^16 atomics per call (at most 16); 1..=64
+        grab: AutoOr<u32> = auto, in 1..=MAX_GRAB;
+        /// threads per block (a multiple of 32, at most 1024)
+        threads: u32 = 256, in THREADS;
+    }
+}
+
+const PARAMS: &[ParamSpec] = CsrLightParams::SPECS;
 
 /// Largest accepted `grab`.
 const MAX_GRAB: u32 = 64;
@@ -71,47 +68,22 @@ impl GenericMethod for CsrLight {
     }
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        let threads: u32 = params.get(NAME, PARAMS, "threads")?;
-        check_threads(NAME, threads)?;
-        let vector = match params.get::<String>(NAME, PARAMS, "vector")?.as_str() {
-            "auto" => auto_vector(csr.nnz(), csr.nrows()),
-            s => match s.parse::<u32>() {
-                Ok(v @ (2 | 4 | 8 | 16 | 32)) => v,
-                _ => {
-                    return Err(param_err(
-                        "vector",
-                        format!("'{s}' is not auto, 2, 4, 8, 16 or 32"),
-                    ))
-                }
-            },
-        };
-        let rows_per_iter = 32 / vector;
-        let grab = match params.get::<String>(NAME, PARAMS, "grab")?.as_str() {
-            "auto" => auto_grab(csr.nrows(), rows_per_iter),
-            s => match s.parse::<u32>() {
-                Ok(g @ 1..=MAX_GRAB) => g,
-                _ => {
-                    return Err(param_err(
-                        "grab",
-                        format!("'{s}' is not auto or 1..={MAX_GRAB}"),
-                    ))
-                }
-            },
-        };
+        let p = CsrLightParams::from_params(NAME, params)?;
+        let vector = p
+            .vector
+            .value()
+            .unwrap_or_else(|| auto_vector(csr.nnz(), csr.nrows()));
+        let grab = p
+            .grab
+            .value()
+            .unwrap_or_else(|| auto_grab(csr.nrows(), 32 / vector));
+        let threads = p.threads;
         Ok(Box::new(CsrLightLayout {
             a: csr.clone(),
             vector,
             grab,
             threads,
         }))
-    }
-}
-
-fn param_err(key: &str, msg: String) -> Error {
-    Error::Param {
-        method: NAME.into(),
-        key: key.into(),
-        msg,
     }
 }
 

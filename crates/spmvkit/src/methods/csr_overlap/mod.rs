@@ -50,6 +50,7 @@
 mod cpu;
 mod gpu;
 
+use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -57,7 +58,8 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
-use crate::methods::common::checks::check_threads;
+use crate::methods::common::checks::THREADS;
+use crate::methods::params::{concat_specs, one_of, params, AutoOr, ParamRange, ParamValue};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
@@ -82,70 +84,74 @@ pub const MEASURED_SWITCH_POINTS: [u32; 5] = [32, 64, 128, 257, 257];
 /// warp sums used for long rows.
 const MAX_DYNAMIC_SMEM: usize = 48 * 1024 - 32 * 8;
 
-const P_MAX_BATCH: ParamSpec = ParamSpec {
-    key: "max_batch_size",
-    default: "1024",
-    help: "most nonzeros in a batch (§4.1.1); longer rows are extra-long. The paper gives no \
-           number beyond 'larger than 1024' (§4.1.1); 1024 keeps S within 48 KiB in f64",
-};
-const P_THREADS: ParamSpec = ParamSpec {
-    key: "threads",
-    default: "128",
-    help: "threads per CTA, T (§4.1.2: the CUDA cores of one SM, 128 on the A40 and on Hopper); \
-           a multiple of 32, at most 1024",
-};
-const P_CTAS: ParamSpec = ParamSpec {
-    key: "ctas_per_sm",
-    default: "8",
-    help: "B = ctas_per_sm x SM count CTAs share the batches (§4.1.2: 'an integer multiple of \
-           the number of SMs'; the multiple is ours), 1..=64",
-};
-const P_SWITCH: ParamSpec = ParamSpec {
-    key: "switch_points",
-    default: "32,64,128,257,257",
-    help: "five non-decreasing mean row lengths where the vector size goes 1->2->4->8->16->32; \
-           default re-measured on an H200 by §5.2's protocol (docs/results/\
-           overlap-switch-points.md; 8 lanes were best up to 256, so 16 and 32 start past the \
-           grid); the paper's Table 2 (A40) is 17,34,64,122,216",
-};
-const P_VECTOR: ParamSpec = ParamSpec {
-    key: "vector",
-    default: "auto",
-    help: "lanes per row: auto (by switch_points, per batch) or 1, 2, 4, 8, 16, 32 for every \
-           batch (§5.2's forced sizes)",
-};
-const P_STREAMS: ParamSpec = ParamSpec {
-    key: "stream_num",
-    default: "2",
-    help: "big batches, one stream each (§5.4 uses 2), 1..=16",
-};
+params! {
+    /// The parameters of `csr-overlap` (and the first ones of `csr-full-overlap`), as given
+    /// ([`Config`] adds the shared-memory limit of the precision).
+    struct OverlapParams {
+        /// most nonzeros in a batch (§4.1.1); longer rows are extra-long. The paper gives no number
+        /// beyond 'larger than 1024' (§4.1.1); 1024 keeps S within 48 KiB in f64
+        max_batch_size: u32 = 1024, in 1..=1 << 20;
+        /// threads per CTA, T (§4.1.2: the CUDA cores of one SM, 128 on the A40 and on Hopper); a
+        /// multiple of 32, at most 1024
+        threads: u32 = 128, in THREADS;
+        /// B = ctas_per_sm x SM count CTAs share the batches (§4.1.2: 'an integer multiple of the
+        /// number of SMs'; the multiple is ours), 1..=64
+        ctas_per_sm: u32 = 8, in 1..=64;
+        /// five non-decreasing mean row lengths where the vector size goes 1->2->4->8->16->32;
+        /// default re-measured on an H200 by §5.2's protocol
+        /// (docs/results/overlap-switch-points.md; 8 lanes were best up to 256, so 16 and 32 start
+        /// past the grid); the paper's Table 2 (A40) is 17,34,64,122,216
+        switch_points: SwitchPoints = "32,64,128,257,257";
+        /// lanes per row: auto (by switch_points, per batch) or 1, 2, 4, 8, 16, 32 for every batch
+        /// (§5.2's forced sizes)
+        vector: AutoOr<u32> = auto, in one_of([1, 2, 4, 8, 16, 32]);
+        /// nonzeros per CTA on an extra-long row: N >= 256 (default 4096, our extension for
+        /// power-law rows) cuts a long row into CTAs of N nonzeros, the last to finish adds their
+        /// partial sums in a fixed order (deterministic); 0 = the paper's one CTA per row (Alg. 9)
+        long_chunk: u32 = 4096, in ZeroOrFrom(256);
+    }
+}
 
-const P_LONG_CHUNK: ParamSpec = ParamSpec {
-    key: "long_chunk",
-    default: "4096",
-    help: "nonzeros per CTA on an extra-long row: N >= 256 (default 4096, our extension for \
-           power-law rows) cuts a long row into CTAs of N nonzeros, the last to finish adds \
-           their partial sums in a fixed order (deterministic); 0 = the paper's one CTA per \
-           row (Alg. 9)",
-};
+params! {
+    /// The parameter `csr-full-overlap` takes beyond [`OverlapParams`].
+    struct FullParams {
+        /// big batches, one stream each (§5.4 uses 2), 1..=16
+        stream_num: usize = 2, in 1..=16;
+    }
+}
 
-const PARAMS: &[ParamSpec] = &[
-    P_MAX_BATCH,
-    P_THREADS,
-    P_CTAS,
-    P_SWITCH,
-    P_VECTOR,
-    P_LONG_CHUNK,
-];
-const PARAMS_FULL: &[ParamSpec] = &[
-    P_MAX_BATCH,
-    P_THREADS,
-    P_CTAS,
-    P_SWITCH,
-    P_VECTOR,
-    P_LONG_CHUNK,
-    P_STREAMS,
-];
+const PARAMS: &[ParamSpec] = OverlapParams::SPECS;
+const FULL_SPECS: [ParamSpec; 7] = concat_specs(OverlapParams::SPEC_ARRAY, FullParams::SPEC_ARRAY);
+const PARAMS_FULL: &[ParamSpec] = &FULL_SPECS;
+
+/// `switch_points`: five non-decreasing mean row lengths ([`parse_switch_points`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct SwitchPoints([u32; 5]);
+
+impl ParamValue for SwitchPoints {
+    type Num = Infallible;
+    fn parse_param(s: &str) -> Option<Self> {
+        parse_switch_points(s).ok().map(SwitchPoints)
+    }
+    fn number(&self) -> Option<Infallible> {
+        None
+    }
+    fn allowed<R: ParamRange<Infallible>>(_: &R) -> String {
+        "five non-decreasing comma-separated integers".into()
+    }
+}
+
+/// 0, or `n` and above (`long_chunk`).
+struct ZeroOrFrom(u32);
+
+impl ParamRange<u32> for ZeroOrFrom {
+    fn admits(&self, n: u32) -> bool {
+        n == 0 || n >= self.0
+    }
+    fn phrase(&self, noun: &str) -> String {
+        format!("0 or {noun} of at least {}", self.0)
+    }
+}
 
 /// The registry entry of `csr-overlap` (CSR-Partial-Overlap).
 pub struct CsrOverlap;
@@ -191,14 +197,7 @@ impl GenericMethod for CsrFullOverlap {
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let cfg = Config::parse::<T>(NAME_FULL, PARAMS_FULL, params)?;
-        let streams: usize = params.get(NAME_FULL, PARAMS_FULL, "stream_num")?;
-        if !(1..=16).contains(&streams) {
-            return Err(param_err(
-                NAME_FULL,
-                "stream_num",
-                format!("{streams} is not in 1..=16"),
-            ));
-        }
+        let streams = FullParams::from_params_in(NAME_FULL, PARAMS_FULL, params)?.stream_num;
         Ok(Box::new(OverlapLayout::build(csr, cfg, Some(streams))))
     }
 }
@@ -226,67 +225,27 @@ pub struct Config {
 
 impl Config {
     fn parse<T: Scalar>(name: &str, specs: &[ParamSpec], p: &Params) -> Result<Config> {
-        let max_batch_size: u32 = p.get(name, specs, "max_batch_size")?;
-        if max_batch_size == 0 || max_batch_size > (1 << 20) {
-            return Err(param_err(
-                name,
-                "max_batch_size",
-                format!("{max_batch_size} is not in 1..=2^20"),
-            ));
-        }
-        let smem = smem_bytes::<T>(max_batch_size);
+        let o = OverlapParams::from_params_in(name, specs, p)?;
+        let smem = smem_bytes::<T>(o.max_batch_size);
         if smem > MAX_DYNAMIC_SMEM {
             return Err(param_err(
                 name,
                 "max_batch_size",
                 format!(
-                    "{max_batch_size} needs {smem} bytes of shared memory in {}, more than \
+                    "{} needs {smem} bytes of shared memory in {}, more than \
                      {MAX_DYNAMIC_SMEM}",
+                    o.max_batch_size,
                     T::PRECISION
                 ),
             ));
         }
-        let threads: u32 = p.get(name, specs, "threads")?;
-        check_threads(name, threads)?;
-        let ctas_per_sm: u32 = p.get(name, specs, "ctas_per_sm")?;
-        if !(1..=64).contains(&ctas_per_sm) {
-            return Err(param_err(
-                name,
-                "ctas_per_sm",
-                format!("{ctas_per_sm} is not in 1..=64"),
-            ));
-        }
-        let raw: String = p.get(name, specs, "switch_points")?;
-        let switch_points = parse_switch_points(&raw)
-            .map_err(|msg| param_err(name, "switch_points", format!("'{raw}': {msg}")))?;
-        let forced_vlog = match p.get::<String>(name, specs, "vector")?.as_str() {
-            "auto" => None,
-            s => match s.parse::<u32>() {
-                Ok(v @ (1 | 2 | 4 | 8 | 16 | 32)) => Some(v.trailing_zeros() as u8),
-                _ => {
-                    return Err(param_err(
-                        name,
-                        "vector",
-                        format!("'{s}' is not auto, 1, 2, 4, 8, 16 or 32"),
-                    ))
-                }
-            },
-        };
-        let long_chunk: u32 = p.get(name, specs, "long_chunk")?;
-        if long_chunk != 0 && long_chunk < 256 {
-            return Err(param_err(
-                name,
-                "long_chunk",
-                format!("{long_chunk} is neither 0 nor at least 256"),
-            ));
-        }
         Ok(Config {
-            max_batch_size,
-            threads,
-            ctas_per_sm,
-            switch_points,
-            forced_vlog,
-            long_chunk,
+            max_batch_size: o.max_batch_size,
+            threads: o.threads,
+            ctas_per_sm: o.ctas_per_sm,
+            switch_points: o.switch_points.0,
+            forced_vlog: o.vector.value().map(|v| v.trailing_zeros() as u8),
+            long_chunk: o.long_chunk,
         })
     }
 }

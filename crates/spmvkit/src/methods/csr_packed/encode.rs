@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::{interleaved, PackedLayout, GROUP, MAX_SHORT, NAME, PARAMS, SKIP, WARP};
+use super::{interleaved, PackedLayout, PackedParams, GROUP, MAX_SHORT, NAME, SKIP, WARP};
 use crate::error::{Error, Result};
 use crate::matrix::{Csr, Pattern};
+use crate::methods::params::{keywords, Switch};
 use crate::methods::Params;
 use crate::scalar::{Idx, Scalar};
 
@@ -99,18 +100,13 @@ impl ValueCodes {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Sort {
-    On,
-    Off,
-    Auto,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ValuesMode {
-    Auto,
-    Dict,
-    Raw,
+keywords! {
+    /// `values`: how the layout stores its values.
+    pub(crate) enum ValuesMode {
+        Auto = "auto",
+        Dict = "dict",
+        Raw = "raw",
+    }
 }
 
 /// The build parameters.
@@ -118,7 +114,7 @@ pub(crate) enum ValuesMode {
 pub(crate) struct Config {
     /// Rows longer than this take the block-per-row path.
     pub long: usize,
-    pub sort: Sort,
+    pub sort: Switch,
     pub window: usize,
     pub values: ValuesMode,
     pub prefetch: bool,
@@ -127,68 +123,19 @@ pub(crate) struct Config {
 impl Config {
     /// The parameters, `long=auto` resolved from the matrix's mean row length.
     pub(crate) fn from_params<T: Scalar>(params: &Params, a: &Csr<T>) -> Result<Config> {
-        params.check_known(NAME, PARAMS)?;
-        let bad = |key: &str, msg: String| Error::Param {
-            method: NAME.into(),
-            key: key.into(),
-            msg,
-        };
-        let long_s: String = params.get(NAME, PARAMS, "long")?;
-        let long = if long_s == "auto" {
+        let p = PackedParams::from_params(NAME, params)?;
+        let long = p.long.value().unwrap_or_else(|| {
             let mean = a.nnz() as f64 / a.nrows().max(1) as f64;
             ((8.0 * mean).ceil() as usize).clamp(128, MAX_SHORT)
-        } else {
-            let v: usize = long_s
-                .parse()
-                .map_err(|e| bad("long", format!("bad value '{long_s}': {e}")))?;
-            if !(8..=MAX_SHORT).contains(&v) {
-                return Err(bad(
-                    "long",
-                    format!("{v} is out of range; rows of 8..={MAX_SHORT} entries fit a slice"),
-                ));
-            }
-            v
-        };
-        let sort = match keyword(params, "sort", &["on", "off", "auto"])? {
-            "on" => Sort::On,
-            "off" => Sort::Off,
-            _ => Sort::Auto,
-        };
-        let window: usize = params.get(NAME, PARAMS, "window")?;
-        if !(32..=65536).contains(&window) || window % WARP != 0 {
-            return Err(bad(
-                "window",
-                format!("{window}: expected a multiple of 32 in 32..=65536"),
-            ));
-        }
-        let values = match keyword(params, "values", &["auto", "dict", "raw"])? {
-            "dict" => ValuesMode::Dict,
-            "raw" => ValuesMode::Raw,
-            _ => ValuesMode::Auto,
-        };
-        let prefetch = keyword(params, "prefetch", &["on", "off"])? == "on";
+        });
         Ok(Config {
             long,
-            sort,
-            window,
-            values,
-            prefetch,
+            sort: p.sort,
+            window: p.window,
+            values: p.values,
+            prefetch: p.prefetch.is_on(),
         })
     }
-}
-
-/// The value of keyword parameter `key`, one of `allowed` (an error naming the key otherwise).
-fn keyword(params: &Params, key: &str, allowed: &[&'static str]) -> Result<&'static str> {
-    let v: String = params.get(NAME, PARAMS, key)?;
-    allowed
-        .iter()
-        .copied()
-        .find(|a| *a == v)
-        .ok_or_else(|| Error::Param {
-            method: NAME.into(),
-            key: key.into(),
-            msg: format!("'{v}': expected {}", allowed.join(", ")),
-        })
 }
 
 /// What the build found, for the notes.
@@ -494,9 +441,9 @@ fn choose_order<T: Scalar>(
         sorted: Some(order),
     };
     match cfg.sort {
-        Sort::Off => identity(),
-        Sort::On => by_length(sorted()),
-        Sort::Auto => {
+        Switch::Off => identity(),
+        Switch::On => by_length(sorted()),
+        Switch::Auto => {
             let order = sorted();
             let g_id = slice_groups((0..n).into_par_iter().map(short_len));
             let g_sorted = slice_groups(order.par_iter().map(|&r| len(r as usize)));

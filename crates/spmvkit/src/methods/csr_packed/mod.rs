@@ -39,8 +39,10 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::{Csr, Pattern};
+use crate::methods::params::{multiple_of, params, AutoOr, OnOff, Switch};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
+use encode::ValuesMode;
 
 pub(crate) use encode::ValueCodes;
 
@@ -77,40 +79,30 @@ pub(crate) fn interleaved(per_lane: usize, item_bytes: usize, l: usize, j: usize
     (j / u) * (WARP * u) + l * u + j % u
 }
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "long",
-        default: "auto",
-        help: "rows longer than this go to the block-per-row path (8..=248); auto: 8 × the mean \
-               row length, at least 128, at most 248",
-    },
-    ParamSpec {
-        key: "sort",
-        default: "off",
-        help: "sort rows by length inside windows of `window` rows: on, off, or auto (when the \
-               padding it saves outweighs the 4-byte row map it needs). Off by default: \
-               sorting slowed rgg and delaunay graphs (a warp's rows then gather x from places \
-               up to a window apart) more than the padding it saved (docs/methods/csr-packed.md)",
-    },
-    ParamSpec {
-        key: "window",
-        default: "256",
-        help: "rows per sorting window (a multiple of 32, 32..=65536)",
-    },
-    ParamSpec {
-        key: "prefetch",
-        default: "on",
-        help: "on: each warp loads the next slice's metadata and first codes while it gathers x \
-               for the current one (more loads in flight, more registers); off: one slice at a \
-               time",
-    },
-    ParamSpec {
-        key: "values",
-        default: "auto",
-        help: "auto (a dictionary when at most 65536 distinct values occur, else raw), dict \
-               (refuse a matrix with more), or raw",
-    },
-];
+params! {
+    /// The parameters of `csr-packed`, as given ([`encode::Config`] resolves `long=auto`).
+    struct PackedParams {
+        /// rows longer than this go to the block-per-row path (8..=248); auto: 8 × the mean row
+        /// length, at least 128, at most 248
+        long: AutoOr<usize> = auto, in 8..=MAX_SHORT;
+        /// sort rows by length inside windows of `window` rows: on, off, or auto (when the padding
+        /// it saves outweighs the 4-byte row map it needs). Off by default: sorting slowed rgg and
+        /// delaunay graphs (a warp's rows then gather x from places up to a window apart) more than
+        /// the padding it saved (docs/methods/csr-packed.md)
+        sort: Switch = off;
+        /// rows per sorting window (a multiple of 32, 32..=65536)
+        window: usize = 256, in multiple_of(WARP, WARP..=65536);
+        /// on: each warp loads the next slice's metadata and first codes while it gathers x for the
+        /// current one (more loads in flight, more registers); off: one slice at a time
+        prefetch: OnOff = on;
+        /// auto (a dictionary when at most 65536 distinct values occur, else raw), dict (refuse a
+        /// matrix with more), or raw
+        values: ValuesMode = auto;
+
+    }
+}
+
+const PARAMS: &[ParamSpec] = PackedParams::SPECS;
 
 /// The registry entry of `csr-packed`.
 pub struct CsrPacked;

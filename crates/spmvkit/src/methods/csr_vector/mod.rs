@@ -13,7 +13,8 @@ mod gpu;
 use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
-use crate::methods::common::checks::check_threads;
+use crate::methods::common::checks::THREADS;
+use crate::methods::params::params;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
@@ -25,11 +26,15 @@ pub const KERNEL: KernelSource = KernelSource {
 
 const NAME: &str = "csr-vector";
 
-const PARAMS: &[ParamSpec] = &[ParamSpec {
-    key: "threads",
-    default: "256",
-    help: "threads per block (a multiple of 32, at most 1024); one warp per row",
-}];
+params! {
+    /// The parameters of `csr-vector`.
+    struct CsrVectorParams {
+        /// threads per block (a multiple of 32, at most 1024); one warp per row
+        threads: u32 = 256, in THREADS;
+    }
+}
+
+const PARAMS: &[ParamSpec] = CsrVectorParams::SPECS;
 
 /// The registry entry of `csr-vector`.
 pub struct CsrVector;
@@ -48,8 +53,7 @@ impl GenericMethod for CsrVector {
     }
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        let threads: u32 = params.get(NAME, PARAMS, "threads")?;
-        check_threads(NAME, threads)?;
+        let threads = CsrVectorParams::from_params(NAME, params)?.threads;
         Ok(Box::new(CsrVectorLayout {
             a: csr.clone(),
             threads,

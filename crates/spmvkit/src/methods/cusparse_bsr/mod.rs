@@ -32,16 +32,21 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::matrix::Csr;
+use crate::methods::params::params;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
 const NAME: &str = "cusparse-bsr";
 
-const PARAMS: &[ParamSpec] = &[ParamSpec {
-    key: "block",
-    default: "4",
-    help: "BSR block size b (2..=32; cuSPARSE bsrmv needs b > 1)",
-}];
+params! {
+    /// The parameters of `cusparse-bsr`.
+    struct BsrParams {
+        /// BSR block size b (2..=32; cuSPARSE bsrmv needs b > 1)
+        block: usize = 4, in 2..=32;
+    }
+}
+
+const PARAMS: &[ParamSpec] = BsrParams::SPECS;
 
 /// The registry entry of `cusparse-bsr`.
 pub struct CusparseBsr;
@@ -63,15 +68,7 @@ impl GenericMethod for CusparseBsr {
     }
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        params.check_known(NAME, PARAMS)?;
-        let b: usize = params.get(NAME, PARAMS, "block")?;
-        if !(2..=32).contains(&b) {
-            return Err(Error::Param {
-                method: NAME.into(),
-                key: "block".into(),
-                msg: format!("{b} is not in 2..=32"),
-            });
-        }
+        let b = BsrParams::from_params(NAME, params)?.block;
         Ok(Box::new(BsrLayout::build(csr, b)?))
     }
 }

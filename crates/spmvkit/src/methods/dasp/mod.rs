@@ -37,9 +37,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
+use crate::methods::params::{multiple_of, params};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
@@ -51,28 +52,21 @@ pub const KERNEL: KernelSource = KernelSource {
 
 const NAME: &str = "dasp";
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "long",
-        default: "256",
-        help: "rows with at least this many nonzeros are long; > 4",
-    },
-    ParamSpec {
-        key: "long_chunk",
-        default: "64",
-        help: "nonzeros of a long row per warp (a multiple of 32, 32..=65536)",
-    },
-    ParamSpec {
-        key: "threshold",
-        default: "0.75",
-        help: "a row-block slab of 8x4 stays an MMA tile while at least this fraction is filled",
-    },
-    ParamSpec {
-        key: "short_tiles_per_warp",
-        default: "4",
-        help: "8x4 tiles of short rows per warp (1..=64)",
-    },
-];
+params! {
+    /// The parameters of `dasp`.
+    struct DaspParams {
+        /// rows with at least this many nonzeros are long; > 4
+        long: usize = 256, in 5..;
+        /// nonzeros of a long row per warp (a multiple of 32, 32..=65536)
+        long_chunk: usize = 64, in multiple_of(32, 32..=65536);
+        /// a row-block slab of 8x4 stays an MMA tile while at least this fraction is filled
+        threshold: f64 = 0.75, in 0.0..=1.0;
+        /// 8x4 tiles of short rows per warp (1..=64)
+        short_tiles_per_warp: usize = 4, in 1..=64;
+    }
+}
+
+const PARAMS: &[ParamSpec] = DaspParams::SPECS;
 
 /// No row (padding in `i32` row arrays).
 pub(crate) const NONE: i32 = -1;
@@ -96,28 +90,9 @@ impl GenericMethod for Dasp {
     }
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        params.check_known(NAME, PARAMS)?;
-        let long: usize = params.get(NAME, PARAMS, "long")?;
-        let threshold: f64 = params.get(NAME, PARAMS, "threshold")?;
-        let spw: usize = params.get(NAME, PARAMS, "short_tiles_per_warp")?;
-        let chunk: usize = params.get(NAME, PARAMS, "long_chunk")?;
-        let err = |key: &str, msg: &str| Error::Param {
-            method: NAME.into(),
-            key: key.into(),
-            msg: msg.into(),
-        };
-        if long <= 4 {
-            return Err(err("long", "must be > 4"));
-        }
-        if !(0.0..=1.0).contains(&threshold) {
-            return Err(err("threshold", "must be in [0, 1]"));
-        }
-        if chunk % 32 != 0 || !(32..=65536).contains(&chunk) {
-            return Err(err("long_chunk", "must be a multiple of 32 in 32..=65536"));
-        }
-        if !(1..=64).contains(&spw) {
-            return Err(err("short_tiles_per_warp", "must be in 1..=64"));
-        }
+        let p = DaspParams::from_params(NAME, params)?;
+        let (long, chunk, threshold, spw) =
+            (p.long, p.long_chunk, p.threshold, p.short_tiles_per_warp);
         Ok(Box::new(DaspLayout::build(
             csr, long, chunk, threshold, spw,
         )))

@@ -83,7 +83,8 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
-use crate::methods::common::checks::check_threads;
+use crate::methods::common::checks::THREADS;
+use crate::methods::params::{keywords, params, AutoOr, Or};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
@@ -103,63 +104,80 @@ pub const FMT_ONE_ROW: u8 = 1;
 /// Block format: segmented sum, one atomicAdd per run of equal rows.
 pub const FMT_SEGMENT: u8 = 2;
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "height",
-        default: "1",
-        help: "block height limit: 1 (the paper's best, Table I), 2, 4, 8, 16, 32 (any positive integer) or unlimited",
-    },
-    ParamSpec {
-        key: "warp",
-        default: "32",
-        help: "block length in columns (the warp, 1..=32; Fig. 6 uses 4); lanes beyond it idle",
-    },
-    ParamSpec {
-        key: "permute_x",
-        default: "auto",
-        help: "gather: a prologue writes x_sorted[j'] = x[perm[j']] and blocks load it coalesced; kernel: blocks read x[perm[j']] directly; auto: kernel when x and perm fit in 8 MiB or the sorted order keeps most columns in place, else gather",
-    },
-    ParamSpec {
-        key: "fuse",
-        default: "auto",
-        help: "two: a prologue kernel (β·y, x gather), then the block kernel; one: both in a single launch, block CTAs waiting on the prologue's counter (slower than two: the waiting costs more than the launch saves); grid: one cooperative launch of co-resident CTAs that meet at a grid barrier after the prologue; auto: grid on a stream up to 300k nonzeros, two above that and whenever the call is captured into a CUDA graph",
-    },
-    ParamSpec {
-        key: "threads",
-        default: "256",
-        help: "threads per CTA (a multiple of 32, at most 1024); the paper used 64 (2 warps)",
-    },
-    ParamSpec {
-        key: "blocks_per_warp",
-        default: "auto",
-        help: "consecutive blocks a warp takes in turn, 1..=32 (1 = the paper's one block per warp); auto: 4, or fewer when the blocks would not fill the GPU several times over",
-    },
-    ParamSpec {
-        key: "hub",
-        default: "4096",
-        help: "rows with at least this many nonzeros are hub rows, whose adds are spread over `hub_slots` accumulators and summed by a second kernel (their atomics would otherwise serialise on one address); off: none",
-    },
-    ParamSpec {
-        key: "hub_slots",
-        default: "256",
-        help: "accumulators per hub row (1..=4096), each in its own 32-byte sector",
-    },
-    ParamSpec {
-        key: "phase",
-        default: "all",
-        help: "all; or, to time one part alone (needs fuse=two or auto, which it then makes two; y is then NOT the product): prologue (β·y and the x gather the public code left out of its timing) or blocks (the kernel the public code timed)",
-    },
-];
+params! {
+    /// The parameters of `fastload` and `fastload-atomic`, as given (checked one by one;
+    /// [`FastLoadOptions`] checks how they combine).
+    struct FastLoadParams {
+        /// block height limit: 1 (the paper's best, Table I), 2, 4, 8, 16, 32 (any positive
+        /// integer) or unlimited
+        height: Or<Unlimited, u32> = 1, in 1..;
+        /// block length in columns (the warp, 1..=32; Fig. 6 uses 4); lanes beyond it idle
+        warp: u32 = 32, in 1..=32;
+        /// gather: a prologue writes x_sorted[j'] = x[perm[j']] and blocks load it coalesced;
+        /// kernel: blocks read x[perm[j']] directly; auto: kernel when x and perm fit in 8 MiB or
+        /// the sorted order keeps most columns in place, else gather
+        permute_x: PermuteX = auto;
+        /// two: a prologue kernel (β·y, x gather), then the block kernel; one: both in a single
+        /// launch, block CTAs waiting on the prologue's counter (slower than two: the waiting costs
+        /// more than the launch saves); grid: one cooperative launch of co-resident CTAs that meet
+        /// at a grid barrier after the prologue; auto: grid on a stream up to 300k nonzeros, two
+        /// above that and whenever the call is captured into a CUDA graph
+        fuse: FuseMode = auto;
+        /// threads per CTA (a multiple of 32, at most 1024); the paper used 64 (2 warps)
+        threads: u32 = 256, in THREADS;
+        /// consecutive blocks a warp takes in turn, 1..=32 (1 = the paper's one block per warp);
+        /// auto: 4, or fewer when the blocks would not fill the GPU several times over
+        blocks_per_warp: AutoOr<u32> = auto, in 1..=32;
+        /// rows with at least this many nonzeros are hub rows, whose adds are spread over
+        /// `hub_slots` accumulators and summed by a second kernel (their atomics would otherwise
+        /// serialise on one address); off: none
+        hub: Or<HubOff, u32> = 4096, in 2..;
+        /// accumulators per hub row (1..=4096), each in its own 32-byte sector
+        hub_slots: u32 = 256, in 1..=4096;
+        /// all; or, to time one part alone (needs fuse=two or auto, which it then makes two; y is
+        /// then NOT the product): prologue (β·y and the x gather the public code left out of its
+        /// timing) or blocks (the kernel the public code timed)
+        phase: Phase = all;
 
-/// How the kernel obtains x in sorted column order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PermuteX {
-    /// A prologue gathers x_sorted once per call; blocks load it coalesced.
-    Gather,
-    /// Blocks load perm[j'] and x[perm[j']] themselves.
-    Kernel,
-    /// Chosen by the builder (kernel when x fits or the sort keeps columns in place).
-    Auto,
+    }
+}
+
+const PARAMS: &[ParamSpec] = FastLoadParams::SPECS;
+
+keywords! {
+    /// The word of `height=unlimited`.
+    enum Unlimited {
+        Unlimited = "unlimited" | "none",
+    }
+}
+
+keywords! {
+    /// The word of `hub=off`.
+    enum HubOff {
+        Off = "off" | "0",
+    }
+}
+
+keywords! {
+    /// The values of `fuse` ([`Fuse`] without the derived `StreamGrid`).
+    enum FuseMode {
+        Two = "two",
+        One = "one",
+        Grid = "grid",
+        Auto = "auto",
+    }
+}
+
+keywords! {
+    /// How the kernel obtains x in sorted column order.
+    pub enum PermuteX {
+        /// A prologue gathers x_sorted once per call; blocks load it coalesced.
+        Gather = "gather",
+        /// Blocks load perm[j'] and x[perm[j']] themselves.
+        Kernel = "kernel",
+        /// Chosen by the builder (kernel when x fits or the sort keeps columns in place).
+        Auto = "auto",
+    }
 }
 
 /// How a call's prologue and blocks are launched.
@@ -210,142 +228,52 @@ pub struct FastLoadOptions {
     pub phase: Phase,
 }
 
-/// The part of a call that runs: everything, or (timing studies) the prologue or the blocks alone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    All,
-    Prologue,
-    Blocks,
+keywords! {
+    /// The part of a call that runs: everything, or (timing studies) the prologue or the blocks
+    /// alone.
+    pub enum Phase {
+        All = "all",
+        Prologue = "prologue",
+        Blocks = "blocks",
+    }
 }
 
 impl Default for FastLoadOptions {
+    /// The declared defaults of `fastload`.
     fn default() -> Self {
-        FastLoadOptions {
-            height: 1,
-            warp: 32,
-            optimised: true,
-            permute_x: PermuteX::Auto,
-            fuse: Fuse::Auto,
-            threads: 256,
-            blocks_per_warp: 0,
-            hub: 4096,
-            hub_slots: 256,
-            phase: Phase::All,
-        }
+        FastLoadOptions::parse(NAME, &Params::new())
+            .unwrap_or_else(|e| panic!("the declared defaults: {e}"))
     }
 }
 
 impl FastLoadOptions {
     fn parse(method: &str, params: &Params) -> Result<Self> {
-        params.check_known(method, PARAMS)?;
-        let bad = |key: &str, msg: String| Error::Param {
-            method: method.into(),
-            key: key.into(),
-            msg,
-        };
-        let h: String = params.get(method, PARAMS, "height")?;
-        let height = if h == "unlimited" || h == "none" {
-            u32::MAX
-        } else {
-            match h.parse::<u32>() {
-                Ok(v) if v > 0 => v,
-                _ => {
-                    return Err(bad(
-                        "height",
-                        format!("'{h}' is not a positive integer or 'unlimited'"),
-                    ))
-                }
-            }
-        };
-        let warp: u32 = params.get(method, PARAMS, "warp")?;
-        if !(1..=32).contains(&warp) {
-            return Err(bad("warp", format!("{warp} is not in 1..=32")));
-        }
-        let px: String = params.get(method, PARAMS, "permute_x")?;
-        let permute_x = match px.as_str() {
-            "gather" => PermuteX::Gather,
-            "kernel" => PermuteX::Kernel,
-            "auto" => PermuteX::Auto,
+        let p = FastLoadParams::from_params(method, params)?;
+        let fuse = match (p.phase, p.fuse) {
+            (Phase::All, FuseMode::Two) => Fuse::Two,
+            (Phase::All, FuseMode::One) => Fuse::One,
+            (Phase::All, FuseMode::Grid) => Fuse::Grid,
+            (Phase::All, FuseMode::Auto) => Fuse::Auto,
+            (_, FuseMode::Two | FuseMode::Auto) => Fuse::Two,
             _ => {
-                return Err(bad(
-                    "permute_x",
-                    format!("'{px}' is not gather, kernel or auto"),
-                ))
+                return Err(Error::Param {
+                    method: method.into(),
+                    key: "phase".into(),
+                    msg: "timing one phase needs fuse=two (separate launches)".into(),
+                })
             }
         };
-        let f: String = params.get(method, PARAMS, "fuse")?;
-        let fuse = match f.as_str() {
-            "one" => Fuse::One,
-            "two" => Fuse::Two,
-            "grid" => Fuse::Grid,
-            "auto" => Fuse::Auto,
-            _ => return Err(bad("fuse", format!("'{f}' is not two, one, grid or auto"))),
-        };
-        let ph: String = params.get(method, PARAMS, "phase")?;
-        let phase = match ph.as_str() {
-            "all" => Phase::All,
-            "prologue" => Phase::Prologue,
-            "blocks" => Phase::Blocks,
-            _ => {
-                return Err(bad(
-                    "phase",
-                    format!("'{ph}' is not all, prologue or blocks"),
-                ))
-            }
-        };
-        let fuse = match (phase, fuse) {
-            (Phase::All, f) => f,
-            (_, Fuse::Two | Fuse::Auto) => Fuse::Two,
-            _ => {
-                return Err(bad(
-                    "phase",
-                    "timing one phase needs fuse=two (separate launches)".into(),
-                ))
-            }
-        };
-        let threads: u32 = params.get(method, PARAMS, "threads")?;
-        check_threads(method, threads)?;
-        let b: String = params.get(method, PARAMS, "blocks_per_warp")?;
-        let blocks_per_warp = match b.as_str() {
-            "auto" => 0,
-            _ => match b.parse::<u32>() {
-                Ok(v) if (1..=32).contains(&v) => v,
-                _ => {
-                    return Err(bad(
-                        "blocks_per_warp",
-                        format!("'{b}' is not auto or in 1..=32"),
-                    ))
-                }
-            },
-        };
-        let hb: String = params.get(method, PARAMS, "hub")?;
-        let hub = match hb.as_str() {
-            "off" | "0" => 0,
-            _ => match hb.parse::<u32>() {
-                Ok(v) if v >= 2 => v,
-                _ => {
-                    return Err(bad(
-                        "hub",
-                        format!("'{hb}' is not off or a row length of at least 2"),
-                    ))
-                }
-            },
-        };
-        let hub_slots: u32 = params.get(method, PARAMS, "hub_slots")?;
-        if !(1..=4096).contains(&hub_slots) {
-            return Err(bad("hub_slots", format!("{hub_slots} is not in 1..=4096")));
-        }
         Ok(FastLoadOptions {
-            height,
-            warp,
+            height: p.height.value().unwrap_or(u32::MAX),
+            warp: p.warp,
             optimised: method == NAME,
-            permute_x,
+            permute_x: p.permute_x,
             fuse,
-            threads,
-            blocks_per_warp,
-            hub,
-            hub_slots,
-            phase,
+            threads: p.threads,
+            blocks_per_warp: p.blocks_per_warp.value().unwrap_or(0),
+            hub: p.hub.value().unwrap_or(0),
+            hub_slots: p.hub_slots,
+            phase: p.phase,
         })
     }
 }

@@ -53,36 +53,27 @@
 //! bucket (the empty and 1-nonzero rows of a sparse graph's blocks), and the spill scrambles the
 //! order; regions sized by the sample keep collisions among rows of equal counts.
 
-/// How the rows of a block are ordered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HashKind {
-    /// The designed nonlinear hash with the sampled shift `a` and equal bucket regions
-    /// (b = d/9, from the table size only: the paper's text).
-    Sampled,
-    /// Ours: as `Sampled`, but bucket k's region is the sampled share of rows in bucket k, and
-    /// the linear mapping spreads the low bits of n over that region (multiply and shift).
-    Quantile,
-    /// The public code's `(n >> 4) << 8`.
-    Fixed,
-    /// No reordering: the plain 2D-partitioned baseline (`2d`).
-    None,
-    /// Stable ascending sort by count: the paper's sort2D preprocessing baseline.
-    Sort,
-    /// Sort, then the DP over warp-group boundaries minimising padded zeros: the paper's DP2D
-    /// (Regu2D) preprocessing baseline.
-    Dp,
-}
+use crate::methods::params::keywords;
 
-impl HashKind {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Sampled => "sampled",
-            Self::Quantile => "quantile",
-            Self::Fixed => "fixed",
-            Self::None => "none",
-            Self::Sort => "sort",
-            Self::Dp => "dp",
-        }
+keywords! {
+    /// How the rows of a block are ordered.
+    pub enum HashKind {
+        /// The designed nonlinear hash with the sampled shift `a` and equal bucket regions
+        /// (b = d/9, from the table size only: the paper's text).
+        Sampled = "sampled",
+        /// Ours: as `Sampled`, but bucket k's region is the sampled share of rows in bucket k,
+        /// and the linear mapping spreads the low bits of n over that region (multiply and
+        /// shift).
+        Quantile = "quantile",
+        /// The public code's `(n >> 4) << 8`.
+        Fixed = "fixed",
+        /// No reordering: the plain 2D-partitioned baseline (`2d`).
+        None = "none",
+        /// Stable ascending sort by count: the paper's sort2D preprocessing baseline.
+        Sort = "sort",
+        /// Sort, then the DP over warp-group boundaries minimising padded zeros: the paper's
+        /// DP2D (Regu2D) preprocessing baseline.
+        Dp = "dp",
     }
 }
 

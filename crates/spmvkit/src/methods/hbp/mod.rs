@@ -77,6 +77,7 @@ use rayon::prelude::*;
 use crate::error::{check_index_range, Error, Result};
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
+use crate::methods::params::{keywords, params, with_defaults, Keyword};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
@@ -92,73 +93,59 @@ const NAME: &str = "hbp";
 const PAPER_NAME: &str = "hbp-paper";
 const PLAIN_NAME: &str = "2d";
 
-/// The parameter list with the given defaults for `combine` and `compete`.
-macro_rules! hbp_params {
-    ($hash:literal, $combine:literal, $compete:literal) => {
-        &[
-            ParamSpec {
-                key: "block_rows",
-                default: "512",
-                help: "rows per block (the paper's 512; 1..=65536)",
-            },
-            ParamSpec {
-                key: "block_cols",
-                default: "4096",
-                help: "columns per block = x segment staged in shared memory (the paper's 4096; \
-                       1..=65536, and at most 226 KiB of shared memory)",
-            },
-            ParamSpec {
-                key: "hash",
-                default: $hash,
-                help: "row order inside a block: sampled (paper §III-B, designed hash, equal \
-                       bucket regions), quantile (ours: bucket regions from the sample), fixed \
-                       (public code's (nnz>>4)<<8), none (plain 2D baseline), sort (sort2D \
-                       baseline), dp (DP2D baseline: sort, then a DP over the warp-group \
-                       boundaries choosing which sorted rows form the table's short group, \
-                       least padded zeros as in Regu2D)",
-            },
-            ParamSpec {
-                key: "combine",
-                default: $combine,
-                help: "dense (paper: tables of all rows, dense intermediate) or sparse (tables \
-                       of non-empty rows, intermediate of the non-empty partial rows only)",
-            },
-            ParamSpec {
-                key: "fixed",
-                default: "0.8",
-                help: "share of the blocks in the fixed part (0..=1); the rest is competitive",
-            },
-            ParamSpec {
-                key: "warps_per_cta",
-                default: "8",
-                help: "warps per CTA sharing one staged x segment (1..=32)",
-            },
-            ParamSpec {
-                key: "compete",
-                default: $compete,
-                help: "competitive part: warp (paper: a warp takes `grab` blocks per ticket, x \
-                       from global memory) or cta (a CTA takes grab × warps_per_cta blocks per \
-                       ticket and stages their x segments in shared memory)",
-            },
-            ParamSpec {
-                key: "grab",
-                default: "10",
-                help: "blocks taken per ticket in the competitive part (the public code's \
-                       SUB_N = 10)",
-            },
-            ParamSpec {
-                key: "phase",
-                default: "all",
-                help: "all, or spmv / combine to time one phase alone (Fig. 9): then the GPU \
-                       y is NOT the product (the CPU mirror always runs both)",
-            },
-        ]
-    };
+params! {
+    /// The parameters of `hbp`, `hbp-paper` and `2d` (with `hbp`'s defaults), as given
+    /// (checked one by one; [`config`] adds the shared-memory limit of the precision).
+    struct HbpParams {
+        /// rows per block (the paper's 512; 1..=65536)
+        block_rows: usize = 512, in 1..=65536;
+        /// columns per block = x segment staged in shared memory (the paper's 4096; 1..=65536, and
+        /// at most 226 KiB of shared memory)
+        block_cols: usize = 4096, in 1..=65536;
+        /// row order inside a block: sampled (paper §III-B, designed hash, equal bucket regions),
+        /// quantile (ours: bucket regions from the sample), fixed (public code's (nnz>>4)<<8), none
+        /// (plain 2D baseline), sort (sort2D baseline), dp (DP2D baseline: sort, then a DP over the
+        /// warp-group boundaries choosing which sorted rows form the table's short group, least
+        /// padded zeros as in Regu2D)
+        hash: HashKind = quantile;
+        /// dense (paper: tables of all rows, dense intermediate) or sparse (tables of non-empty
+        /// rows, intermediate of the non-empty partial rows only)
+        combine: Combine = sparse;
+        /// share of the blocks in the fixed part (0..=1); the rest is competitive
+        fixed: f64 = 0.8, in 0.0..=1.0;
+        /// warps per CTA sharing one staged x segment (1..=32)
+        warps_per_cta: u32 = 8, in 1..=32;
+        /// competitive part: warp (paper: a warp takes `grab` blocks per ticket, x from global
+        /// memory) or cta (a CTA takes grab × warps_per_cta blocks per ticket and stages their x
+        /// segments in shared memory)
+        compete: Compete = cta;
+        /// blocks taken per ticket in the competitive part (the public code's SUB_N = 10)
+        grab: u32 = 10, in 1..=1 << 20;
+        /// all, or spmv / combine to time one phase alone (Fig. 9): then the GPU y is NOT the
+        /// product (the CPU mirror always runs both)
+        phase: Phase = all;
+
+    }
 }
 
-const PARAMS: &[ParamSpec] = hbp_params!("quantile", "sparse", "cta");
-const PAPER_PARAMS: &[ParamSpec] = hbp_params!("sampled", "dense", "warp");
-const PLAIN_PARAMS: &[ParamSpec] = hbp_params!("none", "sparse", "cta");
+const PARAMS: &[ParamSpec] = HbpParams::SPECS;
+const PAPER_PARAMS: &[ParamSpec] = &with_defaults(
+    HbpParams::SPEC_ARRAY,
+    &[
+        ("hash", "sampled"),
+        ("combine", "dense"),
+        ("compete", "warp"),
+    ],
+);
+const PLAIN_PARAMS: &[ParamSpec] = &with_defaults(HbpParams::SPEC_ARRAY, &[("hash", "none")]);
+
+keywords! {
+    /// `compete`: who takes the competitive part's blocks.
+    enum Compete {
+        Warp = "warp",
+        Cta = "cta",
+    }
+}
 
 /// Dynamic shared memory the x segment may take: sm_90 lets a CTA opt in to 227 KiB; 1 KiB is
 /// left for the kernel's static shared memory.
@@ -167,13 +154,14 @@ pub(crate) const MAX_SMEM: usize = 226 * 1024;
 /// Warp width of the kernels.
 pub(crate) const WARP: usize = 32;
 
-/// How partial sums are combined.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Combine {
-    /// The paper's: tables of all rows, a dense intermediate of rows × column blocks.
-    Dense,
-    /// Ours: tables of non-empty rows, an intermediate of the non-empty partial rows.
-    Sparse,
+keywords! {
+    /// How partial sums are combined.
+    pub enum Combine {
+        /// The paper's: tables of all rows, a dense intermediate of rows × column blocks.
+        Dense = "dense",
+        /// Ours: tables of non-empty rows, an intermediate of the non-empty partial rows.
+        Sparse = "sparse",
+    }
 }
 
 /// Build parameters (the ParamSpec values, plus the warp width, 32 except in tests).
@@ -193,12 +181,13 @@ pub(crate) struct Config {
     pub phase: Phase,
 }
 
-/// Which kernels a GPU call runs (all but `All` are for timing the Fig. 9 split only).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    All,
-    Spmv,
-    Combine,
+keywords! {
+    /// Which kernels a GPU call runs (all but `All` are for timing the Fig. 9 split only).
+    pub enum Phase {
+        All = "all",
+        Spmv = "spmv",
+        Combine = "combine",
+    }
 }
 
 /// The registry entry of `hbp`: our defaults (quantile hash, compact tables + sparse combine,
@@ -309,64 +298,29 @@ pub fn build_layout<T: Scalar>(name: &str, csr: &Csr<T>, params: &Params) -> Res
 
 /// The build configuration from user parameters.
 fn config<T: Scalar>(name: &str, specs: &[ParamSpec], params: &Params) -> Result<Config> {
-    params.check_known(name, specs)?;
-    let ranged = |key: &str, lo: usize, hi: usize| -> Result<usize> {
-        let v: usize = params.get(name, specs, key)?;
-        if v < lo || v > hi {
-            return Err(param_err(name, key, format!("{v} is not in {lo}..={hi}")));
-        }
-        Ok(v)
-    };
-    let word = |key: &str, choices: &[&str]| -> Result<usize> {
-        let v: String = params.get(name, specs, key)?;
-        choices.iter().position(|c| *c == v).ok_or_else(|| {
-            param_err(
-                name,
-                key,
-                format!("'{v}' is not one of {}", choices.join(", ")),
-            )
-        })
-    };
-    let block_rows = ranged("block_rows", 1, 65536)?;
-    let block_cols = ranged("block_cols", 1, 65536)?;
-    if block_cols * T::BYTES > MAX_SMEM {
+    let p = HbpParams::from_params_in(name, specs, params)?;
+    if p.block_cols * T::BYTES > MAX_SMEM {
         return Err(param_err(
             name,
             "block_cols",
             format!(
-                "{block_cols} columns of {} bytes exceed {MAX_SMEM} bytes of shared memory",
+                "{} columns of {} bytes exceed {MAX_SMEM} bytes of shared memory",
+                p.block_cols,
                 T::BYTES
             ),
         ));
     }
-    let hash = [
-        HashKind::Sampled,
-        HashKind::Quantile,
-        HashKind::Fixed,
-        HashKind::None,
-        HashKind::Sort,
-        HashKind::Dp,
-    ][word(
-        "hash",
-        &["sampled", "quantile", "fixed", "none", "sort", "dp"],
-    )?];
-    let combine = [Combine::Dense, Combine::Sparse][word("combine", &["dense", "sparse"])?];
-    let fixed: f64 = params.get(name, specs, "fixed")?;
-    if !(0.0..=1.0).contains(&fixed) {
-        return Err(param_err(name, "fixed", format!("{fixed} is not in 0..=1")));
-    }
     Ok(Config {
-        block_rows,
-        block_cols,
+        block_rows: p.block_rows,
+        block_cols: p.block_cols,
         warp: WARP,
-        hash,
-        combine,
-        fixed,
-        warps_per_cta: ranged("warps_per_cta", 1, 32)? as u32,
-        grab: ranged("grab", 1, 1 << 20)? as u32,
-        compete_cta: word("compete", &["warp", "cta"])? == 1,
-        phase: [Phase::All, Phase::Spmv, Phase::Combine]
-            [word("phase", &["all", "spmv", "combine"])?],
+        hash: p.hash,
+        combine: p.combine,
+        fixed: p.fixed,
+        warps_per_cta: p.warps_per_cta,
+        grab: p.grab,
+        compete_cta: p.compete == Compete::Cta,
+        phase: p.phase,
     })
 }
 

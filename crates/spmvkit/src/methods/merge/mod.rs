@@ -27,7 +27,8 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
-use crate::methods::common::checks::check_threads;
+use crate::methods::common::checks::THREADS;
+use crate::methods::params::{params, AutoOr};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Precision, Scalar};
 
@@ -39,18 +40,17 @@ pub const KERNEL: KernelSource = KernelSource {
 
 const NAME: &str = "merge";
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "threads",
-        default: "auto",
-        help: "threads per CTA (a multiple of 32, at most 1024); auto: 64 for f64, 128 for f32",
-    },
-    ParamSpec {
-        key: "items",
-        default: "auto",
-        help: "merge-path steps per thread (1..=64); auto: 6 for f64, 7 for f32",
-    },
-];
+params! {
+    /// The parameters of `merge`.
+    struct MergeParams {
+        /// threads per CTA (a multiple of 32, at most 1024); auto: 64 for f64, 128 for f32
+        threads: AutoOr<u32> = auto, in THREADS;
+        /// merge-path steps per thread (1..=64); auto: 6 for f64, 7 for f32
+        items: AutoOr<u32> = auto, in 1..=64;
+    }
+}
+
+const PARAMS: &[ParamSpec] = MergeParams::SPECS;
 
 /// Runs of carries longer than this are summed by a warp in the fix-up, shorter ones by a thread.
 pub(crate) const SHORT_RUN: usize = 32;
@@ -78,32 +78,9 @@ impl GenericMethod for Merge {
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let double = T::PRECISION == Precision::F64;
-        let threads = match params.get::<String>(NAME, PARAMS, "threads")?.as_str() {
-            "auto" => {
-                if double {
-                    64
-                } else {
-                    128
-                }
-            }
-            s => s
-                .parse::<u32>()
-                .map_err(|e| param_err("threads", format!("'{s}': {e}")))?,
-        };
-        check_threads(NAME, threads)?;
-        let items = match params.get::<String>(NAME, PARAMS, "items")?.as_str() {
-            "auto" => {
-                if double {
-                    6
-                } else {
-                    7
-                }
-            }
-            s => match s.parse::<u32>() {
-                Ok(i @ 1..=64) => i,
-                _ => return Err(param_err("items", format!("'{s}' is not auto or 1..=64"))),
-            },
-        };
+        let p = MergeParams::from_params(NAME, params)?;
+        let threads = p.threads.value().unwrap_or(if double { 64 } else { 128 });
+        let items = p.items.value().unwrap_or(if double { 6 } else { 7 });
         let tile = (threads * items) as usize;
         let smem = smem_bytes::<T>(tile);
         if smem > MAX_DYNAMIC_SMEM {

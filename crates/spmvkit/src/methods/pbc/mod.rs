@@ -38,10 +38,11 @@ mod gpu;
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
-use crate::methods::common::checks::check_threads;
+use crate::methods::common::checks::THREADS;
+use crate::methods::params::{params, AutoOr};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
@@ -53,23 +54,19 @@ pub const KERNEL: KernelSource = KernelSource {
 
 const NAME: &str = "pbc";
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "blocks",
-        default: "auto",
-        help: "block count P: auto (ceil(nnz / block_nnz)) or a number (at most nnz)",
-    },
-    ParamSpec {
-        key: "block_nnz",
-        default: "1024",
-        help: "target nnz per block when blocks=auto",
-    },
-    ParamSpec {
-        key: "threads",
-        default: "128",
-        help: "threads per CTA (a multiple of 32, at most 1024)",
-    },
-];
+params! {
+    /// The parameters of `pbc`.
+    struct PbcParams {
+        /// block count P: auto (ceil(nnz / block_nnz)) or a number (at most nnz)
+        blocks: AutoOr<u64> = auto, in 1..;
+        /// target nnz per block when blocks=auto
+        block_nnz: u64 = 1024, in 1..;
+        /// threads per CTA (a multiple of 32, at most 1024)
+        threads: u32 = 128, in THREADS;
+    }
+}
+
+const PARAMS: &[ParamSpec] = PbcParams::SPECS;
 
 /// The registry entry of `pbc`.
 pub struct Pbc;
@@ -90,14 +87,6 @@ impl GenericMethod for Pbc {
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(build(csr, params)?))
-    }
-}
-
-fn param_err(key: &str, msg: String) -> Error {
-    Error::Param {
-        method: NAME.into(),
-        key: key.into(),
-        msg,
     }
 }
 
@@ -159,27 +148,14 @@ impl<T> PbcLayout<T> {
 
 /// Builds the PBC layout of `csr`.
 pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<PbcLayout<T>> {
-    params.check_known(NAME, PARAMS)?;
-    let threads: u32 = params.get(NAME, PARAMS, "threads")?;
-    check_threads(NAME, threads)?;
-    let block_nnz: u64 = params.get(NAME, PARAMS, "block_nnz")?;
-    if block_nnz == 0 {
-        return Err(param_err("block_nnz", "must be positive".into()));
-    }
+    let o = PbcParams::from_params(NAME, params)?;
+    let threads = o.threads;
     let nnz = csr.nnz() as u64;
-    let p = match params.get::<String>(NAME, PARAMS, "blocks")?.as_str() {
-        "auto" => nnz.div_ceil(block_nnz).max(1),
-        s => match s.parse::<u64>() {
-            Ok(v) if v >= 1 => v,
-            _ => {
-                return Err(param_err(
-                    "blocks",
-                    format!("'{s}' is not auto or a count >= 1"),
-                ))
-            }
-        },
-    }
-    .min(nnz.max(1)) as usize;
+    let p = o
+        .blocks
+        .value()
+        .unwrap_or_else(|| nnz.div_ceil(o.block_nnz).max(1))
+        .min(nnz.max(1)) as usize;
     let m = csr.nrows();
     if m == 0 {
         return Ok(empty_layout(csr.ncols(), threads));

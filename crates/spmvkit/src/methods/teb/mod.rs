@@ -49,14 +49,16 @@ mod cpu;
 mod gpu;
 pub mod select;
 
+use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
-use crate::methods::common::checks::check_threads;
+use crate::methods::common::checks::THREADS;
+use crate::methods::params::{concat_specs, params, AutoOr, ParamRange, ParamValue};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 use select::{BlnChoice, KChoice, Lengths, Selection};
@@ -74,52 +76,70 @@ const VECTOR_NAME: &str = "teb-vector";
 const ROWS_PER_BLOCK_MIN: usize = 64;
 const ROWS_PER_BLOCK_MAX: usize = 1024;
 
-/// The parameter list of `teb`, followed by `$extra` (the parameters of `teb-vector`).
-macro_rules! teb_params {
-    ($($extra:expr),* $(,)?) => {
-        &[
-            ParamSpec {
-                key: "k",
-                default: "auto",
-                help: "Threshold = NNZ/bLN * k: auto (Alg. 1 + Fig. 11 decision tree: 1.005, \
-                       1.01 or 1.03) or a number >= 1",
-            },
-            ParamSpec {
-                key: "bln",
-                default: "auto",
-                help: "block count: auto (least block-nnz variance, Eq. 5, stopped by Eq. 10) or \
-                       a number",
-            },
-            ParamSpec {
-                key: "bln_range",
-                default: "auto",
-                help: "search window for bln=auto: auto (mean rows per block in [64, 1024]) or \
-                       lo..hi (the paper: 2..M)",
-            },
-            ParamSpec {
-                key: "candidates",
-                default: "256",
-                help: "bLN counts evaluated per coarse-to-fine level (>= 3); a window no wider \
-                       is searched exhaustively",
-            },
-            ParamSpec {
-                key: "threads",
-                default: "auto",
-                help: "threads per CTA: auto (rows of the largest merged block, rounded up to \
-                       32, at most 1024) or a multiple of 32",
-            },
-            $($extra),*
-        ]
-    };
+params! {
+    /// The parameters of `teb` (and the first ones of `teb-vector`).
+    struct TebParams {
+        /// Threshold = NNZ/bLN * k: auto (Alg. 1 + Fig. 11 decision tree: 1.005, 1.01 or 1.03) or a
+        /// number >= 1
+        k: AutoOr<f64> = auto, in FiniteFrom(1.0);
+        /// block count: auto (least block-nnz variance, Eq. 5, stopped by Eq. 10) or a number
+        bln: AutoOr<usize> = auto, in 1..;
+        /// search window for bln=auto: auto (mean rows per block in [64, 1024]) or lo..hi (the
+        /// paper: 2..M)
+        bln_range: AutoOr<Span> = auto;
+        /// bLN counts evaluated per coarse-to-fine level (>= 3); a window no wider is searched
+        /// exhaustively
+        candidates: usize = 256, in 3..;
+        /// threads per CTA: auto (rows of the largest merged block, rounded up to 32, at most 1024)
+        /// or a multiple of 32
+        threads: AutoOr<u32> = auto, in THREADS;
+    }
 }
 
-const PARAMS: &[ParamSpec] = teb_params!();
-const VECTOR_PARAMS: &[ParamSpec] = teb_params!(ParamSpec {
-    key: "long_row",
-    default: "256",
-    help: "rows with at least this many entries are summed by the whole CTA (strided lanes, \
-           fixed-order CTA reduction); shorter rows take one thread each as in teb (>= 1)",
-});
+params! {
+    /// The parameter `teb-vector` takes beyond [`TebParams`].
+    struct TebVectorParams {
+        /// rows with at least this many entries are summed by the whole CTA (strided lanes,
+        /// fixed-order CTA reduction); shorter rows take one thread each as in teb (>= 1)
+        long_row: u32 = 256, in 1..=i32::MAX as u32;
+    }
+}
+
+const PARAMS: &[ParamSpec] = TebParams::SPECS;
+const VECTOR_SPECS: [ParamSpec; 6] =
+    concat_specs(TebParams::SPEC_ARRAY, TebVectorParams::SPEC_ARRAY);
+const VECTOR_PARAMS: &[ParamSpec] = &VECTOR_SPECS;
+
+/// `bln_range=lo..hi`: the window of block counts that `bln=auto` searches.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Span(usize, usize);
+
+impl ParamValue for Span {
+    type Num = Infallible;
+    fn parse_param(s: &str) -> Option<Self> {
+        let (a, b) = s.split_once("..")?;
+        let (lo, hi) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+        (lo >= 1 && lo <= hi).then_some(Span(lo, hi))
+    }
+    fn number(&self) -> Option<Infallible> {
+        None
+    }
+    fn allowed<R: ParamRange<Infallible>>(_: &R) -> String {
+        "lo..hi (1 <= lo <= hi)".into()
+    }
+}
+
+/// Finite numbers of at least the given one (`k`).
+struct FiniteFrom(f64);
+
+impl ParamRange<f64> for FiniteFrom {
+    fn admits(&self, n: f64) -> bool {
+        n.is_finite() && n >= self.0
+    }
+    fn phrase(&self, _: &str) -> String {
+        format!("a finite number >= {}", self.0)
+    }
+}
 
 /// The registry entry of `teb`: the paper's method (Alg. 3, a thread per row).
 pub struct Teb;
@@ -168,14 +188,6 @@ impl GenericMethod for TebVector {
     }
 }
 
-fn param_err(name: &str, key: &str, msg: String) -> Error {
-    Error::Param {
-        method: name.into(),
-        key: key.into(),
-        msg,
-    }
-}
-
 /// Parsed parameters.
 struct Opts {
     k: KChoice,
@@ -189,89 +201,18 @@ struct Opts {
 
 /// Parses the parameters of method `name` (`teb` or `teb-vector`) against its list `specs`.
 fn parse(name: &str, specs: &[ParamSpec], params: &Params) -> Result<Opts> {
-    params.check_known(name, specs)?;
-    let k = match params.get::<String>(name, specs, "k")?.as_str() {
-        "auto" => KChoice::Heuristic,
-        s => match s.parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= 1.0 => KChoice::Fixed(v),
-            _ => {
-                return Err(param_err(
-                    name,
-                    "k",
-                    format!("'{s}' is not auto or a number >= 1"),
-                ))
-            }
-        },
-    };
-    let bln = match params.get::<String>(name, specs, "bln")?.as_str() {
-        "auto" => None,
-        s => match s.parse::<usize>() {
-            Ok(v) if v >= 1 => Some(v),
-            _ => {
-                return Err(param_err(
-                    name,
-                    "bln",
-                    format!("'{s}' is not auto or a count >= 1"),
-                ))
-            }
-        },
-    };
-    let range = match params.get::<String>(name, specs, "bln_range")?.as_str() {
-        "auto" => None,
-        s => {
-            let bad = || {
-                param_err(
-                    name,
-                    "bln_range",
-                    format!("'{s}' is not auto or lo..hi (1 <= lo <= hi)"),
-                )
-            };
-            let (a, b) = s.split_once("..").ok_or_else(bad)?;
-            let lo: usize = a.trim().parse().map_err(|_| bad())?;
-            let hi: usize = b.trim().parse().map_err(|_| bad())?;
-            if lo == 0 || lo > hi {
-                return Err(bad());
-            }
-            Some((lo, hi))
-        }
-    };
-    let candidates: usize = params.get(name, specs, "candidates")?;
-    if candidates < 3 {
-        return Err(param_err(
-            name,
-            "candidates",
-            format!("{candidates} is below 3"),
-        ));
-    }
-    let threads = match params.get::<String>(name, specs, "threads")?.as_str() {
-        "auto" => None,
-        s => {
-            let t: u32 = s.parse().map_err(|_| {
-                param_err(name, "threads", format!("'{s}' is not auto or a number"))
-            })?;
-            check_threads(name, t)?;
-            Some(t)
-        }
-    };
-    let long_row = if specs.iter().any(|p| p.key == "long_row") {
-        let v: u32 = params.get(name, specs, "long_row")?;
-        if v == 0 || v > i32::MAX as u32 {
-            return Err(param_err(
-                name,
-                "long_row",
-                format!("{v} is not in 1..={}", i32::MAX),
-            ));
-        }
-        Some(v)
+    let p = TebParams::from_params_in(name, specs, params)?;
+    let long_row = if specs.iter().any(|s| s.key == "long_row") {
+        Some(TebVectorParams::from_params_in(name, specs, params)?.long_row)
     } else {
         None
     };
     Ok(Opts {
-        k,
-        bln,
-        range,
-        candidates,
-        threads,
+        k: p.k.value().map_or(KChoice::Heuristic, KChoice::Fixed),
+        bln: p.bln.value(),
+        range: p.bln_range.value().map(|Span(lo, hi)| (lo, hi)),
+        candidates: p.candidates,
+        threads: p.threads.value(),
         long_row,
     })
 }

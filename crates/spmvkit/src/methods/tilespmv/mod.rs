@@ -29,9 +29,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource};
 use crate::matrix::Csr;
+use crate::methods::params::params;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
@@ -58,55 +59,23 @@ pub(crate) enum Format {
     DenseCol = 5,
 }
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        key: "coo_nnz",
-        default: "12",
-        help: "tiles with at most this many nonzeros are COO (COO_NNZ_TH)",
-    },
-    ParamSpec {
-        key: "dense_fill",
-        default: "0.75",
-        help: "tiles at least this full are DENSE",
-    },
-    ParamSpec {
-        key: "ell_cv",
-        default: "0.2",
-        help: "tiles whose row-length coefficient of variation is at most this are ELL",
-    },
-    ParamSpec {
-        key: "unit_tiles",
-        default: "4",
-        help: "tiles per work unit (PREFETCH_SMEM_TH), 1..=64",
-    },
-    ParamSpec {
-        key: "deferred",
-        default: "2",
-        help: "tiles with at most this many nonzeros go to the deferred COO part (0: none)",
-    },
-];
-
-/// The format rules as data.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Rules {
-    pub(crate) coo_nnz: usize,
-    pub(crate) dense_fill: f64,
-    pub(crate) ell_cv: f64,
-    pub(crate) unit_tiles: usize,
-    pub(crate) deferred: usize,
-}
-
-impl Default for Rules {
-    fn default() -> Self {
-        Rules {
-            coo_nnz: 12,
-            dense_fill: 0.75,
-            ell_cv: 0.2,
-            unit_tiles: 4,
-            deferred: 2,
-        }
+params! {
+    /// The format rules as data: the parameters of `tilespmv`.
+    pub(crate) struct Rules {
+        /// tiles with at most this many nonzeros are COO (COO_NNZ_TH)
+        pub(crate) coo_nnz: usize = 12;
+        /// tiles at least this full are DENSE
+        pub(crate) dense_fill: f64 = 0.75, in 0.0..=1.0;
+        /// tiles whose row-length coefficient of variation is at most this are ELL
+        pub(crate) ell_cv: f64 = 0.2, in 0.0..;
+        /// tiles per work unit (PREFETCH_SMEM_TH), 1..=64
+        pub(crate) unit_tiles: usize = 4, in 1..=64;
+        /// tiles with at most this many nonzeros go to the deferred COO part (0: none)
+        pub(crate) deferred: usize = 2;
     }
 }
+
+const PARAMS: &[ParamSpec] = Rules::SPECS;
 
 /// The registry entry of `tilespmv`.
 pub struct TileSpmv;
@@ -127,28 +96,7 @@ impl GenericMethod for TileSpmv {
     }
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        params.check_known(NAME, PARAMS)?;
-        let rules = Rules {
-            coo_nnz: params.get(NAME, PARAMS, "coo_nnz")?,
-            dense_fill: params.get(NAME, PARAMS, "dense_fill")?,
-            ell_cv: params.get(NAME, PARAMS, "ell_cv")?,
-            unit_tiles: params.get(NAME, PARAMS, "unit_tiles")?,
-            deferred: params.get(NAME, PARAMS, "deferred")?,
-        };
-        let bad = |key: &str, msg: &str| Error::Param {
-            method: NAME.into(),
-            key: key.into(),
-            msg: msg.into(),
-        };
-        if !(1..=64).contains(&rules.unit_tiles) {
-            return Err(bad("unit_tiles", "must be in 1..=64"));
-        }
-        if !(0.0..=1.0).contains(&rules.dense_fill) {
-            return Err(bad("dense_fill", "must be in [0, 1]"));
-        }
-        if rules.ell_cv.is_nan() || rules.ell_cv < 0.0 {
-            return Err(bad("ell_cv", "must be >= 0"));
-        }
+        let rules = Rules::from_params(NAME, params)?;
         Ok(Box::new(TileLayout::build(csr, rules)))
     }
 }
