@@ -239,7 +239,10 @@ fn blocks_are_interleaved_in_sixteen_byte_units() {
     let codes: Vec<u32> = (0..8).map(|j| words[interleaved(8, 4, 0, j)]).collect();
     assert_eq!(codes[1..], [70_000; 7]);
     assert_eq!(words[4], 0, "lane 1's first unit follows lane 0's");
-    assert_eq!(l.raw[..8], (0..8).map(|k| 1.0 + k as f64).collect::<Vec<_>>());
+    assert_eq!(
+        l.raw[..8],
+        (0..8).map(|k| 1.0 + k as f64).collect::<Vec<_>>()
+    );
 }
 
 #[test]
