@@ -47,7 +47,10 @@ fn value<T: Scalar>(l: &PackedLayout<T>, block: usize, j: usize) -> T {
             };
             l.dict[code]
         }
-        ValueCodes::Raw => l.raw[block * GROUP + j],
+        ValueCodes::Raw => {
+            let (group, lane) = (block / WARP, block % WARP);
+            l.raw[group * WARP * GROUP + interleaved(GROUP, T::BYTES, lane, j)]
+        }
     }
 }
 

@@ -502,7 +502,7 @@ fn put_vals<T: Scalar>(
                     vbytes[bit / 8] |= (c as u8) << (bit % 8);
                 }
             }
-            ValueCodes::Raw => raw[block * GROUP + j] = v,
+            ValueCodes::Raw => raw[g * WARP * GROUP + interleaved(GROUP, T::BYTES, l, j)] = v,
         }
     }
 }

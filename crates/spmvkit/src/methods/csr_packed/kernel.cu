@@ -53,7 +53,8 @@ __device__ __forceinline__ void load_cols(const unsigned* __restrict__ g, int la
 }
 
 // The value block `blk` (global block index: group · 32 + lane) of mode V: codes in v[0..3], or
-// raw reals in r[] (a lane's 8 raw values whole, blocks side by side).
+// raw reals in r[] (a group's raw blocks interleaved in 16-byte units, unit q of every lane side
+// by side).
 template <int V>
 __device__ __forceinline__ void load_vals(const unsigned char* __restrict__ vs,
                                           const real_t* __restrict__ raw, size_t blk,
@@ -71,18 +72,20 @@ __device__ __forceinline__ void load_vals(const unsigned char* __restrict__ vs,
         const uint4 a = ldg(reinterpret_cast<const uint4*>(vs) + blk);
         v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
     } else if constexpr (V == V_RAW) {
+        const real_t* g = raw + (blk & ~(size_t)31) * 8;
+        const unsigned lane = (unsigned)(blk & 31);
 #ifdef SPMVKIT_REAL_F64
-        const double2* p = reinterpret_cast<const double2*>(raw + blk * 8);
+        const double2* p = reinterpret_cast<const double2*>(g) + lane;
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-            const double2 a = ldg(p + q);
+            const double2 a = ldg(p + 32 * q);
             r[2 * q] = a.x; r[2 * q + 1] = a.y;
         }
 #else
-        const float4* p = reinterpret_cast<const float4*>(raw + blk * 8);
+        const float4* p = reinterpret_cast<const float4*>(g) + lane;
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
-            const float4 a = ldg(p + q);
+            const float4 a = ldg(p + 32 * q);
             r[4 * q] = a.x; r[4 * q + 1] = a.y; r[4 * q + 2] = a.z; r[4 * q + 3] = a.w;
         }
 #endif

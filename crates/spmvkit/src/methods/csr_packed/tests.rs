@@ -216,8 +216,11 @@ fn blocks_are_interleaved_in_sixteen_byte_units() {
     // 8- and 16-bit codes: blocks of 2 and 4 words, whole and side by side
     assert_eq!(interleaved(2, 4, 7, 1), 15);
     assert_eq!(interleaved(4, 4, 7, 3), 31);
+    // raw f64: units of 2 values; raw f32: units of 4
+    assert_eq!(interleaved(8, 8, 3, 5), 2 * 64 + 3 * 2 + 1);
+    assert_eq!(interleaved(8, 4, 3, 5), 128 + 3 * 4 + 1);
     // every slot of a group is taken once
-    for (items, bytes) in [(2, 4), (4, 4), (8, 4)] {
+    for (items, bytes) in [(2, 4), (4, 4), (8, 4), (8, 8)] {
         let mut seen = vec![false; WARP * items];
         for l in 0..WARP {
             for j in 0..items {
@@ -227,8 +230,7 @@ fn blocks_are_interleaved_in_sixteen_byte_units() {
             }
         }
     }
-    // and the encoder writes there: one row of 8 entries 70000 columns apart (32-bit codes) in
-    // lane 0 of slice 0; raw values stay whole per lane
+    // and the encoder writes there: one row of 8 raw f64 values in lane 0 of slice 0
     let mut coo = Coo::new(1, 1 << 20).unwrap();
     for k in 0..8usize {
         coo.push(0, k * 70_000, 1.0 + k as f64).unwrap();
@@ -238,11 +240,10 @@ fn blocks_are_interleaved_in_sixteen_byte_units() {
     let words = &l.cols[4 * l.col_off[0] as usize..];
     let codes: Vec<u32> = (0..8).map(|j| words[interleaved(8, 4, 0, j)]).collect();
     assert_eq!(codes[1..], [70_000; 7]);
-    assert_eq!(words[4], 0, "lane 1's first unit follows lane 0's");
-    assert_eq!(
-        l.raw[..8],
-        (0..8).map(|k| 1.0 + k as f64).collect::<Vec<_>>()
-    );
+    assert_eq!(words[4], 0, "lane 1's first column unit follows lane 0's");
+    let raw: Vec<f64> = (0..8).map(|j| l.raw[interleaved(8, 8, 0, j)]).collect();
+    assert_eq!(raw, (0..8).map(|k| 1.0 + k as f64).collect::<Vec<_>>());
+    assert_eq!(l.raw[2], 0.0, "lane 1's first value unit follows lane 0's");
 }
 
 #[test]
