@@ -17,9 +17,8 @@ use spmvkit::dist::solve::{
     self as dsolve, run_solve_rank, SolveRankConfig, SolveRankReport, Solver,
 };
 use spmvkit::dist::{SimRows, StrategyChoice};
-use spmvkit::methods::{Backend, PlanOptions};
 use spmvkit::solve::{self, CgSystem, PageRankGraph, PageRankOptions, SolveOptions};
-use spmvkit::{Csr, Plan, Precision, PrepareFor, Scalar};
+use spmvkit::{Csr, Precision, PrepareFor, Scalar};
 
 use crate::cmd_dist::{rank_command, spawn_ranks, PartOptions, REPORT_PREFIX};
 use crate::input;
@@ -162,12 +161,15 @@ fn solver_name(s: Solver) -> &'static str {
 
 /// Tolerance and iteration limit as `spmv solve cg` / `spmv pagerank` default them.
 fn options<T: Scalar>(solver: Solver, c: &SolveCommon) -> SolveOptions {
-    let (tol64, tol32, max_iter) = match solver {
-        Solver::Cg => (1e-8, 1e-5, 10_000),
-        Solver::PageRank { .. } => (1e-6, 1e-5, 1000),
+    let (tol, max_iter) = match solver {
+        Solver::Cg => (solve::cg_default_tol(T::PRECISION), solve::CG_MAX_ITER),
+        Solver::PageRank { .. } => (
+            solve::pagerank_default_tol(T::PRECISION),
+            solve::PAGERANK_MAX_ITER,
+        ),
     };
     SolveOptions {
-        tol: c.tol.unwrap_or(if T::BYTES == 4 { tol32 } else { tol64 }),
+        tol: c.tol.unwrap_or(tol),
         max_iter: c.max_iter.unwrap_or(max_iter),
         check_every: c.check_every,
         ..SolveOptions::default()
@@ -339,7 +341,7 @@ fn solve_t<T: DistScalar>(solver: Solver, c: &SolveCommon) -> Result<()> {
     let failed: Vec<String> = runs
         .iter()
         .zip(&checks)
-        .filter(|(r, ch)| !accepted(solver, r, ch, &opts, T::BYTES))
+        .filter(|(r, ch)| !accepted(solver, r, ch, &opts, T::PRECISION))
         .map(|(r, _)| format!("{} ranks", r.gpus))
         .collect();
     if !failed.is_empty() {
@@ -360,21 +362,22 @@ fn speedup(base: f64, t: f64) -> Option<f64> {
 }
 
 /// Whether a run converged and agrees with the reference (to a tolerance that follows the
-/// solver's own and the precision's).
-fn accepted(solver: Solver, r: &Run, ch: &[(&str, f64)], o: &SolveOptions, bytes: usize) -> bool {
+/// solver's own and the precision's: [`solve::cg_error_bound`], [`solve::pagerank_error_bound`]).
+fn accepted(
+    solver: Solver,
+    r: &Run,
+    ch: &[(&str, f64)],
+    o: &SolveOptions,
+    precision: Precision,
+) -> bool {
     if r.stop != "converged" {
         return false;
     }
-    let floor = if bytes == 4 { 1e-3 } else { 1e-9 };
     let bound = match solver {
-        // ‖x − x_ref‖/‖x_ref‖ ≤ κ·tol; a loose factor keeps ill-conditioned inputs passing
-        Solver::Cg => (1e4 * o.tol).max(floor),
-        // the L1 error of a power iteration stopped at an L1 change of tol is ≲ tol·d/(1−d)
-        Solver::PageRank { damping } => (10.0 * o.tol / (1.0 - damping)).max(floor),
+        Solver::Cg => solve::cg_error_bound(o.tol, precision),
+        Solver::PageRank { damping } => solve::pagerank_error_bound(o.tol, damping, precision),
     };
-    ch.iter()
-        .filter(|(k, _)| k.starts_with("err_ref"))
-        .all(|(_, v)| *v <= bound)
+    solve::within_bound(ch, bound)
 }
 
 /// The single-process CPU reference in f64: CG with `csr` (tol ≤ 1e-10), or the serial
@@ -384,23 +387,7 @@ fn reference<T: PrepareFor>(solver: Solver, a: &Csr<T>, opts: &SolveOptions) -> 
         Solver::Cg => {
             let a64: Csr<f64> = a.cast();
             let b64 = CgSystem::ones_solution(&a64).b;
-            let po = PlanOptions {
-                backend: Some(Backend::Cpu),
-                ..PlanOptions::default()
-            };
-            let mut p = Plan::new("csr", &a64, &po)?;
-            let ro = SolveOptions {
-                tol: opts.tol.min(1e-10),
-                ..*opts
-            };
-            let (x, rep) = solve::cg(&mut p, &b64, &ro).context("the CPU reference CG")?;
-            if rep.stop != solve::Stop::Converged {
-                eprintln!(
-                    "note: the CPU reference stopped by {} after {} iterations",
-                    rep.stop, rep.iterations
-                );
-            }
-            Ok(x)
+            crate::cmd_solve::cg_reference(&a64, &b64, opts)
         }
         Solver::PageRank { damping } => Ok(solve::pagerank_reference(
             a,
@@ -417,37 +404,8 @@ fn reference<T: PrepareFor>(solver: Solver, a: &Csr<T>, opts: &SolveOptions) -> 
 /// PageRank: the L1 error against the reference and the rank sum.
 fn checks(solver: Solver, x: &[f64], reference: Option<&[f64]>) -> Vec<(&'static str, f64)> {
     match solver {
-        Solver::Cg => {
-            let mut v = vec![("err_exact", rel_err(x, &vec![1.0; x.len()]))];
-            if let Some(r) = reference {
-                v.insert(0, ("err_ref", rel_err(x, r)));
-            }
-            v
-        }
-        Solver::PageRank { .. } => {
-            let mut v = vec![("rank_sum", x.iter().sum())];
-            if let Some(r) = reference {
-                v.insert(
-                    0,
-                    (
-                        "err_ref_l1",
-                        x.iter().zip(r).map(|(a, b)| (a - b).abs()).sum(),
-                    ),
-                );
-            }
-            v
-        }
-    }
-}
-
-/// ‖x − r‖₂ / ‖r‖₂.
-fn rel_err(x: &[f64], r: &[f64]) -> f64 {
-    let num: f64 = x.iter().zip(r).map(|(a, b)| (a - b) * (a - b)).sum();
-    let den: f64 = r.iter().map(|b| b * b).sum();
-    if den > 0.0 {
-        (num / den).sqrt()
-    } else {
-        num.sqrt()
+        Solver::Cg => solve::cg_checks(x, reference),
+        Solver::PageRank { .. } => solve::pagerank_checks(x, reference),
     }
 }
 

@@ -318,8 +318,8 @@ fn cg_t<T: PrepareFor>(args: &CgArgs) -> Result<()> {
         );
     }
     let opts = SolveOptions {
-        tol: c.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 }),
-        max_iter: c.max_iter.unwrap_or(10_000),
+        tol: c.tol.unwrap_or(solve::cg_default_tol(T::PRECISION)),
+        max_iter: c.max_iter.unwrap_or(solve::CG_MAX_ITER),
         check_every: c.check_every,
         graph: true,
     };
@@ -327,25 +327,8 @@ fn cg_t<T: PrepareFor>(args: &CgArgs) -> Result<()> {
     let reference = if c.no_reference {
         None
     } else {
-        let a64: Csr<f64> = a.cast();
         let b64: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
-        let po = PlanOptions {
-            backend: Some(Backend::Cpu),
-            ..PlanOptions::default()
-        };
-        let mut p = Plan::new("csr", &a64, &po)?;
-        let ro = SolveOptions {
-            tol: opts.tol.min(1e-10),
-            ..opts
-        };
-        let (x, rep) = solve::cg(&mut p, &b64, &ro).context("the CPU reference CG")?;
-        if rep.stop != solve::Stop::Converged {
-            eprintln!(
-                "note: the CPU reference stopped by {} after {} iterations",
-                rep.stop, rep.iterations
-            );
-        }
-        Some(x)
+        Some(cg_reference(a, &b64, &opts)?)
     };
     let mut plans = plans(c, a)?;
     note_graph_on_cpu(c, &plans);
@@ -357,11 +340,7 @@ fn cg_t<T: PrepareFor>(args: &CgArgs) -> Result<()> {
             }
             let o = SolveOptions { graph, ..opts };
             let (x, report) = solve::cg(p, &b, &o)?;
-            let exact = rel_err(&x, |_| 1.0);
-            let mut checks = vec![("err_exact", exact)];
-            if let Some(r) = &reference {
-                checks.insert(0, ("err_ref", rel_err(&x, |i| r[i])));
-            }
+            let checks = solve::cg_checks(&x, reference.as_deref());
             runs.push(Run {
                 label: method_label(p),
                 graph,
@@ -376,19 +355,21 @@ fn cg_t<T: PrepareFor>(args: &CgArgs) -> Result<()> {
     check_converged("cg", &loaded.name, &runs)
 }
 
-/// ‖x − r‖₂ / ‖r‖₂ in f64.
-fn rel_err<T: Scalar>(x: &[T], r: impl Fn(usize) -> f64) -> f64 {
-    let (mut num, mut den) = (0.0, 0.0);
-    for (i, v) in x.iter().enumerate() {
-        let d = v.to_f64() - r(i);
-        num += d * d;
-        den += r(i) * r(i);
+/// The CPU reference CG ([`solve::cg_reference`]) on `a` with the right-hand side `b`, with a
+/// note on stderr when it stopped without converging.
+pub(crate) fn cg_reference<T: Scalar>(
+    a: &Csr<T>,
+    b: &[f64],
+    opts: &SolveOptions,
+) -> Result<Vec<f64>> {
+    let (x, rep) = solve::cg_reference(a, b, opts).context("the CPU reference CG")?;
+    if rep.stop != solve::Stop::Converged {
+        eprintln!(
+            "note: the CPU reference stopped by {} after {} iterations",
+            rep.stop, rep.iterations
+        );
     }
-    if den > 0.0 {
-        (num / den).sqrt()
-    } else {
-        num.sqrt()
-    }
+    Ok(x)
 }
 
 fn pagerank_t<T: PrepareFor>(args: &PageRankArgs) -> Result<()> {
@@ -406,8 +387,8 @@ fn pagerank_t<T: PrepareFor>(args: &PageRankArgs) -> Result<()> {
     let opts = PageRankOptions {
         damping: args.damping,
         solve: SolveOptions {
-            tol: c.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-6 }),
-            max_iter: c.max_iter.unwrap_or(1000),
+            tol: c.tol.unwrap_or(solve::pagerank_default_tol(T::PRECISION)),
+            max_iter: c.max_iter.unwrap_or(solve::PAGERANK_MAX_ITER),
             check_every: c.check_every,
             graph: true,
         },
@@ -434,12 +415,7 @@ fn pagerank_t<T: PrepareFor>(args: &PageRankArgs) -> Result<()> {
                 ..opts
             };
             let (x, report) = solve::pagerank(p, &g.dangling, &o)?;
-            let sum: f64 = x.iter().map(|v| v.to_f64()).sum();
-            let mut checks = vec![("rank_sum", sum)];
-            if let Some(r) = &reference {
-                let l1: f64 = x.iter().zip(r).map(|(v, w)| (v.to_f64() - w).abs()).sum();
-                checks.insert(0, ("err_ref_l1", l1));
-            }
+            let checks = solve::pagerank_checks(&x, reference.as_deref());
             runs.push(Run {
                 label: method_label(p),
                 graph,

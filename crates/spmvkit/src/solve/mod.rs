@@ -20,6 +20,7 @@
 //! (deterministic chunked dot products), checking convergence every iteration.
 
 pub mod cg;
+pub mod check;
 pub mod pagerank;
 pub mod rows;
 
@@ -30,6 +31,11 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 pub use cg::{cg, CgSystem};
+pub use check::{
+    cg_checks, cg_default_tol, cg_error_bound, cg_reference, l1_err, pagerank_checks,
+    pagerank_default_tol, pagerank_error_bound, rel_err, within_bound, CG_MAX_ITER,
+    PAGERANK_MAX_ITER,
+};
 pub use pagerank::{pagerank, pagerank_reference, PageRankGraph, PageRankOptions};
 
 use crate::error::{Error, Result};
