@@ -20,7 +20,7 @@ use spmvkit::dist::{SimRows, StrategyChoice};
 use spmvkit::solve::{self, CgSystem, PageRankGraph, PageRankOptions, SolveOptions};
 use spmvkit::{Csr, Precision, PrepareFor, Scalar};
 
-use crate::cmd_dist::{rank_command, spawn_ranks, PartOptions, REPORT_PREFIX};
+use crate::dist_common::{rank_command, spawn_ranks, PartOptions, REPORT_PREFIX};
 use crate::input;
 
 /// Options of both distributed solvers.

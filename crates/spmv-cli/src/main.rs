@@ -15,6 +15,7 @@ mod cmd_probe;
 mod cmd_report;
 mod cmd_run;
 mod cmd_solve;
+mod dist_common;
 mod input;
 mod text;
 
