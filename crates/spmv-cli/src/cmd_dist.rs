@@ -57,7 +57,7 @@ enum DistCommand {
 
 /// Options shared by `run`, `scaling` and the ranks.
 #[derive(Args, Clone)]
-struct Common {
+struct DistSpmvOptions {
     #[command(flatten)]
     part: PartOptions,
     /// Calls per timed sample.
@@ -77,7 +77,7 @@ struct Common {
     beta: f64,
 }
 
-impl Common {
+impl DistSpmvOptions {
     fn forward(&self) -> Vec<String> {
         let mut v = self.part.forward();
         v.extend([
@@ -109,7 +109,7 @@ struct RunArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    common: Common,
+    common: DistSpmvOptions,
 }
 
 #[derive(Args)]
@@ -124,7 +124,7 @@ struct ScalingArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    common: Common,
+    common: DistSpmvOptions,
 }
 
 #[derive(Args)]
@@ -152,7 +152,7 @@ struct RankArgs {
     #[arg(value_name = "MATRIX")]
     matrix: String,
     #[command(flatten)]
-    common: Common,
+    common: DistSpmvOptions,
 }
 
 pub fn run(args: DistArgs) -> Result<()> {
@@ -201,7 +201,7 @@ fn rendezvous(a: &RendezvousArgs) -> Result<()> {
     Ok(())
 }
 
-fn timing(c: &Common) -> TimingConfig {
+fn timing(c: &DistSpmvOptions) -> TimingConfig {
     TimingConfig {
         warmup: c.warmup,
         calls: c.reps.max(1),
@@ -265,7 +265,7 @@ impl Outcome {
 }
 
 /// Runs `matrix` on `gpus` ranks: spawned processes on the GPUs, or the CPU simulation.
-fn launch(matrix: &str, gpus: usize, sim: bool, c: &Common) -> Result<Outcome> {
+fn launch(matrix: &str, gpus: usize, sim: bool, c: &DistSpmvOptions) -> Result<Outcome> {
     if gpus == 0 {
         bail!("--gpus must be at least 1");
     }
@@ -306,11 +306,16 @@ fn launch(matrix: &str, gpus: usize, sim: bool, c: &Common) -> Result<Outcome> {
     })
 }
 
-fn simulate(matrix: &str, parts: usize, c: &Common, notes: Vec<String>) -> Result<Outcome> {
+fn simulate(
+    matrix: &str,
+    parts: usize,
+    c: &DistSpmvOptions,
+    notes: Vec<String>,
+) -> Result<Outcome> {
     fn go<T: spmvkit::PrepareFor>(
         matrix: &str,
         parts: usize,
-        c: &Common,
+        c: &DistSpmvOptions,
     ) -> Result<serde_json::Value> {
         let a = input::load::<T>(matrix, !c.part.no_cache)?.matrix;
         let op = SimOperator::new(&a, parts, &c.part.method, c.part.strategy.parse()?)?;

@@ -25,7 +25,7 @@ use crate::input;
 
 /// Options of both distributed solvers.
 #[derive(Args, Clone)]
-pub struct SolveCommon {
+pub struct DistSolverCommonArgs {
     /// Matrix Market file, .spmvkit cache, or GEN-SPEC.
     #[arg(value_name = "MATRIX")]
     matrix: String,
@@ -86,7 +86,7 @@ Examples:
 )]
 pub struct DistCgArgs {
     #[command(flatten)]
-    common: SolveCommon,
+    common: DistSolverCommonArgs,
 }
 
 /// PageRank over N GPUs: P = Aᵀ D⁻¹ built on every rank (pattern only, dangling nodes spread
@@ -107,7 +107,7 @@ Examples:
 )]
 pub struct DistPageRankArgs {
     #[command(flatten)]
-    common: SolveCommon,
+    common: DistSolverCommonArgs,
     /// Damping factor d in [0, 1).
     #[arg(long, default_value_t = 0.85, value_parser = crate::args::damping)]
     damping: f64,
@@ -145,7 +145,7 @@ pub fn run_pagerank(a: DistPageRankArgs) -> Result<()> {
     dispatch(Solver::PageRank { damping: a.damping }, &a.common)
 }
 
-fn dispatch(solver: Solver, c: &SolveCommon) -> Result<()> {
+fn dispatch(solver: Solver, c: &DistSolverCommonArgs) -> Result<()> {
     match c.part.precision.parse::<Precision>()? {
         Precision::F32 => solve_t::<f32>(solver, c),
         Precision::F64 => solve_t::<f64>(solver, c),
@@ -160,7 +160,7 @@ fn solver_name(s: Solver) -> &'static str {
 }
 
 /// Tolerance and iteration limit as `spmv solve cg` / `spmv pagerank` default them.
-fn options<T: Scalar>(solver: Solver, c: &SolveCommon) -> SolveOptions {
+fn options<T: Scalar>(solver: Solver, c: &DistSolverCommonArgs) -> SolveOptions {
     let (tol, max_iter) = match solver {
         Solver::Cg => (solve::cg_default_tol(T::PRECISION), solve::CG_MAX_ITER),
         Solver::PageRank { .. } => (
@@ -177,7 +177,7 @@ fn options<T: Scalar>(solver: Solver, c: &SolveCommon) -> SolveOptions {
 }
 
 /// One run on some number of ranks.
-struct Run {
+struct DistSolverRun {
     gpus: usize,
     simulated: bool,
     strategy: String,
@@ -193,7 +193,7 @@ struct Run {
     notes: Vec<String>,
 }
 
-impl Run {
+impl DistSolverRun {
     /// Per enqueued iteration.
     fn us_per_iter(&self) -> f64 {
         if self.launched == 0 {
@@ -204,7 +204,7 @@ impl Run {
     }
 }
 
-fn solve_t<T: DistScalar>(solver: Solver, c: &SolveCommon) -> Result<()> {
+fn solve_t<T: DistScalar>(solver: Solver, c: &DistSolverCommonArgs) -> Result<()> {
     if c.gpus.is_empty() || c.gpus.contains(&0) {
         bail!("--gpus must list counts of at least 1");
     }
@@ -365,7 +365,7 @@ fn speedup(base: f64, t: f64) -> Option<f64> {
 /// solver's own and the precision's: [`solve::cg_error_bound`], [`solve::pagerank_error_bound`]).
 fn accepted(
     solver: Solver,
-    r: &Run,
+    r: &DistSolverRun,
     ch: &[(&str, f64)],
     o: &SolveOptions,
     precision: Precision,
@@ -414,10 +414,10 @@ fn simulate<T: PrepareFor>(
     solver: Solver,
     a: &Csr<T>,
     parts: usize,
-    c: &SolveCommon,
+    c: &DistSolverCommonArgs,
     strategy: StrategyChoice,
     opts: &SolveOptions,
-) -> Result<Run> {
+) -> Result<DistSolverRun> {
     let (x, report, strat) = match solver {
         Solver::Cg => {
             let b = CgSystem::ones_solution(a).b;
@@ -438,7 +438,7 @@ fn simulate<T: PrepareFor>(
             (x, rep, strat)
         }
     };
-    Ok(Run {
+    Ok(DistSolverRun {
         gpus: parts,
         simulated: true,
         strategy: if parts > 1 {
@@ -487,12 +487,12 @@ fn solution_file(dir: &Path, rank: usize) -> PathBuf {
 /// The solver on `gpus` NCCL ranks (spawned processes), the solution assembled from their files.
 fn launch(
     solver: Solver,
-    c: &SolveCommon,
+    c: &DistSolverCommonArgs,
     gpus: usize,
     visible: usize,
     opts: &SolveOptions,
     n: usize,
-) -> Result<Run> {
+) -> Result<DistSolverRun> {
     let scratch = Scratch::new()?;
     let mut args = vec![
         "--solver".to_string(),
@@ -550,7 +550,7 @@ fn launch(
         .ok_or_else(|| anyhow!("the launch returned no rank"))?;
     let mut notes = spawned.notes;
     notes.extend(ranks.iter().flat_map(|r| r.notes.iter().cloned()));
-    Ok(Run {
+    Ok(DistSolverRun {
         gpus: spawned.world,
         simulated: false,
         strategy: first.strategy.clone(),

@@ -25,7 +25,7 @@ enum Solver {
 
 /// Options every solver takes.
 #[derive(Args)]
-struct Common {
+struct SolverCommonArgs {
     /// Matrix Market file, .spmvkit cache, or GEN-SPEC.
     #[arg(value_name = "MATRIX")]
     matrix: String,
@@ -92,7 +92,7 @@ Examples:
 )]
 pub struct CgArgs {
     #[command(flatten)]
-    common: Common,
+    common: SolverCommonArgs,
 }
 
 /// PageRank by power iteration on a graph's adjacency matrix (edge i → j when A_ij is stored;
@@ -118,7 +118,7 @@ Examples:
 )]
 pub struct PageRankArgs {
     #[command(flatten)]
-    common: Common,
+    common: SolverCommonArgs,
     /// Damping factor d in [0, 1).
     #[arg(long, default_value_t = 0.85, value_parser = args::damping)]
     damping: f64,
@@ -141,7 +141,7 @@ pub fn run_pagerank(args: PageRankArgs) -> Result<()> {
 }
 
 /// The graph settings to run, in order.
-fn graph_modes(c: &Common) -> Vec<bool> {
+fn graph_modes(c: &SolverCommonArgs) -> Vec<bool> {
     match c.graph.as_deref() {
         Some("off") => vec![false],
         Some("both") => vec![true, false],
@@ -150,7 +150,7 @@ fn graph_modes(c: &Common) -> Vec<bool> {
 }
 
 /// Says so when `--graph` was given but the plans run on the CPU, which has no CUDA graphs.
-fn note_graph_on_cpu<T: PrepareFor>(c: &Common, plans: &[Plan<T>]) {
+fn note_graph_on_cpu<T: PrepareFor>(c: &SolverCommonArgs, plans: &[Plan<T>]) {
     if let Some(g) = &c.graph {
         if plans.iter().all(|p| p.backend() == Backend::Cpu) {
             eprintln!("note: --graph {g} has no effect on the CPU (CUDA graphs need a GPU)");
@@ -159,7 +159,7 @@ fn note_graph_on_cpu<T: PrepareFor>(c: &Common, plans: &[Plan<T>]) {
 }
 
 /// Exit status 3 when a run stopped without converging (after its results are printed).
-fn check_converged(solver: &str, matrix: &str, runs: &[Run]) -> Result<()> {
+fn check_converged(solver: &str, matrix: &str, runs: &[SolverRun]) -> Result<()> {
     match runs
         .iter()
         .find(|r| r.report.stop != solve::Stop::Converged)
@@ -174,7 +174,7 @@ fn check_converged(solver: &str, matrix: &str, runs: &[Run]) -> Result<()> {
 }
 
 /// Plans for the method and the comparison method (if any), on the matrix `a`.
-fn plans<T: PrepareFor>(c: &Common, a: &Csr<T>) -> Result<Vec<Plan<T>>> {
+fn plans<T: PrepareFor>(c: &SolverCommonArgs, a: &Csr<T>) -> Result<Vec<Plan<T>>> {
     let opts = PlanOptions {
         params: Params::parse(c.params.iter().map(String::as_str))?,
         backend: if c.cpu { Some(Backend::Cpu) } else { None },
@@ -204,14 +204,14 @@ fn method_label<T: PrepareFor>(p: &Plan<T>) -> String {
 }
 
 /// One run's record and summary line.
-struct Run {
+struct SolverRun {
     label: String,
     graph: bool,
     report: SolveReport,
     checks: Vec<(&'static str, f64)>,
 }
 
-impl Run {
+impl SolverRun {
     fn line(&self, solver: &str, matrix: &str, precision: Precision) -> String {
         let r = &self.report;
         let checks: String = self
@@ -250,11 +250,11 @@ impl Run {
 
 /// Prints the runs (or the JSON object) and the speedups over the comparison method.
 fn finish(
-    c: &Common,
+    c: &SolverCommonArgs,
     solver: &str,
     matrix: &str,
     precision: Precision,
-    runs: &[Run],
+    runs: &[SolverRun],
     extra: Value,
 ) -> Result<()> {
     let n_methods = 1 + usize::from(runs.iter().any(|r| r.label != runs[0].label));
@@ -272,7 +272,7 @@ fn finish(
             "solver": solver,
             "matrix": matrix,
             "precision": precision.to_string(),
-            "runs": runs.iter().map(Run::json).collect::<Vec<_>>(),
+            "runs": runs.iter().map(SolverRun::json).collect::<Vec<_>>(),
             "speedups": speedups.iter().map(|(o, b, r)| json!({
                 "method": o.label, "baseline": b.label, "launch": o.report.launch, "speedup": r,
             })).collect::<Vec<_>>(),
@@ -341,7 +341,7 @@ fn cg_t<T: PrepareFor>(args: &CgArgs) -> Result<()> {
             let o = SolveOptions { graph, ..opts };
             let (x, report) = solve::cg(p, &b, &o)?;
             let checks = solve::cg_checks(&x, reference.as_deref());
-            runs.push(Run {
+            runs.push(SolverRun {
                 label: method_label(p),
                 graph,
                 report,
@@ -416,7 +416,7 @@ fn pagerank_t<T: PrepareFor>(args: &PageRankArgs) -> Result<()> {
             };
             let (x, report) = solve::pagerank(p, &g.dangling, &o)?;
             let checks = solve::pagerank_checks(&x, reference.as_deref());
-            runs.push(Run {
+            runs.push(SolverRun {
                 label: method_label(p),
                 graph,
                 report,
