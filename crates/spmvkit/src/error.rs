@@ -124,6 +124,11 @@ pub enum Error {
     /// Writing a benchmark report (summary, CSV or plots) failed.
     #[error("report: {0}")]
     Report(String),
+
+    /// Starting or supervising the rank processes of a distributed run failed
+    /// ([`dist::launch`](crate::dist::launch)).
+    #[error("{0}")]
+    Launch(String),
 }
 
 impl Error {
