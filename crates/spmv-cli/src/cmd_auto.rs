@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use spmvkit::methods::auto::{eval, model_explain, table};
+use spmvkit::methods::auto::{eval, model_explain, sampled_x_share, table};
 use spmvkit::methods::Params;
 use spmvkit::{MatrixStats, Precision};
 
@@ -148,10 +148,12 @@ fn run_pick(args: PickArgs) -> Result<()> {
     let l2 = Some(args.l2_mib << 20);
     for arg in &args.matrices {
         let loaded = input::load::<f64>(arg, !args.no_cache)?;
-        let s = MatrixStats::of(&loaded.matrix).with_x_sectors(&loaded.matrix);
+        let s = MatrixStats::of(&loaded.matrix);
         let fits = spmvkit::matrix::fits_l2(s.nrows, s.ncols, s.nnz, l2);
         for &p in &precisions {
-            let e = model_explain(&s, None, fits, p, &params)?;
+            // the x share as auto samples it, so the pick is the one auto makes
+            let share = sampled_x_share(&loaded.matrix, p, fits);
+            let e = model_explain(&s, share, fits, p, &params)?;
             let c = &e.choice;
             println!(
                 "{} ({p}, {} nnz, {}): {} (predicted {} µs per call){}",

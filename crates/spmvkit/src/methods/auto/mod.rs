@@ -210,12 +210,22 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
         stats.nnz,
         gpu.l2_bytes().map(|b| b as u64),
     );
-    // the x share from a sample of chunks: its cost does not grow with the matrix
-    let share = x_sector_share(a, SHARE_SAMPLE_CHUNKS).map(|s| match T::PRECISION {
+    let share = sampled_x_share(a, T::PRECISION, fits);
+    Ok(model_explain(&stats, share, fits, T::PRECISION, params)?.choice)
+}
+
+/// The x share (x sectors per nonzero in `precision`) that `auto` feeds its model, estimated from
+/// at most [`SHARE_SAMPLE_CHUNKS`] chunks so that its cost does not grow with the matrix; None
+/// where the matrix fits the L2, since the feature is 0 there whatever the columns
+/// ([`Features::new`]), or where it has no nonzeros.
+pub fn sampled_x_share<T: Scalar>(a: &Csr<T>, precision: Precision, fits_l2: bool) -> Option<f64> {
+    if fits_l2 {
+        return None;
+    }
+    x_sector_share(a, SHARE_SAMPLE_CHUNKS).map(|s| match precision {
         Precision::F32 => s.0,
         Precision::F64 => s.1,
-    });
-    Ok(model_explain(&stats, share, fits, T::PRECISION, params)?.choice)
+    })
 }
 
 /// What the model chooses, with these parameters, for a matrix with statistics `stats` in

@@ -715,3 +715,14 @@ fn autos_typed_choice_is_present_and_matches_the_note() {
     let csr = crate::methods::Plan::new("csr", &a, &cpu).unwrap();
     assert!(csr.chosen().is_none() && csr.deterministic());
 }
+
+#[test]
+fn auto_samples_the_x_share_only_where_x_is_larger_than_l2() {
+    let a = crate::gen::generate::<f64>("poisson2d:64").unwrap();
+    assert_eq!(sampled_x_share(&a, Precision::F64, true), None);
+    let s = sampled_x_share(&a, Precision::F64, false).unwrap();
+    let exact = MatrixStats::of(&a).with_x_sectors(&a).x_share(8).unwrap();
+    assert_eq!(s, exact, "128 chunks are all sampled");
+    let s32 = sampled_x_share(&a, Precision::F32, false).unwrap();
+    assert!(s32 < s, "f32 packs 8 entries a sector: {s32} vs {s}");
+}
