@@ -4,7 +4,7 @@
 
 use super::compare::{
     best_method, find_result, method_display, method_time_us, only_repeats, performance_profile,
-    result_time_us, speedup, tau_grid,
+    result_time_us, speedup, tau_grid, time_table,
 };
 use super::load::{cpu_only, MergedRuns};
 use super::ReportOptions;
@@ -63,15 +63,7 @@ pub fn charts_for(
 
     // Performance profile.
     let taus = tau_grid(300);
-    let times: Vec<Vec<Option<f64>>> = matrices
-        .iter()
-        .map(|m| {
-            methods
-                .iter()
-                .map(|me| method_time_us(&m.results, me, p, kind))
-                .collect()
-        })
-        .collect();
+    let times = time_table(&matrices, &methods, p, kind);
     let profile = performance_profile(&times, &taus);
     let n_profiled = times
         .iter()

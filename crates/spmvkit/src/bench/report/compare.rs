@@ -184,6 +184,25 @@ pub fn method_time_us(
     find_result(results, method, precision).and_then(|r| result_time_us(r, kind))
 }
 
+/// [`method_time_us`] of each method (columns) on each matrix (rows): the input of
+/// [`performance_profile`].
+pub fn time_table<M: AsRef<str>>(
+    matrices: &[&MatrixResult],
+    methods: &[M],
+    precision: Precision,
+    kind: TimingMode,
+) -> Vec<Vec<Option<f64>>> {
+    matrices
+        .iter()
+        .map(|m| {
+            methods
+                .iter()
+                .map(|me| method_time_us(&m.results, me.as_ref(), precision, kind))
+                .collect()
+        })
+        .collect()
+}
+
 /// The fastest method in `precision` on a matrix and its time (first listed on a tie).
 pub fn best_method(
     results: &[MethodResult],

@@ -9,7 +9,8 @@ use super::claims::{eq2_rows, ClaimMeasure, Eq2Row, PaperClaim, PAPER_CLAIMS};
 use super::compare::{
     auto_choice, copy_bandwidth_pct, effective_gbs, fastest, find_result, is_auto, method_display,
     method_time_us, only_repeats, performance_profile, quartiles, ranking, result_time_us,
-    same_code_ratios, speedup, speedup_summary, tie, Baseline, SpeedupSummary, Subset, LARGE_NNZ,
+    same_code_ratios, speedup, speedup_summary, tie, time_table, Baseline, SpeedupSummary, Subset,
+    LARGE_NNZ,
 };
 use super::load::{cpu_only, MergedMatrix, MergedRuns};
 use super::ReportOptions;
@@ -392,15 +393,7 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
     // Profile at a few τ.
     let kind = TimingMode::Stream;
     let taus = [1.0, 1.1, 1.25, 1.5, 2.0, 4.0];
-    let times: Vec<Vec<Option<f64>>> = matrices
-        .iter()
-        .map(|m| {
-            methods
-                .iter()
-                .map(|me| method_time_us(&m.results, me, p, kind))
-                .collect()
-        })
-        .collect();
+    let times = time_table(&matrices, &methods, p, kind);
     let profile = performance_profile(&times, &taus);
     if times.iter().any(|row| row.iter().any(Option::is_some)) {
         let _ = writeln!(s, "### Performance profile, stream timing\n");
@@ -643,15 +636,7 @@ fn cpu_precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptio
         .copied()
         .partition(|me| only_repeats(&matrices, p, me));
     let taus = [1.0, 1.1, 1.25, 1.5, 2.0, 4.0];
-    let times: Vec<Vec<Option<f64>>> = matrices
-        .iter()
-        .map(|m| {
-            profiled
-                .iter()
-                .map(|me| method_time_us(&m.results, me, p, kind))
-                .collect()
-        })
-        .collect();
+    let times = time_table(&matrices, &profiled, p, kind);
     if profiled.is_empty() {
         return;
     }
