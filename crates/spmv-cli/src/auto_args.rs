@@ -11,11 +11,11 @@ use crate::usage;
 /// The flags.
 #[derive(Args, Clone, Debug, Default)]
 pub struct AutoArgs {
-    /// How the `auto` method chooses: `model` predicts from matrix features alone (the nearest
-    /// training matrices in the committed H200 results); `trial` also prepares the model's best
-    /// few candidates and times them briefly on the GPU, keeping the fastest (the trial counts as
-    /// preprocessing, and runs only when `calls` is large enough to repay it). Same as
-    /// `--param mode=...` for `auto`.
+    /// How the `auto` method chooses: `trial` (the default) prepares the model's best few
+    /// candidates and times them briefly on the GPU, keeping the fastest (the trial counts as
+    /// preprocessing, and runs only when `calls` is large enough to repay it; otherwise it is
+    /// `model`); `model` predicts from matrix features alone (the nearest training matrices in
+    /// the committed H200 results) and never times. Same as `--param mode=...` for `auto`.
     #[arg(long, value_name = "MODE", value_parser = ["model", "trial"])]
     pub auto: Option<String>,
     /// Bitwise-reproducible results only: `auto` chooses among deterministic methods (no

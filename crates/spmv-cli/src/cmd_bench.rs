@@ -92,13 +92,13 @@ fn bench_help() -> String {
             "variants NAME[KEY=VALUE;...] side by side (quote the list in the shell)",
         ),
         (
-            "spmv bench kron:18 --methods 'cusparse,auto,auto[mode=trial;calls=1000000]'",
-            "auto in model mode and in trial mode (the trial runs when calls repay it)",
+            "spmv bench kron:18 --methods 'cusparse,auto[mode=model],auto[calls=1000000]'",
+            "auto in model mode and in trial mode (the default; the trial runs when calls repay it)",
         ),
         (
-            "spmv bench kron:18 --methods cusparse,auto --auto=trial --deterministic",
+            "spmv bench kron:18 --methods cusparse,auto --auto=model --deterministic",
             "--auto and --deterministic are written into every auto entry: \
-             auto[deterministic=1;mode=trial]",
+             auto[deterministic=1;mode=model]",
         ),
     ];
     s.push_str("\nExamples:\n");

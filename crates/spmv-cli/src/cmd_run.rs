@@ -25,10 +25,10 @@ use crate::input;
   spmv run a.mtx.gz --method merge --param items_per_thread=7 --json
 
 Choosing a method (auto):
-  spmv run a.mtx --method auto                   model: nearest training matrices, no trial
-  spmv run a.mtx --method auto --param calls=1   a one-shot call: cheap setups win
-  spmv run a.mtx --method auto --auto=trial --param calls=100000
-                                                 time the model's best 4, keep the fastest
+  spmv run a.mtx --method auto --param calls=100000
+                                                 time the model's best 3, keep the fastest
+  spmv run a.mtx --method auto --param calls=1   a one-shot call: cheap setups win, no trial
+  spmv run a.mtx --method auto --auto=model      the model alone: nearest training matrices
   spmv run a.mtx --method auto --deterministic   bitwise-reproducible methods only
   The notes say what auto chose, why, and what the trial measured.")]
 pub struct RunArgs {

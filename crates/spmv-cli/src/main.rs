@@ -39,7 +39,7 @@ use clap::{Parser, Subcommand};
   spmv probe                                 this GPU's read bandwidth and gather rates (limits)
   spmv run poisson3d:64 --method csr         run, check against the oracle and time one method
   spmv run matrix.mtx.gz --method csr --precision f32 --json
-  spmv run matrix.mtx --method auto --auto=trial --param calls=100000
+  spmv run matrix.mtx --method auto --param calls=100000
                                              let `auto` choose, timing its best candidates
   spmv solve cg poisson3d:64 --compare cusparse
                                              conjugate gradient on a Plan, against cuSPARSE

@@ -22,6 +22,7 @@ pub mod dist;
 pub mod error;
 pub mod gen;
 pub mod gpu;
+pub mod hash;
 pub mod io;
 pub mod matrix;
 pub mod memory;

@@ -191,6 +191,7 @@ pub fn measure_problem<T: PrepareFor>(
     rec.method = method.trim().to_string();
     rec.max_rel_err = checked.max_rel_err;
     rec.verified = checked.ok;
+    rec.y_digest = Some(crate::hash::y_digest(&y));
     rec.notes = plan.layout().notes();
     // `auto` is as deterministic as the method it chose
     rec.deterministic = plan.deterministic();

@@ -81,6 +81,11 @@ pub struct RunRecord {
     /// the record unverified.
     #[serde(default)]
     pub later_checks: Vec<LaterCheck>,
+    /// [`crate::hash::y_digest`] of y after the checked call: two records of a deterministic
+    /// method on the same matrix, precision, α and β hold the same y bit for bit when their
+    /// digests match (how a refactor shows its results unchanged). Absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y_digest: Option<String>,
 }
 
 /// y checked after a timed loop of `calls` calls.
@@ -126,6 +131,7 @@ impl RunRecord {
             notes: Vec::new(),
             fallback_note: None,
             later_checks: Vec::new(),
+            y_digest: None,
         }
     }
 

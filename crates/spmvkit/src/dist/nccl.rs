@@ -144,13 +144,8 @@ pub fn find_library() -> Result<PathBuf> {
 /// symlink to `lib`, for a child process's `LD_LIBRARY_PATH`.
 pub fn link_dir(lib: &Path) -> Result<PathBuf> {
     let lib = lib.canonicalize().map_err(|e| Error::io(lib, e))?;
-    // FNV-1a of the path: one directory per library, shared by concurrent launchers
-    let hash = lib
-        .to_string_lossy()
-        .bytes()
-        .fold(0xcbf29ce484222325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x100000001b3)
-        });
+    // one directory per library, shared by concurrent launchers
+    let hash = crate::hash::fnv1a(lib.to_string_lossy().as_bytes());
     let dir = std::env::temp_dir().join(format!("spmvkit-nccl-{hash:016x}"));
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let link = dir.join("libnccl.so");

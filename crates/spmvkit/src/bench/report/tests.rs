@@ -35,6 +35,7 @@ pub(crate) fn record(method: &str, p: Precision, nnz: usize, t_us: f64, prep_ms:
         notes: vec![("k".into(), "a,b".into())],
         fallback_note: None,
         later_checks: Vec::new(),
+        y_digest: None,
     };
     rec.set_stream_timing(Timing::from_samples(vec![t_us]));
     rec

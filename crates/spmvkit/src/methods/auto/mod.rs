@@ -5,7 +5,7 @@
 //! - `mode=model` predicts each method's time from matrix features alone, with the
 //!   nearest-neighbour model of [`model`] fitted from the committed H200 benchmark runs, and takes
 //!   the first of its ranking.
-//! - `mode=trial` prepares the model's first `trial` candidates, times each briefly on the device
+//! - `mode=trial`, the default (chosen on the tuning split, `docs/results/tuning-split.md`), prepares the model's first `trial` candidates, times each briefly on the device
 //!   ([`TRIAL_TIMING`], through `gpu/timing.rs`) and keeps the fastest: its host layout and its
 //!   device copy, so nothing is prepared or uploaded twice. The trial is preprocessing and is
 //!   reported as such (auto's prepare time holds it). Candidates beyond the first are tried only
@@ -23,7 +23,7 @@
 //! use spmvkit::methods::Params;
 //! let a = gen::generate::<f64>("poisson2d:50").unwrap();
 //! // The GPU when one is usable, else the CPU (then `auto` takes `csr`).
-//! let params = Params::parse(["calls=1000000", "mode=trial", "trial=2"]).unwrap();
+//! let params = Params::parse(["calls=1000000", "trial=2"]).unwrap();
 //! let opts = PlanOptions { params, backend: None };
 //! let mut plan = Plan::new("auto", &a, &opts).unwrap();
 //! let x = vec![1.0; a.ncols()];
@@ -62,10 +62,11 @@ pub const CHOSE_NOTE: &str = "auto chose";
 params! {
     /// The parameters of `auto`.
     struct AutoParams {
-        /// model: choose from matrix features with the model fitted from docs/results (no trial
-        /// runs); trial: time the model's first `trial` candidates on the device and keep the
-        /// fastest
-        mode: Mode = model;
+        /// trial: time the model's first `trial` candidates on the device and keep the fastest,
+        /// when `calls` repay the trial (else as model); model: choose from matrix features with
+        /// the model fitted from docs/results, never timing (trial is the default: chosen on the
+        /// tuning split, docs/results/tuning-split.md)
+        mode: Mode = trial;
         /// expected SpMV calls on this matrix; preprocessing is spread over them (1: a one-shot
         /// call favours cheap setups)
         calls: f64 = 1000, in 1.0..;

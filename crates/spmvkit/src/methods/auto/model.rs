@@ -513,16 +513,9 @@ pub const TUNE_PERCENT: u64 = 50;
 /// assert_eq!(split_of("uniform:4000000,16"), split_of("uniform:30000000;2"));
 /// ```
 pub fn split_of(matrix: &str) -> Split {
-    if fnv1a(family(matrix).as_bytes()) % 100 < TUNE_PERCENT {
+    if crate::hash::fnv1a(family(matrix).as_bytes()) % 100 < TUNE_PERCENT {
         Split::Tune
     } else {
         Split::Test
     }
-}
-
-/// 64-bit FNV-1a.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }

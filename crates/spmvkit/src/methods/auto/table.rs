@@ -680,6 +680,7 @@ impl RowReader<'_> {
                     notes: self.pairs(c.notes),
                     fallback_note: Some(f[c.fallback_note].clone()).filter(|s| !s.is_empty()),
                     later_checks: Vec::new(),
+                    y_digest: None,
                 })
             }
         };
@@ -760,6 +761,7 @@ pub(crate) mod tests {
                 notes: vec![("auto chose".into(), "csr-vector".into())],
                 fallback_note: None,
                 later_checks: Vec::new(),
+                y_digest: None,
             }),
         }
     }
