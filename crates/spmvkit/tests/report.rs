@@ -51,6 +51,7 @@ fn record(method: &str, p: Precision, n: usize, nnz: usize, t_us: f64, prep_ms: 
         notes: Vec::new(),
         fallback_note: None,
         later_checks: Vec::new(),
+        y_digest: None,
     };
     rec.set_stream_timing(Timing::from_samples(vec![t_us, t_us * 1.01, t_us * 0.99]));
     rec
