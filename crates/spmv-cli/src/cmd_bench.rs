@@ -196,12 +196,8 @@ fn parse_inputs(args: &BenchArgs) -> Result<Vec<MatrixSource>> {
         let p = PathBuf::from(i);
         if p.is_dir() {
             inputs.extend(suites::matrix_files(&p)?);
-        } else if p.exists() {
-            inputs.push(MatrixSource::File(p));
         } else {
-            spmvkit::gen::parse_spec(i)
-                .with_context(|| format!("'{i}' is not a file, folder or GEN-SPEC"))?;
-            inputs.push(MatrixSource::Spec(i.clone()));
+            inputs.push(MatrixSource::from_arg(i)?);
         }
     }
     if inputs.is_empty() {

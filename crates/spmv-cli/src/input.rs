@@ -3,7 +3,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
+use spmvkit::bench::MatrixSource;
 use spmvkit::{Csr, PrepareFor};
 
 /// Where a matrix came from, for reports.
@@ -17,21 +18,7 @@ pub struct Loaded<T> {
 pub fn load<T: PrepareFor>(arg: &str, use_cache: bool) -> Result<Loaded<T>> {
     let t = Instant::now();
     let path = Path::new(arg);
-    let matrix = if path.exists() {
-        if use_cache {
-            spmvkit::io::load_cached::<T>(path, None)
-        } else {
-            spmvkit::io::load::<T>(path)
-        }?
-    } else if spmvkit::gen::looks_like_spec(arg) || arg.contains(':') {
-        // A malformed spec gets the generator's own explanation.
-        spmvkit::gen::generate::<T>(arg)?
-    } else {
-        bail!(
-            "'{arg}' is neither an existing file nor a GEN-SPEC (like poisson3d:64); \
-             `spmv gen --help` lists the generators"
-        );
-    };
+    let matrix = MatrixSource::from_arg(arg)?.load::<T>(use_cache)?;
     let name = path
         .file_name()
         .filter(|_| path.exists())

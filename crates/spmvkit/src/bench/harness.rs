@@ -9,7 +9,7 @@ use super::{
     measure_problem, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult, Problem,
     Status,
 };
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::matrix::{fits_l2, Csr, MatrixStats};
 use crate::methods::PrepareFor;
 use crate::scalar::Precision;
@@ -42,15 +42,6 @@ impl Progress for Silent {
     fn matrix(&mut self, _: usize, _: usize, _: &str) {}
     fn method(&mut self, _: &str, _: &str, _: Precision) {}
     fn skipped(&mut self, _: &str, _: &str) {}
-}
-
-/// Loads one input in f64: a file (through the cache when asked) or a GEN-SPEC.
-pub fn load_source(src: &MatrixSource, use_cache: bool) -> Result<Csr<f64>> {
-    match src {
-        MatrixSource::File(p) if use_cache => crate::io::load_cached::<f64>(p, None),
-        MatrixSource::File(p) => crate::io::load::<f64>(p),
-        MatrixSource::Spec(s) => crate::gen::generate::<f64>(s),
-    }
 }
 
 /// The machine description: GPU properties if one is usable, CPU threads, the command line; on
@@ -210,7 +201,7 @@ pub fn run(
     for (i, src) in inputs.iter().enumerate() {
         let name = src.short_name();
         progress.matrix(i, inputs.len(), &name);
-        match load_source(src, cfg.use_cache) {
+        match src.load::<f64>(cfg.use_cache) {
             Ok(a) => run
                 .matrices
                 .push(run_matrix(&name, &src.label(), &a, cfg, l2, progress)),

@@ -26,6 +26,7 @@ pub use crate::matrix::{byte_model, fits_l2};
 pub use record::{LaterCheck, RunRecord, Timing};
 pub use report::{load_runs, write_report, write_report_with, ReportFiles, ReportOptions};
 pub use run::{BenchRun, MachineInfo, MatrixResult, MethodResult, Status};
+pub use suites::MatrixSource;
 
 use std::time::Instant;
 

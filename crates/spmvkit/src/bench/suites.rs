@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::matrix::Csr;
+use crate::scalar::Scalar;
 
 /// One input of a run: a file or a GEN-SPEC.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,6 +16,45 @@ pub enum MatrixSource {
 }
 
 impl MatrixSource {
+    /// A MATRIX argument of any command: an existing file (Matrix Market or `.spmvkit` cache),
+    /// else a GEN-SPEC, checked by the generators' parser so that a malformed one gets its
+    /// explanation.
+    ///
+    /// ```
+    /// use spmvkit::bench::MatrixSource;
+    /// assert_eq!(
+    ///     MatrixSource::from_arg("poisson3d:8").unwrap(),
+    ///     MatrixSource::Spec("poisson3d:8".into())
+    /// );
+    /// assert!(MatrixSource::from_arg("no-such-file.mtx").is_err());
+    /// assert!(MatrixSource::from_arg("poisson3d:x").is_err());
+    /// ```
+    pub fn from_arg(arg: &str) -> Result<MatrixSource> {
+        let path = Path::new(arg);
+        if path.exists() {
+            return Ok(MatrixSource::File(path.to_path_buf()));
+        }
+        if crate::gen::looks_like_spec(arg) || arg.contains(':') {
+            crate::gen::parse_spec(arg)?;
+            return Ok(MatrixSource::Spec(arg.to_string()));
+        }
+        Err(Error::InvalidArgument(format!(
+            "'{arg}' is neither an existing file nor a GEN-SPEC (like poisson3d:64); \
+             `spmv gen --help` lists the generators"
+        )))
+    }
+
+    /// The matrix in precision `T`, the one loader of `spmv run`, `spmv bench` and the other
+    /// commands: a file through the binary cache when `use_cache` (else read directly), a
+    /// GEN-SPEC generated.
+    pub fn load<T: Scalar>(&self, use_cache: bool) -> Result<Csr<T>> {
+        match self {
+            MatrixSource::File(p) if use_cache => crate::io::load_cached::<T>(p, None),
+            MatrixSource::File(p) => crate::io::load::<T>(p),
+            MatrixSource::Spec(s) => crate::gen::generate::<T>(s),
+        }
+    }
+
     /// The file path or spec, as written in reports.
     pub fn label(&self) -> String {
         match self {
