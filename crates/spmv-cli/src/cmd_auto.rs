@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use spmvkit::methods::auto::{eval, model_explain, sampled_x_share, table};
+use spmvkit::bench::auto::{eval, table};
+use spmvkit::methods::auto::{model_explain, sampled_x_share};
 use spmvkit::methods::Params;
 use spmvkit::{MatrixStats, Precision};
 

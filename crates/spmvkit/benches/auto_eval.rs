@@ -1,5 +1,5 @@
 //! Evaluation of `auto` (issue #11) on the committed H200 results, in model mode and in trial
-//! mode (simulated exactly), with [`spmvkit::methods::auto::eval`]. By default on the TEST split:
+//! mode (simulated exactly), with [`spmvkit::bench::auto::eval`]. By default on the TEST split:
 //! each test matrix is predicted by the model fitted on the tuning split only
 //! (`model::split_of`, by matrix family), so neither the matrix nor its near-duplicates were
 //! seen, and nothing about the test matrices went into choosing the model's settings
@@ -12,7 +12,7 @@
 //! `tune`, `families` (every matrix, its family held out) or `matrices` (every matrix, itself held
 //! out); `SPMVKIT_AUTO_K` = neighbours (default: the shipped k).
 
-use spmvkit::methods::auto::eval::{
+use spmvkit::bench::auto::eval::{
     calls_label, outcomes, summarize, Outcome, Scope, Setup, CALLS_INF,
 };
 use spmvkit::methods::auto::model::{family, split_of, Knobs, Model, Split};

@@ -17,15 +17,15 @@
 
 use std::path::{Path, PathBuf};
 
-use spmvkit::bench::report::{merge_runs, method_time_us};
-use spmvkit::gpu::TimingMode;
-use spmvkit::methods::auto::eval::{
+use spmvkit::bench::auto::eval::{
     calls_label, outcomes, summarize, Outcome, Scope, Setup, CALLS_INF,
 };
+use spmvkit::bench::auto::table::load_committed_runs;
+use spmvkit::bench::report::{merge_runs, method_time_us};
+use spmvkit::gpu::TimingMode;
 use spmvkit::methods::auto::model::{
     family, split_of, Knobs, Model, Split, FEATURE_NAMES, NFEATURES,
 };
-use spmvkit::methods::auto::table::load_committed_runs;
 use spmvkit::methods::auto::{DEFAULT_TRIAL, TRIAL_BUDGET};
 use spmvkit::methods::{cb_spmv, fastload};
 use spmvkit::scalar::Precision;

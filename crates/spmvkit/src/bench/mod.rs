@@ -12,6 +12,7 @@
 //! (tickets, workspace rows, flags) or takes another path inside a graph capture is caught when a
 //! later call goes wrong ([`LaterCheck`]).
 
+pub mod auto;
 pub mod harness;
 pub mod limits;
 pub mod plots;

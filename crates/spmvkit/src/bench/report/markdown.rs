@@ -139,7 +139,7 @@ pub fn summary_markdown(
     if !cpu {
         eq2_section(&mut s, merged);
         row_length_section(&mut s, merged);
-        s.push_str(&crate::methods::auto::eval::report_section(merged));
+        s.push_str(&crate::bench::auto::eval::report_section(merged));
         claims_section(&mut s, merged);
     }
     skipped_section(&mut s, merged);

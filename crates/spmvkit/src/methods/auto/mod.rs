@@ -34,9 +34,7 @@
 //! assert!(plan.layout().notes().iter().any(|(k, v)| k == "auto chose" && v == chosen));
 //! ```
 
-pub mod eval;
 pub mod model;
-pub mod table;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -51,7 +49,8 @@ use crate::methods::params::{declares, keywords, params, Flag, CPU_FALLBACK_PARA
 use crate::methods::{find, DeviceLayout, Layout, Method, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Precision, Scalar};
 
-const NAME: &str = "auto";
+/// The registry name of `auto`.
+pub const NAME: &str = "auto";
 
 /// The key of the note that names, for people, the method `auto` chose (`auto chose` →
 /// `csr-vector`). Code asks the layout ([`Layout::chosen`], [`crate::Plan::chosen`]); only saved
@@ -153,10 +152,16 @@ fn parse(params: &Params) -> Result<Opts> {
     })
 }
 
+/// The `calls` an `auto` parameter list runs with (its default when not given); None when the
+/// list is not valid for `auto`.
+pub fn calls_of(params: &Params) -> Option<f64> {
+    AutoParams::from_params(NAME, params).ok().map(|p| p.calls)
+}
+
 /// The methods of a trial, as indices into `ranked` (best predicted first): the first always,
 /// then the next ones up to `n` while their predicted preprocessing plus [`TRIAL_CALLS`] calls
 /// each stay within [`TRIAL_BUDGET`] of `calls` × the first's predicted µs per call. The held-out
-/// evaluation ([`eval`]) simulates trials with this same rule.
+/// evaluation ([`crate::bench::auto::eval`]) simulates trials with this same rule.
 pub fn trial_candidates(ranked: &[model::Prediction], n: usize, calls: f64) -> Vec<usize> {
     trial_candidates_within(ranked, n, calls, TRIAL_BUDGET)
 }

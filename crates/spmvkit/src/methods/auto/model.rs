@@ -1,6 +1,6 @@
 //! The model of `auto --auto=model` (issue #11): nearest neighbours in a space of matrix features,
 //! fitted from committed benchmark results (`table.csv`, built by `spmv auto table` from the
-//! newest committed H200 run of each method, matrix and precision: [`super::table`]). A
+//! newest committed H200 run of each method, matrix and precision: [`crate::bench::auto::table`]). A
 //! prediction for a method is the mean, over the k nearest training matrices of the same
 //! precision weighted by closeness, of log(t_method / t_fastest) there, plus the neighbours'
 //! preprocessing cost per nonzero (geometric mean); methods are ranked by predicted
@@ -14,6 +14,22 @@
 use crate::error::{Error, Result};
 use crate::matrix::MatrixStats;
 use crate::scalar::Precision;
+
+/// The statistic columns of the table, between `precision` and the methods. The x-sector counts
+/// are empty for a matrix that no run counted them for.
+pub const STAT_COLUMNS: [&str; 11] = [
+    "nrows",
+    "ncols",
+    "nnz",
+    "row_len_mean",
+    "row_len_std",
+    "row_len_max",
+    "empty_rows",
+    "bandwidth",
+    "fits_l2",
+    "x_sectors_f32",
+    "x_sectors_f64",
+];
 
 /// The training table shipped with the library.
 pub const TABLE: &str = include_str!("table.csv");
@@ -182,8 +198,8 @@ fn bad(line: usize, msg: impl std::fmt::Display) -> Error {
 }
 
 impl Model {
-    /// Parses the table written by [`super::table::Table::to_csv`]: `matrix`, `precision`, the
-    /// statistic columns ([`super::table::STAT_COLUMNS`], found by name; the x-sector columns
+    /// Parses the table written by [`crate::bench::auto::table::Table::to_csv`]: `matrix`, `precision`, the
+    /// statistic columns ([`STAT_COLUMNS`], found by name; the x-sector columns
     /// may be missing or empty), then per method `METHOD:us` and `METHOD:prep_ms` (µs per call,
     /// preprocessing ms; both empty where the method did not run). Other `METHOD:FIELD` columns,
     /// such as `METHOD:commit`, are provenance and are ignored.
@@ -206,7 +222,7 @@ impl Model {
         let need = |name: &str| stat(name).ok_or_else(|| bad(1, format!("no '{name}' column")));
         // the eight numeric statistics lead the table's statistic columns
         let mut fc = [0usize; 8];
-        for (d, name) in fc.iter_mut().zip(&super::table::STAT_COLUMNS[..8]) {
+        for (d, name) in fc.iter_mut().zip(&STAT_COLUMNS[..8]) {
             *d = need(name)?;
         }
         let fits_col = need("fits_l2")?;

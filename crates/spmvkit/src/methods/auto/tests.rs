@@ -92,7 +92,7 @@ fn nearest_neighbours_pick_the_clusters_winner_and_count_preprocessing() {
 fn the_x_share_tells_scattered_columns_from_local_ones_in_matrices_larger_than_l2() {
     let header = format!(
         "matrix,precision,{},a:us,a:prep_ms,b:us,b:prep_ms",
-        super::table::STAT_COLUMNS.join(",")
+        super::model::STAT_COLUMNS.join(",")
     );
     let mut t = header;
     for i in 0..4 {

@@ -5,8 +5,8 @@
 //!   figures), and the chosen method's measured time is compared with the best measured method
 //!   on that matrix and with the cheapest cuSPARSE ([`cheapest_cusparse`]). Model mode costs the
 //!   choice's time plus its preprocessing over `calls`; trial mode is simulated exactly: the
-//!   candidates [`super::trial_candidates`] admits, the least measured time among them, and every
-//!   candidate's preprocessing plus [`super::TRIAL_CALLS`] calls spread over `calls`.
+//!   candidates [`crate::methods::auto::trial_candidates`] admits, the least measured time among them, and every
+//!   candidate's preprocessing plus [`crate::methods::auto::TRIAL_CALLS`] calls spread over `calls`.
 //! - **On measured runs** ([`evaluate_runs`], [`runs_markdown`]): for each matrix of the runs,
 //!   what the shipped model picks (model mode, at each `calls`) against the best measured method
 //!   of the same runs, and every measured `auto` entry against the same best. This is how a
@@ -19,12 +19,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::model::{family, split_of, Knobs, Model, Sample, Split};
 use super::table::SKIP;
-use super::{allowed_methods, model_choice, trial_candidates_within, TRIAL_BUDGET, TRIAL_CALLS};
 use crate::bench::report::{auto_choice, MergedRuns};
 use crate::bench::{MethodResult, RunRecord, Status};
 use crate::error::Result;
+use crate::methods::auto::model::{family, split_of, Knobs, Model, Sample, Split};
+use crate::methods::auto::{
+    allowed_methods, model_choice, trial_candidates_within, TRIAL_BUDGET, TRIAL_CALLS,
+};
 use crate::methods::{find_variant, Backend, Params};
 use crate::scalar::Precision;
 
@@ -328,12 +330,10 @@ pub struct RunPoint {
 /// The `calls` an `auto` label runs with (its default when not given).
 fn auto_calls(label: &str) -> Option<f64> {
     let (m, params) = find_variant(label).ok()?;
-    if m.info().name != super::NAME {
+    if m.info().name != crate::methods::auto::NAME {
         return None;
     }
-    super::AutoParams::from_params(super::NAME, &params)
-        .ok()
-        .map(|p| p.calls)
+    crate::methods::auto::calls_of(&params)
 }
 
 /// For each matrix and precision of the merged runs and each of `calls`: the best measured
@@ -577,8 +577,8 @@ mod tests {
 
     #[test]
     fn a_run_with_auto_entries_is_judged_against_its_best_method() {
+        use crate::bench::auto::table::tests::{result, run};
         use crate::bench::report::merge_runs;
-        use crate::methods::auto::table::tests::{result, run};
         let ok = Status::Ok;
         let p = Precision::F64;
         let r = run(

@@ -1,4 +1,4 @@
-//! Building `auto`'s training table (`table.csv`, parsed by [`super::model::Model::parse`]) from
+//! Building `auto`'s training table (`table.csv`, parsed by [`crate::methods::auto::model::Model::parse`]) from
 //! committed benchmark runs: `spmv auto table RUN... -o crates/spmvkit/src/methods/auto/table.csv`.
 //!
 //! - **Input:** run records (`run-*.json`, `run-*.json.gz`, read by
@@ -27,6 +27,7 @@ use crate::bench::report::{load_runs, merge_runs, read_text_maybe_gz, MergedRuns
 use crate::bench::{BenchRun, MachineInfo, MatrixResult, MethodResult, RunRecord, Status, Timing};
 use crate::error::{Error, Result};
 use crate::matrix::{LengthStats, MatrixStats};
+pub use crate::methods::auto::model::STAT_COLUMNS;
 use crate::methods::Backend;
 use crate::scalar::Precision;
 
@@ -34,22 +35,6 @@ use crate::scalar::Precision;
 /// `csr-full-overlap` include the host-to-device copy), `csr` is the CPU production path, and
 /// `auto` is the chooser itself.
 pub const SKIP: &[&str] = &["cusparse-e2e", "csr-full-overlap", "csr", "auto"];
-
-/// The statistic columns of the table, between `precision` and the methods. The x-sector counts
-/// are empty for a matrix that no run counted them for.
-pub const STAT_COLUMNS: [&str; 11] = [
-    "nrows",
-    "ncols",
-    "nnz",
-    "row_len_mean",
-    "row_len_std",
-    "row_len_max",
-    "empty_rows",
-    "bandwidth",
-    "fits_l2",
-    "x_sectors_f32",
-    "x_sectors_f64",
-];
 
 /// One method's measurement in the table.
 #[derive(Clone, Debug, PartialEq)]
