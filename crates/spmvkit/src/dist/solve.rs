@@ -44,6 +44,7 @@ use crate::gpu::{kernel_int, Gpu};
 use crate::matrix::Csr;
 use crate::methods::{Backend, PrepareFor};
 use crate::scalar::{Idx, Scalar};
+use crate::solve::cg::{relative, CgIteration, Reduce};
 pub use crate::solve::rows::{cg, pagerank, RowOperator};
 use crate::solve::rows::{check_local, check_pagerank, dot, local_dangling, note_breakdown};
 use crate::solve::{
@@ -150,80 +151,38 @@ impl<T: DistScalar> NcclRows<T> {
         }
         let thresh = opts.tol * opts.tol * bb;
         let gpu = self.op.gpu().clone();
-        let nb = grid_blocks(n);
-        let mut s0 = initial_scalars(bb, thresh, opts.max_iter);
-        if bb <= thresh {
-            s0[S_DONE] = 1.0;
-        }
-        let s: CudaSlice<f64> = gpu.upload(&s0)?;
-        let part: CudaSlice<f64> = gpu.alloc_zeros(nb)?;
+        let it = CgIteration::new(&gpu, b, bb, thresh, opts, "dist cg: rows")?;
         let mut red: CudaSlice<f64> = gpu.alloc_zeros(1)?;
-        let x: CudaSlice<T> = gpu.alloc_zeros(n)?;
-        let r = gpu.upload(b)?;
         // p = b, in the operator's x
         self.op.set_x(b)?;
-        let f_dot = gpu.function::<T>(&KERNELS, "cg_dot_pq")?;
         let f_sum = gpu.function::<T>(&KERNELS, "dist_sum")?;
-        let f_alpha = gpu.function::<T>(&KERNELS, "cg_alpha")?;
-        let f_update = gpu.function::<T>(&KERNELS, "cg_update")?;
-        let f_beta = gpu.function::<T>(&KERNELS, "cg_beta")?;
-        let f_p = gpu.function::<T>(&KERNELS, "cg_p")?;
         gpu.synchronize()?;
-        let (n_i, nb_i, one, slot0) = (kernel_int("dist cg: rows", n)?, nb as i32, 1i32, 0i32);
         let stream = gpu.stream();
-        let launch_err =
-            |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);
         self.spmv_s = 0.0;
         self.allreduce_s = 0.0;
         let (op, spmv_s, allreduce_s) = (&mut self.op, &mut self.spmv_s, &mut self.allreduce_s);
-        let driven = drive(&gpu, &s, opts.check_every, opts.max_iter, false, |_| {
+        let driven = drive(&gpu, &it.s, opts.check_every, opts.max_iter, false, |_| {
             let t0 = Instant::now();
             op.apply(T::one(), T::zero())?;
             *spmv_s += t0.elapsed().as_secs_f64();
-            let (p, q) = (op.x(), op.y());
-            // SAFETY (every launch below): the arguments match the kernel.cu signatures; x, r,
-            // q hold n elements and p at least n, `part` nb, `red` 1 and `s` S_LEN.
-            let mut l = stream.launch_builder(&f_dot);
-            l.arg(p).arg(q).arg(&n_i).arg(&part).arg(&s);
-            unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_dot_pq", e))?;
-            let mut l = stream.launch_builder(&f_sum);
-            l.arg(&red).arg(&slot0).arg(&part).arg(&nb_i).arg(&s);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_sum", e))?;
-            all_reduce_device(op, &mut red, allreduce_s)?;
-            // the global pᵀq, as a one-element partial array
-            let (p, q) = (op.x(), op.y());
-            let mut l = stream.launch_builder(&f_alpha);
-            l.arg(&s).arg(&red).arg(&one);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("cg_alpha", e))?;
-            let mut l = stream.launch_builder(&f_update);
-            l.arg(&x).arg(&r).arg(p).arg(q).arg(&n_i).arg(&part).arg(&s);
-            unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_update", e))?;
-            let mut l = stream.launch_builder(&f_sum);
-            l.arg(&red).arg(&slot0).arg(&part).arg(&nb_i).arg(&s);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_sum", e))?;
-            all_reduce_device(op, &mut red, allreduce_s)?;
-            let mut l = stream.launch_builder(&f_beta);
-            l.arg(&s).arg(&red).arg(&one);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("cg_beta", e))?;
-            let mut l = stream.launch_builder(&f_p);
-            l.arg(op.x()).arg(&r).arg(&n_i).arg(&s);
-            unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_p", e))?;
-            Ok(())
+            let op = &*op;
+            let mut all_reduce = |red: &mut CudaSlice<f64>| all_reduce_device(op, red, allreduce_s);
+            let mut reduce = Reduce::Ranks {
+                f_sum: &f_sum,
+                red: &mut red,
+                all_reduce: &mut all_reduce,
+            };
+            it.step(stream, op.x(), op.y(), &mut reduce)
         })?;
         let mut xh = vec![T::zero(); n];
-        gpu.download(&x, &mut xh)?;
-        let rho = driven.s[S_RES];
+        gpu.download(&it.x, &mut xh)?;
         let mut report = SolveReport {
             backend: Backend::Gpu,
             launch: driven.launch,
             iterations: driven.s[S_ITER] as usize,
             launched: driven.launched,
             stop: stop_of(driven.s[S_DONE]),
-            residual: if bb > 0.0 {
-                (rho / bb).max(0.0).sqrt()
-            } else {
-                0.0
-            },
+            residual: relative(driven.s[S_RES], bb),
             seconds: driven.seconds,
             notes: driven.notes,
         };

@@ -7,7 +7,7 @@
 //! sets the stop flag; `cg_p` does p = r + βp. pᵀq ≤ 0 stops with [`Stop::Breakdown`](super::Stop::Breakdown): the
 //! matrix is not positive definite.
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
 use rayon::prelude::*;
 
 use super::{
@@ -105,11 +105,156 @@ fn cg_cpu<T: PrepareFor>(
     Ok((x, report))
 }
 
-fn relative(rho: f64, bb: f64) -> f64 {
+/// ‖r‖/‖b‖ from ρ = rᵀr and ‖b‖² (0 for b = 0).
+pub(crate) fn relative(rho: f64, bb: f64) -> f64 {
     if bb > 0.0 {
         (rho / bb).max(0.0).sqrt()
     } else {
         0.0
+    }
+}
+
+/// The device-resident CG iteration after q = A p, written once for the single-GPU solver
+/// ([`cg`]) and the distributed one (`dist::NcclRows::cg`): `cg_dot_pq` writes the block
+/// partials of pᵀq, `cg_alpha` gives α; `cg_update` (x += αp, r −= αq, partials of rᵀr), then
+/// `cg_beta` gives β and the stop flag; `cg_p` does p = r + βp. Between a dot product's partials
+/// and the kernel that reads them sits [`Reduce`]: nothing on one GPU, a sum over the ranks on
+/// NCCL ranks.
+pub(crate) struct CgIteration<T> {
+    f_dot: CudaFunction,
+    f_alpha: CudaFunction,
+    f_update: CudaFunction,
+    f_beta: CudaFunction,
+    f_p: CudaFunction,
+    n_i: i32,
+    nb: usize,
+    /// The iterate, from 0.
+    pub x: CudaSlice<T>,
+    /// The residual, from b.
+    pub r: CudaSlice<T>,
+    part: CudaSlice<f64>,
+    /// The solver scalars ([`super::S_LEN`]).
+    pub s: CudaSlice<f64>,
+}
+
+/// What a dot product's block partials become before `cg_alpha` or `cg_beta` reads them.
+pub(crate) enum Reduce<'a> {
+    /// One GPU: they read the partials themselves.
+    Local,
+    /// NCCL ranks: `dist_sum` adds the partials into `red[0]`, `all_reduce` sums `red` over the
+    /// ranks, and they read that one value.
+    Ranks {
+        f_sum: &'a CudaFunction,
+        red: &'a mut CudaSlice<f64>,
+        all_reduce: &'a mut dyn FnMut(&mut CudaSlice<f64>) -> Result<()>,
+    },
+}
+
+fn launch_err(k: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
+    move |e| Error::cuda(format!("{k} launch"), e)
+}
+
+impl<T: Scalar> CgIteration<T> {
+    /// The kernels, x = 0, r = b and the scalars for ‖b‖² = `bb` (done at once when it is at most
+    /// `thresh`).
+    pub(crate) fn new(
+        gpu: &Gpu,
+        b: &[T],
+        bb: f64,
+        thresh: f64,
+        opts: &SolveOptions,
+        what: &'static str,
+    ) -> Result<Self> {
+        let n = b.len();
+        let nb = grid_blocks(n);
+        let mut s0 = initial_scalars(bb, thresh, opts.max_iter);
+        if bb <= thresh {
+            s0[S_DONE] = 1.0;
+        }
+        Ok(CgIteration {
+            f_dot: gpu.function::<T>(&KERNELS, "cg_dot_pq")?,
+            f_alpha: gpu.function::<T>(&KERNELS, "cg_alpha")?,
+            f_update: gpu.function::<T>(&KERNELS, "cg_update")?,
+            f_beta: gpu.function::<T>(&KERNELS, "cg_beta")?,
+            f_p: gpu.function::<T>(&KERNELS, "cg_p")?,
+            n_i: kernel_int(what, n)?,
+            nb,
+            x: gpu.alloc_zeros(n)?,
+            r: gpu.upload(b)?,
+            part: gpu.alloc_zeros(nb)?,
+            s: gpu.upload(&s0)?,
+        })
+    }
+
+    /// The partials of the last dot product as the next kernel reads them: the array and its
+    /// length.
+    fn reduced<'s>(
+        &'s self,
+        stream: &CudaStream,
+        reduce: &'s mut Reduce<'_>,
+    ) -> Result<(&'s CudaSlice<f64>, i32)> {
+        match reduce {
+            Reduce::Local => Ok((&self.part, self.nb as i32)),
+            Reduce::Ranks {
+                f_sum,
+                red,
+                all_reduce,
+            } => {
+                let (slot0, nb_i) = (0i32, self.nb as i32);
+                let mut l = stream.launch_builder(f_sum);
+                l.arg(&**red)
+                    .arg(&slot0)
+                    .arg(&self.part)
+                    .arg(&nb_i)
+                    .arg(&self.s);
+                // SAFETY: dist_sum's signature; `red` holds at least 1 value, `part` nb.
+                unsafe { l.launch(grid(1)) }.map_err(launch_err("dist_sum"))?;
+                all_reduce(red)?;
+                Ok((&**red, 1))
+            }
+        }
+    }
+
+    /// One iteration after q = A p (p and q hold at least n values; p becomes r + βp).
+    pub(crate) fn step(
+        &self,
+        stream: &CudaStream,
+        p: &CudaSlice<T>,
+        q: &CudaSlice<T>,
+        reduce: &mut Reduce<'_>,
+    ) -> Result<()> {
+        let nb = self.nb;
+        let n_i = self.n_i;
+        // SAFETY (every launch below): the arguments match the kernel.cu signatures; x, r, p and
+        // q hold at least n elements, `part` nb, the reduced array its length and `s` S_LEN.
+        let mut l = stream.launch_builder(&self.f_dot);
+        l.arg(p).arg(q).arg(&n_i).arg(&self.part).arg(&self.s);
+        unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_dot_pq"))?;
+        {
+            let (sum, len) = self.reduced(stream, reduce)?;
+            let mut l = stream.launch_builder(&self.f_alpha);
+            l.arg(&self.s).arg(sum).arg(&len);
+            unsafe { l.launch(grid(1)) }.map_err(launch_err("cg_alpha"))?;
+        }
+        let mut l = stream.launch_builder(&self.f_update);
+        l.arg(&self.x)
+            .arg(&self.r)
+            .arg(p)
+            .arg(q)
+            .arg(&n_i)
+            .arg(&self.part)
+            .arg(&self.s);
+        unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_update"))?;
+        {
+            let (sum, len) = self.reduced(stream, reduce)?;
+            let mut l = stream.launch_builder(&self.f_beta);
+            l.arg(&self.s).arg(sum).arg(&len);
+            unsafe { l.launch(grid(1)) }.map_err(launch_err("cg_beta"))?;
+        }
+        let mut l = stream.launch_builder(&self.f_p);
+        l.arg(p).arg(&self.r).arg(&n_i).arg(&self.s);
+        unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_p"))?;
+        Ok(())
     }
 }
 
@@ -122,56 +267,24 @@ fn cg_gpu<T: PrepareFor>(
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
     let n = b.len();
-    let nb = grid_blocks(n);
-    let mut s0 = initial_scalars(bb, thresh, opts.max_iter);
-    if bb <= thresh {
-        s0[S_DONE] = 1.0;
-    }
-    let s: CudaSlice<f64> = gpu.upload(&s0)?;
-    let part: CudaSlice<f64> = gpu.alloc_zeros(nb)?;
-    let x: CudaSlice<T> = gpu.alloc_zeros(n)?;
-    let r = gpu.upload(b)?;
+    let it = CgIteration::new(gpu, b, bb, thresh, opts, "cg: rows")?;
     let p = gpu.upload(b)?;
     let mut q: CudaSlice<T> = gpu.alloc_zeros(n)?;
-    let f_dot = gpu.function::<T>(&KERNELS, "cg_dot_pq")?;
-    let f_alpha = gpu.function::<T>(&KERNELS, "cg_alpha")?;
-    let f_update = gpu.function::<T>(&KERNELS, "cg_update")?;
-    let f_beta = gpu.function::<T>(&KERNELS, "cg_beta")?;
-    let f_p = gpu.function::<T>(&KERNELS, "cg_p")?;
     gpu.synchronize()?;
-    let (n_i, nb_i) = (kernel_int("cg: rows", n)?, nb as i32);
     let stream = gpu.stream();
-    let launch_err =
-        |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);
-    let driven = drive(gpu, &s, opts.check_every, opts.max_iter, opts.graph, |_| {
-        plan.apply_device(T::one(), &p, T::zero(), &mut q)?;
-        // SAFETY (every launch below): the arguments match the kernel.cu signatures; vectors
-        // hold n elements, `part` nb and `s` S_LEN.
-        let mut l = stream.launch_builder(&f_dot);
-        l.arg(&p).arg(&q).arg(&n_i).arg(&part).arg(&s);
-        unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_dot_pq", e))?;
-        let mut l = stream.launch_builder(&f_alpha);
-        l.arg(&s).arg(&part).arg(&nb_i);
-        unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("cg_alpha", e))?;
-        let mut l = stream.launch_builder(&f_update);
-        l.arg(&x)
-            .arg(&r)
-            .arg(&p)
-            .arg(&q)
-            .arg(&n_i)
-            .arg(&part)
-            .arg(&s);
-        unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_update", e))?;
-        let mut l = stream.launch_builder(&f_beta);
-        l.arg(&s).arg(&part).arg(&nb_i);
-        unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("cg_beta", e))?;
-        let mut l = stream.launch_builder(&f_p);
-        l.arg(&p).arg(&r).arg(&n_i).arg(&s);
-        unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("cg_p", e))?;
-        Ok(())
-    })?;
+    let driven = drive(
+        gpu,
+        &it.s,
+        opts.check_every,
+        opts.max_iter,
+        opts.graph,
+        |_| {
+            plan.apply_device(T::one(), &p, T::zero(), &mut q)?;
+            it.step(stream, &p, &q, &mut Reduce::Local)
+        },
+    )?;
     let mut xh = vec![T::zero(); n];
-    gpu.download(&x, &mut xh)?;
+    gpu.download(&it.x, &mut xh)?;
     let mut notes: Vec<String> = plan.fallback_note().map(String::from).into_iter().collect();
     notes.extend(driven.notes);
     Ok((
