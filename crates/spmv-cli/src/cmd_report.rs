@@ -21,6 +21,7 @@ use spmvkit::Precision;
   spmv report bench-out
   spmv report docs/results/h100/run-a.json docs/results/h100/run-b.json --out docs/results/h100
   spmv report docs/results/h200/2026-11-22/hbp --claims hbp
+  spmv report after/ --against before/      a refactor: same y bit for bit, and new/old time
 
 The last prints, per method, t_baseline / t_method over the matrices where both ran correctly
 (geometric mean, stream timing, n matrices; `cusparse` is the fastest of cusparse, cusparse-alg1
@@ -51,6 +52,13 @@ pub struct ReportArgs {
         conflicts_with = "out"
     )]
     claims: Option<String>,
+    /// Print, instead of writing the report, these runs against earlier runs OLD of the same
+    /// inputs (files or folders, repeatable): per method, whether y is the same bit for bit
+    /// (deterministic methods; the records' y digests) or the oracle accepted it, and the new
+    /// time over the old (geomean and worst, stream and graph). For a refactor: build the old and
+    /// the new binary, run both on the same GPU, compare.
+    #[arg(long, value_name = "OLD", conflicts_with_all = ["out", "claims"])]
+    against: Vec<PathBuf>,
 }
 
 /// The values of `--claims`: every section, and `all`.
@@ -80,6 +88,14 @@ pub fn run(args: ReportArgs) -> Result<()> {
     let runs = spmvkit::bench::report::load_runs(&args.runs)?;
     if let Some(section) = &args.claims {
         print!("{}", claims_text(&runs, section)?);
+        return Ok(());
+    }
+    if !args.against.is_empty() {
+        let old = report::merge_runs(&report::load_runs(&args.against)?);
+        print!(
+            "{}",
+            report::against_tables(&old, &report::merge_runs(&runs))
+        );
         return Ok(());
     }
     let out = args.out.clone().unwrap_or_else(|| {

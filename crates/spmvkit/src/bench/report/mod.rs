@@ -27,11 +27,13 @@
 //! variation) and 10 (preprocessing time against nnz), plus the performance profile; one set per
 //! precision.
 //!
-//! One job per file, all re-exported here: `load` (reading and merging runs), `compare` (the
+//! One job per file, all re-exported here: `load` (reading and merging runs), `against` (a run
+//! set against an earlier one: y bit for bit and new/old time, `spmv report --against`), `compare` (the
 //! comparison maths), `claims` (the papers' claims and Eq. 2, and the per-paper tables of
 //! `spmv report --claims`), `markdown` (`summary.md`), `csv` (`results.csv`) and `charts` (which
 //! plots to draw); this file holds the entry points [`write_report`] and [`write_report_with`].
 
+mod against;
 mod charts;
 mod claims;
 mod compare;
@@ -51,6 +53,7 @@ use crate::scalar::Precision;
 
 /// The report's means, at their old paths ([`crate::stats`] holds them).
 pub use crate::stats::{geomean, mean};
+pub use against::{against_tables, pairs as against_pairs, Pair as AgainstPair};
 pub use charts::charts_for;
 pub use claims::{
     claims_tables, eq2_rows, eq2_speedup, ClaimMeasure, ClaimsSection, Eq2Row, PaperClaim,
