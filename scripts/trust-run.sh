@@ -10,6 +10,12 @@
 #                                               old and new binary side by side on the same
 #                                               matrices, f64 (speed must be unchanged);
 #                                               SAME_ONLY_METHODS / SAME_ONLY_MATRICES narrow it
+#   scripts/trust-run.sh refactor OUT OLD-SPMV PART SECONDS
+#                                               a refactor's check (issue #20): every method, old
+#                                               and new binary one after the other, f64, on PART =
+#                                               shared (the shared suite) or large (poisson3d:160,
+#                                               kron:21, uniform:4000000,16, powerlaw:4000000,8);
+#                                               then `spmv report NEW --against OLD` here
 #   scripts/trust-run.sh bsr OUT SECONDS        cusparse-bsr with the Plan's padded vectors against
 #                                               cb-spmv and every cuSPARSE entry, shared suite f64
 #   scripts/trust-run.sh autotrain OUT SECONDS  the large-train suite with every method of auto's
@@ -66,6 +72,20 @@ case "$step" in
       done
     done
     tar czf "$out/same.tgz" -C /tmp same-old-1 same-new-1
+    ;;
+  refactor)
+    old=$1 part=$2 secs=$3
+    if [ "$part" = shared ]; then inputs='--suite shared'; else inputs='poisson3d:160 kron:21 uniform:4000000,16 powerlaw:4000000,8'; fi
+    for which in old new; do
+      bin=$B
+      [ "$which" = old ] && bin=$old
+      mkdir -p "/tmp/refactor-$part-$which"
+      # shellcheck disable=SC2086
+      timeout "$secs" "$bin" bench $inputs --methods all --precision f64 --warmup 2 --reps 10 --samples 3 \
+        --max-sample-ms 20 --out "/tmp/refactor-$part-$which" >"$out/refactor-$part-$which.log" 2>&1
+      echo "$which rc=$?"
+    done
+    tar czf "$out/refactor-$part.tgz" -C /tmp "refactor-$part-old" "refactor-$part-new"
     ;;
   bsr)
     secs=$1
