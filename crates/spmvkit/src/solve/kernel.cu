@@ -55,6 +55,27 @@ __device__ double sum_partials(const double* __restrict__ part, int nb) {
     return block_sum(v);
 }
 
+// part[blockIdx.x] = this block's sum of v (the first stage of a deterministic dot product).
+__device__ void store_block_partial(double v, double* __restrict__ part) {
+    double b = block_sum(v);
+    if (threadIdx.x == 0) part[blockIdx.x] = b;
+}
+
+// Thread 0, after an iteration whose convergence measure is m (rho' for CG, the L1 change for
+// PageRank): record it, count the iteration, stop on a non-finite m, on m <= thresh, or at the
+// iteration limit.
+__device__ void finish_iteration(double* __restrict__ s, double m) {
+    s[S_RES] = m;
+    s[S_ITER] += 1.0;
+    if (!(m < SOLVE_HUGE)) {
+        s[S_DONE] = DONE_BREAKDOWN;
+    } else if (m <= s[S_THRESH]) {
+        s[S_DONE] = DONE_CONVERGED;
+    } else if (s[S_ITER] >= s[S_MAXIT]) {
+        s[S_DONE] = DONE_MAXIT;
+    }
+}
+
 // ---- conjugate gradient ---------------------------------------------------------------------
 
 // part[block] = partial sums of p·q.
@@ -66,8 +87,7 @@ extern "C" __global__ void cg_dot_pq(const real_t* __restrict__ p, const real_t*
          i += gridDim.x * SOLVE_THREADS) {
         v += (double)p[i] * (double)q[i];
     }
-    double b = block_sum(v);
-    if (threadIdx.x == 0) part[blockIdx.x] = b;
+    store_block_partial(v, part);
 }
 
 // alpha = rho / (p·q); p·q <= 0 with rho > 0 means A is not positive definite (breakdown).
@@ -98,8 +118,7 @@ extern "C" __global__ void cg_update(real_t* __restrict__ x, real_t* __restrict_
         r[i] = ri;
         v += (double)ri * (double)ri;
     }
-    double b = block_sum(v);
-    if (threadIdx.x == 0) part[blockIdx.x] = b;
+    store_block_partial(v, part);
 }
 
 // rho' = r·r, beta = rho'/rho, one more iteration; stop on rho' <= thresh or the iteration limit.
@@ -109,15 +128,7 @@ extern "C" __global__ void cg_beta(double* __restrict__ s, const double* __restr
     if (threadIdx.x == 0) {
         s[S_BETA] = rr / s[S_RHO];
         s[S_RHO] = rr;
-        s[S_RES] = rr;
-        s[S_ITER] += 1.0;
-        if (!(rr < SOLVE_HUGE)) {
-            s[S_DONE] = DONE_BREAKDOWN;
-        } else if (rr <= s[S_THRESH]) {
-            s[S_DONE] = DONE_CONVERGED;
-        } else if (s[S_ITER] >= s[S_MAXIT]) {
-            s[S_DONE] = DONE_MAXIT;
-        }
+        finish_iteration(s, rr);
     }
 }
 
@@ -144,8 +155,7 @@ extern "C" __global__ void pr_dangling(const real_t* __restrict__ x, const int* 
          i += gridDim.x * SOLVE_THREADS) {
         v += (double)x[dang[i]];
     }
-    double b = block_sum(v);
-    if (threadIdx.x == 0) part[blockIdx.x] = b;
+    store_block_partial(v, part);
 }
 
 // s[S_MASS] = the dangling mass.
@@ -170,8 +180,7 @@ extern "C" __global__ void pr_update(const real_t* __restrict__ y, const real_t*
         v += fabs((double)xi - (double)xold[i]);
         xnew[i] = xi;
     }
-    double b = block_sum(v);
-    if (threadIdx.x == 0) part[blockIdx.x] = b;
+    store_block_partial(v, part);
 }
 
 // err = ‖x_new − x_old‖₁, one more iteration; stop on err <= thresh or the iteration limit.
@@ -179,15 +188,7 @@ extern "C" __global__ void pr_check(double* __restrict__ s, const double* __rest
     if (s[S_DONE] != 0.0) return;
     double err = sum_partials(part, nb);
     if (threadIdx.x == 0) {
-        s[S_RES] = err;
-        s[S_ITER] += 1.0;
-        if (!(err < SOLVE_HUGE)) {
-            s[S_DONE] = DONE_BREAKDOWN;
-        } else if (err <= s[S_THRESH]) {
-            s[S_DONE] = DONE_CONVERGED;
-        } else if (s[S_ITER] >= s[S_MAXIT]) {
-            s[S_DONE] = DONE_MAXIT;
-        }
+        finish_iteration(s, err);
     }
 }
 
@@ -223,8 +224,7 @@ extern "C" __global__ void dist_pr_update(real_t* x, const real_t* __restrict__ 
         v += fabs((double)xi - (double)old);
         x[i] = xi;
     }
-    double b = block_sum(v);
-    if (threadIdx.x == 0) part[blockIdx.x] = b;
+    store_block_partial(v, part);
 }
 
 // red[0] = the global L1 change, red[1] = the global dangling mass of the new ranks: set the
@@ -234,14 +234,6 @@ extern "C" __global__ void dist_pr_check(double* __restrict__ s, const double* _
     if (threadIdx.x == 0) {
         double err = red[0];
         s[S_MASS] = red[1];
-        s[S_RES] = err;
-        s[S_ITER] += 1.0;
-        if (!(err < SOLVE_HUGE)) {
-            s[S_DONE] = DONE_BREAKDOWN;
-        } else if (err <= s[S_THRESH]) {
-            s[S_DONE] = DONE_CONVERGED;
-        } else if (s[S_ITER] >= s[S_MAXIT]) {
-            s[S_DONE] = DONE_MAXIT;
-        }
+        finish_iteration(s, err);
     }
 }
