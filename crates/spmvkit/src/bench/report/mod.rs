@@ -30,12 +30,14 @@
 //! One job per file, all re-exported here: `load` (reading and merging runs), `compare` (the
 //! comparison maths), `claims` (the papers' claims and Eq. 2, and the per-paper tables of
 //! `spmv report --claims`), `markdown` (`summary.md`), `csv` (`results.csv`) and `charts` (which
-//! plots to draw); this file holds the entry points [`write_report`] and [`write_report_with`].
+//! plots to draw), plus `fixtures` (synthetic results for tests); this file holds the entry points [`write_report`] and [`write_report_with`].
 
 mod charts;
 mod claims;
 mod compare;
 mod csv;
+#[doc(hidden)]
+pub mod fixtures;
 mod load;
 mod markdown;
 #[cfg(test)]
