@@ -519,6 +519,9 @@ pub fn csv(merged: &MergedRuns) -> Option<String> {
     Some(out)
 }
 
+/// Makes a method's series from its points, named and coloured as in the report's other plots.
+pub type SeriesOf<'a> = &'a dyn Fn(&str, Vec<(f64, f64)>) -> Series;
+
 /// The plot of measured time against the limit for `precision` (log-log, the line t = t_limit):
 /// one series per method in `methods`, made by `series_of(method, points)` (coloured and named as
 /// in the report's other plots). `None` when no result has a limit.
@@ -526,7 +529,7 @@ pub fn chart(
     merged: &MergedRuns,
     p: Precision,
     methods: &[String],
-    series_of: &dyn Fn(&str, Vec<(f64, f64)>) -> Series,
+    series_of: SeriesOf,
 ) -> Option<Chart> {
     let all = rows(merged, p);
     let series: Vec<Series> = methods

@@ -4,10 +4,8 @@
 use std::fs;
 
 use super::*;
-use crate::bench::{
-    byte_model, MachineInfo, MatrixResult, MethodResult, RunRecord, Status, Timing,
-};
-use crate::matrix::{LengthStats, MatrixStats};
+use crate::bench::{MachineInfo, MatrixResult, MethodResult, RunRecord, Status, Timing};
+use crate::matrix::LengthStats;
 use crate::methods::Backend;
 
 pub(crate) fn record(method: &str, p: Precision, nnz: usize, t_us: f64, prep_ms: f64) -> RunRecord {
