@@ -17,7 +17,7 @@ use spmvkit::dist::{SimOperator, StrategyChoice};
 use spmvkit::gpu::TimingConfig;
 use spmvkit::Precision;
 
-use crate::dist_common::{rank_command, spawn_ranks, PartOptions, REPORT_PREFIX};
+use crate::dist_common::{parse_reports, rank_command, spawn_ranks, PartOptions, REPORT_PREFIX};
 use crate::input;
 
 /// Multi-GPU SpMV through NCCL: row blocks balanced by nnz, one process per GPU.
@@ -288,15 +288,7 @@ fn launch(matrix: &str, gpus: usize, sim: bool, c: &DistSpmvOptions) -> Result<O
         c.part.no_cache,
     )?;
     notes.extend(spawned.notes);
-    let ranks = spawned
-        .reports
-        .into_iter()
-        .enumerate()
-        .map(|(r, j)| {
-            let j = j.ok_or_else(|| anyhow!("rank {r} printed no report"))?;
-            serde_json::from_str::<RankReport>(&j).with_context(|| format!("rank {r}'s report"))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let ranks: Vec<RankReport> = parse_reports(spawned.reports)?;
     Ok(Outcome {
         matrix: matrix.to_string(),
         gpus: spawned.world,

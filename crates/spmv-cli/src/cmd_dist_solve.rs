@@ -20,7 +20,7 @@ use spmvkit::dist::{SimRows, StrategyChoice};
 use spmvkit::solve::{self, CgSystem, PageRankGraph, PageRankOptions, SolveOptions};
 use spmvkit::{Csr, Precision, PrepareFor, Scalar};
 
-use crate::dist_common::{rank_command, spawn_ranks, PartOptions, REPORT_PREFIX};
+use crate::dist_common::{parse_reports, rank_command, spawn_ranks, PartOptions, REPORT_PREFIX};
 use crate::input;
 
 /// Options of both distributed solvers.
@@ -209,20 +209,12 @@ fn solve_t<T: DistScalar>(solver: Solver, c: &DistSolverCommonArgs) -> Result<()
         bail!("--gpus must list counts of at least 1");
     }
     let name = solver_name(solver);
-    let loaded = input::load::<T>(&c.matrix, !c.part.no_cache)?;
+    let need = match solver {
+        Solver::Cg => "CG (symmetric positive definite) needs a square matrix",
+        Solver::PageRank { .. } => "PageRank (adjacency) needs a square matrix",
+    };
+    let loaded = input::load_square::<T>(&c.matrix, !c.part.no_cache, need)?;
     let a = &loaded.matrix;
-    if a.nrows() != a.ncols() {
-        bail!(
-            "{} needs a square matrix; {} is {}x{}",
-            match solver {
-                Solver::Cg => "CG (symmetric positive definite)",
-                Solver::PageRank { .. } => "PageRank (adjacency)",
-            },
-            loaded.name,
-            a.nrows(),
-            a.ncols()
-        );
-    }
     if let Solver::PageRank { damping } = solver {
         if !(0.0..1.0).contains(&damping) {
             bail!("--damping {damping} must lie in [0, 1)");
@@ -517,16 +509,7 @@ fn launch(
         c.part.connect_timeout,
         c.part.no_cache,
     )?;
-    let ranks = spawned
-        .reports
-        .into_iter()
-        .enumerate()
-        .map(|(r, j)| {
-            let j = j.ok_or_else(|| anyhow!("rank {r} printed no report"))?;
-            serde_json::from_str::<SolveRankReport>(&j)
-                .with_context(|| format!("rank {r}'s report"))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let ranks: Vec<SolveRankReport> = parse_reports(spawned.reports)?;
     let mut x = vec![f64::NAN; n];
     for r in &ranks {
         let f = solution_file(&scratch.0, r.rank);

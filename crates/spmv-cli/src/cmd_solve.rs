@@ -2,7 +2,7 @@
 //! method, checked against a CPU reference, timed per iteration, and compared with the same loop
 //! on another method (cuSPARSE).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use spmvkit::methods::{Backend, Params, PlanOptions};
@@ -140,12 +140,24 @@ pub fn run_pagerank(args: PageRankArgs) -> Result<()> {
     }
 }
 
-/// The graph settings to run, in order.
-fn graph_modes(c: &SolverCommonArgs) -> Vec<bool> {
-    match c.graph.as_deref() {
-        Some("off") => vec![false],
-        Some("both") => vec![true, false],
-        _ => vec![true],
+impl SolverCommonArgs {
+    /// The solver options from --tol, --max-iter and --check-every, with the solver's defaults.
+    fn solve_options(&self, default_tol: f64, default_max_iter: usize) -> SolveOptions {
+        SolveOptions {
+            tol: self.tol.unwrap_or(default_tol),
+            max_iter: self.max_iter.unwrap_or(default_max_iter),
+            check_every: self.check_every,
+            graph: true,
+        }
+    }
+
+    /// The graph settings to run, in order.
+    fn graph_modes(&self) -> Vec<bool> {
+        match self.graph.as_deref() {
+            Some("off") => vec![false],
+            Some("both") => vec![true, false],
+            _ => vec![true],
+        }
     }
 }
 
@@ -156,6 +168,32 @@ fn note_graph_on_cpu<T: PrepareFor>(c: &SolverCommonArgs, plans: &[Plan<T>]) {
             eprintln!("note: --graph {g} has no effect on the CPU (CUDA graphs need a GPU)");
         }
     }
+}
+
+/// Runs `solve_one(plan, graph)` for each graph setting and each plan (a CPU plan runs once
+/// under `--graph both`), returning the report and the checks of each run.
+fn run_plans<T: PrepareFor>(
+    c: &SolverCommonArgs,
+    mut plans: Vec<Plan<T>>,
+    mut solve_one: impl FnMut(&mut Plan<T>, bool) -> Result<(SolveReport, Vec<(&'static str, f64)>)>,
+) -> Result<Vec<SolverRun>> {
+    note_graph_on_cpu(c, &plans);
+    let mut runs = Vec::new();
+    for graph in c.graph_modes() {
+        for p in plans.iter_mut() {
+            if p.backend() == Backend::Cpu && !graph && c.graph.as_deref() == Some("both") {
+                continue;
+            }
+            let (report, checks) = solve_one(p, graph)?;
+            runs.push(SolverRun {
+                label: method_label(p),
+                graph,
+                report,
+                checks,
+            });
+        }
+    }
+    Ok(runs)
 }
 
 /// Exit status 3 when a run stopped without converging (after its results are printed).
@@ -307,22 +345,13 @@ fn finish(
 
 fn cg_t<T: PrepareFor>(args: &CgArgs) -> Result<()> {
     let c = &args.common;
-    let loaded = input::load::<T>(&c.matrix, !c.no_cache)?;
+    let loaded = input::load_square::<T>(
+        &c.matrix,
+        !c.no_cache,
+        "CG needs a square (symmetric positive definite) matrix",
+    )?;
     let a = &loaded.matrix;
-    if a.nrows() != a.ncols() {
-        bail!(
-            "CG needs a square (symmetric positive definite) matrix; {} is {}x{}",
-            loaded.name,
-            a.nrows(),
-            a.ncols()
-        );
-    }
-    let opts = SolveOptions {
-        tol: c.tol.unwrap_or(solve::cg_default_tol(T::PRECISION)),
-        max_iter: c.max_iter.unwrap_or(solve::CG_MAX_ITER),
-        check_every: c.check_every,
-        graph: true,
-    };
+    let opts = c.solve_options(solve::cg_default_tol(T::PRECISION), solve::CG_MAX_ITER);
     let b = CgSystem::ones_solution(a).b;
     let reference = if c.no_reference {
         None
@@ -330,25 +359,10 @@ fn cg_t<T: PrepareFor>(args: &CgArgs) -> Result<()> {
         let b64: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
         Some(cg_reference(a, &b64, &opts)?)
     };
-    let mut plans = plans(c, a)?;
-    note_graph_on_cpu(c, &plans);
-    let mut runs = Vec::new();
-    for graph in graph_modes(c) {
-        for p in plans.iter_mut() {
-            if p.backend() == Backend::Cpu && !graph && c.graph.as_deref() == Some("both") {
-                continue;
-            }
-            let o = SolveOptions { graph, ..opts };
-            let (x, report) = solve::cg(p, &b, &o)?;
-            let checks = solve::cg_checks(&x, reference.as_deref());
-            runs.push(SolverRun {
-                label: method_label(p),
-                graph,
-                report,
-                checks,
-            });
-        }
-    }
+    let runs = run_plans(c, plans(c, a)?, |p, graph| {
+        let (x, report) = solve::cg(p, &b, &SolveOptions { graph, ..opts })?;
+        Ok((report, solve::cg_checks(&x, reference.as_deref())))
+    })?;
     let extra =
         json!({ "n": a.nrows(), "nnz": a.nnz(), "tol": opts.tol, "max_iter": opts.max_iter });
     finish(c, "cg", &loaded.name, T::PRECISION, &runs, extra)?;
@@ -374,24 +388,18 @@ pub(crate) fn cg_reference<T: Scalar>(
 
 fn pagerank_t<T: PrepareFor>(args: &PageRankArgs) -> Result<()> {
     let c = &args.common;
-    let loaded = input::load::<T>(&c.matrix, !c.no_cache)?;
+    let loaded = input::load_square::<T>(
+        &c.matrix,
+        !c.no_cache,
+        "PageRank needs a square adjacency matrix",
+    )?;
     let adj = &loaded.matrix;
-    if adj.nrows() != adj.ncols() {
-        bail!(
-            "PageRank needs a square adjacency matrix; {} is {}x{}",
-            loaded.name,
-            adj.nrows(),
-            adj.ncols()
-        );
-    }
     let opts = PageRankOptions {
         damping: args.damping,
-        solve: SolveOptions {
-            tol: c.tol.unwrap_or(solve::pagerank_default_tol(T::PRECISION)),
-            max_iter: c.max_iter.unwrap_or(solve::PAGERANK_MAX_ITER),
-            check_every: c.check_every,
-            graph: true,
-        },
+        solve: c.solve_options(
+            solve::pagerank_default_tol(T::PRECISION),
+            solve::PAGERANK_MAX_ITER,
+        ),
     };
     let g = PageRankGraph::from_adjacency(adj)?;
     let reference = if c.no_reference {
@@ -399,31 +407,17 @@ fn pagerank_t<T: PrepareFor>(args: &PageRankArgs) -> Result<()> {
     } else {
         Some(solve::pagerank_reference(adj, &opts).0)
     };
-    let mut plans = plans(c, &g.transition)?;
-    note_graph_on_cpu(c, &plans);
-    let mut runs = Vec::new();
-    for graph in graph_modes(c) {
-        for p in plans.iter_mut() {
-            if p.backend() == Backend::Cpu && !graph && c.graph.as_deref() == Some("both") {
-                continue;
-            }
-            let o = PageRankOptions {
-                solve: SolveOptions {
-                    graph,
-                    ..opts.solve
-                },
-                ..opts
-            };
-            let (x, report) = solve::pagerank(p, &g.dangling, &o)?;
-            let checks = solve::pagerank_checks(&x, reference.as_deref());
-            runs.push(SolverRun {
-                label: method_label(p),
+    let runs = run_plans(c, plans(c, &g.transition)?, |p, graph| {
+        let o = PageRankOptions {
+            solve: SolveOptions {
                 graph,
-                report,
-                checks,
-            });
-        }
-    }
+                ..opts.solve
+            },
+            ..opts
+        };
+        let (x, report) = solve::pagerank(p, &g.dangling, &o)?;
+        Ok((report, solve::pagerank_checks(&x, reference.as_deref())))
+    })?;
     let extra = json!({
         "n": adj.nrows(), "edges": adj.nnz(), "dangling": g.dangling.len(),
         "damping": opts.damping, "tol": opts.solve.tol, "max_iter": opts.solve.max_iter,

@@ -1,11 +1,13 @@
 //! What `spmv dist` (`cmd_dist.rs`) and the distributed solvers (`cmd_dist_solve.rs`) share:
-//! the options every rank is given, and the call of the library's rank launcher
-//! (`spmvkit::dist::launch`) that starts them as child processes of this binary.
+//! the options every rank is given, the call of the library's rank launcher
+//! (`spmvkit::dist::launch`) that starts them as child processes of this binary, and the reading
+//! of the reports they print.
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Args;
+use serde::de::DeserializeOwned;
 use spmvkit::dist::launch::{self, Spawned};
 
 use crate::input;
@@ -82,4 +84,17 @@ pub(crate) fn spawn_ranks(
         rank_args,
         Duration::from_secs(connect_timeout),
     )?)
+}
+
+/// The ranks' report lines ([`Spawned::reports`], in rank order) parsed as `R`; a rank that
+/// printed none, or a line that does not parse, is an error naming the rank.
+pub(crate) fn parse_reports<R: DeserializeOwned>(reports: Vec<Option<String>>) -> Result<Vec<R>> {
+    reports
+        .into_iter()
+        .enumerate()
+        .map(|(r, j)| {
+            let j = j.ok_or_else(|| anyhow!("rank {r} printed no report"))?;
+            serde_json::from_str::<R>(&j).with_context(|| format!("rank {r}'s report"))
+        })
+        .collect()
 }

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use spmvkit::bench::MatrixSource;
 use spmvkit::{Csr, PrepareFor};
 
@@ -29,4 +29,15 @@ pub fn load<T: PrepareFor>(arg: &str, use_cache: bool) -> Result<Loaded<T>> {
         matrix,
         seconds: t.elapsed().as_secs_f64(),
     })
+}
+
+/// Loads MATRIX as [`load`] does and refuses a matrix that is not square, with the message
+/// `{need}; NAME is MxN` (`need` says who needs a square matrix, e.g. "CG needs a square matrix").
+pub fn load_square<T: PrepareFor>(arg: &str, use_cache: bool, need: &str) -> Result<Loaded<T>> {
+    let loaded = load::<T>(arg, use_cache)?;
+    let a = &loaded.matrix;
+    if a.nrows() != a.ncols() {
+        bail!("{need}; {} is {}x{}", loaded.name, a.nrows(), a.ncols());
+    }
+    Ok(loaded)
 }

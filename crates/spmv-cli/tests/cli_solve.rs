@@ -4,27 +4,25 @@
 
 mod common;
 
-use common::spmv;
+use common::{assert_pagerank_close, spmv_fails, spmv_json, spmv_ok};
 
 use serde_json::Value;
 
-fn runs(stdout: &str) -> Vec<Value> {
-    let v: Value = serde_json::from_str(stdout).expect("JSON output");
-    v["runs"].as_array().expect("runs").clone()
+/// Runs spmv, which must succeed, and returns the run records of its JSON output.
+fn runs(args: &[&str]) -> Vec<Value> {
+    spmv_json(args)["runs"].as_array().expect("runs").clone()
 }
 
 #[test]
 fn cg_converges_to_the_reference_and_prints_a_summary() {
-    let (ok, out, err) = spmv(&["solve", "cg", "poisson3d:10", "--no-cache", "--json"]);
-    assert!(ok, "{err}");
-    let runs = runs(&out);
+    let runs = runs(&["solve", "cg", "poisson3d:10", "--no-cache", "--json"]);
     assert!(!runs.is_empty());
     for r in &runs {
         assert_eq!(r["report"]["stop"], "converged", "{r}");
         assert!(r["err_ref"].as_f64().unwrap() < 1e-6, "{r}");
         assert!(r["err_exact"].as_f64().unwrap() < 1e-6, "{r}");
     }
-    let (ok, out, err) = spmv(&[
+    let out = spmv_ok(&[
         "solve",
         "cg",
         "poisson2d:12",
@@ -32,7 +30,6 @@ fn cg_converges_to_the_reference_and_prints_a_summary() {
         "--graph",
         "both",
     ]);
-    assert!(ok, "{err}");
     assert!(
         out.lines()
             .any(|l| l.starts_with("cg poisson2d:12 f64 method=")),
@@ -43,19 +40,16 @@ fn cg_converges_to_the_reference_and_prints_a_summary() {
 
 #[test]
 fn pagerank_converges_to_the_reference() {
-    let (ok, out, err) = spmv(&[
+    for r in runs(&[
         "pagerank",
         "kron:9",
         "--no-cache",
         "--precision",
         "f32",
         "--json",
-    ]);
-    assert!(ok, "{err}");
-    for r in runs(&out) {
+    ]) {
         assert_eq!(r["report"]["stop"], "converged", "{r}");
-        assert!(r["err_ref_l1"].as_f64().unwrap() < 1e-4, "{r}");
-        assert!((r["rank_sum"].as_f64().unwrap() - 1.0).abs() < 1e-4, "{r}");
+        assert_pagerank_close(&r, 1e-4);
     }
 }
 
@@ -70,12 +64,8 @@ fn cg_refuses_a_non_square_matrix() {
     )
     .unwrap();
     let p = path.to_str().unwrap();
-    let (ok, _, err) = spmv(&["solve", "cg", p, "--no-cache"]);
-    assert!(!ok);
-    assert!(err.contains("square"), "{err}");
-    let (ok, _, err) = spmv(&["pagerank", p, "--no-cache"]);
-    assert!(!ok);
-    assert!(err.contains("square"), "{err}");
+    spmv_fails(&["solve", "cg", p, "--no-cache"], "square");
+    spmv_fails(&["pagerank", p, "--no-cache"], "square");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -83,7 +73,7 @@ fn cg_refuses_a_non_square_matrix() {
 /// (one resolution, `Plan::new`), and a bad one is an error that names the problem.
 #[test]
 fn solve_and_run_take_method_variants() {
-    let (ok, out, err) = spmv(&[
+    for r in runs(&[
         "solve",
         "cg",
         "poisson2d:12",
@@ -92,19 +82,16 @@ fn solve_and_run_take_method_variants() {
         "--method",
         "merge[items=3]",
         "--json",
-    ]);
-    assert!(ok, "{err}");
-    for r in runs(&out) {
+    ]) {
         assert_eq!(r["report"]["stop"], "converged", "{r}");
     }
-    let (ok, out, err) = spmv(&[
+    let out = spmv_ok(&[
         "run",
         "poisson2d:12",
         "--no-cache",
         "--method",
         "merge[items=3]",
     ]);
-    assert!(ok, "{err}");
     assert!(out.contains("merge[items=3]"), "{out}");
     for (spec, says) in [
         ("merge[items=3", "unbalanced brackets"),
@@ -114,9 +101,7 @@ fn solve_and_run_take_method_variants() {
         for cmd in [&["solve", "cg"][..], &["run"]] {
             let mut args = cmd.to_vec();
             args.extend(["poisson2d:8", "--no-cache", "--cpu", "--method", spec]);
-            let (ok, _, err) = spmv(&args);
-            assert!(!ok, "{args:?} was accepted");
-            assert!(err.contains(says), "{args:?}: {err}");
+            spmv_fails(&args, says);
         }
     }
 }

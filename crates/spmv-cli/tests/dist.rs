@@ -6,12 +6,13 @@
 
 mod common;
 
-use common::spmv;
+use common::{assert_pagerank_close, spmv_fails, spmv_json, spmv_ok};
+use serde_json::Value;
 
 #[test]
 fn simulated_ranks_match_the_oracle() {
     for strategy in ["auto", "halo", "allgather"] {
-        let (ok, out, err) = spmv(&[
+        let v = spmv_json(&[
             "dist",
             "run",
             "poisson3d:12",
@@ -24,14 +25,13 @@ fn simulated_ranks_match_the_oracle() {
             "--strategy",
             strategy,
         ]);
-        assert!(ok, "{strategy}: {out}\n{err}");
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(v["check_ok"], true, "{out}");
+        assert_eq!(v["check_ok"], true, "{v}");
     }
-    let (ok, _, err) = spmv(&["dist", "run", "poisson3d:4", "--gpus", "0", "--sim"]);
-    assert!(!ok && err.contains("at least 1"), "{err}");
-    let (ok, _, err) = spmv(&["dist", "rank", "poisson3d:4"]);
-    assert!(!ok && err.contains("SPMVKIT_DIST_RANK"), "{err}");
+    spmv_fails(
+        &["dist", "run", "poisson3d:4", "--gpus", "0", "--sim"],
+        "at least 1",
+    );
+    spmv_fails(&["dist", "rank", "poisson3d:4"], "SPMVKIT_DIST_RANK");
 }
 
 /// Whether two GPUs are visible; without them the test is skipped, or fails under
@@ -40,13 +40,25 @@ fn two_gpus(test: &str) -> bool {
     spmvkit::testing::gpus_or_skip(test, 2)
 }
 
-fn json(out: &str) -> serde_json::Value {
-    serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
+/// A converged CG run record whose errors against the reference and the exact solution are
+/// below `bound`.
+fn assert_cg_converged(r: &Value, bound: f64) {
+    assert_eq!(r["stop"], "converged", "{r}");
+    assert!(r["err_ref"].as_f64().unwrap() < bound, "{r}");
+    assert!(r["err_exact"].as_f64().unwrap() < bound, "{r}");
+}
+
+/// A run record's (iterations, launched iterations).
+fn iterations(r: &Value) -> (u64, u64) {
+    (
+        r["iterations"].as_u64().unwrap(),
+        r["launched"].as_u64().unwrap(),
+    )
 }
 
 #[test]
 fn simulated_solvers_match_the_reference() {
-    let (ok, out, err) = spmv(&[
+    let v = spmv_json(&[
         "dist",
         "solve",
         "cg",
@@ -58,18 +70,14 @@ fn simulated_solvers_match_the_reference() {
         "--method",
         "csr",
     ]);
-    assert!(ok, "{out}\n{err}");
-    let v = json(&out);
     let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 3, "{out}");
+    assert_eq!(runs.len(), 3, "{v}");
     for r in runs {
-        assert_eq!(r["stop"], "converged", "{r}");
+        assert_cg_converged(r, 1e-6);
         assert_eq!(r["simulated"], true, "{r}");
-        assert!(r["err_ref"].as_f64().unwrap() < 1e-6, "{r}");
-        assert!(r["err_exact"].as_f64().unwrap() < 1e-6, "{r}");
     }
     for precision in ["f64", "f32"] {
-        let (ok, out, err) = spmv(&[
+        let v = spmv_json(&[
             "dist",
             "pagerank",
             "kron:10",
@@ -82,16 +90,13 @@ fn simulated_solvers_match_the_reference() {
             "--strategy",
             "halo",
         ]);
-        assert!(ok, "{precision}: {out}\n{err}");
-        let v = json(&out);
         let r = &v["runs"][0];
         assert_eq!(r["stop"], "converged", "{r}");
         assert_eq!(r["strategy"], "halo", "{r}");
-        assert!(r["err_ref_l1"].as_f64().unwrap() < 1e-4, "{r}");
-        assert!((r["rank_sum"].as_f64().unwrap() - 1.0).abs() < 1e-4, "{r}");
+        assert_pagerank_close(r, 1e-4);
     }
     // the text summary and clear errors
-    let (ok, out, err) = spmv(&[
+    let out = spmv_ok(&[
         "dist",
         "solve",
         "cg",
@@ -100,18 +105,20 @@ fn simulated_solvers_match_the_reference() {
         "2",
         "--sim",
     ]);
-    assert!(ok, "{err}");
     assert!(
         out.lines()
             .any(|l| l.starts_with("dist cg poisson2d:12 f64 gpus=2(sim) strategy=")),
         "{out}"
     );
-    let (ok, _, err) = spmv(&["dist", "solve", "cg", "tall:30,20,3", "--sim"]);
-    assert!(!ok && err.contains("square"), "{err}");
-    let (ok, _, err) = spmv(&["dist", "pagerank", "kron:6", "--damping", "1", "--sim"]);
-    assert!(!ok && err.contains("damping"), "{err}");
-    let (ok, _, err) = spmv(&["dist", "pagerank", "kron:6", "--gpus", "0", "--sim"]);
-    assert!(!ok && err.contains("at least 1"), "{err}");
+    spmv_fails(&["dist", "solve", "cg", "tall:30,20,3", "--sim"], "square");
+    spmv_fails(
+        &["dist", "pagerank", "kron:6", "--damping", "1", "--sim"],
+        "damping",
+    );
+    spmv_fails(
+        &["dist", "pagerank", "kron:6", "--gpus", "0", "--sim"],
+        "at least 1",
+    );
 }
 
 #[test]
@@ -120,7 +127,7 @@ fn two_gpu_solvers_match_the_reference() {
         return;
     }
     for precision in ["f64", "f32"] {
-        let (ok, out, err) = spmv(&[
+        let v = spmv_json(&[
             "dist",
             "solve",
             "cg",
@@ -131,24 +138,17 @@ fn two_gpu_solvers_match_the_reference() {
             "--precision",
             precision,
         ]);
-        assert!(ok, "cg {precision}: {out}\n{err}");
-        let v = json(&out);
         let bound = if precision == "f64" { 1e-6 } else { 1e-3 };
         for (r, gpus) in v["runs"].as_array().unwrap().iter().zip([1, 2]) {
             assert_eq!(r["gpus"], gpus, "{r}");
             assert_eq!(r["simulated"], false, "{r}");
-            assert_eq!(r["stop"], "converged", "{r}");
-            assert!(r["err_ref"].as_f64().unwrap() < bound, "{r}");
-            assert!(r["err_exact"].as_f64().unwrap() < bound, "{r}");
-            let (it, launched) = (
-                r["iterations"].as_u64().unwrap(),
-                r["launched"].as_u64().unwrap(),
-            );
+            assert_cg_converged(r, bound);
+            let (it, launched) = iterations(r);
             assert!(launched >= it && launched % 10 == 0, "{r}");
         }
         // both exchange strategies, and a convergence check after every iteration
-        for (strategy, every) in [("halo", "1"), ("allgather", "3")] {
-            let (ok, out, err) = spmv(&[
+        for (strategy, every) in [("halo", 1), ("allgather", 3)] {
+            let v = spmv_json(&[
                 "dist",
                 "solve",
                 "cg",
@@ -161,10 +161,8 @@ fn two_gpu_solvers_match_the_reference() {
                 "--strategy",
                 strategy,
                 "--check-every",
-                every,
+                &every.to_string(),
             ]);
-            assert!(ok, "cg {precision} {strategy}: {out}\n{err}");
-            let v = json(&out);
             let r = &v["runs"][0];
             assert_eq!(
                 (&r["strategy"], &r["stop"]),
@@ -172,18 +170,14 @@ fn two_gpu_solvers_match_the_reference() {
                 "{r}"
             );
             assert!(r["err_ref"].as_f64().unwrap() < bound, "{r}");
-            let (it, launched) = (
-                r["iterations"].as_u64().unwrap(),
-                r["launched"].as_u64().unwrap(),
-            );
-            let every: u64 = every.parse().unwrap();
+            let (it, launched) = iterations(r);
             assert!(
                 launched >= it && launched < it + every && launched % every == 0,
                 "{r}"
             );
         }
         for strategy in ["halo", "allgather"] {
-            let (ok, out, err) = spmv(&[
+            let v = spmv_json(&[
                 "dist",
                 "pagerank",
                 "kron:12",
@@ -195,15 +189,11 @@ fn two_gpu_solvers_match_the_reference() {
                 "--strategy",
                 strategy,
             ]);
-            assert!(ok, "pagerank {precision} {strategy}: {out}\n{err}");
-            let v = json(&out);
             let r = &v["runs"][0];
             assert_eq!(r["gpus"], 2, "{r}");
             assert_eq!(r["strategy"], strategy, "{r}");
             assert_eq!(r["stop"], "converged", "{r}");
-            let bound = if precision == "f64" { 1e-5 } else { 1e-3 };
-            assert!(r["err_ref_l1"].as_f64().unwrap() < bound, "{r}");
-            assert!((r["rank_sum"].as_f64().unwrap() - 1.0).abs() < bound, "{r}");
+            assert_pagerank_close(r, if precision == "f64" { 1e-5 } else { 1e-3 });
             assert_eq!(r["ranks"].as_array().unwrap().len(), 2, "{r}");
         }
     }
@@ -221,7 +211,7 @@ fn two_gpus_match_the_oracle() {
     ] {
         for strategy in ["halo", "allgather"] {
             for precision in ["f64", "f32"] {
-                let (ok, out, err) = spmv(&[
+                let v = spmv_json(&[
                     "dist",
                     "run",
                     m,
@@ -241,11 +231,9 @@ fn two_gpus_match_the_oracle() {
                     "--samples",
                     "2",
                 ]);
-                assert!(ok, "{m} {strategy} {precision}: {out}\n{err}");
-                let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-                assert_eq!(v["check_ok"], true, "{out}");
-                assert_eq!(v["gpus"], 2, "{out}");
-                assert_eq!(v["strategy"], strategy, "{out}");
+                assert_eq!(v["check_ok"], true, "{v}");
+                assert_eq!(v["gpus"], 2, "{v}");
+                assert_eq!(v["strategy"], strategy, "{v}");
             }
         }
     }

@@ -15,7 +15,7 @@
 use spmvkit::bench::auto::eval::{
     calls_label, outcomes, summarize, Outcome, Scope, Setup, CALLS_INF,
 };
-use spmvkit::methods::auto::model::{family, split_of, Knobs, Model, Split};
+use spmvkit::methods::auto::model::{Knobs, Model, Split};
 use spmvkit::methods::auto::{DEFAULT_TRIAL, TRIAL_BUDGET};
 use spmvkit::scalar::Precision;
 
@@ -57,13 +57,10 @@ fn print_row(m: &Model, label: &str, su: &Setup, outs: &[&Outcome]) {
 }
 
 fn main() {
-    let m = match Model::shipped() {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("auto_eval: {e}");
-            std::process::exit(1);
-        }
-    };
+    let m = Model::shipped().unwrap_or_else(|e| {
+        eprintln!("auto_eval: {e}");
+        std::process::exit(1)
+    });
     let scope = match std::env::var("SPMVKIT_AUTO_SCOPE").as_deref() {
         Ok("tune") => Scope::Tune,
         Ok("families") => Scope::AllFamilies,
@@ -75,17 +72,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .map_or(Knobs::SHIPPED, Knobs::with_k);
     let count = |sp: Split| {
-        let mut names: Vec<&str> = m
-            .samples
-            .iter()
-            .filter(|s| split_of(&s.matrix) == sp)
-            .map(|s| s.matrix.as_str())
-            .collect();
-        names.sort();
-        names.dedup();
-        let mut fams: Vec<String> = names.iter().map(|n| family(n)).collect();
-        fams.sort();
-        fams.dedup();
+        let (names, fams) = m.split_members(sp);
         (names.len(), fams.len())
     };
     let ((tn, tf), (sn, sf)) = (count(Split::Tune), count(Split::Test));

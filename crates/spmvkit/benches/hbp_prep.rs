@@ -167,26 +167,18 @@ fn main() {
         rs_sort.push(so.reorder() / s.reorder());
         rs_dp.push(dp.reorder() / s.reorder());
         let head = format!("| {m} | {} | {} |", a.nrows(), a.nnz());
-        prep_rows.push(format!(
-            "{head} {} | {:.2}× | {:.2}× |",
-            cells
-                .iter()
-                .map(|c| ms(c.prep()))
-                .collect::<Vec<_>>()
-                .join(" | "),
-            so.prep() / s.prep(),
-            dp.prep() / s.prep()
-        ));
-        reorder_rows.push(format!(
-            "{head} {} | {:.2}× | {:.2}× |",
-            cells
-                .iter()
-                .map(|c| ms(c.reorder()))
-                .collect::<Vec<_>>()
-                .join(" | "),
-            so.reorder() / s.reorder(),
-            dp.reorder() / s.reorder()
-        ));
+        // one table row of a time: each hash's, then sort's and dp's over sampled's
+        let row = |time: fn(&Cell) -> f64| {
+            let times: Vec<String> = cells.iter().map(|c| ms(time(c))).collect();
+            format!(
+                "{head} {} | {:.2}× | {:.2}× |",
+                times.join(" | "),
+                time(so) / time(s),
+                time(dp) / time(s)
+            )
+        };
+        prep_rows.push(row(Cell::prep));
+        reorder_rows.push(row(Cell::reorder));
         let order = ["none", "sampled", "quantile", "sort", "dp"];
         let none = c("none").stats();
         fig6_rows.push(format!(

@@ -23,9 +23,7 @@ use spmvkit::bench::auto::eval::{
 use spmvkit::bench::auto::table::load_committed_runs;
 use spmvkit::bench::report::{merge_runs, method_time_us};
 use spmvkit::gpu::TimingMode;
-use spmvkit::methods::auto::model::{
-    family, split_of, Knobs, Model, Split, FEATURE_NAMES, NFEATURES,
-};
+use spmvkit::methods::auto::model::{split_of, Knobs, Model, Split, FEATURE_NAMES, NFEATURES};
 use spmvkit::methods::auto::{DEFAULT_TRIAL, TRIAL_BUDGET};
 use spmvkit::methods::{cb_spmv, fastload};
 use spmvkit::scalar::Precision;
@@ -184,28 +182,15 @@ fn choose_cut(
 }
 
 fn main() {
-    let m = match Model::shipped() {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("tuning_split: {e}");
-            std::process::exit(1);
-        }
-    };
+    let m = Model::shipped().unwrap_or_else(|e| {
+        eprintln!("tuning_split: {e}");
+        std::process::exit(1)
+    });
 
     // ---- the split
     println!("## The split\n");
     for sp in [Split::Tune, Split::Test] {
-        let mut names: Vec<&str> = m
-            .samples
-            .iter()
-            .filter(|s| split_of(&s.matrix) == sp)
-            .map(|s| s.matrix.as_str())
-            .collect();
-        names.sort_by_key(|n| n.to_lowercase());
-        names.dedup();
-        let mut fams: Vec<String> = names.iter().map(|n| family(n)).collect();
-        fams.sort();
-        fams.dedup();
+        let (names, fams) = m.split_members(sp);
         let large = names
             .iter()
             .filter(|n| m.samples.iter().any(|s| s.matrix == **n && !s.fits_l2()))

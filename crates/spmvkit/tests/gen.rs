@@ -168,6 +168,11 @@ fn assert_symmetric_loop_free_pattern(spec: &str, a: &Csr<f64>) {
         "{spec}: self-loop"
     );
     // Sorted unique columns: the checked constructor accepts the arrays.
+    assert_revalidates(spec, a);
+}
+
+/// The checked constructor accepts `a`'s arrays (sorted unique columns, pointers in bounds).
+fn assert_revalidates(what: &str, a: &Csr<f64>) {
     Csr::new(
         a.nrows(),
         a.ncols(),
@@ -175,7 +180,7 @@ fn assert_symmetric_loop_free_pattern(spec: &str, a: &Csr<f64>) {
         a.col_idx().to_vec(),
         a.vals().to_vec(),
     )
-    .unwrap_or_else(|e| panic!("{spec}: {e}"));
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
 }
 
 #[test]
@@ -561,15 +566,7 @@ fn corpus_is_deterministic_small_and_valid() {
     for (name, a) in &c {
         assert!(names.insert(name.clone()), "duplicate name {name}");
         assert!(a.nnz() <= 200_000, "{name}: {} nnz", a.nnz());
-        // Revalidates through the checked constructor.
-        Csr::new(
-            a.nrows(),
-            a.ncols(),
-            a.row_ptr().to_vec(),
-            a.col_idx().to_vec(),
-            a.vals().to_vec(),
-        )
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_revalidates(name, a);
     }
     let has = |f: &dyn Fn(&Csr<f64>) -> bool| c.iter().any(|(_, a)| f(a));
     assert!(has(&|a| a.nrows() == 0));

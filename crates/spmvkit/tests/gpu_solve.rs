@@ -97,15 +97,20 @@ fn cg_case<T: PrepareFor>(tol: f64, max_err: f64) {
             xs.push(x);
         }
         if info.deterministic {
-            for x in &xs[1..] {
-                assert!(
-                    x.iter()
-                        .zip(&xs[0])
-                        .all(|(u, v)| u.to_bits_u64() == v.to_bits_u64()),
-                    "{method}: runs differ although the method is deterministic"
-                );
-            }
+            assert_bitwise_equal(method, &xs);
         }
+    }
+}
+
+/// The solutions of repeated runs of a deterministic method agree bit for bit.
+fn assert_bitwise_equal<T: PrepareFor>(method: &str, xs: &[Vec<T>]) {
+    for x in &xs[1..] {
+        assert!(
+            x.iter()
+                .zip(&xs[0])
+                .all(|(u, v)| u.to_bits_u64() == v.to_bits_u64()),
+            "{method}: runs differ although the method is deterministic"
+        );
     }
 }
 
@@ -176,14 +181,7 @@ fn pagerank_case<T: PrepareFor>(spec: &str, tol: f64, max_l1: f64) {
             xs.push(x);
         }
         if info.deterministic {
-            for x in &xs[1..] {
-                assert!(
-                    x.iter()
-                        .zip(&xs[0])
-                        .all(|(u, v)| u.to_bits_u64() == v.to_bits_u64()),
-                    "{method}: runs differ although the method is deterministic"
-                );
-            }
+            assert_bitwise_equal(method, &xs);
         }
     }
 }

@@ -24,135 +24,71 @@ fn dense<T: Scalar>(a: &Csr<T>) -> Vec<Vec<f64>> {
     d
 }
 
+/// A dense matrix written row by row, rows separated by `;` and entries by spaces.
+fn rows(text: &str) -> Vec<Vec<f64>> {
+    text.split(';')
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| r.split_whitespace().map(|x| x.parse().unwrap()).collect())
+        .collect()
+}
+
 /// (file, dense matrix, stored nnz of the CSR).
 fn cases() -> Vec<(&'static str, Vec<Vec<f64>>, usize)> {
     vec![
         (
             "coordinate_real_general.mtx",
-            vec![
-                vec![2.0, 0.0, -1.0, 0.0],
-                vec![0.0, 0.25, 0.0, 0.0],
-                vec![0.0, 0.0, 0.0, -2.0],
-            ],
+            rows("2 0 -1 0; 0 0.25 0 0; 0 0 0 -2"),
             4,
         ),
         (
             "coordinate_real_symmetric.mtx",
-            vec![
-                vec![4.0, -1.0, 0.0],
-                vec![-1.0, 0.0, -2.0],
-                vec![0.0, -2.0, 5.0],
-            ],
+            rows("4 -1 0; -1 0 -2; 0 -2 5"),
             6,
         ),
         (
             "coordinate_real_symmetric.mtx.gz",
-            vec![
-                vec![4.0, -1.0, 0.0],
-                vec![-1.0, 0.0, -2.0],
-                vec![0.0, -2.0, 5.0],
-            ],
+            rows("4 -1 0; -1 0 -2; 0 -2 5"),
             6,
         ),
         (
             "coordinate_real_skew_symmetric.mtx",
-            vec![
-                vec![0.0, -1.5, 2.0],
-                vec![1.5, 0.0, 0.0],
-                vec![-2.0, 0.0, 0.0],
-            ],
+            rows("0 -1.5 2; 1.5 0 0; -2 0 0"),
             4,
         ),
-        (
-            "coordinate_real_hermitian.mtx",
-            vec![vec![3.0, 7.0], vec![7.0, 0.0]],
-            3,
-        ),
-        (
-            "coordinate_integer_general.mtx",
-            vec![vec![0.0, -7.0, 0.0], vec![3.0, 0.0, 12.0]],
-            3,
-        ),
+        ("coordinate_real_hermitian.mtx", rows("3 7; 7 0"), 3),
+        ("coordinate_integer_general.mtx", rows("0 -7 0; 3 0 12"), 3),
         (
             "coordinate_integer_symmetric.mtx",
-            vec![
-                vec![0.0, 0.0, 2.0],
-                vec![0.0, 9.0, 0.0],
-                vec![2.0, 0.0, 0.0],
-            ],
+            rows("0 0 2; 0 9 0; 2 0 0"),
             3,
         ),
         (
             "coordinate_integer_skew_symmetric.mtx",
-            vec![vec![0.0, -4.0], vec![4.0, 0.0]],
+            rows("0 -4; 4 0"),
             2,
         ),
-        (
-            "coordinate_pattern_general.mtx",
-            vec![vec![1.0, 0.0, 1.0], vec![0.0, 1.0, 0.0]],
-            3,
-        ),
+        ("coordinate_pattern_general.mtx", rows("1 0 1; 0 1 0"), 3),
         (
             "coordinate_pattern_symmetric.mtx",
-            vec![
-                vec![1.0, 0.0, 1.0],
-                vec![0.0, 0.0, 1.0],
-                vec![1.0, 1.0, 0.0],
-            ],
+            rows("1 0 1; 0 0 1; 1 1 0"),
             5,
         ),
-        (
-            "array_real_general.mtx",
-            vec![vec![1.0, 3.0, 0.0], vec![2.0, 4.0, 6.0]],
-            6,
-        ),
-        (
-            "array_real_symmetric.mtx",
-            vec![
-                vec![1.0, 2.0, 3.0],
-                vec![2.0, 4.0, 5.0],
-                vec![3.0, 5.0, 6.0],
-            ],
-            9,
-        ),
+        ("array_real_general.mtx", rows("1 3 0; 2 4 6"), 6),
+        ("array_real_symmetric.mtx", rows("1 2 3; 2 4 5; 3 5 6"), 9),
         (
             "array_real_skew_symmetric.mtx",
-            vec![
-                vec![0.0, -1.0, -2.0],
-                vec![1.0, 0.0, -3.0],
-                vec![2.0, 3.0, 0.0],
-            ],
+            rows("0 -1 -2; 1 0 -3; 2 3 0"),
             6,
         ),
-        (
-            "array_real_hermitian.mtx",
-            vec![vec![1.0, 2.0], vec![2.0, 3.0]],
-            4,
-        ),
-        (
-            "array_integer_general.mtx",
-            vec![vec![1.0, 3.0], vec![-2.0, -4.0]],
-            4,
-        ),
-        (
-            "array_integer_symmetric.mtx",
-            vec![vec![1.0, 2.0], vec![2.0, 3.0]],
-            4,
-        ),
-        (
-            "crlf_blank_lines_mixed_case.mtx",
-            vec![vec![1.0, 0.0], vec![0.0, 2.0]],
-            2,
-        ),
+        ("array_real_hermitian.mtx", rows("1 2; 2 3"), 4),
+        ("array_integer_general.mtx", rows("1 3; -2 -4"), 4),
+        ("array_integer_symmetric.mtx", rows("1 2; 2 3"), 4),
+        ("crlf_blank_lines_mixed_case.mtx", rows("1 0; 0 2"), 2),
         ("empty_matrix.mtx", vec![], 0),
         ("no_entries.mtx", vec![vec![0.0; 5]; 2], 0),
         // Fuzzing regression: a 0 x (2^31-1) array once looped over its 2^31-1 empty columns.
         ("array_zero_rows_max_columns.mtx", vec![], 0),
-        (
-            "no_final_newline.mtx",
-            vec![vec![0.0, 0.0], vec![3.5, 0.0]],
-            1,
-        ),
+        ("no_final_newline.mtx", rows("0 0; 3.5 0"), 1),
     ]
 }
 

@@ -5,12 +5,11 @@
 use std::fs;
 use std::path::PathBuf;
 
+use spmvkit::bench::report::fixtures;
 use spmvkit::bench::{
-    byte_model, load_runs, write_report, BenchRun, MachineInfo, MatrixResult, MethodResult,
-    RunRecord, Status, Timing,
+    byte_model, load_runs, write_report, BenchRun, MatrixResult, RunRecord, Status,
 };
-use spmvkit::matrix::{LengthStats, MatrixStats};
-use spmvkit::methods::Backend;
+use spmvkit::matrix::LengthStats;
 use spmvkit::scalar::Precision;
 
 /// A small deterministic generator (SplitMix64) for synthetic timings.
@@ -27,51 +26,14 @@ impl Rng {
     }
 }
 
+/// A record with three stream samples around `t_us` and a graph time 15 % below.
 fn record(method: &str, p: Precision, n: usize, nnz: usize, t_us: f64, prep_ms: f64) -> RunRecord {
-    let mut rec = RunRecord {
-        method: method.into(),
-        precision: p,
-        backend: Backend::Gpu,
+    let stream = vec![t_us, t_us * 1.01, t_us * 0.99];
+    RunRecord {
         device: "NVIDIA H100 80GB HBM3".into(),
-        nrows: n,
-        ncols: n,
-        nnz,
-        deterministic: true,
-        prep_ms,
         upload_ms: 0.1,
-        prep_stages_ms: Vec::new(),
-        time: Timing::default(),
-        graph_time: Some(Timing::from_samples(vec![t_us * 0.85])),
-        gflops: 0.0,
-        gbs: 0.0,
-        bytes_model: byte_model(n, n, nnz, p.bytes()),
         max_rel_err: 1e-14,
-        verified: true,
-        footprint_bytes: 12 * nnz,
-        notes: Vec::new(),
-        fallback_note: None,
-        later_checks: Vec::new(),
-        y_digest: None,
-    };
-    rec.set_stream_timing(Timing::from_samples(vec![t_us, t_us * 1.01, t_us * 0.99]));
-    rec
-}
-
-fn machine(started: &str) -> MachineInfo {
-    MachineInfo {
-        gpu: "NVIDIA H100 80GB HBM3".into(),
-        sm_count: Some(132),
-        gpu_memory_bytes: Some(85_000_000_000),
-        l2_bytes: Some(50 << 20),
-        driver_version: Some("580.65".into()),
-        cuda_version: Some("13.0".into()),
-        cpu_threads: 16,
-        copy_bandwidth_gbs: Some(2900.0),
-        probe: None,
-        probe_error: None,
-        commit: "v0.1.0-12-gabcdef0".into(),
-        command: "spmv bench --suite demo --out runs".into(),
-        started: started.into(),
+        ..fixtures::record(method, p, n, nnz, stream, t_us * 0.85, prep_ms)
     }
 }
 
@@ -112,64 +74,41 @@ fn synthetic(seed: u64, count: usize, started: &str) -> BenchRun {
                 let failing = *name == "fastload" && i % 7 == 3;
                 let unsupported = *name == "csr-vector" && p == Precision::F32 && i % 5 == 0;
                 results.push(if failing {
-                    MethodResult {
-                        method: name.to_string(),
-                        precision: p,
-                        status: Status::Failed,
-                        error: Some("CUDA error in launch: out of shared memory".into()),
-                        record: None,
-                    }
+                    fixtures::not_ok(
+                        name,
+                        p,
+                        Status::Failed,
+                        "CUDA error in launch: out of shared memory",
+                    )
                 } else if unsupported {
-                    MethodResult {
-                        method: name.to_string(),
-                        precision: p,
-                        status: Status::Unsupported,
-                        error: Some("no f32 kernel".into()),
-                        record: None,
-                    }
+                    fixtures::not_ok(name, p, Status::Unsupported, "no f32 kernel")
                 } else {
-                    MethodResult {
-                        method: name.to_string(),
-                        precision: p,
-                        status: Status::Ok,
-                        error: None,
-                        record: Some(record(name, p, n, nnz, t, prep)),
-                    }
+                    fixtures::ok(record(name, p, n, nnz, t, prep))
                 });
             }
         }
         matrices.push(MatrixResult {
             name: format!("m{i:02}"),
             source: format!("suite/m{i:02}.mtx"),
-            stats: MatrixStats {
-                nrows: n,
-                ncols: n,
+            stats: fixtures::stats(
+                n,
                 nnz,
-                density: nnz as f64 / (n as f64 * n as f64),
-                empty_rows: 0,
-                empty_cols: 0,
-                row_len: LengthStats {
+                LengthStats {
                     min: 1,
                     max: 100,
                     mean: nnz as f64 / n as f64,
                     std: variation * nnz as f64 / n as f64,
                 },
-                col_len: LengthStats::default(),
-                row_variation: variation,
-                lower_bandwidth: 10,
-                upper_bandwidth: 10,
-                bandwidth: 10,
-                csr_bytes: 12 * nnz,
-                x_sectors_f32: None,
-                x_sectors_f64: None,
-            },
+                variation,
+                (10, 10),
+            ),
             fits_l2,
             results,
         });
     }
     BenchRun {
         skipped: Vec::new(),
-        machine: machine(started),
+        machine: fixtures::machine(started),
         suite: Some("demo".into()),
         matrices,
     }

@@ -519,15 +519,17 @@ pub fn csv(merged: &MergedRuns) -> Option<String> {
     Some(out)
 }
 
+/// Makes a method's series from its points, named and coloured as in the report's other plots.
+pub type SeriesOf<'a> = &'a dyn Fn(&str, Vec<(f64, f64)>) -> Series;
+
 /// The plot of measured time against the limit for `precision` (log-log, the line t = t_limit):
-/// one series per method in `methods`, coloured by `style_of` and named by `label_of` as in the
-/// report's other plots. `None` when no result has a limit.
+/// one series per method in `methods`, made by `series_of(method, points)` (coloured and named as
+/// in the report's other plots). `None` when no result has a limit.
 pub fn chart(
     merged: &MergedRuns,
     p: Precision,
     methods: &[String],
-    style_of: &dyn Fn(&str) -> usize,
-    label_of: &dyn Fn(&str) -> String,
+    series_of: SeriesOf,
 ) -> Option<Chart> {
     let all = rows(merged, p);
     let series: Vec<Series> = methods
@@ -539,11 +541,7 @@ pub fn chart(
                 .map(|r| (r.limit.own.t_us, r.limit.time_us))
                 .filter(|(x, y)| x.is_finite() && *x > 0.0 && y.is_finite() && *y > 0.0)
                 .collect();
-            (!points.is_empty()).then(|| Series {
-                label: label_of(me),
-                style: style_of(me),
-                points,
-            })
+            (!points.is_empty()).then(|| series_of(me, points))
         })
         .collect();
     if series.is_empty() {

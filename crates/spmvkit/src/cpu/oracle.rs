@@ -77,13 +77,7 @@ pub fn oracle_spmv_par<T: Scalar>(
     beta: T,
     y0: &[T],
 ) -> Result<Reference> {
-    check_lengths(a, x.len(), y0.len())?;
-    let rows: Vec<(f64, f64, f64)> = (0..a.nrows())
-        .into_par_iter()
-        .with_min_len(4096)
-        .map(|i| oracle_row(a, alpha, x, beta, y0[i], i))
-        .collect();
-    Ok(Reference::from_rows(a, rows))
+    oracle_spmv_rows(a, 0..a.nrows(), alpha, x, beta, y0)
 }
 
 /// The oracle on rows `rows` of `a` only (one rank's share of a distributed SpMV), in parallel

@@ -193,36 +193,27 @@ fn parse_banner(path: Option<&Path>, line: &[u8]) -> Result<(MmFormat, MmField, 
             ),
         ));
     }
-    if toks[1] != "matrix" {
-        return Err(perr(
+    let unknown = |what: &str, tok: &str, expected: &str| {
+        perr(
             path,
             1,
-            format!("unknown object '{}': expected 'matrix'", toks[1]),
-        ));
+            format!("unknown {what} '{tok}': expected {expected}"),
+        )
+    };
+    if toks[1] != "matrix" {
+        return Err(unknown("object", &toks[1], "'matrix'"));
     }
     let format = match toks[2].as_str() {
         "coordinate" => MmFormat::Coordinate,
         "array" => MmFormat::Array,
-        other => {
-            return Err(perr(
-                path,
-                1,
-                format!("unknown format '{other}': expected 'coordinate' or 'array'"),
-            ))
-        }
+        other => return Err(unknown("format", other, "'coordinate' or 'array'")),
     };
     let field = match toks[3].as_str() {
         "real" => MmField::Real,
         "integer" => MmField::Integer,
         "pattern" => MmField::Pattern,
         "complex" => MmField::Complex,
-        other => {
-            return Err(perr(
-                path,
-                1,
-                format!("unknown field '{other}': expected real, integer, pattern or complex"),
-            ))
-        }
+        other => return Err(unknown("field", other, "real, integer, pattern or complex")),
     };
     let symmetry = match toks[4].as_str() {
         "general" => MmSymmetry::General,
@@ -230,13 +221,8 @@ fn parse_banner(path: Option<&Path>, line: &[u8]) -> Result<(MmFormat, MmField, 
         "skew-symmetric" => MmSymmetry::SkewSymmetric,
         "hermitian" => MmSymmetry::Hermitian,
         other => {
-            return Err(perr(
-                path,
-                1,
-                format!(
-                    "unknown symmetry '{other}': expected general, symmetric, skew-symmetric or hermitian"
-                ),
-            ))
+            let expected = "general, symmetric, skew-symmetric or hermitian";
+            return Err(unknown("symmetry", other, expected));
         }
     };
     if field == MmField::Pattern && format == MmFormat::Array {

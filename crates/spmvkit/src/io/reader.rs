@@ -34,7 +34,7 @@ use rayon::prelude::*;
 use super::header::{excerpt, parse_header_bytes, perr, unsupported, MatrixMarketHeader};
 use super::header::{MatrixMarketInfo, MmField, MmFormat, MmSymmetry};
 use crate::error::{Error, Result};
-use crate::matrix::Csr;
+use crate::matrix::{sort_merge_row, Csr};
 use crate::memory::{try_vec, try_with_capacity};
 use crate::scalar::{Idx, Precision, Scalar, MAX_INDEX};
 
@@ -534,27 +534,6 @@ fn array_positions<T: Scalar>(parsed: &mut Parsed<T>) -> Result<()> {
         err: None,
     });
     Ok(())
-}
-
-/// Sorts one row by column (stable, so duplicates sum in file order) and sums duplicates in
-/// place; returns the merged length.
-fn sort_merge_row<T: Scalar>(cols: &mut [Idx], vals: &mut [T]) -> usize {
-    if cols.windows(2).all(|w| w[0] < w[1]) {
-        return cols.len();
-    }
-    let mut pairs: Vec<(Idx, T)> = cols.iter().copied().zip(vals.iter().copied()).collect();
-    pairs.sort_by_key(|p| p.0);
-    let mut len = 0usize;
-    for (c, v) in pairs {
-        if len > 0 && cols[len - 1] == c {
-            vals[len - 1] += v;
-        } else {
-            cols[len] = c;
-            vals[len] = v;
-            len += 1;
-        }
-    }
-    len
 }
 
 /// Builds the CSR from parsed chunks, expanding the mirror of symmetric kinds. `imag` selects

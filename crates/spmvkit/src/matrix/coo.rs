@@ -184,23 +184,23 @@ impl<T: Scalar> Coo<T> {
     }
 }
 
-/// Sorts one row by column and sums duplicates in place; returns the merged length.
-fn sort_merge_row<T: Scalar>(cols: &mut [Idx], vals: &mut [T]) -> usize {
-    if cols.windows(2).any(|w| w[0] >= w[1]) {
-        let mut pairs: Vec<(Idx, T)> = cols.iter().copied().zip(vals.iter().copied()).collect();
-        pairs.sort_by_key(|p| p.0);
-        let mut len = 0usize;
-        for (c, v) in pairs {
-            if len > 0 && cols[len - 1] == c {
-                vals[len - 1] += v;
-            } else {
-                cols[len] = c;
-                vals[len] = v;
-                len += 1;
-            }
-        }
-        len
-    } else {
-        cols.len()
+/// Sorts one row by column (stable, so duplicates sum in their given order) and sums duplicates
+/// in place; returns the merged length. Shared with the Matrix Market reader.
+pub(crate) fn sort_merge_row<T: Scalar>(cols: &mut [Idx], vals: &mut [T]) -> usize {
+    if cols.windows(2).all(|w| w[0] < w[1]) {
+        return cols.len();
     }
+    let mut pairs: Vec<(Idx, T)> = cols.iter().copied().zip(vals.iter().copied()).collect();
+    pairs.sort_by_key(|p| p.0);
+    let mut len = 0usize;
+    for (c, v) in pairs {
+        if len > 0 && cols[len - 1] == c {
+            vals[len - 1] += v;
+        } else {
+            cols[len] = c;
+            vals[len] = v;
+            len += 1;
+        }
+    }
+    len
 }

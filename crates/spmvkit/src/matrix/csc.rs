@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::csr::{transpose_arrays, Pattern};
 use super::Csr;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::scalar::{Idx, Scalar};
 
 /// A compressed sparse column matrix: `col_ptr` over columns, sorted `row_idx` inside each.
@@ -25,13 +25,7 @@ impl<T: Scalar> Csc<T> {
         row_idx: Vec<Idx>,
         vals: Vec<T>,
     ) -> Result<Self> {
-        if vals.len() != row_idx.len() {
-            return Err(Error::structure(
-                "CSC",
-                format!("{} values for {} row indices", vals.len(), row_idx.len()),
-            ));
-        }
-        let pattern = Pattern::new("CSC", ncols, nrows, col_ptr, row_idx)?;
+        let pattern = Pattern::with_values("CSC", ncols, nrows, col_ptr, row_idx, vals.len())?;
         Ok(Csc {
             nrows,
             pattern: Arc::new(pattern),

@@ -40,6 +40,25 @@ impl Pattern {
         Ok(p)
     }
 
+    /// [`Pattern::new`] for a matrix with `nvals` values, one per index (checked first).
+    pub(crate) fn with_values(
+        format: &'static str,
+        nmajor: usize,
+        nminor: usize,
+        ptr: Vec<Idx>,
+        idx: Vec<Idx>,
+        nvals: usize,
+    ) -> Result<Self> {
+        if nvals != idx.len() {
+            let other = if format == "CSC" { "row" } else { "column" };
+            return Err(Error::structure(
+                format,
+                format!("{nvals} values for {} {other} indices", idx.len()),
+            ));
+        }
+        Self::new(format, nmajor, nminor, ptr, idx)
+    }
+
     fn validate(&self, format: &'static str) -> Result<()> {
         let (line, other) = if format == "CSC" {
             ("column", "row")
@@ -146,13 +165,7 @@ impl<T: Scalar> Csr<T> {
         col_idx: Vec<Idx>,
         vals: Vec<T>,
     ) -> Result<Self> {
-        if vals.len() != col_idx.len() {
-            return Err(Error::structure(
-                "CSR",
-                format!("{} values for {} column indices", vals.len(), col_idx.len()),
-            ));
-        }
-        let pattern = Pattern::new("CSR", nrows, ncols, row_ptr, col_idx)?;
+        let pattern = Pattern::with_values("CSR", nrows, ncols, row_ptr, col_idx, vals.len())?;
         Ok(Csr {
             pattern: Arc::new(pattern),
             vals,
@@ -291,26 +304,26 @@ impl<T: Scalar> Csr<T> {
 
     /// The transpose as CSC of the same matrix (columns compressed).
     pub fn to_csc(&self) -> Csc<T> {
-        let (ptr, idx, vals) = transpose_arrays(
-            self.nrows(),
-            self.ncols(),
-            self.row_ptr(),
-            self.col_idx(),
-            &self.vals,
-        );
+        let (ptr, idx, vals) = self.transposed_arrays();
         Csc::from_parts_unchecked(self.nrows(), self.ncols(), ptr, idx, vals)
     }
 
     /// The matrix transpose Aᵀ as CSR.
     pub fn transpose(&self) -> Csr<T> {
-        let (ptr, idx, vals) = transpose_arrays(
+        let (ptr, idx, vals) = self.transposed_arrays();
+        Csr::from_parts_unchecked(self.ncols(), self.nrows(), ptr, idx, vals)
+    }
+
+    /// The arrays of Aᵀ as CSR, which are those of A as CSC: (pointers over the columns, row
+    /// indices, values).
+    fn transposed_arrays(&self) -> (Vec<Idx>, Vec<Idx>, Vec<T>) {
+        transpose_arrays(
             self.nrows(),
             self.ncols(),
             self.row_ptr(),
             self.col_idx(),
             &self.vals,
-        );
-        Csr::from_parts_unchecked(self.ncols(), self.nrows(), ptr, idx, vals)
+        )
     }
 
     /// COO triplets in row-major order.

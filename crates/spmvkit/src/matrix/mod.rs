@@ -7,6 +7,7 @@ mod csc;
 mod csr;
 mod stats;
 
+pub(crate) use coo::sort_merge_row;
 pub use coo::Coo;
 pub use csc::Csc;
 pub use csr::{Csr, Pattern};

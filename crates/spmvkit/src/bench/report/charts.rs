@@ -51,6 +51,11 @@ pub fn charts_for(
         .collect();
     let style_of = |me: &str| every.iter().position(|x| x == me).unwrap_or(0);
     let label_of = |me: &str| method_display(&matrices, p, me);
+    let series_of = |me: &str, points: Vec<(f64, f64)>| Series {
+        label: label_of(me),
+        style: style_of(me),
+        points,
+    };
     let any_ok = matrices
         .iter()
         .any(|m| best_method(&m.results, p, kind).is_some());
@@ -83,10 +88,8 @@ pub fn charts_for(
             series: methods
                 .iter()
                 .zip(&profile)
-                .map(|(me, fr)| Series {
-                    label: label_of(me),
-                    style: style_of(me),
-                    points: taus.iter().copied().zip(fr.iter().copied()).collect(),
+                .map(|(me, fr)| {
+                    series_of(me, taus.iter().copied().zip(fr.iter().copied()).collect())
                 })
                 .collect(),
             hline: None,
@@ -119,16 +122,8 @@ pub fn charts_for(
                 }
             }
             if !a.is_empty() {
-                by_nnz.push(Series {
-                    label: label_of(me),
-                    style: style_of(me),
-                    points: a,
-                });
-                by_var.push(Series {
-                    label: label_of(me),
-                    style: style_of(me),
-                    points: v,
-                });
+                by_nnz.push(series_of(me, a));
+                by_var.push(series_of(me, v));
             }
         }
         if by_nnz.is_empty() {
@@ -213,11 +208,7 @@ pub fn charts_for(
                     (m.stats.nnz > 0).then(|| (m.stats.nnz as f64, rec.prep_ms.max(PREP_FLOOR_MS)))
                 })
                 .collect();
-            (!points.is_empty()).then(|| Series {
-                label: label_of(me),
-                style: style_of(me),
-                points,
-            })
+            (!points.is_empty()).then(|| series_of(me, points))
         })
         .collect();
     if !prep.is_empty() {
@@ -251,8 +242,7 @@ pub fn charts_for(
 
     // Time against the limit (GPU runs with a probe).
     if !cpu {
-        if let Some(chart) = crate::bench::limits::chart(merged, p, &methods, &style_of, &label_of)
-        {
+        if let Some(chart) = crate::bench::limits::chart(merged, p, &methods, &series_of) {
             charts.push((format!("limit-{p}"), chart));
         }
     }

@@ -22,6 +22,15 @@ fn opt_num(x: Option<f64>) -> String {
     x.map_or_else(String::new, |v| format!("{v}"))
 }
 
+/// `key=value` pairs joined by `;`.
+fn join_pairs<V: std::fmt::Display>(pairs: &[(String, V)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
 fn join_samples(v: &[f64]) -> String {
     v.iter()
         .map(|x| format!("{x}"))
@@ -149,11 +158,7 @@ pub fn results_csv(merged: &MergedRuns, opts: &ReportOptions) -> String {
                         rec.deterministic.to_string(),
                         rec.prep_ms.to_string(),
                         rec.upload_ms.to_string(),
-                        rec.prep_stages_ms
-                            .iter()
-                            .map(|(k, v)| format!("{k}={v}"))
-                            .collect::<Vec<_>>()
-                            .join(";"),
+                        join_pairs(&rec.prep_stages_ms),
                         rec.time.median_us.to_string(),
                         rec.time.min_us.to_string(),
                         rec.time.max_us.to_string(),
@@ -168,11 +173,7 @@ pub fn results_csv(merged: &MergedRuns, opts: &ReportOptions) -> String {
                         rec.max_rel_err.to_string(),
                         rec.verified.to_string(),
                         rec.footprint_bytes.to_string(),
-                        rec.notes
-                            .iter()
-                            .map(|(k, v)| format!("{k}={v}"))
-                            .collect::<Vec<_>>()
-                            .join(";"),
+                        join_pairs(&rec.notes),
                         rec.fallback_note.clone().unwrap_or_default(),
                         opt_num(effective_gbs(rec, TimingMode::Stream).and_then(|g| {
                             copy_bandwidth_pct(g, machine.and_then(|mi| mi.copy_bandwidth_gbs))

@@ -445,6 +445,28 @@ fn precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptions, 
 }
 
 /// `12.34 (12.10–12.90)`: the median and the interquartile range of a timing, µs.
+/// The first cells of a per-matrix table row: name, rows, nnz and row variation.
+fn matrix_lead(m: &MatrixResult) -> String {
+    format!(
+        "| {} | {} | {} | {:.2} |",
+        cell(&m.name),
+        fmt_count(m.stats.nrows),
+        fmt_count(m.stats.nnz),
+        m.stats.row_variation
+    )
+}
+
+/// The row of a matrix without a fastest method in `p`: why (no method ran correctly, or none
+/// was measured in `p`), then `blanks` empty cells.
+fn no_winner_row(lead: &str, m: &MatrixResult, p: Precision, blanks: usize) -> String {
+    let why = if m.results.iter().any(|r| r.precision == p) {
+        "no method ran correctly"
+    } else {
+        "not measured"
+    };
+    format!("{lead} {why} |{}", " – |".repeat(blanks))
+}
+
 fn fmt_spread(t: &Timing) -> String {
     let (q1, q3) = quartiles(t);
     format!("{:.2} ({q1:.2}–{q3:.2})", t.median_us)
@@ -534,24 +556,13 @@ fn cpu_precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptio
         if base.is_some() { "---|" } else { "" }
     );
     for m in &matrices {
-        let lead = format!(
-            "| {} | {} | {} | {:.2} |",
-            cell(&m.name),
-            fmt_count(m.stats.nrows),
-            fmt_count(m.stats.nnz),
-            m.stats.row_variation
-        );
+        let lead = matrix_lead(m);
         let ranked = ranking(&m.results, p, kind);
         let Some((first, ties)) = fastest(&ranked) else {
-            let why = if m.results.iter().any(|r| r.precision == p) {
-                "no method ran correctly"
-            } else {
-                "not measured"
-            };
             let _ = writeln!(
                 s,
-                "{lead} {why} | – | – |{}",
-                if base.is_some() { " – |" } else { "" }
+                "{}",
+                no_winner_row(&lead, m, p, 2 + base.is_some() as usize)
             );
             continue;
         };
@@ -720,25 +731,13 @@ fn best_table(
     );
     for mm in set {
         let m = &mm.matrix;
-        let lead = format!(
-            "| {} | {} | {} | {:.2} |",
-            cell(&m.name),
-            fmt_count(m.stats.nrows),
-            fmt_count(m.stats.nnz),
-            m.stats.row_variation
-        );
+        let lead = matrix_lead(m);
         let ranked = ranking(&m.results, p, kind);
         let Some((first, ties)) = fastest(&ranked) else {
-            let ran = m.results.iter().any(|r| r.precision == p);
-            let why = if ran {
-                "no method ran correctly"
-            } else {
-                "not measured"
-            };
             let _ = writeln!(
                 s,
-                "{lead} {why} | – | – | – |{}",
-                if base.is_some() { " – |" } else { "" }
+                "{}",
+                no_winner_row(&lead, m, p, 3 + base.is_some() as usize)
             );
             continue;
         };

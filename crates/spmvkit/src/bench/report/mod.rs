@@ -31,13 +31,15 @@
 //! set against an earlier one: y bit for bit and new/old time, `spmv report --against`), `compare` (the
 //! comparison maths), `claims` (the papers' claims and Eq. 2, and the per-paper tables of
 //! `spmv report --claims`), `markdown` (`summary.md`), `csv` (`results.csv`) and `charts` (which
-//! plots to draw); this file holds the entry points [`write_report`] and [`write_report_with`].
+//! plots to draw), plus `fixtures` (synthetic results for tests); this file holds the entry points [`write_report`] and [`write_report_with`].
 
 mod against;
 mod charts;
 mod claims;
 mod compare;
 mod csv;
+#[doc(hidden)]
+pub mod fixtures;
 mod load;
 mod markdown;
 #[cfg(test)]

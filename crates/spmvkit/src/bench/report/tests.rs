@@ -4,61 +4,24 @@
 use std::fs;
 
 use super::*;
-use crate::bench::{
-    byte_model, MachineInfo, MatrixResult, MethodResult, RunRecord, Status, Timing,
-};
-use crate::matrix::{LengthStats, MatrixStats};
+use crate::bench::{MachineInfo, MatrixResult, MethodResult, RunRecord, Status, Timing};
+use crate::matrix::LengthStats;
 use crate::methods::Backend;
 
 pub(crate) fn record(method: &str, p: Precision, nnz: usize, t_us: f64, prep_ms: f64) -> RunRecord {
     let n = (nnz / 10).max(1);
-    let mut rec = RunRecord {
-        method: method.into(),
-        precision: p,
-        backend: Backend::Gpu,
-        device: "Test GPU".into(),
-        nrows: n,
-        ncols: n,
-        nnz,
-        deterministic: true,
-        prep_ms,
-        upload_ms: 0.5,
-        prep_stages_ms: vec![("sort".into(), prep_ms)],
-        time: Timing::default(),
-        graph_time: Some(Timing::from_samples(vec![t_us * 0.9])),
-        gflops: 0.0,
-        gbs: 0.0,
-        bytes_model: byte_model(n, n, nnz, p.bytes()),
-        max_rel_err: 1e-15,
-        verified: true,
-        footprint_bytes: 12 * nnz,
-        notes: vec![("k".into(), "a,b".into())],
-        fallback_note: None,
-        later_checks: Vec::new(),
-        y_digest: None,
-    };
-    rec.set_stream_timing(Timing::from_samples(vec![t_us]));
+    let mut rec = fixtures::record(method, p, n, nnz, vec![t_us], t_us * 0.9, prep_ms);
+    rec.prep_stages_ms = vec![("sort".into(), prep_ms)];
+    rec.notes = vec![("k".into(), "a,b".into())];
     rec
 }
 
 pub(crate) fn ok(method: &str, p: Precision, nnz: usize, t_us: f64, prep_ms: f64) -> MethodResult {
-    MethodResult {
-        method: method.into(),
-        precision: p,
-        status: Status::Ok,
-        error: None,
-        record: Some(record(method, p, nnz, t_us, prep_ms)),
-    }
+    fixtures::ok(record(method, p, nnz, t_us, prep_ms))
 }
 
 pub(crate) fn failed(method: &str, p: Precision, why: &str) -> MethodResult {
-    MethodResult {
-        method: method.into(),
-        precision: p,
-        status: Status::Failed,
-        error: Some(why.into()),
-        record: None,
-    }
+    fixtures::not_ok(method, p, Status::Failed, why)
 }
 
 pub(crate) fn matrix(
@@ -72,49 +35,25 @@ pub(crate) fn matrix(
     MatrixResult {
         name: name.into(),
         source: format!("{name}.mtx"),
-        stats: MatrixStats {
-            nrows: n,
-            ncols: n,
+        stats: fixtures::stats(
+            n,
             nnz,
-            density: nnz as f64 / (n as f64 * n as f64),
-            empty_rows: 0,
-            empty_cols: 0,
-            row_len: LengthStats {
+            LengthStats {
                 min: 1,
                 max: 40,
                 mean: 10.0,
                 std: 10.0 * variation,
             },
-            col_len: LengthStats::default(),
-            row_variation: variation,
-            lower_bandwidth: 3,
-            upper_bandwidth: 4,
-            bandwidth: 4,
-            csr_bytes: 12 * nnz,
-            x_sectors_f32: None,
-            x_sectors_f64: None,
-        },
+            variation,
+            (3, 4),
+        ),
         fits_l2,
         results,
     }
 }
 
 pub(crate) fn machine() -> MachineInfo {
-    MachineInfo {
-        gpu: "NVIDIA Test GPU".into(),
-        sm_count: Some(132),
-        gpu_memory_bytes: Some(80 << 30),
-        l2_bytes: Some(50 << 20),
-        driver_version: Some("580.1".into()),
-        cuda_version: Some("13.0".into()),
-        cpu_threads: 16,
-        copy_bandwidth_gbs: Some(3000.0),
-        probe: None,
-        probe_error: None,
-        commit: "v0.1.0-3-gabc".into(),
-        command: "spmv bench --suite test".into(),
-        started: "2026-11-21T22:00:00Z".into(),
-    }
+    fixtures::machine("2026-11-21T22:00:00Z")
 }
 
 pub(crate) const F64: Precision = Precision::F64;

@@ -462,6 +462,23 @@ impl Model {
             .first()
             .map(|p| (p.method, p.us))
     }
+
+    /// The distinct matrices of the table in split `sp`, sorted ignoring case (then exactly), and
+    /// their distinct [`family`] names, sorted.
+    pub fn split_members(&self, sp: Split) -> (Vec<&str>, Vec<String>) {
+        let mut names: Vec<&str> = self
+            .samples
+            .iter()
+            .filter(|s| split_of(&s.matrix) == sp)
+            .map(|s| s.matrix.as_str())
+            .collect();
+        names.sort_by_key(|n| (n.to_lowercase(), *n));
+        names.dedup();
+        let mut fams: Vec<String> = names.iter().map(|n| family(n)).collect();
+        fams.sort();
+        fams.dedup();
+        (names, fams)
+    }
 }
 
 /// One method's predicted cost on a matrix.

@@ -171,17 +171,22 @@ fn bad_tables_and_params_are_errors() {
     }
 }
 
-/// Why the tests of the path without a GPU do not run on a GPU machine.
-const GPU_PRESENT: &str = "a GPU is present (this test checks the path without one)";
+/// Whether a GPU is present, which skips `test` (a test of the path without one), visibly.
+fn gpu_present_skips(test: &str) -> bool {
+    let present = Gpu::get().is_ok();
+    if present {
+        crate::testing::skip(
+            test,
+            "a GPU is present (this test checks the path without one)",
+        );
+    }
+    present
+}
 
 #[test]
 fn without_a_gpu_auto_takes_csr_and_matches_the_oracle() {
-    if Gpu::get().is_ok() {
-        // the GPU suite checks `auto` through the registry
-        crate::testing::skip(
-            "without_a_gpu_auto_takes_csr_and_matches_the_oracle",
-            GPU_PRESENT,
-        );
+    // with a GPU, the GPU suite checks `auto` through the registry
+    if gpu_present_skips("without_a_gpu_auto_takes_csr_and_matches_the_oracle") {
         return;
     }
     for (name, a) in suite() {
@@ -356,11 +361,7 @@ fn a_candidate_that_fails_is_passed_over_and_all_failing_is_an_error() {
 
 #[test]
 fn trial_mode_without_a_gpu_is_model_mode_with_a_note() {
-    if Gpu::get().is_ok() {
-        crate::testing::skip(
-            "trial_mode_without_a_gpu_is_model_mode_with_a_note",
-            GPU_PRESENT,
-        );
+    if gpu_present_skips("trial_mode_without_a_gpu_is_model_mode_with_a_note") {
         return;
     }
     let a = suite().remove(0).1;
