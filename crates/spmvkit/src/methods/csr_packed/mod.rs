@@ -92,8 +92,8 @@ params! {
         sort: Switch = off;
         /// rows per sorting window (a multiple of 32, 32..=65536)
         window: usize = 256, in multiple_of(WARP, WARP..=65536);
-        /// on: each warp loads the next slice's metadata and first codes while it gathers x for the
-        /// current one (more loads in flight, more registers); off: one slice at a time
+        /// on: each warp loads the next slice's metadata while it gathers x for the current one
+        /// (more loads in flight, a few more registers); off: one slice at a time
         prefetch: OnOff = on;
         /// auto (a dictionary when at most 65536 distinct values occur, else raw), dict (refuse a
         /// matrix with more), or raw
