@@ -251,10 +251,9 @@ __device__ __forceinline__ void slice_lane(const SliceMeta& m, int lane, const B
 
 // Persistent warps: warp k of `nwarps` takes slices k, k + nwarps, ... (the warps sweep the
 // matrix together, so x's rows stay in L2). With PREFETCH the next slice's metadata is loaded
-// while the current one gathers x; without, a slice's loads wait for each other. (Prefetching the
-// first code block as well, and the metadata two slices ahead, held 8-24 more registers a thread:
-// one resident block fewer per SM, and on an H200 2-6 % slower on stencils and geometric graphs.)
-// Then long rows k, k + nwarps, ...
+// while the current one gathers x; without, a slice's loads wait for each other. Only the
+// metadata: a deeper prefetch holds registers that cost a resident block per SM
+// (docs/methods/csr-packed.md). Then long rows k, k + nwarps, ...
 template <int V, bool PREFETCH>
 __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
                                            const unsigned char* __restrict__ lens,
