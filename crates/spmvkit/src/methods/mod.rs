@@ -249,25 +249,27 @@ impl PrepareFor for f64 {
     }
 }
 
-/// Every method's kernel source, for the NVRTC compile check in CI.
-pub fn kernel_sources() -> Vec<crate::gpu::KernelSource> {
+/// Every method's kernel source with its entries' argument structs, for the NVRTC compile check
+/// in CI (which compiles them with the launch layer's layout checks).
+pub fn kernel_sources() -> Vec<crate::gpu::Kernels> {
+    use crate::gpu::Kernels;
     vec![
-        csr_vector::KERNEL,
-        csr_light::KERNEL,
-        merge::KERNEL,
+        Kernels::unchecked(csr_vector::KERNEL),
+        Kernels::unchecked(csr_light::KERNEL),
+        Kernels::unchecked(merge::KERNEL),
         csr_scalar::KERNEL,
-        csc::KERNEL,
-        fastload::KERNEL,
-        cb_spmv::KERNEL,
-        csr_overlap::KERNEL,
-        teb::KERNEL,
-        amf_csr::KERNEL,
-        pbc::KERNEL,
-        csr5::KERNEL,
-        dasp::KERNEL,
-        tilespmv::KERNEL,
-        hbp::KERNEL,
-        csr_packed::KERNEL,
+        Kernels::unchecked(csc::KERNEL),
+        Kernels::unchecked(fastload::KERNEL),
+        Kernels::unchecked(cb_spmv::KERNEL),
+        Kernels::unchecked(csr_overlap::KERNEL),
+        Kernels::unchecked(teb::KERNEL),
+        Kernels::unchecked(amf_csr::KERNEL),
+        Kernels::unchecked(pbc::KERNEL),
+        Kernels::unchecked(csr5::KERNEL),
+        Kernels::unchecked(dasp::KERNEL),
+        Kernels::unchecked(tilespmv::KERNEL),
+        Kernels::unchecked(hbp::KERNEL),
+        Kernels::unchecked(csr_packed::KERNEL),
     ]
 }
 

@@ -235,6 +235,54 @@ fn params_text(p: &Params) -> String {
         .join(",")
 }
 
+/// Checks a room's [`Kernels`](crate::gpu::Kernels) for the launch layer: the source compiles
+/// for sm_90 in both precisions with the layout checks of its argument structs appended (each
+/// struct's size, alignment and field offsets and types against the Rust struct, each entry
+/// taking its struct), and in the PTX every declared entry has one parameter of its struct's
+/// size. Without libnvrtc the calling test is skipped (a failure under `SPMVKIT_REQUIRE_GPU=1`
+/// or `SPMVKIT_REQUIRE_NVRTC=1`).
+pub(crate) fn check_kernel_args(k: &crate::gpu::Kernels) {
+    use crate::scalar::Precision;
+    let test = crate::testing::current_test()
+        .unwrap_or_else(|| format!("{} argument structs", k.source.name));
+    if !crate::testing::nvrtc_or_skip(&test) {
+        return;
+    }
+    assert!(
+        !k.entries.is_empty(),
+        "{}: no entries declared",
+        k.source.name
+    );
+    for p in Precision::ALL {
+        let ptx = crate::gpu::compile_checked_ptx(k, p, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+        for e in k.entries {
+            let head = format!(".entry {}(", e.name);
+            let at = ptx
+                .find(&head)
+                .unwrap_or_else(|| panic!("{} {p}: no entry {}", k.source.name, e.name));
+            let params = &ptx[at + head.len()..];
+            let params = &params[..params.find(')').unwrap_or(params.len())];
+            let size = (e.args.layout)(p).size;
+            let params: Vec<&str> = params.split(',').filter(|s| s.contains(".param")).collect();
+            assert_eq!(
+                params.len(),
+                1,
+                "{} {p}: {} parameters",
+                k.source.name,
+                e.name
+            );
+            assert!(
+                params[0].trim_end().ends_with(&format!("[{size}]")),
+                "{} {p}: {} takes `{}`, the Rust {} has {size} bytes",
+                k.source.name,
+                e.name,
+                params[0].trim(),
+                e.args.name
+            );
+        }
+    }
+}
+
 /// Checks that `k` compiles for sm_90 in both precisions and that each entry point exists with
 /// the given parameter kinds, one letter per parameter: `i` a 32-bit integer, `p` a pointer, `r`
 /// a `real_t` — the order the room's gpu.rs pushes its launch arguments. Without libnvrtc the

@@ -176,7 +176,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         // Asked of the driver only when a stream-only mode is in play (small matrices).
         let capturing = ((self.owner && self.owner_stream_only)
             || (self.grid_ctas.is_some() && self.grid_stream_only))
-            && gpu.stream_is_capturing();
+            && (gpu.launch_mode() == crate::gpu::LaunchMode::Graph);
         let owner = self.owner && !(self.owner_stream_only && capturing);
         let coop = self
             .grid_ctas

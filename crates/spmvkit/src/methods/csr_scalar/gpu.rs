@@ -3,20 +3,34 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::KERNEL;
-use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::matrix::Csr;
 use crate::methods::DeviceLayout;
 use crate::scalar::Scalar;
 
 const BLOCK: u32 = 256;
 
+crate::kernel_args! {
+    /// `csr_scalar`'s arguments.
+    pub(super) struct CsrScalarArgs<'a, T> {
+        nrows: i32,
+        row_ptr: DevRef<'a, u32>,
+        col_idx: DevRef<'a, u32>,
+        vals: DevRef<'a, T>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+    }
+}
+
 /// `csr-scalar` resident on the GPU.
-pub(super) struct CsrScalarDevice<T> {
-    f: CudaFunction,
+pub(super) struct CsrScalarDevice<T: Scalar> {
+    k: Kernel<CsrScalarArgs<'static, T>>,
     nrows: usize,
     ncols: usize,
     row_ptr: CudaSlice<u32>,
@@ -27,9 +41,8 @@ pub(super) struct CsrScalarDevice<T> {
 impl<T: Scalar> CsrScalarDevice<T> {
     /// Compiles the kernel first, so an NVRTC failure leaves nothing allocated, then uploads.
     pub(super) fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Self> {
-        let f = gpu.function::<T>(&KERNEL, "csr_scalar")?;
         Ok(CsrScalarDevice {
-            f,
+            k: gpu.kernel::<T, _>(&KERNEL, "csr_scalar")?,
             nrows: a.nrows(),
             ncols: a.ncols(),
             row_ptr: gpu.upload(a.row_ptr())?,
@@ -52,29 +65,19 @@ impl<T: Scalar> DeviceLayout<T> for CsrScalarDevice<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        if self.nrows == 0 {
-            return Ok(());
-        }
-        let nrows = kernel_int("csr-scalar nrows", self.nrows)?;
-        let cfg = LaunchConfig {
-            grid_dim: ((nrows as u32).div_ceil(BLOCK), 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
+        let args = CsrScalarArgs {
+            nrows: kernel_int("csr-scalar nrows", self.nrows)?,
+            row_ptr: DevRef::new(&self.row_ptr),
+            col_idx: DevRef::new(&self.col_idx),
+            vals: DevRef::new(&self.vals),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
         };
-        let mut b = gpu.stream().launch_builder(&self.f);
-        b.arg(&nrows)
-            .arg(&self.row_ptr)
-            .arg(&self.col_idx)
-            .arg(&self.vals)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta);
-        // SAFETY: argument list matches csr_scalar's signature; x and y are long enough (checked
-        // by DeviceLayout::run) and the CSR arrays were validated when the Csr was built.
-        unsafe { b.launch(cfg) }
-            .map(|_| ())
-            .map_err(|e| Error::cuda("csr-scalar launch", e))
+        // SAFETY: x and y are long enough (checked by DeviceLayout::run) and the CSR arrays were
+        // validated when the Csr was built.
+        unsafe { gpu.launch(&self.k, Shape::thread_per_item(self.nrows, BLOCK), &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

@@ -249,7 +249,9 @@ impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
                 bpw: self.bpw,
                 gather: self.gather,
                 fuse: match self.fuse {
-                    Fuse::StreamGrid if gpu.stream_is_capturing() => Fuse::Two,
+                    Fuse::StreamGrid if (gpu.launch_mode() == crate::gpu::LaunchMode::Graph) => {
+                        Fuse::Two
+                    }
                     Fuse::StreamGrid => Fuse::Grid,
                     f => f,
                 },
