@@ -1,28 +1,38 @@
 //! The launch layer: how a room hands its kernels their arguments and launches them.
 //!
-//! - **One argument struct per entry.** Every entry point takes one `#[repr(C)]` struct by value
-//!   (`extern "C" __global__ void k(const KArgs a)`), as CUB passes `SpmvParams`. The Rust twin
-//!   is declared with [`kernel_args!`](crate::kernel_args): device pointers are [`DevRef`] (the
-//!   kernel reads) and [`DevMut`] (the kernel writes), borrowed from the `CudaSlice`s for the
-//!   struct's lifetime, scalars are `i32`, `u32`, `u64` and the precision's `T` (`real_t`).
-//! - **The layout is checked once, at compile time.** A room's [`Kernels`] names each entry and
-//!   its struct. When NVRTC compiles the source for the launch layer
-//!   ([`Gpu::kernel`](super::Gpu::kernel)), `static_assert`s generated from the Rust structs
-//!   ([`layout_checks`]) are appended: each struct's size and alignment, each field's offset, C
-//!   type and constness, and that each entry takes exactly that struct. An order or type slip
-//!   fails the first load with an NVRTC log naming the struct and field; CI compiles every room
-//!   this way without a GPU (`.ci/nvrtc-check`), and a host test compares the structs with the
-//!   kernel sources' declarations.
+//! - **One argument struct per entry.** Each entry point's arguments are one `#[repr(C)]` Rust
+//!   struct, declared with [`kernel_args!`](crate::kernel_args): device pointers are [`DevRef`]
+//!   (the kernel reads) and [`DevMut`] (the kernel writes), borrowed from the `CudaSlice`s for
+//!   the struct's lifetime; scalars are `i32`, `u32`, `u64` and the precision's `T` (`real_t`).
+//!   The kernel receives it in one of two ways ([`Abi`]):
+//!   - [`Abi::Struct`], the rule: the kernel source declares the same `struct` and the entry
+//!     takes it by value (`extern "C" __global__ void k(const KArgs a)`), as CUB passes
+//!     `SpmvParams`. The entry copies the pointers into `__restrict__` locals.
+//!   - [`Abi::Params`], for entries whose plain loads rely on `__restrict__` *parameters*: the
+//!     compiler turns a load through a `const T* __restrict__` kernel parameter into a
+//!     non-coherent cached load (`LDG.CONSTANT`) and schedules around it, which it does not do
+//!     through a struct member or a local, so such kernels would change code and speed behind a
+//!     struct. Their parameter list stays, and is the struct's fields in order, so the same Rust
+//!     struct is passed field by field.
+//! - **Checked once, at compile time.** A room's [`Kernels`] names each entry, its struct and its
+//!   ABI. When NVRTC compiles the source for the launch layer ([`Gpu::kernel`](super::Gpu::kernel)),
+//!   `static_assert`s generated from the Rust structs ([`layout_checks`]) are appended: for a
+//!   struct, its size and alignment and each field's offset, C type and constness, and that the
+//!   entry takes exactly that struct; for a parameter list, its length and each parameter's C
+//!   type and constness. An order or type slip fails the first load with an NVRTC log naming the
+//!   struct and field; CI compiles every room this way without a GPU (`.ci/nvrtc-check`), and a
+//!   host test (`tests/kernel_args.rs`) compares the field names with the kernel sources.
 //! - **One launch call.** [`Gpu::launch`](super::Gpu::launch)`(&kernel, shape, &args)` with a
 //!   named [`Shape`]: thread per item, warp per item, a grid-stride grid capped by the caller, an
-//!   explicit number of CTAs, a cooperative grid; dynamic shared memory with
-//!   [`Shape::shared`]. A shape of no CTAs launches nothing.
+//!   explicit number of CTAs, a cooperative grid; dynamic shared memory with [`Shape::shared`].
+//!   A shape of no CTAs launches nothing.
 //! - **Stream or graph.** A room whose best launch plan differs between stream launches and
-//!   graph replay keeps that choice as data ([`ByMode`]) and asks [`Gpu::launch_mode`] for the
-//!   mode (the driver is asked only when a choice depends on it).
+//!   graph replay keeps that choice as data ([`ByMode`]) and asks
+//!   [`Gpu::launch_mode_if`](super::Gpu::launch_mode_if) for the mode (the driver is asked only
+//!   when a choice depends on it).
 //!
 //! What the layer guarantees, so that a room's `unsafe` launch states only its data contract:
-//! the struct matches the kernel's (checked at compile), every pointer in it addresses a live
+//! the struct matches the kernel (checked at compile time), every pointer in it addresses a live
 //! `CudaSlice` for as long as the struct exists (borrowed), and the launch goes on one stream, so
 //! a slice freed right after it is freed after the kernel (stream order, see `gpu/mod.rs`).
 //! cudarc's per-slice event tracking, which its `.arg(&slice)` would feed, is off for spmvkit's
@@ -33,7 +43,7 @@
 
 use std::marker::PhantomData;
 
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchArgs, LaunchConfig};
 
 use crate::error::{Error, Result};
 use crate::scalar::{Precision, Scalar};
@@ -88,6 +98,11 @@ impl<'a, E> DevMut<'a, E> {
         }
     }
 }
+
+// SAFETY: a device address (u64, repr(transparent)), passed as a pointer parameter.
+unsafe impl<E> cudarc::driver::DeviceRepr for DevRef<'_, E> {}
+// SAFETY: as for DevRef.
+unsafe impl<E> cudarc::driver::DeviceRepr for DevMut<'_, E> {}
 
 /// The device address of `s`. cudarc hands it out with a guard that records events when the
 /// context tracks them; spmvkit's context does not (`Gpu::get`, checked again at each launch),
@@ -221,6 +236,8 @@ pub unsafe trait KernelArgs: cudarc::driver::DeviceRepr {
     const NAME: &'static str;
     /// Its layout, from `size_of`, `align_of` and `offset_of!`.
     fn layout() -> ArgsLayout;
+    /// Pushes its fields in order as separate kernel parameters ([`Abi::Params`]).
+    fn push_params<'b>(&'b self, b: &mut LaunchArgs<'b>);
 }
 
 /// The layout of an argument struct in each precision: what a [`Kernels`] declaration holds.
@@ -240,13 +257,25 @@ pub fn layout_by_precision<A32: KernelArgs, A64: KernelArgs>(p: Precision) -> Ar
     }
 }
 
-/// One entry point and its argument struct.
+/// How an entry point receives its argument struct.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Abi {
+    /// By value: `k(const KArgs a)`, the kernel source declaring the same struct.
+    Struct,
+    /// As its parameter list: `k(f0, f1, ...)`, one parameter per field in order (for entries
+    /// whose loads rely on `__restrict__` parameters; module doc).
+    Params,
+}
+
+/// One entry point, its argument struct and how it receives it.
 #[derive(Clone, Copy, Debug)]
 pub struct Entry {
     /// The entry's name (`extern "C"`).
     pub name: &'static str,
     /// The struct it takes.
     pub args: ArgsDecl,
+    /// By value or as its parameter list.
+    pub abi: Abi,
 }
 
 /// A room's kernel source with its entry points and their argument structs: what the launch
@@ -276,8 +305,10 @@ impl Kernels {
 
 /// Declares a kernel's argument struct: `#[repr(C)]`, generic over the lifetime `'a` of the
 /// slices its pointers borrow and the precision `T`, with [`KernelArgs`] implemented from
-/// `offset_of!`, and `Name::entry("entry_name")` for the room's [`Kernels`] list. The kernel
-/// source declares a `struct` of the same name with the same fields in the same order.
+/// `offset_of!`, and `Name::entry("entry_name")` ([`Abi::Struct`]: the kernel source declares a
+/// `struct` of the same name with the same fields in the same order) or
+/// `Name::params_entry("entry_name")` ([`Abi::Params`]: the entry's parameters are the fields)
+/// for the room's [`Kernels`] list.
 ///
 /// ```ignore
 /// spmvkit::kernel_args! {
@@ -323,6 +354,10 @@ macro_rules! kernel_args {
                     ),*],
                 }
             }
+            fn push_params<'b>(&'b self, b: &mut ::cudarc::driver::LaunchArgs<'b>) {
+                use ::cudarc::driver::PushKernelArg;
+                $( b.arg(&self.$field); )*
+            }
         }
 
         // SAFETY: a repr(C) struct of device addresses and plain scalars, read by the driver
@@ -330,9 +365,23 @@ macro_rules! kernel_args {
         unsafe impl<$a, $t: $crate::Scalar> ::cudarc::driver::DeviceRepr for $name<$a, $t> {}
 
         impl $name<'static, f64> {
-            /// The entry `name` taking this struct, for the room's `Kernels` list.
+            /// The entry `name` taking this struct by value, for the room's `Kernels` list.
             #[allow(dead_code)]
             pub const fn entry(name: &'static str) -> $crate::gpu::launch::Entry {
+                Self::entry_as(name, $crate::gpu::launch::Abi::Struct)
+            }
+
+            /// The entry `name` whose parameters are this struct's fields, for the room's
+            /// `Kernels` list.
+            #[allow(dead_code)]
+            pub const fn params_entry(name: &'static str) -> $crate::gpu::launch::Entry {
+                Self::entry_as(name, $crate::gpu::launch::Abi::Params)
+            }
+
+            const fn entry_as(
+                name: &'static str,
+                abi: $crate::gpu::launch::Abi,
+            ) -> $crate::gpu::launch::Entry {
                 $crate::gpu::launch::Entry {
                     name,
                     args: $crate::gpu::launch::ArgsDecl {
@@ -342,6 +391,7 @@ macro_rules! kernel_args {
                             $name<'static, f64>,
                         >,
                     },
+                    abi,
                 }
             }
         }
@@ -352,15 +402,28 @@ macro_rules! kernel_args {
 pub struct Kernel<A> {
     f: CudaFunction,
     name: &'static str,
+    abi: Abi,
     _args: PhantomData<fn() -> A>,
 }
 
-impl<A> Kernel<A> {
-    pub(super) fn new(f: CudaFunction, name: &'static str) -> Self {
+impl<A: KernelArgs> Kernel<A> {
+    pub(super) fn new(f: CudaFunction, entry: &Entry) -> Self {
         Kernel {
             f,
-            name,
+            name: entry.name,
+            abi: entry.abi,
             _args: PhantomData,
+        }
+    }
+
+    /// Pushes `args` the way the entry receives them.
+    pub(super) fn push<'b>(&self, args: &'b A, b: &mut LaunchArgs<'b>) {
+        use cudarc::driver::PushKernelArg;
+        match self.abi {
+            Abi::Struct => {
+                b.arg(args);
+            }
+            Abi::Params => args.push_params(b),
         }
     }
 
@@ -511,9 +574,11 @@ impl<V: Copy> ByMode<V> {
 }
 
 /// The `static_assert`s that check the argument structs of `k`'s entries against the kernel
-/// source in precision `p`: each struct's size and alignment, each field's offset, C type and
-/// constness (once per struct), and that each entry takes its struct by value. Appended to the
-/// source when the launch layer compiles it; empty when `k` declares no entries.
+/// source in precision `p`. For an entry taking its struct by value: the struct's size and
+/// alignment, each field's offset, C type and constness (once per struct), and that the entry
+/// takes exactly that struct. For an entry taking the fields as parameters: their number and each
+/// one's C type and constness. Appended to the source when the launch layer compiles it; empty
+/// when `k` declares no entries.
 pub fn layout_checks(k: &Kernels, p: Precision) -> String {
     if k.entries.is_empty() {
         return String::new();
@@ -521,15 +586,21 @@ pub fn layout_checks(k: &Kernels, p: Precision) -> String {
     let mut out = String::from(CHECK_HELPERS);
     let mut done: Vec<&str> = Vec::new();
     for e in k.entries {
-        if !done.contains(&e.args.name) {
-            done.push(e.args.name);
-            struct_checks(&mut out, &(e.args.layout)(p));
-        }
+        let l = (e.args.layout)(p);
         let s = e.args.name;
-        out.push_str(&format!(
-            "static_assert(spmvkit_args::same<decltype({}), void({s})>::value, \"entry {}: takes one {s} by value (gpu.rs Kernels list)\");\n",
-            e.name, e.name
-        ));
+        match e.abi {
+            Abi::Struct => {
+                if !done.contains(&s) {
+                    done.push(s);
+                    struct_checks(&mut out, &l);
+                }
+                out.push_str(&format!(
+                    "static_assert(spmvkit_args::same<decltype({}), void({s})>::value, \"entry {}: takes one {s} by value (gpu.rs Kernels list)\");\n",
+                    e.name, e.name
+                ));
+            }
+            Abi::Params => params_checks(&mut out, e.name, &l),
+        }
     }
     out
 }
@@ -544,6 +615,13 @@ template <class P> struct ptr { enum { is = 0, writable = 0 }; typedef void elem
 template <class E> struct ptr<E*> { enum { is = 1, writable = 1 }; typedef E elem; };
 template <class E> struct ptr<const E*> { enum { is = 1, writable = 0 }; typedef E elem; };
 template <class E> struct word { enum { value = same<E, int>::value || same<E, unsigned>::value }; };
+template <int I, class F> struct param;
+template <class R, class A0, class... As> struct param<0, R(A0, As...)> { typedef A0 type; };
+template <int I, class R, class A0, class... As> struct param<I, R(A0, As...)> {
+    typedef typename param<I - 1, R(As...)>::type type;
+};
+template <class F> struct arity;
+template <class R, class... As> struct arity<R(As...)> { enum { value = sizeof...(As) }; };
 }
 #define SPMVKIT_ARGS_OFFSET(S, f) __INTADDR__(&((S*)0)->f)
 ";
@@ -560,53 +638,68 @@ fn struct_checks(out: &mut String, l: &ArgsLayout) {
         out.push_str(&format!(
             "static_assert(SPMVKIT_ARGS_OFFSET({s}, {name}) == {offset}, \"{s}.{name}: at offset {offset} in the Rust struct\");\n"
         ));
-        let ty = format!("decltype({s}::{name})");
-        let (test, want) = match f.kind {
-            FieldKind::Int => (format!("spmvkit_args::same<{ty}, int>::value"), "int"),
-            FieldKind::Unsigned => (
-                format!("spmvkit_args::same<{ty}, unsigned>::value"),
-                "unsigned",
-            ),
-            FieldKind::U64 => (
-                format!("spmvkit_args::same<{ty}, unsigned long long>::value"),
-                "unsigned long long",
-            ),
-            FieldKind::Real => (format!("spmvkit_args::same<{ty}, real_t>::value"), "real_t"),
-            FieldKind::Ptr { elem, writable } => {
-                let p = format!("spmvkit_args::ptr<{ty}>");
-                let (elem_test, want) = match (elem, writable) {
-                    (Elem::Byte, false) => {
-                        ("same<PE, unsigned char>::value", "const unsigned char*")
-                    }
-                    (Elem::Byte, true) => ("same<PE, unsigned char>::value", "unsigned char*"),
-                    (Elem::Word, false) => ("word<PE>::value", "const int* or const unsigned*"),
-                    (Elem::Word, true) => ("word<PE>::value", "int* or unsigned*"),
-                    (Elem::U64, false) => (
-                        "same<PE, unsigned long long>::value",
-                        "const unsigned long long*",
-                    ),
-                    (Elem::U64, true) => {
-                        ("same<PE, unsigned long long>::value", "unsigned long long*")
-                    }
-                    (Elem::Real, false) => ("same<PE, real_t>::value", "const real_t*"),
-                    (Elem::Real, true) => ("same<PE, real_t>::value", "real_t*"),
-                };
-                let elem_test = format!(
-                    "spmvkit_args::{}",
-                    elem_test.replace("PE", &format!("{p}::elem"))
-                );
-                (
-                    format!(
-                        "{p}::is && {p}::writable == {} && {elem_test}",
-                        u8::from(writable)
-                    ),
-                    want,
-                )
-            }
-        };
+        let (test, want) = type_test(&format!("decltype({s}::{name})"), f.kind);
         out.push_str(&format!(
             "static_assert({test}, \"{s}.{name}: the Rust struct has {want} here\");\n"
         ));
+    }
+}
+
+fn params_checks(out: &mut String, entry: &str, l: &ArgsLayout) {
+    let (s, n) = (l.name, l.fields.len());
+    out.push_str(&format!(
+        "static_assert(spmvkit_args::arity<decltype({entry})>::value == {n}, \"entry {entry}: {n} parameters, the fields of the Rust {s}\");\n"
+    ));
+    for (i, f) in l.fields.iter().enumerate() {
+        let ty = format!("spmvkit_args::param<{i}, decltype({entry})>::type");
+        let (test, want) = type_test(&ty, f.kind);
+        out.push_str(&format!(
+            "static_assert({test}, \"entry {entry}, parameter {i} ({s}.{}): the Rust struct has {want} here\");\n",
+            f.name
+        ));
+    }
+}
+
+/// A C++ test that type `ty` is what `kind` says, and the type in words.
+fn type_test(ty: &str, kind: FieldKind) -> (String, &'static str) {
+    match kind {
+        FieldKind::Int => (format!("spmvkit_args::same<{ty}, int>::value"), "int"),
+        FieldKind::Unsigned => (
+            format!("spmvkit_args::same<{ty}, unsigned>::value"),
+            "unsigned",
+        ),
+        FieldKind::U64 => (
+            format!("spmvkit_args::same<{ty}, unsigned long long>::value"),
+            "unsigned long long",
+        ),
+        FieldKind::Real => (format!("spmvkit_args::same<{ty}, real_t>::value"), "real_t"),
+        FieldKind::Ptr { elem, writable } => {
+            let p = format!("spmvkit_args::ptr<{ty}>");
+            let (elem_test, want) = match (elem, writable) {
+                (Elem::Byte, false) => ("same<PE, unsigned char>::value", "const unsigned char*"),
+                (Elem::Byte, true) => ("same<PE, unsigned char>::value", "unsigned char*"),
+                (Elem::Word, false) => ("word<PE>::value", "const int* or const unsigned*"),
+                (Elem::Word, true) => ("word<PE>::value", "int* or unsigned*"),
+                (Elem::U64, false) => (
+                    "same<PE, unsigned long long>::value",
+                    "const unsigned long long*",
+                ),
+                (Elem::U64, true) => ("same<PE, unsigned long long>::value", "unsigned long long*"),
+                (Elem::Real, false) => ("same<PE, real_t>::value", "const real_t*"),
+                (Elem::Real, true) => ("same<PE, real_t>::value", "real_t*"),
+            };
+            let elem_test = format!(
+                "spmvkit_args::{}",
+                elem_test.replace("PE", &format!("{p}::elem"))
+            );
+            (
+                format!(
+                    "{p}::is && {p}::writable == {} && {elem_test}",
+                    u8::from(writable)
+                ),
+                want,
+            )
+        }
     }
 }
 
@@ -633,7 +726,11 @@ mod tests {
             name: "test",
             source: "",
         },
-        entries: &[TestArgs::entry("k1"), TestArgs::entry("k2")],
+        entries: &[
+            TestArgs::entry("k1"),
+            TestArgs::entry("k2"),
+            TestArgs::params_entry("k3"),
+        ],
     };
 
     #[test]
@@ -691,6 +788,13 @@ mod tests {
             "static_assert(spmvkit_args::same<decltype(TestArgs::count), unsigned long long>::value, \"TestArgs.count: the Rust struct has unsigned long long here\");",
             "static_assert(spmvkit_args::same<decltype(k1), void(TestArgs)>::value, \"entry k1: takes one TestArgs by value (gpu.rs Kernels list)\");",
             "static_assert(spmvkit_args::same<decltype(k2), void(TestArgs)>::value, \"entry k2: takes one TestArgs by value (gpu.rs Kernels list)\");",
+        ] {
+            assert!(c.lines().any(|l| l == line), "missing: {line}\n{c}");
+        }
+        for line in [
+            "static_assert(spmvkit_args::arity<decltype(k3)>::value == 8, \"entry k3: 8 parameters, the fields of the Rust TestArgs\");",
+            "static_assert(spmvkit_args::same<spmvkit_args::param<0, decltype(k3)>::type, int>::value, \"entry k3, parameter 0 (TestArgs.n): the Rust struct has int here\");",
+            "static_assert(spmvkit_args::ptr<spmvkit_args::param<4, decltype(k3)>::type>::is && spmvkit_args::ptr<spmvkit_args::param<4, decltype(k3)>::type>::writable == 1 && spmvkit_args::same<spmvkit_args::ptr<spmvkit_args::param<4, decltype(k3)>::type>::elem, real_t>::value, \"entry k3, parameter 4 (TestArgs.y): the Rust struct has real_t* here\");",
         ] {
             assert!(c.lines().any(|l| l == line), "missing: {line}\n{c}");
         }

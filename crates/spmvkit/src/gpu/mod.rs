@@ -2,7 +2,7 @@
 //! memory (`memory.rs`), the NVRTC compile cache ([`nvrtc`], with the shared `prelude.cu`), the
 //! launch layer ([`launch`]: one argument struct per entry, checked against the kernel at
 //! compile time, one [`Gpu::launch`] with named shapes, the stream/graph mode rule), the y
-//! prologue of atomic methods ([`Gpu::scale_y`]), the timing protocol ([`timing`]), the limits
+//! prologue of atomic methods ([`YPrologue`]), the timing protocol ([`timing`]), the limits
 //! probe ([`probe`]: read bandwidth and random-gather rate) and the cuSPARSE baseline's RAII
 //! wrapper ([`cusparse`]). This module knows no method; method rooms build on the surface in
 //! `docs/gpu-contract.md`.
@@ -41,9 +41,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream};
 
-pub use launch::{ByMode, DevMut, DevRef, Entry, Kernel, KernelArgs, Kernels, LaunchMode, Shape};
+pub use launch::{
+    Abi, ByMode, DevMut, DevRef, Entry, Kernel, KernelArgs, Kernels, LaunchMode, Shape,
+};
 pub use memory::{PinnedBuffer, PinnedSource};
 pub use nvrtc::{compile_checked_ptx, compile_ptx, nvrtc_present, nvrtc_version, PRELUDE};
 pub use probe::{run_probe, GatherPoint, Probe, ProbeOptions};
@@ -100,28 +102,42 @@ pub fn internal_kernels() -> Vec<Kernels> {
     vec![UTIL_KERNELS, Kernels::unchecked(probe::PROBE_KERNELS)]
 }
 
-/// The y prologue's launch: the grid-stride kernel's CTA cap, and whether β = 0 zeroes y with a
-/// memset or with the kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct YPrologue {
+/// The y prologue of methods that add into y (atomics, carries), loaded for precision `T`:
+/// y[..n] = β·y[..n], zeros without reading y when β = 0. Made once at upload
+/// ([`Gpu::y_prologue`], [`Gpu::y_prologue_kernel`]), run at every call ([`YPrologue::run`]).
+pub struct YPrologue<T: Scalar> {
+    k: Kernel<ScaleArgs<'static, T>>,
     ctas_per_sm: usize,
     memset_zero: bool,
 }
 
-impl YPrologue {
-    /// [`Gpu::scale`]'s: zeros by memset; otherwise at most 32 CTAs of 256 threads per SM.
-    pub const DEFAULT: YPrologue = YPrologue {
-        ctas_per_sm: 32,
-        memset_zero: true,
-    };
-
-    /// One grid-stride launch for every β (the kernel writes the zeros without reading y), at
-    /// most `ctas_per_sm` CTAs of 256 threads per SM.
-    pub const fn kernel(ctas_per_sm: usize) -> YPrologue {
-        YPrologue {
-            ctas_per_sm,
-            memset_zero: false,
+impl<T: Scalar> YPrologue<T> {
+    /// Enqueues the prologue on [`Gpu::stream`] for y[..n]; `n` is checked against `y`.
+    pub fn run(&self, gpu: &Gpu, y: &mut CudaSlice<T>, n: usize, beta: T) -> Result<()> {
+        if n == 0 {
+            return Ok(());
         }
+        if n > y.len() {
+            return Err(Error::DimensionMismatch {
+                what: "scale: n exceeds the buffer".into(),
+                expected: y.len(),
+                got: n,
+            });
+        }
+        if self.memset_zero && beta == T::zero() {
+            return gpu
+                .stream
+                .memset_zeros(&mut y.slice_mut(0..n))
+                .map_err(|e| Error::cuda("zeroing y", e));
+        }
+        let args = ScaleArgs {
+            y: DevMut::new(y),
+            n: kernel_int("scale: element count", n)?,
+            beta,
+        };
+        let shape = Shape::grid_stride(n, UTIL_THREADS, gpu.sm_count * self.ctas_per_sm);
+        // SAFETY: the kernel touches y[..n], and n ≤ y.len() (checked above).
+        unsafe { gpu.launch(&self.k, shape, &args) }
     }
 }
 
@@ -367,7 +383,7 @@ impl Gpu {
                 e,
             )
         })?;
-        Ok(Kernel::new(f, decl.name))
+        Ok(Kernel::new(f, decl))
     }
 
     /// Enqueues one launch of `k` on [`Gpu::stream`] with `args` as its one by-value parameter,
@@ -414,9 +430,9 @@ impl Gpu {
         }
         let cfg = shape.config()?;
         let mut b = stream.launch_builder(k.function());
-        b.arg(args);
-        // SAFETY: one by-value parameter whose layout NVRTC checked against the kernel's struct
-        // when it compiled the entry (Gpu::kernel); the caller's data contract.
+        k.push(args, &mut b);
+        // SAFETY: the struct, or its fields as the parameters, as NVRTC checked them against the
+        // entry when it compiled it (Gpu::kernel); the caller's data contract.
         let launched = if shape.is_cooperative() {
             unsafe { b.launch_cooperative(cfg) }
         } else {
@@ -428,46 +444,30 @@ impl Gpu {
     }
 
     /// Enqueues y[..n] = β·y[..n] on [`Gpu::stream`]; with β = 0, y is zeroed without being read
-    /// (so NaN garbage does not survive). For methods that accumulate with atomics.
+    /// (so NaN garbage does not survive). For methods that accumulate with atomics and call it
+    /// rarely; a room that scales at every call keeps a [`Gpu::y_prologue`].
     pub fn scale<T: Scalar>(&self, y: &mut CudaSlice<T>, n: usize, beta: T) -> Result<()> {
-        self.scale_y(y, n, beta, YPrologue::DEFAULT)
+        self.y_prologue::<T>()?.run(self, y, n, beta)
     }
 
-    /// The y prologue of methods that add into y (atomics, carries): y[..n] = β·y[..n] on
-    /// [`Gpu::stream`], zeros without reading y when β = 0, launched as `how` says. `n` is
-    /// checked against `y`.
-    pub fn scale_y<T: Scalar>(
-        &self,
-        y: &mut CudaSlice<T>,
-        n: usize,
-        beta: T,
-        how: YPrologue,
-    ) -> Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
-        if n > y.len() {
-            return Err(Error::DimensionMismatch {
-                what: "scale: n exceeds the buffer".into(),
-                expected: y.len(),
-                got: n,
-            });
-        }
-        if how.memset_zero && beta == T::zero() {
-            return self
-                .stream
-                .memset_zeros(&mut y.slice_mut(0..n))
-                .map_err(|e| Error::cuda("zeroing y", e));
-        }
-        let k = self.kernel::<T, ScaleArgs<T>>(&UTIL_KERNELS, "spmvkit_scale")?;
-        let args = ScaleArgs {
-            y: DevMut::new(y),
-            n: kernel_int("scale: element count", n)?,
-            beta,
-        };
-        let shape = Shape::grid_stride(n, UTIL_THREADS, self.sm_count * how.ctas_per_sm);
-        // SAFETY: the kernel touches y[..n], and n ≤ y.len() (checked above).
-        unsafe { self.launch(&k, shape, &args) }
+    /// The y prologue as [`Gpu::scale`] runs it: a memset when β = 0, otherwise a grid-stride
+    /// kernel of at most 32 CTAs of 256 threads per SM.
+    pub fn y_prologue<T: Scalar>(&self) -> Result<YPrologue<T>> {
+        Ok(YPrologue {
+            k: self.kernel::<T, _>(&UTIL_KERNELS, "spmvkit_scale")?,
+            ctas_per_sm: 32,
+            memset_zero: true,
+        })
+    }
+
+    /// The y prologue as one grid-stride kernel launch for every β (the kernel writes the zeros
+    /// when β = 0), at most `ctas_per_sm` CTAs of 256 threads per SM.
+    pub fn y_prologue_kernel<T: Scalar>(&self, ctas_per_sm: usize) -> Result<YPrologue<T>> {
+        Ok(YPrologue {
+            k: self.kernel::<T, _>(&UTIL_KERNELS, "spmvkit_scale")?,
+            ctas_per_sm,
+            memset_zero: false,
+        })
     }
 
     /// Enqueues `out[i] = x[idx[i]]` for `i < n` on `stream` (packing scattered entries, e.g. the

@@ -14,7 +14,7 @@ struct ScaleArgs {
 };
 
 // y[i] = beta * y[i] for i < n; with beta == 0, y is overwritten with zeros without being read
-// (the y prologue of methods that add into y: Gpu::scale_y).
+// (the y prologue of methods that add into y: YPrologue in gpu/mod.rs).
 extern "C" __global__ void spmvkit_scale(const ScaleArgs a) {
     real_t* __restrict__ y = a.y;
     const int n = a.n;

@@ -254,11 +254,11 @@ impl PrepareFor for f64 {
 pub fn kernel_sources() -> Vec<crate::gpu::Kernels> {
     use crate::gpu::Kernels;
     vec![
-        Kernels::unchecked(csr_vector::KERNEL),
-        Kernels::unchecked(csr_light::KERNEL),
-        Kernels::unchecked(merge::KERNEL),
+        csr_vector::KERNEL,
+        csr_light::KERNEL,
+        merge::KERNEL,
         csr_scalar::KERNEL,
-        Kernels::unchecked(csc::KERNEL),
+        csc::KERNEL,
         Kernels::unchecked(fastload::KERNEL),
         Kernels::unchecked(cb_spmv::KERNEL),
         Kernels::unchecked(csr_overlap::KERNEL),

@@ -6,20 +6,36 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{CsrLightLayout, KERNEL};
-use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::DeviceLayout;
 use crate::scalar::{Idx, Scalar};
 
 /// Resident threads per SM assumed when sizing the persistent grid (sm_80 and sm_90).
 const THREADS_PER_SM: usize = 2048;
 
+crate::kernel_args! {
+    /// `csr_light_v{V}`'s arguments.
+    pub(super) struct CsrLightArgs<'a, T> {
+        nrows: i32,
+        row_ptr: DevRef<'a, Idx>,
+        col_idx: DevRef<'a, Idx>,
+        vals: DevRef<'a, T>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+        ctr: DevMut<'a, u32>,
+        grab: i32,
+    }
+}
+
 /// The device copy of a csr-light layout.
 pub(super) struct DeviceCsrLight<T: Scalar> {
-    func: CudaFunction,
+    k: Kernel<CsrLightArgs<'static, T>>,
     nrows: usize,
     ncols: usize,
     threads: u32,
@@ -37,9 +53,8 @@ pub(super) fn upload<T: Scalar>(
     l: &CsrLightLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    let func = gpu.function::<T>(&KERNEL, &format!("csr_light_v{}", l.vector))?;
     Ok(Box::new(DeviceCsrLight {
-        func,
+        k: gpu.kernel::<T, _>(&KERNEL, &format!("csr_light_v{}", l.vector))?,
         nrows: l.a.nrows(),
         ncols: l.a.ncols(),
         threads: l.threads,
@@ -72,30 +87,23 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsrLight<T> {
         let warps = (self.threads / 32) as usize;
         let resident = gpu.sm_count().max(1) * (THREADS_PER_SM / self.threads as usize).max(1);
         let needed = self.nrows.div_ceil(warps * self.chunk as usize);
-        let blocks = needed.clamp(1, resident) as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (self.threads, 1, 1),
-            shared_mem_bytes: 0,
+        let args = CsrLightArgs {
+            nrows: kernel_int("csr-light nrows", self.nrows)?,
+            row_ptr: DevRef::new(&self.row_ptr),
+            col_idx: DevRef::new(&self.col_idx),
+            vals: DevRef::new(&self.vals),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
+            ctr: DevMut::scratch(&self.counter),
+            grab: self.grab as i32,
         };
-        let nrows = kernel_int("csr-light nrows", self.nrows)?;
-        let grab = self.grab as i32;
-        let mut b = gpu.stream().launch_builder(&self.func);
-        b.arg(&nrows)
-            .arg(&self.row_ptr)
-            .arg(&self.col_idx)
-            .arg(&self.vals)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&self.counter)
-            .arg(&grab);
-        // SAFETY: the arguments match csr_light_v{V} in kernel.cu; row_ptr has nrows + 1 entries,
-        // col_idx and vals nnz, x ncols and y nrows (checked by DeviceLayout::run); the counter
-        // is 2 words, zero on entry (zeroed at upload and by the previous call's last block).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr-light launch", e))?;
-        Ok(())
+        let shape = Shape::ctas(needed.clamp(1, resident), self.threads);
+        // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz (a validated Csr), x ncols
+        // and y nrows (checked by DeviceLayout::run); the counter is 2 words, zero on entry
+        // (zeroed at upload and by the previous call's last block).
+        unsafe { gpu.launch(&self.k, shape, &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

@@ -4,17 +4,31 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{CsrVectorLayout, KERNEL};
-use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::DeviceLayout;
 use crate::scalar::{Idx, Scalar};
 
+crate::kernel_args! {
+    /// `csr_vector`'s arguments.
+    pub(super) struct CsrVectorArgs<'a, T> {
+        nrows: i32,
+        row_ptr: DevRef<'a, Idx>,
+        col_idx: DevRef<'a, Idx>,
+        vals: DevRef<'a, T>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+    }
+}
+
 /// The device copy of a csr-vector layout.
 pub(super) struct DeviceCsrVector<T: Scalar> {
-    func: CudaFunction,
+    k: Kernel<CsrVectorArgs<'static, T>>,
     nrows: usize,
     ncols: usize,
     threads: u32,
@@ -28,9 +42,8 @@ pub(super) fn upload<T: Scalar>(
     l: &CsrVectorLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    let func = gpu.function::<T>(&KERNEL, "csr_vector")?;
     Ok(Box::new(DeviceCsrVector {
-        func,
+        k: gpu.kernel::<T, _>(&KERNEL, "csr_vector")?,
         nrows: l.a.nrows(),
         ncols: l.a.ncols(),
         threads: l.threads,
@@ -54,30 +67,25 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsrVector<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        if self.nrows == 0 {
-            return Ok(());
-        }
-        let warps = (self.threads / 32) as usize;
-        let blocks = self.nrows.div_ceil(warps).min(i32::MAX as usize) as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (self.threads, 1, 1),
-            shared_mem_bytes: 0,
+        let args = CsrVectorArgs {
+            nrows: kernel_int("csr-vector nrows", self.nrows)?,
+            row_ptr: DevRef::new(&self.row_ptr),
+            col_idx: DevRef::new(&self.col_idx),
+            vals: DevRef::new(&self.vals),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
         };
-        let nrows = kernel_int("csr-vector nrows", self.nrows)?;
-        let mut b = gpu.stream().launch_builder(&self.func);
-        b.arg(&nrows)
-            .arg(&self.row_ptr)
-            .arg(&self.col_idx)
-            .arg(&self.vals)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta);
-        // SAFETY: the arguments match csr_vector's signature in kernel.cu; row_ptr has nrows + 1
-        // entries, col_idx and vals nnz, x ncols and y nrows (checked by DeviceLayout::run).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr-vector launch", e))?;
-        Ok(())
+        // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz (a validated Csr), x ncols
+        // and y nrows (checked by DeviceLayout::run).
+        unsafe {
+            gpu.launch(
+                &self.k,
+                Shape::warp_per_item(self.nrows, self.threads),
+                &args,
+            )
+        }
     }
 
     fn footprint_bytes(&self) -> usize {

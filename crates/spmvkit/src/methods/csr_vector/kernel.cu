@@ -4,11 +4,27 @@
 // warp_reduce_sum adds the 32 partials in a fixed order, so the result is deterministic.
 // The CPU mirror (cpu.rs) reproduces this arithmetic exactly.
 
-extern "C" __global__ void csr_vector(int nrows, const int* __restrict__ row_ptr,
-                                      const int* __restrict__ col_idx,
-                                      const real_t* __restrict__ vals,
-                                      const real_t* __restrict__ x, real_t* __restrict__ y,
-                                      real_t alpha, real_t beta) {
+// The entry's one argument (its Rust twin: gpu.rs, checked against it at compile time); the
+// entry copies the pointers into __restrict__ locals (a member's __restrict__ is ignored).
+struct CsrVectorArgs {
+    int nrows;
+    const int* row_ptr;
+    const int* col_idx;
+    const real_t* vals;
+    const real_t* x;
+    real_t* y;
+    real_t alpha;
+    real_t beta;
+};
+
+extern "C" __global__ void csr_vector(const CsrVectorArgs a) {
+    const int nrows = a.nrows;
+    const int* __restrict__ row_ptr = a.row_ptr;
+    const int* __restrict__ col_idx = a.col_idx;
+    const real_t* __restrict__ vals = a.vals;
+    const real_t* __restrict__ x = a.x;
+    real_t* __restrict__ y = a.y;
+    const real_t alpha = a.alpha, beta = a.beta;
     const unsigned lane = threadIdx.x & 31u;
     const unsigned warps_per_block = blockDim.x >> 5;
     const unsigned stride = gridDim.x * warps_per_block;

@@ -11,7 +11,7 @@ mod cpu;
 mod gpu;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::params::params;
@@ -19,9 +19,12 @@ use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec,
 use crate::scalar::Scalar;
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "csr-vector",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "csr-vector",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[gpu::CsrVectorArgs::entry("csr_vector")],
 };
 
 const NAME: &str = "csr-vector";

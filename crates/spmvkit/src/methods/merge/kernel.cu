@@ -23,13 +23,34 @@
 //
 // The CPU mirror (cpu.rs) reproduces this arithmetic step for step.
 
-extern "C" __global__ void merge_spmv(int nrows, const int* __restrict__ row_ptr,
-                                      const int* __restrict__ col_idx,
-                                      const real_t* __restrict__ vals,
-                                      const real_t* __restrict__ x, real_t* __restrict__ y,
-                                      real_t alpha, real_t beta, const int* __restrict__ tile_row,
-                                      const int* __restrict__ tile_nz,
-                                      real_t* __restrict__ carry, int items) {
+struct MergeArgs {
+    int nrows;
+    const int* row_ptr;
+    const int* col_idx;
+    const real_t* vals;
+    const real_t* x;
+    real_t* y;
+    real_t alpha;
+    real_t beta;
+    const int* tile_row;
+    const int* tile_nz;
+    real_t* carry;
+    int items;
+};
+
+extern "C" __global__ void merge_spmv(const MergeArgs a) {
+    int nrows = a.nrows;
+    const int* __restrict__ row_ptr = a.row_ptr;
+    const int* __restrict__ col_idx = a.col_idx;
+    const real_t* __restrict__ vals = a.vals;
+    const real_t* __restrict__ x = a.x;
+    real_t* __restrict__ y = a.y;
+    real_t alpha = a.alpha;
+    real_t beta = a.beta;
+    const int* __restrict__ tile_row = a.tile_row;
+    const int* __restrict__ tile_nz = a.tile_nz;
+    real_t* __restrict__ carry = a.carry;
+    int items = a.items;
     extern __shared__ __align__(16) unsigned char merge_smem[];
     __shared__ int s_wkey[32];
     __shared__ real_t s_wval[32];
@@ -138,11 +159,26 @@ extern "C" __global__ void merge_spmv(int nrows, const int* __restrict__ row_ptr
     }
 }
 
-extern "C" __global__ void merge_fixup(int nshort, int nlong, const int* __restrict__ run_row,
-                                       const int* __restrict__ run_first,
-                                       const int* __restrict__ run_end,
-                                       const real_t* __restrict__ carry, real_t* __restrict__ y,
-                                       real_t alpha) {
+struct MergeFixupArgs {
+    int nshort;
+    int nlong;
+    const int* run_row;
+    const int* run_first;
+    const int* run_end;
+    const real_t* carry;
+    real_t* y;
+    real_t alpha;
+};
+
+extern "C" __global__ void merge_fixup(const MergeFixupArgs a) {
+    int nshort = a.nshort;
+    int nlong = a.nlong;
+    const int* __restrict__ run_row = a.run_row;
+    const int* __restrict__ run_first = a.run_first;
+    const int* __restrict__ run_end = a.run_end;
+    const real_t* __restrict__ carry = a.carry;
+    real_t* __restrict__ y = a.y;
+    real_t alpha = a.alpha;
     const int short_blocks = (nshort + (int)blockDim.x - 1) / (int)blockDim.x;
     if ((int)blockIdx.x < short_blocks) {
         const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
