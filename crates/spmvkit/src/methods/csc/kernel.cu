@@ -6,6 +6,8 @@
 //                vals — adding vals[k] * (alpha * x[j]) to y[row_idx[k]] with a float atomic.
 // The atomics make the summation order, and so the bits of y, vary between runs.
 
+// The entry's one argument (its Rust twin: gpu.rs, checked against it at compile time); the
+// entry copies the pointers into __restrict__ locals (a member's __restrict__ is ignored).
 struct CscAtomicArgs {
     int ncols;
     const int* col_ptr;

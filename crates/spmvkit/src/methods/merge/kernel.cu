@@ -23,6 +23,8 @@
 //
 // The CPU mirror (cpu.rs) reproduces this arithmetic step for step.
 
+// The entries' arguments (their Rust twins: gpu.rs, checked against them at compile time); the
+// entries copy the pointers into __restrict__ locals (a member's __restrict__ is ignored).
 struct MergeArgs {
     int nrows;
     const int* row_ptr;

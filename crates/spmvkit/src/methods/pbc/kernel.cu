@@ -15,16 +15,50 @@ __device__ __forceinline__ void pbc_store(real_t* y, int row, real_t alpha, real
     y[row] = (beta == (real_t)0) ? t : fma(beta, y[row], t);
 }
 
-extern "C" __global__ void pbc_spmv(const int* __restrict__ blk_row, const int* __restrict__ rows,
-                                    const int* __restrict__ row_off, const int* __restrict__ col,
-                                    const real_t* __restrict__ val, const int* __restrict__ blk_seg,
-                                    const int* __restrict__ seg_ptr, const int* __restrict__ seg_slot,
-                                    const int* __restrict__ coo_col,
-                                    const real_t* __restrict__ coo_val, real_t* part, int nsplit,
-                                    const int* __restrict__ split_row,
-                                    const int* __restrict__ split_ptr, unsigned* ctr,
-                                    const real_t* __restrict__ x, real_t* __restrict__ y,
-                                    real_t alpha, real_t beta) {
+// The entry's one argument (its Rust twin: gpu.rs, checked against it at compile time); the
+// entry copies the pointers into __restrict__ locals (a member's __restrict__ is ignored).
+struct PbcArgs {
+    const int* blk_row;
+    const int* rows;
+    const int* row_off;
+    const int* col;
+    const real_t* val;
+    const int* blk_seg;
+    const int* seg_ptr;
+    const int* seg_slot;
+    const int* coo_col;
+    const real_t* coo_val;
+    real_t* part;
+    int nsplit;
+    const int* split_row;
+    const int* split_ptr;
+    unsigned* ctr;
+    const real_t* x;
+    real_t* y;
+    real_t alpha;
+    real_t beta;
+};
+
+extern "C" __global__ void pbc_spmv(const PbcArgs a) {
+    const int* __restrict__ blk_row = a.blk_row;
+    const int* __restrict__ rows = a.rows;
+    const int* __restrict__ row_off = a.row_off;
+    const int* __restrict__ col = a.col;
+    const real_t* __restrict__ val = a.val;
+    const int* __restrict__ blk_seg = a.blk_seg;
+    const int* __restrict__ seg_ptr = a.seg_ptr;
+    const int* __restrict__ seg_slot = a.seg_slot;
+    const int* __restrict__ coo_col = a.coo_col;
+    const real_t* __restrict__ coo_val = a.coo_val;
+    real_t* part = a.part;
+    int nsplit = a.nsplit;
+    const int* __restrict__ split_row = a.split_row;
+    const int* __restrict__ split_ptr = a.split_ptr;
+    unsigned* ctr = a.ctr;
+    const real_t* __restrict__ x = a.x;
+    real_t* __restrict__ y = a.y;
+    real_t alpha = a.alpha;
+    real_t beta = a.beta;
     __shared__ real_t warp_sums[32];
     __shared__ int is_last;
     const int b = blockIdx.x;

@@ -6,13 +6,32 @@
 // Block-strided row indices are unsigned: last <= 2^31-1, so r + blockDim.x < 2^32, where a
 // signed index would overflow when last is within one block of 2^31-1.
 
-extern "C" __global__ void teb_spmv(const int* __restrict__ blo_idx,
-                                    const int* __restrict__ row_nnz_sum,
-                                    const int* __restrict__ row_ids,
-                                    const int* __restrict__ col_idx,
-                                    const real_t* __restrict__ values,
-                                    const real_t* __restrict__ x, real_t* __restrict__ y,
-                                    real_t alpha, real_t beta) {
+// The entries' one argument (its Rust twin: gpu.rs, checked against it at compile time; teb_spmv
+// ignores long_row); the entries copy the pointers into __restrict__ locals (a member's
+// __restrict__ is ignored).
+struct TebArgs {
+    const int* blo_idx;
+    const int* row_nnz_sum;
+    const int* row_ids;
+    const int* col_idx;
+    const real_t* values;
+    const real_t* x;
+    real_t* y;
+    real_t alpha;
+    real_t beta;
+    int long_row;
+};
+
+extern "C" __global__ void teb_spmv(const TebArgs a) {
+    const int* __restrict__ blo_idx = a.blo_idx;
+    const int* __restrict__ row_nnz_sum = a.row_nnz_sum;
+    const int* __restrict__ row_ids = a.row_ids;
+    const int* __restrict__ col_idx = a.col_idx;
+    const real_t* __restrict__ values = a.values;
+    const real_t* __restrict__ x = a.x;
+    real_t* __restrict__ y = a.y;
+    real_t alpha = a.alpha;
+    real_t beta = a.beta;
     const unsigned first = ldg(blo_idx + blockIdx.x);
     const unsigned last = ldg(blo_idx + blockIdx.x + 1);
     for (unsigned r = first + threadIdx.x; r < last; r += blockDim.x) {
@@ -42,13 +61,17 @@ extern "C" __global__ void teb_spmv(const int* __restrict__ blo_idx,
 // the long ones. Each row is written once, by a fixed summation order: deterministic, no atomics.
 // blockDim.x is a multiple of 32 (at most 1024), so every warp is full.
 
-extern "C" __global__ void teb_vector_spmv(const int* __restrict__ blo_idx,
-                                           const int* __restrict__ row_nnz_sum,
-                                           const int* __restrict__ row_ids,
-                                           const int* __restrict__ col_idx,
-                                           const real_t* __restrict__ values,
-                                           const real_t* __restrict__ x, real_t* __restrict__ y,
-                                           real_t alpha, real_t beta, int long_row) {
+extern "C" __global__ void teb_vector_spmv(const TebArgs a) {
+    const int* __restrict__ blo_idx = a.blo_idx;
+    const int* __restrict__ row_nnz_sum = a.row_nnz_sum;
+    const int* __restrict__ row_ids = a.row_ids;
+    const int* __restrict__ col_idx = a.col_idx;
+    const real_t* __restrict__ values = a.values;
+    const real_t* __restrict__ x = a.x;
+    real_t* __restrict__ y = a.y;
+    real_t alpha = a.alpha;
+    real_t beta = a.beta;
+    int long_row = a.long_row;
     __shared__ real_t wsum[32];
     __shared__ unsigned long_mask[32];
     const unsigned first = ldg(blo_idx + blockIdx.x);
