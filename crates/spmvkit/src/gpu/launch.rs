@@ -50,6 +50,12 @@ use crate::scalar::{Precision, Scalar};
 
 use super::KernelSource;
 
+/// What [`kernel_args!`](crate::kernel_args) expands to, reachable from any crate.
+#[doc(hidden)]
+pub mod __macro {
+    pub use cudarc::driver::{DeviceRepr, LaunchArgs, PushKernelArg};
+}
+
 /// A device address the kernel reads through (`const E*` in the kernel's struct), borrowed from a
 /// `CudaSlice` for `'a`.
 #[repr(transparent)]
@@ -354,15 +360,18 @@ macro_rules! kernel_args {
                     ),*],
                 }
             }
-            fn push_params<'b>(&'b self, b: &mut ::cudarc::driver::LaunchArgs<'b>) {
-                use ::cudarc::driver::PushKernelArg;
+            fn push_params<'b>(&'b self, b: &mut $crate::gpu::launch::__macro::LaunchArgs<'b>) {
+                use $crate::gpu::launch::__macro::PushKernelArg;
                 $( b.arg(&self.$field); )*
             }
         }
 
         // SAFETY: a repr(C) struct of device addresses and plain scalars, read by the driver
         // as the kernel's one by-value parameter (its size checked against the kernel's struct).
-        unsafe impl<$a, $t: $crate::Scalar> ::cudarc::driver::DeviceRepr for $name<$a, $t> {}
+        unsafe impl<$a, $t: $crate::Scalar> $crate::gpu::launch::__macro::DeviceRepr
+            for $name<$a, $t>
+        {
+        }
 
         impl $name<'static, f64> {
             /// The entry `name` taking this struct by value, for the room's `Kernels` list.
@@ -806,6 +815,91 @@ mod tests {
             "{f32c}"
         );
         assert!(layout_checks(&Kernels::unchecked(TEST_KERNELS.source), Precision::F32).is_empty());
+    }
+
+    /// A kernel source matching `TestArgs` (k1, k2 by value; k3 by parameters), with `edit`
+    /// applied.
+    fn test_source(edit: (&str, &str)) -> Kernels {
+        const GOOD: &str = "struct TestArgs { int n; const int* rows; const unsigned char* bytes; \
+            const unsigned long long* meta; real_t* y; real_t alpha; unsigned flags; \
+            unsigned long long count; };
+extern \"C\" __global__ void k1(const TestArgs a) { a.y[0] = a.alpha; }
+extern \"C\" __global__ void k2(TestArgs a) { a.y[0] = a.alpha; }
+extern \"C\" __global__ void k3(int n, const int* __restrict__ rows, const unsigned char* bytes,
+    const unsigned long long* meta, real_t* __restrict__ y, real_t alpha, unsigned flags,
+    unsigned long long count) { y[0] = alpha; }
+";
+        let source = GOOD.replacen(edit.0, edit.1, 1);
+        assert!(
+            edit.0.is_empty() || source != GOOD,
+            "{edit:?} changes nothing"
+        );
+        Kernels {
+            source: KernelSource {
+                name: "args-test",
+                source: Box::leak(source.into_boxed_str()),
+            },
+            entries: TEST_KERNELS.entries,
+        }
+    }
+
+    #[test]
+    fn nvrtc_refuses_structs_and_parameters_that_disagree() {
+        if !crate::testing::nvrtc_or_skip("nvrtc_refuses_structs_and_parameters_that_disagree") {
+            return;
+        }
+        for p in Precision::ALL {
+            let ptx = super::super::compile_checked_ptx(&test_source(("", "")), p, "sm_90")
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(ptx.contains(".entry k3("), "{p}");
+        }
+        for (edit, want) in [
+            // two fields swapped
+            (
+                (
+                    "const int* rows; const unsigned char* bytes;",
+                    "const unsigned char* bytes; const int* rows;",
+                ),
+                "TestArgs.rows: at offset 8",
+            ),
+            // a field of another type
+            (
+                ("unsigned flags;", "int flags;"),
+                "TestArgs.flags: the Rust struct has unsigned",
+            ),
+            // a pointer the kernel may write where Rust lends it read-only
+            (
+                ("const int* rows;", "int* rows;"),
+                "TestArgs.rows: the Rust struct has const int*",
+            ),
+            // a field too few
+            (
+                ("unsigned long long count; };", "};"),
+                "TestArgs: the Rust struct has 64 bytes",
+            ),
+            // an entry taking something else
+            (
+                ("void k2(TestArgs a)", "void k2(int n)"),
+                "entry k2: takes one TestArgs",
+            ),
+            // parameter lists: one too many, a type slip
+            (
+                (
+                    "unsigned long long count) {",
+                    "unsigned long long count, int extra) {",
+                ),
+                "entry k3: 8 parameters",
+            ),
+            (
+                ("real_t alpha, unsigned flags,", "real_t alpha, int flags,"),
+                "entry k3, parameter 6 (TestArgs.flags)",
+            ),
+        ] {
+            match super::super::compile_checked_ptx(&test_source(edit), Precision::F64, "sm_90") {
+                Err(Error::Nvrtc { log, .. }) => assert!(log.contains(want), "{edit:?}: {log}"),
+                other => panic!("{edit:?}: expected an NVRTC error, got {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -107,7 +107,7 @@ fn f64_kernel_uses_the_mma() {
     if !crate::testing::nvrtc_or_skip("f64_kernel_uses_the_mma") {
         return;
     }
-    let ptx = compile_ptx(&KERNEL, crate::scalar::Precision::F64, "sm_80").unwrap();
+    let ptx = compile_ptx(&KERNEL.source, crate::scalar::Precision::F64, "sm_80").unwrap();
     assert!(ptx.contains("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64"));
 }
 
