@@ -2,12 +2,13 @@
 //! every declared entry of every room (`spmvkit::methods::kernel_sources()`) and of the runtime
 //! (`spmvkit::gpu::internal_kernels()`), the kernel's `struct` of the same name (an entry taking
 //! its struct by value) or the entry's parameter list (`Abi::Params`) has the Rust struct's
-//! fields, in order, with the same names and C types. The NVRTC checks (`gpu::launch`) verify
+//! fields, in order, with the same names and C types (a nested struct, such as the prelude's
+//! `CsrArgs`, field by field too). The NVRTC checks (`gpu::launch`) verify
 //! types, offsets and sizes when a source is compiled; this one also catches a renamed or
 //! reordered field of the same type, and runs in the plain `cargo test`.
 
-use spmvkit::gpu::launch::{Abi, Elem, FieldKind};
-use spmvkit::gpu::Kernels;
+use spmvkit::gpu::launch::{Abi, ArgsLayout, Elem, FieldKind};
+use spmvkit::gpu::{Kernels, PRELUDE};
 use spmvkit::Precision;
 
 /// The source without comments and line continuations.
@@ -69,6 +70,7 @@ fn declaration(decl: &str) -> (String, FieldKind) {
         (None, "unsigned" | "unsigned int") => FieldKind::Unsigned,
         (None, "unsigned long long") => FieldKind::U64,
         (None, "real_t") => FieldKind::Real,
+        (None, s) if s.ends_with("Args") => FieldKind::Struct(Box::leak(s.into())),
         (Some(_), b) => FieldKind::Ptr {
             elem: match b {
                 "unsigned char" => Elem::Byte,
@@ -154,23 +156,43 @@ fn entry_params(src: &str, name: &str) -> Vec<(String, FieldKind)> {
         .collect()
 }
 
+/// The fields of a Rust layout as (name, kind).
+fn rust_fields(l: &ArgsLayout) -> Vec<(String, FieldKind)> {
+    l.fields
+        .iter()
+        .map(|f| (f.name.to_string(), f.kind))
+        .collect()
+}
+
+/// Checks the structs nested in `l` against their C declarations.
+fn check_nested(src: &str, where_: &str, l: &ArgsLayout) {
+    for n in l.fields.iter().filter_map(|f| f.nested.as_deref()) {
+        assert_eq!(
+            struct_fields(src, n.name),
+            rust_fields(n),
+            "{where_}: the nested {}",
+            n.name
+        );
+        check_nested(src, where_, n);
+    }
+}
+
 fn check(k: &Kernels) -> usize {
-    let src = clean(k.source.source);
+    let src = clean(&format!("{PRELUDE}\n{}", k.source.source));
     for e in k.entries {
-        let want: Vec<(String, FieldKind)> = (e.args.layout)(Precision::F64)
-            .fields
-            .iter()
-            .map(|f| (f.name.to_string(), f.kind))
-            .collect();
+        let l = (e.args.layout)(Precision::F64);
         let got = match e.abi {
             Abi::Struct => struct_fields(&src, e.args.name),
             Abi::Params => entry_params(&src, e.name),
         };
+        let where_ = format!("{}: entry {} ({:?})", k.source.name, e.name, e.abi);
         assert_eq!(
-            got, want,
-            "{}: entry {} ({:?}) against the Rust {}",
-            k.source.name, e.name, e.abi, e.args.name
+            got,
+            rust_fields(&l),
+            "{where_} against the Rust {}",
+            e.args.name
         );
+        check_nested(&src, &where_, &l);
     }
     k.entries.len()
 }

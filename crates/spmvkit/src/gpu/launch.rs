@@ -6,8 +6,9 @@
 //!   the struct's lifetime; scalars are `i32`, `u32`, `u64` and the precision's `T` (`real_t`).
 //!   The kernel receives it in one of two ways ([`Abi`]):
 //!   - [`Abi::Struct`], the rule: the kernel source declares the same `struct` and the entry
-//!     takes it by value (`extern "C" __global__ void k(const KArgs a)`), as CUB passes
-//!     `SpmvParams`. The entry copies the pointers into `__restrict__` locals.
+//!     takes it by value (`extern "C" __global__ void k(const KArgs a)`) and reads `a.field`,
+//!     as CUB passes `SpmvParams`. Read-only loads are explicit `ldg`: a struct member carries
+//!     no `__restrict__` from which the compiler would derive them.
 //!   - [`Abi::Params`], for entries whose plain loads rely on `__restrict__` *parameters*: the
 //!     compiler turns a load through a `const T* __restrict__` kernel parameter into a
 //!     non-coherent cached load (`LDG.CONSTANT`) and schedules around it, which it does not do
@@ -136,6 +137,8 @@ pub enum FieldKind {
         /// Whether the kernel may write through it (`E*`, not `const E*`).
         writable: bool,
     },
+    /// Another argument struct, by value (a struct several entries share as their first part).
+    Struct(&'static str),
 }
 
 /// The element type behind a pointer field.
@@ -178,6 +181,10 @@ impl<T: Scalar> KernelElem for T {
 pub trait KernelField {
     /// Its C type.
     const KIND: FieldKind;
+    /// Its layout when it is itself an argument struct.
+    fn nested() -> Option<ArgsLayout> {
+        None
+    }
 }
 
 impl KernelField for i32 {
@@ -206,7 +213,7 @@ impl<E: KernelElem> KernelField for DevMut<'_, E> {
 }
 
 /// One field of an argument struct as Rust lays it out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArgField {
     /// The field's name, the same on both sides.
     pub name: &'static str,
@@ -214,6 +221,8 @@ pub struct ArgField {
     pub offset: usize,
     /// Its C type.
     pub kind: FieldKind,
+    /// The layout of a nested argument struct ([`FieldKind::Struct`]).
+    pub nested: Option<Box<ArgsLayout>>,
 }
 
 /// An argument struct as Rust lays it out in one precision.
@@ -356,6 +365,8 @@ macro_rules! kernel_args {
                             name: stringify!($field),
                             offset: ::std::mem::offset_of!(Self, $field),
                             kind: <$ty as $crate::gpu::launch::KernelField>::KIND,
+                            nested: <$ty as $crate::gpu::launch::KernelField>::nested()
+                                .map(Box::new),
                         }
                     ),*],
                 }
@@ -363,6 +374,14 @@ macro_rules! kernel_args {
             fn push_params<'b>(&'b self, b: &mut $crate::gpu::launch::__macro::LaunchArgs<'b>) {
                 use $crate::gpu::launch::__macro::PushKernelArg;
                 $( b.arg(&self.$field); )*
+            }
+        }
+
+        impl<$a, $t: $crate::Scalar> $crate::gpu::launch::KernelField for $name<$a, $t> {
+            const KIND: $crate::gpu::launch::FieldKind =
+                $crate::gpu::launch::FieldKind::Struct(stringify!($name));
+            fn nested() -> Option<$crate::gpu::launch::ArgsLayout> {
+                Some(<Self as $crate::gpu::launch::KernelArgs>::layout())
             }
         }
 
@@ -593,16 +612,18 @@ pub fn layout_checks(k: &Kernels, p: Precision) -> String {
         return String::new();
     }
     let mut out = String::from(CHECK_HELPERS);
-    let mut done: Vec<&str> = Vec::new();
+    let mut done: Vec<&'static str> = Vec::new();
     for e in k.entries {
         let l = (e.args.layout)(p);
         let s = e.args.name;
+        for f in &l.fields {
+            if let Some(n) = &f.nested {
+                struct_checks_once(&mut out, &mut done, n);
+            }
+        }
         match e.abi {
             Abi::Struct => {
-                if !done.contains(&s) {
-                    done.push(s);
-                    struct_checks(&mut out, &l);
-                }
+                struct_checks_once(&mut out, &mut done, &l);
                 out.push_str(&format!(
                     "static_assert(spmvkit_args::same<decltype({}), void({s})>::value, \"entry {}: takes one {s} by value (gpu.rs Kernels list)\");\n",
                     e.name, e.name
@@ -634,6 +655,20 @@ template <class R, class... As> struct arity<R(As...)> { enum { value = sizeof..
 }
 #define SPMVKIT_ARGS_OFFSET(S, f) __INTADDR__(&((S*)0)->f)
 ";
+
+/// [`struct_checks`] unless `done` has the struct, and of the structs nested in it.
+fn struct_checks_once(out: &mut String, done: &mut Vec<&'static str>, l: &ArgsLayout) {
+    if done.contains(&l.name) {
+        return;
+    }
+    done.push(l.name);
+    for f in &l.fields {
+        if let Some(n) = &f.nested {
+            struct_checks_once(out, done, n);
+        }
+    }
+    struct_checks(out, l);
+}
 
 fn struct_checks(out: &mut String, l: &ArgsLayout) {
     let s = l.name;
@@ -682,6 +717,7 @@ fn type_test(ty: &str, kind: FieldKind) -> (String, &'static str) {
             "unsigned long long",
         ),
         FieldKind::Real => (format!("spmvkit_args::same<{ty}, real_t>::value"), "real_t"),
+        FieldKind::Struct(name) => (format!("spmvkit_args::same<{ty}, {name}>::value"), name),
         FieldKind::Ptr { elem, writable } => {
             let p = format!("spmvkit_args::ptr<{ty}>");
             let (elem_test, want) = match (elem, writable) {

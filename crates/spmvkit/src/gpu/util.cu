@@ -3,9 +3,7 @@
 // (the launches use fewer), the stride is at most 2^31 and i + stride < 2^32, where a signed int
 // i would overflow once n is within one stride of 2^31-1.
 // Each entry takes one argument struct by value; its Rust twin is in gpu/mod.rs (kernel_args!),
-// and the launch layer checks the two layouts when NVRTC compiles this file. Entries copy the
-// pointers into __restrict__ locals: the compiler keeps a local's no-alias promise as it keeps a
-// parameter's, and ignores one on a struct member.
+// and the launch layer checks the two layouts when NVRTC compiles this file.
 
 struct ScaleArgs {
     real_t* y;
@@ -16,12 +14,9 @@ struct ScaleArgs {
 // y[i] = beta * y[i] for i < n; with beta == 0, y is overwritten with zeros without being read
 // (the y prologue of methods that add into y: YPrologue in gpu/mod.rs).
 extern "C" __global__ void spmvkit_scale(const ScaleArgs a) {
-    real_t* __restrict__ y = a.y;
-    const int n = a.n;
-    const real_t beta = a.beta;
     const unsigned stride = gridDim.x * blockDim.x;
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)n; i += stride) {
-        y[i] = (beta == (real_t)0) ? (real_t)0 : beta * y[i];
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)a.n; i += stride) {
+        a.y[i] = (a.beta == (real_t)0) ? (real_t)0 : a.beta * a.y[i];
     }
 }
 
@@ -33,14 +28,11 @@ struct GatherArgs {
 };
 
 // out[i] = x[idx[i]] for i < n: packs scattered entries into a contiguous buffer (the send side
-// of the multi-GPU halo exchange, src/dist/nccl.rs).
+// of the multi-GPU halo exchange, src/dist/nccl.rs). The loads are explicit ldg: a struct member
+// carries no __restrict__ from which the compiler would derive them.
 extern "C" __global__ void spmvkit_gather(const GatherArgs a) {
-    real_t* __restrict__ out = a.out;
-    const real_t* __restrict__ x = a.x;
-    const unsigned int* __restrict__ idx = a.idx;
-    const int n = a.n;
     const unsigned stride = gridDim.x * blockDim.x;
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)n; i += stride) {
-        out[i] = x[idx[i]];
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)a.n; i += stride) {
+        a.out[i] = ldg(a.x + ldg(a.idx + i));
     }
 }

@@ -6,8 +6,7 @@
 //                vals — adding vals[k] * (alpha * x[j]) to y[row_idx[k]] with a float atomic.
 // The atomics make the summation order, and so the bits of y, vary between runs.
 
-// The entry's one argument (its Rust twin: gpu.rs, checked against it at compile time); the
-// entry copies the pointers into __restrict__ locals (a member's __restrict__ is ignored).
+// The entry's one argument (its Rust twin: gpu.rs, checked against it at compile time).
 struct CscAtomicArgs {
     int ncols;
     const int* col_ptr;
@@ -19,23 +18,16 @@ struct CscAtomicArgs {
 };
 
 extern "C" __global__ void csc_atomic(const CscAtomicArgs a) {
-    int ncols = a.ncols;
-    const int* __restrict__ col_ptr = a.col_ptr;
-    const int* __restrict__ row_idx = a.row_idx;
-    const real_t* __restrict__ vals = a.vals;
-    const real_t* __restrict__ x = a.x;
-    real_t* y = a.y;
-    real_t alpha = a.alpha;
     const unsigned lane = threadIdx.x & 31u;
     const unsigned warps_per_block = blockDim.x >> 5;
     const unsigned stride = gridDim.x * warps_per_block;
-    for (unsigned col = blockIdx.x * warps_per_block + (threadIdx.x >> 5); col < (unsigned)ncols;
+    for (unsigned col = blockIdx.x * warps_per_block + (threadIdx.x >> 5); col < (unsigned)a.ncols;
          col += stride) {
-        const unsigned start = (unsigned)ldg(col_ptr + col);
-        const unsigned end = (unsigned)ldg(col_ptr + col + 1);
+        const unsigned start = (unsigned)ldg(a.col_ptr + col);
+        const unsigned end = (unsigned)ldg(a.col_ptr + col + 1);
         if (start == end) continue;
-        const real_t ax = alpha * ldg(x + col);
+        const real_t ax = a.alpha * ldg(a.x + col);
         for (unsigned k = start + lane; k < end; k += 32u)
-            atomic_add_real(y + ldg(row_idx + k), ldg(vals + k) * ax);
+            atomic_add_real(a.y + ldg(a.row_idx + k), ldg(a.vals + k) * ax);
     }
 }

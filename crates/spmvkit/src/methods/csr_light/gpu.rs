@@ -10,9 +10,10 @@ use cudarc::driver::CudaSlice;
 
 use super::{CsrLightLayout, KERNEL};
 use crate::error::Result;
-use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::gpu::{DevMut, Gpu, Kernel, Shape};
+use crate::methods::common::csr::{CsrArgs, DeviceCsr};
 use crate::methods::DeviceLayout;
-use crate::scalar::{Idx, Scalar};
+use crate::scalar::Scalar;
 
 /// Resident threads per SM assumed when sizing the persistent grid (sm_80 and sm_90).
 const THREADS_PER_SM: usize = 2048;
@@ -20,14 +21,7 @@ const THREADS_PER_SM: usize = 2048;
 crate::kernel_args! {
     /// `csr_light_v{V}`'s arguments.
     pub(super) struct CsrLightArgs<'a, T> {
-        nrows: i32,
-        row_ptr: DevRef<'a, Idx>,
-        col_idx: DevRef<'a, Idx>,
-        vals: DevRef<'a, T>,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        csr: CsrArgs<'a, T>,
         ctr: DevMut<'a, u32>,
         grab: i32,
     }
@@ -36,14 +30,10 @@ crate::kernel_args! {
 /// The device copy of a csr-light layout.
 pub(super) struct DeviceCsrLight<T: Scalar> {
     k: Kernel<CsrLightArgs<'static, T>>,
-    nrows: usize,
-    ncols: usize,
     threads: u32,
     grab: u32,
     chunk: u32,
-    row_ptr: CudaSlice<Idx>,
-    col_idx: CudaSlice<Idx>,
-    vals: CudaSlice<T>,
+    a: DeviceCsr<T>,
     /// [row counter, finished blocks], zero between calls.
     counter: CudaSlice<u32>,
     bytes: usize,
@@ -55,14 +45,10 @@ pub(super) fn upload<T: Scalar>(
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     Ok(Box::new(DeviceCsrLight {
         k: gpu.kernel::<T, _>(&KERNEL, &format!("csr_light_v{}", l.vector))?,
-        nrows: l.a.nrows(),
-        ncols: l.a.ncols(),
         threads: l.threads,
         grab: l.grab,
         chunk: l.chunk(),
-        row_ptr: gpu.upload(l.a.row_ptr())?,
-        col_idx: gpu.upload(l.a.col_idx())?,
-        vals: gpu.upload(l.a.vals())?,
+        a: DeviceCsr::upload(gpu, &l.a)?,
         counter: gpu.alloc_zeros::<u32>(2)?,
         bytes: l.a.bytes() + 8,
     }))
@@ -70,7 +56,7 @@ pub(super) fn upload<T: Scalar>(
 
 impl<T: Scalar> DeviceLayout<T> for DeviceCsrLight<T> {
     fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
+        self.a.dims()
     }
 
     unsafe fn run_unchecked(
@@ -81,21 +67,15 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsrLight<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        if self.nrows == 0 {
+        let nrows = self.a.dims().0;
+        if nrows == 0 {
             return Ok(());
         }
         let warps = (self.threads / 32) as usize;
         let resident = gpu.sm_count().max(1) * (THREADS_PER_SM / self.threads as usize).max(1);
-        let needed = self.nrows.div_ceil(warps * self.chunk as usize);
+        let needed = nrows.div_ceil(warps * self.chunk as usize);
         let args = CsrLightArgs {
-            nrows: kernel_int("csr-light nrows", self.nrows)?,
-            row_ptr: DevRef::new(&self.row_ptr),
-            col_idx: DevRef::new(&self.col_idx),
-            vals: DevRef::new(&self.vals),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            csr: self.a.args("csr-light nrows", x, y, alpha, beta)?,
             ctr: DevMut::scratch(&self.counter),
             grab: self.grab as i32,
         };

@@ -70,24 +70,18 @@ __device__ __forceinline__ void light_rows(int nrows, const int* __restrict__ ro
     }
 }
 
-// The entries' one argument (its Rust twin: gpu.rs, checked against it at compile time).
+// The entries' one argument (its Rust twin: gpu.rs, checked against it at compile time): the
+// matrix and operands (CsrArgs, prelude), then the counter and the rows per grab.
 struct CsrLightArgs {
-    int nrows;
-    const int* row_ptr;
-    const int* col_idx;
-    const real_t* vals;
-    const real_t* x;
-    real_t* y;
-    real_t alpha;
-    real_t beta;
+    CsrArgs csr;
     unsigned* ctr;
     int grab;
 };
 
 #define SPMVKIT_LIGHT_ENTRY(V)                                                                  \
     extern "C" __global__ void csr_light_v##V(const CsrLightArgs a) {                           \
-        light_rows<V>(a.nrows, a.row_ptr, a.col_idx, a.vals, a.x, a.y, a.alpha, a.beta, a.ctr,  \
-                      a.grab);                                                                  \
+        light_rows<V>(a.csr.nrows, a.csr.row_ptr, a.csr.col_idx, a.csr.vals, a.csr.x, a.csr.y,  \
+                      a.csr.alpha, a.csr.beta, a.ctr, a.grab);                                  \
     }
 
 SPMVKIT_LIGHT_ENTRY(2)

@@ -7,35 +7,18 @@ use cudarc::driver::CudaSlice;
 
 use super::KERNEL;
 use crate::error::Result;
-use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::gpu::{Gpu, Kernel, Shape};
 use crate::matrix::Csr;
+use crate::methods::common::csr::{CsrArgs, DeviceCsr};
 use crate::methods::DeviceLayout;
 use crate::scalar::Scalar;
 
 const BLOCK: u32 = 256;
 
-crate::kernel_args! {
-    /// `csr_scalar`'s arguments.
-    pub(super) struct CsrScalarArgs<'a, T> {
-        nrows: i32,
-        row_ptr: DevRef<'a, u32>,
-        col_idx: DevRef<'a, u32>,
-        vals: DevRef<'a, T>,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
-    }
-}
-
 /// `csr-scalar` resident on the GPU.
 pub(super) struct CsrScalarDevice<T: Scalar> {
-    k: Kernel<CsrScalarArgs<'static, T>>,
-    nrows: usize,
-    ncols: usize,
-    row_ptr: CudaSlice<u32>,
-    col_idx: CudaSlice<u32>,
-    vals: CudaSlice<T>,
+    k: Kernel<CsrArgs<'static, T>>,
+    a: DeviceCsr<T>,
 }
 
 impl<T: Scalar> CsrScalarDevice<T> {
@@ -43,18 +26,14 @@ impl<T: Scalar> CsrScalarDevice<T> {
     pub(super) fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Self> {
         Ok(CsrScalarDevice {
             k: gpu.kernel::<T, _>(&KERNEL, "csr_scalar")?,
-            nrows: a.nrows(),
-            ncols: a.ncols(),
-            row_ptr: gpu.upload(a.row_ptr())?,
-            col_idx: gpu.upload(a.col_idx())?,
-            vals: gpu.upload(a.vals())?,
+            a: DeviceCsr::upload(gpu, a)?,
         })
     }
 }
 
 impl<T: Scalar> DeviceLayout<T> for CsrScalarDevice<T> {
     fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
+        self.a.dims()
     }
 
     unsafe fn run_unchecked(
@@ -65,22 +44,14 @@ impl<T: Scalar> DeviceLayout<T> for CsrScalarDevice<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        let args = CsrScalarArgs {
-            nrows: kernel_int("csr-scalar nrows", self.nrows)?,
-            row_ptr: DevRef::new(&self.row_ptr),
-            col_idx: DevRef::new(&self.col_idx),
-            vals: DevRef::new(&self.vals),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
-        };
+        let args = self.a.args("csr-scalar nrows", x, y, alpha, beta)?;
+        let shape = Shape::thread_per_item(self.a.dims().0, BLOCK);
         // SAFETY: x and y are long enough (checked by DeviceLayout::run) and the CSR arrays were
         // validated when the Csr was built.
-        unsafe { gpu.launch(&self.k, Shape::thread_per_item(self.nrows, BLOCK), &args) }
+        unsafe { gpu.launch(&self.k, shape, &args) }
     }
 
     fn footprint_bytes(&self) -> usize {
-        self.row_ptr.num_bytes() + self.col_idx.num_bytes() + self.vals.num_bytes()
+        self.a.num_bytes()
     }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
+use crate::methods::common::csr::CsrArgs;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
 use crate::scalar::Scalar;
 
@@ -20,7 +21,7 @@ pub const KERNEL: Kernels = Kernels {
         name: "csr-scalar",
         source: include_str!("kernel.cu"),
     },
-    entries: &[gpu::CsrScalarArgs::entry("csr_scalar")],
+    entries: &[CsrArgs::entry("csr_scalar")],
 };
 
 /// The registry entry of `csr-scalar`.

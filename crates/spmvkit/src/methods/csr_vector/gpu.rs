@@ -8,33 +8,16 @@ use cudarc::driver::CudaSlice;
 
 use super::{CsrVectorLayout, KERNEL};
 use crate::error::Result;
-use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::gpu::{Gpu, Kernel, Shape};
+use crate::methods::common::csr::{CsrArgs, DeviceCsr};
 use crate::methods::DeviceLayout;
-use crate::scalar::{Idx, Scalar};
-
-crate::kernel_args! {
-    /// `csr_vector`'s arguments.
-    pub(super) struct CsrVectorArgs<'a, T> {
-        nrows: i32,
-        row_ptr: DevRef<'a, Idx>,
-        col_idx: DevRef<'a, Idx>,
-        vals: DevRef<'a, T>,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
-    }
-}
+use crate::scalar::Scalar;
 
 /// The device copy of a csr-vector layout.
 pub(super) struct DeviceCsrVector<T: Scalar> {
-    k: Kernel<CsrVectorArgs<'static, T>>,
-    nrows: usize,
-    ncols: usize,
+    k: Kernel<CsrArgs<'static, T>>,
     threads: u32,
-    row_ptr: CudaSlice<Idx>,
-    col_idx: CudaSlice<Idx>,
-    vals: CudaSlice<T>,
+    a: DeviceCsr<T>,
     bytes: usize,
 }
 
@@ -44,19 +27,15 @@ pub(super) fn upload<T: Scalar>(
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     Ok(Box::new(DeviceCsrVector {
         k: gpu.kernel::<T, _>(&KERNEL, "csr_vector")?,
-        nrows: l.a.nrows(),
-        ncols: l.a.ncols(),
         threads: l.threads,
-        row_ptr: gpu.upload(l.a.row_ptr())?,
-        col_idx: gpu.upload(l.a.col_idx())?,
-        vals: gpu.upload(l.a.vals())?,
+        a: DeviceCsr::upload(gpu, &l.a)?,
         bytes: l.a.bytes(),
     }))
 }
 
 impl<T: Scalar> DeviceLayout<T> for DeviceCsrVector<T> {
     fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
+        self.a.dims()
     }
 
     unsafe fn run_unchecked(
@@ -67,25 +46,11 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsrVector<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        let args = CsrVectorArgs {
-            nrows: kernel_int("csr-vector nrows", self.nrows)?,
-            row_ptr: DevRef::new(&self.row_ptr),
-            col_idx: DevRef::new(&self.col_idx),
-            vals: DevRef::new(&self.vals),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
-        };
+        let args = self.a.args("csr-vector nrows", x, y, alpha, beta)?;
+        let shape = Shape::warp_per_item(self.a.dims().0, self.threads);
         // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz (a validated Csr), x ncols
         // and y nrows (checked by DeviceLayout::run).
-        unsafe {
-            gpu.launch(
-                &self.k,
-                Shape::warp_per_item(self.nrows, self.threads),
-                &args,
-            )
-        }
+        unsafe { gpu.launch(&self.k, shape, &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::csr::CsrArgs;
 use crate::methods::params::params;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
@@ -24,7 +25,7 @@ pub const KERNEL: Kernels = Kernels {
         name: "csr-vector",
         source: include_str!("kernel.cu"),
     },
-    entries: &[gpu::CsrVectorArgs::entry("csr_vector")],
+    entries: &[CsrArgs::entry("csr_vector")],
 };
 
 const NAME: &str = "csr-vector";

@@ -11,6 +11,7 @@ use cudarc::driver::CudaSlice;
 use super::{smem_bytes, MergeLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::methods::common::csr::{CsrArgs, DeviceCsr};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -20,14 +21,7 @@ const FIX_THREADS: u32 = 256;
 crate::kernel_args! {
     /// `merge_spmv`'s arguments.
     pub(super) struct MergeArgs<'a, T> {
-        nrows: i32,
-        row_ptr: DevRef<'a, Idx>,
-        col_idx: DevRef<'a, Idx>,
-        vals: DevRef<'a, T>,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        csr: CsrArgs<'a, T>,
         tile_row: DevRef<'a, Idx>,
         tile_nz: DevRef<'a, Idx>,
         carry: DevMut<'a, T>,
@@ -53,17 +47,13 @@ crate::kernel_args! {
 pub(super) struct DeviceMerge<T: Scalar> {
     spmv: Kernel<MergeArgs<'static, T>>,
     fixup: Kernel<MergeFixupArgs<'static, T>>,
-    nrows: usize,
-    ncols: usize,
     threads: u32,
     items: u32,
     ntiles: usize,
     smem: u32,
     nshort: usize,
     nlong: usize,
-    row_ptr: CudaSlice<Idx>,
-    col_idx: CudaSlice<Idx>,
-    vals: CudaSlice<T>,
+    a: DeviceCsr<T>,
     tile_row: CudaSlice<Idx>,
     tile_nz: CudaSlice<Idx>,
     run_row: CudaSlice<Idx>,
@@ -80,17 +70,13 @@ pub(super) fn upload<T: Scalar>(
     Ok(Box::new(DeviceMerge {
         spmv: gpu.kernel::<T, _>(&KERNEL, "merge_spmv")?,
         fixup: gpu.kernel::<T, _>(&KERNEL, "merge_fixup")?,
-        nrows: l.a.nrows(),
-        ncols: l.a.ncols(),
         threads: l.threads,
         items: l.items,
         ntiles: l.ntiles(),
         smem: smem_bytes::<T>(l.tile_items()) as u32,
         nshort: l.nshort,
         nlong: l.nruns() - l.nshort,
-        row_ptr: gpu.upload(l.a.row_ptr())?,
-        col_idx: gpu.upload(l.a.col_idx())?,
-        vals: gpu.upload(l.a.vals())?,
+        a: DeviceCsr::upload(gpu, &l.a)?,
         tile_row: gpu.upload(&l.tile_row)?,
         tile_nz: gpu.upload(&l.tile_nz)?,
         run_row: gpu.upload(&l.run_row)?,
@@ -103,7 +89,7 @@ pub(super) fn upload<T: Scalar>(
 
 impl<T: Scalar> DeviceLayout<T> for DeviceMerge<T> {
     fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
+        self.a.dims()
     }
 
     unsafe fn run_unchecked(
@@ -118,14 +104,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceMerge<T> {
             return Ok(());
         }
         let args = MergeArgs {
-            nrows: kernel_int("merge nrows", self.nrows)?,
-            row_ptr: DevRef::new(&self.row_ptr),
-            col_idx: DevRef::new(&self.col_idx),
-            vals: DevRef::new(&self.vals),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            csr: self.a.args("merge nrows", x, y, alpha, beta)?,
             tile_row: DevRef::new(&self.tile_row),
             tile_nz: DevRef::new(&self.tile_nz),
             carry: DevMut::scratch(&self.carry),
