@@ -97,7 +97,8 @@ impl<'a, E> DevMut<'a, E> {
 
     /// A device layout's own working buffer (counters, partial sums, carries) that its kernels
     /// write while the layout is shared (`run_unchecked(&self, ..)`): only kernels on one stream
-    /// touch it, one after the other.
+    /// touch it, one after the other. That nothing else in the struct addresses it is part of the
+    /// launch's contract ([`Gpu::launch`](super::Gpu::launch)).
     pub fn scratch(s: &'a CudaSlice<E>) -> Self {
         DevMut {
             addr: address(s),
@@ -238,9 +239,9 @@ pub struct ArgsLayout {
     pub fields: Vec<ArgField>,
 }
 
-/// An argument struct of a kernel entry: `#[repr(C)]`, passed by value, with a matching `struct`
-/// of the same name in the kernel source. Declare it with [`kernel_args!`](crate::kernel_args),
-/// which implements this trait.
+/// An argument struct of a kernel entry: `#[repr(C)]`, passed by value (with a matching `struct`
+/// of the same name in the kernel source) or field by field ([`Abi`]). Declare it with
+/// [`kernel_args!`](crate::kernel_args), which implements this trait.
 ///
 /// # Safety
 ///

@@ -144,8 +144,9 @@ impl<T: Scalar> YPrologue<T> {
 /// Threads per CTA of the runtime's grid-stride kernels.
 const UTIL_THREADS: u32 = 256;
 
-/// Loaded modules, keyed by (kernel text, precision, compiled with the launch layer's checks).
-type ModuleCache = HashMap<(&'static str, Precision, bool), Arc<CudaModule>>;
+/// Loaded modules, keyed by (kernel text, precision, the entry list whose layout checks were
+/// compiled in: its address, none for [`Gpu::function`]).
+type ModuleCache = HashMap<(&'static str, Precision, Option<usize>), Arc<CudaModule>>;
 
 /// One GPU: its context, the stream spmvkit works on, and its properties.
 pub struct Gpu {
@@ -386,16 +387,17 @@ impl Gpu {
         Ok(Kernel::new(f, decl))
     }
 
-    /// Enqueues one launch of `k` on [`Gpu::stream`] with `args` as its one by-value parameter,
-    /// in `shape`; a shape of no CTAs launches nothing. The struct's layout was checked against
-    /// the kernel when it was compiled ([`Gpu::kernel`]), its pointers are live slices borrowed
-    /// for the call, and the launch is stream-ordered before any later free of them.
+    /// Enqueues one launch of `k` on [`Gpu::stream`] with `args` (by value, or field by field as
+    /// the parameter list: the entry's [`Abi`]), in `shape`; a shape of no CTAs launches nothing.
+    /// The struct's layout was checked against the kernel when it was compiled ([`Gpu::kernel`]),
+    /// its pointers are live slices borrowed for the call, and the launch is stream-ordered before
+    /// any later free of them.
     ///
     /// # Safety
     ///
     /// The kernel's data contract: the arrays in `args` hold what the kernel indexes (the room's
-    /// layout builder guarantees it), and the vectors are as long as its `run_unchecked`
-    /// contract requires.
+    /// layout builder guarantees it), the vectors are as long as its `run_unchecked` contract
+    /// requires, and a buffer lent with [`DevMut::scratch`] is lent nowhere else in `args`.
     pub unsafe fn launch<A: KernelArgs>(
         &self,
         k: &Kernel<A>,
@@ -517,7 +519,11 @@ impl Gpu {
         precision: Precision,
         checked: Option<&Kernels>,
     ) -> Result<Arc<CudaModule>> {
-        let key = (k.source, precision, checked.is_some());
+        let key = (
+            k.source,
+            precision,
+            checked.map(|c| c.entries.as_ptr() as usize),
+        );
         if let Some(m) = self.lock_modules().get(&key) {
             return Ok(m.clone());
         }
