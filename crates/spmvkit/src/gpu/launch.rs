@@ -758,12 +758,12 @@ mod tests {
         struct TestArgs<'a, T> {
             n: i32,
             rows: DevRef<'a, u32>,
+            flags: u32,
+            alpha: T,
             bytes: DevRef<'a, u8>,
+            count: u64,
             meta: DevRef<'a, u64>,
             y: DevMut<'a, T>,
-            alpha: T,
-            flags: u32,
-            count: u64,
         }
     }
 
@@ -784,8 +784,8 @@ mod tests {
         let f32l = (TEST_KERNELS.entries[0].args.layout)(Precision::F32);
         let f64l = (TEST_KERNELS.entries[0].args.layout)(Precision::F64);
         let offsets = |l: &ArgsLayout| l.fields.iter().map(|f| f.offset).collect::<Vec<_>>();
-        // n, pad, rows, bytes, meta, y, alpha, flags, count
-        assert_eq!(offsets(&f32l), [0, 8, 16, 24, 32, 40, 44, 48]);
+        // n, pad, rows, flags, alpha (4 or 8 bytes, then padding to 8), bytes, count, meta, y
+        assert_eq!(offsets(&f32l), [0, 8, 16, 20, 24, 32, 40, 48]);
         assert_eq!((f32l.size, f32l.align), (56, 8));
         assert_eq!(offsets(&f64l), [0, 8, 16, 24, 32, 40, 48, 56]);
         assert_eq!((f64l.size, f64l.align), (64, 8));
@@ -799,10 +799,13 @@ mod tests {
                     elem: Elem::Word,
                     writable: false
                 },
+                FieldKind::Unsigned,
+                FieldKind::Real,
                 FieldKind::Ptr {
                     elem: Elem::Byte,
                     writable: false
                 },
+                FieldKind::U64,
                 FieldKind::Ptr {
                     elem: Elem::U64,
                     writable: false
@@ -811,9 +814,6 @@ mod tests {
                     elem: Elem::Real,
                     writable: true
                 },
-                FieldKind::Real,
-                FieldKind::Unsigned,
-                FieldKind::U64,
             ]
         );
         assert_eq!(<TestArgs<'static, f32> as KernelArgs>::layout(), f32l);
@@ -827,7 +827,7 @@ mod tests {
             "static_assert(sizeof(TestArgs) == 64 && alignof(TestArgs) == 8, \"TestArgs: the Rust struct has 64 bytes, aligned to 8\");",
             "static_assert(SPMVKIT_ARGS_OFFSET(TestArgs, n) == 0, \"TestArgs.n: at offset 0 in the Rust struct\");",
             "static_assert(spmvkit_args::same<decltype(TestArgs::n), int>::value, \"TestArgs.n: the Rust struct has int here\");",
-            "static_assert(SPMVKIT_ARGS_OFFSET(TestArgs, flags) == 48, \"TestArgs.flags: at offset 48 in the Rust struct\");",
+            "static_assert(SPMVKIT_ARGS_OFFSET(TestArgs, bytes) == 32, \"TestArgs.bytes: at offset 32 in the Rust struct\");",
             "static_assert(spmvkit_args::same<decltype(TestArgs::alpha), real_t>::value, \"TestArgs.alpha: the Rust struct has real_t here\");",
             "static_assert(spmvkit_args::ptr<decltype(TestArgs::rows)>::is && spmvkit_args::ptr<decltype(TestArgs::rows)>::writable == 0 && spmvkit_args::word<spmvkit_args::ptr<decltype(TestArgs::rows)>::elem>::value, \"TestArgs.rows: the Rust struct has const int* or const unsigned* here\");",
             "static_assert(spmvkit_args::ptr<decltype(TestArgs::y)>::is && spmvkit_args::ptr<decltype(TestArgs::y)>::writable == 1 && spmvkit_args::same<spmvkit_args::ptr<decltype(TestArgs::y)>::elem, real_t>::value, \"TestArgs.y: the Rust struct has real_t* here\");",
@@ -840,7 +840,7 @@ mod tests {
         for line in [
             "static_assert(spmvkit_args::arity<decltype(k3)>::value == 8, \"entry k3: 8 parameters, the fields of the Rust TestArgs\");",
             "static_assert(spmvkit_args::same<spmvkit_args::param<0, decltype(k3)>::type, int>::value, \"entry k3, parameter 0 (TestArgs.n): the Rust struct has int here\");",
-            "static_assert(spmvkit_args::ptr<spmvkit_args::param<4, decltype(k3)>::type>::is && spmvkit_args::ptr<spmvkit_args::param<4, decltype(k3)>::type>::writable == 1 && spmvkit_args::same<spmvkit_args::ptr<spmvkit_args::param<4, decltype(k3)>::type>::elem, real_t>::value, \"entry k3, parameter 4 (TestArgs.y): the Rust struct has real_t* here\");",
+            "static_assert(spmvkit_args::ptr<spmvkit_args::param<7, decltype(k3)>::type>::is && spmvkit_args::ptr<spmvkit_args::param<7, decltype(k3)>::type>::writable == 1 && spmvkit_args::same<spmvkit_args::ptr<spmvkit_args::param<7, decltype(k3)>::type>::elem, real_t>::value, \"entry k3, parameter 7 (TestArgs.y): the Rust struct has real_t* here\");",
         ] {
             assert!(c.lines().any(|l| l == line), "missing: {line}\n{c}");
         }
@@ -848,7 +848,7 @@ mod tests {
         assert_eq!(c.matches("sizeof(TestArgs)").count(), 1);
         let f32c = layout_checks(&TEST_KERNELS, Precision::F32);
         assert!(
-            f32c.contains("SPMVKIT_ARGS_OFFSET(TestArgs, flags) == 44"),
+            f32c.contains("SPMVKIT_ARGS_OFFSET(TestArgs, bytes) == 24"),
             "{f32c}"
         );
         assert!(layout_checks(&Kernels::unchecked(TEST_KERNELS.source), Precision::F32).is_empty());
@@ -857,14 +857,15 @@ mod tests {
     /// A kernel source matching `TestArgs` (k1, k2 by value; k3 by parameters), with `edit`
     /// applied.
     fn test_source(edit: (&str, &str)) -> Kernels {
-        const GOOD: &str = "struct TestArgs { int n; const int* rows; const unsigned char* bytes; \
-            const unsigned long long* meta; real_t* y; real_t alpha; unsigned flags; \
-            unsigned long long count; };
+        const GOOD: &str =
+            "struct TestArgs { int n; const int* rows; unsigned flags; real_t alpha; \
+            const unsigned char* bytes; unsigned long long count; const unsigned long long* meta; \
+            real_t* y; };
 extern \"C\" __global__ void k1(const TestArgs a) { a.y[0] = a.alpha; }
 extern \"C\" __global__ void k2(TestArgs a) { a.y[0] = a.alpha; }
-extern \"C\" __global__ void k3(int n, const int* __restrict__ rows, const unsigned char* bytes,
-    const unsigned long long* meta, real_t* __restrict__ y, real_t alpha, unsigned flags,
-    unsigned long long count) { y[0] = alpha; }
+extern \"C\" __global__ void k3(int n, const int* __restrict__ rows, unsigned flags, real_t alpha,
+    const unsigned char* bytes, unsigned long long count, const unsigned long long* meta,
+    real_t* __restrict__ y) { y[0] = alpha; }
 ";
         let source = GOOD.replacen(edit.0, edit.1, 1);
         assert!(
@@ -894,10 +895,10 @@ extern \"C\" __global__ void k3(int n, const int* __restrict__ rows, const unsig
             // two fields swapped
             (
                 (
-                    "const int* rows; const unsigned char* bytes;",
-                    "const unsigned char* bytes; const int* rows;",
+                    "unsigned flags; real_t alpha;",
+                    "real_t alpha; unsigned flags;",
                 ),
-                "TestArgs.rows: at offset 8",
+                "TestArgs.flags: at offset 16",
             ),
             // a field of another type
             (
@@ -911,7 +912,7 @@ extern \"C\" __global__ void k3(int n, const int* __restrict__ rows, const unsig
             ),
             // a field too few
             (
-                ("unsigned long long count; };", "};"),
+                ("real_t* y; };", "};"),
                 "TestArgs: the Rust struct has 64 bytes",
             ),
             // an entry taking something else
@@ -922,14 +923,14 @@ extern \"C\" __global__ void k3(int n, const int* __restrict__ rows, const unsig
             // parameter lists: one too many, a type slip
             (
                 (
-                    "unsigned long long count) {",
-                    "unsigned long long count, int extra) {",
+                    "real_t* __restrict__ y) {",
+                    "real_t* __restrict__ y, int extra) {",
                 ),
                 "entry k3: 8 parameters",
             ),
             (
-                ("real_t alpha, unsigned flags,", "real_t alpha, int flags,"),
-                "entry k3, parameter 6 (TestArgs.flags)",
+                ("rows, unsigned flags,", "rows, int flags,"),
+                "entry k3, parameter 2 (TestArgs.flags)",
             ),
         ] {
             match super::super::compile_checked_ptx(&test_source(edit), Precision::F64, "sm_90") {
