@@ -9,12 +9,14 @@
 //!     takes it by value (`extern "C" __global__ void k(const KArgs a)`) and reads `a.field`,
 //!     as CUB passes `SpmvParams`. Read-only loads are explicit `ldg`: a struct member carries
 //!     no `__restrict__` from which the compiler would derive them.
-//!   - [`Abi::Params`], for entries whose plain loads rely on `__restrict__` *parameters*: the
-//!     compiler turns a load through a `const T* __restrict__` kernel parameter into a
-//!     non-coherent cached load (`LDG.CONSTANT`) and schedules around it, which it does not do
-//!     through a struct member or a local, so such kernels would change code and speed behind a
-//!     struct. Their parameter list stays, and is the struct's fields in order, so the same Rust
-//!     struct is passed field by field.
+//!   - [`Abi::Params`], for entries whose compiled code depends on `__restrict__`
+//!     *parameters*: the compiler turns a plain load through a `const T* __restrict__` kernel
+//!     parameter into a non-coherent cached load (`LDG.CONSTANT`) and schedules loads and stores
+//!     on the parameters' no-alias promise, which it does not do through a struct member (nor a
+//!     `__restrict__` local), so such kernels would change code and speed behind a struct. Their
+//!     parameter list stays, and is the struct's fields in order, so the same Rust struct is
+//!     passed field by field. Which ABI an entry takes is decided by comparing its SASS
+//!     (`scripts/sass.py`).
 //! - **Checked once, at compile time.** A room's [`Kernels`] names each entry, its struct and its
 //!   ABI. When NVRTC compiles the source for the launch layer ([`Gpu::kernel`](super::Gpu::kernel)),
 //!   `static_assert`s generated from the Rust structs ([`layout_checks`]) are appended: for a
@@ -279,7 +281,7 @@ pub enum Abi {
     /// By value: `k(const KArgs a)`, the kernel source declaring the same struct.
     Struct,
     /// As its parameter list: `k(f0, f1, ...)`, one parameter per field in order (for entries
-    /// whose loads rely on `__restrict__` parameters; module doc).
+    /// whose code depends on `__restrict__` parameters; module doc).
     Params,
 }
 

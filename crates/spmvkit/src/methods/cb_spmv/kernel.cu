@@ -33,9 +33,9 @@
 
 // The parameters of every entry: the fields of CbArgs (gpu.rs) in order, checked at compile
 // time; each entry uses its part (cb_spmv: the first 21, cb_spmv_grid: the first 23, the run
-// kernels: the first 13 and the last 7). A parameter list rather than the struct by value
-// because the plain loads rely on __restrict__ parameters (gpu/launch.rs, Abi::Params). y is
-// __restrict__ in the run kernels only (Y_RESTRICT).
+// kernels: the first 13 and the last 7). A parameter list, not the struct by value, because the
+// compiled code depends on __restrict__ parameters, which struct members do not carry
+// (gpu/launch.rs, Abi::Params). y is __restrict__ in the run kernels only (Y_RESTRICT).
 #define CB_PARAMS(Y_RESTRICT)                                                                   \
     const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,      \
         const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x,        \

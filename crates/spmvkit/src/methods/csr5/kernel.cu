@@ -11,9 +11,9 @@ __device__ __forceinline__ void csr5_store(real_t* y, int i, real_t alpha, real_
     y[i] = (beta == (real_t)0) ? t : fma(beta, y[i], t);
 }
 
-// Parameters: the fields of Csr5Args (gpu.rs) in order, checked at compile time; the entries
-// take parameter lists rather than their structs by value because their plain loads rely on
-// __restrict__ parameters (gpu/launch.rs, Abi::Params).
+// Parameters: the fields of Csr5Args (gpu.rs) in order, checked at compile time; parameter
+// lists, not the structs by value, because the compiled code depends on __restrict__ parameters,
+// which struct members do not carry (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void csr5_spmv(
     int ntiles, int sigma, int npacket, int y_bits,
     const int* __restrict__ row_ptr, const int* __restrict__ col_idx, const real_t* __restrict__ vals,

@@ -42,9 +42,9 @@ __device__ __forceinline__ void dasp_store(real_t* y, int i, real_t alpha, real_
     y[i] = (beta == (real_t)0) ? t : fma(beta, y[i], t);
 }
 
-// Parameters: the fields of DaspArgs (gpu.rs) in order, checked at compile time; the entries
-// take parameter lists rather than their structs by value because their plain loads rely on
-// __restrict__ parameters (gpu/launch.rs, Abi::Params).
+// Parameters: the fields of DaspArgs (gpu.rs) in order, checked at compile time; parameter
+// lists, not the structs by value, because the compiled code depends on __restrict__ parameters,
+// which struct members do not carry (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void dasp_spmv(
     int nparts, const int* __restrict__ part_start, const int* __restrict__ part_end,
     const int* __restrict__ long_cols, const real_t* __restrict__ long_vals, real_t* __restrict__ long_part,

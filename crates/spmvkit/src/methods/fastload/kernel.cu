@@ -142,9 +142,9 @@ __device__ __forceinline__ void fl_blocks(long long first, int nblocks, int bpw,
 }
 
 // Parameters: the fields of FastLoadArgs (gpu.rs) in order, checked at compile time, as for
-// fastload_spmv_grid and (HubCombineArgs) fastload_hub_combine; parameter lists rather than the
-// structs by value because the plain loads rely on __restrict__ parameters (gpu/launch.rs,
-// Abi::Params).
+// fastload_spmv_grid and (HubCombineArgs) fastload_hub_combine; parameter lists, not the structs
+// by value, because the compiled code depends on __restrict__ parameters, which struct members do
+// not carry (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __restrict__ blk_ptr,
                                          const int* __restrict__ blk_col,
                                          const unsigned char* __restrict__ blk_info,

@@ -113,9 +113,9 @@ __device__ __forceinline__ void hbp_cta_range(int q, int qend, int nbr, int nbc,
     }
 }
 
-// Parameters: the fields of HbpArgs (gpu.rs) in order, checked at compile time; the entries
-// take parameter lists rather than their structs by value because their plain loads rely on
-// __restrict__ parameters (gpu/launch.rs, Abi::Params).
+// Parameters: the fields of HbpArgs (gpu.rs) in order, checked at compile time; parameter
+// lists, not the structs by value, because the compiled code depends on __restrict__ parameters,
+// which struct members do not carry (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void hbp_spmv(int nbr, int nbc, int nrows, int ncols, int block_rows,
                                     int block_cols, int dense, const int* __restrict__ blk_slot,
                                     const int* __restrict__ blk_group,
