@@ -276,7 +276,7 @@ pub fn layout_by_precision<A32: KernelArgs, A64: KernelArgs>(p: Precision) -> Ar
 }
 
 /// How an entry point receives its argument struct.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Abi {
     /// By value: `k(const KArgs a)`, the kernel source declaring the same struct.
     Struct,
@@ -318,6 +318,17 @@ impl Kernels {
     /// The declared entry called `name`.
     pub fn entry(&self, name: &str) -> Option<&'static Entry> {
         self.entries.iter().find(|e| e.name == name)
+    }
+
+    /// A hash of the entry list (names, structs, ABIs): what tells modules of one source compiled
+    /// with different layout checks apart, without building the checks.
+    pub fn key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for e in self.entries {
+            (e.name, e.args.name, e.abi).hash(&mut h);
+        }
+        h.finish()
     }
 }
 

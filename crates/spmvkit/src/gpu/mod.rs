@@ -145,8 +145,8 @@ impl<T: Scalar> YPrologue<T> {
 const UTIL_THREADS: u32 = 256;
 
 /// Loaded modules, keyed by (kernel text, precision, the entry list whose layout checks were
-/// compiled in: its address, none for [`Gpu::function`]).
-type ModuleCache = HashMap<(&'static str, Precision, Option<usize>), Arc<CudaModule>>;
+/// compiled in: [`Kernels::key`], none for [`Gpu::function`]).
+type ModuleCache = HashMap<(&'static str, Precision, Option<u64>), Arc<CudaModule>>;
 
 /// One GPU: its context, the stream spmvkit works on, and its properties.
 pub struct Gpu {
@@ -519,11 +519,7 @@ impl Gpu {
         precision: Precision,
         checked: Option<&Kernels>,
     ) -> Result<Arc<CudaModule>> {
-        let key = (
-            k.source,
-            precision,
-            checked.map(|c| c.entries.as_ptr() as usize),
-        );
+        let key = (k.source, precision, checked.map(Kernels::key));
         if let Some(m) = self.lock_modules().get(&key) {
             return Ok(m.clone());
         }
