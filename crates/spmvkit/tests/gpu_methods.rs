@@ -439,9 +439,45 @@ fn gpu_broken_kernel_is_nvrtc_error_and_allocates_nothing() {
     // A missing entry point in a module that compiles is a CUDA error (the module itself may
     // take device memory, in 2 MiB pages, once loaded).
     let e = gpu
-        .function::<f32>(&spmvkit::methods::csr_scalar::KERNEL, "no_such_entry")
+        .function::<f32>(
+            &spmvkit::methods::csr_scalar::KERNEL.source,
+            "no_such_entry",
+        )
         .unwrap_err();
     assert!(matches!(e, Error::Cuda { .. }), "{e}");
+}
+
+spmvkit::kernel_args! {
+    /// Not the arguments of any entry.
+    struct WrongArgs<'a, T> {
+        y: spmvkit::gpu::DevMut<'a, T>,
+        n: i32,
+    }
+}
+
+#[test]
+fn gpu_launch_layer_refuses_undeclared_entries_and_wrong_structs() {
+    let Some((gpu, _lock)) =
+        common::gpu_or_skip("gpu_launch_layer_refuses_undeclared_entries_and_wrong_structs")
+    else {
+        return;
+    };
+    let k = &spmvkit::methods::csr_scalar::KERNEL;
+    match gpu.kernel::<f32, WrongArgs<f32>>(k, "no_such_entry") {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("not in its Kernels list"), "{m}"),
+        Err(other) => panic!("expected Error::InvalidArgument, got {other}"),
+        Ok(_) => panic!("an undeclared entry loaded"),
+    }
+    match gpu.kernel::<f32, WrongArgs<f32>>(k, "csr_scalar") {
+        Err(Error::InvalidArgument(m)) => {
+            assert!(
+                m.contains("CsrScalarArgs") && m.contains("WrongArgs"),
+                "{m}"
+            )
+        }
+        Err(other) => panic!("expected Error::InvalidArgument, got {other}"),
+        Ok(_) => panic!("an entry loaded with the wrong struct"),
+    }
 }
 
 #[test]

@@ -20,7 +20,7 @@ use std::ops::Range;
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use spmvkit::cpu::{check, oracle_spmv};
-use spmvkit::gpu::{Gpu, TimingConfig, TimingMode, UTIL_KERNELS};
+use spmvkit::gpu::{Gpu, TimingConfig, TimingMode};
 use spmvkit::methods::{registry, Params, PrepareFor};
 use spmvkit::{Backend, Csr, Error, Plan, PlanOptions, Scalar};
 
@@ -155,21 +155,13 @@ const TAIL: usize = 1 << 20;
 const BIG_FREE: usize = 20 << 30;
 
 /// Launches `spmvkit_scale` (y = beta·y over n elements) with one block of 256 threads per 256
-/// elements: a grid covering the whole vector, the largest stride the kernel can see.
+/// elements: a grid covering the whole vector, the largest stride the kernel can see (the y
+/// prologue with a cap of ⌈n/256⌉ CTAs per SM never caps it).
 fn scale_full_grid(gpu: &Gpu, y: &mut CudaSlice<f32>, n: usize, beta: f32) {
-    let f = gpu
-        .function::<f32>(&UTIL_KERNELS, "spmvkit_scale")
-        .expect("spmvkit_scale");
-    let cfg = LaunchConfig {
-        grid_dim: (n.div_ceil(256) as u32, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let n_i = n as i32;
-    let mut b = gpu.stream().launch_builder(&f);
-    b.arg(y).arg(&n_i).arg(&beta);
-    // SAFETY: spmvkit_scale(real_t*, int, real_t) with n <= y.len().
-    unsafe { b.launch(cfg) }.expect("spmvkit_scale launch");
+    gpu.y_prologue_kernel::<f32>(n.div_ceil(256))
+        .expect("spmvkit_scale")
+        .run(gpu, y, n, beta)
+        .expect("spmvkit_scale launch");
 }
 
 /// `cg_p` (p = r + beta·p, beta from s[S_BETA]) over n elements with `blocks` blocks of 256.

@@ -1,10 +1,10 @@
 //! CI NVRTC check (issue #3): every method room's kernel (`spmvkit::methods::kernel_sources()`),
-//! with the shared prelude, compiles for sm_80 and sm_90 in f32 and f64. Needs only libnvrtc, no
-//! GPU: `.ci/nvrtc-check` installs the pinned NVRTC wheel and runs this with
+//! with the shared prelude and the launch layer's layout checks of its argument structs, compiles
+//! for sm_80 and sm_90 in f32 and f64. Needs only libnvrtc, no GPU: `.ci/nvrtc-check` installs the pinned NVRTC wheel and runs this with
 //! `SPMVKIT_REQUIRE_NVRTC=1`. Without libnvrtc the tests are skipped, and fail under that variable
 //! or `SPMVKIT_REQUIRE_GPU=1` (`spmvkit::testing`).
 
-use spmvkit::gpu::{compile_ptx, nvrtc_version, KernelSource};
+use spmvkit::gpu::{compile_checked_ptx, compile_ptx, nvrtc_version, KernelSource, Kernels};
 use spmvkit::testing::nvrtc_or_skip;
 use spmvkit::{Error, Precision};
 
@@ -18,18 +18,27 @@ fn every_kernel_compiles_for_sm80_and_sm90_in_both_precisions() {
     eprintln!("NVRTC version {:?}", nvrtc_version());
     let mut sources = spmvkit::methods::kernel_sources();
     sources.extend(spmvkit::gpu::internal_kernels());
-    sources.extend(spmvkit::solve::kernel_sources());
+    sources.extend(
+        spmvkit::solve::kernel_sources()
+            .into_iter()
+            .map(Kernels::unchecked),
+    );
     let mut failures = Vec::new();
     let mut compiled = 0;
     for k in &sources {
+        let name = k.source.name;
         for arch in ARCHS {
             for p in Precision::ALL {
-                match compile_ptx(k, p, arch) {
+                match compile_checked_ptx(k, p, arch) {
                     Ok(ptx) => {
-                        assert!(ptx.contains(".entry"), "{} {arch} {p}: no entry", k.name);
+                        assert!(ptx.contains(".entry"), "{name} {arch} {p}: no entry");
+                        for e in k.entries {
+                            let head = format!(".entry {}(", e.name);
+                            assert!(ptx.contains(&head), "{name} {arch} {p}: no {}", e.name);
+                        }
                         compiled += 1;
                     }
-                    Err(e) => failures.push(format!("{} {arch} {p}: {e}", k.name)),
+                    Err(e) => failures.push(format!("{name} {arch} {p}: {e}")),
                 }
             }
         }

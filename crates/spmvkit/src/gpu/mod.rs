@@ -1,8 +1,11 @@
 //! Shared GPU plumbing (issue #3): device detection, the context and its stream, device and pinned
 //! memory (`memory.rs`), the NVRTC compile cache ([`nvrtc`], with the shared `prelude.cu`), the
-//! timing protocol ([`timing`]), the limits probe ([`probe`]: read bandwidth and random-gather
-//! rate) and the cuSPARSE baseline's RAII wrapper ([`cusparse`]). This module knows no method;
-//! method rooms build on the surface in `docs/gpu-contract.md`.
+//! launch layer ([`launch`]: one argument struct per entry, checked against the kernel at
+//! compile time, one [`Gpu::launch`] with named shapes, the stream/graph mode rule), the y
+//! prologue of atomic methods ([`YPrologue`]), the timing protocol ([`timing`]), the limits
+//! probe ([`probe`]: read bandwidth and random-gather rate) and the cuSPARSE baseline's RAII
+//! wrapper ([`cusparse`]). This module knows no method; method rooms build on the surface in
+//! `docs/gpu-contract.md`.
 //!
 //! Every CUDA library is loaded dynamically through `cudarc`. Presence of libcuda, libnvrtc and
 //! libcusparse is checked with `is_culib_present()` before any call (cudarc panics on a missing
@@ -27,6 +30,7 @@
 //!   [`Gpu::stream`] with events itself: cudarc will not.
 
 pub mod cusparse;
+pub mod launch;
 mod memory;
 pub mod nvrtc;
 pub mod probe;
@@ -37,12 +41,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream};
 
+pub use launch::{
+    Abi, ByMode, DevMut, DevRef, Entry, Kernel, KernelArgs, Kernels, LaunchMode, Shape,
+};
 pub use memory::{PinnedBuffer, PinnedSource};
-pub use nvrtc::{compile_ptx, nvrtc_present, nvrtc_version, PRELUDE};
+pub use nvrtc::{compile_checked_ptx, compile_ptx, nvrtc_present, nvrtc_version, PRELUDE};
 pub use probe::{run_probe, GatherPoint, Probe, ProbeOptions};
 pub use timing::{
     capture_graph, measure_copy_bandwidth, time_graph, time_stream, Timing, TimingConfig,
@@ -61,19 +66,87 @@ pub struct KernelSource {
     pub source: &'static str,
 }
 
+crate::kernel_args! {
+    /// `spmvkit_scale`'s arguments: y[..n] = β·y[..n].
+    struct ScaleArgs<'a, T> {
+        y: DevMut<'a, T>,
+        n: i32,
+        beta: T,
+    }
+}
+
+crate::kernel_args! {
+    /// `spmvkit_gather`'s arguments: out[i] = x[idx[i]] for i < n.
+    struct GatherArgs<'a, T> {
+        out: DevMut<'a, T>,
+        x: DevRef<'a, T>,
+        idx: DevRef<'a, u32>,
+        n: i32,
+    }
+}
+
 /// Kernels of the runtime itself (no method): `spmvkit_scale`, `spmvkit_gather`.
-pub const UTIL_KERNELS: KernelSource = KernelSource {
-    name: "spmvkit-util",
-    source: include_str!("util.cu"),
+pub const UTIL_KERNELS: Kernels = Kernels {
+    source: KernelSource {
+        name: "spmvkit-util",
+        source: include_str!("util.cu"),
+    },
+    entries: &[
+        ScaleArgs::entry("spmvkit_scale"),
+        GatherArgs::entry("spmvkit_gather"),
+    ],
 };
 
 /// The runtime's own kernels (the helpers and the limits probe), for the CI NVRTC check.
-pub fn internal_kernels() -> Vec<KernelSource> {
-    vec![UTIL_KERNELS, probe::PROBE_KERNELS]
+pub fn internal_kernels() -> Vec<Kernels> {
+    vec![UTIL_KERNELS, Kernels::unchecked(probe::PROBE_KERNELS)]
 }
 
-/// Loaded modules, keyed by (kernel text, precision).
-type ModuleCache = HashMap<(&'static str, Precision), Arc<CudaModule>>;
+/// The y prologue of methods that add into y (atomics, carries), loaded for precision `T`:
+/// y[..n] = β·y[..n], zeros without reading y when β = 0. Made once at upload
+/// ([`Gpu::y_prologue`], [`Gpu::y_prologue_kernel`]), run at every call ([`YPrologue::run`]).
+pub struct YPrologue<T: Scalar> {
+    k: Kernel<ScaleArgs<'static, T>>,
+    ctas_per_sm: usize,
+    memset_zero: bool,
+}
+
+impl<T: Scalar> YPrologue<T> {
+    /// Enqueues the prologue on [`Gpu::stream`] for y[..n]; `n` is checked against `y`.
+    pub fn run(&self, gpu: &Gpu, y: &mut CudaSlice<T>, n: usize, beta: T) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        if n > y.len() {
+            return Err(Error::DimensionMismatch {
+                what: "scale: n exceeds the buffer".into(),
+                expected: y.len(),
+                got: n,
+            });
+        }
+        if self.memset_zero && beta == T::zero() {
+            return gpu
+                .stream
+                .memset_zeros(&mut y.slice_mut(0..n))
+                .map_err(|e| Error::cuda("zeroing y", e));
+        }
+        let args = ScaleArgs {
+            y: DevMut::new(y),
+            n: kernel_int("scale: element count", n)?,
+            beta,
+        };
+        let shape = Shape::grid_stride(n, UTIL_THREADS, gpu.sm_count * self.ctas_per_sm);
+        // SAFETY: the kernel touches y[..n], and n ≤ y.len() (checked above).
+        unsafe { gpu.launch(&self.k, shape, &args) }
+    }
+}
+
+/// Threads per CTA of the runtime's grid-stride kernels.
+const UTIL_THREADS: u32 = 256;
+
+/// Loaded modules, keyed by (kernel text, precision, the entry list whose layout checks were
+/// compiled in: [`Kernels::key`], none for [`Gpu::function`]).
+type ModuleCache = HashMap<(&'static str, Precision, Option<u64>), Arc<CudaModule>>;
 
 /// One GPU: its context, the stream spmvkit works on, and its properties.
 pub struct Gpu {
@@ -233,15 +306,26 @@ impl Gpu {
             .map_err(|e| Error::cuda("creating a stream", e))
     }
 
-    /// Whether [`Gpu::stream`] is being captured into a CUDA graph right now. Methods whose best
-    /// launch plan differs between stream launches and graph replay (one cooperative launch
-    /// saves a launch's host overhead on a stream, and costs a grid barrier in a graph) ask this
-    /// at each call; an error reads as "not capturing".
-    pub fn stream_is_capturing(&self) -> bool {
-        matches!(
-            self.stream.capture_status(),
-            Ok(cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE)
-        )
+    /// Whether the work enqueued now on [`Gpu::stream`] runs on the stream or is captured into a
+    /// CUDA graph. Methods whose best launch plan differs between the two keep that choice as a
+    /// [`ByMode`] and ask at each call; an error reads as [`LaunchMode::Stream`].
+    pub fn launch_mode(&self) -> LaunchMode {
+        match self.stream.capture_status() {
+            Ok(cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE) => {
+                LaunchMode::Graph
+            }
+            _ => LaunchMode::Stream,
+        }
+    }
+
+    /// [`Gpu::launch_mode`] when `needed` (some choice of the call varies by mode), else
+    /// [`LaunchMode::Stream`] without asking the driver.
+    pub fn launch_mode_if(&self, needed: bool) -> LaunchMode {
+        if needed {
+            self.launch_mode()
+        } else {
+            LaunchMode::Stream
+        }
     }
 
     /// Blocks until everything enqueued on [`Gpu::stream`] has finished.
@@ -255,7 +339,7 @@ impl Gpu {
     /// precision `T` (the prelude prepended; see [`nvrtc`]). Compiled code is cached per process
     /// and loaded modules per GPU, so a second call is a hash lookup.
     pub fn function<T: Scalar>(&self, k: &KernelSource, entry: &str) -> Result<CudaFunction> {
-        let module = self.module(k, T::PRECISION)?;
+        let module = self.module(k, T::PRECISION, None)?;
         module.load_function(entry).map_err(|e| {
             Error::cuda(
                 format!(
@@ -268,39 +352,124 @@ impl Gpu {
         })
     }
 
-    /// Enqueues y[..n] = β·y[..n] on [`Gpu::stream`]; with β = 0, y is zeroed without being read
-    /// (so NaN garbage does not survive). For methods that accumulate with atomics.
-    pub fn scale<T: Scalar>(&self, y: &mut CudaSlice<T>, n: usize, beta: T) -> Result<()> {
-        if n == 0 {
+    /// The entry point `entry` of `k` for the launch layer, compiled by NVRTC for this device in
+    /// precision `T` with the layout checks of `k`'s argument structs appended (see [`launch`]):
+    /// `entry` must be in `k`'s list, taking `A`. Cached as [`Gpu::function`] is.
+    pub fn kernel<T: Scalar, A: KernelArgs>(&self, k: &Kernels, entry: &str) -> Result<Kernel<A>> {
+        let decl = k.entry(entry).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{}: entry '{entry}' is not in its Kernels list",
+                k.source.name
+            ))
+        })?;
+        let declared = (decl.args.layout)(T::PRECISION);
+        if A::layout() != declared {
+            return Err(Error::InvalidArgument(format!(
+                "{}: entry '{entry}' takes {} ({}), loaded as taking {} ({})",
+                k.source.name,
+                declared.name,
+                T::PRECISION,
+                A::NAME,
+                T::PRECISION
+            )));
+        }
+        let module = self.module(&k.source, T::PRECISION, Some(k))?;
+        let f = module.load_function(entry).map_err(|e| {
+            Error::cuda(
+                format!(
+                    "{}: finding entry point '{entry}' for {}",
+                    k.source.name,
+                    T::PRECISION
+                ),
+                e,
+            )
+        })?;
+        Ok(Kernel::new(f, decl))
+    }
+
+    /// Enqueues one launch of `k` on [`Gpu::stream`] with `args` (by value, or field by field as
+    /// the parameter list: the entry's [`Abi`]), in `shape`; a shape of no CTAs launches nothing.
+    /// The struct's layout was checked against the kernel when it was compiled ([`Gpu::kernel`]),
+    /// its pointers are live slices borrowed for the call, and the launch is stream-ordered before
+    /// any later free of them.
+    ///
+    /// # Safety
+    ///
+    /// The kernel's data contract: the arrays in `args` hold what the kernel indexes (the room's
+    /// layout builder guarantees it), the vectors are as long as its `run_unchecked` contract
+    /// requires, and a buffer lent with [`DevMut::scratch`] is lent nowhere else in `args`.
+    pub unsafe fn launch<A: KernelArgs>(
+        &self,
+        k: &Kernel<A>,
+        shape: Shape,
+        args: &A,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.launch_on(&self.stream, k, shape, args) }
+    }
+
+    /// [`Gpu::launch`] on a side stream of this context.
+    ///
+    /// # Safety
+    ///
+    /// As [`Gpu::launch`], and `stream`'s uses of the buffers are ordered against
+    /// [`Gpu::stream`]'s (module doc).
+    pub(crate) unsafe fn launch_on<A: KernelArgs>(
+        &self,
+        stream: &CudaStream,
+        k: &Kernel<A>,
+        shape: Shape,
+        args: &A,
+    ) -> Result<()> {
+        if shape.ctas_count() == 0 {
             return Ok(());
         }
-        if n > y.len() {
-            return Err(Error::DimensionMismatch {
-                what: "scale: n exceeds the buffer".into(),
-                expected: y.len(),
-                got: n,
-            });
+        if self.ctx.is_event_tracking() {
+            return Err(Error::cuda(
+                format!("{} launch", k.name()),
+                "cudarc's event tracking is on, which the launch layer's raw addresses bypass",
+            ));
         }
-        if beta == T::zero() {
-            return self
-                .stream
-                .memset_zeros(&mut y.slice_mut(0..n))
-                .map_err(|e| Error::cuda("zeroing y", e));
-        }
-        let f = self.function::<T>(&UTIL_KERNELS, "spmvkit_scale")?;
-        let n_i32 = kernel_int("scale: element count", n)?;
-        let blocks = n.div_ceil(256).min(self.sm_count * 32) as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
+        let cfg = shape.config()?;
+        let mut b = stream.launch_builder(k.function());
+        k.push(args, &mut b);
+        // SAFETY: the struct, or its fields as the parameters, as NVRTC checked them against the
+        // entry when it compiled it (Gpu::kernel); the caller's data contract.
+        let launched = if shape.is_cooperative() {
+            unsafe { b.launch_cooperative(cfg) }
+        } else {
+            unsafe { b.launch(cfg) }
         };
-        let mut b = self.stream.launch_builder(&f);
-        b.arg(y).arg(&n_i32).arg(&beta);
-        // SAFETY: spmvkit_scale(real_t*, int, real_t) with n ≤ y.len().
-        unsafe { b.launch(cfg) }
+        launched
             .map(|_| ())
-            .map_err(|e| Error::cuda("spmvkit_scale launch", e))
+            .map_err(|e| Error::cuda(format!("{} launch", k.name()), e))
+    }
+
+    /// Enqueues y[..n] = β·y[..n] on [`Gpu::stream`]; with β = 0, y is zeroed without being read
+    /// (so NaN garbage does not survive). For methods that accumulate with atomics and call it
+    /// rarely; a room that scales at every call keeps a [`Gpu::y_prologue`].
+    pub fn scale<T: Scalar>(&self, y: &mut CudaSlice<T>, n: usize, beta: T) -> Result<()> {
+        self.y_prologue::<T>()?.run(self, y, n, beta)
+    }
+
+    /// The y prologue as [`Gpu::scale`] runs it: a memset when β = 0, otherwise a grid-stride
+    /// kernel of at most 32 CTAs of 256 threads per SM.
+    pub fn y_prologue<T: Scalar>(&self) -> Result<YPrologue<T>> {
+        Ok(YPrologue {
+            k: self.kernel::<T, _>(&UTIL_KERNELS, "spmvkit_scale")?,
+            ctas_per_sm: 32,
+            memset_zero: true,
+        })
+    }
+
+    /// The y prologue as one grid-stride kernel launch for every β (the kernel writes the zeros
+    /// when β = 0), at most `ctas_per_sm` CTAs of 256 threads per SM.
+    pub fn y_prologue_kernel<T: Scalar>(&self, ctas_per_sm: usize) -> Result<YPrologue<T>> {
+        Ok(YPrologue {
+            k: self.kernel::<T, _>(&UTIL_KERNELS, "spmvkit_scale")?,
+            ctas_per_sm,
+            memset_zero: false,
+        })
     }
 
     /// Enqueues `out[i] = x[idx[i]]` for `i < n` on `stream` (packing scattered entries, e.g. the
@@ -329,29 +498,33 @@ impl Gpu {
                 got: n,
             });
         }
-        let f = self.function::<T>(&UTIL_KERNELS, "spmvkit_gather")?;
-        let n_i32 = kernel_int("gather: element count", n)?;
-        let blocks = n.div_ceil(256).min(self.sm_count * 32) as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
+        let k = self.kernel::<T, GatherArgs<T>>(&UTIL_KERNELS, "spmvkit_gather")?;
+        let args = GatherArgs {
+            out: DevMut::new(out),
+            x: DevRef::new(x),
+            idx: DevRef::new(idx),
+            n: kernel_int("gather: element count", n)?,
         };
-        let mut b = stream.launch_builder(&f);
-        b.arg(out).arg(x).arg(idx).arg(&n_i32);
-        // SAFETY: spmvkit_gather(real_t*, const real_t*, const unsigned*, int) with n within
-        // out and idx; the caller guarantees idx < x.len().
-        unsafe { b.launch(cfg) }
-            .map(|_| ())
-            .map_err(|e| Error::cuda("spmvkit_gather launch", e))
+        let shape = Shape::grid_stride(n, UTIL_THREADS, self.sm_count * 32);
+        // SAFETY: n is within out and idx (checked above); the caller guarantees idx < x.len()
+        // and orders `stream` against Gpu::stream.
+        unsafe { self.launch_on(stream, &k, shape, &args) }
     }
 
-    fn module(&self, k: &KernelSource, precision: Precision) -> Result<Arc<CudaModule>> {
-        let key = (k.source, precision);
+    /// The module of `k` in `precision`, compiled with the layout checks of `checked`'s argument
+    /// structs when given (the launch layer), else as it is ([`Gpu::function`]).
+    fn module(
+        &self,
+        k: &KernelSource,
+        precision: Precision,
+        checked: Option<&Kernels>,
+    ) -> Result<Arc<CudaModule>> {
+        let key = (k.source, precision, checked.map(Kernels::key));
         if let Some(m) = self.lock_modules().get(&key) {
             return Ok(m.clone());
         }
-        let compiled = nvrtc::compile(k, precision, &self.arch())?;
+        let checks = checked.map_or(String::new(), |c| launch::layout_checks(c, precision));
+        let compiled = nvrtc::compile(k, &checks, precision, &self.arch())?;
         let image = match &compiled.cubin {
             Some(cubin) => cudarc::nvrtc::Ptx::from_binary(cubin.clone()),
             None => cudarc::nvrtc::Ptx::from_src(compiled.ptx.clone()),

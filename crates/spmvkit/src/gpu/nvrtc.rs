@@ -5,6 +5,10 @@
 //! result (PTX, plus the CUBIN when NVRTC made one) is cached in memory by (source, precision,
 //! arch), which fixes the options.
 //!
+//! A source compiled for the launch layer ([`super::launch::Kernels`]) gets the layout checks of
+//! its argument structs appended ([`super::launch::layout_checks`]), so a struct that disagrees
+//! with its Rust twin fails here, with the assertion naming struct and field in the log.
+//!
 //! Loading the CUBIN rather than the PTX skips the driver's JIT and sidesteps PTX-version
 //! mismatches when the NVRTC library is newer than the driver. Works without a GPU (only libnvrtc
 //! is needed), which the CI check (`tests/nvrtc_compile.rs`) relies on.
@@ -15,6 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::nvrtc::{result, sys};
 
+use super::launch::{layout_checks, Kernels};
 use super::KernelSource;
 use crate::error::{Error, Result};
 use crate::scalar::Precision;
@@ -29,7 +34,8 @@ pub(crate) struct Compiled {
     pub cubin: Option<Vec<u8>>,
 }
 
-type CompileCache = HashMap<(&'static str, Precision, String), Arc<Compiled>>;
+/// Compiled code by (kernel text, precision, arch, appended layout checks).
+type CompileCache = HashMap<(&'static str, Precision, String, String), Arc<Compiled>>;
 
 fn cache() -> &'static Mutex<CompileCache> {
     static CACHE: OnceLock<Mutex<CompileCache>> = OnceLock::new();
@@ -78,22 +84,47 @@ pub fn full_source(k: &KernelSource) -> String {
     )
 }
 
+/// [`full_source`] followed by `checks` (the layout checks of the launch layer), marked
+/// `<room>/args-check` in the log.
+fn full_source_with(k: &KernelSource, checks: &str) -> String {
+    let mut s = full_source(k);
+    if !checks.is_empty() {
+        s.push_str(&format!("#line 1 \"{}/args-check\"\n{checks}", k.name));
+    }
+    s
+}
+
 /// Compiles a kernel for an arch without any GPU (CI check): returns PTX or
 /// [`Error::Nvrtc`] with the log. Fails with [`Error::GpuUnavailable`] when libnvrtc is missing.
 pub fn compile_ptx(k: &KernelSource, precision: Precision, arch: &str) -> Result<String> {
-    Ok(compile(k, precision, arch)?.ptx.clone())
+    Ok(compile(k, "", precision, arch)?.ptx.clone())
 }
 
-/// Compiles (or finds in the cache) `k` for `arch` in `precision`.
-pub(crate) fn compile(k: &KernelSource, precision: Precision, arch: &str) -> Result<Arc<Compiled>> {
+/// As [`compile_ptx`], with the layout checks of `k`'s argument structs appended (what the
+/// launch layer loads): a struct that disagrees with its Rust twin is an [`Error::Nvrtc`].
+pub fn compile_checked_ptx(k: &Kernels, precision: Precision, arch: &str) -> Result<String> {
+    Ok(
+        compile(&k.source, &layout_checks(k, precision), precision, arch)?
+            .ptx
+            .clone(),
+    )
+}
+
+/// Compiles (or finds in the cache) `k` with `checks` appended for `arch` in `precision`.
+pub(crate) fn compile(
+    k: &KernelSource,
+    checks: &str,
+    precision: Precision,
+    arch: &str,
+) -> Result<Arc<Compiled>> {
     if !nvrtc_present() {
         return Err(Error::GpuUnavailable("libnvrtc not found".into()));
     }
-    let key = (k.source, precision, arch.to_string());
+    let key = (k.source, precision, arch.to_string(), checks.to_string());
     if let Some(c) = lock(cache()).get(&key) {
         return Ok(c.clone());
     }
-    let compiled = Arc::new(compile_uncached(k, precision, arch)?);
+    let compiled = Arc::new(compile_uncached(k, checks, precision, arch)?);
     lock(cache()).insert(key, compiled.clone());
     Ok(compiled)
 }
@@ -112,13 +143,18 @@ impl Drop for Program {
     }
 }
 
-fn compile_uncached(k: &KernelSource, precision: Precision, arch: &str) -> Result<Compiled> {
+fn compile_uncached(
+    k: &KernelSource,
+    checks: &str,
+    precision: Precision,
+    arch: &str,
+) -> Result<Compiled> {
     let fail = |log: String| Error::Nvrtc {
         kernel: format!("{} ({precision})", k.name),
         arch: arch.to_string(),
         log,
     };
-    let src = CString::new(full_source(k))
+    let src = CString::new(full_source_with(k, checks))
         .map_err(|_| fail("the kernel source contains a NUL byte".into()))?;
     let name = CString::new(format!("{}.cu", k.name))
         .map_err(|_| fail("the kernel name contains a NUL byte".into()))?;

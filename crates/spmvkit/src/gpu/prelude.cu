@@ -125,3 +125,17 @@ __device__ __forceinline__ real_t cta_gather_sum(const real_t* __restrict__ vals
     if (warp == 0) v = warp_reduce_sum(lane < nwarps ? wsum[lane] : (real_t)0);
     return v;
 }
+
+// The argument struct of entries that take a CSR matrix and the SpMV operands (csr-scalar,
+// csr-vector; the first field of csr-light's and merge's structs): its Rust twin is
+// methods::common::csr::CsrArgs, and the launch layer checks the two layouts at compile time.
+struct CsrArgs {
+    int nrows;
+    const int* row_ptr;
+    const int* col_idx;
+    const real_t* vals;
+    const real_t* x;
+    real_t* y;
+    real_t alpha;
+    real_t beta;
+};

@@ -235,6 +235,76 @@ fn params_text(p: &Params) -> String {
         .join(",")
 }
 
+/// Checks a room's [`Kernels`](crate::gpu::Kernels) for the launch layer: the source compiles
+/// for sm_90 in both precisions with the layout checks of its argument structs appended (see
+/// `gpu::launch`), and in the PTX every declared entry has one parameter of its struct's size
+/// (`Abi::Struct`) or one parameter per field, of the field's size (`Abi::Params`). Without
+/// libnvrtc the calling test is skipped (a failure under `SPMVKIT_REQUIRE_GPU=1` or
+/// `SPMVKIT_REQUIRE_NVRTC=1`).
+pub(crate) fn check_kernel_args(k: &crate::gpu::Kernels) {
+    use crate::gpu::launch::{Abi, FieldKind};
+    use crate::scalar::Precision;
+    let test = crate::testing::current_test()
+        .unwrap_or_else(|| format!("{} argument structs", k.source.name));
+    if !crate::testing::nvrtc_or_skip(&test) {
+        return;
+    }
+    assert!(
+        !k.entries.is_empty(),
+        "{}: no entries declared",
+        k.source.name
+    );
+    for p in Precision::ALL {
+        let ptx = crate::gpu::compile_checked_ptx(k, p, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+        for e in k.entries {
+            let head = format!(".entry {}(", e.name);
+            let at = ptx
+                .find(&head)
+                .unwrap_or_else(|| panic!("{} {p}: no entry {}", k.source.name, e.name));
+            let params = &ptx[at + head.len()..];
+            let params = &params[..params.find(')').unwrap_or(params.len())];
+            let params: Vec<&str> = params.split(',').filter(|s| s.contains(".param")).collect();
+            let l = (e.args.layout)(p);
+            let sizes: Vec<usize> = match e.abi {
+                Abi::Struct => vec![l.size],
+                Abi::Params => l
+                    .fields
+                    .iter()
+                    .map(|f| match f.kind {
+                        FieldKind::Int | FieldKind::Unsigned => 4,
+                        FieldKind::Real => p.bytes(),
+                        FieldKind::U64 | FieldKind::Ptr { .. } => 8,
+                        FieldKind::Struct(_) => f.nested.as_ref().map_or(0, |n| n.size),
+                    })
+                    .collect(),
+            };
+            assert_eq!(
+                params.len(),
+                sizes.len(),
+                "{} {p}: {} parameters",
+                k.source.name,
+                e.name
+            );
+            for (param, size) in params.iter().zip(sizes) {
+                let bits = format!("{}", size * 8);
+                let fits = param.trim_end().ends_with(&format!("[{size}]"))
+                    || param.contains(&format!(".b{bits} "))
+                    || param.contains(&format!(".u{bits} "))
+                    || param.contains(&format!(".s{bits} "))
+                    || param.contains(&format!(".f{bits} "));
+                assert!(
+                    fits,
+                    "{} {p}: {} takes `{}` where the Rust {} has {size} bytes",
+                    k.source.name,
+                    e.name,
+                    param.trim(),
+                    e.args.name
+                );
+            }
+        }
+    }
+}
+
 /// Checks that `k` compiles for sm_90 in both precisions and that each entry point exists with
 /// the given parameter kinds, one letter per parameter: `i` a 32-bit integer, `p` a pointer, `r`
 /// a `real_t` — the order the room's gpu.rs pushes its launch arguments. Without libnvrtc the

@@ -3,17 +3,33 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{AmfLayout, KERNEL};
-use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, Gpu};
+use crate::error::Result;
+use crate::gpu::{DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
+crate::kernel_args! {
+    /// `amf_csr_t{TPV}`'s arguments.
+    pub(super) struct AmfArgs<'a, T> {
+        blk_fold: DevRef<'a, Idx>,
+        fold_row: DevRef<'a, Idx>,
+        fold_ptr: DevRef<'a, Idx>,
+        cols: DevRef<'a, Idx>,
+        vals: DevRef<'a, T>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+        long_nnz: i32,
+    }
+}
+
 /// The device copy of an AMF-CSR layout.
 pub(super) struct DeviceAmf<T: Scalar> {
-    func: CudaFunction,
+    k: Kernel<AmfArgs<'static, T>>,
     nrows: usize,
     ncols: usize,
     nblocks: usize,
@@ -31,9 +47,8 @@ pub(super) fn upload<T: Scalar>(
     l: &AmfLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    let func = gpu.function::<T>(&KERNEL, &format!("amf_csr_t{}", l.tpv))?;
     Ok(Box::new(DeviceAmf {
-        func,
+        k: gpu.kernel::<T, _>(&KERNEL, &format!("amf_csr_t{}", l.tpv))?,
         nrows: l.nrows,
         ncols: l.ncols,
         nblocks: l.nblocks(),
@@ -61,31 +76,22 @@ impl<T: Scalar> DeviceLayout<T> for DeviceAmf<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        if self.nblocks == 0 {
-            return Ok(());
-        }
-        let cfg = LaunchConfig {
-            grid_dim: (grid_dim("amf-csr blocks", self.nblocks)?, 1, 1),
-            block_dim: (self.threads, 1, 1),
-            shared_mem_bytes: 0,
+        let args = AmfArgs {
+            blk_fold: DevRef::new(&self.blk_fold),
+            fold_row: DevRef::new(&self.fold_row),
+            fold_ptr: DevRef::new(&self.fold_ptr),
+            cols: DevRef::new(&self.cols),
+            vals: DevRef::new(&self.vals),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
+            long_nnz: self.long,
         };
-        let mut b = gpu.stream().launch_builder(&self.func);
-        b.arg(&self.blk_fold)
-            .arg(&self.fold_row)
-            .arg(&self.fold_ptr)
-            .arg(&self.cols)
-            .arg(&self.vals)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&self.long);
-        // SAFETY: the arguments match amf_csr_t{TPV} in kernel.cu; blk_fold has blocks + 1
-        // entries, fold_row and fold_ptr folds + 1, cols and vals nnz (packed columns < ncols),
-        // x ncols and y nrows (checked by DeviceLayout::run); threads is a multiple of 32 and
-        // of TPV.
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("amf-csr launch", e))?;
-        Ok(())
+        // SAFETY: blk_fold has blocks + 1 entries, fold_row and fold_ptr folds + 1, cols and vals
+        // nnz (packed columns < ncols), x ncols and y nrows (checked by DeviceLayout::run);
+        // threads is a multiple of 32 and of TPV.
+        unsafe { gpu.launch(&self.k, Shape::ctas(self.nblocks, self.threads), &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

@@ -77,13 +77,24 @@ __device__ __forceinline__ void amf_block(const int* __restrict__ blk_fold,
     }
 }
 
+// The entries' one argument (its Rust twin: gpu.rs, checked against it at compile time).
+struct AmfArgs {
+    const int* blk_fold;
+    const int* fold_row;
+    const int* fold_ptr;
+    const unsigned* cols;
+    const real_t* vals;
+    const real_t* x;
+    real_t* y;
+    real_t alpha;
+    real_t beta;
+    int long_nnz;
+};
+
 #define SPMVKIT_AMF_ENTRY(TPV)                                                                  \
-    extern "C" __global__ void amf_csr_t##TPV(                                                  \
-        const int* __restrict__ blk_fold, const int* __restrict__ fold_row,                     \
-        const int* __restrict__ fold_ptr, const unsigned* __restrict__ cols,                    \
-        const real_t* __restrict__ vals, const real_t* __restrict__ x, real_t* __restrict__ y, \
-        real_t alpha, real_t beta, int long_nnz) {                                              \
-        amf_block<TPV>(blk_fold, fold_row, fold_ptr, cols, vals, x, y, alpha, beta, long_nnz);  \
+    extern "C" __global__ void amf_csr_t##TPV(const AmfArgs a) {                                \
+        amf_block<TPV>(a.blk_fold, a.fold_row, a.fold_ptr, a.cols, a.vals, a.x, a.y, a.alpha,   \
+                       a.beta, a.long_nnz);                                                     \
     }
 
 SPMVKIT_AMF_ENTRY(1)

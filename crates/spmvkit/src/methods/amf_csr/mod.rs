@@ -37,7 +37,7 @@ mod gpu;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::params::{one_of, params, AutoOr};
@@ -45,9 +45,19 @@ use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec,
 use crate::scalar::{Idx, Scalar};
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "amf-csr",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "amf-csr",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[
+        gpu::AmfArgs::entry("amf_csr_t1"),
+        gpu::AmfArgs::entry("amf_csr_t2"),
+        gpu::AmfArgs::entry("amf_csr_t4"),
+        gpu::AmfArgs::entry("amf_csr_t8"),
+        gpu::AmfArgs::entry("amf_csr_t16"),
+        gpu::AmfArgs::entry("amf_csr_t32"),
+    ],
 };
 
 const NAME: &str = "amf-csr";

@@ -2,20 +2,22 @@
 //! u64 per slot), the per-panel block counts with the ticket and ready arrays (zeroed once at
 //! upload; the kernel resets them itself at the end of each call), and the column list when
 //! gathered, with 16 padding entries so that staging lanes never leave it. One launch per call
-//! of `nslots / (8·bpw)` CTAs of 256 threads; with `prologue=kernel` a grid-stride `cb_scale_y`
-//! launch goes first; with `prologue=grid` one cooperative launch (at most the CTAs that fit
-//! the GPU at once) does both. `accumulate=run` with aggregated regions runs `cb_spmv_run*`,
-//! the other configurations the general `cb_spmv*`; with `epilogue=owner` (their default) the
-//! run kernel is the one launch, with no scaling before it, and uploads the split panels'
-//! run counts with a zeroed workspace and counters. Nothing when the matrix has no rows.
+//! of `nslots / (8·bpw)` CTAs of 256 threads; with `prologue=kernel` the runtime's y prologue
+//! (a grid-stride launch of at most 8 CTAs per SM) goes first; with `prologue=grid` one
+//! cooperative launch (at most the CTAs that fit the GPU at once) does both. `accumulate=run`
+//! with aggregated regions runs `cb_spmv_run*`, the other configurations the general
+//! `cb_spmv*`; with `epilogue=owner` (their default) the run kernel is the one launch, with no
+//! scaling before it, and uploads the split panels' run counts with a zeroed workspace and
+//! counters. Every entry takes the same parameters (`CbArgs`). Nothing when the matrix has no
+//! rows.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{CbLayout, BS, KERNEL, WARPS};
-use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{kernel_int, ByMode, DevMut, DevRef, Gpu, Kernel, Shape, YPrologue};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::Scalar;
 
@@ -24,29 +26,61 @@ use crate::scalar::Scalar;
 /// loses on small matrices, where bpw = 1 or 2; measurements: `docs/methods/cb-spmv.md`).
 const OCCUPANCY8_MIN_BPW: usize = 8;
 
-/// Threads per block of the scaling kernel.
-const SCALE_THREADS: u32 = 256;
+/// CTAs per SM of the y prologue (one grid-stride launch for every β).
+const SCALE_CTAS_PER_SM: usize = 8;
+
+crate::kernel_args! {
+    /// The parameters of every cb-spmv entry (kernel.cu's `CB_PARAMS`): the general kernels use
+    /// the first 21 (`cb_spmv_grid` 23), the run kernels the first 13 and the last 7.
+    pub(super) struct CbArgs<'a, T> {
+        arena: DevRef<'a, u8>,
+        meta: DevRef<'a, u64>,
+        gcols: DevRef<'a, u32>,
+        gathered: i32,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+        m: i32,
+        n: i32,
+        coo_max: i32,
+        dense_min: i32,
+        bpw: i32,
+        split_vals: DevRef<'a, T>,
+        voff: DevRef<'a, u64>,
+        split: i32,
+        panel_nb: DevRef<'a, u32>,
+        tick: DevMut<'a, u32>,
+        ready: DevMut<'a, u32>,
+        fused: i32,
+        run: i32,
+        nctas: u64,
+        bar: DevMut<'a, u32>,
+        split_of: DevRef<'a, u32>,
+        nparts: DevRef<'a, u32>,
+        ws: DevMut<'a, T>,
+        cnt: DevMut<'a, u32>,
+        owner: i32,
+    }
+}
 
 /// The device copy of a cb-spmv layout.
 pub(super) struct DeviceCb<T: Scalar> {
-    spmv: CudaFunction,
-    spmv_grid: CudaFunction,
-    /// The run kernels (`cb_spmv_run*`): the general kernels' first thirteen arguments, then
-    /// nctas, bar and the owner epilogue's arrays.
-    lean: bool,
-    /// epilogue=owner: one launch of the run kernel, no scaling before it.
-    owner: bool,
-    /// The owner epilogue only when the stream is not being captured (epilogue=auto).
-    owner_stream_only: bool,
+    /// `cb_spmv`, or a run kernel (`cb_spmv_run*`: `accumulate=run` with aggregated regions).
+    spmv: Kernel<CbArgs<'static, T>>,
+    /// Its cooperative grid form.
+    spmv_grid: Kernel<CbArgs<'static, T>>,
+    /// epilogue=owner: one launch of the run kernel, no scaling before it; with epilogue=auto on
+    /// a stream only.
+    owner: ByMode<bool>,
     split_of: CudaSlice<u32>,
     nparts: CudaSlice<u32>,
     ws: CudaSlice<T>,
     cnt: CudaSlice<u32>,
-    scale: CudaFunction,
-    /// Some(co-resident CTAs) when a call is one cooperative `cb_spmv_grid` launch.
-    grid_ctas: Option<usize>,
-    /// The grid launch only when the stream is not being captured (prologue=auto).
-    grid_stream_only: bool,
+    scale: YPrologue<T>,
+    /// Some(co-resident CTAs) when a call is one cooperative `cb_spmv_grid` launch; with
+    /// prologue=auto on a stream only.
+    grid: ByMode<Option<usize>>,
     bar: CudaSlice<u32>,
     nrows: usize,
     ncols: usize,
@@ -69,16 +103,12 @@ pub(super) struct DeviceCb<T: Scalar> {
     bytes: usize,
 }
 
-/// Uploads `data`, or one zero element when it is empty (a valid pointer the kernel never
-/// dereferences).
-fn upload_or_dummy<V>(gpu: &Gpu, data: &[V]) -> Result<CudaSlice<V>>
-where
-    V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy,
-{
-    if data.is_empty() {
-        gpu.alloc_zeros::<V>(1)
+/// `v` in both modes, or on a stream only (`graph` when captured) when `stream_only`.
+fn by_mode<V: Copy>(v: V, stream_only: bool, graph: V) -> ByMode<V> {
+    if stream_only {
+        ByMode::Split { stream: v, graph }
     } else {
-        gpu.upload(data)
+        ByMode::Always(v)
     }
 }
 
@@ -102,31 +132,25 @@ pub(super) fn upload<T: Scalar>(
     } else {
         ("cb_spmv".to_string(), "cb_spmv_grid".to_string())
     };
-    let spmv_grid = gpu.function::<T>(&KERNEL, &grid_name)?;
+    let spmv_grid = gpu.kernel::<T, _>(&KERNEL, &grid_name)?;
     let owner = lean && l.owner();
-    let grid_ctas = if !l.cfg.fused && l.cfg.owner != Some(true) && l.cfg.grid(l.nnz) {
-        let per_sm = spmv_grid
-            .occupancy_max_active_blocks_per_multiprocessor((WARPS * 32) as u32, 0, None)
-            .map_err(|e| Error::cuda("cb-spmv: occupancy query", e))?
-            .max(1) as usize;
-        Some(per_sm * gpu.sm_count().max(1))
+    let grid = if !l.cfg.fused && l.cfg.owner != Some(true) && l.cfg.grid(l.nnz) {
+        let ctas = spmv_grid.resident_ctas(gpu, (WARPS * 32) as u32, 0)?;
+        by_mode(Some(ctas), l.cfg.grid_on_stream_only(), None)
     } else {
-        None
+        ByMode::Always(None)
     };
     Ok(Box::new(DeviceCb {
-        spmv: gpu.function::<T>(&KERNEL, &name)?,
+        spmv: gpu.kernel::<T, _>(&KERNEL, &name)?,
         spmv_grid,
-        lean,
-        owner,
-        owner_stream_only: l.cfg.owner.is_none(),
-        split_of: upload_or_dummy(gpu, &l.split_of)?,
-        nparts: upload_or_dummy(gpu, &l.nparts)?,
+        owner: by_mode(owner, owner && l.cfg.owner.is_none(), false),
+        split_of: gpu.upload(&l.split_of)?,
+        nparts: gpu.upload(&l.nparts)?,
         ws: gpu.alloc_zeros::<T>((l.nparts.len() * BS).max(1))?,
         cnt: gpu.alloc_zeros::<u32>(l.nparts.len().max(1))?,
-        grid_ctas,
-        grid_stream_only: l.cfg.grid_on_stream_only(),
+        grid,
         bar: gpu.alloc_zeros::<u32>(2)?,
-        scale: gpu.function::<T>(&KERNEL, "cb_scale_y")?,
+        scale: gpu.y_prologue_kernel::<T>(SCALE_CTAS_PER_SM)?,
         nrows: l.nrows,
         ncols: l.ncols,
         ctas: l.nslots() / (WARPS * l.bpw),
@@ -137,11 +161,11 @@ pub(super) fn upload<T: Scalar>(
         fused: l.cfg.fused,
         split: !l.cfg.aggregate,
         gathered: l.gathered,
-        arena: upload_or_dummy(gpu, &l.arena)?,
-        meta: upload_or_dummy(gpu, &l.meta)?,
-        split_vals: upload_or_dummy(gpu, &l.split_vals)?,
-        voff: upload_or_dummy(gpu, &l.voff)?,
-        panel_nb: upload_or_dummy(gpu, &l.panel_nb)?,
+        arena: gpu.upload(&l.arena)?,
+        meta: gpu.upload(&l.meta)?,
+        split_vals: gpu.upload(&l.split_vals)?,
+        voff: gpu.upload(&l.voff)?,
+        panel_nb: gpu.upload(&l.panel_nb)?,
         tick: gpu.alloc_zeros::<u32>(npanels.max(1))?,
         ready: gpu.alloc_zeros::<u32>(npanels.max(1))?,
         gcols: if l.gathered {
@@ -172,102 +196,63 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         if self.nrows == 0 {
             return Ok(());
         }
-        let m = kernel_int("cb-spmv nrows", self.nrows)?;
-        // Asked of the driver only when a stream-only mode is in play (small matrices).
-        let capturing = ((self.owner && self.owner_stream_only)
-            || (self.grid_ctas.is_some() && self.grid_stream_only))
-            && gpu.stream_is_capturing();
-        let owner = self.owner && !(self.owner_stream_only && capturing);
-        let coop = self
-            .grid_ctas
-            .filter(|_| self.ctas > 0 && !owner && !(self.grid_stream_only && capturing));
+        // The driver is asked only when a stream-only mode is in play (small matrices).
+        let mode = gpu.launch_mode_if(self.owner.varies() || self.grid.varies());
+        let owner = self.owner.get(mode);
+        let coop = self.grid.get(mode).filter(|_| self.ctas > 0 && !owner);
         if !self.fused && !owner && coop.is_none() {
-            let blocks = self
-                .nrows
-                .div_ceil(SCALE_THREADS as usize)
-                .min(gpu.sm_count().max(1) * 8) as u32;
-            let cfg = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
-                block_dim: (SCALE_THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let mut b = gpu.stream().launch_builder(&self.scale);
-            b.arg(&m).arg(&mut *y).arg(&beta);
-            // SAFETY: matches cb_scale_y(int, real_t*, real_t); y has at least nrows entries
-            // (this function's contract).
-            unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("cb-spmv scale-y launch", e))?;
+            self.scale.run(gpu, y, self.nrows, beta)?;
         }
         if self.ctas == 0 {
             return Ok(());
         }
-        let grid = coop.map_or(self.ctas, |c| c.min(self.ctas));
-        let cfg = LaunchConfig {
-            grid_dim: (grid_dim("cb-spmv CTAs", grid)?, 1, 1),
-            block_dim: ((WARPS * 32) as u32, 1, 1),
-            shared_mem_bytes: 0,
+        let m = kernel_int("cb-spmv nrows", self.nrows)?;
+        let args = CbArgs {
+            arena: DevRef::new(&self.arena),
+            meta: DevRef::new(&self.meta),
+            gcols: DevRef::new(&self.gcols),
+            gathered: self.gathered as i32,
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
+            m,
+            n: kernel_int("cb-spmv ncols", self.ncols)?,
+            coo_max: self.coo_max,
+            dense_min: self.dense_min,
+            bpw: self.bpw,
+            split_vals: DevRef::new(&self.split_vals),
+            voff: DevRef::new(&self.voff),
+            split: self.split as i32,
+            panel_nb: DevRef::new(&self.panel_nb),
+            tick: DevMut::scratch(&self.tick),
+            ready: DevMut::scratch(&self.ready),
+            fused: self.fused as i32,
+            run: self.run,
+            nctas: self.ctas as u64,
+            bar: DevMut::scratch(&self.bar),
+            split_of: DevRef::new(&self.split_of),
+            nparts: DevRef::new(&self.nparts),
+            ws: DevMut::scratch(&self.ws),
+            cnt: DevMut::scratch(&self.cnt),
+            owner: owner as i32,
         };
-        let (split, gathered, fused) = (self.split as i32, self.gathered as i32, self.fused as i32);
-        let n = kernel_int("cb-spmv ncols", self.ncols)?;
-        let nctas = self.ctas as u64;
-        let f = if coop.is_some() {
-            &self.spmv_grid
-        } else {
-            &self.spmv
+        let threads = (WARPS * 32) as u32;
+        let (k, shape) = match coop {
+            Some(c) => (
+                &self.spmv_grid,
+                Shape::cooperative(c.min(self.ctas), threads),
+            ),
+            None => (&self.spmv, Shape::ctas(self.ctas, threads)),
         };
-        let mut b = gpu.stream().launch_builder(f);
-        b.arg(&self.arena)
-            .arg(&self.meta)
-            .arg(&self.gcols)
-            .arg(&gathered)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&m)
-            .arg(&n)
-            .arg(&self.coo_max)
-            .arg(&self.dense_min)
-            .arg(&self.bpw);
-        if !self.lean {
-            b.arg(&self.split_vals)
-                .arg(&self.voff)
-                .arg(&split)
-                .arg(&self.panel_nb)
-                .arg(&self.tick)
-                .arg(&self.ready)
-                .arg(&fused)
-                .arg(&self.run);
-        }
-        if self.lean || coop.is_some() {
-            b.arg(&nctas).arg(&self.bar);
-        }
-        let owner = owner as i32;
-        if self.lean {
-            b.arg(&self.split_of)
-                .arg(&self.nparts)
-                .arg(&self.ws)
-                .arg(&self.cnt)
-                .arg(&owner);
-        }
-        // SAFETY: the arguments match the kernel's signature in kernel.cu: arena, meta, gcols,
-        // gathered, x, y, alpha, beta, m, n, coo_max, dense_min, bpw; then split_vals, voff,
-        // split, panel_nb, tick, ready, fused, run for the general cb_spmv*; then nctas and bar
-        // for cb_spmv_run* and cb_spmv_grid; then split_of, nparts, ws, cnt and owner for
-        // cb_spmv_run* (split_of has one entry per panel, nparts/cnt one and ws 16 per split
-        // panel; ws and cnt start at zero and the kernel leaves them so). meta has
-        // 2·8·bpw·ctas words; every offset + region length lies inside the arena (or
-        // split_vals/voff when split); block rows index panel_nb/tick/ready (one per panel);
-        // gathered x columns are xcol + c < len(gcols) + 16 (the padding), each entry < ncols <=
-        // len(x), direct ones are checked against n; written rows < nrows <= len(y). A grid
-        // launch is at most the co-resident CTAs, as its barrier needs, which a cooperative
-        // launch guarantees.
-        if coop.is_some() {
-            unsafe { b.launch_cooperative(cfg) }
-        } else {
-            unsafe { b.launch(cfg) }
-        }
-        .map_err(|e| Error::cuda("cb-spmv launch", e))?;
-        Ok(())
+        // SAFETY: meta has 2·8·bpw·ctas words; every offset + region length lies inside the arena
+        // (or split_vals/voff when split); block rows index panel_nb/tick/ready (one per panel);
+        // split_of has one entry per panel, nparts/cnt one and ws 16 per split panel (ws and cnt
+        // start at zero and the kernel leaves them so); gathered x columns are xcol + c <
+        // len(gcols) + 16 (the padding), each entry < ncols <= len(x), direct ones are checked
+        // against n; written rows < nrows <= len(y). A grid launch is at most the co-resident
+        // CTAs, as its barrier needs, which a cooperative launch guarantees.
+        unsafe { gpu.launch(k, shape, &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

@@ -24,18 +24,27 @@
 // later blocks of the panel compute first, wait for ready (only ever on a running warp), then
 // atomicAdd alpha*s to rows with entries, and count themselves out; the last resets ticket
 // and flag for the next call. Panels with one block write y directly, no atomics.
-// fused = 0: cb_scale_y ran before (or cb_spmv_grid scaled y behind its grid barrier), every
-// block adds with atomics (run = 1: once per run of
+// fused = 0: the y prologue ran before (the runtime's, YPrologue in gpu/mod.rs; or cb_spmv_grid
+// scaled y behind its grid barrier), every block adds with atomics (run = 1: once per run of
 // consecutive blocks of one panel in a warp's slots).
 
 #define CB_WARPS 8
 #define CB_BS 16
 
-extern "C" __global__ void cb_scale_y(int m, real_t* __restrict__ y, real_t beta) {
-    const unsigned stride = gridDim.x * blockDim.x;
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)m; i += stride)
-        y[i] = (beta == (real_t)0) ? (real_t)0 : beta * y[i];
-}
+// The parameters of every entry: the fields of CbArgs (gpu.rs) in order, checked at compile
+// time; each entry uses its part (cb_spmv: the first 21, cb_spmv_grid: the first 23, the run
+// kernels: the first 13 and the last 7). A parameter list, not the struct by value, because the
+// compiled code depends on __restrict__ parameters, which struct members do not carry
+// (gpu/launch.rs, Abi::Params). y is __restrict__ in the run kernels only (Y_RESTRICT).
+#define CB_PARAMS(Y_RESTRICT)                                                                   \
+    const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,      \
+        const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x,        \
+        real_t* Y_RESTRICT y, real_t alpha, real_t beta, int m, int n, int coo_max,            \
+        int dense_min, int bpw, const real_t* __restrict__ split_vals,                         \
+        const unsigned long long* __restrict__ voff, int split,                                \
+        const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready, int fused,     \
+        int run, unsigned long long nctas, unsigned* bar, const unsigned* __restrict__ split_of, \
+        const unsigned* __restrict__ nparts, real_t* ws, unsigned* cnt, int owner
 
 __device__ __forceinline__ unsigned cb_pad8(unsigned b) { return (b + 7u) & ~7u; }
 
@@ -215,7 +224,7 @@ __device__ __forceinline__ void cb_cta(
     const int lane = threadIdx.x & 31;
     // accumulate = block: warp w takes slots j·8 + w of its CTA; run: slots w·bpw + j
     // (consecutive blocks), summing the row sums of consecutive blocks of one panel in
-    // registers and adding them to y (atomics, after cb_scale_y) once per run.
+    // registers and adding them to y (atomics, after the y prologue) once per run.
     const unsigned long long cta0 = cta * bpw * CB_WARPS;
     const unsigned long long first = run ? cta0 + (unsigned long long)warp * bpw : cta0 + warp;
     const unsigned long long step = run ? 1ull : (unsigned long long)CB_WARPS;
@@ -262,13 +271,7 @@ __device__ __forceinline__ void cb_cta(
     }
 }
 
-extern "C" __global__ void __launch_bounds__(CB_WARPS * 32)
-cb_spmv(const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
-        const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x,
-        real_t* y, real_t alpha, real_t beta, int m, int n, int coo_max, int dense_min, int bpw,
-        const real_t* __restrict__ split_vals, const unsigned long long* __restrict__ voff,
-        int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
-        int fused, int run) {
+extern "C" __global__ void __launch_bounds__(CB_WARPS * 32) cb_spmv(CB_PARAMS()) {
     __shared__ real_t s_x[CB_WARPS][CB_BS];
     __shared__ real_t s_acc[CB_WARPS][CB_BS];
     cb_cta(blockIdx.x, arena, meta, split_vals, voff, split, panel_nb, tick, ready, gcols, gathered, x, y, alpha,
@@ -277,14 +280,8 @@ cb_spmv(const unsigned char* __restrict__ arena, const unsigned long long* __res
 
 // prologue = grid: one cooperative launch of co-resident CTAs. They scale y (grid-stride), meet
 // at a grid barrier (bar: arrivals, generation), then take the `nctas` slot groups in turn, with
-// atomics to y as after cb_scale_y (fused must be 0).
-extern "C" __global__ void __launch_bounds__(CB_WARPS * 32)
-cb_spmv_grid(const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,
-        const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x,
-        real_t* y, real_t alpha, real_t beta, int m, int n, int coo_max, int dense_min, int bpw,
-        const real_t* __restrict__ split_vals, const unsigned long long* __restrict__ voff,
-        int split, const unsigned* __restrict__ panel_nb, unsigned* tick, unsigned* ready,
-        int fused, int run, unsigned long long nctas, unsigned* bar) {
+// atomics to y as after the y prologue (fused must be 0).
+extern "C" __global__ void __launch_bounds__(CB_WARPS * 32) cb_spmv_grid(CB_PARAMS()) {
     __shared__ real_t s_x[CB_WARPS][CB_BS];
     __shared__ real_t s_acc[CB_WARPS][CB_BS];
     const unsigned stride = gridDim.x * blockDim.x;
@@ -458,34 +455,21 @@ __device__ __forceinline__ void cb_run_cta(
                      owner, split_of, nparts, ws, cnt);
 }
 
-// The run kernels (their arguments are the general kernels' first thirteen, then nctas, bar and
-// the owner epilogue's split_of, nparts, ws, cnt and owner; the grid launch scales y first and
-// always adds with atomics), a stream launch and a cooperative grid launch (y scaled grid-stride, a grid
+// The run kernels (of the parameters they use the general kernels' first thirteen, then nctas,
+// bar and the owner epilogue's split_of, nparts, ws, cnt and owner; the grid launch scales y
+// first and always adds with atomics), a stream launch and a cooperative grid launch (y scaled grid-stride, a grid
 // barrier, then the CTAs take the `nctas` slot groups in turn), each built twice: with the
 // compiler's register count (suffix none) and with at most 32 registers for 8 CTAs per SM
 // (suffix _o8; min_ctas=8).
 #define CB_RUN_KERNELS(SUFFIX, BOUNDS)                                                            \
-    extern "C" __global__ void BOUNDS cb_spmv_run##SUFFIX(                                      \
-        const unsigned char* __restrict__ arena, const unsigned long long* __restrict__ meta,  \
-        const unsigned* __restrict__ gcols, int gathered, const real_t* __restrict__ x,        \
-        real_t* __restrict__ y, real_t alpha, real_t beta, int m, int n, int coo_max,          \
-        int dense_min, int bpw, unsigned long long nctas, unsigned* bar,                       \
-        const unsigned* __restrict__ split_of, const unsigned* __restrict__ nparts, real_t* ws, \
-        unsigned* cnt, int owner) {                                                            \
+    extern "C" __global__ void BOUNDS cb_spmv_run##SUFFIX(CB_PARAMS(__restrict__)) {            \
         __shared__ real_t s_x[CB_WARPS][CB_BS];                                                \
         __shared__ real_t s_acc[CB_WARPS][CB_BS];                                              \
         const int warp = threadIdx.x >> 5;                                                     \
         cb_run_cta(blockIdx.x, arena, meta, gcols, gathered, x, y, alpha, beta, m, n, coo_max, \
                    dense_min, bpw, owner, split_of, nparts, ws, cnt, s_x[warp], s_acc[warp]);  \
     }                                                                                          \
-    extern "C" __global__ void BOUNDS                                                          \
-        cb_spmv_run_grid##SUFFIX(                                                              \
-            const unsigned char* __restrict__ arena,                                           \
-            const unsigned long long* __restrict__ meta, const unsigned* __restrict__ gcols,   \
-            int gathered, const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha,  \
-            real_t beta, int m, int n, int coo_max, int dense_min, int bpw,                    \
-            unsigned long long nctas, unsigned* bar, const unsigned* __restrict__ split_of,    \
-            const unsigned* __restrict__ nparts, real_t* ws, unsigned* cnt, int owner) {       \
+    extern "C" __global__ void BOUNDS cb_spmv_run_grid##SUFFIX(CB_PARAMS(__restrict__)) {       \
         __shared__ real_t s_x[CB_WARPS][CB_BS];                                                \
         __shared__ real_t s_acc[CB_WARPS][CB_BS];                                              \
         const unsigned stride = gridDim.x * blockDim.x;                                        \

@@ -66,16 +66,26 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::params::{keywords, params, AutoOr, OnOff, Switch};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "cb-spmv",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "cb-spmv",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[
+        gpu::CbArgs::params_entry("cb_spmv"),
+        gpu::CbArgs::params_entry("cb_spmv_grid"),
+        gpu::CbArgs::params_entry("cb_spmv_run"),
+        gpu::CbArgs::params_entry("cb_spmv_run_grid"),
+        gpu::CbArgs::params_entry("cb_spmv_run_o8"),
+        gpu::CbArgs::params_entry("cb_spmv_run_grid_o8"),
+    ],
 };
 
 const NAME: &str = "cb-spmv";

@@ -632,3 +632,8 @@ fn owner_epilogue_counts_the_runs_of_split_panels() {
     assert!(!layout(&big, &[]).owner());
     assert!(layout(&big, &["epilogue=owner"]).owner());
 }
+
+#[test]
+fn kernel_args_match_the_kernel() {
+    crate::methods::testmats::check_kernel_args(&KERNEL);
+}

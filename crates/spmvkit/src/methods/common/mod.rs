@@ -6,6 +6,9 @@
 //! - [`warp`]: the simulated lanes and reductions (`warp_reduce_sum`,
 //!   `warp_reduce_sum_width`, `cta_gather_sum`) and the kernels' store, bit for bit.
 //! - [`checks`]: parameter checks shared by rooms (the block size).
+//! - [`csr`]: a CSR matrix on the device and `CsrArgs`, the argument struct of the kernels that
+//!   take one (its C twin is in the prelude).
 
 pub(crate) mod checks;
+pub(crate) mod csr;
 pub(crate) mod warp;

@@ -1,4 +1,4 @@
-//! CPU mirror of `csc_scale_y` + `csc_atomic` (kernel.cu): y is scaled by β (zeroed when β = 0),
+//! CPU mirror of the y prologue + `csc_atomic` (kernel.cu): y is scaled by β (zeroed when β = 0),
 //! then every column j adds a_ij·(α·x_j) to y_i, one unfused add per entry as the atomics do,
 //! in column order (one of the orders the GPU may take).
 

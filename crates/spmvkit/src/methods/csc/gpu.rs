@@ -1,25 +1,38 @@
-//! Upload and launch of `csc_scale_y` + `csc_atomic` (kernel.cu). The scaling kernel runs first
-//! on every call with rows (a grid-stride loop over at most `sm_count · 8` blocks of 256); the
-//! atomic kernel then runs one warp per column, `threads / 32` columns per block, when there is
-//! anything to add (stream order puts every atomic after the scaling).
+//! Upload and launch of `csc_atomic` (kernel.cu) after the y prologue. The prologue runs first on
+//! every call with rows (`Gpu::y_prologue_kernel`: a grid-stride loop over at most `sm_count · 8`
+//! blocks of 256); the atomic kernel then runs one warp per column, `threads / 32` columns per
+//! block, when there is anything to add (stream order puts every atomic after the scaling).
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{CscLayout, KERNEL};
-use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape, YPrologue};
 use crate::methods::DeviceLayout;
 use crate::scalar::{Idx, Scalar};
 
-/// Threads per block of the scaling kernel.
-const SCALE_THREADS: u32 = 256;
+/// CTAs per SM of the y prologue (one grid-stride launch for every β).
+const SCALE_CTAS_PER_SM: usize = 8;
+
+crate::kernel_args! {
+    /// `csc_atomic`'s arguments.
+    pub(super) struct CscAtomicArgs<'a, T> {
+        ncols: i32,
+        col_ptr: DevRef<'a, Idx>,
+        row_idx: DevRef<'a, Idx>,
+        vals: DevRef<'a, T>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+    }
+}
 
 /// The device copy of a csc layout.
 pub(super) struct DeviceCsc<T: Scalar> {
-    scale: CudaFunction,
-    atomic: CudaFunction,
+    scale: YPrologue<T>,
+    atomic: Kernel<CscAtomicArgs<'static, T>>,
     nrows: usize,
     ncols: usize,
     nnz: usize,
@@ -35,8 +48,8 @@ pub(super) fn upload<T: Scalar>(
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     Ok(Box::new(DeviceCsc {
-        scale: gpu.function::<T>(&KERNEL, "csc_scale_y")?,
-        atomic: gpu.function::<T>(&KERNEL, "csc_atomic")?,
+        scale: gpu.y_prologue_kernel::<T>(SCALE_CTAS_PER_SM)?,
+        atomic: gpu.kernel::<T, _>(&KERNEL, "csc_atomic")?,
         nrows: l.a.nrows(),
         ncols: l.a.ncols(),
         nnz: l.a.nnz(),
@@ -64,46 +77,28 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsc<T> {
         if self.nrows == 0 {
             return Ok(());
         }
-        let n = kernel_int("csc nrows", self.nrows)?;
-        let blocks = self
-            .nrows
-            .div_ceil(SCALE_THREADS as usize)
-            .min(gpu.sm_count().max(1) * 8) as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (SCALE_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = gpu.stream().launch_builder(&self.scale);
-        b.arg(&n).arg(&mut *y).arg(&beta);
-        // SAFETY: matches csc_scale_y(int, real_t*, real_t); y has nrows entries (checked by
-        // DeviceLayout::run).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csc scale-y launch", e))?;
-
+        self.scale.run(gpu, y, self.nrows, beta)?;
         if self.nnz == 0 {
             return Ok(());
         }
-        let warps = (self.threads / 32) as usize;
-        let blocks = self.ncols.div_ceil(warps).min(i32::MAX as usize) as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (self.threads, 1, 1),
-            shared_mem_bytes: 0,
+        let args = CscAtomicArgs {
+            ncols: kernel_int("csc ncols", self.ncols)?,
+            col_ptr: DevRef::new(&self.col_ptr),
+            row_idx: DevRef::new(&self.row_idx),
+            vals: DevRef::new(&self.vals),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
         };
-        let ncols = kernel_int("csc ncols", self.ncols)?;
-        let mut b = gpu.stream().launch_builder(&self.atomic);
-        b.arg(&ncols)
-            .arg(&self.col_ptr)
-            .arg(&self.row_idx)
-            .arg(&self.vals)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha);
-        // SAFETY: matches csc_atomic in kernel.cu; col_ptr has ncols + 1 entries, row_idx and
-        // vals nnz, row indices < nrows <= len(y), x has at least ncols entries (checked by
-        // DeviceLayout::run).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csc atomic launch", e))?;
-        Ok(())
+        // SAFETY: col_ptr has ncols + 1 entries, row_idx and vals nnz (a validated Csc), row
+        // indices < nrows <= len(y), x has at least ncols entries (checked by DeviceLayout::run).
+        unsafe {
+            gpu.launch(
+                &self.atomic,
+                Shape::warp_per_item(self.ncols, self.threads),
+                &args,
+            )
+        }
     }
 
     fn footprint_bytes(&self) -> usize {

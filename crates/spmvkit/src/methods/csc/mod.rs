@@ -4,8 +4,8 @@
 //! float atomicAdd. Loads of the matrix are coalesced and x_j is one broadcast load per column;
 //! the scattered atomics on y are the cost FastLoad attacks.
 //!
-//! Every call scales y by β (or zeroes it when β = 0, without reading it) in a small kernel
-//! before the atomics, so a call is two launches. Not deterministic: the order in which atomics
+//! Every call scales y by β (or zeroes it when β = 0, without reading it) in the runtime's y
+//! prologue (`gpu::YPrologue`) before the atomics, so a call is two launches. Not deterministic: the order in which atomics
 //! land varies between runs. The CPU mirror adds in column order.
 
 mod cpu;
@@ -14,7 +14,7 @@ mod gpu;
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::{Csc, Csr};
 use crate::methods::common::checks::THREADS;
 use crate::methods::params::params;
@@ -22,9 +22,12 @@ use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec,
 use crate::scalar::Scalar;
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "csc",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "csc",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[gpu::CscAtomicArgs::entry("csc_atomic")],
 };
 
 const NAME: &str = "csc";

@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{Csr5Layout, Prep, KERNEL, OMEGA};
 use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, kernel_int, Gpu};
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -21,9 +21,68 @@ const CAL_THREADS: u32 = 256;
 /// Warps that write βy to the empty rows (each strides over them 32 at a time).
 const EMPTY_WARPS_MAX: usize = 1024;
 
+crate::kernel_args! {
+    /// `csr5_spmv`'s parameters.
+    pub(super) struct Csr5Args<'a, T> {
+        ntiles: i32,
+        sigma: i32,
+        npacket: i32,
+        y_bits: i32,
+        row_ptr: DevRef<'a, Idx>,
+        col_idx: DevRef<'a, Idx>,
+        vals: DevRef<'a, T>,
+        tile_ptr: DevRef<'a, Idx>,
+        tile_desc: DevRef<'a, u32>,
+        empty_ptr: DevRef<'a, Idx>,
+        empty_offset: DevRef<'a, Idx>,
+        empty_rows: DevRef<'a, Idx>,
+        nempty: i32,
+        ntail: i32,
+        tail_end: i32,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+        carry: DevMut<'a, T>,
+    }
+}
+
+crate::kernel_args! {
+    /// `csr5_calibrate`'s parameters.
+    pub(super) struct Csr5CalibrateArgs<'a, T> {
+        nruns: i32,
+        run_row: DevRef<'a, Idx>,
+        run_first: DevRef<'a, Idx>,
+        run_end: DevRef<'a, Idx>,
+        carry: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+    }
+}
+
+crate::kernel_args! {
+    /// `csr5_generate`'s parameters.
+    pub(super) struct Csr5GenerateArgs<'a, T> {
+        ntiles: i32,
+        sigma: i32,
+        npacket: i32,
+        y_bits: i32,
+        nrows: i32,
+        row_ptr: DevRef<'a, Idx>,
+        col_in: DevRef<'a, Idx>,
+        val_in: DevRef<'a, T>,
+        tile_ptr: DevRef<'a, Idx>,
+        empty_ptr: DevRef<'a, Idx>,
+        col_out: DevMut<'a, Idx>,
+        val_out: DevMut<'a, T>,
+        tile_desc: DevMut<'a, u32>,
+        empty_offset: DevMut<'a, Idx>,
+    }
+}
+
 pub(super) struct DeviceCsr5<T: Scalar> {
-    spmv: CudaFunction,
-    calibrate: CudaFunction,
+    spmv: Kernel<Csr5Args<'static, T>>,
+    calibrate: Kernel<Csr5CalibrateArgs<'static, T>>,
     nrows: usize,
     ncols: usize,
     ntiles: usize,
@@ -77,41 +136,26 @@ pub(super) fn upload<T: Scalar>(
             if l.ntiles > 0 {
                 let col_in = gpu.upload(a.col_idx())?;
                 let val_in = gpu.upload(a.vals())?;
-                let generate = gpu.function::<T>(&KERNEL, "csr5_generate")?;
-                let cfg = LaunchConfig {
-                    grid_dim: (
-                        grid_dim("csr5 tiles", l.ntiles.div_ceil((THREADS / 32) as usize))?,
-                        1,
-                        1,
-                    ),
-                    block_dim: (THREADS, 1, 1),
-                    shared_mem_bytes: 0,
+                let generate = gpu.kernel::<T, Csr5GenerateArgs<T>>(&KERNEL, "csr5_generate")?;
+                let args = Csr5GenerateArgs {
+                    ntiles: kernel_int("csr5 tiles", l.ntiles)?,
+                    sigma: l.sigma as i32,
+                    npacket: l.npacket as i32,
+                    y_bits: l.y_bits as i32,
+                    nrows: kernel_int("csr5 nrows", a.nrows())?,
+                    row_ptr: DevRef::new(&row_ptr),
+                    col_in: DevRef::new(&col_in),
+                    val_in: DevRef::new(&val_in),
+                    tile_ptr: DevRef::new(&tile_ptr),
+                    empty_ptr: DevRef::new(&empty_ptr),
+                    col_out: DevMut::new(&mut col_idx),
+                    val_out: DevMut::new(&mut vals),
+                    tile_desc: DevMut::new(&mut tile_desc),
+                    empty_offset: DevMut::new(&mut empty_offset),
                 };
-                let (ntiles, sigma, npacket, y_bits, nrows) = (
-                    kernel_int("csr5 tiles", l.ntiles)?,
-                    l.sigma as i32,
-                    l.npacket as i32,
-                    l.y_bits as i32,
-                    kernel_int("csr5 nrows", a.nrows())?,
-                );
-                let mut b = gpu.stream().launch_builder(&generate);
-                b.arg(&ntiles)
-                    .arg(&sigma)
-                    .arg(&npacket)
-                    .arg(&y_bits)
-                    .arg(&nrows)
-                    .arg(&row_ptr)
-                    .arg(&col_in)
-                    .arg(&val_in)
-                    .arg(&tile_ptr)
-                    .arg(&empty_ptr)
-                    .arg(&mut col_idx)
-                    .arg(&mut vals)
-                    .arg(&mut tile_desc)
-                    .arg(&mut empty_offset);
-                // SAFETY: the arguments match csr5_generate; inputs hold nnz entries, outputs
-                // nnz, ntiles·npacket·32 and nseg (the host's count of flagged tiles' segments).
-                unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr5_generate launch", e))?;
+                // SAFETY: inputs hold nnz entries, outputs nnz, ntiles·npacket·32 and nseg (the
+                // host's count of flagged tiles' segments); a warp per tile.
+                unsafe { gpu.launch(&generate, Shape::warp_per_item(l.ntiles, THREADS), &args) }?;
                 // the inputs are freed on return: let the kernel finish first
                 gpu.synchronize()?;
             }
@@ -122,8 +166,8 @@ pub(super) fn upload<T: Scalar>(
         }
     };
     Ok(Box::new(DeviceCsr5 {
-        spmv: gpu.function::<T>(&KERNEL, "csr5_spmv")?,
-        calibrate: gpu.function::<T>(&KERNEL, "csr5_calibrate")?,
+        spmv: gpu.kernel::<T, _>(&KERNEL, "csr5_spmv")?,
+        calibrate: gpu.kernel::<T, _>(&KERNEL, "csr5_calibrate")?,
         nrows: a.nrows(),
         ncols: a.ncols(),
         ntiles: l.ntiles,
@@ -205,67 +249,45 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsr5<T> {
         if warps == 0 {
             return Ok(());
         }
-        let wpb = (THREADS / 32) as usize;
-        let cfg = LaunchConfig {
-            grid_dim: (grid_dim("csr5 blocks", warps.div_ceil(wpb))?, 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
+        let args = Csr5Args {
+            ntiles: kernel_int("csr5 tiles", self.ntiles)?,
+            sigma: self.sigma,
+            npacket: self.npacket,
+            y_bits: self.y_bits,
+            row_ptr: DevRef::new(&self.row_ptr),
+            col_idx: DevRef::new(&self.col_idx),
+            vals: DevRef::new(&self.vals),
+            tile_ptr: DevRef::new(&self.tile_ptr),
+            tile_desc: DevRef::new(&self.tile_desc),
+            empty_ptr: DevRef::new(&self.empty_ptr),
+            empty_offset: DevRef::new(&self.empty_offset),
+            empty_rows: DevRef::new(&self.empty_rows),
+            nempty: kernel_int("csr5 empty rows", self.nempty)?,
+            ntail: kernel_int("csr5 tail rows", self.ntail)?,
+            tail_end: self.tail_end,
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
+            carry: DevMut::scratch(&self.carry),
         };
-        let ntiles = kernel_int("csr5 tiles", self.ntiles)?;
-        let ntail = kernel_int("csr5 tail rows", self.ntail)?;
-        let nempty = kernel_int("csr5 empty rows", self.nempty)?;
-        let mut b = gpu.stream().launch_builder(&self.spmv);
-        b.arg(&ntiles)
-            .arg(&self.sigma)
-            .arg(&self.npacket)
-            .arg(&self.y_bits)
-            .arg(&self.row_ptr)
-            .arg(&self.col_idx)
-            .arg(&self.vals)
-            .arg(&self.tile_ptr)
-            .arg(&self.tile_desc)
-            .arg(&self.empty_ptr)
-            .arg(&self.empty_offset)
-            .arg(&self.empty_rows)
-            .arg(&nempty)
-            .arg(&ntail)
-            .arg(&self.tail_end)
-            .arg(x)
-            .arg(&mut *y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&self.carry);
-        // SAFETY: the arguments match csr5_spmv in kernel.cu; the arrays have the lengths the
-        // layout builder gave them (tile_desc ntiles·npacket·32, tile_ptr ntiles + 1, carry
-        // ntiles + 1); rows and columns index y and x in range (checked by DeviceLayout::run).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr5 launch", e))?;
-        if self.nruns == 0 {
-            return Ok(());
-        }
-        let cfg = LaunchConfig {
-            grid_dim: (
-                grid_dim(
-                    "csr5 calibrate blocks",
-                    self.nruns.div_ceil(CAL_THREADS as usize),
-                )?,
-                1,
-                1,
-            ),
-            block_dim: (CAL_THREADS, 1, 1),
-            shared_mem_bytes: 0,
+        // SAFETY: the arrays have the lengths the layout builder gave them (tile_desc
+        // ntiles·npacket·32, tile_ptr ntiles + 1, carry ntiles + 1); rows and columns index y and
+        // x in range (checked by DeviceLayout::run).
+        unsafe { gpu.launch(&self.spmv, Shape::warp_per_item(warps, THREADS), &args) }?;
+        let args = Csr5CalibrateArgs {
+            nruns: kernel_int("csr5 carry runs", self.nruns)?,
+            run_row: DevRef::new(&self.run_row),
+            run_first: DevRef::new(&self.run_first),
+            run_end: DevRef::new(&self.run_end),
+            carry: DevRef::new(&self.carry),
+            y: DevMut::new(y),
+            alpha,
         };
-        let nruns = kernel_int("csr5 carry runs", self.nruns)?;
-        let mut b = gpu.stream().launch_builder(&self.calibrate);
-        b.arg(&nruns)
-            .arg(&self.run_row)
-            .arg(&self.run_first)
-            .arg(&self.run_end)
-            .arg(&self.carry)
-            .arg(y)
-            .arg(&alpha);
-        // SAFETY: the arguments match csr5_calibrate; the runs index carry and y in range.
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr5 calibrate launch", e))?;
-        Ok(())
+        // One thread per carry run (none when no row spans tiles).
+        let shape = Shape::thread_per_item(self.nruns, CAL_THREADS);
+        // SAFETY: the runs index carry and y in range.
+        unsafe { gpu.launch(&self.calibrate, shape, &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

@@ -11,6 +11,9 @@ __device__ __forceinline__ void csr5_store(real_t* y, int i, real_t alpha, real_
     y[i] = (beta == (real_t)0) ? t : fma(beta, y[i], t);
 }
 
+// Parameters: the fields of Csr5Args (gpu.rs) in order, checked at compile time; parameter
+// lists, not the structs by value, because the compiled code depends on __restrict__ parameters,
+// which struct members do not carry (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void csr5_spmv(
     int ntiles, int sigma, int npacket, int y_bits,
     const int* __restrict__ row_ptr, const int* __restrict__ col_idx, const real_t* __restrict__ vals,
@@ -110,6 +113,7 @@ extern "C" __global__ void csr5_spmv(
     }
 }
 
+// Parameters: the fields of Csr5CalibrateArgs (gpu.rs) in order (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void csr5_calibrate(
     int nruns, const int* __restrict__ run_row, const int* __restrict__ run_first,
     const int* __restrict__ run_end, const real_t* __restrict__ carry, real_t* __restrict__ y,
@@ -130,6 +134,7 @@ extern "C" __global__ void csr5_calibrate(
 // counts, seg_offset from a ballot (lanes to the first lane >= i holding a flag, to lane 31 if
 // none), packs the descriptor, and for tiles flagged in tile_ptr writes each segment's row
 // (relative to the tile's first row) to empty_offset. The tail stays as copied (CSR order).
+// Parameters: the fields of Csr5GenerateArgs (gpu.rs) in order (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void csr5_generate(
     int ntiles, int sigma, int npacket, int y_bits, int nrows,
     const int* __restrict__ row_ptr, const int* __restrict__ col_in, const real_t* __restrict__ val_in,

@@ -39,16 +39,23 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::params::{keywords, one_of, params, AutoOr};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "csr5",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "csr5",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[
+        gpu::Csr5Args::params_entry("csr5_spmv"),
+        gpu::Csr5CalibrateArgs::params_entry("csr5_calibrate"),
+        gpu::Csr5GenerateArgs::params_entry("csr5_generate"),
+    ],
 };
 
 const NAME: &str = "csr5";

@@ -6,28 +6,34 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{CsrLightLayout, KERNEL};
-use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{DevMut, Gpu, Kernel, Shape};
+use crate::methods::common::csr::{CsrArgs, DeviceCsr};
 use crate::methods::DeviceLayout;
-use crate::scalar::{Idx, Scalar};
+use crate::scalar::Scalar;
 
 /// Resident threads per SM assumed when sizing the persistent grid (sm_80 and sm_90).
 const THREADS_PER_SM: usize = 2048;
 
+crate::kernel_args! {
+    /// `csr_light_v{V}`'s arguments.
+    pub(super) struct CsrLightArgs<'a, T> {
+        csr: CsrArgs<'a, T>,
+        ctr: DevMut<'a, u32>,
+        grab: i32,
+    }
+}
+
 /// The device copy of a csr-light layout.
 pub(super) struct DeviceCsrLight<T: Scalar> {
-    func: CudaFunction,
-    nrows: usize,
-    ncols: usize,
+    k: Kernel<CsrLightArgs<'static, T>>,
     threads: u32,
     grab: u32,
     chunk: u32,
-    row_ptr: CudaSlice<Idx>,
-    col_idx: CudaSlice<Idx>,
-    vals: CudaSlice<T>,
+    a: DeviceCsr<T>,
     /// [row counter, finished blocks], zero between calls.
     counter: CudaSlice<u32>,
     bytes: usize,
@@ -37,17 +43,12 @@ pub(super) fn upload<T: Scalar>(
     l: &CsrLightLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    let func = gpu.function::<T>(&KERNEL, &format!("csr_light_v{}", l.vector))?;
     Ok(Box::new(DeviceCsrLight {
-        func,
-        nrows: l.a.nrows(),
-        ncols: l.a.ncols(),
+        k: gpu.kernel::<T, _>(&KERNEL, &format!("csr_light_v{}", l.vector))?,
         threads: l.threads,
         grab: l.grab,
         chunk: l.chunk(),
-        row_ptr: gpu.upload(l.a.row_ptr())?,
-        col_idx: gpu.upload(l.a.col_idx())?,
-        vals: gpu.upload(l.a.vals())?,
+        a: DeviceCsr::upload(gpu, &l.a)?,
         counter: gpu.alloc_zeros::<u32>(2)?,
         bytes: l.a.bytes() + 8,
     }))
@@ -55,7 +56,7 @@ pub(super) fn upload<T: Scalar>(
 
 impl<T: Scalar> DeviceLayout<T> for DeviceCsrLight<T> {
     fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
+        self.a.dims()
     }
 
     unsafe fn run_unchecked(
@@ -66,36 +67,23 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsrLight<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        if self.nrows == 0 {
+        let nrows = self.a.dims().0;
+        if nrows == 0 {
             return Ok(());
         }
         let warps = (self.threads / 32) as usize;
         let resident = gpu.sm_count().max(1) * (THREADS_PER_SM / self.threads as usize).max(1);
-        let needed = self.nrows.div_ceil(warps * self.chunk as usize);
-        let blocks = needed.clamp(1, resident) as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (self.threads, 1, 1),
-            shared_mem_bytes: 0,
+        let needed = nrows.div_ceil(warps * self.chunk as usize);
+        let args = CsrLightArgs {
+            csr: self.a.args("csr-light nrows", x, y, alpha, beta)?,
+            ctr: DevMut::scratch(&self.counter),
+            grab: self.grab as i32,
         };
-        let nrows = kernel_int("csr-light nrows", self.nrows)?;
-        let grab = self.grab as i32;
-        let mut b = gpu.stream().launch_builder(&self.func);
-        b.arg(&nrows)
-            .arg(&self.row_ptr)
-            .arg(&self.col_idx)
-            .arg(&self.vals)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&self.counter)
-            .arg(&grab);
-        // SAFETY: the arguments match csr_light_v{V} in kernel.cu; row_ptr has nrows + 1 entries,
-        // col_idx and vals nnz, x ncols and y nrows (checked by DeviceLayout::run); the counter
-        // is 2 words, zero on entry (zeroed at upload and by the previous call's last block).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr-light launch", e))?;
-        Ok(())
+        let shape = Shape::ctas(needed.clamp(1, resident), self.threads);
+        // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz (a validated Csr), x ncols
+        // and y nrows (checked by DeviceLayout::run); the counter is 2 words, zero on entry
+        // (zeroed at upload and by the previous call's last block).
+        unsafe { gpu.launch(&self.k, shape, &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

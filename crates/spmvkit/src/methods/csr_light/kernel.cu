@@ -70,12 +70,18 @@ __device__ __forceinline__ void light_rows(int nrows, const int* __restrict__ ro
     }
 }
 
+// The entries' one argument (its Rust twin: gpu.rs, checked against it at compile time): the
+// matrix and operands (CsrArgs, prelude), then the counter and the rows per grab.
+struct CsrLightArgs {
+    CsrArgs csr;
+    unsigned* ctr;
+    int grab;
+};
+
 #define SPMVKIT_LIGHT_ENTRY(V)                                                                  \
-    extern "C" __global__ void csr_light_v##V(                                                  \
-        int nrows, const int* __restrict__ row_ptr, const int* __restrict__ col_idx,            \
-        const real_t* __restrict__ vals, const real_t* __restrict__ x, real_t* __restrict__ y, \
-        real_t alpha, real_t beta, unsigned* ctr, int grab) {                                   \
-        light_rows<V>(nrows, row_ptr, col_idx, vals, x, y, alpha, beta, ctr, grab);             \
+    extern "C" __global__ void csr_light_v##V(const CsrLightArgs a) {                           \
+        light_rows<V>(a.csr.nrows, a.csr.row_ptr, a.csr.col_idx, a.csr.vals, a.csr.x, a.csr.y,  \
+                      a.csr.alpha, a.csr.beta, a.ctr, a.grab);                                  \
     }
 
 SPMVKIT_LIGHT_ENTRY(2)

@@ -17,7 +17,7 @@ mod cpu;
 mod gpu;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::params::{one_of, params, AutoOr};
@@ -25,9 +25,18 @@ use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec,
 use crate::scalar::Scalar;
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "csr-light",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "csr-light",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[
+        gpu::CsrLightArgs::entry("csr_light_v2"),
+        gpu::CsrLightArgs::entry("csr_light_v4"),
+        gpu::CsrLightArgs::entry("csr_light_v8"),
+        gpu::CsrLightArgs::entry("csr_light_v16"),
+        gpu::CsrLightArgs::entry("csr_light_v32"),
+    ],
 };
 
 const NAME: &str = "csr-light";

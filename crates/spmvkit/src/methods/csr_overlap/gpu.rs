@@ -18,11 +18,11 @@
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 
 use super::{buffer_cap, smem_bytes, BigBatch, OverlapLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, kernel_int, Gpu, PinnedSource};
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, PinnedSource, Shape};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -38,9 +38,37 @@ struct Full<T> {
     done: Vec<CudaEvent>,
 }
 
+crate::kernel_args! {
+    /// `csr_overlap`'s parameters.
+    pub(super) struct OverlapArgs<'a, T> {
+        batch_rows_se: DevRef<'a, Idx>,
+        batch_vlog: DevRef<'a, u8>,
+        first_batch: i32,
+        nbatches: i32,
+        per_cta: i32,
+        long_tasks: DevRef<'a, Idx>,
+        ntasks: i32,
+        long_ctas: i32,
+        long_rows: DevRef<'a, Idx>,
+        long_first: DevRef<'a, Idx>,
+        long_count: DevRef<'a, Idx>,
+        long_partial: DevMut<'a, T>,
+        long_counter: DevMut<'a, u32>,
+        row_ptr: DevRef<'a, Idx>,
+        col_idx: DevRef<'a, Idx>,
+        vals: DevRef<'a, T>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+        vcap: i32,
+        ccap: i32,
+    }
+}
+
 /// The device copy of an overlap layout.
 pub(super) struct DeviceOverlap<T: Scalar> {
-    func: CudaFunction,
+    k: Kernel<OverlapArgs<'static, T>>,
     nrows: usize,
     ncols: usize,
     threads: u32,
@@ -77,7 +105,7 @@ pub(super) fn upload<T: Scalar>(
     l: &OverlapLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    let func = gpu.function::<T>(&KERNEL, "csr_overlap")?;
+    let k = gpu.kernel::<T, _>(&KERNEL, "csr_overlap")?;
     let nnz = l.a.nnz();
     crate::gpu::check_int_loops("csr-overlap", l.a.nrows(), nnz)?;
     let (col_idx, vals, full) = match &l.big {
@@ -111,7 +139,7 @@ pub(super) fn upload<T: Scalar>(
         }
     };
     Ok(Box::new(DeviceOverlap {
-        func,
+        k,
         nrows: l.a.nrows(),
         ncols: l.a.ncols(),
         threads: l.cfg.threads,
@@ -142,11 +170,13 @@ impl<T: Scalar> DeviceOverlap<T> {
     ///
     /// # Safety
     ///
-    /// As [`DeviceLayout::run_unchecked`]: x holds at least ncols and y at least nrows elements.
+    /// As [`DeviceLayout::run_unchecked`]: x holds at least ncols and y at least nrows elements;
+    /// `stream` is `gpu.stream()` or a side stream ordered against it by events (`run`).
     #[allow(clippy::too_many_arguments)]
     unsafe fn launch(
         &self,
-        stream: &Arc<CudaStream>,
+        gpu: &Gpu,
+        stream: &CudaStream,
         first: usize,
         n: usize,
         with_long: bool,
@@ -162,57 +192,43 @@ impl<T: Scalar> DeviceOverlap<T> {
         } else {
             0
         };
-        let grid = batch_ctas + long_ctas;
-        if grid == 0 {
-            return Ok(());
-        }
-        let cfg = LaunchConfig {
-            grid_dim: (grid_dim("csr-overlap blocks", grid)?, 1, 1),
-            block_dim: (self.threads, 1, 1),
-            shared_mem_bytes: self.smem,
+        let args = OverlapArgs {
+            batch_rows_se: DevRef::new(&self.batch_rows),
+            batch_vlog: DevRef::new(&self.vlog),
+            first_batch: kernel_int("csr-overlap first batch", first)?,
+            nbatches: kernel_int("csr-overlap batches", n)?,
+            per_cta: kernel_int("csr-overlap batches per CTA", per_cta)?,
+            long_tasks: DevRef::new(&self.long_tasks),
+            ntasks: if with_long {
+                kernel_int("csr-overlap long-row tasks", self.ntasks)?
+            } else {
+                0
+            },
+            long_ctas: kernel_int("csr-overlap long-row CTAs", long_ctas)?,
+            long_rows: DevRef::new(&self.long_rows),
+            long_first: DevRef::new(&self.long_first),
+            long_count: DevRef::new(&self.long_count),
+            long_partial: DevMut::scratch(&self.long_partial),
+            long_counter: DevMut::scratch(&self.long_counter),
+            row_ptr: DevRef::new(&self.row_ptr),
+            col_idx: DevRef::new(&self.col_idx),
+            vals: DevRef::new(&self.vals),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
+            vcap: self.vcap,
+            ccap: self.ccap,
         };
-        let first = kernel_int("csr-overlap first batch", first)?;
-        let n = kernel_int("csr-overlap batches", n)?;
-        let per_cta = kernel_int("csr-overlap batches per CTA", per_cta)?;
-        let ntasks = if with_long {
-            kernel_int("csr-overlap long-row tasks", self.ntasks)?
-        } else {
-            0
-        };
-        let long_ctas = kernel_int("csr-overlap long-row CTAs", long_ctas)?;
-        let mut b = stream.launch_builder(&self.func);
-        b.arg(&self.batch_rows)
-            .arg(&self.vlog)
-            .arg(&first)
-            .arg(&n)
-            .arg(&per_cta)
-            .arg(&self.long_tasks)
-            .arg(&ntasks)
-            .arg(&long_ctas)
-            .arg(&self.long_rows)
-            .arg(&self.long_first)
-            .arg(&self.long_count)
-            .arg(&self.long_partial)
-            .arg(&self.long_counter)
-            .arg(&self.row_ptr)
-            .arg(&self.col_idx)
-            .arg(&self.vals)
-            .arg(x)
-            .arg(&mut *y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&self.vcap)
-            .arg(&self.ccap);
-        // SAFETY: the arguments match csr_overlap in kernel.cu: batch_rows holds 2 entries and
-        // vlog 1 per batch, [first, first + n) lies within the batches; long_tasks holds 4
-        // entries and long_partial 1 per task, whose long-row indices address long_rows,
-        // long_first, long_count and long_counter (zero on entry: zeroed at upload, reset by
-        // each row's last CTA); row_ptr has nrows + 1 entries, col_idx and vals nnz, x ncols and
-        // y nrows (this function's contract); the dynamic shared memory is
-        // 2·(vcap·sizeof(real) + ccap·4) bytes (≤ 48 KiB, checked in prepare), which the kernel
-        // lays out.
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("csr-overlap launch", e))?;
-        Ok(())
+        let shape = Shape::ctas(batch_ctas + long_ctas, self.threads).shared(self.smem);
+        // SAFETY: batch_rows holds 2 entries and vlog 1 per batch, [first, first + n) lies within
+        // the batches; long_tasks holds 4 entries and long_partial 1 per task, whose long-row
+        // indices address long_rows, long_first, long_count and long_counter (zero on entry:
+        // zeroed at upload, reset by each row's last CTA); row_ptr has nrows + 1 entries, col_idx
+        // and vals nnz, x ncols and y nrows (this function's contract); the dynamic shared memory
+        // is 2·(vcap·sizeof(real) + ccap·4) bytes (≤ 48 KiB, checked in prepare), which the
+        // kernel lays out; `stream` is ordered against gpu.stream() by the caller's events.
+        unsafe { gpu.launch_on(stream, &self.k, shape, &args) }
     }
 
     /// Full: copies [start, end) of values and column indices from the pinned buffers on `s`.
@@ -244,7 +260,9 @@ impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
     ) -> Result<()> {
         let Some(f) = &self.full else {
             // SAFETY: x and y as this function's contract requires.
-            return unsafe { self.launch(gpu.stream(), 0, self.nbatches, true, alpha, x, beta, y) };
+            return unsafe {
+                self.launch(gpu, gpu.stream(), 0, self.nbatches, true, alpha, x, beta, y)
+            };
         };
         let ev = |r: std::result::Result<(), cudarc::driver::DriverError>| {
             r.map_err(|e| Error::cuda("csr-full-overlap: stream ordering", e))
@@ -268,6 +286,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
             // SAFETY: x and y as this function's contract requires.
             unsafe {
                 self.launch(
+                    gpu,
                     s,
                     bb.start_batch,
                     bb.end_batch - bb.start_batch,

@@ -136,6 +136,9 @@ __device__ __forceinline__ void long_rows_cta(const int* __restrict__ long_tasks
     }
 }
 
+// Parameters: the fields of OverlapArgs (gpu.rs) in order, checked at compile time; a parameter
+// list, not the struct by value, because the compiled code depends on __restrict__ parameters,
+// which struct members do not carry (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void csr_overlap(const int* __restrict__ batch_rows_se,
                                        const unsigned char* __restrict__ batch_vlog,
                                        int first_batch, int nbatches, int per_cta,

@@ -56,7 +56,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::params::{concat_specs, one_of, params, AutoOr, ParamRange, ParamValue};
@@ -64,9 +64,12 @@ use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec,
 use crate::scalar::{Idx, Scalar};
 
 /// The kernel source of this room (both methods).
-pub const KERNEL: KernelSource = KernelSource {
-    name: "csr-overlap",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "csr-overlap",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[gpu::OverlapArgs::params_entry("csr_overlap")],
 };
 
 const NAME: &str = "csr-overlap";

@@ -381,3 +381,8 @@ fn rejects_bad_params() {
         .prepare(&a, &params(&["stream_num=17"]))
         .is_err());
 }
+
+#[test]
+fn kernel_args_match_the_kernel() {
+    crate::methods::testmats::check_kernel_args(&KERNEL);
+}

@@ -9,15 +9,19 @@ mod gpu;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
+use crate::methods::common::csr::CsrArgs;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
 use crate::scalar::Scalar;
 
-/// The kernel of `csr-scalar`.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "csr-scalar",
-    source: include_str!("kernel.cu"),
+/// The kernel of `csr-scalar` and its entry's argument struct.
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "csr-scalar",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[CsrArgs::entry("csr_scalar")],
 };
 
 /// The registry entry of `csr-scalar`.

@@ -57,3 +57,8 @@ fn f32_and_empty_matrix() {
         .run_cpu(1.0, &[], 0.0, &mut y)
         .unwrap();
 }
+
+#[test]
+fn kernel_args_match_the_kernel() {
+    crate::methods::testmats::check_kernel_args(&KERNEL);
+}

@@ -4,28 +4,25 @@
 // warp_reduce_sum adds the 32 partials in a fixed order, so the result is deterministic.
 // The CPU mirror (cpu.rs) reproduces this arithmetic exactly.
 
-extern "C" __global__ void csr_vector(int nrows, const int* __restrict__ row_ptr,
-                                      const int* __restrict__ col_idx,
-                                      const real_t* __restrict__ vals,
-                                      const real_t* __restrict__ x, real_t* __restrict__ y,
-                                      real_t alpha, real_t beta) {
+// The entry's one argument: CsrArgs (prelude), checked against its Rust twin at compile time.
+extern "C" __global__ void csr_vector(const CsrArgs a) {
     const unsigned lane = threadIdx.x & 31u;
     const unsigned warps_per_block = blockDim.x >> 5;
     const unsigned stride = gridDim.x * warps_per_block;
-    for (unsigned row = blockIdx.x * warps_per_block + (threadIdx.x >> 5); row < (unsigned)nrows;
+    for (unsigned row = blockIdx.x * warps_per_block + (threadIdx.x >> 5); row < (unsigned)a.nrows;
          row += stride) {
-        const unsigned start = (unsigned)ldg(row_ptr + row);
-        const unsigned end = (unsigned)ldg(row_ptr + row + 1);
+        const unsigned start = (unsigned)ldg(a.row_ptr + row);
+        const unsigned end = (unsigned)ldg(a.row_ptr + row + 1);
         real_t sum = (real_t)0;
         unsigned j = (start & ~31u) + lane;
-        if (j >= start && j < end) sum = fma(ldg(vals + j), ldg(x + ldg(col_idx + j)), sum);
+        if (j >= start && j < end) sum = fma(ldg(a.vals + j), ldg(a.x + ldg(a.col_idx + j)), sum);
         j += 32u;
 #pragma unroll 4
-        for (; j < end; j += 32u) sum = fma(ldg(vals + j), ldg(x + ldg(col_idx + j)), sum);
+        for (; j < end; j += 32u) sum = fma(ldg(a.vals + j), ldg(a.x + ldg(a.col_idx + j)), sum);
         sum = warp_reduce_sum(sum);
         if (lane == 0) {
-            const real_t t = alpha * sum;
-            y[row] = (beta == (real_t)0) ? t : fma(beta, y[row], t);
+            const real_t t = a.alpha * sum;
+            a.y[row] = (a.beta == (real_t)0) ? t : fma(a.beta, a.y[row], t);
         }
     }
 }

@@ -11,17 +11,21 @@ mod cpu;
 mod gpu;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::csr::CsrArgs;
 use crate::methods::params::params;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "csr-vector",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "csr-vector",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[CsrArgs::entry("csr_vector")],
 };
 
 const NAME: &str = "csr-vector";

@@ -41,9 +41,8 @@ fn rejects_bad_block_size() {
 }
 
 #[test]
-fn kernel_entry_matches_the_launch() {
-    // gpu.rs pushes: nrows, row_ptr, col_idx, vals, x, y, alpha, beta
-    crate::methods::testmats::check_entry_signatures(&KERNEL, &[("csr_vector", "i ppppp rr")]);
+fn kernel_args_match_the_kernel() {
+    crate::methods::testmats::check_kernel_args(&KERNEL);
 }
 
 #[test]

@@ -5,20 +5,66 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{DaspLayout, KERNEL};
-use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
 const THREADS: u32 = 128;
 const EMPTY_WARPS_MAX: usize = 1024;
 
+crate::kernel_args! {
+    /// `dasp_spmv`'s parameters.
+    pub(super) struct DaspArgs<'a, T> {
+        nparts: i32,
+        part_start: DevRef<'a, Idx>,
+        part_end: DevRef<'a, Idx>,
+        long_cols: DevRef<'a, Idx>,
+        long_vals: DevRef<'a, T>,
+        long_part: DevMut<'a, T>,
+        ngroups: i32,
+        blk_rows: DevRef<'a, i32>,
+        blk_slab_ptr: DevRef<'a, Idx>,
+        blk_cols: DevRef<'a, Idx>,
+        blk_vals: DevRef<'a, T>,
+        irr_ptr: DevRef<'a, Idx>,
+        irr_cols: DevRef<'a, Idx>,
+        irr_vals: DevRef<'a, T>,
+        nshort: i32,
+        spw: i32,
+        short_row1: DevRef<'a, i32>,
+        short_row2: DevRef<'a, i32>,
+        short_split: DevRef<'a, i32>,
+        short_cols: DevRef<'a, Idx>,
+        short_vals: DevRef<'a, T>,
+        nempty: i32,
+        empty_rows: DevRef<'a, Idx>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+    }
+}
+
+crate::kernel_args! {
+    /// `dasp_long_sum`'s parameters.
+    pub(super) struct DaspLongSumArgs<'a, T> {
+        nlong: i32,
+        long_rows: DevRef<'a, Idx>,
+        part_ptr: DevRef<'a, Idx>,
+        long_part: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+    }
+}
+
 pub(super) struct DeviceDasp<T: Scalar> {
-    func: CudaFunction,
-    long_sum: CudaFunction,
+    func: Kernel<DaspArgs<'static, T>>,
+    long_sum: Kernel<DaspLongSumArgs<'static, T>>,
     nrows: usize,
     ncols: usize,
     nlong: usize,
@@ -55,8 +101,8 @@ pub(super) fn upload<T: Scalar>(
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     Ok(Box::new(DeviceDasp {
-        func: gpu.function::<T>(&KERNEL, "dasp_spmv")?,
-        long_sum: gpu.function::<T>(&KERNEL, "dasp_long_sum")?,
+        func: gpu.kernel::<T, _>(&KERNEL, "dasp_spmv")?,
+        long_sum: gpu.kernel::<T, _>(&KERNEL, "dasp_long_sum")?,
         nrows: l.nrows,
         ncols: l.ncols,
         nlong: l.long_rows.len(),
@@ -108,82 +154,51 @@ impl<T: Scalar> DeviceLayout<T> for DeviceDasp<T> {
         if warps == 0 {
             return Ok(());
         }
-        let cfg = LaunchConfig {
-            grid_dim: (
-                grid_dim("dasp blocks", warps.div_ceil((THREADS / 32) as usize))?,
-                1,
-                1,
-            ),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
+        let args = DaspArgs {
+            nparts: kernel_int("dasp long-row parts", self.nparts)?,
+            part_start: DevRef::new(&self.part_start),
+            part_end: DevRef::new(&self.part_end),
+            long_cols: DevRef::new(&self.long_cols),
+            long_vals: DevRef::new(&self.long_vals),
+            long_part: DevMut::scratch(&self.long_part),
+            ngroups: kernel_int("dasp row-block groups", self.ngroups)?,
+            blk_rows: DevRef::new(&self.blk_rows),
+            blk_slab_ptr: DevRef::new(&self.blk_slab_ptr),
+            blk_cols: DevRef::new(&self.blk_cols),
+            blk_vals: DevRef::new(&self.blk_vals),
+            irr_ptr: DevRef::new(&self.irr_ptr),
+            irr_cols: DevRef::new(&self.irr_cols),
+            irr_vals: DevRef::new(&self.irr_vals),
+            nshort: kernel_int("dasp short tiles", self.nshort)?,
+            spw: kernel_int("dasp short tiles per warp", self.spw)?,
+            short_row1: DevRef::new(&self.short_row1),
+            short_row2: DevRef::new(&self.short_row2),
+            short_split: DevRef::new(&self.short_split),
+            short_cols: DevRef::new(&self.short_cols),
+            short_vals: DevRef::new(&self.short_vals),
+            nempty: kernel_int("dasp empty rows", self.nempty)?,
+            empty_rows: DevRef::new(&self.empty_rows),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
         };
-        let (nparts, ngroups, nshort, spw, nempty) = (
-            kernel_int("dasp long-row parts", self.nparts)?,
-            kernel_int("dasp row-block groups", self.ngroups)?,
-            kernel_int("dasp short tiles", self.nshort)?,
-            kernel_int("dasp short tiles per warp", self.spw)?,
-            kernel_int("dasp empty rows", self.nempty)?,
-        );
-        let mut b = gpu.stream().launch_builder(&self.func);
-        b.arg(&nparts)
-            .arg(&self.part_start)
-            .arg(&self.part_end)
-            .arg(&self.long_cols)
-            .arg(&self.long_vals)
-            .arg(&self.long_part)
-            .arg(&ngroups)
-            .arg(&self.blk_rows)
-            .arg(&self.blk_slab_ptr)
-            .arg(&self.blk_cols)
-            .arg(&self.blk_vals)
-            .arg(&self.irr_ptr)
-            .arg(&self.irr_cols)
-            .arg(&self.irr_vals)
-            .arg(&nshort)
-            .arg(&spw)
-            .arg(&self.short_row1)
-            .arg(&self.short_row2)
-            .arg(&self.short_split)
-            .arg(&self.short_cols)
-            .arg(&self.short_vals)
-            .arg(&nempty)
-            .arg(&self.empty_rows)
-            .arg(x)
-            .arg(&mut *y)
-            .arg(&alpha)
-            .arg(&beta);
-        // SAFETY: the arguments match dasp_spmv in kernel.cu; every array has the length the
-        // layout builder gave it; rows index y and columns x in range (checked by
-        // DeviceLayout::run).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("dasp launch", e))?;
-        if self.nlong == 0 {
-            return Ok(());
-        }
-        let cfg = LaunchConfig {
-            grid_dim: (
-                grid_dim(
-                    "dasp long-sum blocks",
-                    self.nlong.div_ceil((THREADS / 32) as usize),
-                )?,
-                1,
-                1,
-            ),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
+        // SAFETY: every array has the length the layout builder gave it; rows index y and
+        // columns x in range (checked by DeviceLayout::run).
+        unsafe { gpu.launch(&self.func, Shape::warp_per_item(warps, THREADS), &args) }?;
+        let args = DaspLongSumArgs {
+            nlong: kernel_int("dasp long rows", self.nlong)?,
+            long_rows: DevRef::new(&self.long_rows),
+            part_ptr: DevRef::new(&self.part_ptr),
+            long_part: DevRef::new(&self.long_part),
+            y: DevMut::new(y),
+            alpha,
+            beta,
         };
-        let nlong = kernel_int("dasp long rows", self.nlong)?;
-        let mut b = gpu.stream().launch_builder(&self.long_sum);
-        b.arg(&nlong)
-            .arg(&self.long_rows)
-            .arg(&self.part_ptr)
-            .arg(&self.long_part)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta);
-        // SAFETY: the arguments match dasp_long_sum; part_ptr has nlong + 1 entries indexing
-        // long_part; long rows index y in range.
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("dasp long-sum launch", e))?;
-        Ok(())
+        // A warp per long row (none without long rows).
+        let shape = Shape::warp_per_item(self.nlong, THREADS);
+        // SAFETY: part_ptr has nlong + 1 entries indexing long_part; long rows index y in range.
+        unsafe { gpu.launch(&self.long_sum, shape, &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

@@ -42,6 +42,9 @@ __device__ __forceinline__ void dasp_store(real_t* y, int i, real_t alpha, real_
     y[i] = (beta == (real_t)0) ? t : fma(beta, y[i], t);
 }
 
+// Parameters: the fields of DaspArgs (gpu.rs) in order, checked at compile time; parameter
+// lists, not the structs by value, because the compiled code depends on __restrict__ parameters,
+// which struct members do not carry (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void dasp_spmv(
     int nparts, const int* __restrict__ part_start, const int* __restrict__ part_end,
     const int* __restrict__ long_cols, const real_t* __restrict__ long_vals, real_t* __restrict__ long_part,
@@ -120,6 +123,7 @@ extern "C" __global__ void dasp_spmv(
     for (long long i = w * 32 + lane; i < nempty; i += rest * 32) dasp_store(y, empty_rows[i], alpha, (real_t)0, beta);
 }
 
+// Parameters: the fields of DaspLongSumArgs (gpu.rs) in order (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void dasp_long_sum(
     int nlong, const int* __restrict__ long_rows, const int* __restrict__ part_ptr,
     const real_t* __restrict__ long_part, real_t* __restrict__ y, real_t alpha, real_t beta) {

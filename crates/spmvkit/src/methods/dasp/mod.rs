@@ -38,16 +38,22 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::params::{multiple_of, params};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "dasp",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "dasp",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[
+        gpu::DaspArgs::params_entry("dasp_spmv"),
+        gpu::DaspLongSumArgs::params_entry("dasp_long_sum"),
+    ],
 };
 
 const NAME: &str = "dasp";

@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{FastLoadLayout, Fuse, PermuteX, Phase, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, kernel_int, Gpu};
+use crate::gpu::{kernel_int, ByMode, DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -22,11 +22,50 @@ const FL_MAIN: i32 = 4;
 const FL_PRO: i32 = 8;
 const FL_OPT: i32 = 16;
 
+crate::kernel_args! {
+    /// `fastload_spmv`'s and `fastload_spmv_grid`'s parameters.
+    pub(super) struct FastLoadArgs<'a, T> {
+        nblocks: i32,
+        bpw: i32,
+        blk_ptr: DevRef<'a, Idx>,
+        blk_col: DevRef<'a, Idx>,
+        blk_info: DevRef<'a, u8>,
+        row_idx: DevRef<'a, Idx>,
+        vals: DevRef<'a, T>,
+        perm: DevRef<'a, Idx>,
+        x: DevRef<'a, T>,
+        xs: DevMut<'a, T>,
+        y: DevMut<'a, T>,
+        nrows: i32,
+        ncols: i32,
+        alpha: T,
+        beta: T,
+        sync: DevMut<'a, u32>,
+        npro: i32,
+        flags: i32,
+        hub: DevMut<'a, T>,
+    }
+}
+
+crate::kernel_args! {
+    /// `fastload_hub_combine`'s parameters.
+    pub(super) struct HubCombineArgs<'a, T> {
+        nhubs: i32,
+        slots: i32,
+        hub_rows: DevRef<'a, Idx>,
+        hub: DevMut<'a, T>,
+        y: DevMut<'a, T>,
+    }
+}
+
+/// Threads per CTA of the hub combine (a warp per hub).
+const COMBINE_THREADS: u32 = 256;
+
 /// The device copy of a FastLoad layout.
 pub(super) struct DeviceFastLoad<T: Scalar> {
-    f: CudaFunction,
-    grid_f: CudaFunction,
-    combine: CudaFunction,
+    f: Kernel<FastLoadArgs<'static, T>>,
+    grid_f: Kernel<FastLoadArgs<'static, T>>,
+    combine: Kernel<HubCombineArgs<'static, T>>,
     /// CTAs of `grid_f` that fit the GPU at once (the cooperative grid's size limit).
     grid_ctas: usize,
     nrows: usize,
@@ -35,7 +74,9 @@ pub(super) struct DeviceFastLoad<T: Scalar> {
     threads: u32,
     bpw: u32,
     gather: bool,
-    fuse: Fuse,
+    /// The fuse mode; `fuse=auto` up to the size cut: the grid launch on a stream, two launches
+    /// in a graph.
+    fuse: ByMode<Fuse>,
     phase: Phase,
     optimised: bool,
     sm_count: usize,
@@ -59,55 +100,46 @@ pub(super) fn upload<T: Scalar>(
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     let gather = l.opts.permute_x == PermuteX::Gather;
-    // Empty arrays are uploaded with one element so that every argument is a valid pointer.
-    fn up<U: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy + Default>(
-        gpu: &Gpu,
-        v: &[U],
-    ) -> Result<CudaSlice<U>> {
-        if v.is_empty() {
-            gpu.upload(&[U::default()])
-        } else {
-            gpu.upload(v)
-        }
-    }
     let sm_count = gpu.sm_count().max(1);
     let nhubs = l.hub_rows.len();
     let hub_slots = l.opts.hub_slots;
     let spread = 32 / T::BYTES;
-    let grid_f = gpu.function::<T>(&KERNEL, "fastload_spmv_grid")?;
+    let grid_f = gpu.kernel::<T, _>(&KERNEL, "fastload_spmv_grid")?;
     let grid_ctas = if matches!(l.opts.fuse, Fuse::Grid | Fuse::StreamGrid) {
-        grid_f
-            .occupancy_max_active_blocks_per_multiprocessor(l.opts.threads, 0, None)
-            .map_err(|e| Error::cuda("fastload: occupancy query", e))?
-            .max(1) as usize
-            * sm_count
+        grid_f.resident_ctas(gpu, l.opts.threads, 0)?
     } else {
         0
     };
     Ok(Box::new(DeviceFastLoad {
-        f: gpu.function::<T>(&KERNEL, "fastload_spmv")?,
+        f: gpu.kernel::<T, _>(&KERNEL, "fastload_spmv")?,
         grid_f,
         grid_ctas,
-        combine: gpu.function::<T>(&KERNEL, "fastload_hub_combine")?,
+        combine: gpu.kernel::<T, _>(&KERNEL, "fastload_hub_combine")?,
         nrows: l.nrows,
         ncols: l.ncols,
         nblocks: l.nblocks(),
         threads: l.opts.threads,
         bpw: blocks_per_warp(l.opts.blocks_per_warp, l.nblocks(), sm_count),
         gather,
-        fuse: l.opts.fuse,
+        fuse: match l.opts.fuse {
+            Fuse::StreamGrid => ByMode::Split {
+                stream: Fuse::Grid,
+                graph: Fuse::Two,
+            },
+            f => ByMode::Always(f),
+        },
         phase: l.opts.phase,
         optimised: l.opts.optimised,
         sm_count,
-        blk_ptr: up(gpu, &l.blk_ptr)?,
-        blk_col: up(gpu, &l.blk_col_idx)?,
-        blk_info: up(gpu, &l.blk_info)?,
-        row_idx: up(gpu, &l.row_idx)?,
-        vals: up(gpu, &l.vals)?,
-        perm: up(gpu, &l.perm)?,
+        blk_ptr: gpu.upload(&l.blk_ptr)?,
+        blk_col: gpu.upload(&l.blk_col_idx)?,
+        blk_info: gpu.upload(&l.blk_info)?,
+        row_idx: gpu.upload(&l.row_idx)?,
+        vals: gpu.upload(&l.vals)?,
+        perm: gpu.upload(&l.perm)?,
         xs: gpu.alloc_zeros::<T>(if gather { l.ncols.max(1) } else { 1 })?,
         sync: gpu.alloc_zeros::<u32>(4)?,
-        hub_rows: up(gpu, &l.hub_rows)?,
+        hub_rows: gpu.upload(&l.hub_rows)?,
         nhubs,
         hub_slots,
         hub: gpu.alloc_zeros::<T>((nhubs * hub_slots as usize * spread).max(1))?,
@@ -131,52 +163,42 @@ impl<T: Scalar> DeviceFastLoad<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        let cfg = LaunchConfig {
-            grid_dim: (l.grid, 1, 1),
-            block_dim: (self.threads, 1, 1),
-            shared_mem_bytes: 0,
+        let args = FastLoadArgs {
+            nblocks: kernel_int("fastload blocks", self.nblocks)?,
+            bpw: self.bpw as i32,
+            blk_ptr: DevRef::new(&self.blk_ptr),
+            blk_col: DevRef::new(&self.blk_col),
+            blk_info: DevRef::new(&self.blk_info),
+            row_idx: DevRef::new(&self.row_idx),
+            vals: DevRef::new(&self.vals),
+            perm: DevRef::new(&self.perm),
+            x: DevRef::new(x),
+            xs: DevMut::scratch(&self.xs),
+            y: DevMut::new(y),
+            nrows: kernel_int("fastload nrows", self.nrows)?,
+            ncols: kernel_int("fastload ncols", self.ncols)?,
+            alpha,
+            beta,
+            sync: DevMut::scratch(&self.sync),
+            npro: l.npro,
+            flags: l.flags,
+            hub: DevMut::scratch(&self.hub),
         };
-        let (npro, flags) = (l.npro, l.flags);
-        let nblocks = kernel_int("fastload blocks", self.nblocks)?;
-        let bpw = self.bpw as i32;
-        let nrows = kernel_int("fastload nrows", self.nrows)?;
-        let ncols = kernel_int("fastload ncols", self.ncols)?;
-        let mut b = gpu
-            .stream()
-            .launch_builder(if l.coop { &self.grid_f } else { &self.f });
-        b.arg(&nblocks)
-            .arg(&bpw)
-            .arg(&self.blk_ptr)
-            .arg(&self.blk_col)
-            .arg(&self.blk_info)
-            .arg(&self.row_idx)
-            .arg(&self.vals)
-            .arg(&self.perm)
-            .arg(x)
-            .arg(&self.xs)
-            .arg(y)
-            .arg(&nrows)
-            .arg(&ncols)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&self.sync)
-            .arg(&npro)
-            .arg(&flags)
-            .arg(&self.hub);
-        // SAFETY: the arguments match fastload_spmv in kernel.cu: blk_ptr has nblocks + 1
-        // entries, blk_col/blk_info nblocks, every block's elements lie in row_idx/vals with rows
-        // < nrows = len(y) and columns col0 + lane < ncols = len(perm) = len(xs) (gather mode);
-        // perm maps into x (ncols entries, this function's contract); sync holds the three
-        // counters, zero between calls; virtual rows r ≥ nrows index hub (nhubs·hub_slots
-        // sectors). A cooperative grid is at most grid_ctas CTAs, all co-resident, as its barrier
-        // needs.
-        if l.coop {
-            unsafe { b.launch_cooperative(cfg) }
+        let (k, shape) = if l.coop {
+            (
+                &self.grid_f,
+                Shape::cooperative(l.grid as usize, self.threads),
+            )
         } else {
-            unsafe { b.launch(cfg) }
-        }
-        .map_err(|e| Error::cuda("fastload launch", e))?;
-        Ok(())
+            (&self.f, Shape::ctas(l.grid as usize, self.threads))
+        };
+        // SAFETY: blk_ptr has nblocks + 1 entries, blk_col/blk_info nblocks, every block's
+        // elements lie in row_idx/vals with rows < nrows = len(y) and columns col0 + lane < ncols
+        // = len(perm) = len(xs) (gather mode); perm maps into x (ncols entries, this function's
+        // contract); sync holds the three counters, zero between calls; virtual rows r ≥ nrows
+        // index hub (nhubs·hub_slots sectors). A cooperative grid is at most grid_ctas CTAs, all
+        // co-resident, as its barrier needs.
+        unsafe { gpu.launch(k, shape, &args) }
     }
 
     /// y[hub_rows[i]] += Σ slots of hub i, slots zeroed (one warp per hub).
@@ -185,28 +207,17 @@ impl<T: Scalar> DeviceFastLoad<T> {
     ///
     /// y holds at least nrows elements.
     unsafe fn launch_combine(&self, gpu: &Gpu, y: &mut CudaSlice<T>) -> Result<()> {
-        let threads = 256u32;
-        let grid = grid_dim(
-            "fastload hub-combine blocks",
-            (self.nhubs * 32).div_ceil(threads as usize),
-        )?;
-        let cfg = LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: 0,
+        let args = HubCombineArgs {
+            nhubs: kernel_int("fastload hub rows", self.nhubs)?,
+            slots: self.hub_slots as i32,
+            hub_rows: DevRef::new(&self.hub_rows),
+            hub: DevMut::scratch(&self.hub),
+            y: DevMut::new(y),
         };
-        let nhubs = kernel_int("fastload hub rows", self.nhubs)?;
-        let slots = self.hub_slots as i32;
-        let mut b = gpu.stream().launch_builder(&self.combine);
-        b.arg(&nhubs)
-            .arg(&slots)
-            .arg(&self.hub_rows)
-            .arg(&self.hub)
-            .arg(y);
+        let shape = Shape::warp_per_item(self.nhubs, COMBINE_THREADS);
         // SAFETY: hub_rows has nhubs rows < len(y); hub holds nhubs·slots sectors of
         // 32 / sizeof(T) reals.
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("fastload hub combine launch", e))?;
-        Ok(())
+        unsafe { gpu.launch(&self.combine, shape, &args) }
     }
 }
 
@@ -248,11 +259,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
                 threads: self.threads,
                 bpw: self.bpw,
                 gather: self.gather,
-                fuse: match self.fuse {
-                    Fuse::StreamGrid if gpu.stream_is_capturing() => Fuse::Two,
-                    Fuse::StreamGrid => Fuse::Grid,
-                    f => f,
-                },
+                fuse: self.fuse.get(gpu.launch_mode_if(self.fuse.varies())),
                 optimised: self.optimised,
                 sm_count: self.sm_count,
                 grid_ctas: self.grid_ctas,

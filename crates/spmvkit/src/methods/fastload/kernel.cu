@@ -141,6 +141,10 @@ __device__ __forceinline__ void fl_blocks(long long first, int nblocks, int bpw,
     }
 }
 
+// Parameters: the fields of FastLoadArgs (gpu.rs) in order, checked at compile time, as for
+// fastload_spmv_grid and (HubCombineArgs) fastload_hub_combine; parameter lists, not the structs
+// by value, because the compiled code depends on __restrict__ parameters, which struct members do
+// not carry (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __restrict__ blk_ptr,
                                          const int* __restrict__ blk_col,
                                          const unsigned char* __restrict__ blk_info,
@@ -196,6 +200,7 @@ extern "C" __global__ void fastload_spmv(int nblocks, int bpw, const int* __rest
     }
 }
 
+// Parameters: the fields of FastLoadArgs (gpu.rs) in order (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void fastload_spmv_grid(int nblocks, int bpw, const int* __restrict__ blk_ptr,
                                               const int* __restrict__ blk_col,
                                               const unsigned char* __restrict__ blk_info,
@@ -221,6 +226,7 @@ extern "C" __global__ void fastload_spmv_grid(int nblocks, int bpw, const int* _
 
 // y[hub_rows[i]] += the sum of hub i's `slots` slots (one warp per hub, lanes striding over the
 // slots, then warp_reduce_sum), and the slots are zeroed for the next call.
+// Parameters: the fields of HubCombineArgs (gpu.rs) in order (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void fastload_hub_combine(int nhubs, int slots,
                                                 const int* __restrict__ hub_rows, real_t* hub,
                                                 real_t* y) {

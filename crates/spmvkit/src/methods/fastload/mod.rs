@@ -81,7 +81,7 @@ mod gpu;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::params::{keywords, params, AutoOr, Or};
@@ -89,9 +89,16 @@ use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec,
 use crate::scalar::{Idx, Scalar};
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "fastload",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "fastload",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[
+        gpu::FastLoadArgs::params_entry("fastload_spmv"),
+        gpu::FastLoadArgs::params_entry("fastload_spmv_grid"),
+        gpu::HubCombineArgs::params_entry("fastload_hub_combine"),
+    ],
 };
 
 const NAME: &str = "fastload";

@@ -612,3 +612,8 @@ fn emulation_dump_writes_every_array() {
     let bad = Params::parse(["height=0"]).unwrap();
     assert!(dump::write_case(dir.path(), "bad", &a, NAME, &bad).is_err());
 }
+
+#[test]
+fn kernel_args_match_the_kernel() {
+    crate::methods::testmats::check_kernel_args(&KERNEL);
+}

@@ -8,22 +8,82 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUfunction_attribute_enum;
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{Combine, HbpLayout, Phase, KERNEL};
-use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::Scalar;
 
 /// Threads per CTA of the combine kernels.
 const COMBINE_THREADS: u32 = 256;
 
+crate::kernel_args! {
+    /// `hbp_spmv`'s parameters.
+    pub(super) struct HbpArgs<'a, T> {
+        nbr: i32,
+        nbc: i32,
+        nrows: i32,
+        ncols: i32,
+        block_rows: i32,
+        block_cols: i32,
+        dense: i32,
+        blk_slot: DevRef<'a, u32>,
+        blk_group: DevRef<'a, u32>,
+        begin_nnz: DevRef<'a, u32>,
+        zero_row: DevRef<'a, i32>,
+        out_idx: DevRef<'a, u32>,
+        packed: DevRef<'a, u32>,
+        data: DevRef<'a, T>,
+        x: DevRef<'a, T>,
+        mid: DevMut<'a, T>,
+        per_cta: i32,
+        nfixed: i32,
+        nblocks: i32,
+        grab: i32,
+        compete_cta: i32,
+        ticket: DevMut<'a, i32>,
+    }
+}
+
+crate::kernel_args! {
+    /// `hbp_combine_dense`'s parameters.
+    pub(super) struct CombineDenseArgs<'a, T> {
+        nrows: i32,
+        nbc: i32,
+        block_rows: i32,
+        mid: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+        ticket: DevMut<'a, i32>,
+    }
+}
+
+crate::kernel_args! {
+    /// `hbp_combine_sparse`'s parameters.
+    pub(super) struct CombineSparseArgs<'a, T> {
+        nrows: i32,
+        cptr: DevRef<'a, u32>,
+        mid: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+        ticket: DevMut<'a, i32>,
+    }
+}
+
+/// The combine kernel of the layout's `combine` option.
+enum CombineKernel<T: Scalar> {
+    Dense(Kernel<CombineDenseArgs<'static, T>>),
+    Sparse(Kernel<CombineSparseArgs<'static, T>>),
+}
+
 /// The device copy of an HBP layout.
 pub(super) struct DeviceHbp<T: Scalar> {
-    spmv: CudaFunction,
-    combine: CudaFunction,
+    spmv: Kernel<HbpArgs<'static, T>>,
+    combine: CombineKernel<T>,
     dense: bool,
     nrows: usize,
     ncols: usize,
@@ -57,29 +117,19 @@ pub(super) fn upload<T: Scalar>(
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     let dense = l.cfg.combine == Combine::Dense;
-    let spmv = gpu.function::<T>(&KERNEL, "hbp_spmv")?;
-    let combine = gpu.function::<T>(
-        &KERNEL,
-        if dense {
-            "hbp_combine_dense"
-        } else {
-            "hbp_combine_sparse"
-        },
-    )?;
-    let smem = l.cfg.block_cols * T::BYTES;
+    let spmv = gpu.kernel::<T, HbpArgs<T>>(&KERNEL, "hbp_spmv")?;
+    let combine = if dense {
+        CombineKernel::Dense(gpu.kernel::<T, _>(&KERNEL, "hbp_combine_dense")?)
+    } else {
+        CombineKernel::Sparse(gpu.kernel::<T, _>(&KERNEL, "hbp_combine_sparse")?)
+    };
+    let smem = (l.cfg.block_cols * T::BYTES) as u32;
     if smem > 48 * 1024 {
-        spmv.set_attribute(
-            CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem as i32,
-        )
-        .map_err(|e| Error::cuda("hbp: opting in to shared memory", e))?;
+        spmv.allow_shared(smem)?;
     }
     let threads = 32 * l.cfg.warps_per_cta;
-    let per_sm = spmv
-        .occupancy_max_active_blocks_per_multiprocessor(threads, smem, None)
-        .map_err(|e| Error::cuda("hbp: occupancy query", e))?
-        .max(1) as usize;
-    let ctas = (gpu.sm_count() * per_sm)
+    let ctas = spmv
+        .resident_ctas(gpu, threads, smem)?
         .min(l.nblocks().div_ceil(l.cfg.warps_per_cta as usize))
         .max(1);
     let (per_cta, nfixed) = l.split(ctas);
@@ -104,7 +154,7 @@ pub(super) fn upload<T: Scalar>(
         block_cols: l.cfg.block_cols,
         threads,
         ctas: ctas as u32,
-        smem: smem as u32,
+        smem,
         per_cta,
         nfixed,
         grab: l.cfg.grab,
@@ -138,44 +188,43 @@ impl<T: Scalar> DeviceHbp<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        let cfg = LaunchConfig {
-            grid_dim: (
-                grid_dim(
-                    "hbp combine blocks",
-                    nrows.div_ceil(COMBINE_THREADS as usize).max(1),
-                )?,
-                1,
-                1,
-            ),
-            block_dim: (COMBINE_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let nrows = kernel_int("hbp nrows", nrows)?;
-        let mut b = gpu.stream().launch_builder(&self.combine);
-        let (nbc, br) = (self.nbc as i32, self.block_rows as i32);
-        if self.dense {
-            b.arg(&nrows)
-                .arg(&nbc)
-                .arg(&br)
-                .arg(&self.mid)
-                .arg(y)
-                .arg(&alpha)
-                .arg(&beta)
-                .arg(&self.ticket);
-        } else {
-            b.arg(&nrows)
-                .arg(&self.cptr)
-                .arg(&self.mid)
-                .arg(y)
-                .arg(&alpha)
-                .arg(&beta)
-                .arg(&self.ticket);
+        // One thread per row, and one CTA when there is none (it resets the ticket).
+        let shape = Shape::thread_per_item(nrows.max(1), COMBINE_THREADS);
+        let n = kernel_int("hbp nrows", nrows)?;
+        let (ticket, mid, y) = (
+            DevMut::scratch(&self.ticket),
+            DevRef::new(&self.mid),
+            DevMut::new(y),
+        );
+        // SAFETY (both): mid holds rows × column blocks (dense) or cptr[nrows] (sparse)
+        // partials; y has at least nrows entries (this function's contract).
+        match &self.combine {
+            CombineKernel::Dense(k) => {
+                let args = CombineDenseArgs {
+                    nrows: n,
+                    nbc: self.nbc as i32,
+                    block_rows: self.block_rows as i32,
+                    mid,
+                    y,
+                    alpha,
+                    beta,
+                    ticket,
+                };
+                unsafe { gpu.launch(k, shape, &args) }
+            }
+            CombineKernel::Sparse(k) => {
+                let args = CombineSparseArgs {
+                    nrows: n,
+                    cptr: DevRef::new(&self.cptr),
+                    mid,
+                    y,
+                    alpha,
+                    beta,
+                    ticket,
+                };
+                unsafe { gpu.launch(k, shape, &args) }
+            }
         }
-        // SAFETY: the arguments match hbp_combine_dense / hbp_combine_sparse in kernel.cu; mid
-        // holds rows × column blocks (dense) or cptr[nrows] (sparse) partials; y has at least
-        // nrows entries (this function's contract).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("hbp combine launch", e))?;
-        Ok(())
     }
 }
 
@@ -202,59 +251,38 @@ impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
             unsafe { self.combine(gpu, 0, alpha, beta, y) }?;
         }
         if nblocks > 0 && self.phase != Phase::Combine {
-            let (nbr, nbc, nrows, ncols) = (
-                kernel_int("hbp block rows", self.nbr)?,
-                kernel_int("hbp block columns", self.nbc)?,
-                kernel_int("hbp nrows", self.nrows)?,
-                kernel_int("hbp ncols", self.ncols)?,
-            );
-            let (br, bc, dense) = (
-                self.block_rows as i32,
-                self.block_cols as i32,
-                self.dense as i32,
-            );
-            let (per_cta, nfixed, nblocks, grab, compete) = (
-                kernel_int("hbp blocks per CTA", self.per_cta)?,
-                kernel_int("hbp fixed blocks", self.nfixed)?,
-                kernel_int("hbp blocks", nblocks)?,
-                self.grab as i32,
-                self.compete_cta as i32,
-            );
-            let cfg = LaunchConfig {
-                grid_dim: (self.ctas, 1, 1),
-                block_dim: (self.threads, 1, 1),
-                shared_mem_bytes: self.smem,
+            let args = HbpArgs {
+                nbr: kernel_int("hbp block rows", self.nbr)?,
+                nbc: kernel_int("hbp block columns", self.nbc)?,
+                nrows: kernel_int("hbp nrows", self.nrows)?,
+                ncols: kernel_int("hbp ncols", self.ncols)?,
+                block_rows: self.block_rows as i32,
+                block_cols: self.block_cols as i32,
+                dense: self.dense as i32,
+                blk_slot: DevRef::new(&self.blk_slot),
+                blk_group: DevRef::new(&self.blk_group),
+                begin_nnz: DevRef::new(&self.begin_nnz),
+                zero_row: DevRef::new(&self.zero_row),
+                out_idx: DevRef::new(&self.out_idx),
+                packed: DevRef::new(&self.packed),
+                data: DevRef::new(&self.data),
+                x: DevRef::new(x),
+                mid: DevMut::scratch(&self.mid),
+                per_cta: kernel_int("hbp blocks per CTA", self.per_cta)?,
+                nfixed: kernel_int("hbp fixed blocks", self.nfixed)?,
+                nblocks: kernel_int("hbp blocks", nblocks)?,
+                grab: self.grab as i32,
+                compete_cta: self.compete_cta as i32,
+                ticket: DevMut::scratch(&self.ticket),
             };
-            let mut b = gpu.stream().launch_builder(&self.spmv);
-            b.arg(&nbr)
-                .arg(&nbc)
-                .arg(&nrows)
-                .arg(&ncols)
-                .arg(&br)
-                .arg(&bc)
-                .arg(&dense)
-                .arg(&self.blk_slot)
-                .arg(&self.blk_group)
-                .arg(&self.begin_nnz)
-                .arg(&self.zero_row)
-                .arg(&self.out_idx)
-                .arg(&self.packed)
-                .arg(&self.data)
-                .arg(x)
-                .arg(&self.mid)
-                .arg(&per_cta)
-                .arg(&nfixed)
-                .arg(&nblocks)
-                .arg(&grab)
-                .arg(&compete)
-                .arg(&self.ticket);
-            // SAFETY: the arguments match hbp_spmv in kernel.cu; the block, group, slot and
-            // nonzero arrays are the layout's (all indices inside them, checked < 2^31 at
-            // build); mid has mid_len entries; per_cta · ctas = nfixed ≤ nblocks; the dynamic
-            // shared memory holds block_cols values (opted in at upload when > 48 KiB); the
-            // ticket counter is 0 on entry (zeroed at upload, reset by every combine) and stays
-            // below 2^31 (checked at upload); x has ncols entries (this function's contract).
-            unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("hbp_spmv launch", e))?;
+            let shape = Shape::ctas(self.ctas as usize, self.threads).shared(self.smem);
+            // SAFETY: the block, group, slot and nonzero arrays are the layout's (all indices
+            // inside them, checked < 2^31 at build); mid has mid_len entries; per_cta · ctas =
+            // nfixed ≤ nblocks; the dynamic shared memory holds block_cols values (opted in at
+            // upload when > 48 KiB); the ticket counter is 0 on entry (zeroed at upload, reset by
+            // every combine) and stays below 2^31 (checked at upload); x has ncols entries (this
+            // function's contract).
+            unsafe { gpu.launch(&self.spmv, shape, &args) }?;
         }
         if self.phase == Phase::Spmv {
             return Ok(());

@@ -113,6 +113,9 @@ __device__ __forceinline__ void hbp_cta_range(int q, int qend, int nbr, int nbc,
     }
 }
 
+// Parameters: the fields of HbpArgs (gpu.rs) in order, checked at compile time; parameter
+// lists, not the structs by value, because the compiled code depends on __restrict__ parameters,
+// which struct members do not carry (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void hbp_spmv(int nbr, int nbc, int nrows, int ncols, int block_rows,
                                     int block_cols, int dense, const int* __restrict__ blk_slot,
                                     const int* __restrict__ blk_group,
@@ -163,6 +166,7 @@ extern "C" __global__ void hbp_spmv(int nbr, int nbc, int nrows, int ncols, int 
     }
 }
 
+// Parameters: the fields of CombineDenseArgs (gpu.rs) in order (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void hbp_combine_dense(int nrows, int nbc, int block_rows,
                                              const real_t* __restrict__ mid,
                                              real_t* __restrict__ y, real_t alpha, real_t beta,
@@ -180,6 +184,7 @@ extern "C" __global__ void hbp_combine_dense(int nrows, int nbc, int block_rows,
     y[r] = (beta == (real_t)0) ? t : fma(beta, y[r], t);
 }
 
+// Parameters: the fields of CombineSparseArgs (gpu.rs) in order (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void hbp_combine_sparse(int nrows, const int* __restrict__ cptr,
                                               const real_t* __restrict__ mid,
                                               real_t* __restrict__ y, real_t alpha, real_t beta,

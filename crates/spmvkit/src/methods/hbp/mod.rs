@@ -75,7 +75,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{check_index_range, Error, Result};
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::params::{keywords, params, with_defaults, Keyword};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
@@ -84,9 +84,16 @@ use crate::scalar::Scalar;
 pub use hash::HashKind;
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "hbp",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "hbp",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[
+        gpu::HbpArgs::params_entry("hbp_spmv"),
+        gpu::CombineDenseArgs::params_entry("hbp_combine_dense"),
+        gpu::CombineSparseArgs::params_entry("hbp_combine_sparse"),
+    ],
 };
 
 const NAME: &str = "hbp";

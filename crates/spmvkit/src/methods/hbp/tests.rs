@@ -339,18 +339,8 @@ fn rejects_bad_params() {
 }
 
 #[test]
-fn kernel_entries_match_the_launch() {
-    // gpu.rs pushes: nbr, nbc, nrows, ncols, block_rows, block_cols, dense, blk_slot,
-    // blk_group, begin_nnz, zero_row, out_idx, packed, data, x, mid, per_cta, nfixed, nblocks,
-    // grab, compete, ticket; then the combine's arguments
-    crate::methods::testmats::check_entry_signatures(
-        &KERNEL,
-        &[
-            ("hbp_spmv", "iiiiiii ppppppppp iiiii p"),
-            ("hbp_combine_dense", "iii pp rr p"),
-            ("hbp_combine_sparse", "i ppp rr p"),
-        ],
-    );
+fn kernel_args_match_the_kernel() {
+    crate::methods::testmats::check_kernel_args(&KERNEL);
 }
 
 #[test]

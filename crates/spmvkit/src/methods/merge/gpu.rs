@@ -6,32 +6,54 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{smem_bytes, MergeLayout, KERNEL};
-use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::methods::common::csr::{CsrArgs, DeviceCsr};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
 /// Threads per block of the fix-up kernel.
 const FIX_THREADS: u32 = 256;
 
+crate::kernel_args! {
+    /// `merge_spmv`'s arguments.
+    pub(super) struct MergeArgs<'a, T> {
+        csr: CsrArgs<'a, T>,
+        tile_row: DevRef<'a, Idx>,
+        tile_nz: DevRef<'a, Idx>,
+        carry: DevMut<'a, T>,
+        items: i32,
+    }
+}
+
+crate::kernel_args! {
+    /// `merge_fixup`'s arguments.
+    pub(super) struct MergeFixupArgs<'a, T> {
+        nshort: i32,
+        nlong: i32,
+        run_row: DevRef<'a, Idx>,
+        run_first: DevRef<'a, Idx>,
+        run_end: DevRef<'a, Idx>,
+        carry: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+    }
+}
+
 /// The device copy of a merge layout.
 pub(super) struct DeviceMerge<T: Scalar> {
-    spmv: CudaFunction,
-    fixup: CudaFunction,
-    nrows: usize,
-    ncols: usize,
+    spmv: Kernel<MergeArgs<'static, T>>,
+    fixup: Kernel<MergeFixupArgs<'static, T>>,
     threads: u32,
     items: u32,
     ntiles: usize,
     smem: u32,
     nshort: usize,
     nlong: usize,
-    row_ptr: CudaSlice<Idx>,
-    col_idx: CudaSlice<Idx>,
-    vals: CudaSlice<T>,
+    a: DeviceCsr<T>,
     tile_row: CudaSlice<Idx>,
     tile_nz: CudaSlice<Idx>,
     run_row: CudaSlice<Idx>,
@@ -45,22 +67,16 @@ pub(super) fn upload<T: Scalar>(
     l: &MergeLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    let spmv = gpu.function::<T>(&KERNEL, "merge_spmv")?;
-    let fixup = gpu.function::<T>(&KERNEL, "merge_fixup")?;
     Ok(Box::new(DeviceMerge {
-        spmv,
-        fixup,
-        nrows: l.a.nrows(),
-        ncols: l.a.ncols(),
+        spmv: gpu.kernel::<T, _>(&KERNEL, "merge_spmv")?,
+        fixup: gpu.kernel::<T, _>(&KERNEL, "merge_fixup")?,
         threads: l.threads,
         items: l.items,
         ntiles: l.ntiles(),
         smem: smem_bytes::<T>(l.tile_items()) as u32,
         nshort: l.nshort,
         nlong: l.nruns() - l.nshort,
-        row_ptr: gpu.upload(l.a.row_ptr())?,
-        col_idx: gpu.upload(l.a.col_idx())?,
-        vals: gpu.upload(l.a.vals())?,
+        a: DeviceCsr::upload(gpu, &l.a)?,
         tile_row: gpu.upload(&l.tile_row)?,
         tile_nz: gpu.upload(&l.tile_nz)?,
         run_row: gpu.upload(&l.run_row)?,
@@ -73,7 +89,7 @@ pub(super) fn upload<T: Scalar>(
 
 impl<T: Scalar> DeviceLayout<T> for DeviceMerge<T> {
     fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
+        self.a.dims()
     }
 
     unsafe fn run_unchecked(
@@ -87,61 +103,36 @@ impl<T: Scalar> DeviceLayout<T> for DeviceMerge<T> {
         if self.ntiles == 0 {
             return Ok(());
         }
-        let nrows = kernel_int("merge nrows", self.nrows)?;
-        let items = self.items as i32;
-        let cfg = LaunchConfig {
-            grid_dim: (grid_dim("merge tiles", self.ntiles)?, 1, 1),
-            block_dim: (self.threads, 1, 1),
-            shared_mem_bytes: self.smem,
+        let args = MergeArgs {
+            csr: self.a.args("merge nrows", x, y, alpha, beta)?,
+            tile_row: DevRef::new(&self.tile_row),
+            tile_nz: DevRef::new(&self.tile_nz),
+            carry: DevMut::scratch(&self.carry),
+            items: self.items as i32,
         };
-        let mut b = gpu.stream().launch_builder(&self.spmv);
-        b.arg(&nrows)
-            .arg(&self.row_ptr)
-            .arg(&self.col_idx)
-            .arg(&self.vals)
-            .arg(x)
-            .arg(&mut *y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&self.tile_row)
-            .arg(&self.tile_nz)
-            .arg(&self.carry)
-            .arg(&items);
-        // SAFETY: the arguments match merge_spmv in kernel.cu; tile_row/tile_nz have ntiles + 1
-        // entries, carry ntiles; the dynamic shared memory is what the kernel lays out for
-        // blockDim.x · items steps; x has ncols and y nrows entries (checked by DeviceLayout::run).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("merge launch", e))?;
+        let shape = Shape::ctas(self.ntiles, self.threads).shared(self.smem);
+        // SAFETY: tile_row/tile_nz have ntiles + 1 entries, carry ntiles; the dynamic shared
+        // memory is what the kernel lays out for blockDim.x · items steps; x has ncols and y
+        // nrows entries (checked by DeviceLayout::run).
+        unsafe { gpu.launch(&self.spmv, shape, &args) }?;
 
-        let nruns = self.nshort + self.nlong;
-        if nruns == 0 {
-            return Ok(());
-        }
         let short_blocks = self.nshort.div_ceil(FIX_THREADS as usize);
         let long_blocks = self.nlong.div_ceil((FIX_THREADS / 32) as usize);
-        let cfg = LaunchConfig {
-            grid_dim: (
-                grid_dim("merge fix-up blocks", short_blocks + long_blocks)?,
-                1,
-                1,
-            ),
-            block_dim: (FIX_THREADS, 1, 1),
-            shared_mem_bytes: 0,
+        let args = MergeFixupArgs {
+            nshort: kernel_int("merge short carry runs", self.nshort)?,
+            nlong: kernel_int("merge long carry runs", self.nlong)?,
+            run_row: DevRef::new(&self.run_row),
+            run_first: DevRef::new(&self.run_first),
+            run_end: DevRef::new(&self.run_end),
+            carry: DevRef::new(&self.carry),
+            y: DevMut::new(y),
+            alpha,
         };
-        let nshort = kernel_int("merge short carry runs", self.nshort)?;
-        let nlong = kernel_int("merge long carry runs", self.nlong)?;
-        let mut b = gpu.stream().launch_builder(&self.fixup);
-        b.arg(&nshort)
-            .arg(&nlong)
-            .arg(&self.run_row)
-            .arg(&self.run_first)
-            .arg(&self.run_end)
-            .arg(&self.carry)
-            .arg(y)
-            .arg(&alpha);
-        // SAFETY: the arguments match merge_fixup in kernel.cu; the run arrays have nshort +
-        // nlong entries with tile ranges inside carry; rows are < nrows.
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("merge fix-up launch", e))?;
-        Ok(())
+        // One thread per short run, then one warp per long run (none when no row spans tiles).
+        let shape = Shape::ctas(short_blocks + long_blocks, FIX_THREADS);
+        // SAFETY: the run arrays have nshort + nlong entries with tile ranges inside carry;
+        // rows are < nrows.
+        unsafe { gpu.launch(&self.fixup, shape, &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

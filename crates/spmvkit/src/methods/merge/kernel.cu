@@ -23,13 +23,16 @@
 //
 // The CPU mirror (cpu.rs) reproduces this arithmetic step for step.
 
-extern "C" __global__ void merge_spmv(int nrows, const int* __restrict__ row_ptr,
-                                      const int* __restrict__ col_idx,
-                                      const real_t* __restrict__ vals,
-                                      const real_t* __restrict__ x, real_t* __restrict__ y,
-                                      real_t alpha, real_t beta, const int* __restrict__ tile_row,
-                                      const int* __restrict__ tile_nz,
-                                      real_t* __restrict__ carry, int items) {
+// The entries' arguments (their Rust twins: gpu.rs, checked against them at compile time).
+struct MergeArgs {
+    CsrArgs csr;  // the matrix and operands (prelude)
+    const int* tile_row;
+    const int* tile_nz;
+    real_t* carry;
+    int items;
+};
+
+extern "C" __global__ void merge_spmv(const MergeArgs a) {
     extern __shared__ __align__(16) unsigned char merge_smem[];
     __shared__ int s_wkey[32];
     __shared__ real_t s_wval[32];
@@ -37,14 +40,14 @@ extern "C" __global__ void merge_spmv(int nrows, const int* __restrict__ row_ptr
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;
-    const int tile_items = blockDim.x * items;
+    const int tile_items = blockDim.x * a.items;
     real_t* s_prod = reinterpret_cast<real_t*>(merge_smem);
     int* s_row_end = reinterpret_cast<int*>(merge_smem + (size_t)tile_items * sizeof(real_t));
 
-    const int row0 = ldg(tile_row + blockIdx.x);
-    const int row1 = ldg(tile_row + blockIdx.x + 1);
-    const int nz0 = ldg(tile_nz + blockIdx.x);
-    const int nz1 = ldg(tile_nz + blockIdx.x + 1);
+    const int row0 = ldg(a.tile_row + blockIdx.x);
+    const int row1 = ldg(a.tile_row + blockIdx.x + 1);
+    const int nz0 = ldg(a.tile_nz + blockIdx.x);
+    const int nz1 = ldg(a.tile_nz + blockIdx.x + 1);
     const int tile_rows = row1 - row0;  // rows closed in this tile
     const int tile_nnz = nz1 - nz0;
     const int tile_len = tile_rows + tile_nnz;
@@ -54,18 +57,18 @@ extern "C" __global__ void merge_spmv(int nrows, const int* __restrict__ row_ptr
 #pragma unroll 4
     for (int i = tid; i <= tile_rows; i += blockDim.x) {
         const int r = row0 + i;
-        s_row_end[i] = (r < nrows) ? ldg(row_ptr + r + 1) : nz1;
+        s_row_end[i] = (r < a.csr.nrows) ? ldg(a.csr.row_ptr + r + 1) : nz1;
     }
 #pragma unroll 4
     for (int i = tid; i < tile_nnz; i += blockDim.x) {
         const int k = nz0 + i;
-        s_prod[i] = ldg(vals + k) * ldg(x + ldg(col_idx + k));
+        s_prod[i] = ldg(a.csr.vals + k) * ldg(a.csr.x + ldg(a.csr.col_idx + k));
     }
     __syncthreads();
 
     // 2. this thread's steps [d0, d1) of the tile
-    const int d0 = min(tid * items, tile_len);
-    const int d1 = min(d0 + items, tile_len);
+    const int d0 = min(tid * a.items, tile_len);
+    const int d1 = min(d0 + a.items, tile_len);
     int lo = max(d0 - tile_nnz, 0);
     int hi = min(d0, tile_rows);
     while (lo < hi) {
@@ -127,45 +130,52 @@ extern "C" __global__ void merge_spmv(int nrows, const int* __restrict__ row_ptr
         eval = pval;
     }
     if (closed_head) s_rowsum[head] = (ekey == head) ? eval + head_sum : head_sum;
-    if (tid == (int)blockDim.x - 1) carry[blockIdx.x] = val;
+    if (tid == (int)blockDim.x - 1) a.carry[blockIdx.x] = val;
     __syncthreads();
 
     // 4. the tile's closed rows to y, coalesced
     for (int i = tid; i < tile_rows; i += blockDim.x) {
         const int r = row0 + i;
-        const real_t t = alpha * s_rowsum[i];
-        y[r] = (beta == (real_t)0) ? t : fma(beta, y[r], t);
+        const real_t t = a.csr.alpha * s_rowsum[i];
+        a.csr.y[r] = (a.csr.beta == (real_t)0) ? t : fma(a.csr.beta, a.csr.y[r], t);
     }
 }
 
-extern "C" __global__ void merge_fixup(int nshort, int nlong, const int* __restrict__ run_row,
-                                       const int* __restrict__ run_first,
-                                       const int* __restrict__ run_end,
-                                       const real_t* __restrict__ carry, real_t* __restrict__ y,
-                                       real_t alpha) {
-    const int short_blocks = (nshort + (int)blockDim.x - 1) / (int)blockDim.x;
+struct MergeFixupArgs {
+    int nshort;
+    int nlong;
+    const int* run_row;
+    const int* run_first;
+    const int* run_end;
+    const real_t* carry;
+    real_t* y;
+    real_t alpha;
+};
+
+extern "C" __global__ void merge_fixup(const MergeFixupArgs a) {
+    const int short_blocks = (a.nshort + (int)blockDim.x - 1) / (int)blockDim.x;
     if ((int)blockIdx.x < short_blocks) {
         const unsigned r = blockIdx.x * blockDim.x + threadIdx.x;
-        if (r < (unsigned)nshort) {
-            int k = ldg(run_first + r);
-            const int e = ldg(run_end + r);
-            real_t s = ldg(carry + k);
-            for (++k; k < e; ++k) s += ldg(carry + k);
-            const int row = ldg(run_row + r);
-            y[row] = fma(alpha, s, y[row]);
+        if (r < (unsigned)a.nshort) {
+            int k = ldg(a.run_first + r);
+            const int e = ldg(a.run_end + r);
+            real_t s = ldg(a.carry + k);
+            for (++k; k < e; ++k) s += ldg(a.carry + k);
+            const int row = ldg(a.run_row + r);
+            a.y[row] = fma(a.alpha, s, a.y[row]);
         }
     } else {
         const int w = ((int)blockIdx.x - short_blocks) * ((int)blockDim.x >> 5) + (threadIdx.x >> 5);
         const int lane = threadIdx.x & 31;
-        if (w < nlong) {  // warp-uniform
-            const int r = nshort + w;
-            const int e = ldg(run_end + r);
+        if (w < a.nlong) {  // warp-uniform
+            const int r = a.nshort + w;
+            const int e = ldg(a.run_end + r);
             real_t s = (real_t)0;
-            for (int k = ldg(run_first + r) + lane; k < e; k += 32) s += ldg(carry + k);
+            for (int k = ldg(a.run_first + r) + lane; k < e; k += 32) s += ldg(a.carry + k);
             s = warp_reduce_sum(s);
             if (lane == 0) {
-                const int row = ldg(run_row + r);
-                y[row] = fma(alpha, s, y[row]);
+                const int row = ldg(a.run_row + r);
+                a.y[row] = fma(a.alpha, s, a.y[row]);
             }
         }
     }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::params::{params, AutoOr};
@@ -33,9 +33,15 @@ use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec,
 use crate::scalar::{Idx, Precision, Scalar};
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "merge",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "merge",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[
+        gpu::MergeArgs::entry("merge_spmv"),
+        gpu::MergeFixupArgs::entry("merge_fixup"),
+    ],
 };
 
 const NAME: &str = "merge";

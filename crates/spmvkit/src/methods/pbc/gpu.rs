@@ -4,17 +4,42 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{PbcLayout, KERNEL};
-use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
+crate::kernel_args! {
+    /// `pbc_spmv`'s arguments.
+    pub(super) struct PbcArgs<'a, T> {
+        blk_row: DevRef<'a, Idx>,
+        rows: DevRef<'a, Idx>,
+        row_off: DevRef<'a, Idx>,
+        col: DevRef<'a, Idx>,
+        val: DevRef<'a, T>,
+        blk_seg: DevRef<'a, Idx>,
+        seg_ptr: DevRef<'a, Idx>,
+        seg_slot: DevRef<'a, Idx>,
+        coo_col: DevRef<'a, Idx>,
+        coo_val: DevRef<'a, T>,
+        part: DevMut<'a, T>,
+        nsplit: i32,
+        split_row: DevRef<'a, Idx>,
+        split_ptr: DevRef<'a, Idx>,
+        ctr: DevMut<'a, u32>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+    }
+}
+
 /// The device copy of a PBC layout.
 pub(super) struct DevicePbc<T: Scalar> {
-    func: CudaFunction,
+    k: Kernel<PbcArgs<'static, T>>,
     nblocks: usize,
     nrows: usize,
     ncols: usize,
@@ -41,9 +66,8 @@ pub(super) fn upload<T: Scalar>(
     l: &PbcLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    let func = gpu.function::<T>(&KERNEL, "pbc_spmv")?;
     Ok(Box::new(DevicePbc {
-        func,
+        k: gpu.kernel::<T, _>(&KERNEL, "pbc_spmv")?,
         nblocks: l.nblocks(),
         nrows: l.nrows,
         ncols: l.ncols,
@@ -83,38 +107,32 @@ impl<T: Scalar> DeviceLayout<T> for DevicePbc<T> {
         if self.nrows == 0 || self.nblocks == 0 {
             return Ok(());
         }
-        let cfg = LaunchConfig {
-            grid_dim: (grid_dim("pbc blocks", self.nblocks)?, 1, 1),
-            block_dim: (self.threads, 1, 1),
-            shared_mem_bytes: 0,
+        let args = PbcArgs {
+            blk_row: DevRef::new(&self.blk_row),
+            rows: DevRef::new(&self.rows),
+            row_off: DevRef::new(&self.row_off),
+            col: DevRef::new(&self.col),
+            val: DevRef::new(&self.val),
+            blk_seg: DevRef::new(&self.blk_seg),
+            seg_ptr: DevRef::new(&self.seg_ptr),
+            seg_slot: DevRef::new(&self.seg_slot),
+            coo_col: DevRef::new(&self.coo_col),
+            coo_val: DevRef::new(&self.coo_val),
+            part: DevMut::scratch(&self.part),
+            nsplit: self.nsplit,
+            split_row: DevRef::new(&self.split_row),
+            split_ptr: DevRef::new(&self.split_ptr),
+            ctr: DevMut::scratch(&self.ctr),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
         };
-        let mut b = gpu.stream().launch_builder(&self.func);
-        b.arg(&self.blk_row)
-            .arg(&self.rows)
-            .arg(&self.row_off)
-            .arg(&self.col)
-            .arg(&self.val)
-            .arg(&self.blk_seg)
-            .arg(&self.seg_ptr)
-            .arg(&self.seg_slot)
-            .arg(&self.coo_col)
-            .arg(&self.coo_val)
-            .arg(&self.part)
-            .arg(&self.nsplit)
-            .arg(&self.split_row)
-            .arg(&self.split_ptr)
-            .arg(&self.ctr)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta);
-        // SAFETY: the arguments match pbc_spmv in kernel.cu; every offset array has its count + 1
-        // entries and indexes the arrays after it (by construction), part has one slot per
-        // segment, the counter is one word, zero on entry (zeroed at upload, reset by the last
-        // CTA of the previous call); x has ncols and y nrows entries (checked by
-        // DeviceLayout::run).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("pbc launch", e))?;
-        Ok(())
+        // SAFETY: every offset array has its count + 1 entries and indexes the arrays after it
+        // (by construction), part has one slot per segment, the counter is one word, zero on
+        // entry (zeroed at upload, reset by the last CTA of the previous call); x has ncols and
+        // y nrows entries (checked by DeviceLayout::run).
+        unsafe { gpu.launch(&self.k, Shape::ctas(self.nblocks, self.threads), &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

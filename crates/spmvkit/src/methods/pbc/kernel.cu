@@ -15,62 +15,76 @@ __device__ __forceinline__ void pbc_store(real_t* y, int row, real_t alpha, real
     y[row] = (beta == (real_t)0) ? t : fma(beta, y[row], t);
 }
 
-extern "C" __global__ void pbc_spmv(const int* __restrict__ blk_row, const int* __restrict__ rows,
-                                    const int* __restrict__ row_off, const int* __restrict__ col,
-                                    const real_t* __restrict__ val, const int* __restrict__ blk_seg,
-                                    const int* __restrict__ seg_ptr, const int* __restrict__ seg_slot,
-                                    const int* __restrict__ coo_col,
-                                    const real_t* __restrict__ coo_val, real_t* part, int nsplit,
-                                    const int* __restrict__ split_row,
-                                    const int* __restrict__ split_ptr, unsigned* ctr,
-                                    const real_t* __restrict__ x, real_t* __restrict__ y,
-                                    real_t alpha, real_t beta) {
+// The entry's one argument (its Rust twin: gpu.rs, checked against it at compile time).
+struct PbcArgs {
+    const int* blk_row;
+    const int* rows;
+    const int* row_off;
+    const int* col;
+    const real_t* val;
+    const int* blk_seg;
+    const int* seg_ptr;
+    const int* seg_slot;
+    const int* coo_col;
+    const real_t* coo_val;
+    real_t* part;
+    int nsplit;
+    const int* split_row;
+    const int* split_ptr;
+    unsigned* ctr;
+    const real_t* x;
+    real_t* y;
+    real_t alpha;
+    real_t beta;
+};
+
+extern "C" __global__ void pbc_spmv(const PbcArgs a) {
     __shared__ real_t warp_sums[32];
     __shared__ int is_last;
     const int b = blockIdx.x;
     const int tid = (int)threadIdx.x;
     const int nwarps = (int)(blockDim.x >> 5);
 
-    const unsigned r1 = ldg(blk_row + b + 1);
-    for (unsigned i = ldg(blk_row + b) + threadIdx.x; i < r1; i += blockDim.x) {
-        const int e = ldg(row_off + i + 1);
+    const unsigned r1 = ldg(a.blk_row + b + 1);
+    for (unsigned i = ldg(a.blk_row + b) + threadIdx.x; i < r1; i += blockDim.x) {
+        const int e = ldg(a.row_off + i + 1);
         real_t sum = (real_t)0;
-        for (int j = ldg(row_off + i); j < e; ++j) sum = fma(ldg(val + j), ldg(x + ldg(col + j)), sum);
-        pbc_store(y, ldg(rows + i), alpha, sum, beta);
+        for (int j = ldg(a.row_off + i); j < e; ++j) sum = fma(ldg(a.val + j), ldg(a.x + ldg(a.col + j)), sum);
+        pbc_store(a.y, ldg(a.rows + i), a.alpha, sum, a.beta);
     }
 
-    const int s1 = ldg(blk_seg + b + 1);
-    for (int sg = ldg(blk_seg + b); sg < s1; ++sg) {  // uniform over the CTA
-        const unsigned e = ldg(seg_ptr + sg + 1);
+    const int s1 = ldg(a.blk_seg + b + 1);
+    for (int sg = ldg(a.blk_seg + b); sg < s1; ++sg) {  // uniform over the CTA
+        const unsigned e = ldg(a.seg_ptr + sg + 1);
         real_t sum = (real_t)0;
-        for (unsigned j = ldg(seg_ptr + sg) + threadIdx.x; j < e; j += blockDim.x)
-            sum = fma(ldg(coo_val + j), ldg(x + ldg(coo_col + j)), sum);
+        for (unsigned j = ldg(a.seg_ptr + sg) + threadIdx.x; j < e; j += blockDim.x)
+            sum = fma(ldg(a.coo_val + j), ldg(a.x + ldg(a.coo_col + j)), sum);
         sum = warp_reduce_sum(sum);
         if ((tid & 31) == 0) warp_sums[tid >> 5] = sum;
         __syncthreads();
         if (tid == 0) {
             real_t total = (real_t)0;
             for (int w = 0; w < nwarps; ++w) total += warp_sums[w];
-            part[ldg(seg_slot + sg)] = total;
+            a.part[ldg(a.seg_slot + sg)] = total;
         }
         __syncthreads();
     }
 
-    if (nsplit == 0) return;
+    if (a.nsplit == 0) return;
     if (tid == 0) {
         __threadfence();
-        const unsigned done = atomicAdd(ctr, 1u);
+        const unsigned done = atomicAdd(a.ctr, 1u);
         is_last = (done == gridDim.x - 1u);
     }
     __syncthreads();
     if (!is_last) return;
     __threadfence();
-    const volatile real_t* vpart = part;
-    for (unsigned i = threadIdx.x; i < (unsigned)nsplit; i += blockDim.x) {
+    const volatile real_t* vpart = a.part;
+    for (unsigned i = threadIdx.x; i < (unsigned)a.nsplit; i += blockDim.x) {
         real_t total = (real_t)0;
-        const int p1 = ldg(split_ptr + i + 1);
-        for (int p = ldg(split_ptr + i); p < p1; ++p) total += vpart[p];
-        pbc_store(y, ldg(split_row + i), alpha, total, beta);
+        const int p1 = ldg(a.split_ptr + i + 1);
+        for (int p = ldg(a.split_ptr + i); p < p1; ++p) total += vpart[p];
+        pbc_store(a.y, ldg(a.split_row + i), a.alpha, total, a.beta);
     }
-    if (tid == 0) atomicExch(ctr, 0u);
+    if (tid == 0) atomicExch(a.ctr, 0u);
 }

@@ -39,7 +39,7 @@ mod gpu;
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::params::{params, AutoOr};
@@ -47,9 +47,12 @@ use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec,
 use crate::scalar::{Idx, Scalar};
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "pbc",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "pbc",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[gpu::PbcArgs::entry("pbc_spmv")],
 };
 
 const NAME: &str = "pbc";

@@ -1,23 +1,39 @@
 //! Upload and launch of `teb_spmv` (`teb`) and `teb_vector_spmv` (`teb-vector`, kernel.cu): one
 //! CTA of `threads` per block, one launch per call, no launch when there are no blocks (no rows).
-//! The entry is chosen at upload from the layout's `long_row`; the launch path is shared, the
-//! vector entry taking `long_row` as one more argument.
+//! The entry is chosen at upload from the layout's `long_row`; both take `TebArgs`
+//! (`teb_spmv` ignores `long_row`).
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{TebLayout, KERNEL};
-use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, Gpu};
+use crate::error::Result;
+use crate::gpu::{DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
+crate::kernel_args! {
+    /// `teb_spmv`'s and `teb_vector_spmv`'s arguments.
+    pub(super) struct TebArgs<'a, T> {
+        blo_idx: DevRef<'a, Idx>,
+        row_nnz_sum: DevRef<'a, Idx>,
+        row_ids: DevRef<'a, Idx>,
+        col_idx: DevRef<'a, Idx>,
+        values: DevRef<'a, T>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+        long_row: i32,
+    }
+}
+
 /// The device copy of a TEB layout.
 pub(super) struct DeviceTeb<T: Scalar> {
-    func: CudaFunction,
-    /// `teb_vector_spmv`'s last argument (None: `teb_spmv`, which has no such argument).
-    long_row: Option<i32>,
+    k: Kernel<TebArgs<'static, T>>,
+    /// `teb_vector_spmv`'s row length threshold (0 for `teb_spmv`, which ignores it).
+    long_row: i32,
     nrows: usize,
     ncols: usize,
     nblocks: usize,
@@ -38,13 +54,13 @@ pub(super) fn upload<T: Scalar>(
         None => "teb_spmv",
         Some(_) => "teb_vector_spmv",
     };
-    let func = gpu.function::<T>(&KERNEL, entry)?;
+    let k = gpu.kernel::<T, _>(&KERNEL, entry)?;
     // teb_vector_spmv sums long rows with the prelude's cta_gather_sum (32-bit indices)
     crate::gpu::check_int_loops("teb", l.nrows, l.values.len())?;
     Ok(Box::new(DeviceTeb {
-        func,
+        k,
         // parse() keeps long_row in 1..=i32::MAX
-        long_row: l.long_row.map(|v| v as i32),
+        long_row: l.long_row.map_or(0, |v| v as i32),
         nrows: l.nrows,
         ncols: l.ncols,
         nblocks: l.nblocks(),
@@ -71,33 +87,22 @@ impl<T: Scalar> DeviceLayout<T> for DeviceTeb<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        if self.nblocks == 0 {
-            return Ok(());
-        }
-        let cfg = LaunchConfig {
-            grid_dim: (grid_dim("teb blocks", self.nblocks)?, 1, 1),
-            block_dim: (self.threads, 1, 1),
-            shared_mem_bytes: 0,
+        let args = TebArgs {
+            blo_idx: DevRef::new(&self.blo_idx),
+            row_nnz_sum: DevRef::new(&self.row_nnz_sum),
+            row_ids: DevRef::new(&self.row_ids),
+            col_idx: DevRef::new(&self.col_idx),
+            values: DevRef::new(&self.values),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
+            long_row: self.long_row,
         };
-        let mut b = gpu.stream().launch_builder(&self.func);
-        b.arg(&self.blo_idx)
-            .arg(&self.row_nnz_sum)
-            .arg(&self.row_ids)
-            .arg(&self.col_idx)
-            .arg(&self.values)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta);
-        if let Some(long_row) = &self.long_row {
-            b.arg(long_row);
-        }
-        // SAFETY: the arguments match teb_spmv in kernel.cu, plus long_row for teb_vector_spmv
-        // (the entry chosen at upload from the same Option); blo_idx has nblocks + 1 entries,
-        // row_nnz_sum rows + 1, row_ids rows, col_idx and values nnz (all indices in range by
-        // construction), x ncols and y nrows (checked by DeviceLayout::run).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("teb launch", e))?;
-        Ok(())
+        // SAFETY: blo_idx has nblocks + 1 entries, row_nnz_sum rows + 1, row_ids rows, col_idx and
+        // values nnz (all indices in range by construction), x ncols and y nrows (checked by
+        // DeviceLayout::run).
+        unsafe { gpu.launch(&self.k, Shape::ctas(self.nblocks, self.threads), &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

@@ -6,23 +6,32 @@
 // Block-strided row indices are unsigned: last <= 2^31-1, so r + blockDim.x < 2^32, where a
 // signed index would overflow when last is within one block of 2^31-1.
 
-extern "C" __global__ void teb_spmv(const int* __restrict__ blo_idx,
-                                    const int* __restrict__ row_nnz_sum,
-                                    const int* __restrict__ row_ids,
-                                    const int* __restrict__ col_idx,
-                                    const real_t* __restrict__ values,
-                                    const real_t* __restrict__ x, real_t* __restrict__ y,
-                                    real_t alpha, real_t beta) {
-    const unsigned first = ldg(blo_idx + blockIdx.x);
-    const unsigned last = ldg(blo_idx + blockIdx.x + 1);
+// The entries' one argument (its Rust twin: gpu.rs, checked against it at compile time; teb_spmv
+// ignores long_row).
+struct TebArgs {
+    const int* blo_idx;
+    const int* row_nnz_sum;
+    const int* row_ids;
+    const int* col_idx;
+    const real_t* values;
+    const real_t* x;
+    real_t* y;
+    real_t alpha;
+    real_t beta;
+    int long_row;
+};
+
+extern "C" __global__ void teb_spmv(const TebArgs a) {
+    const unsigned first = ldg(a.blo_idx + blockIdx.x);
+    const unsigned last = ldg(a.blo_idx + blockIdx.x + 1);
     for (unsigned r = first + threadIdx.x; r < last; r += blockDim.x) {
-        const int start = ldg(row_nnz_sum + r);
-        const int end = ldg(row_nnz_sum + r + 1);
+        const int start = ldg(a.row_nnz_sum + r);
+        const int end = ldg(a.row_nnz_sum + r + 1);
         real_t sum = (real_t)0;
-        for (int j = start; j < end; ++j) sum = fma(ldg(values + j), ldg(x + ldg(col_idx + j)), sum);
-        const int row = ldg(row_ids + r);
-        const real_t t = alpha * sum;
-        y[row] = (beta == (real_t)0) ? t : fma(beta, y[row], t);
+        for (int j = start; j < end; ++j) sum = fma(ldg(a.values + j), ldg(a.x + ldg(a.col_idx + j)), sum);
+        const int row = ldg(a.row_ids + r);
+        const real_t t = a.alpha * sum;
+        a.y[row] = (a.beta == (real_t)0) ? t : fma(a.beta, a.y[row], t);
     }
 }
 
@@ -42,17 +51,11 @@ extern "C" __global__ void teb_spmv(const int* __restrict__ blo_idx,
 // the long ones. Each row is written once, by a fixed summation order: deterministic, no atomics.
 // blockDim.x is a multiple of 32 (at most 1024), so every warp is full.
 
-extern "C" __global__ void teb_vector_spmv(const int* __restrict__ blo_idx,
-                                           const int* __restrict__ row_nnz_sum,
-                                           const int* __restrict__ row_ids,
-                                           const int* __restrict__ col_idx,
-                                           const real_t* __restrict__ values,
-                                           const real_t* __restrict__ x, real_t* __restrict__ y,
-                                           real_t alpha, real_t beta, int long_row) {
+extern "C" __global__ void teb_vector_spmv(const TebArgs a) {
     __shared__ real_t wsum[32];
     __shared__ unsigned long_mask[32];
-    const unsigned first = ldg(blo_idx + blockIdx.x);
-    const unsigned last = ldg(blo_idx + blockIdx.x + 1);
+    const unsigned first = ldg(a.blo_idx + blockIdx.x);
+    const unsigned last = ldg(a.blo_idx + blockIdx.x + 1);
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int nwarps = (int)blockDim.x >> 5;
 
@@ -60,7 +63,7 @@ extern "C" __global__ void teb_vector_spmv(const int* __restrict__ blo_idx,
     for (unsigned base = first; base < last; base += blockDim.x) {
         const unsigned r = base + threadIdx.x;
         const bool is_long =
-            r < last && ldg(row_nnz_sum + r + 1) - ldg(row_nnz_sum + r) >= long_row;
+            r < last && ldg(a.row_nnz_sum + r + 1) - ldg(a.row_nnz_sum + r) >= a.long_row;
         const unsigned m = __ballot_sync(FULL_MASK, is_long);
         if (lane == 0) long_mask[warp] = m;
         if (__syncthreads_count(is_long) == 0) continue;  // uniform
@@ -69,12 +72,12 @@ extern "C" __global__ void teb_vector_spmv(const int* __restrict__ blo_idx,
             while (mw != 0u) {
                 const unsigned lr = base + (w << 5) + (__ffs(mw) - 1);
                 mw &= mw - 1u;
-                const real_t v = cta_gather_sum(values, col_idx, x, ldg(row_nnz_sum + lr),
-                                                ldg(row_nnz_sum + lr + 1), wsum);
+                const real_t v = cta_gather_sum(a.values, a.col_idx, a.x, ldg(a.row_nnz_sum + lr),
+                                                ldg(a.row_nnz_sum + lr + 1), wsum);
                 if (tid == 0) {
-                    const int row = ldg(row_ids + lr);
-                    const real_t t = alpha * v;
-                    y[row] = (beta == (real_t)0) ? t : fma(beta, y[row], t);
+                    const int row = ldg(a.row_ids + lr);
+                    const real_t t = a.alpha * v;
+                    a.y[row] = (a.beta == (real_t)0) ? t : fma(a.beta, a.y[row], t);
                 }
                 __syncthreads();  // wsum is free again
             }
@@ -84,13 +87,13 @@ extern "C" __global__ void teb_vector_spmv(const int* __restrict__ blo_idx,
 
     // Pass 2: the other rows, a thread each (teb_spmv).
     for (unsigned r = first + threadIdx.x; r < last; r += blockDim.x) {
-        const int start = ldg(row_nnz_sum + r);
-        const int end = ldg(row_nnz_sum + r + 1);
-        if (end - start >= long_row) continue;
+        const int start = ldg(a.row_nnz_sum + r);
+        const int end = ldg(a.row_nnz_sum + r + 1);
+        if (end - start >= a.long_row) continue;
         real_t sum = (real_t)0;
-        for (int j = start; j < end; ++j) sum = fma(ldg(values + j), ldg(x + ldg(col_idx + j)), sum);
-        const int row = ldg(row_ids + r);
-        const real_t t = alpha * sum;
-        y[row] = (beta == (real_t)0) ? t : fma(beta, y[row], t);
+        for (int j = start; j < end; ++j) sum = fma(ldg(a.values + j), ldg(a.x + ldg(a.col_idx + j)), sum);
+        const int row = ldg(a.row_ids + r);
+        const real_t t = a.alpha * sum;
+        a.y[row] = (a.beta == (real_t)0) ? t : fma(a.beta, a.y[row], t);
     }
 }

@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::params::{concat_specs, params, AutoOr, ParamRange, ParamValue};
@@ -64,9 +64,15 @@ use crate::scalar::{Idx, Scalar};
 use select::{BlnChoice, KChoice, Lengths, Selection};
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "teb",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "teb",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[
+        gpu::TebArgs::entry("teb_spmv"),
+        gpu::TebArgs::entry("teb_vector_spmv"),
+    ],
 };
 
 const NAME: &str = "teb";

@@ -1,14 +1,14 @@
-//! Upload and launch of `tilespmv_spmv` (kernel.cu) after `spmvkit_scale` (y = βy, the zeroing
-//! the atomics need, inside the call): 64-thread CTAs (two warps, as the original), a warp per
-//! work unit, then threads for the deferred COO entries.
+//! Upload and launch of `tilespmv_spmv` (kernel.cu) after the y prologue (y = βy, the zeroing
+//! the atomics need, inside the call: `Gpu::y_prologue`): 64-thread CTAs (two warps, as the
+//! original), a warp per work unit, then threads for the deferred COO entries.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{TileLayout, KERNEL};
-use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape, YPrologue};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -16,8 +16,34 @@ const THREADS: u32 = 64;
 /// Threads for the deferred COO part (each strides).
 const DEF_THREADS_MAX: usize = 1 << 16;
 
+crate::kernel_args! {
+    /// `tilespmv_spmv`'s parameters.
+    pub(super) struct TileArgs<'a, T> {
+        nrows: i32,
+        ncols: i32,
+        nunits: i32,
+        unit_row: DevRef<'a, Idx>,
+        unit_first: DevRef<'a, Idx>,
+        unit_count: DevRef<'a, Idx>,
+        tile_col: DevRef<'a, Idx>,
+        tile_info: DevRef<'a, u32>,
+        tile_val: DevRef<'a, Idx>,
+        tile_idx: DevRef<'a, Idx>,
+        vals: DevRef<'a, T>,
+        idx: DevRef<'a, u8>,
+        ndef: i32,
+        def_row: DevRef<'a, Idx>,
+        def_col: DevRef<'a, Idx>,
+        def_val: DevRef<'a, T>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+    }
+}
+
 pub(super) struct DeviceTile<T: Scalar> {
-    func: CudaFunction,
+    scale: YPrologue<T>,
+    k: Kernel<TileArgs<'static, T>>,
     nrows: usize,
     ncols: usize,
     nunits: usize,
@@ -42,7 +68,8 @@ pub(super) fn upload<T: Scalar>(
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     Ok(Box::new(DeviceTile {
-        func: gpu.function::<T>(&KERNEL, "tilespmv_spmv")?,
+        scale: gpu.y_prologue::<T>()?,
+        k: gpu.kernel::<T, _>(&KERNEL, "tilespmv_spmv")?,
         nrows: l.nrows,
         ncols: l.ncols,
         nunits: l.unit_row.len(),
@@ -79,52 +106,33 @@ impl<T: Scalar> DeviceLayout<T> for DeviceTile<T> {
         if self.nrows == 0 {
             return Ok(());
         }
-        gpu.scale(y, self.nrows, beta)?;
+        self.scale.run(gpu, y, self.nrows, beta)?;
         let threads = self.nunits * 32 + self.ndef.min(DEF_THREADS_MAX);
-        if threads == 0 {
-            return Ok(());
-        }
-        let cfg = LaunchConfig {
-            grid_dim: (
-                grid_dim("tilespmv blocks", threads.div_ceil(THREADS as usize))?,
-                1,
-                1,
-            ),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
+        let args = TileArgs {
+            nrows: kernel_int("tilespmv nrows", self.nrows)?,
+            ncols: kernel_int("tilespmv ncols", self.ncols)?,
+            nunits: kernel_int("tilespmv work units", self.nunits)?,
+            unit_row: DevRef::new(&self.unit_row),
+            unit_first: DevRef::new(&self.unit_first),
+            unit_count: DevRef::new(&self.unit_count),
+            tile_col: DevRef::new(&self.tile_col),
+            tile_info: DevRef::new(&self.tile_info),
+            tile_val: DevRef::new(&self.tile_val),
+            tile_idx: DevRef::new(&self.tile_idx),
+            vals: DevRef::new(&self.vals),
+            idx: DevRef::new(&self.idx),
+            ndef: kernel_int("tilespmv deferred entries", self.ndef)?,
+            def_row: DevRef::new(&self.def_row),
+            def_col: DevRef::new(&self.def_col),
+            def_val: DevRef::new(&self.def_val),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
         };
-        let (nrows, ncols, nunits, ndef) = (
-            kernel_int("tilespmv nrows", self.nrows)?,
-            kernel_int("tilespmv ncols", self.ncols)?,
-            kernel_int("tilespmv work units", self.nunits)?,
-            kernel_int("tilespmv deferred entries", self.ndef)?,
-        );
-        let mut b = gpu.stream().launch_builder(&self.func);
-        b.arg(&nrows)
-            .arg(&ncols)
-            .arg(&nunits)
-            .arg(&self.unit_row)
-            .arg(&self.unit_first)
-            .arg(&self.unit_count)
-            .arg(&self.tile_col)
-            .arg(&self.tile_info)
-            .arg(&self.tile_val)
-            .arg(&self.tile_idx)
-            .arg(&self.vals)
-            .arg(&self.idx)
-            .arg(&ndef)
-            .arg(&self.def_row)
-            .arg(&self.def_col)
-            .arg(&self.def_val)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha);
-        // SAFETY: the arguments match tilespmv_spmv in kernel.cu; the arrays have the lengths
-        // the layout builder gave them; tile offsets stay inside vals/idx; rows < nrows, columns
-        // checked against ncols (tiles) or < ncols (deferred entries); x has ncols and y nrows
-        // entries (checked by DeviceLayout::run).
-        unsafe { b.launch(cfg) }.map_err(|e| Error::cuda("tilespmv launch", e))?;
-        Ok(())
+        // SAFETY: the arrays have the lengths the layout builder gave them; tile offsets stay
+        // inside vals/idx; rows < nrows, columns checked against ncols (tiles) or < ncols
+        // (deferred entries); x has ncols and y nrows entries (checked by DeviceLayout::run).
+        unsafe { gpu.launch(&self.k, Shape::thread_per_item(threads, THREADS), &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

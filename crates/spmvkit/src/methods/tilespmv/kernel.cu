@@ -60,6 +60,9 @@ __device__ __forceinline__ real_t ts_tile_row(int r, unsigned info, int col0, co
     return s;
 }
 
+// Parameters: the fields of TileArgs (gpu.rs) in order, checked at compile time; a parameter
+// list, not the struct by value, because the compiled code depends on __restrict__ parameters,
+// which struct members do not carry (gpu/launch.rs, Abi::Params).
 extern "C" __global__ void tilespmv_spmv(
     int nrows, int ncols, int nunits, const int* __restrict__ unit_row, const int* __restrict__ unit_first,
     const int* __restrict__ unit_count, const int* __restrict__ tile_col, const unsigned* __restrict__ tile_info,

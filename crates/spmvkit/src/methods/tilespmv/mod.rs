@@ -30,16 +30,19 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::params::params;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
 /// The kernel source of this room.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "tilespmv",
-    source: include_str!("kernel.cu"),
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "tilespmv",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[gpu::TileArgs::params_entry("tilespmv_spmv")],
 };
 
 const NAME: &str = "tilespmv";

@@ -1,0 +1,80 @@
+//! A CSR matrix on the device and the argument struct of the kernels that take it with the SpMV
+//! operands (`CsrArgs` in `gpu/prelude.cu`): csr-scalar and csr-vector launch with it, csr-light
+//! and merge carry it as the first field of their own structs.
+
+use std::sync::Arc;
+
+use cudarc::driver::CudaSlice;
+
+use crate::error::Result;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu};
+use crate::matrix::Csr;
+use crate::scalar::{Idx, Scalar};
+
+crate::kernel_args! {
+    /// A CSR matrix and the operands of y = α·A·x + β·y.
+    pub(crate) struct CsrArgs<'a, T> {
+        nrows: i32,
+        row_ptr: DevRef<'a, Idx>,
+        col_idx: DevRef<'a, Idx>,
+        vals: DevRef<'a, T>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+    }
+}
+
+/// The arrays of a CSR matrix on the device.
+pub(crate) struct DeviceCsr<T: Scalar> {
+    nrows: usize,
+    ncols: usize,
+    row_ptr: CudaSlice<Idx>,
+    col_idx: CudaSlice<Idx>,
+    vals: CudaSlice<T>,
+}
+
+impl<T: Scalar> DeviceCsr<T> {
+    /// Uploads `a`'s arrays (an empty one as one zero element).
+    pub(crate) fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Self> {
+        Ok(DeviceCsr {
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            row_ptr: gpu.upload(a.row_ptr())?,
+            col_idx: gpu.upload(a.col_idx())?,
+            vals: gpu.upload(a.vals())?,
+        })
+    }
+
+    /// (nrows, ncols).
+    pub(crate) fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    /// Device bytes of the three arrays.
+    pub(crate) fn num_bytes(&self) -> usize {
+        self.row_ptr.num_bytes() + self.col_idx.num_bytes() + self.vals.num_bytes()
+    }
+
+    /// The arguments of y = α·A·x + β·y; `what` names the matrix in the error when nrows
+    /// exceeds a kernel `int`.
+    pub(crate) fn args<'a>(
+        &'a self,
+        what: &'static str,
+        x: &'a CudaSlice<T>,
+        y: &'a mut CudaSlice<T>,
+        alpha: T,
+        beta: T,
+    ) -> Result<CsrArgs<'a, T>> {
+        Ok(CsrArgs {
+            nrows: kernel_int(what, self.nrows)?,
+            row_ptr: DevRef::new(&self.row_ptr),
+            col_idx: DevRef::new(&self.col_idx),
+            vals: DevRef::new(&self.vals),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
+        })
+    }
+}
