@@ -252,7 +252,6 @@ impl PrepareFor for f64 {
 /// Every method's kernel source with its entries' argument structs, for the NVRTC compile check
 /// in CI (which compiles them with the launch layer's layout checks).
 pub fn kernel_sources() -> Vec<crate::gpu::Kernels> {
-    use crate::gpu::Kernels;
     vec![
         csr_vector::KERNEL,
         csr_light::KERNEL,
@@ -269,7 +268,7 @@ pub fn kernel_sources() -> Vec<crate::gpu::Kernels> {
         dasp::KERNEL,
         tilespmv::KERNEL,
         hbp::KERNEL,
-        Kernels::unchecked(csr_packed::KERNEL),
+        csr_packed::KERNEL,
     ]
 }
 

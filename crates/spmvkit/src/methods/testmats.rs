@@ -305,50 +305,6 @@ pub(crate) fn check_kernel_args(k: &crate::gpu::Kernels) {
     }
 }
 
-/// Checks that `k` compiles for sm_90 in both precisions and that each entry point exists with
-/// the given parameter kinds, one letter per parameter: `i` a 32-bit integer, `p` a pointer, `r`
-/// a `real_t` — the order the room's gpu.rs pushes its launch arguments. Without libnvrtc the
-/// calling test is skipped (a failure under `SPMVKIT_REQUIRE_GPU=1` or `SPMVKIT_REQUIRE_NVRTC=1`).
-pub(crate) fn check_entry_signatures(k: &crate::gpu::KernelSource, entries: &[(&str, &str)]) {
-    use crate::gpu::compile_ptx;
-    use crate::scalar::Precision;
-    let test =
-        crate::testing::current_test().unwrap_or_else(|| format!("{} entry signatures", k.name));
-    if !crate::testing::nvrtc_or_skip(&test) {
-        return;
-    }
-    for p in Precision::ALL {
-        let ptx = compile_ptx(k, p, "sm_90").unwrap_or_else(|e| panic!("{e}"));
-        for &(name, sig) in entries {
-            let head = format!(".entry {name}(");
-            let at = ptx
-                .find(&head)
-                .unwrap_or_else(|| panic!("{} {p}: no entry {name}", k.name));
-            let params = &ptx[at + head.len()..];
-            let params = &params[..params.find(')').unwrap_or(params.len())];
-            let got: String = params
-                .split(',')
-                .filter(|s| s.contains(".param"))
-                .map(|s| {
-                    if s.contains(".u64") || s.contains(".b64") && !s.contains(".f64") {
-                        'p'
-                    } else if s.contains(".f64") || s.contains(".f32") {
-                        'r'
-                    } else {
-                        'i'
-                    }
-                })
-                .collect();
-            assert_eq!(
-                got,
-                sig.replace(' ', ""),
-                "{} {p}: parameters of {name}",
-                k.name
-            );
-        }
-    }
-}
-
 /// Serialises the library's GPU tests: they share one stream, and a CUDA-graph capture on it
 /// must not take in another test's work. Every GPU test takes this first.
 pub(crate) fn gpu_test_lock() -> std::sync::MutexGuard<'static, ()> {

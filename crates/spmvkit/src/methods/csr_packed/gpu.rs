@@ -1,23 +1,50 @@
 //! Upload and launch of `csr-packed`: the layout's streams on the device, one launch per call
 //! of the entry point for the layout's value mode (and `prefetch`), persistent warps in blocks
 //! of 256 threads, as many blocks as stay resident (CUDA's occupancy query), at most one warp
-//! per slice or long row.
+//! per slice or long row. The entries keep their `__restrict__` parameter list
+//! ([`crate::gpu::launch::Abi::Params`]): the kernel's loads through them are non-coherent.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 
 use super::{PackedLayout, KERNEL, WARP};
-use crate::error::{Error, Result};
-use crate::gpu::{grid_dim, kernel_int, Gpu};
+use crate::error::Result;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::DeviceLayout;
 use crate::scalar::Scalar;
 
 const BLOCK: u32 = super::BLOCK as u32;
 
+crate::kernel_args! {
+    /// The parameters of every `csr_packed_*` entry (`PACKED_PARAMS` in kernel.cu).
+    pub(super) struct PackedArgs<'a, T> {
+        nslices: u32,
+        nlong: u32,
+        lens: DevRef<'a, u8>,
+        rows: DevRef<'a, u32>,
+        has_rows: i32,
+        grp: DevRef<'a, u32>,
+        col_off: DevRef<'a, u32>,
+        col_w: DevRef<'a, u8>,
+        cols: DevRef<'a, u32>,
+        vs: DevRef<'a, u8>,
+        raw: DevRef<'a, T>,
+        dict: DevRef<'a, T>,
+        long_rows: DevRef<'a, u32>,
+        long_ptr: DevRef<'a, u32>,
+        long_cols: DevRef<'a, u32>,
+        long_vals: DevRef<'a, T>,
+        x: DevRef<'a, T>,
+        y: DevMut<'a, T>,
+        alpha: T,
+        beta: T,
+    }
+}
+
 /// `csr-packed` resident on the GPU.
-pub(super) struct PackedDevice<T> {
-    f: CudaFunction,
+pub(super) struct PackedDevice<T: Scalar> {
+    k: Kernel<PackedArgs<'static, T>>,
     nrows: usize,
     ncols: usize,
     nslices: u32,
@@ -47,15 +74,11 @@ impl<T: Scalar> PackedDevice<T> {
         let items = l.nslices() + l.long_rows.len();
         kernel_int("csr-packed work items (slices + long rows)", items)?;
         crate::gpu::check_int_loops("csr-packed", l.nrows, l.long_cols.len())?;
-        let f = gpu.function::<T>(&KERNEL, l.vcodes.entry(l.prefetch))?;
+        let k = gpu.kernel::<T, _>(&KERNEL, l.vcodes.entry(l.prefetch))?;
         // Persistent warps: as many blocks as stay resident on every SM at once.
-        let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
-            .map_err(|e| Error::cuda("csr-packed: occupancy query", e))?
-            .max(1) as usize;
-        let max_blocks = per_sm * gpu.sm_count().max(1);
+        let max_blocks = k.resident_ctas(gpu, BLOCK, 0)?;
         Ok(PackedDevice {
-            f,
+            k,
             nrows: l.nrows,
             ncols: l.ncols,
             nslices: l.nslices() as u32,
@@ -97,46 +120,33 @@ impl<T: Scalar> DeviceLayout<T> for PackedDevice<T> {
         if items == 0 {
             return Ok(());
         }
-        let warps_per_block = (BLOCK as usize) / WARP;
-        let cfg = LaunchConfig {
-            grid_dim: (
-                grid_dim(
-                    "csr-packed blocks",
-                    items.div_ceil(warps_per_block).min(self.max_blocks),
-                )?,
-                1,
-                1,
-            ),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
+        let blocks = items.div_ceil(BLOCK as usize / WARP).min(self.max_blocks);
+        let args = PackedArgs {
+            nslices: self.nslices,
+            nlong: self.nlong,
+            lens: DevRef::new(&self.lens),
+            rows: DevRef::new(&self.rows),
+            has_rows: self.has_rows,
+            grp: DevRef::new(&self.grp),
+            col_off: DevRef::new(&self.col_off),
+            col_w: DevRef::new(&self.col_w),
+            cols: DevRef::new(&self.cols),
+            vs: DevRef::new(&self.vstream),
+            raw: DevRef::new(&self.raw),
+            dict: DevRef::new(&self.dict),
+            long_rows: DevRef::new(&self.long_rows),
+            long_ptr: DevRef::new(&self.long_ptr),
+            long_cols: DevRef::new(&self.long_cols),
+            long_vals: DevRef::new(&self.long_vals),
+            x: DevRef::new(x),
+            y: DevMut::new(y),
+            alpha,
+            beta,
         };
-        let mut b = gpu.stream().launch_builder(&self.f);
-        b.arg(&self.nslices)
-            .arg(&self.nlong)
-            .arg(&self.lens)
-            .arg(&self.rows)
-            .arg(&self.has_rows)
-            .arg(&self.grp)
-            .arg(&self.col_off)
-            .arg(&self.col_w)
-            .arg(&self.cols)
-            .arg(&self.vstream)
-            .arg(&self.raw)
-            .arg(&self.dict)
-            .arg(&self.long_rows)
-            .arg(&self.long_ptr)
-            .arg(&self.long_cols)
-            .arg(&self.long_vals)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta);
-        // SAFETY: the argument list matches PACKED_ENTRY's signature; x and y are long enough
-        // (checked by DeviceLayout::run); the streams were built by encode.rs, whose offsets,
-        // lengths and codes stay inside them and decode to columns < ncols and rows < nrows.
-        unsafe { b.launch(cfg) }
-            .map(|_| ())
-            .map_err(|e| Error::cuda("csr-packed launch", e))
+        // SAFETY: x and y are long enough (checked by DeviceLayout::run); the streams were built
+        // by encode.rs, whose offsets, lengths and codes stay inside them and decode to columns
+        // < ncols and rows < nrows.
+        unsafe { gpu.launch(&self.k, Shape::ctas(blocks, BLOCK), &args) }
     }
 
     fn footprint_bytes(&self) -> usize {

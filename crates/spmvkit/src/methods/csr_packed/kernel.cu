@@ -314,32 +314,33 @@ __device__ __forceinline__ void csr_packed(unsigned nslices, unsigned nlong,
     }
 }
 
-#define PACKED_ENTRY(NAME, V, PF)                                                                  \
-    extern "C" __global__ void __launch_bounds__(256) NAME(                                      \
-        unsigned nslices, unsigned nlong, const unsigned char* __restrict__ lens,                \
-        const unsigned* __restrict__ rows, int has_rows, const unsigned* __restrict__ grp,       \
-        const unsigned* __restrict__ col_off, const unsigned char* __restrict__ col_w,           \
-        const unsigned* __restrict__ cols, const unsigned char* __restrict__ vs,                 \
-        const real_t* __restrict__ raw, const real_t* __restrict__ dict,                         \
-        const unsigned* __restrict__ long_rows, const unsigned* __restrict__ long_ptr,           \
-        const unsigned* __restrict__ long_cols, const real_t* __restrict__ long_vals,            \
-        const real_t* __restrict__ x, real_t* __restrict__ y, real_t alpha, real_t beta) {       \
+// The entries' parameters (R: __restrict__, written once for every entry): the launch layer's
+// PackedArgs, field by field (gpu.rs).
+#define PACKED_PARAMS(R)                                                                          \
+    unsigned nslices, unsigned nlong, const unsigned char* R lens, const unsigned* R rows,       \
+        int has_rows, const unsigned* R grp, const unsigned* R col_off,                          \
+        const unsigned char* R col_w, const unsigned* R cols, const unsigned char* R vs,         \
+        const real_t* R raw, const real_t* R dict, const unsigned* R long_rows,                  \
+        const unsigned* R long_ptr, const unsigned* R long_cols, const real_t* R long_vals,      \
+        const real_t* R x, real_t* R y, real_t alpha, real_t beta
+#define PACKED_BODY(V, PF)                                                                        \
+    {                                                                                             \
         csr_packed<V, PF>(nslices, nlong, lens, rows, has_rows, grp, col_off, col_w, cols, vs,   \
                           raw, dict, long_rows, long_ptr, long_cols, long_vals, x, y, alpha,     \
                           beta);                                                                 \
     }
 
-PACKED_ENTRY(csr_packed_v0, 0, true)
-PACKED_ENTRY(csr_packed_v1, 1, true)
-PACKED_ENTRY(csr_packed_v2, 2, true)
-PACKED_ENTRY(csr_packed_v4, 4, true)
-PACKED_ENTRY(csr_packed_v8, 8, true)
-PACKED_ENTRY(csr_packed_v16, 16, true)
-PACKED_ENTRY(csr_packed_raw, V_RAW, true)
-PACKED_ENTRY(csr_packed_v0_flat, 0, false)
-PACKED_ENTRY(csr_packed_v1_flat, 1, false)
-PACKED_ENTRY(csr_packed_v2_flat, 2, false)
-PACKED_ENTRY(csr_packed_v4_flat, 4, false)
-PACKED_ENTRY(csr_packed_v8_flat, 8, false)
-PACKED_ENTRY(csr_packed_v16_flat, 16, false)
-PACKED_ENTRY(csr_packed_raw_flat, V_RAW, false)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v0(PACKED_PARAMS(__restrict__)) PACKED_BODY(0, true)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v1(PACKED_PARAMS(__restrict__)) PACKED_BODY(1, true)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v2(PACKED_PARAMS(__restrict__)) PACKED_BODY(2, true)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v4(PACKED_PARAMS(__restrict__)) PACKED_BODY(4, true)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v8(PACKED_PARAMS(__restrict__)) PACKED_BODY(8, true)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v16(PACKED_PARAMS(__restrict__)) PACKED_BODY(16, true)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_raw(PACKED_PARAMS(__restrict__)) PACKED_BODY(V_RAW, true)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v0_flat(PACKED_PARAMS(__restrict__)) PACKED_BODY(0, false)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v1_flat(PACKED_PARAMS(__restrict__)) PACKED_BODY(1, false)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v2_flat(PACKED_PARAMS(__restrict__)) PACKED_BODY(2, false)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v4_flat(PACKED_PARAMS(__restrict__)) PACKED_BODY(4, false)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v8_flat(PACKED_PARAMS(__restrict__)) PACKED_BODY(8, false)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_v16_flat(PACKED_PARAMS(__restrict__)) PACKED_BODY(16, false)
+extern "C" __global__ void __launch_bounds__(256) csr_packed_raw_flat(PACKED_PARAMS(__restrict__)) PACKED_BODY(V_RAW, false)

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::{Csr, Pattern};
 use crate::methods::params::{multiple_of, params, AutoOr, OnOff, Switch};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
@@ -46,10 +46,28 @@ use encode::ValuesMode;
 
 pub(crate) use encode::ValueCodes;
 
-/// The kernel of `csr-packed`.
-pub const KERNEL: KernelSource = KernelSource {
-    name: "csr-packed",
-    source: include_str!("kernel.cu"),
+/// The kernel of `csr-packed`: an entry per value mode, with and without the prefetch.
+pub const KERNEL: Kernels = Kernels {
+    source: KernelSource {
+        name: "csr-packed",
+        source: include_str!("kernel.cu"),
+    },
+    entries: &[
+        gpu::PackedArgs::params_entry("csr_packed_v0"),
+        gpu::PackedArgs::params_entry("csr_packed_v1"),
+        gpu::PackedArgs::params_entry("csr_packed_v2"),
+        gpu::PackedArgs::params_entry("csr_packed_v4"),
+        gpu::PackedArgs::params_entry("csr_packed_v8"),
+        gpu::PackedArgs::params_entry("csr_packed_v16"),
+        gpu::PackedArgs::params_entry("csr_packed_raw"),
+        gpu::PackedArgs::params_entry("csr_packed_v0_flat"),
+        gpu::PackedArgs::params_entry("csr_packed_v1_flat"),
+        gpu::PackedArgs::params_entry("csr_packed_v2_flat"),
+        gpu::PackedArgs::params_entry("csr_packed_v4_flat"),
+        gpu::PackedArgs::params_entry("csr_packed_v8_flat"),
+        gpu::PackedArgs::params_entry("csr_packed_v16_flat"),
+        gpu::PackedArgs::params_entry("csr_packed_raw_flat"),
+    ],
 };
 
 const NAME: &str = "csr-packed";
