@@ -15,7 +15,8 @@
 #                                               and new binary one after the other, f64, on PART =
 #                                               shared (the shared suite) or large (poisson3d:160,
 #                                               kron:21, uniform:4000000,16, powerlaw:4000000,8);
-#                                               then `spmv report NEW --against OLD` here
+#                                               REFACTOR_ORDER="new old" swaps the order; then
+#                                               `spmv report NEW --against OLD` here
 #   scripts/trust-run.sh bsr OUT SECONDS        cusparse-bsr with the Plan's padded vectors against
 #                                               cb-spmv and every cuSPARSE entry, shared suite f64
 #   scripts/trust-run.sh autotrain OUT SECONDS  the large-train suite with every method of auto's
@@ -74,18 +75,23 @@ case "$step" in
     tar czf "$out/same.tgz" -C /tmp same-old-1 same-new-1
     ;;
   refactor)
+    # REFACTOR_ORDER="new old" runs the new binary first (to see an order effect); the folders
+    # are named after the order, so a second order on a warm machine does not merge into the first.
     old=$1 part=$2 secs=$3
+    order=${REFACTOR_ORDER:-old new}
+    tag=$(echo "$order" | tr ' ' '-')
     if [ "$part" = shared ]; then inputs='--suite shared'; else inputs='poisson3d:160 kron:21 uniform:4000000,16 powerlaw:4000000,8'; fi
-    for which in old new; do
+    for which in $order; do
       bin=$B
       [ "$which" = old ] && bin=$old
-      mkdir -p "/tmp/refactor-$part-$which"
+      dir="refactor-$part-$tag-$which"
+      mkdir -p "/tmp/$dir"
       # shellcheck disable=SC2086
       timeout "$secs" "$bin" bench $inputs --methods all --precision f64 --warmup 2 --reps 10 --samples 3 \
-        --max-sample-ms 20 --out "/tmp/refactor-$part-$which" >"$out/refactor-$part-$which.log" 2>&1
+        --max-sample-ms 20 --out "/tmp/$dir" >"$out/$dir.log" 2>&1
       echo "$which rc=$?"
     done
-    tar czf "$out/refactor-$part.tgz" -C /tmp "refactor-$part-old" "refactor-$part-new"
+    tar czf "$out/refactor-$part-$tag.tgz" -C /tmp "refactor-$part-$tag-old" "refactor-$part-$tag-new"
     ;;
   bsr)
     secs=$1

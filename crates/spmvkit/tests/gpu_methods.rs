@@ -471,7 +471,7 @@ fn gpu_launch_layer_refuses_undeclared_entries_and_wrong_structs() {
     match gpu.kernel::<f32, WrongArgs<f32>>(k, "csr_scalar") {
         Err(Error::InvalidArgument(m)) => {
             assert!(
-                m.contains("CsrScalarArgs") && m.contains("WrongArgs"),
+                m.contains("CsrArgs") && m.contains("WrongArgs"),
                 "{m}"
             )
         }
