@@ -470,10 +470,7 @@ fn gpu_launch_layer_refuses_undeclared_entries_and_wrong_structs() {
     }
     match gpu.kernel::<f32, WrongArgs<f32>>(k, "csr_scalar") {
         Err(Error::InvalidArgument(m)) => {
-            assert!(
-                m.contains("CsrArgs") && m.contains("WrongArgs"),
-                "{m}"
-            )
+            assert!(m.contains("CsrArgs") && m.contains("WrongArgs"), "{m}")
         }
         Err(other) => panic!("expected Error::InvalidArgument, got {other}"),
         Ok(_) => panic!("an entry loaded with the wrong struct"),
