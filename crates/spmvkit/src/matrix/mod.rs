@@ -12,8 +12,8 @@ pub use coo::Coo;
 pub use csc::Csc;
 pub use csr::{Csr, Pattern};
 pub use stats::{
-    byte_model, fits_l2, x_sector_share, x_sectors, LengthStats, MatrixStats, XSectors, CHUNK_ROWS,
-    SECTOR_BYTES, SHARE_SAMPLE_CHUNKS,
+    byte_model, fits_l2, x_sector_share, x_sectors, LengthStats, MatrixStats, RowStats, XSectors,
+    CHUNK_ROWS, SECTOR_BYTES, SHARE_SAMPLE_CHUNKS,
 };
 
 use crate::error::{check_index_range, Error, Result};

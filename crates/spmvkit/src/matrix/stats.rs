@@ -95,15 +95,67 @@ pub struct MatrixStats {
     pub x_sectors_f64: Option<u64>,
 }
 
-impl MatrixStats {
-    /// Computes the statistics in parallel passes over rows and over the column indices.
+/// The statistics of the rows alone: lengths, empty rows and bandwidths, in one parallel pass
+/// over the row pointers and each row's first and last column. All that `auto`'s model reads
+/// from a matrix ([`crate::methods::auto::model::Features::from_rows`]), without the column counts
+/// of [`MatrixStats::of`], a scatter over every nonzero (most of `auto`'s analysis time on large
+/// random-column matrices).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowStats {
+    pub nrows: usize,
+    pub ncols: usize,
+    pub nnz: usize,
+    pub row_len: LengthStats,
+    pub empty_rows: usize,
+    /// max over entries of (i − j), 0 if none below the diagonal.
+    pub lower_bandwidth: u64,
+    /// max over entries of (j − i), 0 if none above the diagonal.
+    pub upper_bandwidth: u64,
+}
+
+impl RowStats {
+    /// Computes the row statistics of `a`.
     pub fn of<T: Scalar>(a: &Csr<T>) -> Self {
         let n = a.nrows();
         let row_len = LengthStats::of((0..n).map(|i| a.row_len(i) as u64));
         let empty_rows = (0..n).filter(|&i| a.row_len(i) == 0).count();
+        let (lower, upper) = (0..n)
+            .into_par_iter()
+            .map(|i| {
+                let (cols, _) = a.row(i);
+                match (cols.first(), cols.last()) {
+                    (Some(&first), Some(&last)) => (
+                        (i as u64).saturating_sub(first as u64),
+                        (last as u64).saturating_sub(i as u64),
+                    ),
+                    _ => (0, 0),
+                }
+            })
+            .reduce(|| (0, 0), |x, y| (x.0.max(y.0), x.1.max(y.1)));
+        RowStats {
+            nrows: n,
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            row_len,
+            empty_rows,
+            lower_bandwidth: lower,
+            upper_bandwidth: upper,
+        }
+    }
+
+    /// max |i − j| over entries.
+    pub fn bandwidth(&self) -> u64 {
+        self.lower_bandwidth.max(self.upper_bandwidth)
+    }
+}
+
+impl MatrixStats {
+    /// Computes the statistics in parallel passes over rows ([`RowStats`]) and over the column
+    /// indices.
+    pub fn of<T: Scalar>(a: &Csr<T>) -> Self {
+        let rows = RowStats::of(a);
         // Column counts by relaxed atomic increments from every thread: a serial scatter of
-        // random columns took most of a second on 64M nonzeros (and `auto` pays for it in its
-        // preprocessing).
+        // random columns took most of a second on 64M nonzeros.
         let col_counts: Vec<AtomicU32> = (0..a.ncols())
             .into_par_iter()
             .map(|_| AtomicU32::new(0))
@@ -119,37 +171,24 @@ impl MatrixStats {
             .collect();
         let col_len = LengthStats::of(col_counts.iter().map(|&c| c as u64));
         let empty_cols = col_counts.par_iter().filter(|&&c| c == 0).count();
-        let (lower, upper) = (0..n)
-            .into_par_iter()
-            .map(|i| {
-                let (cols, _) = a.row(i);
-                match (cols.first(), cols.last()) {
-                    (Some(&first), Some(&last)) => (
-                        (i as u64).saturating_sub(first as u64),
-                        (last as u64).saturating_sub(i as u64),
-                    ),
-                    _ => (0, 0),
-                }
-            })
-            .reduce(|| (0, 0), |x, y| (x.0.max(y.0), x.1.max(y.1)));
-        let cells = n as f64 * a.ncols() as f64;
+        let cells = rows.nrows as f64 * a.ncols() as f64;
         MatrixStats {
-            nrows: n,
-            ncols: a.ncols(),
-            nnz: a.nnz(),
+            nrows: rows.nrows,
+            ncols: rows.ncols,
+            nnz: rows.nnz,
             density: if cells > 0.0 {
-                a.nnz() as f64 / cells
+                rows.nnz as f64 / cells
             } else {
                 0.0
             },
-            empty_rows,
+            empty_rows: rows.empty_rows,
             empty_cols,
-            row_variation: row_len.variation(),
-            row_len,
+            row_variation: rows.row_len.variation(),
+            row_len: rows.row_len,
             col_len,
-            lower_bandwidth: lower,
-            upper_bandwidth: upper,
-            bandwidth: lower.max(upper),
+            lower_bandwidth: rows.lower_bandwidth,
+            upper_bandwidth: rows.upper_bandwidth,
+            bandwidth: rows.bandwidth(),
             csr_bytes: a.bytes(),
             x_sectors_f32: None,
             x_sectors_f64: None,

@@ -44,7 +44,7 @@ use cudarc::driver::CudaSlice;
 use self::model::{Features, Knobs, Model};
 use crate::error::{Error, Result};
 use crate::gpu::{self, Gpu, TimingConfig};
-use crate::matrix::{x_sector_share, Csr, MatrixStats, SHARE_SAMPLE_CHUNKS};
+use crate::matrix::{x_sector_share, Csr, MatrixStats, RowStats, SHARE_SAMPLE_CHUNKS};
 use crate::methods::params::{declares, keywords, params, Flag, CPU_FALLBACK_PARAM};
 use crate::methods::{find, DeviceLayout, Layout, Method, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Precision, Scalar};
@@ -209,15 +209,17 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
             });
         }
     };
-    let stats = MatrixStats::of(a);
+    // the row statistics alone: the model reads no column count
+    let rows = RowStats::of(a);
     let fits = crate::matrix::fits_l2(
-        stats.nrows,
-        stats.ncols,
-        stats.nnz,
+        rows.nrows,
+        rows.ncols,
+        rows.nnz,
         gpu.l2_bytes().map(|b| b as u64),
     );
     let share = sampled_x_share(a, T::PRECISION, fits);
-    Ok(model_explain(&stats, share, fits, T::PRECISION, params)?.choice)
+    let features = Features::from_rows(&rows, fits, share);
+    Ok(explain_features(features, rows.nnz, T::PRECISION, params)?.choice)
 }
 
 /// The x share (x sectors per nonzero in `precision`) that `auto` feeds its model, estimated from
@@ -268,14 +270,24 @@ pub fn model_explain(
     precision: Precision,
     params: &Params,
 ) -> Result<Explained> {
+    let features = Features::from_stats(stats, fits_l2, precision, x_share);
+    explain_features(features, stats.nnz, precision, params)
+}
+
+/// [`model_explain`] from the features of a matrix of `nnz` nonzeros.
+fn explain_features(
+    features: Features,
+    nnz: usize,
+    precision: Precision,
+    params: &Params,
+) -> Result<Explained> {
     let o = parse(params)?;
     let model = Model::shipped()?;
     let allowed = allowed_methods(model, o.deterministic);
-    let features = Features::from_stats(stats, fits_l2, precision, x_share);
     let knobs = Knobs::with_k(o.k);
     let ranked = model.rank(
         &features,
-        stats.nnz as f64,
+        nnz as f64,
         precision,
         &allowed,
         o.calls,

@@ -12,7 +12,7 @@
 //! family), and are evaluated on the test part (`docs/results/tuning-split.md`).
 
 use crate::error::{Error, Result};
-use crate::matrix::MatrixStats;
+use crate::matrix::{MatrixStats, RowStats};
 use crate::scalar::Precision;
 
 /// The statistic columns of the table, between `precision` and the methods. The x-sector counts
@@ -112,6 +112,23 @@ impl Features {
             s.bandwidth as f64,
             fits,
             x_share.or_else(|| s.x_share(precision.bytes())),
+        )
+    }
+
+    /// The same features from the row statistics alone (what `auto` computes at run time, with
+    /// the x share it sampled): equal to [`Features::from_stats`] of the full statistics.
+    pub fn from_rows(r: &RowStats, fits: bool, x_share: Option<f64>) -> Self {
+        Features::new(
+            r.nrows as f64,
+            r.ncols as f64,
+            r.nnz as f64,
+            r.row_len.mean,
+            r.row_len.std,
+            r.row_len.max as f64,
+            r.empty_rows as f64,
+            r.bandwidth() as f64,
+            fits,
+            x_share,
         )
     }
 }

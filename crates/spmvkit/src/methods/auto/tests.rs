@@ -727,3 +727,25 @@ fn auto_samples_the_x_share_only_where_x_is_larger_than_l2() {
     let s32 = sampled_x_share(&a, Precision::F32, false).unwrap();
     assert!(s32 < s, "f32 packs 8 entries a sector: {s32} vs {s}");
 }
+
+#[test]
+fn features_from_the_row_statistics_equal_those_of_the_full_statistics() {
+    for spec in [
+        "poisson3d:12",
+        "kron:10",
+        "powerlaw:3000,6",
+        "uniform:2000,9",
+        "tall:900,300,3",
+    ] {
+        let a = crate::gen::generate::<f64>(spec).unwrap();
+        let rows = crate::matrix::RowStats::of(&a);
+        let full = MatrixStats::of(&a);
+        assert_eq!(rows.bandwidth(), full.bandwidth, "{spec}");
+        for (fits, share) in [(true, None), (false, Some(0.4)), (false, None)] {
+            let r = Features::from_rows(&rows, fits, share);
+            let f = Features::from_stats(&full, fits, Precision::F64, share);
+            let bits = |x: &Features| x.0.map(f64::to_bits);
+            assert_eq!(bits(&r), bits(&f), "{spec} fits={fits} share={share:?}");
+        }
+    }
+}
