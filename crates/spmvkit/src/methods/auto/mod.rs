@@ -75,9 +75,9 @@ params! {
         k: usize = 4, in 1..=50;
         /// mode=trial: how many of the model's best candidates to time, 1..=10
         trial: usize = 3, in 1..=10;
-        /// 1: when the choice has no CPU executor (cuSPARSE), also prepare a csr layout for the CPU
-        /// path; a Plan on the GPU sets 0, since it never takes that path (saves a copy of the
-        /// matrix)
+        /// 1: the layout may run on the CPU: no timed trial (it would time GPU kernels), and when
+        /// the choice has no CPU executor (cuSPARSE) a csr layout is prepared too; a Plan on the
+        /// GPU sets 0, since it never takes that path (saves a copy of the matrix)
         cpu_fallback: Flag = 1;
     }
 }
@@ -190,7 +190,8 @@ pub fn trial_candidates_within(
 }
 
 /// The method `auto` would run for `a` (with these parameters) on this machine, and in trial
-/// mode the candidates it would time.
+/// mode the candidates it would time: only for a GPU layout (`cpu_fallback=0`, which a Plan on
+/// the GPU sets); a layout that may run on the CPU keeps the model's choice.
 pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
     let o = parse(params)?;
     let gpu = match Gpu::get() {
@@ -219,7 +220,16 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
     );
     let share = sampled_x_share(a, T::PRECISION, fits);
     let features = Features::from_rows(&rows, fits, share);
-    Ok(explain_features(features, rows.nnz, T::PRECISION, params)?.choice)
+    let mut choice = explain_features(features, rows.nnz, T::PRECISION, params)?.choice;
+    if o.cpu_fallback && choice.candidates.len() > 1 {
+        // The layout may run on the CPU (a Plan on the CPU, or a direct prepare): a trial would
+        // time GPU kernels for it, and make two such plans of one matrix choose differently.
+        choice.candidates.truncate(1);
+        choice
+            .reason
+            .push_str("; no trial: the layout may run on the CPU (cpu_fallback=1)");
+    }
+    Ok(choice)
 }
 
 /// The x share (x sectors per nonzero in `precision`) that `auto` feeds its model, estimated from

@@ -749,3 +749,24 @@ fn features_from_the_row_statistics_equal_those_of_the_full_statistics() {
         }
     }
 }
+
+/// A layout that may run on the CPU (`cpu_fallback=1`: a Plan on the CPU, a direct prepare)
+/// keeps the model's choice, so two such plans of one matrix choose alike; a GPU layout
+/// (`cpu_fallback=0`, as a GPU Plan sets) is trialled.
+#[test]
+fn gpu_a_layout_that_may_run_on_the_cpu_is_not_trialled() {
+    let _guard = crate::methods::testmats::gpu_test_lock();
+    if gpu_or_skip("gpu_a_layout_that_may_run_on_the_cpu_is_not_trialled").is_none() {
+        return;
+    }
+    let a = crate::gen::generate::<f64>("poisson3d:40").unwrap();
+    let cpu = choose(&a, &Params::parse(["calls=1000000000"]).unwrap()).unwrap();
+    assert_eq!(cpu.candidates.len(), 1, "{:?}", cpu.candidates);
+    assert!(cpu.reason.contains("no trial"), "{}", cpu.reason);
+    let gpu = choose(
+        &a,
+        &Params::parse(["calls=1000000000", "cpu_fallback=0"]).unwrap(),
+    )
+    .unwrap();
+    assert!(gpu.candidates.len() > 1, "{:?}", gpu.candidates);
+}
