@@ -356,6 +356,52 @@ mod tests {
 
     use super::*;
 
+    /// RowStats against a serial recount from the CSR arrays (not through RowStats, which
+    /// MatrixStats::of builds on): lengths, empty rows (the last row empty too), bandwidths.
+    #[test]
+    fn row_stats_match_a_serial_recount() {
+        let a = Csr::new(
+            4,
+            5,
+            vec![0, 2, 2, 5, 5],
+            vec![0, 3, 0, 2, 4],
+            vec![1.0f64; 5],
+        )
+        .unwrap();
+        let r = RowStats::of(&a);
+        assert_eq!((r.nrows, r.ncols, r.nnz, r.empty_rows), (4, 5, 5, 2));
+        assert_eq!((r.row_len.min, r.row_len.max), (0, 3));
+        assert_eq!(
+            (r.lower_bandwidth, r.upper_bandwidth, r.bandwidth()),
+            (2, 3, 3)
+        );
+        for spec in [
+            "kron:9",
+            "powerlaw:2000,5",
+            "tall:700,200,3",
+            "banded:500,7",
+        ] {
+            let a = crate::gen::generate::<f64>(spec).unwrap();
+            let r = RowStats::of(&a);
+            let lens: Vec<u64> = (0..a.nrows()).map(|i| a.row(i).0.len() as u64).collect();
+            let (mut lo, mut hi) = (0u64, 0u64);
+            for i in 0..a.nrows() {
+                for &c in a.row(i).0 {
+                    lo = lo.max((i as u64).saturating_sub(c as u64));
+                    hi = hi.max((c as u64).saturating_sub(i as u64));
+                }
+            }
+            assert_eq!(
+                r.empty_rows,
+                lens.iter().filter(|&&l| l == 0).count(),
+                "{spec}"
+            );
+            assert_eq!(r.row_len.max, *lens.iter().max().unwrap(), "{spec}");
+            assert_eq!(r.row_len.min, *lens.iter().min().unwrap(), "{spec}");
+            assert_eq!((r.lower_bandwidth, r.upper_bandwidth), (lo, hi), "{spec}");
+        }
+    }
+
     #[test]
     fn byte_model_matches_notes_formula_for_f64() {
         // methods.md §0: 12·nnz + 4·(rows+1) + 8·cols + 8·rows
