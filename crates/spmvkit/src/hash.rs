@@ -15,9 +15,14 @@ const PRIME: u64 = 0x0000_0100_0000_01b3;
 /// assert_eq!(spmvkit::hash::fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
 /// ```
 pub fn fnv1a(bytes: &[u8]) -> u64 {
+    extend(OFFSET, bytes)
+}
+
+/// FNV-1a of `bytes` continued from the hash `h` of what came before.
+fn extend(h: u64, bytes: &[u8]) -> u64 {
     bytes
         .iter()
-        .fold(OFFSET, |h, &b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+        .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(PRIME))
 }
 
 /// FNV-1a of the little-endian bit patterns of `y`, as 16 hex digits: equal digests mean equal
@@ -30,10 +35,7 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 /// ```
 pub fn y_digest<T: Scalar>(y: &[T]) -> String {
     let h = y.iter().fold(OFFSET, |h, v| {
-        let bits = v.to_bits_u64().to_le_bytes();
-        bits[..T::BYTES]
-            .iter()
-            .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+        extend(h, &v.to_bits_u64().to_le_bytes()[..T::BYTES])
     });
     format!("{h:016x}")
 }

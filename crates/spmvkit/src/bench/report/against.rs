@@ -31,6 +31,19 @@ pub struct Pair {
     pub graph_ratio: Option<f64>,
 }
 
+/// The results of `runs` by (matrix, method, precision).
+fn index(runs: &MergedRuns) -> HashMap<(&str, &str, Precision), &MethodResult> {
+    runs.matrices
+        .iter()
+        .flat_map(|m| {
+            m.matrix
+                .results
+                .iter()
+                .map(move |r| ((m.matrix.name.as_str(), r.method.as_str(), r.precision), r))
+        })
+        .collect()
+}
+
 fn ok(r: &MethodResult) -> Option<&crate::bench::RunRecord> {
     (r.status == Status::Ok)
         .then_some(r.record.as_ref())
@@ -40,12 +53,7 @@ fn ok(r: &MethodResult) -> Option<&crate::bench::RunRecord> {
 /// The pairs of `new` and `old`, in `new`'s order; results that failed or disagreed with the
 /// oracle in either run are left out (they are counted by [`against_tables`]).
 pub fn pairs(old: &MergedRuns, new: &MergedRuns) -> Vec<Pair> {
-    let mut before: HashMap<(&str, &str, Precision), &MethodResult> = HashMap::new();
-    for m in &old.matrices {
-        for r in &m.matrix.results {
-            before.insert((&m.matrix.name, &r.method, r.precision), r);
-        }
-    }
+    let before = index(old);
     let mut out = Vec::new();
     for m in &new.matrices {
         for r in &m.matrix.results {
@@ -81,17 +89,12 @@ pub fn pairs(old: &MergedRuns, new: &MergedRuns) -> Vec<Pair> {
 /// Results measured in both run sets that were not `ok` in one of them: (matrix, method,
 /// precision, old status, new status).
 fn not_ok(old: &MergedRuns, new: &MergedRuns) -> Vec<(String, String, Precision, Status, Status)> {
-    let mut before: HashMap<(&str, &str, Precision), Status> = HashMap::new();
-    for m in &old.matrices {
-        for r in &m.matrix.results {
-            before.insert((&m.matrix.name, &r.method, r.precision), r.status);
-        }
-    }
+    let before = index(old);
     let mut out = Vec::new();
     for m in &new.matrices {
         for r in &m.matrix.results {
             let key = (m.matrix.name.as_str(), r.method.as_str(), r.precision);
-            if let Some(&o) = before.get(&key) {
+            if let Some(o) = before.get(&key).map(|o| o.status) {
                 if o != Status::Ok || r.status != Status::Ok {
                     out.push((
                         m.matrix.name.clone(),
