@@ -16,9 +16,9 @@
 //! A GPU rank runs the device-resident form of the same iteration ([`NcclRows::cg`],
 //! [`NcclRows::pagerank`]): its rows of every vector live in device memory, p (the PageRank
 //! vector) *is* the operator's owned x (`DistOperator::x`, which the exchange reads) and A·p is
-//! read from the operator's y, the vector updates are the kernels of `solve/kernel.cu`, and every
-//! scalar (ρ, α, β, the dangling mass, the stop flag) lives in a device array as in the
-//! single-GPU solvers. A global sum is the rank's partials reduced on the device to one double,
+//! read from the operator's y, and every scalar (ρ, α, β, the dangling mass, the stop flag) lives
+//! in a device array as in the single-GPU solvers. The iterations are the single-GPU ones,
+//! written once in `crate::solve` (`CgIteration`, `PageRankIteration`) with an all-reduce hook. A global sum is the rank's partials reduced on the device to one double,
 //! then `Communicator::all_reduce_sum_device` of that small buffer; every rank computes the same
 //! scalars from the same sums, so all stop together. Iterations are enqueued `check_every` at a
 //! time with no host synchronisation, and the host downloads the scalars once per chunk (stream
@@ -31,7 +31,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -40,16 +40,17 @@ use super::nccl::{Communicator, DistOperator, DistScalar};
 use super::partition::{Distribution, StrategyChoice};
 use super::sim::SimOperator;
 use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, Gpu};
+use crate::gpu::Gpu;
 use crate::matrix::Csr;
 use crate::methods::{Backend, PrepareFor};
 use crate::scalar::{Idx, Scalar};
-use crate::solve::cg::{relative, CgIteration, Reduce};
+use crate::solve::cg::{relative, CgIteration};
+use crate::solve::pagerank::{PageRankIteration, RankVectors};
 pub use crate::solve::rows::{cg, pagerank, RowOperator};
 use crate::solve::rows::{check_local, check_pagerank, dot, local_dangling, note_breakdown};
 use crate::solve::{
-    check_options, drive, grid, grid_blocks, initial_scalars, stop_of, PageRankGraph,
-    PageRankOptions, SolveOptions, SolveReport, KERNELS, S_DONE, S_ITER, S_MASS, S_RES,
+    check_options, drive, initial_scalars, PageRankGraph, PageRankOptions, Reduce, SolveOptions,
+    SolveReport, KERNELS, S_DONE, S_ITER, S_MASS, S_RES,
 };
 
 /// The simulation: every rank of a [`SimOperator`] in this process; local vectors are global.
@@ -176,16 +177,8 @@ impl<T: DistScalar> NcclRows<T> {
         })?;
         let mut xh = vec![T::zero(); n];
         gpu.download(&it.x, &mut xh)?;
-        let mut report = SolveReport {
-            backend: Backend::Gpu,
-            launch: driven.launch,
-            iterations: driven.s[S_ITER] as usize,
-            launched: driven.launched,
-            stop: stop_of(driven.s[S_DONE]),
-            residual: relative(driven.s[S_RES], bb),
-            seconds: driven.seconds,
-            notes: driven.notes,
-        };
+        let residual = relative(driven.s[S_RES], bb);
+        let mut report = driven.report(residual, Vec::new());
         note_breakdown(&mut report);
         Ok((xh, report))
     }
@@ -212,90 +205,43 @@ impl<T: DistScalar> NcclRows<T> {
         let mut mass = [mine.iter().map(|_| x0.to_f64()).sum::<f64>()];
         self.all_reduce_sum(&mut mass)?;
         let gpu = self.op.gpu().clone();
-        let nb = grid_blocks(len);
-        let nbd = grid_blocks(mine.len());
         let mut s0 = initial_scalars(0.0, opts.solve.tol, opts.solve.max_iter);
         s0[S_MASS] = mass[0];
         if n == 0 {
             s0[S_DONE] = 1.0;
         }
-        let s: CudaSlice<f64> = gpu.upload(&s0)?;
-        let part: CudaSlice<f64> = gpu.alloc_zeros(nb.max(nbd))?;
+        let what = ["dist pagerank: rows", "dist pagerank: dangling nodes"];
+        let it = PageRankIteration::new(&gpu, len, n, &mine, opts.damping, &s0, what)?;
         let mut red: CudaSlice<f64> = gpu.alloc_zeros(2)?;
-        let dang: CudaSlice<Idx> = gpu.upload(&mine)?;
         self.op.set_x(&start)?;
-        let f_update = gpu.function::<T>(&KERNELS, "dist_pr_update")?;
         let f_sum = gpu.function::<T>(&KERNELS, "dist_sum")?;
-        let f_dang = gpu.function::<T>(&KERNELS, "pr_dangling")?;
-        let f_check = gpu.function::<T>(&KERNELS, "dist_pr_check")?;
         gpu.synchronize()?;
-        let (len_i, nb_i, nbd_i) = (
-            kernel_int("dist pagerank: rows", len)?,
-            nb as i32,
-            nbd as i32,
-        );
-        let nd_i = kernel_int("dist pagerank: dangling nodes", mine.len())?;
-        let (slot0, slot1) = (0i32, 1i32);
-        let (n_f, damping) = (n as f64, opts.damping);
         let stream = gpu.stream();
-        let launch_err =
-            |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);
         self.spmv_s = 0.0;
         self.allreduce_s = 0.0;
         let (op, spmv_s, allreduce_s) = (&mut self.op, &mut self.spmv_s, &mut self.allreduce_s);
         let k = opts.solve.check_every;
-        let driven = drive(&gpu, &s, k, opts.solve.max_iter, false, |_| {
+        let driven = drive(&gpu, &it.s, k, opts.solve.max_iter, false, |_| {
             let t0 = Instant::now();
             op.apply(T::one(), T::zero())?;
             *spmv_s += t0.elapsed().as_secs_f64();
-            // SAFETY (every launch below): the arguments match the kernel.cu signatures; x holds
-            // at least len elements and y len, `dang` nd local indices < len, `part`
-            // max(nb, nbd), `red` 2 and `s` S_LEN.
-            let mut l = stream.launch_builder(&f_update);
-            l.arg(op.x())
-                .arg(op.y())
-                .arg(&len_i)
-                .arg(&n_f)
-                .arg(&damping)
-                .arg(&part)
-                .arg(&s);
-            unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("dist_pr_update", e))?;
-            let mut l = stream.launch_builder(&f_sum);
-            l.arg(&red).arg(&slot0).arg(&part).arg(&nb_i).arg(&s);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_sum", e))?;
-            let mut l = stream.launch_builder(&f_dang);
-            l.arg(op.x()).arg(&dang).arg(&nd_i).arg(&part).arg(&s);
-            unsafe { l.launch(grid(nbd)) }.map_err(|e| launch_err("pr_dangling", e))?;
-            let mut l = stream.launch_builder(&f_sum);
-            l.arg(&red).arg(&slot1).arg(&part).arg(&nbd_i).arg(&s);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_sum", e))?;
-            // one all-reduce: this iteration's L1 change and the next iteration's dangling mass
-            all_reduce_device(op, &mut red, allreduce_s)?;
-            let mut l = stream.launch_builder(&f_check);
-            l.arg(&s).arg(&red);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_pr_check", e))?;
-            Ok(())
+            let op = &*op;
+            let mut all_reduce = |red: &mut CudaSlice<f64>| all_reduce_device(op, red, allreduce_s);
+            let mut reduce = Reduce::Ranks {
+                f_sum: &f_sum,
+                red: &mut red,
+                all_reduce: &mut all_reduce,
+            };
+            it.step(stream, op.y(), RankVectors::InPlace(op.x()), &mut reduce)
         })?;
         let mut x = vec![T::zero(); len];
         gpu.download(self.op.x(), &mut x)?;
-        let iterations = driven.s[S_ITER] as usize;
-        Ok((
-            x,
-            SolveReport {
-                backend: Backend::Gpu,
-                launch: driven.launch,
-                iterations,
-                launched: driven.launched,
-                stop: stop_of(driven.s[S_DONE]),
-                residual: if iterations == 0 {
-                    0.0
-                } else {
-                    driven.s[S_RES]
-                },
-                seconds: driven.seconds,
-                notes: driven.notes,
-            },
-        ))
+        let residual = if driven.s[S_ITER] as usize == 0 {
+            0.0
+        } else {
+            driven.s[S_RES]
+        };
+        Ok((x, driven.report(residual, Vec::new())))
     }
 }
 

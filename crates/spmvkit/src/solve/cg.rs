@@ -11,13 +11,13 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
 use rayon::prelude::*;
 
 use super::{
-    check_options, dot_cpu, drive, grid, grid_blocks, initial_scalars, stop_of, SolveOptions,
-    SolveReport, KERNELS, S_DONE, S_ITER, S_RES,
+    check_options, dist_sum, dot_cpu, drive, grid, grid_blocks, initial_scalars, launch_err,
+    Reduce, SolveOptions, SolveReport, KERNELS, S_DONE, S_RES,
 };
 use crate::error::{Error, Result};
 use crate::gpu::{kernel_int, Gpu};
 use crate::matrix::Csr;
-use crate::methods::{Backend, Plan, PrepareFor};
+use crate::methods::{Plan, PrepareFor};
 use crate::scalar::Scalar;
 
 /// A test system with a known answer: b = A·1, so x = (1, …, 1) solves A x = b.
@@ -137,23 +137,6 @@ pub(crate) struct CgIteration<T> {
     pub s: CudaSlice<f64>,
 }
 
-/// What a dot product's block partials become before `cg_alpha` or `cg_beta` reads them.
-pub(crate) enum Reduce<'a> {
-    /// One GPU: they read the partials themselves.
-    Local,
-    /// NCCL ranks: `dist_sum` adds the partials into `red[0]`, `all_reduce` sums `red` over the
-    /// ranks, and they read that one value.
-    Ranks {
-        f_sum: &'a CudaFunction,
-        red: &'a mut CudaSlice<f64>,
-        all_reduce: &'a mut dyn FnMut(&mut CudaSlice<f64>) -> Result<()>,
-    },
-}
-
-fn launch_err(k: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
-    move |e| Error::cuda(format!("{k} launch"), e)
-}
-
 impl<T: Scalar> CgIteration<T> {
     /// The kernels, x = 0, r = b and the scalars for ‖b‖² = `bb` (done at once when it is at most
     /// `thresh`).
@@ -200,15 +183,7 @@ impl<T: Scalar> CgIteration<T> {
                 red,
                 all_reduce,
             } => {
-                let (slot0, nb_i) = (0i32, self.nb as i32);
-                let mut l = stream.launch_builder(f_sum);
-                l.arg(&**red)
-                    .arg(&slot0)
-                    .arg(&self.part)
-                    .arg(&nb_i)
-                    .arg(&self.s);
-                // SAFETY: dist_sum's signature; `red` holds at least 1 value, `part` nb.
-                unsafe { l.launch(grid(1)) }.map_err(launch_err("dist_sum"))?;
+                dist_sum(stream, f_sum, red, 0, &self.part, self.nb, &self.s)?;
                 all_reduce(red)?;
                 Ok((&**red, 1))
             }
@@ -285,27 +260,16 @@ fn cg_gpu<T: PrepareFor>(
     )?;
     let mut xh = vec![T::zero(); n];
     gpu.download(&it.x, &mut xh)?;
-    let mut notes: Vec<String> = plan.fallback_note().map(String::from).into_iter().collect();
-    notes.extend(driven.notes);
-    Ok((
-        xh,
-        SolveReport {
-            backend: Backend::Gpu,
-            launch: driven.launch,
-            iterations: driven.s[S_ITER] as usize,
-            launched: driven.launched,
-            stop: stop_of(driven.s[S_DONE]),
-            residual: relative(driven.s[S_RES], bb),
-            seconds: driven.seconds,
-            notes,
-        },
-    ))
+    let residual = relative(driven.s[S_RES], bb);
+    let notes = plan.fallback_note().map(String::from).into_iter().collect();
+    Ok((xh, driven.report(residual, notes)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gen::generate;
+    use crate::methods::Backend;
     use crate::methods::PlanOptions;
     use crate::solve::Stop;
 

@@ -26,7 +26,7 @@ pub mod rows;
 
 use std::time::Instant;
 
-use cudarc::driver::{CudaSlice, LaunchConfig};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -234,6 +234,60 @@ pub(crate) struct Driven {
     pub(crate) launched: usize,
     pub(crate) launch: Launch,
     pub(crate) notes: Vec<String>,
+}
+
+impl Driven {
+    /// The report of a device-resident solve: `residual` as the solver reads it from the
+    /// scalars, `notes` first, then the driver's.
+    pub(crate) fn report(self, residual: f64, mut notes: Vec<String>) -> SolveReport {
+        notes.extend(self.notes);
+        SolveReport {
+            backend: Backend::Gpu,
+            launch: self.launch,
+            iterations: self.s[S_ITER] as usize,
+            launched: self.launched,
+            stop: stop_of(self.s[S_DONE]),
+            residual,
+            seconds: self.seconds,
+            notes,
+        }
+    }
+}
+
+/// What a dot product's block partials become before the scalar kernel that reads them, in the
+/// device-resident iterations ([`cg::CgIteration`], [`pagerank::PageRankIteration`]).
+pub(crate) enum Reduce<'a> {
+    /// One GPU: the scalar kernels read the partials themselves.
+    Local,
+    /// NCCL ranks: `dist_sum` adds the partials into a slot of `red`, `all_reduce` sums `red`
+    /// over the ranks, and the scalar kernels read the sums.
+    Ranks {
+        f_sum: &'a CudaFunction,
+        red: &'a mut CudaSlice<f64>,
+        all_reduce: &'a mut dyn FnMut(&mut CudaSlice<f64>) -> Result<()>,
+    },
+}
+
+pub(crate) fn launch_err(k: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
+    move |e| Error::cuda(format!("{k} launch"), e)
+}
+
+/// Enqueues `dist_sum` (`f_sum`): red[slot] = the sum of part[0..nb), unless `s` says done.
+pub(crate) fn dist_sum(
+    stream: &CudaStream,
+    f_sum: &CudaFunction,
+    red: &CudaSlice<f64>,
+    slot: i32,
+    part: &CudaSlice<f64>,
+    nb: usize,
+    s: &CudaSlice<f64>,
+) -> Result<()> {
+    let nb_i = nb as i32;
+    let mut l = stream.launch_builder(f_sum);
+    l.arg(red).arg(&slot).arg(part).arg(&nb_i).arg(s);
+    // SAFETY: dist_sum's signature; `red` holds more than `slot` values, `part` nb, `s` S_LEN.
+    unsafe { l.launch(grid(1)) }.map_err(launch_err("dist_sum"))?;
+    Ok(())
 }
 
 /// Enqueues `step(i)` (iteration i of a chunk of `k`, enqueued only) in chunks of k until the

@@ -6,19 +6,21 @@
 //!
 //! from x = 1/n, stopping when ‖x' − x‖₁ ≤ tol. P x goes through the plan, so any registered
 //! method does the SpMV. On the GPU the two rank vectors alternate (iteration i reads buffer
-//! i mod 2), so a graph holds an even number of iterations.
+//! i mod 2), so a graph holds an even number of iterations. Each iteration computes the dangling
+//! mass of its new ranks for the next one ([`PageRankIteration`], shared with the NCCL ranks);
+//! the mass of the start is computed once before the first.
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
 use rayon::prelude::*;
 
 use super::{
-    drive, grid, grid_blocks, initial_scalars, stop_of, SolveOptions, SolveReport, KERNELS, S_DONE,
-    S_ITER, S_RES,
+    dist_sum, drive, grid, grid_blocks, initial_scalars, launch_err, Reduce, SolveOptions,
+    SolveReport, KERNELS, S_ITER, S_RES,
 };
 use crate::error::{Error, Result};
 use crate::gpu::{kernel_int, Gpu};
 use crate::matrix::Csr;
-use crate::methods::{Backend, Plan, PrepareFor};
+use crate::methods::{Plan, PrepareFor};
 use crate::scalar::{Idx, Scalar};
 
 /// PageRank's parameters.
@@ -178,6 +180,176 @@ fn pagerank_cpu<T: PrepareFor>(
     Ok((x, report))
 }
 
+/// The ranks an iteration reads and the ones it writes.
+pub(crate) enum RankVectors<'v, T> {
+    /// From `old` into `new`: the single-GPU solver's two alternating buffers (`pr_update`).
+    Alternate {
+        old: &'v CudaSlice<T>,
+        new: &'v mut CudaSlice<T>,
+    },
+    /// In place: a rank's rows, the operator's x, which its exchange reads (`dist_pr_update`;
+    /// lent shared, as the operator lends x and y together).
+    InPlace(&'v CudaSlice<T>),
+}
+
+/// The device-resident PageRank iteration after y = P x, written once for the single-GPU solver
+/// ([`pagerank`]) and the distributed one (`dist::NcclRows::pagerank`): the update writes the
+/// new ranks and the block partials of their L1 change, `pr_dangling` the partials of the
+/// dangling mass of the new ranks, for the next iteration. Between the partials and the scalar
+/// kernels sits [`Reduce`]: on one GPU `pr_check` and `pr_mass` read them; on NCCL ranks both are
+/// summed into `red` and all-reduced together (one all-reduce per iteration), then
+/// `dist_pr_check` reads both sums.
+pub(crate) struct PageRankIteration<T> {
+    f_update: CudaFunction,
+    f_update_in_place: CudaFunction,
+    f_dang: CudaFunction,
+    f_mass: CudaFunction,
+    f_check: CudaFunction,
+    f_dist_check: CudaFunction,
+    /// Local rows, and the global node count as the in-place update reads it.
+    n_i: i32,
+    n_global: f64,
+    nd_i: i32,
+    nb: usize,
+    nbd: usize,
+    damping: f64,
+    dang: CudaSlice<Idx>,
+    part: CudaSlice<f64>,
+    /// The solver scalars ([`super::S_LEN`]).
+    pub s: CudaSlice<f64>,
+    _ranks: std::marker::PhantomData<T>,
+}
+
+impl<T: Scalar> PageRankIteration<T> {
+    /// The kernels and buffers for `len` local rows of an `n`-node graph, `dangling` the local
+    /// indices of its dangling rows, from the scalars `s0`; `what` names the rows and the
+    /// dangling nodes in errors.
+    pub(crate) fn new(
+        gpu: &Gpu,
+        len: usize,
+        n: usize,
+        dangling: &[Idx],
+        damping: f64,
+        s0: &[f64],
+        what: [&'static str; 2],
+    ) -> Result<Self> {
+        let nb = grid_blocks(len);
+        let nbd = grid_blocks(dangling.len());
+        Ok(PageRankIteration {
+            f_update: gpu.function::<T>(&KERNELS, "pr_update")?,
+            f_update_in_place: gpu.function::<T>(&KERNELS, "dist_pr_update")?,
+            f_dang: gpu.function::<T>(&KERNELS, "pr_dangling")?,
+            f_mass: gpu.function::<T>(&KERNELS, "pr_mass")?,
+            f_check: gpu.function::<T>(&KERNELS, "pr_check")?,
+            f_dist_check: gpu.function::<T>(&KERNELS, "dist_pr_check")?,
+            n_i: kernel_int(what[0], len)?,
+            n_global: n as f64,
+            nd_i: kernel_int(what[1], dangling.len())?,
+            nb,
+            nbd,
+            damping,
+            dang: gpu.upload(dangling)?,
+            part: gpu.alloc_zeros(nb.max(nbd))?,
+            s: gpu.upload(s0)?,
+            _ranks: std::marker::PhantomData,
+        })
+    }
+
+    /// The block partials of the dangling mass of `x` (`pr_dangling`).
+    fn dangling(&self, stream: &CudaStream, x: &CudaSlice<T>) -> Result<()> {
+        let mut l = stream.launch_builder(&self.f_dang);
+        l.arg(x)
+            .arg(&self.dang)
+            .arg(&self.nd_i)
+            .arg(&self.part)
+            .arg(&self.s);
+        // SAFETY: pr_dangling's signature; `dang` holds nd indices below x's length, `part`
+        // max(nb, nbd) values, `s` S_LEN.
+        unsafe { l.launch(grid(self.nbd)) }.map_err(launch_err("pr_dangling"))?;
+        Ok(())
+    }
+
+    /// On one GPU, the dangling mass of `x` for the next iteration (nothing to launch without
+    /// dangling nodes: the mass stays 0).
+    pub(crate) fn mass(&self, stream: &CudaStream, x: &CudaSlice<T>) -> Result<()> {
+        if self.nd_i == 0 {
+            return Ok(());
+        }
+        self.dangling(stream, x)?;
+        let nbd_i = self.nbd as i32;
+        let mut l = stream.launch_builder(&self.f_mass);
+        l.arg(&self.s).arg(&self.part).arg(&nbd_i);
+        // SAFETY: pr_mass's signature; `part` holds nbd values.
+        unsafe { l.launch(grid(1)) }.map_err(launch_err("pr_mass"))?;
+        Ok(())
+    }
+
+    /// One iteration after y = P x (y and the rank vectors hold at least the local rows).
+    pub(crate) fn step(
+        &self,
+        stream: &CudaStream,
+        y: &CudaSlice<T>,
+        ranks: RankVectors<'_, T>,
+        reduce: &mut Reduce<'_>,
+    ) -> Result<()> {
+        // SAFETY (both updates): the kernel.cu signatures; the vectors hold the local rows,
+        // `part` max(nb, nbd) values and `s` S_LEN.
+        let new: &CudaSlice<T> = match ranks {
+            RankVectors::Alternate { old, new } => {
+                let mut l = stream.launch_builder(&self.f_update);
+                l.arg(y)
+                    .arg(old)
+                    .arg(&*new)
+                    .arg(&self.n_i)
+                    .arg(&self.damping)
+                    .arg(&self.part)
+                    .arg(&self.s);
+                unsafe { l.launch(grid(self.nb)) }.map_err(launch_err("pr_update"))?;
+                new
+            }
+            RankVectors::InPlace(x) => {
+                let mut l = stream.launch_builder(&self.f_update_in_place);
+                l.arg(x)
+                    .arg(y)
+                    .arg(&self.n_i)
+                    .arg(&self.n_global)
+                    .arg(&self.damping)
+                    .arg(&self.part)
+                    .arg(&self.s);
+                unsafe { l.launch(grid(self.nb)) }.map_err(launch_err("dist_pr_update"))?;
+                x
+            }
+        };
+        match reduce {
+            Reduce::Local => {
+                let nb_i = self.nb as i32;
+                let mut l = stream.launch_builder(&self.f_check);
+                l.arg(&self.s).arg(&self.part).arg(&nb_i);
+                // SAFETY: pr_check's signature; `part` holds nb values.
+                unsafe { l.launch(grid(1)) }.map_err(launch_err("pr_check"))?;
+                self.mass(stream, new)
+            }
+            Reduce::Ranks {
+                f_sum,
+                red,
+                all_reduce,
+            } => {
+                let (part, s) = (&self.part, &self.s);
+                dist_sum(stream, f_sum, red, 0, part, self.nb, s)?;
+                self.dangling(stream, new)?;
+                dist_sum(stream, f_sum, red, 1, part, self.nbd, s)?;
+                // one all-reduce: this iteration's L1 change and the next iteration's mass
+                all_reduce(red)?;
+                let mut l = stream.launch_builder(&self.f_dist_check);
+                l.arg(s).arg(&**red);
+                // SAFETY: dist_pr_check's signature; `red` holds 2 values.
+                unsafe { l.launch(grid(1)) }.map_err(launch_err("dist_pr_check"))?;
+                Ok(())
+            }
+        }
+    }
+}
+
 fn pagerank_gpu<T: PrepareFor>(
     plan: &Plan<T>,
     gpu: &Gpu,
@@ -185,28 +357,18 @@ fn pagerank_gpu<T: PrepareFor>(
     opts: &PageRankOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
     let n = plan.nrows();
-    let nb = grid_blocks(n);
-    let nbd = grid_blocks(dangling.len());
     let k = opts.solve.check_every.div_ceil(2) * 2;
     let s0 = initial_scalars(0.0, opts.solve.tol, opts.solve.max_iter);
-    let s: CudaSlice<f64> = gpu.upload(&s0)?;
-    let part: CudaSlice<f64> = gpu.alloc_zeros(nb.max(nbd))?;
+    let what = ["pagerank: nodes", "pagerank: dangling nodes"];
+    let it = PageRankIteration::new(gpu, n, n, dangling, opts.damping, &s0, what)?;
     let start = vec![T::from_f64(1.0 / n as f64); n];
     let mut bufs: [CudaSlice<T>; 2] = [gpu.upload(&start)?, gpu.upload(&start)?];
     let mut y: CudaSlice<T> = gpu.alloc_zeros(n)?;
-    let dang: CudaSlice<Idx> = gpu.upload(dangling)?;
-    let f_dang = gpu.function::<T>(&KERNELS, "pr_dangling")?;
-    let f_mass = gpu.function::<T>(&KERNELS, "pr_mass")?;
-    let f_update = gpu.function::<T>(&KERNELS, "pr_update")?;
-    let f_check = gpu.function::<T>(&KERNELS, "pr_check")?;
-    gpu.synchronize()?;
-    let (n_i, nb_i, nbd_i) = (kernel_int("pagerank: nodes", n)?, nb as i32, nbd as i32);
-    let nd_i = kernel_int("pagerank: dangling nodes", dangling.len())?;
-    let damping = opts.damping;
     let stream = gpu.stream();
-    let launch_err =
-        |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);
-    let driven = drive(gpu, &s, k, opts.solve.max_iter, opts.solve.graph, |i| {
+    // the dangling mass of the start, which every iteration then computes for the next
+    it.mass(stream, &bufs[0])?;
+    gpu.synchronize()?;
+    let driven = drive(gpu, &it.s, k, opts.solve.max_iter, opts.solve.graph, |i| {
         let (lo, hi) = bufs.split_at_mut(1);
         let (old, new) = if i % 2 == 0 {
             (&lo[0], &mut hi[0])
@@ -214,59 +376,28 @@ fn pagerank_gpu<T: PrepareFor>(
             (&hi[0], &mut lo[0])
         };
         plan.apply_device(T::one(), old, T::zero(), &mut y)?;
-        // SAFETY (every launch below): the arguments match the kernel.cu signatures; vectors
-        // hold n elements, `dang` nd, `part` max(nb, nbd) and `s` S_LEN.
-        if !dangling.is_empty() {
-            let mut l = stream.launch_builder(&f_dang);
-            l.arg(old).arg(&dang).arg(&nd_i).arg(&part).arg(&s);
-            unsafe { l.launch(grid(nbd)) }.map_err(|e| launch_err("pr_dangling", e))?;
-            let mut l = stream.launch_builder(&f_mass);
-            l.arg(&s).arg(&part).arg(&nbd_i);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("pr_mass", e))?;
-        }
-        let mut l = stream.launch_builder(&f_update);
-        l.arg(&y)
-            .arg(old)
-            .arg(new)
-            .arg(&n_i)
-            .arg(&damping)
-            .arg(&part)
-            .arg(&s);
-        unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("pr_update", e))?;
-        let mut l = stream.launch_builder(&f_check);
-        l.arg(&s).arg(&part).arg(&nb_i);
-        unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("pr_check", e))?;
-        Ok(())
+        let ranks = RankVectors::Alternate { old, new };
+        it.step(stream, &y, ranks, &mut Reduce::Local)
     })?;
     let iterations = driven.s[S_ITER] as usize;
     let mut x = vec![T::zero(); n];
     gpu.download(&bufs[iterations % 2], &mut x)?;
-    let mut notes: Vec<String> = plan.fallback_note().map(String::from).into_iter().collect();
-    notes.extend(driven.notes);
+    let residual = driven.s[S_RES];
+    let notes = plan.fallback_note().map(String::from).into_iter().collect();
+    let mut report = driven.report(residual, notes);
     if k != opts.solve.check_every {
-        notes.push(format!(
+        report.notes.push(format!(
             "check interval rounded up to {k} (the two rank buffers alternate)"
         ));
     }
-    Ok((
-        x,
-        SolveReport {
-            backend: Backend::Gpu,
-            launch: driven.launch,
-            iterations,
-            launched: driven.launched,
-            stop: stop_of(driven.s[S_DONE]),
-            residual: driven.s[S_RES],
-            seconds: driven.seconds,
-            notes,
-        },
-    ))
+    Ok((x, report))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gen::generate;
+    use crate::methods::Backend;
     use crate::methods::PlanOptions;
     use crate::solve::Stop;
 
