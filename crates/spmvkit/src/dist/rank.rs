@@ -112,23 +112,18 @@ pub fn run_rank<T: DistScalar>(a: &Csr<T>, env: &RankEnv, cfg: &RankConfig) -> R
     barrier(&op)?;
 
     let info: OperatorInfo = op.info().clone();
-    let flat = |n: &[(String, String)]| n.iter().map(|(k, v)| format!("{k}={v}")).collect();
     Ok(RankReport {
         rank: env.rank,
         world: env.world,
         device: gpu.name().to_string(),
-        strategy: if env.world > 1 {
-            strategy.to_string()
-        } else {
-            "none".into()
-        },
+        strategy: strategy_label(env.world, strategy),
         rows: info.rows,
         diag_nnz: info.diag_nnz,
         offd_nnz: info.offd_nnz,
         ghosts: info.ghosts,
         send: info.send,
-        diag_notes: flat(&info.diag_notes),
-        offd_notes: flat(&info.offd_notes),
+        diag_notes: flat_notes(&info.diag_notes),
+        offd_notes: flat_notes(&info.offd_notes),
         check_ok: c.ok,
         max_rel_err: c.max_rel_err,
         apply_us: apply.median_us,
@@ -139,6 +134,20 @@ pub fn run_rank<T: DistScalar>(a: &Csr<T>, env: &RankEnv, cfg: &RankConfig) -> R
         prepare_s: info.prepare_s,
         upload_s: info.upload_s,
     })
+}
+
+/// The strategy a rank reports: `none` in a world of one rank.
+pub(crate) fn strategy_label(world: usize, strategy: Strategy) -> String {
+    if world > 1 {
+        strategy.to_string()
+    } else {
+        "none".into()
+    }
+}
+
+/// A part's notes as `key=value` lines.
+pub(crate) fn flat_notes(notes: &[(String, String)]) -> Vec<String> {
+    notes.iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
 
 /// The strategy a world of `world` ranks would use for `a` (what every rank computes).

@@ -31,13 +31,14 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaStream};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::bootstrap::RankEnv;
 use super::nccl::{Communicator, DistOperator, DistScalar};
 use super::partition::{Distribution, StrategyChoice};
+use super::rank::{flat_notes, strategy_label};
 use super::sim::SimOperator;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -49,8 +50,8 @@ use crate::solve::pagerank::{PageRankIteration, RankVectors};
 pub use crate::solve::rows::{cg, pagerank, RowOperator};
 use crate::solve::rows::{check_local, check_pagerank, dot, local_dangling, note_breakdown};
 use crate::solve::{
-    check_options, drive, initial_scalars, PageRankGraph, PageRankOptions, Reduce, SolveOptions,
-    SolveReport, KERNELS, S_DONE, S_ITER, S_MASS, S_RES,
+    check_options, drive, initial_scalars, Driven, PageRankGraph, PageRankOptions, Reduce,
+    SolveOptions, SolveReport, KERNELS, S_DONE, S_ITER, S_MASS, S_RES,
 };
 
 /// The simulation: every rank of a [`SimOperator`] in this process; local vectors are global.
@@ -153,27 +154,10 @@ impl<T: DistScalar> NcclRows<T> {
         let thresh = opts.tol * opts.tol * bb;
         let gpu = self.op.gpu().clone();
         let it = CgIteration::new(&gpu, b, bb, thresh, opts, "dist cg: rows")?;
-        let mut red: CudaSlice<f64> = gpu.alloc_zeros(1)?;
         // p = b, in the operator's x
         self.op.set_x(b)?;
-        let f_sum = gpu.function::<T>(&KERNELS, "dist_sum")?;
-        gpu.synchronize()?;
-        let stream = gpu.stream();
-        self.spmv_s = 0.0;
-        self.allreduce_s = 0.0;
-        let (op, spmv_s, allreduce_s) = (&mut self.op, &mut self.spmv_s, &mut self.allreduce_s);
-        let driven = drive(&gpu, &it.s, opts.check_every, opts.max_iter, false, |_| {
-            let t0 = Instant::now();
-            op.apply(T::one(), T::zero())?;
-            *spmv_s += t0.elapsed().as_secs_f64();
-            let op = &*op;
-            let mut all_reduce = |red: &mut CudaSlice<f64>| all_reduce_device(op, red, allreduce_s);
-            let mut reduce = Reduce::Ranks {
-                f_sum: &f_sum,
-                red: &mut red,
-                all_reduce: &mut all_reduce,
-            };
-            it.step(stream, op.x(), op.y(), &mut reduce)
+        let driven = self.drive(&it.s, opts, 1, |stream, op, reduce| {
+            it.step(stream, op.x(), op.y(), reduce)
         })?;
         let mut xh = vec![T::zero(); n];
         gpu.download(&it.x, &mut xh)?;
@@ -212,16 +196,42 @@ impl<T: DistScalar> NcclRows<T> {
         }
         let what = ["dist pagerank: rows", "dist pagerank: dangling nodes"];
         let it = PageRankIteration::new(&gpu, len, n, &mine, opts.damping, &s0, what)?;
-        let mut red: CudaSlice<f64> = gpu.alloc_zeros(2)?;
         self.op.set_x(&start)?;
+        let driven = self.drive(&it.s, &opts.solve, 2, |stream, op, reduce| {
+            it.step(stream, op.y(), RankVectors::InPlace(op.x()), reduce)
+        })?;
+        let mut x = vec![T::zero(); len];
+        gpu.download(self.op.x(), &mut x)?;
+        let residual = if driven.s[S_ITER] as usize == 0 {
+            0.0
+        } else {
+            driven.s[S_RES]
+        };
+        Ok((x, driven.report(residual, Vec::new())))
+    }
+}
+
+impl<T: DistScalar> NcclRows<T> {
+    /// Enqueues `step` (one device-resident iteration after the operator's SpMV, its sums reduced
+    /// through the [`Reduce`] hook it is given: `dist_sum` into a buffer of `red_len` sums, then
+    /// the NCCL all-reduce) `check_every` times per check until the device sets the stop flag in
+    /// `s`, timing the SpMVs and the all-reduces.
+    fn drive(
+        &mut self,
+        s: &CudaSlice<f64>,
+        opts: &SolveOptions,
+        red_len: usize,
+        mut step: impl FnMut(&CudaStream, &DistOperator<T>, &mut Reduce<'_>) -> Result<()>,
+    ) -> Result<Driven> {
+        let gpu = self.op.gpu().clone();
+        let mut red: CudaSlice<f64> = gpu.alloc_zeros(red_len)?;
         let f_sum = gpu.function::<T>(&KERNELS, "dist_sum")?;
         gpu.synchronize()?;
         let stream = gpu.stream();
         self.spmv_s = 0.0;
         self.allreduce_s = 0.0;
         let (op, spmv_s, allreduce_s) = (&mut self.op, &mut self.spmv_s, &mut self.allreduce_s);
-        let k = opts.solve.check_every;
-        let driven = drive(&gpu, &it.s, k, opts.solve.max_iter, false, |_| {
+        drive(&gpu, s, opts.check_every, opts.max_iter, false, |_| {
             let t0 = Instant::now();
             op.apply(T::one(), T::zero())?;
             *spmv_s += t0.elapsed().as_secs_f64();
@@ -232,16 +242,8 @@ impl<T: DistScalar> NcclRows<T> {
                 red: &mut red,
                 all_reduce: &mut all_reduce,
             };
-            it.step(stream, op.y(), RankVectors::InPlace(op.x()), &mut reduce)
-        })?;
-        let mut x = vec![T::zero(); len];
-        gpu.download(self.op.x(), &mut x)?;
-        let residual = if driven.s[S_ITER] as usize == 0 {
-            0.0
-        } else {
-            driven.s[S_RES]
-        };
-        Ok((x, driven.report(residual, Vec::new())))
+            step(stream, op, &mut reduce)
+        })
     }
 }
 
@@ -400,11 +402,7 @@ pub fn run_solve_rank<T: DistScalar>(
             rank: env.rank,
             world: env.world,
             device: gpu.name().to_string(),
-            strategy: if env.world > 1 {
-                strategy.to_string()
-            } else {
-                "none".into()
-            },
+            strategy: strategy_label(env.world, strategy),
             row_start: rows.start,
             row_end: rows.end,
             nnz: info.diag_nnz + info.offd_nnz,
@@ -416,11 +414,7 @@ pub fn run_solve_rank<T: DistScalar>(
             us_per_iter: report.us_per_iter(),
             spmv_us_per_iter: per_iter(rows_op.spmv_s),
             allreduce_us_per_iter: per_iter(rows_op.allreduce_s),
-            diag_notes: info
-                .diag_notes
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect(),
+            diag_notes: flat_notes(&info.diag_notes),
             setup_s,
             nccl_init_s,
             prepare_s: info.prepare_s,

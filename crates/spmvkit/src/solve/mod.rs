@@ -363,19 +363,24 @@ fn capture(
 /// Elements per rayon task of the CPU vector operations (fixed, so sums are reproducible).
 pub(crate) const CPU_CHUNK: usize = 16 * 1024;
 
-/// Σ a_i·b_i in f64, in fixed chunks added in order (deterministic on any thread count).
-pub(crate) fn dot_cpu<T: Scalar>(a: &[T], b: &[T]) -> f64 {
+/// Σ f(a_i, b_i) in f64, in fixed chunks added in order (deterministic on any thread count).
+pub(crate) fn chunked_sum<T: Scalar>(a: &[T], b: &[T], f: impl Fn(f64, f64) -> f64 + Sync) -> f64 {
     let parts: Vec<f64> = a
         .par_chunks(CPU_CHUNK)
         .zip(b.par_chunks(CPU_CHUNK))
         .map(|(x, y)| {
             x.iter()
                 .zip(y)
-                .map(|(p, q)| p.to_f64() * q.to_f64())
+                .map(|(p, q)| f(p.to_f64(), q.to_f64()))
                 .sum::<f64>()
         })
         .collect();
     parts.iter().sum()
+}
+
+/// Σ a_i·b_i in f64, in fixed chunks added in order ([`chunked_sum`]).
+pub(crate) fn dot_cpu<T: Scalar>(a: &[T], b: &[T]) -> f64 {
+    chunked_sum(a, b, |p, q| p * q)
 }
 
 #[cfg(test)]

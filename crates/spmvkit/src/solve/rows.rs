@@ -11,9 +11,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{
-    check_options, dot_cpu, Launch, PageRankOptions, SolveOptions, SolveReport, Stop, CPU_CHUNK,
-};
+use super::{check_options, dot_cpu, Launch, PageRankOptions, SolveOptions, SolveReport, Stop};
 use crate::error::{Error, Result};
 use crate::methods::{Backend, Plan, PrepareFor};
 use crate::scalar::{Idx, Scalar};
@@ -278,19 +276,9 @@ pub(crate) fn check_pagerank(n: usize, dangling: &[Idx], opts: &PageRankOptions)
     Ok(())
 }
 
-/// Σ |aᵢ − bᵢ| in f64, in fixed chunks added in order (deterministic on any thread count).
+/// Σ |aᵢ − bᵢ| in f64, in fixed chunks added in order ([`super::chunked_sum`]).
 pub(crate) fn l1_distance<T: Scalar>(a: &[T], b: &[T]) -> f64 {
-    let parts: Vec<f64> = a
-        .par_chunks(CPU_CHUNK)
-        .zip(b.par_chunks(CPU_CHUNK))
-        .map(|(x, y)| {
-            x.iter()
-                .zip(y)
-                .map(|(p, q)| (p.to_f64() - q.to_f64()).abs())
-                .sum::<f64>()
-        })
-        .collect();
-    parts.iter().sum()
+    super::chunked_sum(a, b, |p, q| (p - q).abs())
 }
 
 /// One rank holding every row: a plan's CPU executor, with nothing to reduce over.
