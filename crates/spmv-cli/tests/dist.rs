@@ -12,19 +12,11 @@ use serde_json::Value;
 #[test]
 fn simulated_ranks_match_the_oracle() {
     for strategy in ["auto", "halo", "allgather"] {
-        let v = spmv_json(&[
-            "dist",
-            "run",
-            "poisson3d:12",
-            "--gpus",
+        let v = dist_json(
+            &["run", "poisson3d:12"],
             "3",
-            "--sim",
-            "--json",
-            "--method",
-            "csr",
-            "--strategy",
-            strategy,
-        ]);
+            &["--sim", "--method", "csr", "--strategy", strategy],
+        );
         assert_eq!(v["check_ok"], true, "{v}");
     }
     spmv_fails(
@@ -32,6 +24,15 @@ fn simulated_ranks_match_the_oracle() {
         "at least 1",
     );
     spmv_fails(&["dist", "rank", "poisson3d:4"], "SPMVKIT_DIST_RANK");
+}
+
+/// `spmv dist ARGS --gpus GPUS --json EXTRA...`, its JSON.
+fn dist_json(args: &[&str], gpus: &str, extra: &[&str]) -> Value {
+    let mut all = vec!["dist"];
+    all.extend_from_slice(args);
+    all.extend(["--gpus", gpus, "--json"]);
+    all.extend_from_slice(extra);
+    spmv_json(&all)
 }
 
 /// Whether two GPUs are visible; without them the test is skipped, or fails under
@@ -58,18 +59,11 @@ fn iterations(r: &Value) -> (u64, u64) {
 
 #[test]
 fn simulated_solvers_match_the_reference() {
-    let v = spmv_json(&[
-        "dist",
-        "solve",
-        "cg",
-        "poisson3d:10",
-        "--gpus",
+    let v = dist_json(
+        &["solve", "cg", "poisson3d:10"],
         "1,2,3",
-        "--sim",
-        "--json",
-        "--method",
-        "csr",
-    ]);
+        &["--sim", "--method", "csr"],
+    );
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3, "{v}");
     for r in runs {
@@ -77,19 +71,11 @@ fn simulated_solvers_match_the_reference() {
         assert_eq!(r["simulated"], true, "{r}");
     }
     for precision in ["f64", "f32"] {
-        let v = spmv_json(&[
-            "dist",
-            "pagerank",
-            "kron:10",
-            "--gpus",
+        let v = dist_json(
+            &["pagerank", "kron:10"],
             "4",
-            "--sim",
-            "--json",
-            "--precision",
-            precision,
-            "--strategy",
-            "halo",
-        ]);
+            &["--sim", "--precision", precision, "--strategy", "halo"],
+        );
         let r = &v["runs"][0];
         assert_eq!(r["stop"], "converged", "{r}");
         assert_eq!(r["strategy"], "halo", "{r}");
@@ -127,17 +113,11 @@ fn two_gpu_solvers_match_the_reference() {
         return;
     }
     for precision in ["f64", "f32"] {
-        let v = spmv_json(&[
-            "dist",
-            "solve",
-            "cg",
-            "poisson3d:32",
-            "--gpus",
+        let v = dist_json(
+            &["solve", "cg", "poisson3d:32"],
             "1,2",
-            "--json",
-            "--precision",
-            precision,
-        ]);
+            &["--precision", precision],
+        );
         let bound = if precision == "f64" { 1e-6 } else { 1e-3 };
         for (r, gpus) in v["runs"].as_array().unwrap().iter().zip([1, 2]) {
             assert_eq!(r["gpus"], gpus, "{r}");
@@ -148,21 +128,18 @@ fn two_gpu_solvers_match_the_reference() {
         }
         // both exchange strategies, and a convergence check after every iteration
         for (strategy, every) in [("halo", 1), ("allgather", 3)] {
-            let v = spmv_json(&[
-                "dist",
-                "solve",
-                "cg",
-                "poisson3d:24",
-                "--gpus",
+            let v = dist_json(
+                &["solve", "cg", "poisson3d:24"],
                 "2",
-                "--json",
-                "--precision",
-                precision,
-                "--strategy",
-                strategy,
-                "--check-every",
-                &every.to_string(),
-            ]);
+                &[
+                    "--precision",
+                    precision,
+                    "--strategy",
+                    strategy,
+                    "--check-every",
+                    &every.to_string(),
+                ],
+            );
             let r = &v["runs"][0];
             assert_eq!(
                 (&r["strategy"], &r["stop"]),
@@ -177,18 +154,11 @@ fn two_gpu_solvers_match_the_reference() {
             );
         }
         for strategy in ["halo", "allgather"] {
-            let v = spmv_json(&[
-                "dist",
-                "pagerank",
-                "kron:12",
-                "--gpus",
+            let v = dist_json(
+                &["pagerank", "kron:12"],
                 "2",
-                "--json",
-                "--precision",
-                precision,
-                "--strategy",
-                strategy,
-            ]);
+                &["--precision", precision, "--strategy", strategy],
+            );
             let r = &v["runs"][0];
             assert_eq!(r["gpus"], 2, "{r}");
             assert_eq!(r["strategy"], strategy, "{r}");
@@ -211,26 +181,24 @@ fn two_gpus_match_the_oracle() {
     ] {
         for strategy in ["halo", "allgather"] {
             for precision in ["f64", "f32"] {
-                let v = spmv_json(&[
-                    "dist",
-                    "run",
-                    m,
-                    "--gpus",
+                let v = dist_json(
+                    &["run", m],
                     "2",
-                    "--json",
-                    "--method",
-                    method,
-                    "--strategy",
-                    strategy,
-                    "--precision",
-                    precision,
-                    "--beta",
-                    "-0.75",
-                    "--reps",
-                    "3",
-                    "--samples",
-                    "2",
-                ]);
+                    &[
+                        "--method",
+                        method,
+                        "--strategy",
+                        strategy,
+                        "--precision",
+                        precision,
+                        "--beta",
+                        "-0.75",
+                        "--reps",
+                        "3",
+                        "--samples",
+                        "2",
+                    ],
+                );
                 assert_eq!(v["check_ok"], true, "{v}");
                 assert_eq!(v["gpus"], 2, "{v}");
                 assert_eq!(v["strategy"], strategy, "{v}");

@@ -174,17 +174,30 @@ pub fn time_stream(
 ) -> Result<Timing> {
     check_config(cfg)?;
     warm_up(gpu, cfg, &mut f)?;
+    sample(gpu, cfg, TimingMode::Stream, || {
+        for _ in 0..cfg.calls {
+            f()?;
+        }
+        Ok(())
+    })
+}
+
+/// K samples: events around `calls` (which enqueues the N calls), each divided by N.
+fn sample(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    mode: TimingMode,
+    mut calls: impl FnMut() -> Result<()>,
+) -> Result<Timing> {
     let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
     let mut samples = Vec::with_capacity(cfg.samples);
     for _ in 0..cfg.samples {
         record(&start, gpu)?;
-        for _ in 0..cfg.calls {
-            f()?;
-        }
+        calls()?;
         record(&end, gpu)?;
         samples.push(elapsed_us(&start, &end)? / cfg.calls as f64);
     }
-    Ok(Timing::from_samples(TimingMode::Stream, *cfg, samples))
+    Ok(Timing::from_samples(mode, *cfg, samples))
 }
 
 /// Captures `n` enqueues (`step(i)` for i < n) on the GPU's stream into an uploaded CUDA graph.
@@ -229,17 +242,11 @@ pub fn time_graph(
         .launch()
         .map_err(|e| Error::cuda("launching the graph", e))?;
     gpu.synchronize()?;
-    let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
-    let mut samples = Vec::with_capacity(cfg.samples);
-    for _ in 0..cfg.samples {
-        record(&start, gpu)?;
+    sample(gpu, cfg, TimingMode::Graph, || {
         graph
             .launch()
-            .map_err(|e| Error::cuda("launching the graph", e))?;
-        record(&end, gpu)?;
-        samples.push(elapsed_us(&start, &end)? / cfg.calls as f64);
-    }
-    Ok(Timing::from_samples(TimingMode::Graph, *cfg, samples))
+            .map_err(|e| Error::cuda("launching the graph", e))
+    })
 }
 
 /// Device-to-device copy bandwidth in GB/s (10^9 bytes/s), counting bytes read plus bytes
