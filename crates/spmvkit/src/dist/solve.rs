@@ -528,6 +528,24 @@ mod tests {
         }
     }
 
+    /// An n-node adjacency matrix in which every third node (i % 3 == 2) has no out-edges and
+    /// node i links to `targets(i)` (duplicates merged).
+    fn every_third_dangling(n: usize, targets: impl Fn(usize) -> Vec<usize>) -> Csr<f64> {
+        let mut ptr = vec![0u32];
+        let mut cols = Vec::new();
+        for i in 0..n {
+            if i % 3 != 2 {
+                let mut row: Vec<u32> = targets(i).into_iter().map(|j| j as u32).collect();
+                row.sort_unstable();
+                row.dedup();
+                cols.extend(row);
+            }
+            ptr.push(cols.len() as u32);
+        }
+        let vals = vec![1.0; cols.len()];
+        Csr::<f64>::new(n, n, ptr, cols, vals).unwrap()
+    }
+
     #[test]
     fn distributed_pagerank_matches_the_reference() {
         let kron = gen::generate_f64("kron:10").unwrap();
@@ -535,21 +553,7 @@ mod tests {
         check_pagerank("kron:10", &kron.cast::<f32>(), 1e-5, 1e-4);
         // dangling nodes: every third node has no out-edges
         let n = 300;
-        let mut ptr = vec![0u32];
-        let mut cols = Vec::new();
-        for i in 0..n {
-            if i % 3 != 2 {
-                for j in [(i * 7 + 1) % n, (i * 13 + 5) % n, (i + 1) % n] {
-                    if !cols[ptr[ptr.len() - 1] as usize..].contains(&(j as u32)) {
-                        cols.push(j as u32);
-                    }
-                }
-                cols[ptr[ptr.len() - 1] as usize..].sort_unstable();
-            }
-            ptr.push(cols.len() as u32);
-        }
-        let vals = vec![1.0; cols.len()];
-        let adj = Csr::<f64>::new(n, n, ptr, cols, vals).unwrap();
+        let adj = every_third_dangling(n, |i| vec![(i * 7 + 1) % n, (i * 13 + 5) % n, (i + 1) % n]);
         assert_eq!(
             PageRankGraph::from_adjacency(&adj).unwrap().dangling.len(),
             n / 3
@@ -706,19 +710,7 @@ mod tests {
         check_pagerank_device("kron:10", &kron.cast::<f32>(), 1e-5, 1e-4);
         // every third node dangling
         let n = 300;
-        let mut ptr = vec![0u32];
-        let mut cols = Vec::new();
-        for i in 0..n {
-            if i % 3 != 2 {
-                let mut row = vec![((i + 1) % n) as u32, ((i * 7 + 2) % n) as u32];
-                row.sort_unstable();
-                row.dedup();
-                cols.extend(row);
-            }
-            ptr.push(cols.len() as u32);
-        }
-        let vals = vec![1.0; cols.len()];
-        let adj = Csr::<f64>::new(n, n, ptr, cols, vals).unwrap();
+        let adj = every_third_dangling(n, |i| vec![(i + 1) % n, (i * 7 + 2) % n]);
         check_pagerank_device("dangling", &adj, 1e-10, 1e-8);
     }
 
