@@ -7,7 +7,7 @@
 //! from x = 1/n, stopping when ‖x' − x‖₁ ≤ tol. P x goes through the plan, so any registered
 //! method does the SpMV. On the GPU the two rank vectors alternate (iteration i reads buffer
 //! i mod 2), so a graph holds an even number of iterations. Each iteration computes the dangling
-//! mass of its new ranks for the next one ([`PageRankIteration`], shared with the NCCL ranks);
+//! mass of its new ranks for the next one (`PageRankIteration`, shared with the NCCL ranks);
 //! the mass of the start is computed once before the first.
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
