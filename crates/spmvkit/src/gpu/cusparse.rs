@@ -76,6 +76,61 @@ fn data_type<T: Scalar>() -> cudaDataType {
     }
 }
 
+/// Creates in `desc` a dense-vector descriptor of `len` elements of type `dt` at device address
+/// `ptr`.
+///
+/// # Safety
+/// `ptr` must address at least `len` elements of `dt` for as long as the descriptor is used.
+unsafe fn create_dn_vec(
+    what: &str,
+    desc: &mut cusparseDnVecDescr_t,
+    len: usize,
+    ptr: u64,
+    dt: cudaDataType,
+) -> Result<()> {
+    // SAFETY: the caller's promise on `ptr`.
+    check(what, unsafe {
+        sys::cusparseCreateDnVec(desc, len as i64, ptr as *mut c_void, dt)
+    })
+}
+
+/// Points the dense-vector descriptor `desc`, now at device address `*at`, at `ptr` instead
+/// (nothing when it is there already).
+///
+/// # Safety
+/// `desc` must be live, and `ptr` must address as many elements as the descriptor has.
+unsafe fn repoint(what: &str, desc: cusparseDnVecDescr_t, at: &mut u64, ptr: u64) -> Result<()> {
+    if ptr != *at {
+        // SAFETY: the caller's promise on `desc` and `ptr`.
+        check(what, unsafe {
+            sys::cusparseDnVecSetValues(desc, ptr as *mut c_void)
+        })?;
+        *at = ptr;
+    }
+    Ok(())
+}
+
+/// Calls `$f`, one of `cusparseSpMV_bufferSize`, `cusparseSpMV_preprocess` and `cusparseSpMV`,
+/// with the arguments they share: the non-transposed y = αAx + βy on the descriptors in `$h`,
+/// α and β as host pointers of the compute type `$dt`, the algorithm `$alg`; then `$last`, the
+/// work buffer (or, for `bufferSize`, where the size is written).
+macro_rules! spmv_call {
+    ($f:expr, $h:expr, $alpha:expr, $beta:expr, $dt:expr, $alg:expr, $last:expr) => {
+        $f(
+            $h.handle,
+            cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+            $alpha as *const _ as *const c_void,
+            $h.mat as _,
+            $h.x as _,
+            $beta as *const _ as *const c_void,
+            $h.y,
+            $dt,
+            $alg.raw(),
+            $last,
+        )
+    };
+}
+
 type PreprocessFn = unsafe extern "C" fn(
     cusparseHandle_t,
     cusparseOperation_t,
@@ -219,32 +274,23 @@ impl<T: Scalar> CusparseSpmv<T> {
                     ),
                 )?;
                 let (xp, _g4) = setup_x.device_ptr_mut(stream);
-                check(
-                    "CreateDnVec(x)",
-                    sys::cusparseCreateDnVec(&mut h.x, ncols as i64, xp as *mut c_void, dt),
-                )?;
+                create_dn_vec("CreateDnVec(x)", &mut h.x, ncols, xp, dt)?;
                 h.x_ptr = xp;
                 let (yp, _g5) = setup_y.device_ptr_mut(stream);
-                check(
-                    "CreateDnVec(y)",
-                    sys::cusparseCreateDnVec(&mut h.y, nrows as i64, yp as *mut c_void, dt),
-                )?;
+                create_dn_vec("CreateDnVec(y)", &mut h.y, nrows, yp, dt)?;
                 h.y_ptr = yp;
                 let (one, zero) = (T::one(), T::zero());
                 let mut size = 0usize;
                 check(
                     "SpMV_bufferSize",
-                    sys::cusparseSpMV_bufferSize(
-                        h.handle,
-                        cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
-                        &one as *const T as *const c_void,
-                        h.mat as _,
-                        h.x as _,
-                        &zero as *const T as *const c_void,
-                        h.y,
+                    spmv_call!(
+                        sys::cusparseSpMV_bufferSize,
+                        h,
+                        &one,
+                        &zero,
                         dt,
-                        alg.raw(),
-                        &mut size,
+                        alg,
+                        &mut size
                     ),
                 )?;
                 buffer = gpu.alloc_zeros::<u8>(size.max(1))?;
@@ -252,18 +298,7 @@ impl<T: Scalar> CusparseSpmv<T> {
                     let (bp, _g6) = buffer.device_ptr_mut(stream);
                     check(
                         "SpMV_preprocess",
-                        pre(
-                            h.handle,
-                            cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
-                            &one as *const T as *const c_void,
-                            h.mat as _,
-                            h.x as _,
-                            &zero as *const T as *const c_void,
-                            h.y,
-                            dt,
-                            alg.raw(),
-                            bp as *mut c_void,
-                        ),
+                        spmv_call!(pre, h, &one, &zero, dt, alg, bp as *mut c_void),
                     )?;
                     preprocessed = true;
                 }
@@ -376,35 +411,20 @@ impl<T: Scalar> CusparseSpmv<T> {
         let (yp, _gy) = y.device_ptr_mut(stream);
         // SAFETY: live descriptors; x and y hold at least ncols / nrows elements.
         unsafe {
-            if xp != h.x_ptr {
-                check(
-                    "DnVecSetValues(x)",
-                    sys::cusparseDnVecSetValues(h.x, xp as *mut c_void),
-                )?;
-                h.x_ptr = xp;
-            }
-            if yp != h.y_ptr {
-                check(
-                    "DnVecSetValues(y)",
-                    sys::cusparseDnVecSetValues(h.y, yp as *mut c_void),
-                )?;
-                h.y_ptr = yp;
-            }
+            repoint("DnVecSetValues(x)", h.x, &mut h.x_ptr, xp)?;
+            repoint("DnVecSetValues(y)", h.y, &mut h.y_ptr, yp)?;
         }
         let (bp, _gb) = self.buffer.device_ptr(stream);
         // SAFETY: live handle, descriptors and the work buffer sized by bufferSize.
         check("SpMV", unsafe {
-            sys::cusparseSpMV(
-                h.handle,
-                cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
-                &alpha as *const T as *const c_void,
-                h.mat as _,
-                h.x as _,
-                &beta as *const T as *const c_void,
-                h.y,
+            spmv_call!(
+                sys::cusparseSpMV,
+                h,
+                &alpha,
+                &beta,
                 data_type::<T>(),
-                self.alg.raw(),
-                bp as *mut c_void,
+                self.alg,
+                bp as *mut c_void
             )
         })
     }
