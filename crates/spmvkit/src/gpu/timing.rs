@@ -146,7 +146,9 @@ fn elapsed_us(start: &CudaEvent, end: &CudaEvent) -> Result<f64> {
         .map_err(|e| Error::cuda("reading an event time", e))
 }
 
+/// Checks `cfg`, then makes its warm-up calls of `f` and waits for them.
 fn warm_up(gpu: &Gpu, cfg: &TimingConfig, f: &mut impl FnMut() -> Result<()>) -> Result<()> {
+    check_config(cfg)?;
     for _ in 0..cfg.warmup {
         f()?;
     }
@@ -172,7 +174,6 @@ pub fn time_stream(
     cfg: &TimingConfig,
     mut f: impl FnMut() -> Result<()>,
 ) -> Result<Timing> {
-    check_config(cfg)?;
     warm_up(gpu, cfg, &mut f)?;
     sample(gpu, cfg, TimingMode::Stream, || {
         for _ in 0..cfg.calls {
@@ -235,7 +236,6 @@ pub fn time_graph(
     cfg: &TimingConfig,
     mut f: impl FnMut() -> Result<()>,
 ) -> Result<Timing> {
-    check_config(cfg)?;
     warm_up(gpu, cfg, &mut f)?;
     let graph = capture_graph(gpu, cfg.calls, |_| f())?;
     graph
