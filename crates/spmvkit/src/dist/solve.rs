@@ -448,6 +448,15 @@ mod tests {
             .fold(0.0, f64::max)
     }
 
+    /// Asserts that the ranks `x` are within `err` of the reference `want` in L1 and sum to 1
+    /// within `err`.
+    fn assert_ranks<T: Scalar>(x: &[T], want: &[f64], err: f64, what: &str) {
+        let l1 = crate::solve::check::l1_err(x, want);
+        assert!(l1 < err, "{what}: L1 error {l1}");
+        let sum: f64 = x.iter().map(|v| v.to_f64()).sum();
+        assert!((sum - 1.0).abs() < err, "{what}: sum {sum}");
+    }
+
     fn check_cg<T: PrepareFor>(spec: &str, tol: f64, err: f64) {
         let a = gen::generate::<T>(spec).unwrap();
         let b = CgSystem::ones_solution(&a).b;
@@ -515,15 +524,8 @@ mod tests {
                 let what = format!("{name} {} P={p} {s:?}", T::PRECISION);
                 assert_eq!(rep.stop, Stop::Converged, "{what}");
                 assert!(rep.iterations.abs_diff(srep.iterations) <= 1, "{what}");
-                let l1: f64 = x
-                    .iter()
-                    .zip(&want)
-                    .map(|(v, w)| (v.to_f64() - w).abs())
-                    .sum();
-                assert!(l1 < err, "{what}: L1 error {l1}");
                 assert!(max_diff(&x, &single_x) < err, "{what}");
-                let sum: f64 = x.iter().map(|v| v.to_f64()).sum();
-                assert!((sum - 1.0).abs() < err, "{what}: sum {sum}");
+                assert_ranks(&x, &want, err, &what);
             }
         }
     }
@@ -674,14 +676,7 @@ mod tests {
             );
             assert!(rep.residual <= tol, "{what}");
             assert!(max_diff(&x, &sx) < err, "{what}");
-            let l1: f64 = x
-                .iter()
-                .zip(&want)
-                .map(|(v, w)| (v.to_f64() - w).abs())
-                .sum();
-            assert!(l1 < err, "{what}: L1 error {l1}");
-            let sum: f64 = x.iter().map(|v| v.to_f64()).sum();
-            assert!((sum - 1.0).abs() < err, "{what}: sum {sum}");
+            assert_ranks(&x, &want, err, &what);
         }
         let opts = PageRankOptions {
             solve: SolveOptions {
