@@ -163,6 +163,25 @@ pub(crate) fn random_fill<T: Scalar>(c: &mut super::build::Chunk<'_, T>, ncols: 
     }
 }
 
+/// Fills each row `i` of the chunk with consecutive columns from `first(i)` and random values.
+fn consecutive_fill<T: Scalar>(
+    c: &mut super::build::Chunk<'_, T>,
+    seed: u64,
+    first: impl Fn(usize) -> usize,
+) {
+    let mut rng = Rng::stream(seed, Purpose::Fill, c.index as u64);
+    for i in c.rows.clone() {
+        let first = first(i);
+        let s = c.span(i);
+        for (j, col) in c.cols[s.clone()].iter_mut().enumerate() {
+            *col = (first + j) as Idx;
+        }
+        for v in &mut c.vals[s] {
+            *v = T::from_f64(rng.value());
+        }
+    }
+}
+
 /// m×n with k distinct uniformly random columns in every row.
 pub(crate) fn uniform<T: Scalar>(m: usize, n: usize, k: usize, seed: u64) -> Result<Csr<T>> {
     build_rows::<T, _, _>(
@@ -246,19 +265,7 @@ pub(crate) fn blockdiag<T: Scalar>(nb: usize, bs: usize, seed: u64) -> Result<Cs
         n,
         chunk_rows(bs as f64),
         move |_, _, out| out.fill(bs as Idx),
-        move |c| {
-            let mut rng = Rng::stream(seed, Purpose::Fill, c.index as u64);
-            for i in c.rows.clone() {
-                let first = i / bs * bs;
-                let s = c.span(i);
-                for (j, col) in c.cols[s.clone()].iter_mut().enumerate() {
-                    *col = (first + j) as Idx;
-                }
-                for v in &mut c.vals[s] {
-                    *v = T::from_f64(rng.value());
-                }
-            }
-        },
+        move |c| consecutive_fill(c, seed, |i| i / bs * bs),
     )
 }
 
@@ -291,18 +298,7 @@ pub(crate) fn dense<T: Scalar>(m: usize, n: usize, seed: u64) -> Result<Csr<T>> 
         n,
         chunk_rows(n as f64),
         move |_, _, out| out.fill(n as Idx),
-        move |c| {
-            let mut rng = Rng::stream(seed, Purpose::Fill, c.index as u64);
-            for i in c.rows.clone() {
-                let s = c.span(i);
-                for (j, col) in c.cols[s.clone()].iter_mut().enumerate() {
-                    *col = j as Idx;
-                }
-                for v in &mut c.vals[s] {
-                    *v = T::from_f64(rng.value());
-                }
-            }
-        },
+        move |c| consecutive_fill(c, seed, |_| 0),
     )
 }
 
