@@ -40,7 +40,7 @@ use super::nccl::{Communicator, DistOperator, DistScalar};
 use super::partition::{Distribution, StrategyChoice};
 use super::rank::{flat_notes, strategy_label};
 use super::sim::SimOperator;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::matrix::Csr;
 use crate::methods::{Backend, PrepareFor};
@@ -48,9 +48,9 @@ use crate::scalar::{Idx, Scalar};
 use crate::solve::cg::{relative, CgIteration};
 use crate::solve::pagerank::{PageRankIteration, RankVectors};
 pub use crate::solve::rows::{cg, pagerank, RowOperator};
-use crate::solve::rows::{check_local, check_pagerank, dot, local_dangling, note_breakdown};
+use crate::solve::rows::{cg_start, check_pagerank, local_dangling, note_breakdown};
 use crate::solve::{
-    check_options, drive, initial_scalars, Driven, PageRankGraph, PageRankOptions, Reduce,
+    check_square, drive, initial_scalars, Driven, PageRankGraph, PageRankOptions, Reduce,
     SolveOptions, SolveReport, KERNELS, S_DONE, S_ITER, S_MASS, S_RES,
 };
 
@@ -98,13 +98,11 @@ impl<T: PrepareFor> RowOperator<T> for SimRows<T> {
 }
 
 fn square<T: Scalar>(a: &Csr<T>) -> Result<()> {
-    if a.nrows() != a.ncols() {
-        return Err(Error::InvalidArgument(format!(
-            "a distributed solver needs a square matrix; this one is {}x{}",
-            a.nrows(),
-            a.ncols()
-        )));
-    }
+    check_square(
+        "a distributed solver needs a square matrix",
+        a.nrows(),
+        a.ncols(),
+    )?;
     Ok(())
 }
 
@@ -142,16 +140,8 @@ impl<T: DistScalar> NcclRows<T> {
     /// of x, r, p and q in device memory: p is the operator's owned x, q = A·p its y. `b` is the
     /// rank's rows of b; returns its rows of x. Every rank calls it together.
     pub fn cg(&mut self, b: &[T], opts: &SolveOptions) -> Result<(Vec<T>, SolveReport)> {
-        check_options(opts)?;
-        check_local(self, "b", b.len())?;
+        let (bb, thresh) = cg_start(self, b, opts)?;
         let n = b.len();
-        let bb = dot(self, b, b)?;
-        if !bb.is_finite() {
-            return Err(Error::InvalidArgument(
-                "CG right-hand side holds a non-finite value".into(),
-            ));
-        }
-        let thresh = opts.tol * opts.tol * bb;
         let gpu = self.op.gpu().clone();
         let it = CgIteration::new(&gpu, b, bb, thresh, opts, "dist cg: rows")?;
         // p = b, in the operator's x

@@ -61,14 +61,7 @@ pub fn cg<T: PrepareFor>(
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
     check_options(opts)?;
-    let n = plan.nrows();
-    if plan.ncols() != n {
-        return Err(Error::InvalidArgument(format!(
-            "CG needs a square matrix; this one is {}x{}",
-            plan.nrows(),
-            plan.ncols()
-        )));
-    }
+    let n = super::check_square("CG needs a square matrix", plan.nrows(), plan.ncols())?;
     if b.len() != n {
         return Err(Error::DimensionMismatch {
             what: "CG right-hand side b".into(),
@@ -77,32 +70,16 @@ pub fn cg<T: PrepareFor>(
         });
     }
     let bb = dot_cpu(b, b);
-    if !bb.is_finite() {
-        return Err(Error::InvalidArgument(
-            "CG right-hand side holds a non-finite value".into(),
-        ));
-    }
-    let thresh = opts.tol * opts.tol * bb;
+    let thresh = super::cg_threshold(bb, opts)?;
     match plan.gpu().cloned() {
         Some(gpu) => {
             let (x, mut report) = cg_gpu(plan, &gpu, b, bb, thresh, opts)?;
             super::rows::note_breakdown(&mut report);
             Ok((x, report))
         }
-        None => cg_cpu(plan, b, opts),
+        // The CPU path: the host iteration over the whole plan as one rank.
+        None => super::rows::PlanRows::solve(plan, |rows| super::rows::cg(rows, b, opts)),
     }
-}
-
-/// The CPU path: the host iteration of [`super::rows::cg`] over the whole plan as one rank.
-fn cg_cpu<T: PrepareFor>(
-    plan: &mut Plan<T>,
-    b: &[T],
-    opts: &SolveOptions,
-) -> Result<(Vec<T>, SolveReport)> {
-    let note = plan.fallback_note().map(String::from);
-    let (x, mut report) = super::rows::cg(&mut super::rows::PlanRows(plan), b, opts)?;
-    report.notes.extend(note);
-    Ok((x, report))
 }
 
 /// ‖r‖/‖b‖ from ρ = rᵀr and ‖b‖² (0 for b = 0).
@@ -190,6 +167,24 @@ impl<T: Scalar> CgIteration<T> {
         }
     }
 
+    /// Runs `f`, the one-block kernel `name` (`cg_alpha` or `cg_beta`) that turns the partials of
+    /// the last dot product into the scalars in `s`.
+    fn scalar_kernel(
+        &self,
+        stream: &CudaStream,
+        reduce: &mut Reduce<'_>,
+        f: &CudaFunction,
+        name: &str,
+    ) -> Result<()> {
+        let (sum, len) = self.reduced(stream, reduce)?;
+        let mut l = stream.launch_builder(f);
+        l.arg(&self.s).arg(sum).arg(&len);
+        // SAFETY: the arguments match the kernel.cu signature of cg_alpha and cg_beta; the
+        // reduced array holds `len` values and `s` S_LEN.
+        unsafe { l.launch(grid(1)) }.map_err(launch_err(name))?;
+        Ok(())
+    }
+
     /// One iteration after q = A p (p and q hold at least n values; p becomes r + βp).
     pub(crate) fn step(
         &self,
@@ -205,12 +200,7 @@ impl<T: Scalar> CgIteration<T> {
         let mut l = stream.launch_builder(&self.f_dot);
         l.arg(p).arg(q).arg(&n_i).arg(&self.part).arg(&self.s);
         unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_dot_pq"))?;
-        {
-            let (sum, len) = self.reduced(stream, reduce)?;
-            let mut l = stream.launch_builder(&self.f_alpha);
-            l.arg(&self.s).arg(sum).arg(&len);
-            unsafe { l.launch(grid(1)) }.map_err(launch_err("cg_alpha"))?;
-        }
+        self.scalar_kernel(stream, reduce, &self.f_alpha, "cg_alpha")?;
         let mut l = stream.launch_builder(&self.f_update);
         l.arg(&self.x)
             .arg(&self.r)
@@ -220,12 +210,7 @@ impl<T: Scalar> CgIteration<T> {
             .arg(&self.part)
             .arg(&self.s);
         unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_update"))?;
-        {
-            let (sum, len) = self.reduced(stream, reduce)?;
-            let mut l = stream.launch_builder(&self.f_beta);
-            l.arg(&self.s).arg(sum).arg(&len);
-            unsafe { l.launch(grid(1)) }.map_err(launch_err("cg_beta"))?;
-        }
+        self.scalar_kernel(stream, reduce, &self.f_beta, "cg_beta")?;
         let mut l = stream.launch_builder(&self.f_p);
         l.arg(p).arg(&self.r).arg(&n_i).arg(&self.s);
         unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_p"))?;

@@ -205,6 +205,28 @@ pub(crate) fn check_options(o: &SolveOptions) -> Result<()> {
     Ok(())
 }
 
+/// `nrows` when it equals `ncols`; otherwise the error "`need`; this one is {nrows}x{ncols}"
+/// (`need` says who needs a square matrix, e.g. "CG needs a square matrix").
+pub(crate) fn check_square(need: &str, nrows: usize, ncols: usize) -> Result<usize> {
+    if nrows != ncols {
+        return Err(Error::InvalidArgument(format!(
+            "{need}; this one is {nrows}x{ncols}"
+        )));
+    }
+    Ok(nrows)
+}
+
+/// CG's stopping threshold on ρ = rᵀr, tol²·‖b‖², from `bb` = ‖b‖² (an error when b holds a
+/// non-finite value).
+pub(crate) fn cg_threshold(bb: f64, opts: &SolveOptions) -> Result<f64> {
+    if !bb.is_finite() {
+        return Err(Error::InvalidArgument(
+            "CG right-hand side holds a non-finite value".into(),
+        ));
+    }
+    Ok(opts.tol * opts.tol * bb)
+}
+
 /// The initial device scalars.
 pub(crate) fn initial_scalars(rho: f64, thresh: f64, max_iter: usize) -> [f64; S_LEN] {
     let mut s = [0.0; S_LEN];

@@ -17,7 +17,7 @@ use super::{
     dist_sum, drive, grid, grid_blocks, initial_scalars, launch_err, Reduce, SolveOptions,
     SolveReport, KERNELS, S_ITER, S_RES,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{kernel_int, Gpu};
 use crate::matrix::Csr;
 use crate::methods::{Plan, PrepareFor};
@@ -66,13 +66,11 @@ impl<T: Scalar> PageRankGraph<T> {
     /// assert_eq!(g.transition.row(2), (&[0u32, 1][..], &[0.5, 1.0][..]));
     /// ```
     pub fn from_adjacency(adj: &Csr<T>) -> Result<Self> {
-        if adj.nrows() != adj.ncols() {
-            return Err(Error::InvalidArgument(format!(
-                "PageRank needs a square adjacency matrix; this one is {}x{}",
-                adj.nrows(),
-                adj.ncols()
-            )));
-        }
+        super::check_square(
+            "PageRank needs a square adjacency matrix",
+            adj.nrows(),
+            adj.ncols(),
+        )?;
         let rp = adj.row_ptr();
         let scaled: Vec<T> = (0..adj.nrows())
             .into_par_iter()
@@ -152,32 +150,17 @@ pub fn pagerank<T: PrepareFor>(
     dangling: &[Idx],
     opts: &PageRankOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    let n = plan.nrows();
-    if plan.ncols() != n {
-        return Err(Error::InvalidArgument(format!(
-            "PageRank needs a square transition matrix; this one is {}x{}",
-            plan.nrows(),
-            plan.ncols()
-        )));
-    }
+    let n = super::check_square(
+        "PageRank needs a square transition matrix",
+        plan.nrows(),
+        plan.ncols(),
+    )?;
     super::rows::check_pagerank(n, dangling, opts)?;
     match plan.gpu().cloned() {
         Some(gpu) if n > 0 => pagerank_gpu(plan, &gpu, dangling, opts),
-        _ => pagerank_cpu(plan, dangling, opts),
+        // The CPU path: the host iteration over the whole plan as one rank.
+        _ => super::rows::PlanRows::solve(plan, |rows| super::rows::pagerank(rows, dangling, opts)),
     }
-}
-
-/// The CPU path: the host iteration of [`super::rows::pagerank`] over the whole plan as one
-/// rank.
-fn pagerank_cpu<T: PrepareFor>(
-    plan: &mut Plan<T>,
-    dangling: &[Idx],
-    opts: &PageRankOptions,
-) -> Result<(Vec<T>, SolveReport)> {
-    let note = plan.fallback_note().map(String::from);
-    let (x, mut report) = super::rows::pagerank(&mut super::rows::PlanRows(plan), dangling, opts)?;
-    report.notes.extend(note);
-    Ok((x, report))
 }
 
 /// The ranks an iteration reads and the ones it writes.

@@ -65,6 +65,19 @@ pub(crate) fn dot<T: Scalar, O: RowOperator<T>>(op: &mut O, a: &[T], b: &[T]) ->
     Ok(global_sums(op, 1, |l, _| vec![dot_cpu(&a[l.clone()], &b[l])])?[0])
 }
 
+/// CG's checks on the options and the rank's rows of b, then ‖b‖² (over all ranks) and the
+/// stopping threshold ([`super::cg_threshold`]).
+pub(crate) fn cg_start<T: Scalar, O: RowOperator<T>>(
+    op: &mut O,
+    b: &[T],
+    opts: &SolveOptions,
+) -> Result<(f64, f64)> {
+    check_options(opts)?;
+    check_local(op, "b", b.len())?;
+    let bb = dot(op, b, b)?;
+    Ok((bb, super::cg_threshold(bb, opts)?))
+}
+
 pub(crate) fn check_local<T: Scalar, O: RowOperator<T>>(
     op: &O,
     what: &str,
@@ -98,16 +111,8 @@ pub fn cg<T: Scalar, O: RowOperator<T>>(
     b: &[T],
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    check_options(opts)?;
-    check_local(op, "b", b.len())?;
+    let (bb, thresh) = cg_start(op, b, opts)?;
     let n = b.len();
-    let bb = dot(op, b, b)?;
-    if !bb.is_finite() {
-        return Err(Error::InvalidArgument(
-            "CG right-hand side holds a non-finite value".into(),
-        ));
-    }
-    let thresh = opts.tol * opts.tol * bb;
     let mut x = vec![T::zero(); n];
     let mut r = b.to_vec();
     let mut p = b.to_vec();
@@ -300,6 +305,20 @@ impl<T: PrepareFor> RowOperator<T> for PlanRows<'_, T> {
     }
     fn backend(&self) -> Backend {
         self.0.backend()
+    }
+}
+
+impl<'a, T: PrepareFor> PlanRows<'a, T> {
+    /// Runs `solve` over `plan` as one rank, then adds the plan's fallback note (when it has
+    /// one) to the report: the CPU path of the single-plan solvers.
+    pub(crate) fn solve(
+        plan: &'a mut Plan<T>,
+        solve: impl FnOnce(&mut Self) -> Result<(Vec<T>, SolveReport)>,
+    ) -> Result<(Vec<T>, SolveReport)> {
+        let note = plan.fallback_note().map(String::from);
+        let (x, mut report) = solve(&mut PlanRows(plan))?;
+        report.notes.extend(note);
+        Ok((x, report))
     }
 }
 
