@@ -141,6 +141,12 @@ pub fn run_pagerank(args: PageRankArgs) -> Result<()> {
 }
 
 impl SolverCommonArgs {
+    /// Loads MATRIX (through the cache unless --no-cache), refusing a matrix that is not square
+    /// ([`input::load_square`]).
+    fn load_square<T: PrepareFor>(&self, need: &str) -> Result<input::Loaded<T>> {
+        input::load_square::<T>(&self.matrix, !self.no_cache, need)
+    }
+
     /// The solver options from --tol, --max-iter and --check-every, with the solver's defaults.
     fn solve_options(&self, default_tol: f64, default_max_iter: usize) -> SolveOptions {
         SolveOptions {
@@ -345,11 +351,7 @@ fn finish(
 
 fn cg_t<T: PrepareFor>(args: &CgArgs) -> Result<()> {
     let c = &args.common;
-    let loaded = input::load_square::<T>(
-        &c.matrix,
-        !c.no_cache,
-        "CG needs a square (symmetric positive definite) matrix",
-    )?;
+    let loaded = c.load_square::<T>("CG needs a square (symmetric positive definite) matrix")?;
     let a = &loaded.matrix;
     let opts = c.solve_options(solve::cg_default_tol(T::PRECISION), solve::CG_MAX_ITER);
     let b = CgSystem::ones_solution(a).b;
@@ -388,11 +390,7 @@ pub(crate) fn cg_reference<T: Scalar>(
 
 fn pagerank_t<T: PrepareFor>(args: &PageRankArgs) -> Result<()> {
     let c = &args.common;
-    let loaded = input::load_square::<T>(
-        &c.matrix,
-        !c.no_cache,
-        "PageRank needs a square adjacency matrix",
-    )?;
+    let loaded = c.load_square::<T>("PageRank needs a square adjacency matrix")?;
     let adj = &loaded.matrix;
     let opts = PageRankOptions {
         damping: args.damping,
