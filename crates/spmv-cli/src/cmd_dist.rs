@@ -17,7 +17,9 @@ use spmvkit::dist::{SimOperator, StrategyChoice};
 use spmvkit::gpu::TimingConfig;
 use spmvkit::Precision;
 
-use crate::dist_common::{parse_reports, rank_command, spawn_ranks, PartOptions, REPORT_PREFIX};
+use crate::dist_common::{
+    flags, parse_reports, rank_command, spawn_ranks, PartOptions, REPORT_PREFIX,
+};
 use crate::input;
 
 /// Multi-GPU SpMV through NCCL: row blocks balanced by nnz, one process per GPU.
@@ -80,13 +82,12 @@ struct DistSpmvOptions {
 impl DistSpmvOptions {
     fn forward(&self) -> Vec<String> {
         let mut v = self.part.forward();
+        v.extend(flags([
+            ("--reps", self.reps.to_string()),
+            ("--samples", self.samples.to_string()),
+            ("--warmup", self.warmup.to_string()),
+        ]));
         v.extend([
-            "--reps".into(),
-            self.reps.to_string(),
-            "--samples".into(),
-            self.samples.to_string(),
-            "--warmup".into(),
-            self.warmup.to_string(),
             format!("--alpha={}", self.alpha),
             format!("--beta={}", self.beta),
         ]);

@@ -20,7 +20,9 @@ use spmvkit::dist::{SimRows, StrategyChoice};
 use spmvkit::solve::{self, CgSystem, PageRankGraph, PageRankOptions, SolveOptions};
 use spmvkit::{Csr, Precision, PrepareFor, Scalar};
 
-use crate::dist_common::{parse_reports, rank_command, spawn_ranks, PartOptions, REPORT_PREFIX};
+use crate::dist_common::{
+    flags, parse_reports, rank_command, spawn_ranks, PartOptions, REPORT_PREFIX,
+};
 use crate::input;
 
 /// Options of both distributed solvers.
@@ -486,17 +488,13 @@ fn launch(
     n: usize,
 ) -> Result<DistSolverRun> {
     let scratch = Scratch::new()?;
-    let mut args = vec![
-        "--solver".to_string(),
-        solver_name(solver).into(),
-        format!("--tol={}", opts.tol),
-        "--max-iter".into(),
-        opts.max_iter.to_string(),
-        "--check-every".into(),
-        opts.check_every.to_string(),
-        "--solution-dir".into(),
-        scratch.0.display().to_string(),
-    ];
+    let mut args = flags([("--solver", solver_name(solver).into())]);
+    args.push(format!("--tol={}", opts.tol));
+    args.extend(flags([
+        ("--max-iter", opts.max_iter.to_string()),
+        ("--check-every", opts.check_every.to_string()),
+        ("--solution-dir", scratch.0.display().to_string()),
+    ]));
     if let Solver::PageRank { damping } = solver {
         args.push(format!("--damping={damping}"));
     }

@@ -38,21 +38,25 @@ pub(crate) struct PartOptions {
 impl PartOptions {
     /// The flags that pass these options on to a rank.
     pub(crate) fn forward(&self) -> Vec<String> {
-        let mut v = vec![
-            "--method".into(),
-            self.method.clone(),
-            "--strategy".into(),
-            self.strategy.clone(),
-            "--precision".into(),
-            self.precision.clone(),
-            "--connect-timeout".into(),
-            self.connect_timeout.to_string(),
-        ];
+        let mut v = flags([
+            ("--method", self.method.clone()),
+            ("--strategy", self.strategy.clone()),
+            ("--precision", self.precision.clone()),
+            ("--connect-timeout", self.connect_timeout.to_string()),
+        ]);
         if self.no_cache {
             v.push("--no-cache".into());
         }
         v
     }
+}
+
+/// Each flag followed by its value, in order: the arguments that pass options on to a rank.
+pub(crate) fn flags<const N: usize>(pairs: [(&str, String); N]) -> Vec<String> {
+    pairs
+        .into_iter()
+        .flat_map(|(flag, value)| [flag.to_string(), value])
+        .collect()
 }
 
 /// `prefix` (the subcommand and its positional arguments) followed by `rest`.
