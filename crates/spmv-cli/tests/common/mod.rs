@@ -39,6 +39,14 @@ pub fn spmv_ok(args: &[&str]) -> String {
     out
 }
 
+/// Runs spmv, which must succeed and print a line starting with `prefix`; returns its stdout.
+#[allow(dead_code)]
+pub fn spmv_prints_line(args: &[&str], prefix: &str) -> String {
+    let out = spmv_ok(args);
+    assert!(out.lines().any(|l| l.starts_with(prefix)), "{out}");
+    out
+}
+
 /// Runs spmv, which must succeed, and parses its stdout as JSON.
 #[allow(dead_code)]
 pub fn spmv_json(args: &[&str]) -> serde_json::Value {
