@@ -78,11 +78,8 @@ impl<T: Scalar> Csc<T> {
     /// Row indices and values of column `j`.
     #[inline]
     pub fn col(&self, j: usize) -> (&[Idx], &[T]) {
-        let (s, e) = (
-            self.pattern.ptr[j] as usize,
-            self.pattern.ptr[j + 1] as usize,
-        );
-        (&self.pattern.idx[s..e], &self.vals[s..e])
+        let s = self.pattern.span(j);
+        (&self.pattern.idx[s.clone()], &self.vals[s])
     }
     /// Number of entries in column `j`.
     #[inline]

@@ -104,11 +104,11 @@ impl Pattern {
             ));
         }
         let bad = (0..self.nmajor).into_par_iter().find_first(|&i| {
-            let s = &self.idx[self.ptr[i] as usize..self.ptr[i + 1] as usize];
+            let s = &self.idx[self.span(i)];
             s.iter().any(|&c| c as usize >= self.nminor) || s.windows(2).any(|w| w[0] >= w[1])
         });
         if let Some(i) = bad {
-            let s = &self.idx[self.ptr[i] as usize..self.ptr[i + 1] as usize];
+            let s = &self.idx[self.span(i)];
             let detail = if let Some(&c) = s.iter().find(|&&c| c as usize >= self.nminor) {
                 format!(
                     "{line} {i}: {other} index {c} out of range 0..{}",
@@ -125,6 +125,12 @@ impl Pattern {
     /// Number of stored entries.
     pub fn nnz(&self) -> usize {
         self.idx.len()
+    }
+
+    /// Positions of major line `i`'s entries in `idx` (and in the matrix's values).
+    #[inline]
+    pub(crate) fn span(&self, i: usize) -> std::ops::Range<usize> {
+        self.ptr[i] as usize..self.ptr[i + 1] as usize
     }
 
     /// Length of major line `i` (a row of a CSR).
@@ -278,11 +284,8 @@ impl<T: Scalar> Csr<T> {
     /// Column indices and values of row `i`.
     #[inline]
     pub fn row(&self, i: usize) -> (&[Idx], &[T]) {
-        let (s, e) = (
-            self.pattern.ptr[i] as usize,
-            self.pattern.ptr[i + 1] as usize,
-        );
-        (&self.pattern.idx[s..e], &self.vals[s..e])
+        let s = self.pattern.span(i);
+        (&self.pattern.idx[s.clone()], &self.vals[s])
     }
     /// Number of entries in row `i`.
     #[inline]
