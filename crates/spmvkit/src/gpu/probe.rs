@@ -178,15 +178,7 @@ pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
     let start = Instant::now();
     let copy_gbs = measure_copy_bandwidth(gpu)?;
 
-    let (free, _) = gpu.memory()?;
-    let bytes = opts.read_bytes.min(free / 2) & !0xffff;
-    if bytes < (1 << 20) {
-        return Err(Error::DeviceMemory {
-            what: "limits probe".into(),
-            needed: 2 << 20,
-            free: free as u64,
-        });
-    }
+    let bytes = super::timing::scratch_bytes(gpu, "limits probe", opts.read_bytes, 2, 0x10000)?;
     let words = bytes / 4;
     let mut buf: CudaSlice<u32> = gpu.alloc_zeros(words)?;
     let mut out: CudaSlice<u32> = gpu.alloc_zeros(1)?;

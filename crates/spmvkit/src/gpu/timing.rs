@@ -249,19 +249,32 @@ pub fn time_graph(
     })
 }
 
-/// Device-to-device copy bandwidth in GB/s (10^9 bytes/s), counting bytes read plus bytes
-/// written: the median of 5 samples of 5 copies of up to 1 GiB (less when memory is short).
-pub fn measure_copy_bandwidth(gpu: &Gpu) -> Result<f64> {
+/// Bytes for a probe's scratch buffer: `want`, but at most 1/`share` of the free device memory,
+/// rounded down to a multiple of `align` (a power of two); `DeviceMemory` for `what` when that
+/// leaves less than 1 MiB.
+pub(crate) fn scratch_bytes(
+    gpu: &Gpu,
+    what: &str,
+    want: usize,
+    share: usize,
+    align: usize,
+) -> Result<usize> {
     let (free, _) = gpu.memory()?;
-    let bytes = (1usize << 30).min(free / 4) & !0xfff;
+    let bytes = want.min(free / share) & !(align - 1);
     if bytes < (1 << 20) {
         return Err(Error::DeviceMemory {
-            what: "copy-bandwidth probe".into(),
+            what: what.into(),
             needed: 2 << 20,
             free: free as u64,
         });
     }
-    let words = bytes / 4;
+    Ok(bytes)
+}
+
+/// Device-to-device copy bandwidth in GB/s (10^9 bytes/s), counting bytes read plus bytes
+/// written: the median of 5 samples of 5 copies of up to 1 GiB (less when memory is short).
+pub fn measure_copy_bandwidth(gpu: &Gpu) -> Result<f64> {
+    let words = scratch_bytes(gpu, "copy-bandwidth probe", 1 << 30, 4, 0x1000)? / 4;
     let src: CudaSlice<u32> = gpu.alloc_zeros(words)?;
     let mut dst: CudaSlice<u32> = gpu.alloc_zeros(words)?;
     let cfg = TimingConfig {
