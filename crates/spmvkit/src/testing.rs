@@ -362,6 +362,14 @@ mod tests {
         })
     }
 
+    /// Whether a test missing `need` fails (rather than skips) under the variables `vars`.
+    fn fails(vars: &[(&str, &str)], need: Need) -> bool {
+        matches!(
+            verdict(&req(vars).unwrap(), "t", need, "-"),
+            Verdict::Fail(_)
+        )
+    }
+
     const NO_GPU: Need = Need::Gpus {
         needed: 1,
         found: 0,
@@ -402,8 +410,7 @@ mod tests {
             };
             assert!(msg.starts_with("t: no CUDA device found") && msg.contains(vars[0].0));
         }
-        let r = req(&[(REQUIRE_NVRTC, "1")]).unwrap();
-        assert!(matches!(verdict(&r, "t", NO_GPU, "-"), Verdict::Skip(_)));
+        assert!(!fails(&[(REQUIRE_NVRTC, "1")], NO_GPU));
     }
 
     #[test]
@@ -417,63 +424,39 @@ mod tests {
             verdict(&req(&[]).unwrap(), "two", one, why),
             Verdict::Skip("skipped: two: needs 2 GPUs (found 1)".into())
         );
-        let r = req(&[(REQUIRE_GPU, "1")]).unwrap();
-        assert!(matches!(verdict(&r, "two", one, why), Verdict::Skip(_)));
-        let r = req(&[(REQUIRE_GPUS, "1")]).unwrap();
-        assert!(matches!(verdict(&r, "two", one, why), Verdict::Skip(_)));
+        assert!(!fails(&[(REQUIRE_GPU, "1")], one));
+        assert!(!fails(&[(REQUIRE_GPUS, "1")], one));
         for vars in [
             &[(REQUIRE_GPUS, "2")][..],
             &[(REQUIRE_GPU, "1"), (REQUIRE_GPUS, "2")],
         ] {
-            let r = req(vars).unwrap();
-            assert!(matches!(verdict(&r, "two", one, why), Verdict::Fail(_)));
+            assert!(fails(vars, one), "{vars:?}");
         }
         // no GPU at all where one is required: a failure whatever the test needs
         let none = Need::Gpus {
             needed: 2,
             found: 0,
         };
-        let r = req(&[(REQUIRE_GPU, "1")]).unwrap();
-        assert!(matches!(verdict(&r, "two", none, why), Verdict::Fail(_)));
+        assert!(fails(&[(REQUIRE_GPU, "1")], none));
     }
 
     #[test]
     fn missing_nvrtc_fails_under_either_flag() {
-        let none = req(&[]).unwrap();
-        assert!(matches!(
-            verdict(&none, "t", Need::Nvrtc, "-"),
-            Verdict::Skip(_)
-        ));
+        assert!(!fails(&[], Need::Nvrtc));
         for vars in [
             [(REQUIRE_NVRTC, "1")],
             [(REQUIRE_GPU, "1")],
             [(REQUIRE_GPUS, "2")],
         ] {
-            let r = req(&vars).unwrap();
-            assert!(matches!(
-                verdict(&r, "t", Need::Nvrtc, "-"),
-                Verdict::Fail(_)
-            ));
+            assert!(fails(&vars, Need::Nvrtc), "{vars:?}");
         }
     }
 
     #[test]
     fn missing_matrices_fail_under_the_gpu_flag_only() {
-        let none = req(&[]).unwrap();
-        assert!(matches!(
-            verdict(&none, "t", Need::Matrices, "-"),
-            Verdict::Skip(_)
-        ));
-        let r = req(&[(REQUIRE_NVRTC, "1")]).unwrap();
-        assert!(matches!(
-            verdict(&r, "t", Need::Matrices, "-"),
-            Verdict::Skip(_)
-        ));
-        let r = req(&[(REQUIRE_GPU, "1")]).unwrap();
-        assert!(matches!(
-            verdict(&r, "t", Need::Matrices, "-"),
-            Verdict::Fail(_)
-        ));
+        assert!(!fails(&[], Need::Matrices));
+        assert!(!fails(&[(REQUIRE_NVRTC, "1")], Need::Matrices));
+        assert!(fails(&[(REQUIRE_GPU, "1")], Need::Matrices));
     }
 
     #[test]
