@@ -9,8 +9,8 @@ use super::claims::{eq2_rows, ClaimMeasure, Eq2Row, PaperClaim, PAPER_CLAIMS};
 use super::compare::{
     auto_choice, copy_bandwidth_pct, effective_gbs, fastest, find_result, is_auto, method_display,
     method_time_us, only_repeats, performance_profile, quartiles, ranking, result_time_us,
-    same_code_ratios, speedup, speedup_summary, tie, time_table, Baseline, SpeedupSummary, Subset,
-    LARGE_NNZ,
+    same_code_ratios, speedup, speedup_summary, tie, time_table, Baseline, Ranked, SpeedupSummary,
+    Subset, LARGE_NNZ,
 };
 use super::load::{cpu_only, MergedMatrix, MergedRuns};
 use super::ReportOptions;
@@ -467,6 +467,30 @@ fn no_winner_row(lead: &str, m: &MatrixResult, p: Precision, blanks: usize) -> S
     format!("{lead} {why} |{}", " – |".repeat(blanks))
 }
 
+/// One row per item of a fastest-method table: the matrix's lead cells (`matrix` finds it in
+/// the item), then `cells(item, first, ties)` for its fastest result in `p` by `kind` and the
+/// ones tied with it; a matrix without one gets [`no_winner_row`] with `blanks` empty cells.
+fn fastest_rows<I>(
+    s: &mut String,
+    items: &[I],
+    matrix: impl Fn(&I) -> &MatrixResult,
+    p: Precision,
+    kind: TimingMode,
+    blanks: usize,
+    mut cells: impl FnMut(&I, &Ranked, &[&Ranked]) -> String,
+) {
+    for item in items {
+        let m = matrix(item);
+        let lead = matrix_lead(m);
+        let ranked = ranking(&m.results, p, kind);
+        let row = match fastest(&ranked) {
+            Some((first, ties)) => format!("{lead} {}", cells(item, first, &ties)),
+            None => no_winner_row(&lead, m, p, blanks),
+        };
+        let _ = writeln!(s, "{row}");
+    }
+}
+
 fn fmt_spread(t: &Timing) -> String {
     let (q1, q3) = quartiles(t);
     format!("{:.2} ({q1:.2}–{q3:.2})", t.median_us)
@@ -555,47 +579,45 @@ fn cpu_precision_section(s: &mut String, merged: &MergedRuns, opts: &ReportOptio
         "| matrix | rows | nnz | row variation | fastest | µs (IQR) | tied |{base_col}\n|---|---|---|---|---|---|---|{}",
         if base.is_some() { "---|" } else { "" }
     );
-    for m in &matrices {
-        let lead = matrix_lead(m);
-        let ranked = ranking(&m.results, p, kind);
-        let Some((first, ties)) = fastest(&ranked) else {
-            let _ = writeln!(
-                s,
-                "{}",
-                no_winner_row(&lead, m, p, 2 + base.is_some() as usize)
-            );
-            continue;
-        };
-        let tied = if ties.is_empty() {
-            "–".to_string()
-        } else {
-            ties.iter()
-                .map(|r| r.label.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let vs = base.map_or_else(String::new, |b| {
-            let cell_text = if b.is_member(&first.method) {
+    let blanks = 2 + base.is_some() as usize;
+    fastest_rows(
+        s,
+        &matrices,
+        |m| m,
+        p,
+        kind,
+        blanks,
+        |m, first, ties| {
+            let tied = if ties.is_empty() {
                 "–".to_string()
             } else {
-                match b.timing(&m.results, p, kind) {
-                    Some(bt) if tie(bt, &first.timing) => "tie".to_string(),
-                    Some(bt) => {
-                        fmt_speedup(speedup(Some(bt.median_us), Some(first.timing.median_us)))
-                    }
-                    None => "–".to_string(),
-                }
+                ties.iter()
+                    .map(|r| r.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             };
-            format!(" {cell_text} |")
-        });
-        let _ = writeln!(
-            s,
-            "{lead} {} | {} | {} |{vs}",
-            cell(&first.label),
-            fmt_spread(&first.timing),
-            cell(&tied)
-        );
-    }
+            let vs = base.map_or_else(String::new, |b| {
+                let cell_text = if b.is_member(&first.method) {
+                    "–".to_string()
+                } else {
+                    match b.timing(&m.results, p, kind) {
+                        Some(bt) if tie(bt, &first.timing) => "tie".to_string(),
+                        Some(bt) => {
+                            fmt_speedup(speedup(Some(bt.median_us), Some(first.timing.median_us)))
+                        }
+                        None => "–".to_string(),
+                    }
+                };
+                format!(" {cell_text} |")
+            });
+            format!(
+                "{} | {} | {} |{vs}",
+                cell(&first.label),
+                fmt_spread(&first.timing),
+                cell(&tied)
+            )
+        },
+    );
     s.push('\n');
 
     // Speedups over the baseline, with ties.
@@ -729,47 +751,45 @@ fn best_table(
         "|---|---|---|---|---|---|---|---|{}",
         if base.is_some() { "---|" } else { "" }
     );
-    for mm in set {
-        let m = &mm.matrix;
-        let lead = matrix_lead(m);
-        let ranked = ranking(&m.results, p, kind);
-        let Some((first, ties)) = fastest(&ranked) else {
-            let _ = writeln!(
-                s,
-                "{}",
-                no_winner_row(&lead, m, p, 3 + base.is_some() as usize)
-            );
-            continue;
-        };
-        let (best, t) = (first.method.as_str(), first.timing.median_us);
-        let label = if ties.is_empty() {
-            first.label.clone()
-        } else {
-            let others: Vec<&str> = ties.iter().map(|r| r.label.as_str()).collect();
-            format!("{} (tie: {})", first.label, others.join(", "))
-        };
-        let idx = m
-            .results
-            .iter()
-            .rposition(|r| r.method == best && r.precision == p)
-            .unwrap_or(0);
-        let rec = m.results.get(idx).and_then(|r| r.record.as_ref());
-        let gbs = rec.and_then(|r| effective_gbs(r, kind));
-        let pct = gbs.and_then(|g| copy_bandwidth_pct(g, merged.copy_bandwidth(mm, idx)));
-        let vs = base.map_or_else(String::new, |b| {
+    let blanks = 3 + base.is_some() as usize;
+    fastest_rows(
+        s,
+        set,
+        |mm| &mm.matrix,
+        p,
+        kind,
+        blanks,
+        |mm, first, ties| {
+            let m = &mm.matrix;
+            let (best, t) = (first.method.as_str(), first.timing.median_us);
+            let label = if ties.is_empty() {
+                first.label.clone()
+            } else {
+                let others: Vec<&str> = ties.iter().map(|r| r.label.as_str()).collect();
+                format!("{} (tie: {})", first.label, others.join(", "))
+            };
+            let idx = m
+                .results
+                .iter()
+                .rposition(|r| r.method == best && r.precision == p)
+                .unwrap_or(0);
+            let rec = m.results.get(idx).and_then(|r| r.record.as_ref());
+            let gbs = rec.and_then(|r| effective_gbs(r, kind));
+            let pct = gbs.and_then(|g| copy_bandwidth_pct(g, merged.copy_bandwidth(mm, idx)));
+            let vs = base.map_or_else(String::new, |b| {
+                format!(
+                    " {} |",
+                    fmt_speedup(speedup(b.time_us(&m.results, p, kind), Some(t)))
+                )
+            });
             format!(
-                " {} |",
-                fmt_speedup(speedup(b.time_us(&m.results, p, kind), Some(t)))
+                "{} | {t:.2} | {} | {} |{vs}",
+                cell(&label),
+                fmt_opt(gbs, 1),
+                pct.map_or_else(|| "–".into(), |x| format!("{x:.0}%"))
             )
-        });
-        let _ = writeln!(
-            s,
-            "{lead} {} | {t:.2} | {} | {} |{vs}",
-            cell(&label),
-            fmt_opt(gbs, 1),
-            pct.map_or_else(|| "–".into(), |x| format!("{x:.0}%"))
-        );
-    }
+        },
+    );
     s.push('\n');
 }
 
