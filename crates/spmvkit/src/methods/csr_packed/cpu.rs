@@ -22,7 +22,7 @@ fn store<T: Scalar>(yi: &mut T, alpha: T, sum: T, beta: T) {
 
 /// Code `j` of lane `l`'s block `g` in a slice's column words at width `w`.
 #[inline]
-fn col_code(words: &[u32], w: u32, g: usize, l: usize, j: usize) -> u32 {
+pub(super) fn col_code(words: &[u32], w: u32, g: usize, l: usize, j: usize) -> u32 {
     let per_lane = w as usize / 4;
     let word = |i: usize| words[g * WARP * per_lane + interleaved(per_lane, 4, l, i)];
     match w {
