@@ -840,6 +840,31 @@ mod tests {
         }
     }
 
+    crate::kernel_args! {
+        /// A flat group: written out in place.
+        flat struct TestTail<'a, T> {
+            y: DevMut<'a, T>,
+            alpha: T,
+        }
+    }
+
+    crate::kernel_args! {
+        /// A struct ending with the flat group.
+        struct TestOuter<'a, T> {
+            n: i32,
+            tail: TestTail<'a, T>,
+        }
+    }
+
+    #[test]
+    fn flat_groups_stand_in_place() {
+        let l = <TestOuter<'static, f32> as KernelArgs>::layout();
+        let fields: Vec<(&str, usize)> = l.fields.iter().map(|f| (f.name, f.offset)).collect();
+        assert_eq!(fields, [("n", 0), ("y", 8), ("alpha", 16)]);
+        assert!(l.fields.iter().all(|f| f.nested.is_none()));
+        assert_eq!((l.size, l.align), (24, 8));
+    }
+
     const TEST_KERNELS: Kernels = Kernels {
         source: KernelSource {
             name: "test",

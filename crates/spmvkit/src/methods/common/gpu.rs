@@ -72,6 +72,12 @@ pub(crate) trait Launches<T: Scalar>: Send + Sync {
     /// As [`DeviceLayout::run_unchecked`]: `c.x` and `c.y` are long enough for `c`'s shape, on
     /// `gpu`, the GPU the arrays were uploaded to.
     unsafe fn run(&self, gpu: &Gpu, c: Call<'_, T>) -> Result<()>;
+
+    /// [`DeviceLayout::padded_dims`] when the room wants longer vectors than the shape (`None`,
+    /// the default: the shape).
+    fn padded_dims(&self) -> Option<(usize, usize)> {
+        None
+    }
 }
 
 /// A room's [`Launches`] with the shape and footprint of its layout: the room's
@@ -105,6 +111,10 @@ impl<R> Resident<R> {
 impl<T: Scalar, R: Launches<T>> DeviceLayout<T> for Resident<R> {
     fn dims(&self) -> (usize, usize) {
         self.dims
+    }
+
+    fn padded_dims(&self) -> (usize, usize) {
+        self.room.padded_dims().unwrap_or(self.dims)
     }
 
     unsafe fn run_unchecked(
