@@ -181,12 +181,40 @@ impl<T: Scalar> KernelElem for T {
 }
 
 /// A type that may be a field of an argument struct.
-pub trait KernelField {
+pub trait KernelField: cudarc::driver::DeviceRepr + Sized {
     /// Its C type.
     const KIND: FieldKind;
     /// Its layout when it is itself an argument struct.
     fn nested() -> Option<ArgsLayout> {
         None
+    }
+    /// Its layout when it is a group of fields that the C side writes out in place
+    /// (`kernel_args! { flat struct .. }`): the fields stand in the outer struct or parameter
+    /// list one by one, at the group's offset plus their own.
+    fn flat() -> Option<ArgsLayout> {
+        None
+    }
+    /// Pushes it as kernel parameters: itself, or a group's fields one by one.
+    fn push_param<'b>(&'b self, b: &mut LaunchArgs<'b>) {
+        use cudarc::driver::PushKernelArg;
+        b.arg(self);
+    }
+}
+
+/// Appends the field `name` of type `F` at `offset` to `fields`, or a flat group's fields.
+#[doc(hidden)]
+pub fn push_field<F: KernelField>(fields: &mut Vec<ArgField>, name: &'static str, offset: usize) {
+    match F::flat() {
+        Some(group) => fields.extend(group.fields.into_iter().map(|f| ArgField {
+            offset: offset + f.offset,
+            ..f
+        })),
+        None => fields.push(ArgField {
+            name,
+            offset,
+            kind: F::KIND,
+            nested: F::nested().map(Box::new),
+        }),
     }
 }
 
@@ -339,6 +367,13 @@ impl Kernels {
 /// `Name::params_entry("entry_name")` ([`Abi::Params`]: the entry's parameters are the fields)
 /// for the room's [`Kernels`] list.
 ///
+/// A field may itself be such a struct. Declared `struct`, it is a C struct nested by value (the
+/// prelude's `CsrArgs` in csr-light's arguments). Declared `flat struct`, it is a group of fields
+/// that several structs share (the SpMV operands, `methods::common::gpu::Axpby`): the C side
+/// writes its fields out in place, in the struct or the parameter list, and the layout checks see
+/// them one by one at their true offsets (a group whose `repr(C)` padding differs from the
+/// fields written out fails those checks).
+///
 /// ```ignore
 /// spmvkit::kernel_args! {
 ///     /// `csr_scalar`'s arguments.
@@ -353,6 +388,32 @@ impl Kernels {
 #[macro_export]
 macro_rules! kernel_args {
     (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident<$a:lifetime, $t:ident> { $($body:tt)* }
+    ) => {
+        $crate::kernel_args!(@decl nested; $(#[$meta])* $vis struct $name<$a, $t> { $($body)* });
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis flat struct $name:ident<$a:lifetime, $t:ident> { $($body:tt)* }
+    ) => {
+        $crate::kernel_args!(@decl flat; $(#[$meta])* $vis struct $name<$a, $t> { $($body)* });
+    };
+    (@as nested) => {
+        fn nested() -> Option<$crate::gpu::launch::ArgsLayout> {
+            Some(<Self as $crate::gpu::launch::KernelArgs>::layout())
+        }
+    };
+    (@as flat) => {
+        fn flat() -> Option<$crate::gpu::launch::ArgsLayout> {
+            Some(<Self as $crate::gpu::launch::KernelArgs>::layout())
+        }
+        fn push_param<'b>(&'b self, b: &mut $crate::gpu::launch::__macro::LaunchArgs<'b>) {
+            $crate::gpu::launch::KernelArgs::push_params(self, b);
+        }
+    };
+    (
+        @decl $how:ident;
         $(#[$meta:meta])*
         $vis:vis struct $name:ident<$a:lifetime, $t:ident> {
             $( $(#[$fmeta:meta])* $field:ident : $ty:ty ),* $(,)?
@@ -374,29 +435,28 @@ macro_rules! kernel_args {
                     name: stringify!($name),
                     size: ::std::mem::size_of::<Self>(),
                     align: ::std::mem::align_of::<Self>(),
-                    fields: vec![$(
-                        $crate::gpu::launch::ArgField {
-                            name: stringify!($field),
-                            offset: ::std::mem::offset_of!(Self, $field),
-                            kind: <$ty as $crate::gpu::launch::KernelField>::KIND,
-                            nested: <$ty as $crate::gpu::launch::KernelField>::nested()
-                                .map(Box::new),
-                        }
-                    ),*],
+                    fields: {
+                        let mut fields = Vec::new();
+                        $(
+                            $crate::gpu::launch::push_field::<$ty>(
+                                &mut fields,
+                                stringify!($field),
+                                ::std::mem::offset_of!(Self, $field),
+                            );
+                        )*
+                        fields
+                    },
                 }
             }
             fn push_params<'b>(&'b self, b: &mut $crate::gpu::launch::__macro::LaunchArgs<'b>) {
-                use $crate::gpu::launch::__macro::PushKernelArg;
-                $( b.arg(&self.$field); )*
+                $( $crate::gpu::launch::KernelField::push_param(&self.$field, b); )*
             }
         }
 
         impl<$a, $t: $crate::Scalar> $crate::gpu::launch::KernelField for $name<$a, $t> {
             const KIND: $crate::gpu::launch::FieldKind =
                 $crate::gpu::launch::FieldKind::Struct(stringify!($name));
-            fn nested() -> Option<$crate::gpu::launch::ArgsLayout> {
-                Some(<Self as $crate::gpu::launch::KernelArgs>::layout())
-            }
+            $crate::kernel_args!(@as $how);
         }
 
         // SAFETY: a repr(C) struct of device addresses and plain scalars, read by the driver
@@ -778,6 +838,31 @@ mod tests {
             meta: DevRef<'a, u64>,
             y: DevMut<'a, T>,
         }
+    }
+
+    crate::kernel_args! {
+        /// A flat group: written out in place.
+        flat struct TestTail<'a, T> {
+            y: DevMut<'a, T>,
+            alpha: T,
+        }
+    }
+
+    crate::kernel_args! {
+        /// A struct ending with the flat group.
+        struct TestOuter<'a, T> {
+            n: i32,
+            tail: TestTail<'a, T>,
+        }
+    }
+
+    #[test]
+    fn flat_groups_stand_in_place() {
+        let l = <TestOuter<'static, f32> as KernelArgs>::layout();
+        let fields: Vec<(&str, usize)> = l.fields.iter().map(|f| (f.name, f.offset)).collect();
+        assert_eq!(fields, [("n", 0), ("y", 8), ("alpha", 16)]);
+        assert!(l.fields.iter().all(|f| f.nested.is_none()));
+        assert_eq!((l.size, l.align), (24, 8));
     }
 
     const TEST_KERNELS: Kernels = Kernels {
