@@ -1,40 +1,26 @@
 use super::*;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, suite};
+use crate::methods::testmats::{check_layout, params, suite};
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
-}
-
-#[test]
-fn matches_oracle_default() {
-    check_method(&Dasp, &Params::new());
-}
-
-#[test]
-fn matches_oracle_other_params() {
-    for p in [
-        &["long=5"][..],
-        &["long=5", "long_chunk=32"],
-        &["long_chunk=4096"],
-        &["long=64", "threshold=0"],
-        &["threshold=1", "short_tiles_per_warp=1"],
-        &["short_tiles_per_warp=64", "long=1000000"],
-    ] {
-        check_method(&Dasp, &params(p));
-    }
-}
-
-#[test]
-fn matches_oracle_on_the_edge_corpus() {
-    for (name, a) in crate::gen::corpus::edge_cases() {
-        for p in [&[][..], &["long=8", "threshold=0.5"]] {
-            let l = Dasp.prepare(&a, &params(p)).unwrap();
-            check_layout(&format!("dasp {p:?} on {name}"), &a, l.as_ref());
-            let a32 = a.cast::<f32>();
-            let l = Dasp.prepare(&a32, &params(p)).unwrap();
-            check_layout(&format!("dasp {p:?} on {name}"), &a32, l.as_ref());
-        }
-    }
+crate::methods::testmats::room_tests! {
+    method: Dasp,
+    kernel: KERNEL,
+    oracle: [
+        [],
+        ["long=5"],
+        ["long=5", "long_chunk=32"],
+        ["long_chunk=4096"],
+        ["long=64", "threshold=0"],
+        ["threshold=1", "short_tiles_per_warp=1"],
+        ["short_tiles_per_warp=64", "long=1000000"],
+    ],
+    corpus: [[], ["long=8", "threshold=0.5"]],
+    repeatable: [],
+    rejects: [
+        ["long=4"],
+        ["threshold=1.5"],
+        ["short_tiles_per_warp=0"],
+        ["x=1"],
+    ],
 }
 
 /// Rows of lengths 0, 1, 3, 2, 2, 4, 1, 6 (x5 in a group of 8 with one of 9) and one long row.
@@ -73,32 +59,6 @@ fn worked_example_layout() {
         &a.cast::<f32>(),
         &DaspLayout::build(&a.cast::<f32>(), 256, 64, 0.75, 4),
     );
-}
-
-#[test]
-fn repeatable() {
-    for (_, a) in suite() {
-        let l = Dasp.prepare(&a, &Params::new()).unwrap();
-        assert_repeatable(&a, l.as_ref());
-    }
-}
-
-#[test]
-fn rejects_bad_params() {
-    let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        &["long=4"][..],
-        &["threshold=1.5"],
-        &["short_tiles_per_warp=0"],
-        &["x=1"],
-    ] {
-        assert!(Dasp.prepare(&a, &params(bad)).is_err(), "{bad:?}");
-    }
-}
-
-#[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
 }
 
 #[test]
