@@ -472,16 +472,42 @@ pub(crate) fn check_gpu_against_mirror<M: GenericMethod>(m: &M, params: &Params)
     }
 }
 
-pub(crate) fn gpu_case<M: GenericMethod, T: Scalar>(
-    m: &M,
-    params: &Params,
+/// One call of a layout on the GPU next to its CPU mirror, as [`for_each_gpu_run`] hands it on.
+pub(crate) struct GpuRun<'a, T> {
+    pub alpha: T,
+    pub beta: T,
+    pub x: &'a [T],
+    /// y before the call.
+    pub start: &'a [T],
+    /// The CPU mirror's y.
+    pub want: Vec<T>,
+    /// The GPU's y.
+    pub got: Vec<T>,
+}
+
+impl<T: Scalar> GpuRun<'_, T> {
+    /// The first row where the GPU's y and the mirror's differ in their bits.
+    pub(crate) fn first_bit_difference(&self) -> Option<usize> {
+        (0..self.got.len()).find(|&i| self.got[i].to_bits_u64() != self.want[i].to_bits_u64())
+    }
+
+    /// The GPU's y against the oracle's for `a`.
+    pub(crate) fn against_oracle(&self, a: &Csr<T>) -> crate::cpu::Check {
+        let r = oracle_spmv(a, self.alpha, self.x, self.beta, self.start).expect("oracle");
+        check(&r, &self.got)
+    }
+}
+
+/// Uploads `l` (built from `a`) and runs it on the GPU and its mirror on the CPU with
+/// (α, β) = (1.5, 0) over a y of NaN and (−0.75, 0.5), handing each pair of results to
+/// `compare`; panics with `what` where the GPU fails.
+pub(crate) fn for_each_gpu_run<T: Scalar>(
     gpu: &std::sync::Arc<crate::gpu::Gpu>,
-    case: &str,
+    what: &str,
     a: &Csr<T>,
+    l: &dyn Layout<T>,
+    mut compare: impl FnMut(&GpuRun<T>),
 ) {
-    let info = m.info();
-    let what = format!("{} on {case} ({})", info.name, T::PRECISION);
-    let l = m.prepare(a, params).expect("prepare");
     let dl = l
         .upload(gpu)
         .unwrap_or_else(|e| panic!("{what}: upload: {e}"));
@@ -502,20 +528,44 @@ pub(crate) fn gpu_case<M: GenericMethod, T: Scalar>(
         let mut got = vec![T::zero(); a.nrows()];
         gpu.download(&dy, &mut got)
             .unwrap_or_else(|e| panic!("{what}: download: {e}"));
+        compare(&GpuRun {
+            alpha,
+            beta,
+            x: &x,
+            start: &start,
+            want,
+            got,
+        });
+    }
+}
+
+pub(crate) fn gpu_case<M: GenericMethod, T: Scalar>(
+    m: &M,
+    params: &Params,
+    gpu: &std::sync::Arc<crate::gpu::Gpu>,
+    case: &str,
+    a: &Csr<T>,
+) {
+    let info = m.info();
+    let what = format!("{} on {case} ({})", info.name, T::PRECISION);
+    let l = m.prepare(a, params).expect("prepare");
+    for_each_gpu_run(gpu, &what, a, l.as_ref(), |r| {
         if info.deterministic {
-            let bad = (0..got.len()).find(|&i| got[i].to_bits_u64() != want[i].to_bits_u64());
-            if let Some(i) = bad {
+            if let Some(i) = r.first_bit_difference() {
                 panic!(
-                    "{what} α={alpha} β={beta}: row {i}: GPU {} but CPU mirror {}",
-                    got[i], want[i]
+                    "{what} α={} β={}: row {i}: GPU {} but CPU mirror {}",
+                    r.alpha, r.beta, r.got[i], r.want[i]
                 );
             }
         } else {
-            let r = oracle_spmv(a, alpha, &x, beta, &start).expect("oracle");
-            let c = check(&r, &got);
-            assert!(c.ok, "{what} α={alpha} β={beta}: row {} off", c.worst_row);
+            let c = r.against_oracle(a);
+            assert!(
+                c.ok,
+                "{what} α={} β={}: row {} off",
+                r.alpha, r.beta, c.worst_row
+            );
         }
-    }
+    });
     // The exact problem on the same pattern: every correct order gives the oracle's y exactly.
     let p = crate::cpu::ExactProblem::new(a, 5).expect("exact problem");
     let dl = m
