@@ -230,24 +230,22 @@ pub trait PrepareFor: Scalar {
         params: &Params,
     ) -> Result<Box<dyn Layout<Self>>>;
 }
-impl PrepareFor for f32 {
-    fn prepare_with(
-        m: &dyn Method,
-        csr: &Csr<f32>,
-        params: &Params,
-    ) -> Result<Box<dyn Layout<f32>>> {
-        m.prepare_f32(csr, params)
-    }
+
+/// `PrepareFor` for each precision, by the [`Method`] entry that takes it.
+macro_rules! prepare_for {
+    ($($t:ty => $entry:ident),*) => {$(
+        impl PrepareFor for $t {
+            fn prepare_with(
+                m: &dyn Method,
+                csr: &Csr<$t>,
+                params: &Params,
+            ) -> Result<Box<dyn Layout<$t>>> {
+                m.$entry(csr, params)
+            }
+        }
+    )*};
 }
-impl PrepareFor for f64 {
-    fn prepare_with(
-        m: &dyn Method,
-        csr: &Csr<f64>,
-        params: &Params,
-    ) -> Result<Box<dyn Layout<f64>>> {
-        m.prepare_f64(csr, params)
-    }
-}
+prepare_for!(f32 => prepare_f32, f64 => prepare_f64);
 
 /// Every method's kernel source with its entries' argument structs, for the NVRTC compile check
 /// in CI (which compiles them with the launch layer's layout checks).

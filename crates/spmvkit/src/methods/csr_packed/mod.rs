@@ -188,6 +188,18 @@ impl<T> PackedLayout<T> {
     pub(crate) fn nslices(&self) -> usize {
         self.col_w.len()
     }
+
+    /// The rows slice `s` holds, as (lane, row, entries), past the lanes left empty (`SKIP`).
+    pub(crate) fn slice_rows(&self, s: usize) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+        (0..WARP).filter_map(move |lane| {
+            let len = self.lens[s * WARP + lane];
+            let row = self
+                .rows
+                .as_ref()
+                .map_or(s * WARP + lane, |m| m[s * WARP + lane] as usize);
+            (len != SKIP).then_some((lane, row, len as usize))
+        })
+    }
 }
 
 impl<T: Scalar> Layout<T> for PackedLayout<T> {

@@ -169,19 +169,11 @@ fn mirror_decodes_what_the_encoder_wrote() {
         let l = packed(&a, p);
         let mut seen = vec![false; a.nrows()];
         for s in 0..l.nslices() {
-            for lane in 0..WARP {
-                let len = l.lens[s * WARP + lane];
-                if len == SKIP {
-                    continue;
-                }
-                let row = l
-                    .rows
-                    .as_ref()
-                    .map_or(s * WARP + lane, |m| m[s * WARP + lane] as usize);
+            for (lane, row, len) in l.slice_rows(s) {
                 seen[row] = true;
                 // a one-hot x reads back the first and the last value at their columns
                 let (cols, vals) = a.row(row);
-                assert_eq!(cols.len(), len as usize, "row {row}");
+                assert_eq!(cols.len(), len, "row {row}");
                 if lane % 8 != 0 || cols.is_empty() {
                     continue;
                 }
