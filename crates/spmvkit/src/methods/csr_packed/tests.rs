@@ -201,7 +201,10 @@ fn mirror_decodes_what_the_encoder_wrote() {
 /// stay inside x. A padding code is 0, so a slot past the row's end re-reads its last column.
 #[test]
 fn every_slot_of_a_group_gathers_inside_x() {
-    let mut cases = vec![banded(3000, 70_000, 35_000, 40, 300), banded(700, 900, 600, 200, 3)];
+    let mut cases = vec![
+        banded(3000, 70_000, 35_000, 40, 300),
+        banded(700, 900, 600, 200, 3),
+    ];
     cases.extend(crate::gen::corpus::edge_cases().into_iter().map(|(_, a)| a));
     for a in &cases {
         for p in [&[][..], &["sort=on"], &["long=8"]] {
@@ -209,17 +212,9 @@ fn every_slot_of_a_group_gathers_inside_x() {
             for s in 0..l.nslices() {
                 let w = u32::from(l.col_w[s]);
                 let words = &l.cols[l.col_off[s] as usize * 4..];
-                for lane in 0..WARP {
-                    let len = l.lens[s * WARP + lane];
-                    if len == SKIP || len == 0 {
-                        continue;
-                    }
-                    let row = l
-                        .rows
-                        .as_ref()
-                        .map_or(s * WARP + lane, |m| m[s * WARP + lane] as usize);
+                for (lane, row, len) in l.slice_rows(s) {
                     let mut prev = (row as u32).wrapping_sub(encode::bias(w));
-                    for g in 0..usize::from(len).div_ceil(GROUP) {
+                    for g in 0..len.div_ceil(GROUP) {
                         for j in 0..GROUP {
                             prev = prev.wrapping_add(cpu::col_code(words, w, g, lane, j));
                             assert!(
