@@ -10,8 +10,11 @@
 //!   take one (its C twin is in the prelude).
 //! - [`gpu`]: what every room's device layout shares around its launches (shape, footprint, the
 //!   call's operands).
+//! - [`room`]: what every room's `mod.rs` declares alike: its `KERNEL` (`room_kernel!`) and the
+//!   `Layout` methods that only forward to its mirror and upload (`forward!`).
 
 pub(crate) mod checks;
 pub(crate) mod csr;
 pub(crate) mod gpu;
+pub(crate) mod room;
 pub(crate) mod warp;

@@ -56,21 +56,14 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{concat_specs, one_of, params, AutoOr, ParamRange, ParamValue};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-/// The kernel source of this room (both methods).
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "csr-overlap",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[gpu::OverlapArgs::params_entry("csr_overlap")],
-};
+room_kernel!("csr-overlap", [gpu::OverlapArgs::params_entry("csr_overlap")]);
 
 const NAME: &str = "csr-overlap";
 const NAME_FULL: &str = "csr-full-overlap";
@@ -495,14 +488,7 @@ impl<T: Scalar> Layout<T> for OverlapLayout<T> {
         self.a.bytes() + self.meta_bytes()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

@@ -37,8 +37,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
+use crate::gpu::Gpu;
 use crate::matrix::{Csr, Pattern};
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{multiple_of, params, AutoOr, OnOff, Switch};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
@@ -46,13 +47,10 @@ use encode::ValuesMode;
 
 pub(crate) use encode::ValueCodes;
 
-/// The kernel of `csr-packed`: an entry per value mode, with and without the prefetch.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "csr-packed",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    /// The kernel of `csr-packed`: an entry per value mode, with and without the prefetch.
+    "csr-packed",
+    [
         gpu::PackedArgs::params_entry("csr_packed_v0"),
         gpu::PackedArgs::params_entry("csr_packed_v1"),
         gpu::PackedArgs::params_entry("csr_packed_v2"),
@@ -67,8 +65,8 @@ pub const KERNEL: Kernels = Kernels {
         gpu::PackedArgs::params_entry("csr_packed_v8_flat"),
         gpu::PackedArgs::params_entry("csr_packed_v16_flat"),
         gpu::PackedArgs::params_entry("csr_packed_raw_flat"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "csr-packed";
 
@@ -217,10 +215,7 @@ impl<T: Scalar> Layout<T> for PackedLayout<T> {
             + T::BYTES * self.long_vals.len()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
+    forward! { run_cpu }
 
     fn upload(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
         Ok(Box::new(gpu::PackedDevice::upload(gpu, self)?))

@@ -30,10 +30,10 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
 use crate::matrix::Csr;
+use crate::methods::common::room::forward;
 use crate::methods::params::params;
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
 const NAME: &str = "cusparse-bsr";
@@ -202,9 +202,7 @@ impl<T: Scalar> Layout<T> for BsrLayout<T> {
         Ok(())
     }
 
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

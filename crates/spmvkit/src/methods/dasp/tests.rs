@@ -1,4 +1,5 @@
 use super::*;
+use crate::gpu::Gpu;
 use crate::methods::testmats::{check_layout, params, suite};
 
 crate::methods::testmats::room_tests! {

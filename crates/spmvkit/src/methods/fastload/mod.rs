@@ -81,25 +81,21 @@ mod gpu;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{keywords, params, AutoOr, Or};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "fastload",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    "fastload",
+    [
         gpu::FastLoadArgs::params_entry("fastload_spmv"),
         gpu::FastLoadArgs::params_entry("fastload_spmv_grid"),
         gpu::HubCombineArgs::params_entry("fastload_hub_combine"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "fastload";
 const NAME_ATOMIC: &str = "fastload-atomic";
@@ -433,14 +429,7 @@ impl<T: Scalar> Layout<T> for FastLoadLayout<T> {
         self.layout_bytes() + self.workspace_bytes()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

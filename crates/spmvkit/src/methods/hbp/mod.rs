@@ -75,26 +75,22 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{check_index_range, Error, Result};
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{keywords, params, with_defaults, Keyword};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
 pub use hash::HashKind;
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "hbp",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    "hbp",
+    [
         gpu::HbpArgs::params_entry("hbp_spmv"),
         gpu::CombineDenseArgs::params_entry("hbp_combine_dense"),
         gpu::CombineSparseArgs::params_entry("hbp_combine_sparse"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "hbp";
 const PAPER_NAME: &str = "hbp-paper";
@@ -857,14 +853,7 @@ impl<T: Scalar> Layout<T> for HbpLayout<T> {
             + 4
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

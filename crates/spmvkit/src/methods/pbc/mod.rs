@@ -39,21 +39,14 @@ mod gpu;
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{params, AutoOr};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "pbc",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[gpu::PbcArgs::entry("pbc_spmv")],
-};
+room_kernel!("pbc", [gpu::PbcArgs::entry("pbc_spmv")]);
 
 const NAME: &str = "pbc";
 
@@ -318,14 +311,7 @@ impl<T: Scalar> Layout<T> for PbcLayout<T> {
             + (self.val.len() + self.coo_val.len() + self.nslots()) * T::BYTES
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
         let nnz = self.block_nnz();

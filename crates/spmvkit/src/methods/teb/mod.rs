@@ -55,25 +55,15 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{concat_specs, params, AutoOr, ParamRange, ParamValue};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 use select::{BlnChoice, KChoice, Lengths, Selection};
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "teb",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
-        gpu::TebArgs::entry("teb_spmv"),
-        gpu::TebArgs::entry("teb_vector_spmv"),
-    ],
-};
+room_kernel!("teb", [gpu::TebArgs::entry("teb_spmv"), gpu::TebArgs::entry("teb_vector_spmv")]);
 
 const NAME: &str = "teb";
 const VECTOR_NAME: &str = "teb-vector";
@@ -468,14 +458,7 @@ impl<T: Scalar> Layout<T> for TebLayout<T> {
                 * std::mem::size_of::<Idx>()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()
