@@ -179,7 +179,14 @@ impl<T: Scalar> dyn DeviceLayout<T> + '_ {
 
 /// A method written once for both precisions.
 pub trait GenericMethod: Send + Sync + 'static {
-    fn info(&self) -> MethodInfo;
+    /// What the method is (the same for both precisions).
+    const INFO: MethodInfo;
+
+    /// [`GenericMethod::INFO`], for callers holding the method.
+    fn info(&self) -> MethodInfo {
+        Self::INFO
+    }
+
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>>;
 }
 
@@ -192,7 +199,7 @@ pub trait Method: Send + Sync + 'static {
 
 impl<M: GenericMethod> Method for M {
     fn info(&self) -> MethodInfo {
-        GenericMethod::info(self)
+        M::INFO
     }
     fn prepare_f32(&self, csr: &Csr<f32>, params: &Params) -> Result<Box<dyn Layout<f32>>> {
         GenericMethod::prepare(self, csr, params)

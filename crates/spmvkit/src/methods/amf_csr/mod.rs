@@ -88,18 +88,16 @@ const PARAMS: &[ParamSpec] = AmfParams::SPECS;
 pub struct AmfCsr;
 
 impl GenericMethod for AmfCsr {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: AMF-CSR, up to 4 short rows folded by column, folds grouped in blocks \
-                      of <= T_l nnz, a TPV-lane vector per fold",
-            source: "Gao et al., AMF-CSR, ICPADS'21 (via teb.md §2.3 and the authors' code)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: AMF-CSR, up to 4 short rows folded by column, folds grouped in blocks \
+                  of <= T_l nnz, a TPV-lane vector per fold",
+        source: "Gao et al., AMF-CSR, ICPADS'21 (via teb.md §2.3 and the authors' code)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(build(csr, params)?))

@@ -336,17 +336,15 @@ fn config(params: &Params) -> Result<Config> {
 pub struct CbSpmv;
 
 impl GenericMethod for CbSpmv {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: 16x16 sub-blocks (COO/CSR/dense) in one byte arena, column aggregation, LPT balancing, warp per block, atomics",
-            source: "Cong et al., CB-SpMV, ICS'25, §3 (code xing-cong/CB-Sparse, defects fixed)",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: 16x16 sub-blocks (COO/CSR/dense) in one byte arena, column aggregation, LPT balancing, warp per block, atomics",
+        source: "Cong et al., CB-SpMV, ICS'25, §3 (code xing-cong/CB-Sparse, defects fixed)",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let cfg = config(params)?;

@@ -40,17 +40,15 @@ const PARAMS: &[ParamSpec] = CscParams::SPECS;
 pub struct CscAtomic;
 
 impl GenericMethod for CscAtomic {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: CSC, one warp per column, atomicAdd into y (FastLoad's basic kernel)",
-            source: "Hu et al., FastLoad, TPDS 2024, §III-B (basic CSC SpMV)",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: CSC, one warp per column, atomicAdd into y (FastLoad's basic kernel)",
+        source: "Hu et al., FastLoad, TPDS 2024, §III-B (basic CSC SpMV)",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let threads = CscParams::from_params(NAME, params)?.threads;

@@ -85,21 +85,19 @@ const PARAMS: &[ParamSpec] = Csr5Params::SPECS;
 pub struct Csr5;
 
 impl GenericMethod for Csr5 {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary:
-                "GPU: CSR5 tiles of 32 x sigma nonzeros (transposed), bit-flag segmented sum, \
-                      calibrate pass for carried sums (fixed order, no atomics), tail as CSR; \
-                      tiles and descriptors generated on the GPU at upload",
-            source:
-                "Liu & Vinter, CSR5: an efficient storage format for cross-platform SpMV, ICS'15",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary:
+            "GPU: CSR5 tiles of 32 x sigma nonzeros (transposed), bit-flag segmented sum, \
+                  calibrate pass for carried sums (fixed order, no atomics), tail as CSR; \
+                  tiles and descriptors generated on the GPU at upload",
+        source:
+            "Liu & Vinter, CSR5: an efficient storage format for cross-platform SpMV, ICS'15",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let p = Csr5Params::from_params(NAME, params)?;

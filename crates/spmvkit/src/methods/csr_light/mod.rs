@@ -60,17 +60,15 @@ const MAX_GRAB: u32 = 64;
 pub struct CsrLight;
 
 impl GenericMethod for CsrLight {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: LightSpMV, a V-lane vector per row, rows from a dynamic atomic counter",
-            source: "Liu & Schmidt, LightSpMV, ASAP'15",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: LightSpMV, a V-lane vector per row, rows from a dynamic atomic counter",
+        source: "Liu & Schmidt, LightSpMV, ASAP'15",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let p = CsrLightParams::from_params(NAME, params)?;

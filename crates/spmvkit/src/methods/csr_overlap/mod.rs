@@ -156,18 +156,16 @@ pub struct CsrOverlap;
 pub struct CsrFullOverlap;
 
 impl GenericMethod for CsrOverlap {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: CSR-Partial-Overlap, row batches double-buffered into shared memory \
-                      with cp.async, 1-32 lanes per row chosen per batch, a CTA per long row",
-            source: "Zeng & Zou, Electronics 12:3687 (2023), §4.1 (Alg. 3-6), §4.3 (Alg. 9)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: CSR-Partial-Overlap, row batches double-buffered into shared memory \
+                  with cp.async, 1-32 lanes per row chosen per batch, a CTA per long row",
+        source: "Zeng & Zou, Electronics 12:3687 (2023), §4.1 (Alg. 3-6), §4.3 (Alg. 9)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let cfg = Config::parse::<T>(NAME, PARAMS, params)?;
@@ -176,20 +174,18 @@ impl GenericMethod for CsrOverlap {
 }
 
 impl GenericMethod for CsrFullOverlap {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME_FULL,
-            summary: "GPU: CSR-Full-Overlap. ITS TIME INCLUDES THE HOST-TO-DEVICE COPY of values \
-                      and column indices (pinned, in stream_num big batches on their own streams, \
-                      overlapped with the csr-overlap kernel), so it is not comparable with plain \
-                      kernel times: compare by Eq. 2 against cuSPARSE + the same copy",
-            source: "Zeng & Zou, Electronics 12:3687 (2023), §4.2 (Alg. 7-8), §5.4-5.5",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS_FULL,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME_FULL,
+        summary: "GPU: CSR-Full-Overlap. ITS TIME INCLUDES THE HOST-TO-DEVICE COPY of values \
+                  and column indices (pinned, in stream_num big batches on their own streams, \
+                  overlapped with the csr-overlap kernel), so it is not comparable with plain \
+                  kernel times: compare by Eq. 2 against cuSPARSE + the same copy",
+        source: "Zeng & Zou, Electronics 12:3687 (2023), §4.2 (Alg. 7-8), §5.4-5.5",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS_FULL,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let cfg = Config::parse::<T>(NAME_FULL, PARAMS_FULL, params)?;

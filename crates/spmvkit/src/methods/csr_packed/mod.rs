@@ -124,17 +124,15 @@ const PARAMS: &[ParamSpec] = PackedParams::SPECS;
 pub struct CsrPacked;
 
 impl GenericMethod for CsrPacked {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: compressed CSR (delta-coded columns, value dictionary), a lane per row",
-            source: "spmvkit (issue #19), after CSR-DU/CSR-VI (CF'08) and BRO (ICS'13)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: compressed CSR (delta-coded columns, value dictionary), a lane per row",
+        source: "spmvkit (issue #19), after CSR-DU/CSR-VI (CF'08) and BRO (ICS'13)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let cfg = encode::Config::from_params(params, csr)?;

@@ -22,17 +22,15 @@ room_kernel!("csr-scalar", [CsrArgs::entry("csr_scalar")]);
 pub struct CsrScalar;
 
 impl GenericMethod for CsrScalar {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: "csr-scalar",
-            summary: "GPU: one thread per CSR row (scalar CSR kernel)",
-            source: "Bell & Garland, SC'09, CSR (scalar) kernel",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: &[],
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: "csr-scalar",
+        summary: "GPU: one thread per CSR row (scalar CSR kernel)",
+        source: "Bell & Garland, SC'09, CSR (scalar) kernel",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: &[],
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(CsrScalarLayout { a: csr.clone() }))

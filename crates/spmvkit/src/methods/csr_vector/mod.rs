@@ -37,17 +37,15 @@ const PARAMS: &[ParamSpec] = CsrVectorParams::SPECS;
 pub struct CsrVector;
 
 impl GenericMethod for CsrVector {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: CSR, one warp per row, shuffle reduction",
-            source: "Bell & Garland, Implementing SpMV on throughput-oriented processors, SC'09 (CSR vector kernel)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: CSR, one warp per row, shuffle reduction",
+        source: "Bell & Garland, Implementing SpMV on throughput-oriented processors, SC'09 (CSR vector kernel)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let threads = CsrVectorParams::from_params(NAME, params)?.threads;

@@ -52,20 +52,18 @@ const PARAMS: &[ParamSpec] = BsrParams::SPECS;
 pub struct CusparseBsr;
 
 impl GenericMethod for CusparseBsr {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: cuSPARSE bsrmv on BSR (b x b blocks, row-major) converted from CSR on \
-                      the host; a Plan's own x/y are padded to whole blocks (no copy per call), \
-                      caller device vectors of the logical length go through 2-3 scratch \
-                      copies per call when the shape is not a multiple of b",
-            source: "NVIDIA cuSPARSE legacy API (cusparse<t>bsrmv), CB-SpMV's baseline (ICS'25)",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: cuSPARSE bsrmv on BSR (b x b blocks, row-major) converted from CSR on \
+                  the host; a Plan's own x/y are padded to whole blocks (no copy per call), \
+                  caller device vectors of the logical length go through 2-3 scratch \
+                  copies per call when the shape is not a multiple of b",
+        source: "NVIDIA cuSPARSE legacy API (cusparse<t>bsrmv), CB-SpMV's baseline (ICS'25)",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let b = BsrParams::from_params(NAME, params)?.block;

@@ -77,19 +77,17 @@ pub(crate) const NONE: i32 = -1;
 pub struct Dasp;
 
 impl GenericMethod for Dasp {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: DASP, rows classed short/long/row-block as 8x4 tiles, f64 by \
-                      mma.m8n8k4 with the diagonal trick (f32: plain FMA code on the same \
-                      layout), y scattered to the original order in the kernel",
-            source: "Lu & Liu, DASP: specific dense matrix multiply-accumulate units accelerated general SpMV, SC'23",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: DASP, rows classed short/long/row-block as 8x4 tiles, f64 by \
+                  mma.m8n8k4 with the diagonal trick (f32: plain FMA code on the same \
+                  layout), y scattered to the original order in the kernel",
+        source: "Lu & Liu, DASP: specific dense matrix multiply-accumulate units accelerated general SpMV, SC'23",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let p = DaspParams::from_params(NAME, params)?;

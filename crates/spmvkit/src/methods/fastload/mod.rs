@@ -288,17 +288,15 @@ pub struct FastLoad;
 pub struct FastLoadAtomic;
 
 impl GenericMethod for FastLoad {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: columns sorted by nnz, warp-wide blocks with coalesced matrix and x loads; per-block atomic / reduction / segment-sum adds",
-            source: "Hu et al., FastLoad, TPDS 2024, §IV (Alg. 2, Fig. 6)",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: columns sorted by nnz, warp-wide blocks with coalesced matrix and x loads; per-block atomic / reduction / segment-sum adds",
+        source: "Hu et al., FastLoad, TPDS 2024, §IV (Alg. 2, Fig. 6)",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let o = FastLoadOptions::parse(NAME, params)?;
@@ -307,17 +305,15 @@ impl GenericMethod for FastLoad {
 }
 
 impl GenericMethod for FastLoadAtomic {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME_ATOMIC,
-            summary: "GPU: FastLoad's layout with an atomicAdd per element (Fig. 9's non-optimised baseline)",
-            source: "Hu et al., FastLoad, TPDS 2024, §V-E (Fig. 9)",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME_ATOMIC,
+        summary: "GPU: FastLoad's layout with an atomicAdd per element (Fig. 9's non-optimised baseline)",
+        source: "Hu et al., FastLoad, TPDS 2024, §V-E (Fig. 9)",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let o = FastLoadOptions::parse(NAME_ATOMIC, params)?;

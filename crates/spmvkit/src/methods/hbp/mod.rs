@@ -218,18 +218,16 @@ const SOURCE: &str =
     "Yan et al., A Nonlinear Hash-based Optimization Method for SpMV on GPUs (HBP), §III";
 
 impl GenericMethod for Hbp {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: 2D blocks, hash-reordered rows interleaved per warp, x segments in \
-                      shared memory, fixed + competitive blocks, sparse combine pass",
-            source: SOURCE,
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: 2D blocks, hash-reordered rows interleaved per warp, x segments in \
+                  shared memory, fixed + competitive blocks, sparse combine pass",
+        source: SOURCE,
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(HbpLayout::build(
@@ -240,18 +238,16 @@ impl GenericMethod for Hbp {
 }
 
 impl GenericMethod for HbpPaper {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: PAPER_NAME,
-            summary: "GPU: HBP as published: dense per-block tables and intermediate, \
-                      competitive blocks per warp with x from global memory, dense combine",
-            source: SOURCE,
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PAPER_PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: PAPER_NAME,
+        summary: "GPU: HBP as published: dense per-block tables and intermediate, \
+                  competitive blocks per warp with x from global memory, dense combine",
+        source: SOURCE,
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PAPER_PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(HbpLayout::build(
@@ -262,18 +258,16 @@ impl GenericMethod for HbpPaper {
 }
 
 impl GenericMethod for Plain2d {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: PLAIN_NAME,
-            summary: "GPU: plain 2D-partitioned baseline: hbp's blocks, kernels and combine, \
-                      rows in their original order (hash=none)",
-            source: SOURCE,
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PLAIN_PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: PLAIN_NAME,
+        summary: "GPU: plain 2D-partitioned baseline: hbp's blocks, kernels and combine, \
+                  rows in their original order (hash=none)",
+        source: SOURCE,
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PLAIN_PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(HbpLayout::build(

@@ -65,18 +65,16 @@ const MAX_DYNAMIC_SMEM: usize = 48 * 1024 - 32 * (4 + 8);
 pub struct Merge;
 
 impl GenericMethod for Merge {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary:
-                "GPU: merge-path CSR, equal shares of rows + nnz per thread, carry fix-up pass",
-            source: "Merrill & Garland, Merge-based parallel SpMV, SC'16 (merge-based CsrMV)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary:
+            "GPU: merge-path CSR, equal shares of rows + nnz per thread, carry fix-up pass",
+        source: "Merrill & Garland, Merge-based parallel SpMV, SC'16 (merge-based CsrMV)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let double = T::PRECISION == Precision::F64;

@@ -68,18 +68,16 @@ const PARAMS: &[ParamSpec] = PbcParams::SPECS;
 pub struct Pbc;
 
 impl GenericMethod for Pbc {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: PBC, row-major nnz blocks of equal size (least std-dev), CSR part a \
-                      thread per row, cut rows as COO segments fixed up by the last CTA",
-            source: "Cui et al., PBC, J. Supercomput. 2022 (via teb.md §2.2; inferred design)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: PBC, row-major nnz blocks of equal size (least std-dev), CSR part a \
+                  thread per row, cut rows as COO segments fixed up by the last CTA",
+        source: "Cui et al., PBC, J. Supercomput. 2022 (via teb.md §2.2; inferred design)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(build(csr, params)?))

@@ -145,18 +145,16 @@ pub struct Teb;
 pub struct TebVector;
 
 impl GenericMethod for Teb {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: TEB, rows sorted and merged into equal-nnz blocks, a CTA per block and \
-                      a thread per row",
-            source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2, §3.2 Alg. 3",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: TEB, rows sorted and merged into equal-nnz blocks, a CTA per block and \
+                  a thread per row",
+        source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2, §3.2 Alg. 3",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(build(csr, params)?))
@@ -164,20 +162,18 @@ impl GenericMethod for Teb {
 }
 
 impl GenericMethod for TebVector {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: VECTOR_NAME,
-            summary: "GPU: TEB blocks, rows of >= long_row entries summed by the whole CTA (the \
-                      paper's thread per row walks a hub row alone, far slower than cuSPARSE on \
-                      power-law matrices), the other rows a thread each",
-            source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2; kernel: Alg. 3 with a CTA per \
-                     long row (spmvkit, issue #7)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: VECTOR_PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: VECTOR_NAME,
+        summary: "GPU: TEB blocks, rows of >= long_row entries summed by the whole CTA (the \
+                  paper's thread per row walks a hub row alone, far slower than cuSPARSE on \
+                  power-law matrices), the other rows a thread each",
+        source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2; kernel: Alg. 3 with a CTA per \
+                 long row (spmvkit, issue #7)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: VECTOR_PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(build_vector(csr, params)?))

@@ -77,19 +77,17 @@ const PARAMS: &[ParamSpec] = Rules::SPECS;
 pub struct TileSpmv;
 
 impl GenericMethod for TileSpmv {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: TileSpMV, 16x16 tiles in per-tile formats (dense, COO, CSR, ELL, \
-                      dense-row, dense-col) with nibble indices, units of <= 4 tiles, deferred \
-                      COO; y scaled by beta then atomics",
-            source: "Niu et al., TileSpMV: a tiled algorithm for SpMV on GPUs, IPDPS'21",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: TileSpMV, 16x16 tiles in per-tile formats (dense, COO, CSR, ELL, \
+                  dense-row, dense-col) with nibble indices, units of <= 4 tiles, deferred \
+                  COO; y scaled by beta then atomics",
+        source: "Niu et al., TileSpMV: a tiled algorithm for SpMV on GPUs, IPDPS'21",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let rules = Rules::from_params(NAME, params)?;
