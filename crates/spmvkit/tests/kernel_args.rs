@@ -70,6 +70,7 @@ fn declaration(decl: &str) -> (String, FieldKind) {
         (None, "unsigned" | "unsigned int") => FieldKind::Unsigned,
         (None, "unsigned long long") => FieldKind::U64,
         (None, "real_t") => FieldKind::Real,
+        (None, "double") => FieldKind::Double,
         (None, s) if s.ends_with("Args") => FieldKind::Struct(Box::leak(s.into())),
         (Some(_), b) => FieldKind::Ptr {
             elem: match b {
@@ -77,6 +78,7 @@ fn declaration(decl: &str) -> (String, FieldKind) {
                 "int" | "unsigned" | "unsigned int" => Elem::Word,
                 "unsigned long long" => Elem::U64,
                 "real_t" => Elem::Real,
+                "double" => Elem::Double,
                 other => panic!("pointer to {other} in `{decl}`"),
             },
             writable: !is_const,
@@ -227,6 +229,20 @@ fn the_parser_reads_declarations_and_macros() {
     assert_eq!(
         declaration("unsigned long long nctas"),
         ("nctas".into(), FieldKind::U64)
+    );
+    assert_eq!(
+        declaration("double damping"),
+        ("damping".into(), FieldKind::Double)
+    );
+    assert_eq!(
+        declaration("const double* __restrict__ part"),
+        (
+            "part".into(),
+            FieldKind::Ptr {
+                elem: Elem::Double,
+                writable: false
+            }
+        )
     );
     let src = clean(
         "// c\n#define P(R) int n, real_t* R y\nextern \"C\" __global__ void k_a(P(__restrict__)) {}\n\
