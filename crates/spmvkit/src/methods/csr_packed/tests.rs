@@ -209,7 +209,10 @@ fn mirror_decodes_what_the_encoder_wrote() {
 /// stay inside x. A padding code is 0, so a slot past the row's end re-reads its last column.
 #[test]
 fn every_slot_of_a_group_gathers_inside_x() {
-    let mut cases = vec![banded(3000, 70_000, 35_000, 40, 300), banded(700, 900, 600, 200, 3)];
+    let mut cases = vec![
+        banded(3000, 70_000, 35_000, 40, 300),
+        banded(700, 900, 600, 200, 3),
+    ];
     cases.extend(crate::gen::corpus::edge_cases().into_iter().map(|(_, a)| a));
     for a in &cases {
         for p in [&[][..], &["sort=on"], &["long=8"]] {
