@@ -428,6 +428,9 @@ impl Kernels {
 /// them one by one at their true offsets (a group whose `repr(C)` padding differs from the
 /// fields written out fails those checks).
 ///
+/// A field may carry a visibility (`pub(crate) n: i32`), for a struct filled in by another
+/// module than the one declaring it.
+///
 /// A struct none of whose fields depends on the precision is declared without `T`
 /// (`struct Name<'a> { .. }`, such as a solver's kernels over its device scalars, all
 /// [`Double`]): it has the same layout in both precisions, and the kernel's source is still
@@ -496,14 +499,14 @@ macro_rules! kernel_args {
         [$($gp:tt)*] [$($ga:tt)*] [$($g32:tt)*] [$($g64:tt)*];
         $(#[$meta:meta])*
         $vis:vis struct $name:ident {
-            $( $(#[$fmeta:meta])* $field:ident : $ty:ty ),* $(,)?
+            $( $(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty ),* $(,)?
         }
     ) => {
         $(#[$meta])*
         #[repr(C)]
         #[allow(dead_code)]
         $vis struct $name<$($gp)*> {
-            $( $(#[$fmeta])* $field: $ty ),*
+            $( $(#[$fmeta])* $fvis $field: $ty ),*
         }
 
         // SAFETY: repr(C); every field is a KernelField (checked by the bound below), listed in
