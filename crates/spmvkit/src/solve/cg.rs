@@ -198,7 +198,7 @@ impl<T: Scalar> CgIteration<T> {
                 all_reduce,
             } => {
                 let args = DistSumArgs {
-                    dst: DevMut::doubles(&mut **red),
+                    dst: DevMut::doubles(red),
                     slot: 0,
                     part: DevRef::doubles(&self.part),
                     nb: self.nb as i32,
