@@ -31,7 +31,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -40,11 +40,12 @@ use super::nccl::{Communicator, DistOperator, DistScalar};
 use super::partition::{Distribution, StrategyChoice};
 use super::sim::SimOperator;
 use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, Gpu};
+use crate::gpu::{kernel_int, DevMut, DevRef, Double, Gpu};
 use crate::matrix::Csr;
 use crate::methods::{Backend, PrepareFor};
 use crate::scalar::{Idx, Scalar};
 use crate::solve::cg::{relative, CgIteration, Reduce};
+use crate::solve::kernels::{DistPrCheckArgs, DistPrUpdateArgs, DistSumArgs, PrDanglingArgs};
 pub use crate::solve::rows::{cg, pagerank, RowOperator};
 use crate::solve::rows::{check_local, check_pagerank, dot, local_dangling, note_breakdown};
 use crate::solve::{
@@ -155,9 +156,8 @@ impl<T: DistScalar> NcclRows<T> {
         let mut red: CudaSlice<f64> = gpu.alloc_zeros(1)?;
         // p = b, in the operator's x
         self.op.set_x(b)?;
-        let f_sum = gpu.function::<T>(&KERNELS, "dist_sum")?;
+        let k_sum = gpu.kernel::<T, DistSumArgs>(&KERNELS, "dist_sum")?;
         gpu.synchronize()?;
-        let stream = gpu.stream();
         self.spmv_s = 0.0;
         self.allreduce_s = 0.0;
         let (op, spmv_s, allreduce_s) = (&mut self.op, &mut self.spmv_s, &mut self.allreduce_s);
@@ -168,11 +168,11 @@ impl<T: DistScalar> NcclRows<T> {
             let op = &*op;
             let mut all_reduce = |red: &mut CudaSlice<f64>| all_reduce_device(op, red, allreduce_s);
             let mut reduce = Reduce::Ranks {
-                f_sum: &f_sum,
+                k_sum: &k_sum,
                 red: &mut red,
                 all_reduce: &mut all_reduce,
             };
-            it.step(stream, op.x(), op.y(), &mut reduce)
+            it.step(&gpu, op.x(), op.y(), &mut reduce)
         })?;
         let mut xh = vec![T::zero(); n];
         gpu.download(&it.x, &mut xh)?;
@@ -224,10 +224,10 @@ impl<T: DistScalar> NcclRows<T> {
         let mut red: CudaSlice<f64> = gpu.alloc_zeros(2)?;
         let dang: CudaSlice<Idx> = gpu.upload(&mine)?;
         self.op.set_x(&start)?;
-        let f_update = gpu.function::<T>(&KERNELS, "dist_pr_update")?;
-        let f_sum = gpu.function::<T>(&KERNELS, "dist_sum")?;
-        let f_dang = gpu.function::<T>(&KERNELS, "pr_dangling")?;
-        let f_check = gpu.function::<T>(&KERNELS, "dist_pr_check")?;
+        let k_update = gpu.kernel::<T, DistPrUpdateArgs<T>>(&KERNELS, "dist_pr_update")?;
+        let k_sum = gpu.kernel::<T, DistSumArgs>(&KERNELS, "dist_sum")?;
+        let k_dang = gpu.kernel::<T, PrDanglingArgs<T>>(&KERNELS, "pr_dangling")?;
+        let k_check = gpu.kernel::<T, DistPrCheckArgs>(&KERNELS, "dist_pr_check")?;
         gpu.synchronize()?;
         let (len_i, nb_i, nbd_i) = (
             kernel_int("dist pagerank: rows", len)?,
@@ -236,10 +236,7 @@ impl<T: DistScalar> NcclRows<T> {
         );
         let nd_i = kernel_int("dist pagerank: dangling nodes", mine.len())?;
         let (slot0, slot1) = (0i32, 1i32);
-        let (n_f, damping) = (n as f64, opts.damping);
-        let stream = gpu.stream();
-        let launch_err =
-            |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);
+        let (n_f, damping) = (Double(n as f64), Double(opts.damping));
         self.spmv_s = 0.0;
         self.allreduce_s = 0.0;
         let (op, spmv_s, allreduce_s) = (&mut self.op, &mut self.spmv_s, &mut self.allreduce_s);
@@ -248,32 +245,50 @@ impl<T: DistScalar> NcclRows<T> {
             let t0 = Instant::now();
             op.apply(T::one(), T::zero())?;
             *spmv_s += t0.elapsed().as_secs_f64();
-            // SAFETY (every launch below): the arguments match the kernel.cu signatures; x holds
-            // at least len elements and y len, `dang` nd local indices < len, `part`
-            // max(nb, nbd), `red` 2 and `s` S_LEN.
-            let mut l = stream.launch_builder(&f_update);
-            l.arg(op.x())
-                .arg(op.y())
-                .arg(&len_i)
-                .arg(&n_f)
-                .arg(&damping)
-                .arg(&part)
-                .arg(&s);
-            unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("dist_pr_update", e))?;
-            let mut l = stream.launch_builder(&f_sum);
-            l.arg(&red).arg(&slot0).arg(&part).arg(&nb_i).arg(&s);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_sum", e))?;
-            let mut l = stream.launch_builder(&f_dang);
-            l.arg(op.x()).arg(&dang).arg(&nd_i).arg(&part).arg(&s);
-            unsafe { l.launch(grid(nbd)) }.map_err(|e| launch_err("pr_dangling", e))?;
-            let mut l = stream.launch_builder(&f_sum);
-            l.arg(&red).arg(&slot1).arg(&part).arg(&nbd_i).arg(&s);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_sum", e))?;
+            // SAFETY (every launch below): x holds at least len elements and y len, `dang` nd
+            // local indices < len, `part` max(nb, nbd), `red` 2 and `s` S_LEN; x (updated in
+            // place), `part` and `s` are each lent once per launch.
+            let args = DistPrUpdateArgs {
+                x: DevMut::scratch(op.x()),
+                y: DevRef::new(op.y()),
+                n: len_i,
+                n_global: n_f,
+                damping,
+                part: DevMut::doubles_scratch(&part),
+                s: DevRef::doubles(&s),
+            };
+            unsafe { gpu.launch(&k_update, grid(nb), &args) }?;
+            let args = DistSumArgs {
+                dst: DevMut::doubles(&mut red),
+                slot: slot0,
+                part: DevRef::doubles(&part),
+                nb: nb_i,
+                s: DevRef::doubles(&s),
+            };
+            unsafe { gpu.launch(&k_sum, grid(1), &args) }?;
+            let args = PrDanglingArgs {
+                x: DevRef::new(op.x()),
+                dang: DevRef::new(&dang),
+                nd: nd_i,
+                part: DevMut::doubles_scratch(&part),
+                s: DevRef::doubles(&s),
+            };
+            unsafe { gpu.launch(&k_dang, grid(nbd), &args) }?;
+            let args = DistSumArgs {
+                dst: DevMut::doubles(&mut red),
+                slot: slot1,
+                part: DevRef::doubles(&part),
+                nb: nbd_i,
+                s: DevRef::doubles(&s),
+            };
+            unsafe { gpu.launch(&k_sum, grid(1), &args) }?;
             // one all-reduce: this iteration's L1 change and the next iteration's dangling mass
             all_reduce_device(op, &mut red, allreduce_s)?;
-            let mut l = stream.launch_builder(&f_check);
-            l.arg(&s).arg(&red);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("dist_pr_check", e))?;
+            let args = DistPrCheckArgs {
+                s: DevMut::doubles_scratch(&s),
+                red: DevRef::doubles(&red),
+            };
+            unsafe { gpu.launch(&k_check, grid(1), &args) }?;
             Ok(())
         })?;
         let mut x = vec![T::zero(); len];

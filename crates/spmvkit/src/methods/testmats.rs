@@ -416,7 +416,7 @@ pub(crate) fn check_kernel_args(k: &crate::gpu::Kernels) {
                     .map(|f| match f.kind {
                         FieldKind::Int | FieldKind::Unsigned => 4,
                         FieldKind::Real => p.bytes(),
-                        FieldKind::U64 | FieldKind::Ptr { .. } => 8,
+                        FieldKind::U64 | FieldKind::Double | FieldKind::Ptr { .. } => 8,
                         FieldKind::Struct(_) => f.nested.as_ref().map_or(0, |n| n.size),
                     })
                     .collect(),

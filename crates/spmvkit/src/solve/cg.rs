@@ -7,15 +7,16 @@
 //! sets the stop flag; `cg_p` does p = r + βp. pᵀq ≤ 0 stops with [`Stop::Breakdown`](super::Stop::Breakdown): the
 //! matrix is not positive definite.
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
+use super::kernels::{CgDotArgs, CgPArgs, CgUpdateArgs, DistSumArgs, PartialsArgs};
 use super::{
     check_options, dot_cpu, drive, grid, grid_blocks, initial_scalars, stop_of, SolveOptions,
     SolveReport, KERNELS, S_DONE, S_ITER, S_RES,
 };
 use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, Gpu};
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel};
 use crate::matrix::Csr;
 use crate::methods::{Backend, Plan, PrepareFor};
 use crate::scalar::Scalar;
@@ -120,12 +121,12 @@ pub(crate) fn relative(rho: f64, bb: f64) -> f64 {
 /// `cg_beta` gives β and the stop flag; `cg_p` does p = r + βp. Between a dot product's partials
 /// and the kernel that reads them sits [`Reduce`]: nothing on one GPU, a sum over the ranks on
 /// NCCL ranks.
-pub(crate) struct CgIteration<T> {
-    f_dot: CudaFunction,
-    f_alpha: CudaFunction,
-    f_update: CudaFunction,
-    f_beta: CudaFunction,
-    f_p: CudaFunction,
+pub(crate) struct CgIteration<T: Scalar> {
+    k_dot: Kernel<CgDotArgs<'static, T>>,
+    k_alpha: Kernel<PartialsArgs<'static>>,
+    k_update: Kernel<CgUpdateArgs<'static, T>>,
+    k_beta: Kernel<PartialsArgs<'static>>,
+    k_p: Kernel<CgPArgs<'static, T>>,
     n_i: i32,
     nb: usize,
     /// The iterate, from 0.
@@ -144,14 +145,10 @@ pub(crate) enum Reduce<'a> {
     /// NCCL ranks: `dist_sum` adds the partials into `red[0]`, `all_reduce` sums `red` over the
     /// ranks, and they read that one value.
     Ranks {
-        f_sum: &'a CudaFunction,
+        k_sum: &'a Kernel<DistSumArgs<'static>>,
         red: &'a mut CudaSlice<f64>,
         all_reduce: &'a mut dyn FnMut(&mut CudaSlice<f64>) -> Result<()>,
     },
-}
-
-fn launch_err(k: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
-    move |e| Error::cuda(format!("{k} launch"), e)
 }
 
 impl<T: Scalar> CgIteration<T> {
@@ -172,11 +169,11 @@ impl<T: Scalar> CgIteration<T> {
             s0[S_DONE] = 1.0;
         }
         Ok(CgIteration {
-            f_dot: gpu.function::<T>(&KERNELS, "cg_dot_pq")?,
-            f_alpha: gpu.function::<T>(&KERNELS, "cg_alpha")?,
-            f_update: gpu.function::<T>(&KERNELS, "cg_update")?,
-            f_beta: gpu.function::<T>(&KERNELS, "cg_beta")?,
-            f_p: gpu.function::<T>(&KERNELS, "cg_p")?,
+            k_dot: gpu.kernel::<T, _>(&KERNELS, "cg_dot_pq")?,
+            k_alpha: gpu.kernel::<T, _>(&KERNELS, "cg_alpha")?,
+            k_update: gpu.kernel::<T, _>(&KERNELS, "cg_update")?,
+            k_beta: gpu.kernel::<T, _>(&KERNELS, "cg_beta")?,
+            k_p: gpu.kernel::<T, _>(&KERNELS, "cg_p")?,
             n_i: kernel_int(what, n)?,
             nb,
             x: gpu.alloc_zeros(n)?,
@@ -190,25 +187,25 @@ impl<T: Scalar> CgIteration<T> {
     /// length.
     fn reduced<'s>(
         &'s self,
-        stream: &CudaStream,
+        gpu: &Gpu,
         reduce: &'s mut Reduce<'_>,
     ) -> Result<(&'s CudaSlice<f64>, i32)> {
         match reduce {
             Reduce::Local => Ok((&self.part, self.nb as i32)),
             Reduce::Ranks {
-                f_sum,
+                k_sum,
                 red,
                 all_reduce,
             } => {
-                let (slot0, nb_i) = (0i32, self.nb as i32);
-                let mut l = stream.launch_builder(f_sum);
-                l.arg(&**red)
-                    .arg(&slot0)
-                    .arg(&self.part)
-                    .arg(&nb_i)
-                    .arg(&self.s);
-                // SAFETY: dist_sum's signature; `red` holds at least 1 value, `part` nb.
-                unsafe { l.launch(grid(1)) }.map_err(launch_err("dist_sum"))?;
+                let args = DistSumArgs {
+                    dst: DevMut::doubles(red),
+                    slot: 0,
+                    part: DevRef::doubles(&self.part),
+                    nb: self.nb as i32,
+                    s: DevRef::doubles(&self.s),
+                };
+                // SAFETY: `red` holds at least 1 value, `part` nb and `s` S_LEN.
+                unsafe { gpu.launch(k_sum, grid(1), &args) }?;
                 all_reduce(red)?;
                 Ok((&**red, 1))
             }
@@ -218,42 +215,59 @@ impl<T: Scalar> CgIteration<T> {
     /// One iteration after q = A p (p and q hold at least n values; p becomes r + βp).
     pub(crate) fn step(
         &self,
-        stream: &CudaStream,
+        gpu: &Gpu,
         p: &CudaSlice<T>,
         q: &CudaSlice<T>,
         reduce: &mut Reduce<'_>,
     ) -> Result<()> {
         let nb = self.nb;
-        let n_i = self.n_i;
-        // SAFETY (every launch below): the arguments match the kernel.cu signatures; x, r, p and
-        // q hold at least n elements, `part` nb, the reduced array its length and `s` S_LEN.
-        let mut l = stream.launch_builder(&self.f_dot);
-        l.arg(p).arg(q).arg(&n_i).arg(&self.part).arg(&self.s);
-        unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_dot_pq"))?;
+        let n = self.n_i;
+        // SAFETY (every launch below): x, r, p and q hold at least n elements, `part` nb, the
+        // reduced array its length and `s` S_LEN; the buffers written through a scratch pointer
+        // (x, r, p, `part`, `s`) are each lent once per launch.
+        let args = CgDotArgs {
+            p: DevRef::new(p),
+            q: DevRef::new(q),
+            n,
+            part: DevMut::doubles_scratch(&self.part),
+            s: DevRef::doubles(&self.s),
+        };
+        unsafe { gpu.launch(&self.k_dot, grid(nb), &args) }?;
         {
-            let (sum, len) = self.reduced(stream, reduce)?;
-            let mut l = stream.launch_builder(&self.f_alpha);
-            l.arg(&self.s).arg(sum).arg(&len);
-            unsafe { l.launch(grid(1)) }.map_err(launch_err("cg_alpha"))?;
+            let (sum, len) = self.reduced(gpu, reduce)?;
+            let args = PartialsArgs {
+                s: DevMut::doubles_scratch(&self.s),
+                part: DevRef::doubles(sum),
+                nb: len,
+            };
+            unsafe { gpu.launch(&self.k_alpha, grid(1), &args) }?;
         }
-        let mut l = stream.launch_builder(&self.f_update);
-        l.arg(&self.x)
-            .arg(&self.r)
-            .arg(p)
-            .arg(q)
-            .arg(&n_i)
-            .arg(&self.part)
-            .arg(&self.s);
-        unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_update"))?;
+        let args = CgUpdateArgs {
+            x: DevMut::scratch(&self.x),
+            r: DevMut::scratch(&self.r),
+            p: DevRef::new(p),
+            q: DevRef::new(q),
+            n,
+            part: DevMut::doubles_scratch(&self.part),
+            s: DevRef::doubles(&self.s),
+        };
+        unsafe { gpu.launch(&self.k_update, grid(nb), &args) }?;
         {
-            let (sum, len) = self.reduced(stream, reduce)?;
-            let mut l = stream.launch_builder(&self.f_beta);
-            l.arg(&self.s).arg(sum).arg(&len);
-            unsafe { l.launch(grid(1)) }.map_err(launch_err("cg_beta"))?;
+            let (sum, len) = self.reduced(gpu, reduce)?;
+            let args = PartialsArgs {
+                s: DevMut::doubles_scratch(&self.s),
+                part: DevRef::doubles(sum),
+                nb: len,
+            };
+            unsafe { gpu.launch(&self.k_beta, grid(1), &args) }?;
         }
-        let mut l = stream.launch_builder(&self.f_p);
-        l.arg(p).arg(&self.r).arg(&n_i).arg(&self.s);
-        unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_p"))?;
+        let args = CgPArgs {
+            p: DevMut::scratch(p),
+            r: DevRef::new(&self.r),
+            n,
+            s: DevRef::doubles(&self.s),
+        };
+        unsafe { gpu.launch(&self.k_p, grid(nb), &args) }?;
         Ok(())
     }
 }
@@ -271,7 +285,6 @@ fn cg_gpu<T: PrepareFor>(
     let p = gpu.upload(b)?;
     let mut q: CudaSlice<T> = gpu.alloc_zeros(n)?;
     gpu.synchronize()?;
-    let stream = gpu.stream();
     let driven = drive(
         gpu,
         &it.s,
@@ -280,7 +293,7 @@ fn cg_gpu<T: PrepareFor>(
         opts.graph,
         |_| {
             plan.apply_device(T::one(), &p, T::zero(), &mut q)?;
-            it.step(stream, &p, &q, &mut Reduce::Local)
+            it.step(gpu, &p, &q, &mut Reduce::Local)
         },
     )?;
     let mut xh = vec![T::zero(); n];

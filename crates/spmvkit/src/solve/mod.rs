@@ -21,12 +21,13 @@
 
 pub mod cg;
 pub mod check;
+pub(crate) mod kernels;
 pub mod pagerank;
 pub mod rows;
 
 use std::time::Instant;
 
-use cudarc::driver::{CudaSlice, LaunchConfig};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -39,18 +40,14 @@ pub use check::{
 pub use pagerank::{pagerank, pagerank_reference, PageRankGraph, PageRankOptions};
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{Gpu, Kernels, Shape};
 use crate::methods::Backend;
 use crate::scalar::Scalar;
 
-/// The solvers' vector kernels.
-pub const KERNELS: KernelSource = KernelSource {
-    name: "spmvkit-solve",
-    source: include_str!("kernel.cu"),
-};
+pub use kernels::KERNELS;
 
-/// The solvers' kernel sources, for the CI NVRTC check.
-pub fn kernel_sources() -> Vec<KernelSource> {
+/// The solvers' kernels with their entries, for the CI NVRTC check and `tests/kernel_args.rs`.
+pub fn kernel_sources() -> Vec<Kernels> {
     vec![KERNELS]
 }
 
@@ -182,12 +179,10 @@ pub(crate) fn grid_blocks(n: usize) -> usize {
     n.div_ceil(THREADS as usize * 8).clamp(1, MAX_BLOCKS)
 }
 
-pub(crate) fn grid(blocks: usize) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (blocks as u32, 1, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    }
+/// `blocks` CTAs of [`THREADS`] threads, no dynamic shared memory: the launch of every solver
+/// kernel.
+pub(crate) fn grid(blocks: usize) -> Shape {
+    Shape::ctas(blocks, THREADS)
 }
 
 pub(crate) fn check_options(o: &SolveOptions) -> Result<()> {

@@ -8,15 +8,16 @@
 //! method does the SpMV. On the GPU the two rank vectors alternate (iteration i reads buffer
 //! i mod 2), so a graph holds an even number of iterations.
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
+use super::kernels::{PartialsArgs, PrDanglingArgs, PrUpdateArgs};
 use super::{
     drive, grid, grid_blocks, initial_scalars, stop_of, SolveOptions, SolveReport, KERNELS, S_DONE,
     S_ITER, S_RES,
 };
 use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, Gpu};
+use crate::gpu::{kernel_int, DevMut, DevRef, Double, Gpu};
 use crate::matrix::Csr;
 use crate::methods::{Backend, Plan, PrepareFor};
 use crate::scalar::{Idx, Scalar};
@@ -195,17 +196,14 @@ fn pagerank_gpu<T: PrepareFor>(
     let mut bufs: [CudaSlice<T>; 2] = [gpu.upload(&start)?, gpu.upload(&start)?];
     let mut y: CudaSlice<T> = gpu.alloc_zeros(n)?;
     let dang: CudaSlice<Idx> = gpu.upload(dangling)?;
-    let f_dang = gpu.function::<T>(&KERNELS, "pr_dangling")?;
-    let f_mass = gpu.function::<T>(&KERNELS, "pr_mass")?;
-    let f_update = gpu.function::<T>(&KERNELS, "pr_update")?;
-    let f_check = gpu.function::<T>(&KERNELS, "pr_check")?;
+    let k_dang = gpu.kernel::<T, PrDanglingArgs<T>>(&KERNELS, "pr_dangling")?;
+    let k_mass = gpu.kernel::<T, PartialsArgs>(&KERNELS, "pr_mass")?;
+    let k_update = gpu.kernel::<T, PrUpdateArgs<T>>(&KERNELS, "pr_update")?;
+    let k_check = gpu.kernel::<T, PartialsArgs>(&KERNELS, "pr_check")?;
     gpu.synchronize()?;
     let (n_i, nb_i, nbd_i) = (kernel_int("pagerank: nodes", n)?, nb as i32, nbd as i32);
     let nd_i = kernel_int("pagerank: dangling nodes", dangling.len())?;
-    let damping = opts.damping;
-    let stream = gpu.stream();
-    let launch_err =
-        |k: &str, e: cudarc::driver::DriverError| Error::cuda(format!("{k} launch"), e);
+    let damping = Double(opts.damping);
     let driven = drive(gpu, &s, k, opts.solve.max_iter, opts.solve.graph, |i| {
         let (lo, hi) = bufs.split_at_mut(1);
         let (old, new) = if i % 2 == 0 {
@@ -214,28 +212,40 @@ fn pagerank_gpu<T: PrepareFor>(
             (&hi[0], &mut lo[0])
         };
         plan.apply_device(T::one(), old, T::zero(), &mut y)?;
-        // SAFETY (every launch below): the arguments match the kernel.cu signatures; vectors
-        // hold n elements, `dang` nd, `part` max(nb, nbd) and `s` S_LEN.
+        // SAFETY (every launch below): vectors hold n elements, `dang` nd indices < n, `part`
+        // max(nb, nbd) and `s` S_LEN; `part` and `s` are each lent once per launch.
         if !dangling.is_empty() {
-            let mut l = stream.launch_builder(&f_dang);
-            l.arg(old).arg(&dang).arg(&nd_i).arg(&part).arg(&s);
-            unsafe { l.launch(grid(nbd)) }.map_err(|e| launch_err("pr_dangling", e))?;
-            let mut l = stream.launch_builder(&f_mass);
-            l.arg(&s).arg(&part).arg(&nbd_i);
-            unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("pr_mass", e))?;
+            let args = PrDanglingArgs {
+                x: DevRef::new(old),
+                dang: DevRef::new(&dang),
+                nd: nd_i,
+                part: DevMut::doubles_scratch(&part),
+                s: DevRef::doubles(&s),
+            };
+            unsafe { gpu.launch(&k_dang, grid(nbd), &args) }?;
+            let args = PartialsArgs {
+                s: DevMut::doubles_scratch(&s),
+                part: DevRef::doubles(&part),
+                nb: nbd_i,
+            };
+            unsafe { gpu.launch(&k_mass, grid(1), &args) }?;
         }
-        let mut l = stream.launch_builder(&f_update);
-        l.arg(&y)
-            .arg(old)
-            .arg(new)
-            .arg(&n_i)
-            .arg(&damping)
-            .arg(&part)
-            .arg(&s);
-        unsafe { l.launch(grid(nb)) }.map_err(|e| launch_err("pr_update", e))?;
-        let mut l = stream.launch_builder(&f_check);
-        l.arg(&s).arg(&part).arg(&nb_i);
-        unsafe { l.launch(grid(1)) }.map_err(|e| launch_err("pr_check", e))?;
+        let args = PrUpdateArgs {
+            y: DevRef::new(&y),
+            xold: DevRef::new(old),
+            xnew: DevMut::new(new),
+            n: n_i,
+            damping,
+            part: DevMut::doubles_scratch(&part),
+            s: DevRef::doubles(&s),
+        };
+        unsafe { gpu.launch(&k_update, grid(nb), &args) }?;
+        let args = PartialsArgs {
+            s: DevMut::doubles_scratch(&s),
+            part: DevRef::doubles(&part),
+            nb: nb_i,
+        };
+        unsafe { gpu.launch(&k_check, grid(1), &args) }?;
         Ok(())
     })?;
     let iterations = driven.s[S_ITER] as usize;
