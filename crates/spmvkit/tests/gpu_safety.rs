@@ -171,7 +171,7 @@ fn cg_p(gpu: &Gpu, p: &mut CudaSlice<f32>, r: &CudaSlice<f32>, n: usize, beta: f
     s0[2] = beta;
     let s = gpu.upload(&s0).expect("scalars");
     let f = gpu
-        .function::<f32>(&spmvkit::solve::KERNELS, "cg_p")
+        .function::<f32>(&spmvkit::solve::KERNELS.source, "cg_p")
         .expect("cg_p");
     let cfg = LaunchConfig {
         grid_dim: (blocks as u32, 1, 1),

@@ -1,10 +1,12 @@
 //! CI NVRTC check (issue #3): every method room's kernel (`spmvkit::methods::kernel_sources()`),
-//! with the shared prelude and the launch layer's layout checks of its argument structs, compiles
-//! for sm_80 and sm_90 in f32 and f64. Needs only libnvrtc, no GPU: `.ci/nvrtc-check` installs the pinned NVRTC wheel and runs this with
+//! the runtime's (`spmvkit::gpu::internal_kernels()`) and the solvers'
+//! (`spmvkit::solve::kernel_sources()`), with the shared prelude and the launch layer's layout
+//! checks of its argument structs, compiles for sm_80 and sm_90 in f32 and f64. Needs only
+//! libnvrtc, no GPU: `.ci/nvrtc-check` installs the pinned NVRTC wheel and runs this with
 //! `SPMVKIT_REQUIRE_NVRTC=1`. Without libnvrtc the tests are skipped, and fail under that variable
 //! or `SPMVKIT_REQUIRE_GPU=1` (`spmvkit::testing`).
 
-use spmvkit::gpu::{compile_checked_ptx, compile_ptx, nvrtc_version, KernelSource, Kernels};
+use spmvkit::gpu::{compile_checked_ptx, compile_ptx, nvrtc_version, KernelSource};
 use spmvkit::testing::nvrtc_or_skip;
 use spmvkit::{Error, Precision};
 
@@ -18,11 +20,7 @@ fn every_kernel_compiles_for_sm80_and_sm90_in_both_precisions() {
     eprintln!("NVRTC version {:?}", nvrtc_version());
     let mut sources = spmvkit::methods::kernel_sources();
     sources.extend(spmvkit::gpu::internal_kernels());
-    sources.extend(
-        spmvkit::solve::kernel_sources()
-            .into_iter()
-            .map(Kernels::unchecked),
-    );
+    sources.extend(spmvkit::solve::kernel_sources());
     let mut failures = Vec::new();
     let mut compiled = 0;
     for k in &sources {

@@ -31,7 +31,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +46,7 @@ use crate::matrix::Csr;
 use crate::methods::{Backend, PrepareFor};
 use crate::scalar::{Idx, Scalar};
 use crate::solve::cg::{relative, CgIteration};
+use crate::solve::kernels::DistSumArgs;
 use crate::solve::pagerank::{PageRankIteration, RankVectors};
 pub use crate::solve::rows::{cg, pagerank, RowOperator};
 use crate::solve::rows::{cg_start, check_pagerank, local_dangling, note_breakdown};
@@ -146,8 +147,8 @@ impl<T: DistScalar> NcclRows<T> {
         let it = CgIteration::new(&gpu, b, bb, thresh, opts, "dist cg: rows")?;
         // p = b, in the operator's x
         self.op.set_x(b)?;
-        let driven = self.drive(&it.s, opts, 1, |stream, op, reduce| {
-            it.step(stream, op.x(), op.y(), reduce)
+        let driven = self.drive(&it.s, opts, 1, |gpu, op, reduce| {
+            it.step(gpu, op.x(), op.y(), reduce)
         })?;
         let mut xh = vec![T::zero(); n];
         gpu.download(&it.x, &mut xh)?;
@@ -187,8 +188,8 @@ impl<T: DistScalar> NcclRows<T> {
         let what = ["dist pagerank: rows", "dist pagerank: dangling nodes"];
         let it = PageRankIteration::new(&gpu, len, n, &mine, opts.damping, &s0, what)?;
         self.op.set_x(&start)?;
-        let driven = self.drive(&it.s, &opts.solve, 2, |stream, op, reduce| {
-            it.step(stream, op.y(), RankVectors::InPlace(op.x()), reduce)
+        let driven = self.drive(&it.s, &opts.solve, 2, |gpu, op, reduce| {
+            it.step(gpu, op.y(), RankVectors::InPlace(op.x()), reduce)
         })?;
         let mut x = vec![T::zero(); len];
         gpu.download(self.op.x(), &mut x)?;
@@ -211,13 +212,12 @@ impl<T: DistScalar> NcclRows<T> {
         s: &CudaSlice<f64>,
         opts: &SolveOptions,
         red_len: usize,
-        mut step: impl FnMut(&CudaStream, &DistOperator<T>, &mut Reduce<'_>) -> Result<()>,
+        mut step: impl FnMut(&Gpu, &DistOperator<T>, &mut Reduce<'_>) -> Result<()>,
     ) -> Result<Driven> {
         let gpu = self.op.gpu().clone();
         let mut red: CudaSlice<f64> = gpu.alloc_zeros(red_len)?;
-        let f_sum = gpu.function::<T>(&KERNELS, "dist_sum")?;
+        let k_sum = gpu.kernel::<T, DistSumArgs>(&KERNELS, "dist_sum")?;
         gpu.synchronize()?;
-        let stream = gpu.stream();
         self.spmv_s = 0.0;
         self.allreduce_s = 0.0;
         let (op, spmv_s, allreduce_s) = (&mut self.op, &mut self.spmv_s, &mut self.allreduce_s);
@@ -228,11 +228,11 @@ impl<T: DistScalar> NcclRows<T> {
             let op = &*op;
             let mut all_reduce = |red: &mut CudaSlice<f64>| all_reduce_device(op, red, allreduce_s);
             let mut reduce = Reduce::Ranks {
-                f_sum: &f_sum,
+                k_sum: &k_sum,
                 red: &mut red,
                 all_reduce: &mut all_reduce,
             };
-            step(stream, op, &mut reduce)
+            step(&gpu, op, &mut reduce)
         })
     }
 }

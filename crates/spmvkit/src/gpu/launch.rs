@@ -3,7 +3,10 @@
 //! - **One argument struct per entry.** Each entry point's arguments are one `#[repr(C)]` Rust
 //!   struct, declared with [`kernel_args!`](crate::kernel_args): device pointers are [`DevRef`]
 //!   (the kernel reads) and [`DevMut`] (the kernel writes), borrowed from the `CudaSlice`s for
-//!   the struct's lifetime; scalars are `i32`, `u32`, `u64` and the precision's `T` (`real_t`).
+//!   the struct's lifetime; scalars are `i32`, `u32`, `u64` and the precision's `T` (`real_t`),
+//!   and [`Double`], a C `double` in either precision (the solvers' device scalars: `Double`
+//!   fields, `DevRef<'a, Double>` and `DevMut<'a, Double>` over a `CudaSlice<f64>`). A struct
+//!   whose fields do not depend on the precision is declared without `T`.
 //!   The kernel receives it in one of two ways ([`Abi`]):
 //!   - [`Abi::Struct`], the rule: the kernel source declares the same `struct` and the entry
 //!     takes it by value (`extern "C" __global__ void k(const KArgs a)`) and reads `a.field`,
@@ -109,6 +112,47 @@ impl<'a, E> DevMut<'a, E> {
     }
 }
 
+/// A C `double` in every precision: a scalar field that is `double` in the kernel whatever
+/// `real_t` is (a plain `f64` field is the precision's `T`, `real_t`), and the element type of a
+/// [`DevRef`] or [`DevMut`] over a `CudaSlice<f64>` that the kernel declares `double*`
+/// ([`DevRef::doubles`], [`DevMut::doubles`], [`DevMut::doubles_scratch`]).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
+pub struct Double(pub f64);
+
+impl<'a> DevRef<'a, Double> {
+    /// The address of `s`'s first element, which the kernel reads as `const double*` in either
+    /// precision.
+    pub fn doubles(s: &'a CudaSlice<f64>) -> Self {
+        DevRef {
+            addr: address(s),
+            _slice: PhantomData,
+        }
+    }
+}
+
+impl<'a> DevMut<'a, Double> {
+    /// The address of `s`'s first element, which the kernel writes as `double*` in either
+    /// precision, borrowed exclusively.
+    pub fn doubles(s: &'a mut CudaSlice<f64>) -> Self {
+        DevMut {
+            addr: address(s),
+            _slice: PhantomData,
+        }
+    }
+
+    /// As [`DevMut::scratch`], for a working buffer of doubles (a solver's scalars and partial
+    /// sums).
+    pub fn doubles_scratch(s: &'a CudaSlice<f64>) -> Self {
+        DevMut {
+            addr: address(s),
+            _slice: PhantomData,
+        }
+    }
+}
+
+// SAFETY: an f64 (repr(transparent)), passed as a `double` parameter or struct member.
+unsafe impl cudarc::driver::DeviceRepr for Double {}
 // SAFETY: a device address (u64, repr(transparent)), passed as a pointer parameter.
 unsafe impl<E> cudarc::driver::DeviceRepr for DevRef<'_, E> {}
 // SAFETY: as for DevRef.
@@ -133,6 +177,8 @@ pub enum FieldKind {
     U64,
     /// `real_t` (Rust `T`: `f32` or `f64`).
     Real,
+    /// `double` in both precisions (Rust [`Double`]).
+    Double,
     /// A pointer: `const E*` ([`DevRef`]) or `E*` ([`DevMut`]).
     Ptr {
         /// The element type.
@@ -156,6 +202,8 @@ pub enum Elem {
     U64,
     /// `real_t`.
     Real,
+    /// `double` in both precisions ([`Double`]).
+    Double,
 }
 
 /// A type that may stand behind a [`DevRef`] or [`DevMut`].
@@ -179,14 +227,45 @@ impl KernelElem for u64 {
 impl<T: Scalar> KernelElem for T {
     const ELEM: Elem = Elem::Real;
 }
+impl KernelElem for Double {
+    const ELEM: Elem = Elem::Double;
+}
 
 /// A type that may be a field of an argument struct.
-pub trait KernelField {
+pub trait KernelField: cudarc::driver::DeviceRepr + Sized {
     /// Its C type.
     const KIND: FieldKind;
     /// Its layout when it is itself an argument struct.
     fn nested() -> Option<ArgsLayout> {
         None
+    }
+    /// Its layout when it is a group of fields that the C side writes out in place
+    /// (`kernel_args! { flat struct .. }`): the fields stand in the outer struct or parameter
+    /// list one by one, at the group's offset plus their own.
+    fn flat() -> Option<ArgsLayout> {
+        None
+    }
+    /// Pushes it as kernel parameters: itself, or a group's fields one by one.
+    fn push_param<'b>(&'b self, b: &mut LaunchArgs<'b>) {
+        use cudarc::driver::PushKernelArg;
+        b.arg(self);
+    }
+}
+
+/// Appends the field `name` of type `F` at `offset` to `fields`, or a flat group's fields.
+#[doc(hidden)]
+pub fn push_field<F: KernelField>(fields: &mut Vec<ArgField>, name: &'static str, offset: usize) {
+    match F::flat() {
+        Some(group) => fields.extend(group.fields.into_iter().map(|f| ArgField {
+            offset: offset + f.offset,
+            ..f
+        })),
+        None => fields.push(ArgField {
+            name,
+            offset,
+            kind: F::KIND,
+            nested: F::nested().map(Box::new),
+        }),
     }
 }
 
@@ -201,6 +280,9 @@ impl KernelField for u64 {
 }
 impl<T: Scalar> KernelField for T {
     const KIND: FieldKind = FieldKind::Real;
+}
+impl KernelField for Double {
+    const KIND: FieldKind = FieldKind::Double;
 }
 impl<E: KernelElem> KernelField for DevRef<'_, E> {
     const KIND: FieldKind = FieldKind::Ptr {
@@ -339,6 +421,21 @@ impl Kernels {
 /// `Name::params_entry("entry_name")` ([`Abi::Params`]: the entry's parameters are the fields)
 /// for the room's [`Kernels`] list.
 ///
+/// A field may itself be such a struct. Declared `struct`, it is a C struct nested by value (the
+/// prelude's `CsrArgs` in csr-light's arguments). Declared `flat struct`, it is a group of fields
+/// that several structs share (the SpMV operands, `methods::common::gpu::Axpby`): the C side
+/// writes its fields out in place, in the struct or the parameter list, and the layout checks see
+/// them one by one at their true offsets (a group whose `repr(C)` padding differs from the
+/// fields written out fails those checks).
+///
+/// A field may carry a visibility (`pub(crate) n: i32`), for a struct filled in by another
+/// module than the one declaring it.
+///
+/// A struct none of whose fields depends on the precision is declared without `T`
+/// (`struct Name<'a> { .. }`, such as a solver's kernels over its device scalars, all
+/// [`Double`]): it has the same layout in both precisions, and the kernel's source is still
+/// compiled and checked in each.
+///
 /// ```ignore
 /// spmvkit::kernel_args! {
 ///     /// `csr_scalar`'s arguments.
@@ -354,59 +451,102 @@ impl Kernels {
 macro_rules! kernel_args {
     (
         $(#[$meta:meta])*
-        $vis:vis struct $name:ident<$a:lifetime, $t:ident> {
-            $( $(#[$fmeta:meta])* $field:ident : $ty:ty ),* $(,)?
+        $vis:vis struct $name:ident<$a:lifetime, $t:ident> { $($body:tt)* }
+    ) => {
+        $crate::kernel_args!(@decl nested;
+            [$a, $t: $crate::Scalar] [$a, $t] ['static, f32] ['static, f64];
+            $(#[$meta])* $vis struct $name { $($body)* });
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis flat struct $name:ident<$a:lifetime, $t:ident> { $($body:tt)* }
+    ) => {
+        $crate::kernel_args!(@decl flat;
+            [$a, $t: $crate::Scalar] [$a, $t] ['static, f32] ['static, f64];
+            $(#[$meta])* $vis struct $name { $($body)* });
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident<$a:lifetime> { $($body:tt)* }
+    ) => {
+        $crate::kernel_args!(@decl nested;
+            [$a] [$a] ['static] ['static];
+            $(#[$meta])* $vis struct $name { $($body)* });
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis flat struct $name:ident<$a:lifetime> { $($body:tt)* }
+    ) => {
+        $crate::kernel_args!(@decl flat;
+            [$a] [$a] ['static] ['static];
+            $(#[$meta])* $vis struct $name { $($body)* });
+    };
+    (@as nested) => {
+        fn nested() -> Option<$crate::gpu::launch::ArgsLayout> {
+            Some(<Self as $crate::gpu::launch::KernelArgs>::layout())
+        }
+    };
+    (@as flat) => {
+        fn flat() -> Option<$crate::gpu::launch::ArgsLayout> {
+            Some(<Self as $crate::gpu::launch::KernelArgs>::layout())
+        }
+        fn push_param<'b>(&'b self, b: &mut $crate::gpu::launch::__macro::LaunchArgs<'b>) {
+            $crate::gpu::launch::KernelArgs::push_params(self, b);
+        }
+    };
+    (
+        @decl $how:ident;
+        [$($gp:tt)*] [$($ga:tt)*] [$($g32:tt)*] [$($g64:tt)*];
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $( $(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty ),* $(,)?
         }
     ) => {
         $(#[$meta])*
         #[repr(C)]
         #[allow(dead_code)]
-        $vis struct $name<$a, $t: $crate::Scalar> {
-            $( $(#[$fmeta])* $field: $ty ),*
+        $vis struct $name<$($gp)*> {
+            $( $(#[$fmeta])* $fvis $field: $ty ),*
         }
 
         // SAFETY: repr(C); every field is a KernelField (checked by the bound below), listed in
         // order with its offset_of!.
-        unsafe impl<$a, $t: $crate::Scalar> $crate::gpu::launch::KernelArgs for $name<$a, $t> {
+        unsafe impl<$($gp)*> $crate::gpu::launch::KernelArgs for $name<$($ga)*> {
             const NAME: &'static str = stringify!($name);
             fn layout() -> $crate::gpu::launch::ArgsLayout {
                 $crate::gpu::launch::ArgsLayout {
                     name: stringify!($name),
                     size: ::std::mem::size_of::<Self>(),
                     align: ::std::mem::align_of::<Self>(),
-                    fields: vec![$(
-                        $crate::gpu::launch::ArgField {
-                            name: stringify!($field),
-                            offset: ::std::mem::offset_of!(Self, $field),
-                            kind: <$ty as $crate::gpu::launch::KernelField>::KIND,
-                            nested: <$ty as $crate::gpu::launch::KernelField>::nested()
-                                .map(Box::new),
-                        }
-                    ),*],
+                    fields: {
+                        let mut fields = Vec::new();
+                        $(
+                            $crate::gpu::launch::push_field::<$ty>(
+                                &mut fields,
+                                stringify!($field),
+                                ::std::mem::offset_of!(Self, $field),
+                            );
+                        )*
+                        fields
+                    },
                 }
             }
             fn push_params<'b>(&'b self, b: &mut $crate::gpu::launch::__macro::LaunchArgs<'b>) {
-                use $crate::gpu::launch::__macro::PushKernelArg;
-                $( b.arg(&self.$field); )*
+                $( $crate::gpu::launch::KernelField::push_param(&self.$field, b); )*
             }
         }
 
-        impl<$a, $t: $crate::Scalar> $crate::gpu::launch::KernelField for $name<$a, $t> {
+        impl<$($gp)*> $crate::gpu::launch::KernelField for $name<$($ga)*> {
             const KIND: $crate::gpu::launch::FieldKind =
                 $crate::gpu::launch::FieldKind::Struct(stringify!($name));
-            fn nested() -> Option<$crate::gpu::launch::ArgsLayout> {
-                Some(<Self as $crate::gpu::launch::KernelArgs>::layout())
-            }
+            $crate::kernel_args!(@as $how);
         }
 
         // SAFETY: a repr(C) struct of device addresses and plain scalars, read by the driver
         // as the kernel's one by-value parameter (its size checked against the kernel's struct).
-        unsafe impl<$a, $t: $crate::Scalar> $crate::gpu::launch::__macro::DeviceRepr
-            for $name<$a, $t>
-        {
-        }
+        unsafe impl<$($gp)*> $crate::gpu::launch::__macro::DeviceRepr for $name<$($ga)*> {}
 
-        impl $name<'static, f64> {
+        impl $name<$($g64)*> {
             /// The entry `name` taking this struct by value, for the room's `Kernels` list.
             #[allow(dead_code)]
             pub const fn entry(name: &'static str) -> $crate::gpu::launch::Entry {
@@ -429,8 +569,8 @@ macro_rules! kernel_args {
                     args: $crate::gpu::launch::ArgsDecl {
                         name: stringify!($name),
                         layout: $crate::gpu::launch::layout_by_precision::<
-                            $name<'static, f32>,
-                            $name<'static, f64>,
+                            $name<$($g32)*>,
+                            $name<$($g64)*>,
                         >,
                     },
                     abi,
@@ -731,6 +871,7 @@ fn type_test(ty: &str, kind: FieldKind) -> (String, &'static str) {
             "unsigned long long",
         ),
         FieldKind::Real => (format!("spmvkit_args::same<{ty}, real_t>::value"), "real_t"),
+        FieldKind::Double => (format!("spmvkit_args::same<{ty}, double>::value"), "double"),
         FieldKind::Struct(name) => (format!("spmvkit_args::same<{ty}, {name}>::value"), name),
         FieldKind::Ptr { elem, writable } => {
             let p = format!("spmvkit_args::ptr<{ty}>");
@@ -746,6 +887,8 @@ fn type_test(ty: &str, kind: FieldKind) -> (String, &'static str) {
                 (Elem::U64, true) => ("same<PE, unsigned long long>::value", "unsigned long long*"),
                 (Elem::Real, false) => ("same<PE, real_t>::value", "const real_t*"),
                 (Elem::Real, true) => ("same<PE, real_t>::value", "real_t*"),
+                (Elem::Double, false) => ("same<PE, double>::value", "const double*"),
+                (Elem::Double, true) => ("same<PE, double>::value", "double*"),
             };
             let elem_test = format!(
                 "spmvkit_args::{}",
@@ -778,6 +921,31 @@ mod tests {
             meta: DevRef<'a, u64>,
             y: DevMut<'a, T>,
         }
+    }
+
+    crate::kernel_args! {
+        /// A flat group: written out in place.
+        flat struct TestTail<'a, T> {
+            y: DevMut<'a, T>,
+            alpha: T,
+        }
+    }
+
+    crate::kernel_args! {
+        /// A struct ending with the flat group.
+        struct TestOuter<'a, T> {
+            n: i32,
+            tail: TestTail<'a, T>,
+        }
+    }
+
+    #[test]
+    fn flat_groups_stand_in_place() {
+        let l = <TestOuter<'static, f32> as KernelArgs>::layout();
+        let fields: Vec<(&str, usize)> = l.fields.iter().map(|f| (f.name, f.offset)).collect();
+        assert_eq!(fields, [("n", 0), ("y", 8), ("alpha", 16)]);
+        assert!(l.fields.iter().all(|f| f.nested.is_none()));
+        assert_eq!((l.size, l.align), (24, 8));
     }
 
     const TEST_KERNELS: Kernels = Kernels {
@@ -947,6 +1115,127 @@ extern \"C\" __global__ void k3(int n, const int* __restrict__ rows, unsigned fl
             ),
         ] {
             match super::super::compile_checked_ptx(&test_source(edit), Precision::F64, "sm_90") {
+                Err(Error::Nvrtc { log, .. }) => assert!(log.contains(want), "{edit:?}: {log}"),
+                other => panic!("{edit:?}: expected an NVRTC error, got {other:?}"),
+            }
+        }
+    }
+
+    crate::kernel_args! {
+        /// A struct without `T`: C doubles in both precisions.
+        struct TestDoubles<'a> {
+            s: DevMut<'a, Double>,
+            part: DevRef<'a, Double>,
+            scale: Double,
+            nb: i32,
+        }
+    }
+
+    const TEST_DOUBLE_KERNELS: Kernels = Kernels {
+        source: KernelSource {
+            name: "test-doubles",
+            source: "",
+        },
+        entries: &[TestDoubles::entry("d1"), TestDoubles::params_entry("d2")],
+    };
+
+    #[test]
+    fn doubles_are_double_in_both_precisions() {
+        for p in Precision::ALL {
+            let l = (TEST_DOUBLE_KERNELS.entries[0].args.layout)(p);
+            assert_eq!(l, <TestDoubles<'static> as KernelArgs>::layout());
+            let fields: Vec<(&str, usize, FieldKind)> = l
+                .fields
+                .iter()
+                .map(|f| (f.name, f.offset, f.kind))
+                .collect();
+            assert_eq!(
+                fields,
+                [
+                    (
+                        "s",
+                        0,
+                        FieldKind::Ptr {
+                            elem: Elem::Double,
+                            writable: true
+                        }
+                    ),
+                    (
+                        "part",
+                        8,
+                        FieldKind::Ptr {
+                            elem: Elem::Double,
+                            writable: false
+                        }
+                    ),
+                    ("scale", 16, FieldKind::Double),
+                    ("nb", 24, FieldKind::Int),
+                ]
+            );
+            assert_eq!((l.size, l.align), (32, 8));
+            let c = layout_checks(&TEST_DOUBLE_KERNELS, p);
+            for line in [
+                "static_assert(spmvkit_args::same<decltype(TestDoubles::scale), double>::value, \"TestDoubles.scale: the Rust struct has double here\");",
+                "static_assert(spmvkit_args::ptr<decltype(TestDoubles::part)>::is && spmvkit_args::ptr<decltype(TestDoubles::part)>::writable == 0 && spmvkit_args::same<spmvkit_args::ptr<decltype(TestDoubles::part)>::elem, double>::value, \"TestDoubles.part: the Rust struct has const double* here\");",
+                "static_assert(spmvkit_args::ptr<spmvkit_args::param<0, decltype(d2)>::type>::is && spmvkit_args::ptr<spmvkit_args::param<0, decltype(d2)>::type>::writable == 1 && spmvkit_args::same<spmvkit_args::ptr<spmvkit_args::param<0, decltype(d2)>::type>::elem, double>::value, \"entry d2, parameter 0 (TestDoubles.s): the Rust struct has double* here\");",
+            ] {
+                assert!(c.lines().any(|l| l == line), "{p}: missing: {line}\n{c}");
+            }
+        }
+    }
+
+    #[test]
+    fn nvrtc_refuses_real_t_where_rust_has_double() {
+        if !crate::testing::nvrtc_or_skip("nvrtc_refuses_real_t_where_rust_has_double") {
+            return;
+        }
+        const GOOD: &str =
+            "struct TestDoubles { double* s; const double* part; double scale; int nb; };
+extern \"C\" __global__ void d1(const TestDoubles a) { a.s[0] = a.part[0] * a.scale; }
+extern \"C\" __global__ void d2(double* __restrict__ s, const double* __restrict__ part,
+    double scale, int nb) { s[0] = part[nb] * scale; }
+";
+        let with = |edit: (&str, &str)| {
+            let source = GOOD.replacen(edit.0, edit.1, 1);
+            assert!(
+                edit.0.is_empty() || source != GOOD,
+                "{edit:?} changes nothing"
+            );
+            Kernels {
+                source: KernelSource {
+                    name: "doubles-test",
+                    source: Box::leak(source.into_boxed_str()),
+                },
+                entries: TEST_DOUBLE_KERNELS.entries,
+            }
+        };
+        for p in Precision::ALL {
+            super::super::compile_checked_ptx(&with(("", "")), p, "sm_90")
+                .unwrap_or_else(|e| panic!("{p}: {e}"));
+        }
+        // real_t is double in f64, so the slips show in f32
+        for (edit, want) in [
+            (
+                ("double scale; int nb; };", "real_t scale; int nb; };"),
+                "TestDoubles.scale: the Rust struct has double here",
+            ),
+            (
+                ("const double* part;", "const real_t* part;"),
+                "TestDoubles.part: the Rust struct has const double*",
+            ),
+            (
+                ("double scale, int nb)", "real_t scale, int nb)"),
+                "entry d2, parameter 2 (TestDoubles.scale)",
+            ),
+            (
+                (
+                    "void d2(double* __restrict__ s,",
+                    "void d2(real_t* __restrict__ s,",
+                ),
+                "entry d2, parameter 0 (TestDoubles.s)",
+            ),
+        ] {
+            match super::super::compile_checked_ptx(&with(edit), Precision::F32, "sm_90") {
                 Err(Error::Nvrtc { log, .. }) => assert!(log.contains(want), "{edit:?}: {log}"),
                 other => panic!("{edit:?}: expected an NVRTC error, got {other:?}"),
             }

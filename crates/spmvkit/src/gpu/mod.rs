@@ -44,7 +44,7 @@ use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream};
 
 pub use launch::{
-    Abi, ByMode, DevMut, DevRef, Entry, Kernel, KernelArgs, Kernels, LaunchMode, Shape,
+    Abi, ByMode, DevMut, DevRef, Double, Entry, Kernel, KernelArgs, Kernels, LaunchMode, Shape,
 };
 pub use memory::{PinnedBuffer, PinnedSource};
 pub use nvrtc::{compile_checked_ptx, compile_ptx, nvrtc_present, nvrtc_version, PRELUDE};

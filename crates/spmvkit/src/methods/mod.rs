@@ -8,31 +8,11 @@
 //! defaults, overridable as `key=value`; each room declares its own once, as a typed struct from
 //! which the list, the parsing and the check of each value are derived (`params.rs`).
 
-pub mod amf_csr;
-pub mod auto;
-pub mod cb_spmv;
 mod common;
-pub mod csc;
-pub mod csr;
-pub mod csr5;
-pub mod csr_light;
-pub mod csr_overlap;
-pub mod csr_packed;
-pub mod csr_scalar;
-pub mod csr_vector;
-pub mod cusparse;
-pub mod cusparse_bsr;
-pub mod dasp;
-pub mod fastload;
-pub mod hbp;
-pub mod merge;
 mod params;
-pub mod pbc;
 mod plan;
-pub mod teb;
 #[cfg(test)]
 pub(crate) mod testmats;
-pub mod tilespmv;
 
 use std::time::Duration;
 
@@ -199,7 +179,14 @@ impl<T: Scalar> dyn DeviceLayout<T> + '_ {
 
 /// A method written once for both precisions.
 pub trait GenericMethod: Send + Sync + 'static {
-    fn info(&self) -> MethodInfo;
+    /// What the method is (the same for both precisions).
+    const INFO: MethodInfo;
+
+    /// [`GenericMethod::INFO`], for callers holding the method.
+    fn info(&self) -> MethodInfo {
+        Self::INFO
+    }
+
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>>;
 }
 
@@ -212,7 +199,7 @@ pub trait Method: Send + Sync + 'static {
 
 impl<M: GenericMethod> Method for M {
     fn info(&self) -> MethodInfo {
-        GenericMethod::info(self)
+        M::INFO
     }
     fn prepare_f32(&self, csr: &Csr<f32>, params: &Params) -> Result<Box<dyn Layout<f32>>> {
         GenericMethod::prepare(self, csr, params)
@@ -230,86 +217,72 @@ pub trait PrepareFor: Scalar {
         params: &Params,
     ) -> Result<Box<dyn Layout<Self>>>;
 }
-impl PrepareFor for f32 {
-    fn prepare_with(
-        m: &dyn Method,
-        csr: &Csr<f32>,
-        params: &Params,
-    ) -> Result<Box<dyn Layout<f32>>> {
-        m.prepare_f32(csr, params)
-    }
+
+/// `PrepareFor` for each precision, by the [`Method`] entry that takes it.
+macro_rules! prepare_for {
+    ($($t:ty => $entry:ident),*) => {$(
+        impl PrepareFor for $t {
+            fn prepare_with(
+                m: &dyn Method,
+                csr: &Csr<$t>,
+                params: &Params,
+            ) -> Result<Box<dyn Layout<$t>>> {
+                m.$entry(csr, params)
+            }
+        }
+    )*};
 }
-impl PrepareFor for f64 {
-    fn prepare_with(
-        m: &dyn Method,
-        csr: &Csr<f64>,
-        params: &Params,
-    ) -> Result<Box<dyn Layout<f64>>> {
-        m.prepare_f64(csr, params)
-    }
+prepare_for!(f32 => prepare_f32, f64 => prepare_f64);
+
+/// The rooms, one line each: `room: Method, ...;` for a room without a kernel of its own,
+/// `room + KERNEL: Method, ...;` for one whose `KERNEL` ([`crate::gpu::Kernels`]) CI compiles.
+/// The line declares the room's module, lists its `KERNEL` in [`kernel_sources`] and its
+/// methods in the [`registry`]; the lines' order is the listing order (`spmv methods`,
+/// `--methods all`).
+macro_rules! rooms {
+    ($($room:ident $(+ $kernel:ident)?: $($method:ident),+;)*) => {
+        $(pub mod $room;)*
+
+        /// Every method's kernel source with its entries' argument structs, for the NVRTC compile
+        /// check in CI (which compiles them with the launch layer's layout checks).
+        pub fn kernel_sources() -> Vec<crate::gpu::Kernels> {
+            vec![$($($room::$kernel,)?)*]
+        }
+
+        /// Every registered method, in listing order.
+        pub fn registry() -> &'static [&'static dyn Method] {
+            static REGISTRY: &[&dyn Method] = &[$($(&$room::$method,)+)*];
+            REGISTRY
+        }
+    };
 }
 
-/// Every method's kernel source with its entries' argument structs, for the NVRTC compile check
-/// in CI (which compiles them with the launch layer's layout checks).
-pub fn kernel_sources() -> Vec<crate::gpu::Kernels> {
-    vec![
-        csr_vector::KERNEL,
-        csr_light::KERNEL,
-        merge::KERNEL,
-        csr_scalar::KERNEL,
-        csc::KERNEL,
-        fastload::KERNEL,
-        cb_spmv::KERNEL,
-        csr_overlap::KERNEL,
-        teb::KERNEL,
-        amf_csr::KERNEL,
-        pbc::KERNEL,
-        csr5::KERNEL,
-        dasp::KERNEL,
-        tilespmv::KERNEL,
-        hbp::KERNEL,
-        csr_packed::KERNEL,
-    ]
-}
-
-/// Every registered method, in listing order.
-pub fn registry() -> &'static [&'static dyn Method] {
-    static REGISTRY: &[&dyn Method] = &[
-        // CPU production path
-        &csr::CsrRayon,
-        // baselines (issue #3)
-        &csr_scalar::CsrScalar,
-        &csr_vector::CsrVector,
-        &csr_light::CsrLight,
-        &merge::Merge,
-        &csc::CscAtomic,
-        &cusparse::CusparseAlg1,
-        &cusparse::CusparseAlg2,
-        &cusparse::CusparseAuto,
-        &cusparse::CusparseE2e,
-        // peer baselines the papers compare against (issue #10)
-        &csr5::Csr5,
-        &dasp::Dasp,
-        &tilespmv::TileSpmv,
-        &cusparse_bsr::CusparseBsr,
-        // the papers' methods
-        &csr_overlap::CsrOverlap,
-        &csr_overlap::CsrFullOverlap,
-        &teb::Teb,
-        &teb::TebVector,
-        &pbc::Pbc,
-        &amf_csr::AmfCsr,
-        &cb_spmv::CbSpmv,
-        &hbp::Hbp,
-        &hbp::HbpPaper,
-        &hbp::Plain2d,
-        &fastload::FastLoad,
-        &fastload::FastLoadAtomic,
-        // beyond the papers
-        &csr_packed::CsrPacked,
-        &auto::Auto,
-    ];
-    REGISTRY
+rooms! {
+    // CPU production path
+    csr: CsrRayon;
+    // baselines (issue #3)
+    csr_scalar + KERNEL: CsrScalar;
+    csr_vector + KERNEL: CsrVector;
+    csr_light + KERNEL: CsrLight;
+    merge + KERNEL: Merge;
+    csc + KERNEL: CscAtomic;
+    cusparse: CusparseAlg1, CusparseAlg2, CusparseAuto, CusparseE2e;
+    // peer baselines the papers compare against (issue #10)
+    csr5 + KERNEL: Csr5;
+    dasp + KERNEL: Dasp;
+    tilespmv + KERNEL: TileSpmv;
+    cusparse_bsr: CusparseBsr;
+    // the papers' methods
+    csr_overlap + KERNEL: CsrOverlap, CsrFullOverlap;
+    teb + KERNEL: Teb, TebVector;
+    pbc + KERNEL: Pbc;
+    amf_csr + KERNEL: AmfCsr;
+    cb_spmv + KERNEL: CbSpmv;
+    hbp + KERNEL: Hbp, HbpPaper, Plain2d;
+    fastload + KERNEL: FastLoad, FastLoadAtomic;
+    // beyond the papers
+    csr_packed + KERNEL: CsrPacked;
+    auto: Auto;
 }
 
 /// Names of all registered methods.

@@ -152,6 +152,26 @@ pub(crate) fn matrix_a() -> Csr<f64> {
     Csr::new(8, 8, rp, ci, v).unwrap()
 }
 
+/// The 3×3 worked example of the small rooms, exactly: [1 0 2; 0 0 0; 3 4 5] · [1, 2, 3] =
+/// [7, 0, 26], so y = 2·Ax + 0.5·[2, 4, 6] = [15, 2, 55]; with β = 0 the y of NaN is not read.
+pub(crate) fn check_small_worked_example<M: GenericMethod>(m: &M) {
+    let a = Csr::<f64>::new(
+        3,
+        3,
+        vec![0, 2, 2, 5],
+        vec![0, 2, 0, 1, 2],
+        vec![1.0, 2.0, 3.0, 4.0, 5.0],
+    )
+    .expect("3x3");
+    let l = m.prepare(&a, &Params::new()).expect("prepare");
+    let mut y = [2.0, 4.0, 6.0];
+    l.run_cpu(2.0, &[1.0, 2.0, 3.0], 0.5, &mut y).expect("run");
+    assert_eq!(y, [15.0, 2.0, 55.0]);
+    let mut y = [f64::NAN; 3];
+    l.run_cpu(1.0, &[1.0, 2.0, 3.0], 0.0, &mut y).expect("run");
+    assert_eq!(y, [7.0, 0.0, 26.0]);
+}
+
 /// x and y for a matrix: values in [-1, 1), reproducible.
 pub(crate) fn vectors<T: Scalar>(nrows: usize, ncols: usize, seed: u64) -> (Vec<T>, Vec<T>) {
     let mut g = Lcg::new(seed);
@@ -204,8 +224,20 @@ pub(crate) fn check_method<M: GenericMethod>(m: &M, params: &Params) {
 
 /// Checks a method over the shared edge-case corpus (`gen::corpus::edge_cases`) in f32 and f64.
 pub(crate) fn check_method_on_corpus<M: GenericMethod>(m: &M, params: &Params) {
+    check_method_on_corpus_where(m, params, |_| true);
+}
+
+/// [`check_method_on_corpus`] on the corpus matrices `keep` accepts.
+pub(crate) fn check_method_on_corpus_where<M: GenericMethod>(
+    m: &M,
+    params: &Params,
+    keep: impl Fn(&Csr<f64>) -> bool,
+) {
     let name = m.info().name;
     for (case, a) in crate::gen::corpus::edge_cases() {
+        if !keep(&a) {
+            continue;
+        }
         let what = format!("{name} [{}] on corpus {case}", params_text(params));
         let l = m.prepare(&a, params).expect("prepare f64");
         check_layout(&what, &a, l.as_ref());
@@ -213,6 +245,36 @@ pub(crate) fn check_method_on_corpus<M: GenericMethod>(m: &M, params: &Params) {
         let l = m.prepare(&a32, params).expect("prepare f32");
         check_layout(&what, &a32, l.as_ref());
     }
+}
+
+/// `Params` from `key=value` items (test input: a bad item panics).
+pub(crate) fn params(items: &[&str]) -> Params {
+    Params::parse(items.iter().copied()).unwrap_or_else(|e| panic!("params {items:?}: {e}"))
+}
+
+/// The suite's matrix called `name`.
+pub(crate) fn suite_case(name: &str) -> Csr<f64> {
+    suite()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("no suite matrix {name}"))
+        .1
+}
+
+/// Prepares the method with `params` on every suite matrix and runs each layout twice
+/// ([`assert_repeatable`]).
+pub(crate) fn check_repeatable<M: GenericMethod>(m: &M, params: &Params) {
+    for (_, a) in suite() {
+        let l = m.prepare(&a, params).expect("prepare");
+        assert_repeatable(&a, l.as_ref());
+    }
+}
+
+/// Asserts that the method refuses to prepare the 4×4 identity with `bad`, naming it on a
+/// failure.
+pub(crate) fn assert_rejects<M: GenericMethod>(m: &M, bad: &[&str]) {
+    let a = Csr::<f64>::identity(4).expect("identity");
+    assert!(m.prepare(&a, &params(bad)).is_err(), "{bad:?}");
 }
 
 /// Runs a layout twice on the same input and asserts bitwise identical results.
@@ -227,6 +289,87 @@ pub(crate) fn assert_repeatable<T: Scalar>(a: &Csr<T>, layout: &dyn Layout<T>) {
         .zip(&y2)
         .all(|(a, b)| a.to_bits_u64() == b.to_bits_u64()));
 }
+
+/// The tests every room writes alike, generated: `kernel_args_match_the_kernel`
+/// ([`check_kernel_args`]) and, for each section given, `matches_oracle_on_suite`
+/// ([`check_method`] with each parameter set), `matches_oracle_on_corpus`
+/// ([`check_method_on_corpus`]), `gpu_matches_the_mirror` ([`check_gpu_against_mirror`]),
+/// `repeatable` ([`check_repeatable`] with one set) and `rejects_bad_params` ([`assert_rejects`]
+/// with each set). A parameter set is a list of `key=value` items; the sections keep this order:
+///
+/// ```ignore
+/// crate::methods::testmats::room_tests! {
+///     method: Merge,
+///     kernel: KERNEL,
+///     oracle: [[], ["threads=32", "items=1"]],
+///     corpus: [[]],
+///     gpu: [[]],
+///     repeatable: [],
+///     rejects: [["items=0"], ["threads=1024", "items=8"]],
+/// }
+/// ```
+macro_rules! room_tests {
+    (
+        method: $m:expr
+        $(, kernel: $k:expr)?
+        $(, oracle: [$([$($op:literal),*]),* $(,)?])?
+        $(, corpus: [$([$($cp:literal),*]),* $(,)?])?
+        $(, gpu: [$([$($gp:literal),*]),* $(,)?])?
+        $(, repeatable: [$($rp:literal),*])?
+        $(, rejects: [$([$($bad:literal),*]),* $(,)?])?
+        $(,)?
+    ) => {
+        $(
+            #[test]
+            fn kernel_args_match_the_kernel() {
+                $crate::methods::testmats::check_kernel_args(&$k);
+            }
+        )?
+        $(
+            #[test]
+            fn matches_oracle_on_suite() {
+                $($crate::methods::testmats::check_method(
+                    &$m,
+                    &$crate::methods::testmats::params(&[$($op),*]),
+                );)*
+            }
+        )?
+        $(
+            #[test]
+            fn matches_oracle_on_corpus() {
+                $($crate::methods::testmats::check_method_on_corpus(
+                    &$m,
+                    &$crate::methods::testmats::params(&[$($cp),*]),
+                );)*
+            }
+        )?
+        $(
+            #[test]
+            fn gpu_matches_the_mirror() {
+                $($crate::methods::testmats::check_gpu_against_mirror(
+                    &$m,
+                    &$crate::methods::testmats::params(&[$($gp),*]),
+                );)*
+            }
+        )?
+        $(
+            #[test]
+            fn repeatable() {
+                $crate::methods::testmats::check_repeatable(
+                    &$m,
+                    &$crate::methods::testmats::params(&[$($rp),*]),
+                );
+            }
+        )?
+        $(
+            #[test]
+            fn rejects_bad_params() {
+                $($crate::methods::testmats::assert_rejects(&$m, &[$($bad),*]);)*
+            }
+        )?
+    };
+}
+pub(crate) use room_tests;
 
 fn params_text(p: &Params) -> String {
     p.iter()
@@ -273,7 +416,7 @@ pub(crate) fn check_kernel_args(k: &crate::gpu::Kernels) {
                     .map(|f| match f.kind {
                         FieldKind::Int | FieldKind::Unsigned => 4,
                         FieldKind::Real => p.bytes(),
-                        FieldKind::U64 | FieldKind::Ptr { .. } => 8,
+                        FieldKind::U64 | FieldKind::Double | FieldKind::Ptr { .. } => 8,
                         FieldKind::Struct(_) => f.nested.as_ref().map_or(0, |n| n.size),
                     })
                     .collect(),
@@ -329,16 +472,42 @@ pub(crate) fn check_gpu_against_mirror<M: GenericMethod>(m: &M, params: &Params)
     }
 }
 
-pub(crate) fn gpu_case<M: GenericMethod, T: Scalar>(
-    m: &M,
-    params: &Params,
+/// One call of a layout on the GPU next to its CPU mirror, as [`for_each_gpu_run`] hands it on.
+pub(crate) struct GpuRun<'a, T> {
+    pub alpha: T,
+    pub beta: T,
+    pub x: &'a [T],
+    /// y before the call.
+    pub start: &'a [T],
+    /// The CPU mirror's y.
+    pub want: Vec<T>,
+    /// The GPU's y.
+    pub got: Vec<T>,
+}
+
+impl<T: Scalar> GpuRun<'_, T> {
+    /// The first row where the GPU's y and the mirror's differ in their bits.
+    pub(crate) fn first_bit_difference(&self) -> Option<usize> {
+        (0..self.got.len()).find(|&i| self.got[i].to_bits_u64() != self.want[i].to_bits_u64())
+    }
+
+    /// The GPU's y against the oracle's for `a`.
+    pub(crate) fn against_oracle(&self, a: &Csr<T>) -> crate::cpu::Check {
+        let r = oracle_spmv(a, self.alpha, self.x, self.beta, self.start).expect("oracle");
+        check(&r, &self.got)
+    }
+}
+
+/// Uploads `l` (built from `a`) and runs it on the GPU and its mirror on the CPU with
+/// (α, β) = (1.5, 0) over a y of NaN and (−0.75, 0.5), handing each pair of results to
+/// `compare`; panics with `what` where the GPU fails.
+pub(crate) fn for_each_gpu_run<T: Scalar>(
     gpu: &std::sync::Arc<crate::gpu::Gpu>,
-    case: &str,
+    what: &str,
     a: &Csr<T>,
+    l: &dyn Layout<T>,
+    mut compare: impl FnMut(&GpuRun<T>),
 ) {
-    let info = m.info();
-    let what = format!("{} on {case} ({})", info.name, T::PRECISION);
-    let l = m.prepare(a, params).expect("prepare");
     let dl = l
         .upload(gpu)
         .unwrap_or_else(|e| panic!("{what}: upload: {e}"));
@@ -359,20 +528,44 @@ pub(crate) fn gpu_case<M: GenericMethod, T: Scalar>(
         let mut got = vec![T::zero(); a.nrows()];
         gpu.download(&dy, &mut got)
             .unwrap_or_else(|e| panic!("{what}: download: {e}"));
+        compare(&GpuRun {
+            alpha,
+            beta,
+            x: &x,
+            start: &start,
+            want,
+            got,
+        });
+    }
+}
+
+pub(crate) fn gpu_case<M: GenericMethod, T: Scalar>(
+    m: &M,
+    params: &Params,
+    gpu: &std::sync::Arc<crate::gpu::Gpu>,
+    case: &str,
+    a: &Csr<T>,
+) {
+    let info = m.info();
+    let what = format!("{} on {case} ({})", info.name, T::PRECISION);
+    let l = m.prepare(a, params).expect("prepare");
+    for_each_gpu_run(gpu, &what, a, l.as_ref(), |r| {
         if info.deterministic {
-            let bad = (0..got.len()).find(|&i| got[i].to_bits_u64() != want[i].to_bits_u64());
-            if let Some(i) = bad {
+            if let Some(i) = r.first_bit_difference() {
                 panic!(
-                    "{what} α={alpha} β={beta}: row {i}: GPU {} but CPU mirror {}",
-                    got[i], want[i]
+                    "{what} α={} β={}: row {i}: GPU {} but CPU mirror {}",
+                    r.alpha, r.beta, r.got[i], r.want[i]
                 );
             }
         } else {
-            let r = oracle_spmv(a, alpha, &x, beta, &start).expect("oracle");
-            let c = check(&r, &got);
-            assert!(c.ok, "{what} α={alpha} β={beta}: row {} off", c.worst_row);
+            let c = r.against_oracle(a);
+            assert!(
+                c.ok,
+                "{what} α={} β={}: row {} off",
+                r.alpha, r.beta, c.worst_row
+            );
         }
-    }
+    });
     // The exact problem on the same pattern: every correct order gives the oracle's y exactly.
     let p = crate::cpu::ExactProblem::new(a, 5).expect("exact problem");
     let dl = m

@@ -7,15 +7,16 @@
 //! sets the stop flag; `cg_p` does p = r + βp. pᵀq ≤ 0 stops with [`Stop::Breakdown`](super::Stop::Breakdown): the
 //! matrix is not positive definite.
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
+use super::kernels::{CgDotArgs, CgPArgs, CgUpdateArgs, PartialsArgs};
 use super::{
-    check_options, dist_sum, dot_cpu, drive, grid, grid_blocks, initial_scalars, launch_err,
-    Reduce, SolveOptions, SolveReport, KERNELS, S_DONE, S_RES,
+    check_options, dist_sum, dot_cpu, drive, grid, grid_blocks, initial_scalars, Reduce,
+    SolveOptions, SolveReport, KERNELS, S_DONE, S_RES,
 };
 use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, Gpu};
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel};
 use crate::matrix::Csr;
 use crate::methods::{Plan, PrepareFor};
 use crate::scalar::Scalar;
@@ -97,12 +98,12 @@ pub(crate) fn relative(rho: f64, bb: f64) -> f64 {
 /// `cg_beta` gives β and the stop flag; `cg_p` does p = r + βp. Between a dot product's partials
 /// and the kernel that reads them sits [`Reduce`]: nothing on one GPU, a sum over the ranks on
 /// NCCL ranks.
-pub(crate) struct CgIteration<T> {
-    f_dot: CudaFunction,
-    f_alpha: CudaFunction,
-    f_update: CudaFunction,
-    f_beta: CudaFunction,
-    f_p: CudaFunction,
+pub(crate) struct CgIteration<T: Scalar> {
+    k_dot: Kernel<CgDotArgs<'static, T>>,
+    k_alpha: Kernel<PartialsArgs<'static>>,
+    k_update: Kernel<CgUpdateArgs<'static, T>>,
+    k_beta: Kernel<PartialsArgs<'static>>,
+    k_p: Kernel<CgPArgs<'static, T>>,
     n_i: i32,
     nb: usize,
     /// The iterate, from 0.
@@ -132,11 +133,11 @@ impl<T: Scalar> CgIteration<T> {
             s0[S_DONE] = 1.0;
         }
         Ok(CgIteration {
-            f_dot: gpu.function::<T>(&KERNELS, "cg_dot_pq")?,
-            f_alpha: gpu.function::<T>(&KERNELS, "cg_alpha")?,
-            f_update: gpu.function::<T>(&KERNELS, "cg_update")?,
-            f_beta: gpu.function::<T>(&KERNELS, "cg_beta")?,
-            f_p: gpu.function::<T>(&KERNELS, "cg_p")?,
+            k_dot: gpu.kernel::<T, _>(&KERNELS, "cg_dot_pq")?,
+            k_alpha: gpu.kernel::<T, _>(&KERNELS, "cg_alpha")?,
+            k_update: gpu.kernel::<T, _>(&KERNELS, "cg_update")?,
+            k_beta: gpu.kernel::<T, _>(&KERNELS, "cg_beta")?,
+            k_p: gpu.kernel::<T, _>(&KERNELS, "cg_p")?,
             n_i: kernel_int(what, n)?,
             nb,
             x: gpu.alloc_zeros(n)?,
@@ -150,70 +151,81 @@ impl<T: Scalar> CgIteration<T> {
     /// length.
     fn reduced<'s>(
         &'s self,
-        stream: &CudaStream,
+        gpu: &Gpu,
         reduce: &'s mut Reduce<'_>,
     ) -> Result<(&'s CudaSlice<f64>, i32)> {
         match reduce {
             Reduce::Local => Ok((&self.part, self.nb as i32)),
             Reduce::Ranks {
-                f_sum,
+                k_sum,
                 red,
                 all_reduce,
             } => {
-                dist_sum(stream, f_sum, red, 0, &self.part, self.nb, &self.s)?;
+                dist_sum(gpu, k_sum, red, 0, &self.part, self.nb, &self.s)?;
                 all_reduce(red)?;
                 Ok((&**red, 1))
             }
         }
     }
 
-    /// Runs `f`, the one-block kernel `name` (`cg_alpha` or `cg_beta`) that turns the partials of
+    /// Launches `k`, the one-block kernel (`cg_alpha` or `cg_beta`) that turns the partials of
     /// the last dot product into the scalars in `s`.
     fn scalar_kernel(
         &self,
-        stream: &CudaStream,
+        gpu: &Gpu,
         reduce: &mut Reduce<'_>,
-        f: &CudaFunction,
-        name: &str,
+        k: &Kernel<PartialsArgs<'static>>,
     ) -> Result<()> {
-        let (sum, len) = self.reduced(stream, reduce)?;
-        let mut l = stream.launch_builder(f);
-        l.arg(&self.s).arg(sum).arg(&len);
-        // SAFETY: the arguments match the kernel.cu signature of cg_alpha and cg_beta; the
-        // reduced array holds `len` values and `s` S_LEN.
-        unsafe { l.launch(grid(1)) }.map_err(launch_err(name))?;
-        Ok(())
+        let (sum, len) = self.reduced(gpu, reduce)?;
+        let args = PartialsArgs {
+            s: DevMut::doubles_scratch(&self.s),
+            part: DevRef::doubles(sum),
+            nb: len,
+        };
+        // SAFETY: the reduced array holds `len` values and `s` S_LEN; `s` is lent once.
+        unsafe { gpu.launch(k, grid(1), &args) }
     }
 
     /// One iteration after q = A p (p and q hold at least n values; p becomes r + βp).
     pub(crate) fn step(
         &self,
-        stream: &CudaStream,
+        gpu: &Gpu,
         p: &CudaSlice<T>,
         q: &CudaSlice<T>,
         reduce: &mut Reduce<'_>,
     ) -> Result<()> {
         let nb = self.nb;
-        let n_i = self.n_i;
-        // SAFETY (every launch below): the arguments match the kernel.cu signatures; x, r, p and
-        // q hold at least n elements, `part` nb, the reduced array its length and `s` S_LEN.
-        let mut l = stream.launch_builder(&self.f_dot);
-        l.arg(p).arg(q).arg(&n_i).arg(&self.part).arg(&self.s);
-        unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_dot_pq"))?;
-        self.scalar_kernel(stream, reduce, &self.f_alpha, "cg_alpha")?;
-        let mut l = stream.launch_builder(&self.f_update);
-        l.arg(&self.x)
-            .arg(&self.r)
-            .arg(p)
-            .arg(q)
-            .arg(&n_i)
-            .arg(&self.part)
-            .arg(&self.s);
-        unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_update"))?;
-        self.scalar_kernel(stream, reduce, &self.f_beta, "cg_beta")?;
-        let mut l = stream.launch_builder(&self.f_p);
-        l.arg(p).arg(&self.r).arg(&n_i).arg(&self.s);
-        unsafe { l.launch(grid(nb)) }.map_err(launch_err("cg_p"))?;
+        let n = self.n_i;
+        // SAFETY (every launch below): x, r, p and q hold at least n elements, `part` nb and `s`
+        // S_LEN; the buffers written through a scratch pointer (x, r, p, `part`, `s`) are each
+        // lent once per launch.
+        let args = CgDotArgs {
+            p: DevRef::new(p),
+            q: DevRef::new(q),
+            n,
+            part: DevMut::doubles_scratch(&self.part),
+            s: DevRef::doubles(&self.s),
+        };
+        unsafe { gpu.launch(&self.k_dot, grid(nb), &args) }?;
+        self.scalar_kernel(gpu, reduce, &self.k_alpha)?;
+        let args = CgUpdateArgs {
+            x: DevMut::scratch(&self.x),
+            r: DevMut::scratch(&self.r),
+            p: DevRef::new(p),
+            q: DevRef::new(q),
+            n,
+            part: DevMut::doubles_scratch(&self.part),
+            s: DevRef::doubles(&self.s),
+        };
+        unsafe { gpu.launch(&self.k_update, grid(nb), &args) }?;
+        self.scalar_kernel(gpu, reduce, &self.k_beta)?;
+        let args = CgPArgs {
+            p: DevMut::scratch(p),
+            r: DevRef::new(&self.r),
+            n,
+            s: DevRef::doubles(&self.s),
+        };
+        unsafe { gpu.launch(&self.k_p, grid(nb), &args) }?;
         Ok(())
     }
 }
@@ -231,7 +243,6 @@ fn cg_gpu<T: PrepareFor>(
     let p = gpu.upload(b)?;
     let mut q: CudaSlice<T> = gpu.alloc_zeros(n)?;
     gpu.synchronize()?;
-    let stream = gpu.stream();
     let driven = drive(
         gpu,
         &it.s,
@@ -240,7 +251,7 @@ fn cg_gpu<T: PrepareFor>(
         opts.graph,
         |_| {
             plan.apply_device(T::one(), &p, T::zero(), &mut q)?;
-            it.step(stream, &p, &q, &mut Reduce::Local)
+            it.step(gpu, &p, &q, &mut Reduce::Local)
         },
     )?;
     let mut xh = vec![T::zero(); n];

@@ -21,12 +21,13 @@
 
 pub mod cg;
 pub mod check;
+pub(crate) mod kernels;
 pub mod pagerank;
 pub mod rows;
 
 use std::time::Instant;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -39,18 +40,15 @@ pub use check::{
 pub use pagerank::{pagerank, pagerank_reference, PageRankGraph, PageRankOptions};
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource};
+use crate::gpu::{DevMut, DevRef, Gpu, Kernel, Kernels, Shape};
 use crate::methods::Backend;
 use crate::scalar::Scalar;
 
-/// The solvers' vector kernels.
-pub const KERNELS: KernelSource = KernelSource {
-    name: "spmvkit-solve",
-    source: include_str!("kernel.cu"),
-};
+use kernels::DistSumArgs;
+pub use kernels::KERNELS;
 
-/// The solvers' kernel sources, for the CI NVRTC check.
-pub fn kernel_sources() -> Vec<KernelSource> {
+/// The solvers' kernels with their entries, for the CI NVRTC check and `tests/kernel_args.rs`.
+pub fn kernel_sources() -> Vec<Kernels> {
     vec![KERNELS]
 }
 
@@ -182,12 +180,10 @@ pub(crate) fn grid_blocks(n: usize) -> usize {
     n.div_ceil(THREADS as usize * 8).clamp(1, MAX_BLOCKS)
 }
 
-pub(crate) fn grid(blocks: usize) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (blocks as u32, 1, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    }
+/// `blocks` CTAs of [`THREADS`] threads, no dynamic shared memory: the launch of every solver
+/// kernel.
+pub(crate) fn grid(blocks: usize) -> Shape {
+    Shape::ctas(blocks, THREADS)
 }
 
 pub(crate) fn check_options(o: &SolveOptions) -> Result<()> {
@@ -284,32 +280,31 @@ pub(crate) enum Reduce<'a> {
     /// NCCL ranks: `dist_sum` adds the partials into a slot of `red`, `all_reduce` sums `red`
     /// over the ranks, and the scalar kernels read the sums.
     Ranks {
-        f_sum: &'a CudaFunction,
+        k_sum: &'a Kernel<DistSumArgs<'static>>,
         red: &'a mut CudaSlice<f64>,
         all_reduce: &'a mut dyn FnMut(&mut CudaSlice<f64>) -> Result<()>,
     },
 }
 
-pub(crate) fn launch_err(k: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
-    move |e| Error::cuda(format!("{k} launch"), e)
-}
-
-/// Enqueues `dist_sum` (`f_sum`): red[slot] = the sum of part[0..nb), unless `s` says done.
+/// Enqueues `dist_sum` (`k_sum`): red[slot] = the sum of part[0..nb), unless `s` says done.
 pub(crate) fn dist_sum(
-    stream: &CudaStream,
-    f_sum: &CudaFunction,
-    red: &CudaSlice<f64>,
+    gpu: &Gpu,
+    k_sum: &Kernel<DistSumArgs<'static>>,
+    red: &mut CudaSlice<f64>,
     slot: i32,
     part: &CudaSlice<f64>,
     nb: usize,
     s: &CudaSlice<f64>,
 ) -> Result<()> {
-    let nb_i = nb as i32;
-    let mut l = stream.launch_builder(f_sum);
-    l.arg(red).arg(&slot).arg(part).arg(&nb_i).arg(s);
-    // SAFETY: dist_sum's signature; `red` holds more than `slot` values, `part` nb, `s` S_LEN.
-    unsafe { l.launch(grid(1)) }.map_err(launch_err("dist_sum"))?;
-    Ok(())
+    let args = DistSumArgs {
+        dst: DevMut::doubles(red),
+        slot,
+        part: DevRef::doubles(part),
+        nb: nb as i32,
+        s: DevRef::doubles(s),
+    };
+    // SAFETY: `red` holds more than `slot` values, `part` nb and `s` S_LEN.
+    unsafe { gpu.launch(k_sum, grid(1), &args) }
 }
 
 /// Enqueues `step(i)` (iteration i of a chunk of `k`, enqueued only) in chunks of k until the

@@ -10,15 +10,18 @@
 //! mass of its new ranks for the next one (`PageRankIteration`, shared with the NCCL ranks);
 //! the mass of the start is computed once before the first.
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, PushKernelArg};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
+use super::kernels::{
+    DistPrCheckArgs, DistPrUpdateArgs, PartialsArgs, PrDanglingArgs, PrUpdateArgs,
+};
 use super::{
-    dist_sum, drive, grid, grid_blocks, initial_scalars, launch_err, Reduce, SolveOptions,
-    SolveReport, KERNELS, S_ITER, S_RES,
+    dist_sum, drive, grid, grid_blocks, initial_scalars, Reduce, SolveOptions, SolveReport,
+    KERNELS, S_ITER, S_RES,
 };
 use crate::error::Result;
-use crate::gpu::{kernel_int, Gpu};
+use crate::gpu::{kernel_int, DevMut, DevRef, Double, Gpu, Kernel};
 use crate::matrix::Csr;
 use crate::methods::{Plan, PrepareFor};
 use crate::scalar::{Idx, Scalar};
@@ -182,25 +185,24 @@ pub(crate) enum RankVectors<'v, T> {
 /// kernels sits [`Reduce`]: on one GPU `pr_check` and `pr_mass` read them; on NCCL ranks both are
 /// summed into `red` and all-reduced together (one all-reduce per iteration), then
 /// `dist_pr_check` reads both sums.
-pub(crate) struct PageRankIteration<T> {
-    f_update: CudaFunction,
-    f_update_in_place: CudaFunction,
-    f_dang: CudaFunction,
-    f_mass: CudaFunction,
-    f_check: CudaFunction,
-    f_dist_check: CudaFunction,
+pub(crate) struct PageRankIteration<T: Scalar> {
+    k_update: Kernel<PrUpdateArgs<'static, T>>,
+    k_update_in_place: Kernel<DistPrUpdateArgs<'static, T>>,
+    k_dang: Kernel<PrDanglingArgs<'static, T>>,
+    k_mass: Kernel<PartialsArgs<'static>>,
+    k_check: Kernel<PartialsArgs<'static>>,
+    k_dist_check: Kernel<DistPrCheckArgs<'static>>,
     /// Local rows, and the global node count as the in-place update reads it.
     n_i: i32,
-    n_global: f64,
+    n_global: Double,
     nd_i: i32,
     nb: usize,
     nbd: usize,
-    damping: f64,
+    damping: Double,
     dang: CudaSlice<Idx>,
     part: CudaSlice<f64>,
     /// The solver scalars ([`super::S_LEN`]).
     pub s: CudaSlice<f64>,
-    _ranks: std::marker::PhantomData<T>,
 }
 
 impl<T: Scalar> PageRankIteration<T> {
@@ -219,115 +221,120 @@ impl<T: Scalar> PageRankIteration<T> {
         let nb = grid_blocks(len);
         let nbd = grid_blocks(dangling.len());
         Ok(PageRankIteration {
-            f_update: gpu.function::<T>(&KERNELS, "pr_update")?,
-            f_update_in_place: gpu.function::<T>(&KERNELS, "dist_pr_update")?,
-            f_dang: gpu.function::<T>(&KERNELS, "pr_dangling")?,
-            f_mass: gpu.function::<T>(&KERNELS, "pr_mass")?,
-            f_check: gpu.function::<T>(&KERNELS, "pr_check")?,
-            f_dist_check: gpu.function::<T>(&KERNELS, "dist_pr_check")?,
+            k_update: gpu.kernel::<T, _>(&KERNELS, "pr_update")?,
+            k_update_in_place: gpu.kernel::<T, _>(&KERNELS, "dist_pr_update")?,
+            k_dang: gpu.kernel::<T, _>(&KERNELS, "pr_dangling")?,
+            k_mass: gpu.kernel::<T, _>(&KERNELS, "pr_mass")?,
+            k_check: gpu.kernel::<T, _>(&KERNELS, "pr_check")?,
+            k_dist_check: gpu.kernel::<T, _>(&KERNELS, "dist_pr_check")?,
             n_i: kernel_int(what[0], len)?,
-            n_global: n as f64,
+            n_global: Double(n as f64),
             nd_i: kernel_int(what[1], dangling.len())?,
             nb,
             nbd,
-            damping,
+            damping: Double(damping),
             dang: gpu.upload(dangling)?,
             part: gpu.alloc_zeros(nb.max(nbd))?,
             s: gpu.upload(s0)?,
-            _ranks: std::marker::PhantomData,
         })
     }
 
     /// The block partials of the dangling mass of `x` (`pr_dangling`).
-    fn dangling(&self, stream: &CudaStream, x: &CudaSlice<T>) -> Result<()> {
-        let mut l = stream.launch_builder(&self.f_dang);
-        l.arg(x)
-            .arg(&self.dang)
-            .arg(&self.nd_i)
-            .arg(&self.part)
-            .arg(&self.s);
-        // SAFETY: pr_dangling's signature; `dang` holds nd indices below x's length, `part`
-        // max(nb, nbd) values, `s` S_LEN.
-        unsafe { l.launch(grid(self.nbd)) }.map_err(launch_err("pr_dangling"))?;
-        Ok(())
+    fn dangling(&self, gpu: &Gpu, x: &CudaSlice<T>) -> Result<()> {
+        let args = PrDanglingArgs {
+            x: DevRef::new(x),
+            dang: DevRef::new(&self.dang),
+            nd: self.nd_i,
+            part: DevMut::doubles_scratch(&self.part),
+            s: DevRef::doubles(&self.s),
+        };
+        // SAFETY: `dang` holds nd indices below x's length, `part` max(nb, nbd) values, `s`
+        // S_LEN; `part` is lent once.
+        unsafe { gpu.launch(&self.k_dang, grid(self.nbd), &args) }
+    }
+
+    /// The one-block kernel `k` (`pr_check` or `pr_mass`) that sums the first `nb` partials into
+    /// the scalars.
+    fn partials(&self, gpu: &Gpu, k: &Kernel<PartialsArgs<'static>>, nb: usize) -> Result<()> {
+        let args = PartialsArgs {
+            s: DevMut::doubles_scratch(&self.s),
+            part: DevRef::doubles(&self.part),
+            nb: nb as i32,
+        };
+        // SAFETY: `part` holds at least nb values and `s` S_LEN; `s` is lent once.
+        unsafe { gpu.launch(k, grid(1), &args) }
     }
 
     /// On one GPU, the dangling mass of `x` for the next iteration (nothing to launch without
     /// dangling nodes: the mass stays 0).
-    pub(crate) fn mass(&self, stream: &CudaStream, x: &CudaSlice<T>) -> Result<()> {
+    pub(crate) fn mass(&self, gpu: &Gpu, x: &CudaSlice<T>) -> Result<()> {
         if self.nd_i == 0 {
             return Ok(());
         }
-        self.dangling(stream, x)?;
-        let nbd_i = self.nbd as i32;
-        let mut l = stream.launch_builder(&self.f_mass);
-        l.arg(&self.s).arg(&self.part).arg(&nbd_i);
-        // SAFETY: pr_mass's signature; `part` holds nbd values.
-        unsafe { l.launch(grid(1)) }.map_err(launch_err("pr_mass"))?;
-        Ok(())
+        self.dangling(gpu, x)?;
+        self.partials(gpu, &self.k_mass, self.nbd)
     }
 
     /// One iteration after y = P x (y and the rank vectors hold at least the local rows).
     pub(crate) fn step(
         &self,
-        stream: &CudaStream,
+        gpu: &Gpu,
         y: &CudaSlice<T>,
         ranks: RankVectors<'_, T>,
         reduce: &mut Reduce<'_>,
     ) -> Result<()> {
-        // SAFETY (both updates): the kernel.cu signatures; the vectors hold the local rows,
-        // `part` max(nb, nbd) values and `s` S_LEN.
+        // SAFETY (both updates): the vectors hold the local rows, `part` max(nb, nbd) values and
+        // `s` S_LEN; x (updated in place) and `part` are each lent once per launch.
         let new: &CudaSlice<T> = match ranks {
             RankVectors::Alternate { old, new } => {
-                let mut l = stream.launch_builder(&self.f_update);
-                l.arg(y)
-                    .arg(old)
-                    .arg(&*new)
-                    .arg(&self.n_i)
-                    .arg(&self.damping)
-                    .arg(&self.part)
-                    .arg(&self.s);
-                unsafe { l.launch(grid(self.nb)) }.map_err(launch_err("pr_update"))?;
+                let args = PrUpdateArgs {
+                    y: DevRef::new(y),
+                    xold: DevRef::new(old),
+                    xnew: DevMut::new(&mut *new),
+                    n: self.n_i,
+                    damping: self.damping,
+                    part: DevMut::doubles_scratch(&self.part),
+                    s: DevRef::doubles(&self.s),
+                };
+                unsafe { gpu.launch(&self.k_update, grid(self.nb), &args) }?;
                 new
             }
             RankVectors::InPlace(x) => {
-                let mut l = stream.launch_builder(&self.f_update_in_place);
-                l.arg(x)
-                    .arg(y)
-                    .arg(&self.n_i)
-                    .arg(&self.n_global)
-                    .arg(&self.damping)
-                    .arg(&self.part)
-                    .arg(&self.s);
-                unsafe { l.launch(grid(self.nb)) }.map_err(launch_err("dist_pr_update"))?;
+                let args = DistPrUpdateArgs {
+                    x: DevMut::scratch(x),
+                    y: DevRef::new(y),
+                    n: self.n_i,
+                    n_global: self.n_global,
+                    damping: self.damping,
+                    part: DevMut::doubles_scratch(&self.part),
+                    s: DevRef::doubles(&self.s),
+                };
+                unsafe { gpu.launch(&self.k_update_in_place, grid(self.nb), &args) }?;
                 x
             }
         };
         match reduce {
             Reduce::Local => {
-                let nb_i = self.nb as i32;
-                let mut l = stream.launch_builder(&self.f_check);
-                l.arg(&self.s).arg(&self.part).arg(&nb_i);
-                // SAFETY: pr_check's signature; `part` holds nb values.
-                unsafe { l.launch(grid(1)) }.map_err(launch_err("pr_check"))?;
-                self.mass(stream, new)
+                self.partials(gpu, &self.k_check, self.nb)?;
+                self.mass(gpu, new)
             }
             Reduce::Ranks {
-                f_sum,
+                k_sum,
                 red,
                 all_reduce,
             } => {
                 let (part, s) = (&self.part, &self.s);
-                dist_sum(stream, f_sum, red, 0, part, self.nb, s)?;
-                self.dangling(stream, new)?;
-                dist_sum(stream, f_sum, red, 1, part, self.nbd, s)?;
+                dist_sum(gpu, k_sum, red, 0, part, self.nb, s)?;
+                self.dangling(gpu, new)?;
+                dist_sum(gpu, k_sum, red, 1, part, self.nbd, s)?;
                 // one all-reduce: this iteration's L1 change and the next iteration's mass
                 all_reduce(red)?;
-                let mut l = stream.launch_builder(&self.f_dist_check);
-                l.arg(s).arg(&**red);
-                // SAFETY: dist_pr_check's signature; `red` holds 2 values.
-                unsafe { l.launch(grid(1)) }.map_err(launch_err("dist_pr_check"))?;
-                Ok(())
+                let args = DistPrCheckArgs {
+                    s: DevMut::doubles_scratch(s),
+                    red: DevRef::doubles(red),
+                };
+                // SAFETY: `red` holds 2 values and `s` S_LEN; `s` is lent once.
+                unsafe { gpu.launch(&self.k_dist_check, grid(1), &args) }
             }
         }
     }
@@ -347,9 +354,8 @@ fn pagerank_gpu<T: PrepareFor>(
     let start = vec![T::from_f64(1.0 / n as f64); n];
     let mut bufs: [CudaSlice<T>; 2] = [gpu.upload(&start)?, gpu.upload(&start)?];
     let mut y: CudaSlice<T> = gpu.alloc_zeros(n)?;
-    let stream = gpu.stream();
     // the dangling mass of the start, which every iteration then computes for the next
-    it.mass(stream, &bufs[0])?;
+    it.mass(gpu, &bufs[0])?;
     gpu.synchronize()?;
     let driven = drive(gpu, &it.s, k, opts.solve.max_iter, opts.solve.graph, |i| {
         let (lo, hi) = bufs.split_at_mut(1);
@@ -360,7 +366,7 @@ fn pagerank_gpu<T: PrepareFor>(
         };
         plan.apply_device(T::one(), old, T::zero(), &mut y)?;
         let ranks = RankVectors::Alternate { old, new };
-        it.step(stream, &y, ranks, &mut Reduce::Local)
+        it.step(gpu, &y, ranks, &mut Reduce::Local)
     })?;
     let iterations = driven.s[S_ITER] as usize;
     let mut x = vec![T::zero(); n];

@@ -5,7 +5,7 @@
 //! are added in order from zero. Bitwise equal to the kernel.
 
 use super::{AmfLayout, FOLD_BITS};
-use crate::methods::common::warp::{butterfly_sum, store};
+use crate::methods::common::warp::{butterfly_sum, store, strided_partials_by, warp_sums_in_order};
 use crate::scalar::Scalar;
 
 /// y = αAx + βy as the amf-csr kernel computes it.
@@ -17,19 +17,10 @@ pub(super) fn run<T: Scalar>(l: &AmfLayout<T>, alpha: T, x: &[T], beta: T, y: &m
         if l.is_long_block(b) {
             let f = l.blk_fold[b] as usize;
             let (s, e) = (l.fold_ptr[f] as usize, l.fold_ptr[f + 1] as usize);
-            let nt = l.threads as usize;
-            let mut lanes = vec![T::zero(); nt];
-            for (t, acc) in lanes.iter_mut().enumerate() {
-                let mut j = s + t;
-                while j < e {
-                    *acc = l.vals[j].mul_add(x[(l.cols[j] >> FOLD_BITS) as usize], *acc);
-                    j += nt;
-                }
-            }
-            let mut total = T::zero();
-            for w in lanes.chunks_mut(32) {
-                total += butterfly_sum(w);
-            }
+            let mut lanes = vec![T::zero(); l.threads as usize];
+            let xk = |j: usize| x[(l.cols[j] >> FOLD_BITS) as usize];
+            strided_partials_by(&l.vals, xk, s, s, e, &mut lanes);
+            let total = warp_sums_in_order(&mut lanes);
             store(&mut y[l.fold_row[f] as usize], alpha, total, beta);
             continue;
         }

@@ -7,7 +7,8 @@ use cudarc::driver::CudaSlice;
 
 use super::{AmfLayout, KERNEL};
 use crate::error::Result;
-use crate::gpu::{DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::gpu::{DevRef, Gpu, Kernel, Shape};
+use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -19,10 +20,7 @@ crate::kernel_args! {
         fold_ptr: DevRef<'a, Idx>,
         cols: DevRef<'a, Idx>,
         vals: DevRef<'a, T>,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        axpby: Axpby<'a, T>,
         long_nnz: i32,
     }
 }
@@ -30,8 +28,6 @@ crate::kernel_args! {
 /// The device copy of an AMF-CSR layout.
 pub(super) struct DeviceAmf<T: Scalar> {
     k: Kernel<AmfArgs<'static, T>>,
-    nrows: usize,
-    ncols: usize,
     nblocks: usize,
     threads: u32,
     long: i32,
@@ -40,17 +36,14 @@ pub(super) struct DeviceAmf<T: Scalar> {
     fold_ptr: CudaSlice<Idx>,
     cols: CudaSlice<Idx>,
     vals: CudaSlice<T>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
     l: &AmfLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    Ok(Box::new(DeviceAmf {
+    let room = DeviceAmf {
         k: gpu.kernel::<T, _>(&KERNEL, &format!("amf_csr_t{}", l.tpv))?,
-        nrows: l.nrows,
-        ncols: l.ncols,
         nblocks: l.nblocks(),
         threads: l.threads,
         long: l.long.min(i32::MAX as u32) as i32,
@@ -59,42 +52,28 @@ pub(super) fn upload<T: Scalar>(
         fold_ptr: gpu.upload(&l.fold_ptr)?,
         cols: gpu.upload(&l.cols)?,
         vals: gpu.upload(&l.vals)?,
-        bytes: Layout::<T>::footprint_bytes(l),
-    }))
+    };
+    Ok(Resident::boxed(
+        (l.nrows, l.ncols),
+        Layout::<T>::footprint_bytes(l),
+        room,
+    ))
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceAmf<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+impl<T: Scalar> Launches<T> for DeviceAmf<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
         let args = AmfArgs {
             blk_fold: DevRef::new(&self.blk_fold),
             fold_row: DevRef::new(&self.fold_row),
             fold_ptr: DevRef::new(&self.fold_ptr),
             cols: DevRef::new(&self.cols),
             vals: DevRef::new(&self.vals),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            axpby: c.axpby(),
             long_nnz: self.long,
         };
         // SAFETY: blk_fold has blocks + 1 entries, fold_row and fold_ptr folds + 1, cols and vals
         // nnz (packed columns < ncols), x ncols and y nrows (checked by DeviceLayout::run);
         // threads is a multiple of 32 and of TPV.
         unsafe { gpu.launch(&self.k, Shape::ctas(self.nblocks, self.threads), &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

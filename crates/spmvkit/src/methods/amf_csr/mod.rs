@@ -37,28 +37,24 @@ mod gpu;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{one_of, params, AutoOr};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "amf-csr",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    "amf-csr",
+    [
         gpu::AmfArgs::entry("amf_csr_t1"),
         gpu::AmfArgs::entry("amf_csr_t2"),
         gpu::AmfArgs::entry("amf_csr_t4"),
         gpu::AmfArgs::entry("amf_csr_t8"),
         gpu::AmfArgs::entry("amf_csr_t16"),
         gpu::AmfArgs::entry("amf_csr_t32"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "amf-csr";
 
@@ -92,18 +88,16 @@ const PARAMS: &[ParamSpec] = AmfParams::SPECS;
 pub struct AmfCsr;
 
 impl GenericMethod for AmfCsr {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: AMF-CSR, up to 4 short rows folded by column, folds grouped in blocks \
-                      of <= T_l nnz, a TPV-lane vector per fold",
-            source: "Gao et al., AMF-CSR, ICPADS'21 (via teb.md §2.3 and the authors' code)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: AMF-CSR, up to 4 short rows folded by column, folds grouped in blocks \
+                  of <= T_l nnz, a TPV-lane vector per fold",
+        source: "Gao et al., AMF-CSR, ICPADS'21 (via teb.md §2.3 and the authors' code)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(build(csr, params)?))
@@ -288,14 +282,7 @@ impl<T: Scalar> Layout<T> for AmfLayout<T> {
                 * std::mem::size_of::<Idx>()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
         let nf = self.fold_row.len() - 1;

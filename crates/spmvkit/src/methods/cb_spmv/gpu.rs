@@ -18,6 +18,7 @@ use cudarc::driver::CudaSlice;
 use super::{CbLayout, BS, KERNEL, WARPS};
 use crate::error::Result;
 use crate::gpu::{kernel_int, ByMode, DevMut, DevRef, Gpu, Kernel, Shape, YPrologue};
+use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::Scalar;
 
@@ -37,10 +38,7 @@ crate::kernel_args! {
         meta: DevRef<'a, u64>,
         gcols: DevRef<'a, u32>,
         gathered: i32,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        axpby: Axpby<'a, T>,
         m: i32,
         n: i32,
         coo_max: i32,
@@ -82,8 +80,6 @@ pub(super) struct DeviceCb<T: Scalar> {
     /// prologue=auto on a stream only.
     grid: ByMode<Option<usize>>,
     bar: CudaSlice<u32>,
-    nrows: usize,
-    ncols: usize,
     ctas: usize,
     bpw: i32,
     run: i32,
@@ -100,7 +96,6 @@ pub(super) struct DeviceCb<T: Scalar> {
     tick: CudaSlice<u32>,
     ready: CudaSlice<u32>,
     gcols: CudaSlice<u32>,
-    bytes: usize,
 }
 
 /// `v` in both modes, or on a stream only (`graph` when captured) when `stream_only`.
@@ -140,7 +135,7 @@ pub(super) fn upload<T: Scalar>(
     } else {
         ByMode::Always(None)
     };
-    Ok(Box::new(DeviceCb {
+    let room = DeviceCb {
         spmv: gpu.kernel::<T, _>(&KERNEL, &name)?,
         spmv_grid,
         owner: by_mode(owner, owner && l.cfg.owner.is_none(), false),
@@ -151,8 +146,6 @@ pub(super) fn upload<T: Scalar>(
         grid,
         bar: gpu.alloc_zeros::<u32>(2)?,
         scale: gpu.y_prologue_kernel::<T>(SCALE_CTAS_PER_SM)?,
-        nrows: l.nrows,
-        ncols: l.ncols,
         ctas: l.nslots() / (WARPS * l.bpw),
         bpw: l.bpw as i32,
         run: l.cfg.run as i32,
@@ -176,48 +169,36 @@ pub(super) fn upload<T: Scalar>(
         } else {
             gpu.alloc_zeros::<u32>(1)?
         },
-        bytes: l.footprint_bytes(),
-    }))
+    };
+    Ok(Resident::boxed(
+        (l.nrows, l.ncols),
+        l.footprint_bytes(),
+        room,
+    ))
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        if self.nrows == 0 {
-            return Ok(());
-        }
+impl<T: Scalar> Launches<T> for DeviceCb<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
         // The driver is asked only when a stream-only mode is in play (small matrices).
         let mode = gpu.launch_mode_if(self.owner.varies() || self.grid.varies());
         let owner = self.owner.get(mode);
         let coop = self.grid.get(mode).filter(|_| self.ctas > 0 && !owner);
         if !self.fused && !owner && coop.is_none() {
-            self.scale.run(gpu, y, self.nrows, beta)?;
+            self.scale.run(gpu, c.y, c.nrows, c.beta)?;
         }
         if self.ctas == 0 {
             return Ok(());
         }
-        let m = kernel_int("cb-spmv nrows", self.nrows)?;
+        let m = kernel_int("cb-spmv nrows", c.nrows)?;
+        let n = kernel_int("cb-spmv ncols", c.ncols)?;
         let args = CbArgs {
             arena: DevRef::new(&self.arena),
             meta: DevRef::new(&self.meta),
             gcols: DevRef::new(&self.gcols),
             gathered: self.gathered as i32,
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            axpby: c.axpby(),
             m,
-            n: kernel_int("cb-spmv ncols", self.ncols)?,
+            n,
             coo_max: self.coo_max,
             dense_min: self.dense_min,
             bpw: self.bpw,
@@ -253,9 +234,5 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCb<T> {
         // against n; written rows < nrows <= len(y). A grid launch is at most the co-resident
         // CTAs, as its barrier needs, which a cooperative launch guarantees.
         unsafe { gpu.launch(k, shape, &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

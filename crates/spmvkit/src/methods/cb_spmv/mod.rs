@@ -66,27 +66,23 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{keywords, params, AutoOr, OnOff, Switch};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "cb-spmv",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    "cb-spmv",
+    [
         gpu::CbArgs::params_entry("cb_spmv"),
         gpu::CbArgs::params_entry("cb_spmv_grid"),
         gpu::CbArgs::params_entry("cb_spmv_run"),
         gpu::CbArgs::params_entry("cb_spmv_run_grid"),
         gpu::CbArgs::params_entry("cb_spmv_run_o8"),
         gpu::CbArgs::params_entry("cb_spmv_run_grid_o8"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "cb-spmv";
 
@@ -340,17 +336,15 @@ fn config(params: &Params) -> Result<Config> {
 pub struct CbSpmv;
 
 impl GenericMethod for CbSpmv {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: 16x16 sub-blocks (COO/CSR/dense) in one byte arena, column aggregation, LPT balancing, warp per block, atomics",
-            source: "Cong et al., CB-SpMV, ICS'25, §3 (code xing-cong/CB-Sparse, defects fixed)",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: 16x16 sub-blocks (COO/CSR/dense) in one byte arena, column aggregation, LPT balancing, warp per block, atomics",
+        source: "Cong et al., CB-SpMV, ICS'25, §3 (code xing-cong/CB-Sparse, defects fixed)",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let cfg = config(params)?;
@@ -896,14 +890,7 @@ impl<T: Scalar> Layout<T> for CbLayout<T> {
             }
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

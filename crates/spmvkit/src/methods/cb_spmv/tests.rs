@@ -2,10 +2,38 @@ use super::*;
 use crate::cpu::{check, oracle_spmv};
 use crate::gen::corpus::edge_cases;
 use crate::matrix::Coo;
-use crate::methods::testmats::{check_layout, check_method, suite, vectors};
+use crate::methods::testmats::{check_layout, check_method, params, suite, suite_case, vectors};
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
+crate::methods::testmats::room_tests! {
+    method: CbSpmv,
+    kernel: KERNEL,
+    corpus: [
+        [],
+        ["gather=on", "balance=on"],
+        ["prologue=fused", "accumulate=block"],
+        ["accumulate=run", "bpw=4"],
+    ],
+    rejects: [
+        ["coo_max=300"],
+        ["dense_min=0"],
+        ["dense_min=258"],
+        ["coo_max=40", "dense_min=40"],
+        ["gather=maybe"],
+        ["balance=1"],
+        ["format=no"],
+        ["prologue=none"],
+        ["prologue=fused"],
+        ["gather_frac=2"],
+        ["bogus=1"],
+        ["bpw=0"],
+        ["accumulate=run", "prologue=fused"],
+        ["accumulate=rows"],
+        ["bpw=65"],
+        ["min_ctas=7"],
+        ["epilogue=owner", "accumulate=block"],
+        ["epilogue=owner", "aggregate=off"],
+        ["epilogue=sometimes"],
+    ],
 }
 
 fn layout<T: Scalar>(a: &Csr<T>, p: &[&str]) -> CbLayout<T> {
@@ -96,24 +124,6 @@ fn matches_oracle_on_suite_all_variants() {
 }
 
 #[test]
-fn matches_oracle_on_edge_corpus_f32_f64() {
-    for (name, a) in edge_cases() {
-        for v in [
-            &[][..],
-            &["gather=on", "balance=on"],
-            &["prologue=fused", "accumulate=block"],
-            &["accumulate=run", "bpw=4"],
-        ] {
-            let l = CbSpmv.prepare(&a, &params(v)).unwrap();
-            check_layout(&format!("cb-spmv {v:?} on {name}"), &a, l.as_ref());
-            let a32: Csr<f32> = a.cast();
-            let l = CbSpmv.prepare(&a32, &params(v)).unwrap();
-            check_layout(&format!("cb-spmv {v:?} on {name}"), &a32, l.as_ref());
-        }
-    }
-}
-
-#[test]
 fn coo_block_region_exact_bytes() {
     // One 16x16 block, 3 nonzeros: indices (row<<4|col), padding to 8, then the values.
     let a = from_triplets(16, 16, &[(0, 4, 1.5), (3, 15, -2.0), (15, 0, 0.25)]);
@@ -188,11 +198,7 @@ fn dense_block_region_and_full_precision() {
 
 #[test]
 fn padding_keeps_every_region_8_byte_aligned() {
-    let a = suite()
-        .into_iter()
-        .find(|(n, _)| *n == "power law")
-        .unwrap()
-        .1;
+    let a = suite_case("power law");
     for a in [a.clone()] {
         let l = layout(&a.cast::<f32>(), &["gather=off"]);
         for (off, nnz, _, _) in slots(&l) {
@@ -271,11 +277,7 @@ fn column_aggregation_mapping_and_dense_blocks_with_cb_above_zero() {
 #[test]
 fn gather_auto_follows_the_small_block_fraction() {
     // a scattered matrix: almost every block has 1 nonzero -> gather
-    let a = suite()
-        .into_iter()
-        .find(|(n, _)| *n == "short rows")
-        .unwrap()
-        .1;
+    let a = suite_case("short rows");
     let l = layout(&a, &[]);
     assert!(l.gathered && l.small_frac > 0.15);
     // a full band: blocks are dense/CSR -> no gather
@@ -315,11 +317,7 @@ fn lpt_balancing_assignment() {
 
 #[test]
 fn balancing_lowers_the_per_cta_std_dev_and_notes_report_it() {
-    let a = suite()
-        .into_iter()
-        .find(|(n, _)| *n == "power law")
-        .unwrap()
-        .1;
+    let a = suite_case("power law");
     assert!(a.nnz() >= 10_000);
     let l = layout(&a, &["accumulate=block"]);
     assert!(l.balanced);
@@ -373,34 +371,6 @@ fn fused_prologue_first_block_scales_the_whole_panel() {
     assert_eq!(y[0], 2.0 * 60.0);
     assert_eq!(y[7], -7.0);
     assert_eq!(y[15], 2.0 * 93.0 - 15.0);
-}
-
-#[test]
-fn rejects_bad_params() {
-    let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        &["coo_max=300"][..],
-        &["dense_min=0"],
-        &["dense_min=258"],
-        &["coo_max=40", "dense_min=40"],
-        &["gather=maybe"],
-        &["balance=1"],
-        &["format=no"],
-        &["prologue=none"],
-        &["prologue=fused"],
-        &["gather_frac=2"],
-        &["bogus=1"],
-        &["bpw=0"],
-        &["accumulate=run", "prologue=fused"],
-        &["accumulate=rows"],
-        &["bpw=65"],
-        &["min_ctas=7"],
-        &["epilogue=owner", "accumulate=block"],
-        &["epilogue=owner", "aggregate=off"],
-        &["epilogue=sometimes"],
-    ] {
-        assert!(CbSpmv.prepare(&a, &params(bad)).is_err(), "{bad:?}");
-    }
 }
 
 /// Maragal_6 (21255 x 10152, rectangular; the public code gave a wrong result on it), from the
@@ -631,9 +601,4 @@ fn owner_epilogue_counts_the_runs_of_split_panels() {
     let big = crate::gen::generate_f64("poisson2d:400").unwrap();
     assert!(!layout(&big, &[]).owner());
     assert!(layout(&big, &["epilogue=owner"]).owner());
-}
-
-#[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
 }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use cudarc::driver::CudaSlice;
 
 use crate::error::Result;
-use crate::gpu::{kernel_int, DevMut, DevRef, Gpu};
+use crate::gpu::{kernel_int, DevRef, Gpu};
 use crate::matrix::Csr;
+use crate::methods::common::gpu::{Axpby, Call};
 use crate::scalar::{Idx, Scalar};
 
 crate::kernel_args! {
@@ -18,10 +19,7 @@ crate::kernel_args! {
         row_ptr: DevRef<'a, Idx>,
         col_idx: DevRef<'a, Idx>,
         vals: DevRef<'a, T>,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        axpby: Axpby<'a, T>,
     }
 }
 
@@ -56,25 +54,19 @@ impl<T: Scalar> DeviceCsr<T> {
         self.row_ptr.num_bytes() + self.col_idx.num_bytes() + self.vals.num_bytes()
     }
 
-    /// The arguments of y = α·A·x + β·y; `what` names the matrix in the error when nrows
-    /// exceeds a kernel `int`.
+    /// The arguments of the call `c`; `what` names the matrix in the error when nrows exceeds a
+    /// kernel `int`.
     pub(crate) fn args<'a>(
         &'a self,
         what: &'static str,
-        x: &'a CudaSlice<T>,
-        y: &'a mut CudaSlice<T>,
-        alpha: T,
-        beta: T,
+        c: &'a mut Call<'_, T>,
     ) -> Result<CsrArgs<'a, T>> {
         Ok(CsrArgs {
             nrows: kernel_int(what, self.nrows)?,
             row_ptr: DevRef::new(&self.row_ptr),
             col_idx: DevRef::new(&self.col_idx),
             vals: DevRef::new(&self.vals),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            axpby: c.axpby(),
         })
     }
 }

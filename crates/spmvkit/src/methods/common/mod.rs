@@ -8,7 +8,13 @@
 //! - [`checks`]: parameter checks shared by rooms (the block size).
 //! - [`csr`]: a CSR matrix on the device and `CsrArgs`, the argument struct of the kernels that
 //!   take one (its C twin is in the prelude).
+//! - [`gpu`]: what every room's device layout shares around its launches (shape, footprint, the
+//!   call's operands).
+//! - [`room`]: what every room's `mod.rs` declares alike: its `KERNEL` (`room_kernel!`) and the
+//!   `Layout` methods that only forward to its mirror and upload (`forward!`).
 
 pub(crate) mod checks;
 pub(crate) mod csr;
+pub(crate) mod gpu;
+pub(crate) mod room;
 pub(crate) mod warp;

@@ -3,8 +3,9 @@
 //! - [`butterfly_sum`]: `warp_reduce_sum` (32 lanes) and `warp_reduce_sum_width` (a group of
 //!   `width` lanes), the xor butterfly as lane 0 sees it;
 //! - [`cta_sum`]: the reduction of `cta_gather_sum` (a butterfly per warp, the warp sums through
-//!   `wsum`, warp 0's butterfly over them);
-//! - [`strided_partials`] and [`lane_partials`]: the per-lane fused multiply-add loops that feed
+//!   `wsum`, warp 0's butterfly over them); [`warp_sums_in_order`]: a butterfly per warp, the
+//!   warp sums added one after another from zero (amf-csr's long rows, pbc's COO segments);
+//! - [`strided_partials`], [`strided_partials_by`] and [`lane_partials`]: the per-lane fused multiply-add loops that feed
 //!   those reductions, lane l taking entries j ≡ l (mod width) from `first` (the row start, as
 //!   `cta_gather_sum`'s gather does, or the start aligned down, as `csr_vector`'s kernel does);
 //! - [`store`]: the store the warp kernels write inline, `t = alpha * sum; y = beta == 0 ? t :
@@ -40,6 +41,17 @@ pub(crate) fn cta_sum<T: Scalar>(lanes: &mut [T]) -> T {
         warp_sums[w] = butterfly_sum(warp);
     }
     butterfly_sum(&mut warp_sums)
+}
+
+/// The sum of a CTA's lane partials (`lanes.len()` a multiple of 32) as the kernels that add
+/// the warp sums in order compute it: the butterfly of each warp's 32 lanes, then the warp sums
+/// added one after another from zero.
+pub(crate) fn warp_sums_in_order<T: Scalar>(lanes: &mut [T]) -> T {
+    let mut total = T::zero();
+    for w in lanes.chunks_mut(32) {
+        total += butterfly_sum(w);
+    }
+    total
 }
 
 /// y_i = α·sum (+ β·y_i fused), never reading y_i when β = 0: the kernels' store.
@@ -78,6 +90,19 @@ pub(crate) fn strided_partials<T: Scalar>(
     end: usize,
     lanes: &mut [T],
 ) {
+    strided_partials_by(vals, |k| x[cols[k] as usize], first, start, end, lanes);
+}
+
+/// [`strided_partials`] with entry k's x given by `xk(k)` (for layouts whose column words hold
+/// more than the column).
+pub(crate) fn strided_partials_by<T: Scalar>(
+    vals: &[T],
+    xk: impl Fn(usize) -> T,
+    first: usize,
+    start: usize,
+    end: usize,
+    lanes: &mut [T],
+) {
     let width = lanes.len();
     lanes.iter_mut().for_each(|v| *v = T::zero());
     let mut j = first;
@@ -85,7 +110,7 @@ pub(crate) fn strided_partials<T: Scalar>(
         for (l, s) in lanes.iter_mut().enumerate() {
             let k = j + l;
             if k >= start && k < end {
-                *s = vals[k].mul_add(x[cols[k] as usize], *s);
+                *s = vals[k].mul_add(xk(k), *s);
             }
         }
         j += width;

@@ -10,6 +10,7 @@ use cudarc::driver::CudaSlice;
 use super::{CscLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape, YPrologue};
+use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::DeviceLayout;
 use crate::scalar::{Idx, Scalar};
 
@@ -33,56 +34,45 @@ crate::kernel_args! {
 pub(super) struct DeviceCsc<T: Scalar> {
     scale: YPrologue<T>,
     atomic: Kernel<CscAtomicArgs<'static, T>>,
-    nrows: usize,
-    ncols: usize,
     nnz: usize,
     threads: u32,
     col_ptr: CudaSlice<Idx>,
     row_idx: CudaSlice<Idx>,
     vals: CudaSlice<T>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
     l: &CscLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    Ok(Box::new(DeviceCsc {
+    let room = DeviceCsc {
         scale: gpu.y_prologue_kernel::<T>(SCALE_CTAS_PER_SM)?,
         atomic: gpu.kernel::<T, _>(&KERNEL, "csc_atomic")?,
-        nrows: l.a.nrows(),
-        ncols: l.a.ncols(),
         nnz: l.a.nnz(),
         threads: l.threads,
         col_ptr: gpu.upload(l.a.col_ptr())?,
         row_idx: gpu.upload(l.a.row_idx())?,
         vals: gpu.upload(l.a.vals())?,
-        bytes: l.bytes(),
-    }))
+    };
+    Ok(Resident::boxed((l.a.nrows(), l.a.ncols()), l.bytes(), room))
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceCsc<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        if self.nrows == 0 {
-            return Ok(());
-        }
-        self.scale.run(gpu, y, self.nrows, beta)?;
+impl<T: Scalar> Launches<T> for DeviceCsc<T> {
+    unsafe fn run(&self, gpu: &Gpu, c: Call<'_, T>) -> Result<()> {
+        let Call {
+            nrows,
+            ncols,
+            alpha,
+            x,
+            beta,
+            y,
+        } = c;
+        self.scale.run(gpu, y, nrows, beta)?;
         if self.nnz == 0 {
             return Ok(());
         }
         let args = CscAtomicArgs {
-            ncols: kernel_int("csc ncols", self.ncols)?,
+            ncols: kernel_int("csc ncols", ncols)?,
             col_ptr: DevRef::new(&self.col_ptr),
             row_idx: DevRef::new(&self.row_idx),
             vals: DevRef::new(&self.vals),
@@ -95,13 +85,9 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsc<T> {
         unsafe {
             gpu.launch(
                 &self.atomic,
-                Shape::warp_per_item(self.ncols, self.threads),
+                Shape::warp_per_item(ncols, self.threads),
                 &args,
             )
         }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

@@ -14,21 +14,14 @@ mod gpu;
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::{Csc, Csr};
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::params;
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "csc",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[gpu::CscAtomicArgs::entry("csc_atomic")],
-};
+room_kernel!("csc", [gpu::CscAtomicArgs::entry("csc_atomic")]);
 
 const NAME: &str = "csc";
 
@@ -47,17 +40,15 @@ const PARAMS: &[ParamSpec] = CscParams::SPECS;
 pub struct CscAtomic;
 
 impl GenericMethod for CscAtomic {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: CSC, one warp per column, atomicAdd into y (FastLoad's basic kernel)",
-            source: "Hu et al., FastLoad, TPDS 2024, §III-B (basic CSC SpMV)",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: CSC, one warp per column, atomicAdd into y (FastLoad's basic kernel)",
+        source: "Hu et al., FastLoad, TPDS 2024, §III-B (basic CSC SpMV)",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let threads = CscParams::from_params(NAME, params)?.threads;
@@ -93,14 +84,7 @@ impl<T: Scalar> Layout<T> for CscLayout<T> {
         self.bytes()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(&self.a, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu of a, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         vec![("CSR to CSC", self.convert)]

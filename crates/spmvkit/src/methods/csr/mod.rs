@@ -11,17 +11,15 @@ use crate::scalar::Scalar;
 pub struct CsrRayon;
 
 impl GenericMethod for CsrRayon {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: "csr",
-            summary: "CPU: rayon CSR SpMV over nnz-balanced row chunks",
-            source: "spmvkit (CPU production path)",
-            deterministic: true,
-            gpu: false,
-            cpu: true,
-            params: &[],
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: "csr",
+        summary: "CPU: rayon CSR SpMV over nnz-balanced row chunks",
+        source: "spmvkit (CPU production path)",
+        deterministic: true,
+        gpu: false,
+        cpu: true,
+        params: &[],
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(CsrLayout { a: csr.clone() }))

@@ -13,6 +13,7 @@ use cudarc::driver::CudaSlice;
 use super::{Csr5Layout, Prep, KERNEL, OMEGA};
 use crate::error::{Error, Result};
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -39,10 +40,7 @@ crate::kernel_args! {
         nempty: i32,
         ntail: i32,
         tail_end: i32,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        axpby: Axpby<'a, T>,
         carry: DevMut<'a, T>,
     }
 }
@@ -83,8 +81,6 @@ crate::kernel_args! {
 pub(super) struct DeviceCsr5<T: Scalar> {
     spmv: Kernel<Csr5Args<'static, T>>,
     calibrate: Kernel<Csr5CalibrateArgs<'static, T>>,
-    nrows: usize,
-    ncols: usize,
     ntiles: usize,
     sigma: i32,
     npacket: i32,
@@ -105,7 +101,6 @@ pub(super) struct DeviceCsr5<T: Scalar> {
     run_first: CudaSlice<Idx>,
     run_end: CudaSlice<Idx>,
     carry: CudaSlice<T>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
@@ -165,11 +160,9 @@ pub(super) fn upload<T: Scalar>(
             (col_idx, vals, tile_desc, empty_offset)
         }
     };
-    Ok(Box::new(DeviceCsr5 {
+    let room = DeviceCsr5 {
         spmv: gpu.kernel::<T, _>(&KERNEL, "csr5_spmv")?,
         calibrate: gpu.kernel::<T, _>(&KERNEL, "csr5_calibrate")?,
-        nrows: a.nrows(),
-        ncols: a.ncols(),
         ntiles: l.ntiles,
         sigma: l.sigma as i32,
         npacket: l.npacket as i32,
@@ -190,8 +183,12 @@ pub(super) fn upload<T: Scalar>(
         run_first: gpu.upload(&l.run_first)?,
         run_end: gpu.upload(&l.run_end)?,
         carry: gpu.alloc_zeros::<T>(l.ntiles + 1)?,
-        bytes: l.footprint_bytes(),
-    }))
+    };
+    Ok(Resident::boxed(
+        (a.nrows(), a.ncols()),
+        l.footprint_bytes(),
+        room,
+    ))
 }
 
 /// Compares what csr5_generate built with the host build (`verify=1`).
@@ -231,19 +228,8 @@ fn verify<T: Scalar>(
     Ok(())
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceCsr5<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+impl<T: Scalar> Launches<T> for DeviceCsr5<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
         let empty_warps = self.nempty.div_ceil(32).min(EMPTY_WARPS_MAX);
         let warps = self.ntiles + self.ntail + empty_warps;
         if warps == 0 {
@@ -265,10 +251,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsr5<T> {
             nempty: kernel_int("csr5 empty rows", self.nempty)?,
             ntail: kernel_int("csr5 tail rows", self.ntail)?,
             tail_end: self.tail_end,
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            axpby: c.axpby(),
             carry: DevMut::scratch(&self.carry),
         };
         // SAFETY: the arrays have the lengths the layout builder gave them (tile_desc
@@ -281,16 +264,12 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsr5<T> {
             run_first: DevRef::new(&self.run_first),
             run_end: DevRef::new(&self.run_end),
             carry: DevRef::new(&self.carry),
-            y: DevMut::new(y),
-            alpha,
+            y: DevMut::new(c.y),
+            alpha: c.alpha,
         };
         // One thread per carry run (none when no row spans tiles).
         let shape = Shape::thread_per_item(self.nruns, CAL_THREADS);
         // SAFETY: the runs index carry and y in range.
         unsafe { gpu.launch(&self.calibrate, shape, &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

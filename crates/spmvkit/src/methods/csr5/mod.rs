@@ -39,24 +39,20 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{keywords, one_of, params, AutoOr};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "csr5",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    "csr5",
+    [
         gpu::Csr5Args::params_entry("csr5_spmv"),
         gpu::Csr5CalibrateArgs::params_entry("csr5_calibrate"),
         gpu::Csr5GenerateArgs::params_entry("csr5_generate"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "csr5";
 
@@ -89,21 +85,19 @@ const PARAMS: &[ParamSpec] = Csr5Params::SPECS;
 pub struct Csr5;
 
 impl GenericMethod for Csr5 {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary:
-                "GPU: CSR5 tiles of 32 x sigma nonzeros (transposed), bit-flag segmented sum, \
-                      calibrate pass for carried sums (fixed order, no atomics), tail as CSR; \
-                      tiles and descriptors generated on the GPU at upload",
-            source:
-                "Liu & Vinter, CSR5: an efficient storage format for cross-platform SpMV, ICS'15",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary:
+            "GPU: CSR5 tiles of 32 x sigma nonzeros (transposed), bit-flag segmented sum, \
+                  calibrate pass for carried sums (fixed order, no atomics), tail as CSR; \
+                  tiles and descriptors generated on the GPU at upload",
+        source:
+            "Liu & Vinter, CSR5: an efficient storage format for cross-platform SpMV, ICS'15",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let p = Csr5Params::from_params(NAME, params)?;
@@ -436,14 +430,7 @@ impl<T: Scalar> Layout<T> for Csr5Layout<T> {
             + T::BYTES * (self.a.nnz() + self.ntiles + 1)
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

@@ -1,20 +1,31 @@
 use super::*;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, suite};
+use crate::methods::testmats::{check_layout, suite, suite_case};
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
-}
-
-#[test]
-fn matches_oracle_default() {
-    check_method(&Csr5, &Params::new());
-}
-
-#[test]
-fn matches_oracle_every_sigma() {
-    for s in [1, 2, 3, 4, 7, 16, 31, 32] {
-        check_method(&Csr5, &params(&[&format!("sigma={s}")]));
-    }
+crate::methods::testmats::room_tests! {
+    method: Csr5,
+    kernel: KERNEL,
+    oracle: [
+        [],
+        ["sigma=1"],
+        ["sigma=2"],
+        ["sigma=3"],
+        ["sigma=4"],
+        ["sigma=7"],
+        ["sigma=16"],
+        ["sigma=31"],
+        ["sigma=32"],
+    ],
+    // bitwise (deterministic room); sigma 1 and 32 cover one and two descriptor words
+    gpu: [[], ["sigma=1"], ["sigma=32", "verify=1"], ["prep=host"]],
+    repeatable: [],
+    rejects: [
+        ["sigma=0"],
+        ["sigma=33"],
+        ["sigma=x"],
+        ["omega=3"],
+        ["prep=cpu"],
+        ["verify=2"],
+    ],
 }
 
 #[test]
@@ -132,45 +143,8 @@ fn worked_example_layout() {
 
 #[test]
 fn huge_row_makes_a_long_carry_run() {
-    let (_, a) = suite().into_iter().find(|(n, _)| *n == "huge row").unwrap();
+    let a = suite_case("huge row");
     let l = Csr5Layout::build(&a, 4);
     assert!(l.run_end.iter().zip(&l.run_first).any(|(e, f)| e - f > 100));
     check_layout("csr5 huge row", &a, &l);
-}
-
-#[test]
-fn repeatable() {
-    for (_, a) in suite() {
-        let l = Csr5.prepare(&a, &Params::new()).unwrap();
-        assert_repeatable(&a, l.as_ref());
-    }
-}
-
-#[test]
-fn rejects_bad_params() {
-    let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        &["sigma=0"][..],
-        &["sigma=33"],
-        &["sigma=x"],
-        &["omega=3"],
-        &["prep=cpu"],
-        &["verify=2"],
-    ] {
-        assert!(Csr5.prepare(&a, &params(bad)).is_err(), "{bad:?}");
-    }
-}
-
-#[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
-}
-
-#[test]
-fn gpu_matches_the_mirror() {
-    // bitwise (deterministic room); sigma 1 and 32 cover one and two descriptor words
-    crate::methods::testmats::check_gpu_against_mirror(&Csr5, &Params::new());
-    crate::methods::testmats::check_gpu_against_mirror(&Csr5, &params(&["sigma=1"]));
-    crate::methods::testmats::check_gpu_against_mirror(&Csr5, &params(&["sigma=32", "verify=1"]));
-    crate::methods::testmats::check_gpu_against_mirror(&Csr5, &params(&["prep=host"]));
 }

@@ -12,6 +12,7 @@ use super::{CsrLightLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{DevMut, Gpu, Kernel, Shape};
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
+use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::DeviceLayout;
 use crate::scalar::Scalar;
 
@@ -36,46 +37,30 @@ pub(super) struct DeviceCsrLight<T: Scalar> {
     a: DeviceCsr<T>,
     /// [row counter, finished blocks], zero between calls.
     counter: CudaSlice<u32>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
     l: &CsrLightLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    Ok(Box::new(DeviceCsrLight {
+    let room = DeviceCsrLight {
         k: gpu.kernel::<T, _>(&KERNEL, &format!("csr_light_v{}", l.vector))?,
         threads: l.threads,
         grab: l.grab,
         chunk: l.chunk(),
         a: DeviceCsr::upload(gpu, &l.a)?,
         counter: gpu.alloc_zeros::<u32>(2)?,
-        bytes: l.a.bytes() + 8,
-    }))
+    };
+    Ok(Resident::boxed(room.a.dims(), l.a.bytes() + 8, room))
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceCsrLight<T> {
-    fn dims(&self) -> (usize, usize) {
-        self.a.dims()
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        let nrows = self.a.dims().0;
-        if nrows == 0 {
-            return Ok(());
-        }
+impl<T: Scalar> Launches<T> for DeviceCsrLight<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
         let warps = (self.threads / 32) as usize;
         let resident = gpu.sm_count().max(1) * (THREADS_PER_SM / self.threads as usize).max(1);
-        let needed = nrows.div_ceil(warps * self.chunk as usize);
+        let needed = c.nrows.div_ceil(warps * self.chunk as usize);
         let args = CsrLightArgs {
-            csr: self.a.args("csr-light nrows", x, y, alpha, beta)?,
+            csr: self.a.args("csr-light nrows", &mut c)?,
             ctr: DevMut::scratch(&self.counter),
             grab: self.grab as i32,
         };
@@ -84,9 +69,5 @@ impl<T: Scalar> DeviceLayout<T> for DeviceCsrLight<T> {
         // and y nrows (checked by DeviceLayout::run); the counter is 2 words, zero on entry
         // (zeroed at upload and by the previous call's last block).
         unsafe { gpu.launch(&self.k, shape, &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

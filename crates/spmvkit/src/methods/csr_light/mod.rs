@@ -17,27 +17,23 @@ mod cpu;
 mod gpu;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{one_of, params, AutoOr};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "csr-light",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    "csr-light",
+    [
         gpu::CsrLightArgs::entry("csr_light_v2"),
         gpu::CsrLightArgs::entry("csr_light_v4"),
         gpu::CsrLightArgs::entry("csr_light_v8"),
         gpu::CsrLightArgs::entry("csr_light_v16"),
         gpu::CsrLightArgs::entry("csr_light_v32"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "csr-light";
 
@@ -64,17 +60,15 @@ const MAX_GRAB: u32 = 64;
 pub struct CsrLight;
 
 impl GenericMethod for CsrLight {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: LightSpMV, a V-lane vector per row, rows from a dynamic atomic counter",
-            source: "Liu & Schmidt, LightSpMV, ASAP'15",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: LightSpMV, a V-lane vector per row, rows from a dynamic atomic counter",
+        source: "Liu & Schmidt, LightSpMV, ASAP'15",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let p = CsrLightParams::from_params(NAME, params)?;
@@ -146,14 +140,7 @@ impl<T: Scalar> Layout<T> for CsrLightLayout<T> {
         self.a.bytes() + 8
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
         vec![

@@ -1,13 +1,28 @@
 use super::*;
-use crate::methods::testmats::{assert_repeatable, check_method, suite, vectors};
+use crate::methods::testmats::{check_method, params, suite, vectors};
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
-}
-
-#[test]
-fn matches_oracle_default() {
-    check_method(&CsrLight, &Params::new());
+crate::methods::testmats::room_tests! {
+    method: CsrLight,
+    kernel: KERNEL,
+    oracle: [[]],
+    corpus: [[]],
+    gpu: [
+        [],
+        ["vector=2", "grab=2"],
+        ["vector=4", "grab=2"],
+        ["vector=16", "grab=2"],
+        ["vector=32", "grab=2"],
+    ],
+    repeatable: [],
+    rejects: [
+        ["vector=3"],
+        ["vector=64"],
+        ["vector=0"],
+        ["grab=0"],
+        ["grab=65"],
+        ["grab=x"],
+        ["threads=33"],
+    ],
 }
 
 #[test]
@@ -60,55 +75,9 @@ fn vector32_equals_csr_vector_bitwise() {
 }
 
 #[test]
-fn repeatable() {
-    for (_, a) in suite() {
-        let l = CsrLight.prepare(&a, &Params::new()).unwrap();
-        assert_repeatable(&a, l.as_ref());
-    }
-}
-
-#[test]
 fn notes_report_the_choice() {
     let a = Csr::<f64>::identity(10).unwrap();
     let l = CsrLight.prepare(&a, &Params::new()).unwrap();
     let notes = l.notes();
     assert!(notes.contains(&("vector size".to_string(), "2".to_string())));
-}
-
-#[test]
-fn rejects_bad_params() {
-    let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        "vector=3",
-        "vector=64",
-        "vector=0",
-        "grab=0",
-        "grab=65",
-        "grab=x",
-        "threads=33",
-    ] {
-        assert!(CsrLight.prepare(&a, &params(&[bad])).is_err(), "{bad}");
-    }
-}
-
-#[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
-}
-
-#[test]
-fn matches_oracle_on_corpus() {
-    crate::methods::testmats::check_method_on_corpus(&CsrLight, &Params::new());
-}
-
-#[test]
-fn gpu_matches_the_mirror() {
-    crate::methods::testmats::check_gpu_against_mirror(&CsrLight, &Params::new());
-}
-
-#[test]
-fn gpu_matches_the_mirror_every_vector_size() {
-    for p in ["vector=2", "vector=4", "vector=16", "vector=32"] {
-        crate::methods::testmats::check_gpu_against_mirror(&CsrLight, &params(&[p, "grab=2"]));
-    }
 }

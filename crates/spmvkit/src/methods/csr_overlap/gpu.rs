@@ -23,6 +23,7 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 use super::{buffer_cap, smem_bytes, BigBatch, OverlapLayout, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, PinnedSource, Shape};
+use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -57,10 +58,7 @@ crate::kernel_args! {
         row_ptr: DevRef<'a, Idx>,
         col_idx: DevRef<'a, Idx>,
         vals: DevRef<'a, T>,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        axpby: Axpby<'a, T>,
         vcap: i32,
         ccap: i32,
     }
@@ -69,8 +67,6 @@ crate::kernel_args! {
 /// The device copy of an overlap layout.
 pub(super) struct DeviceOverlap<T: Scalar> {
     k: Kernel<OverlapArgs<'static, T>>,
-    nrows: usize,
-    ncols: usize,
     threads: u32,
     ctas: usize,
     smem: u32,
@@ -92,7 +88,6 @@ pub(super) struct DeviceOverlap<T: Scalar> {
     col_idx: CudaSlice<Idx>,
     vals: CudaSlice<T>,
     full: Option<Full<T>>,
-    bytes: usize,
 }
 
 fn event(gpu: &Gpu) -> Result<CudaEvent> {
@@ -138,10 +133,8 @@ pub(super) fn upload<T: Scalar>(
             )
         }
     };
-    Ok(Box::new(DeviceOverlap {
+    let room = DeviceOverlap {
         k,
-        nrows: l.a.nrows(),
-        ncols: l.a.ncols(),
         threads: l.cfg.threads,
         ctas: gpu.sm_count().max(1) * l.cfg.ctas_per_sm as usize,
         smem: smem_bytes::<T>(l.cfg.max_batch_size) as u32,
@@ -161,8 +154,12 @@ pub(super) fn upload<T: Scalar>(
         col_idx,
         vals,
         full,
-        bytes: l.footprint_bytes(),
-    }))
+    };
+    Ok(Resident::boxed(
+        (l.a.nrows(), l.a.ncols()),
+        l.footprint_bytes(),
+        room,
+    ))
 }
 
 impl<T: Scalar> DeviceOverlap<T> {
@@ -170,20 +167,14 @@ impl<T: Scalar> DeviceOverlap<T> {
     ///
     /// # Safety
     ///
-    /// As [`DeviceLayout::run_unchecked`]: x holds at least ncols and y at least nrows elements;
-    /// `stream` is `gpu.stream()` or a side stream ordered against it by events (`run`).
-    #[allow(clippy::too_many_arguments)]
+    /// As [`Launches::run`]: x holds at least ncols and y at least nrows elements; `stream` is
+    /// `gpu.stream()` or a side stream ordered against it by events (`run`).
     unsafe fn launch(
         &self,
         gpu: &Gpu,
         stream: &CudaStream,
-        first: usize,
-        n: usize,
-        with_long: bool,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
+        (first, n, with_long): (usize, usize, bool),
+        c: &mut Call<'_, T>,
     ) -> Result<()> {
         let per_cta = OverlapLayout::<T>::per_cta(n, self.ctas);
         let batch_ctas = n.div_ceil(per_cta);
@@ -213,10 +204,7 @@ impl<T: Scalar> DeviceOverlap<T> {
             row_ptr: DevRef::new(&self.row_ptr),
             col_idx: DevRef::new(&self.col_idx),
             vals: DevRef::new(&self.vals),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            axpby: c.axpby(),
             vcap: self.vcap,
             ccap: self.ccap,
         };
@@ -245,24 +233,11 @@ impl<T: Scalar> DeviceOverlap<T> {
     }
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+impl<T: Scalar> Launches<T> for DeviceOverlap<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
         let Some(f) = &self.full else {
             // SAFETY: x and y as this function's contract requires.
-            return unsafe {
-                self.launch(gpu, gpu.stream(), 0, self.nbatches, true, alpha, x, beta, y)
-            };
+            return unsafe { self.launch(gpu, gpu.stream(), (0, self.nbatches, true), &mut c) };
         };
         let ev = |r: std::result::Result<(), cudarc::driver::DriverError>| {
             r.map_err(|e| Error::cuda("csr-full-overlap: stream ordering", e))
@@ -285,17 +260,12 @@ impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
             ev(f.copied[i].record(s))?;
             // SAFETY: x and y as this function's contract requires.
             unsafe {
-                self.launch(
-                    gpu,
-                    s,
+                let batches = (
                     bb.start_batch,
                     bb.end_batch - bb.start_batch,
                     i + 1 == count,
-                    alpha,
-                    x,
-                    beta,
-                    y,
-                )
+                );
+                self.launch(gpu, s, batches, &mut c)
             }?;
             ev(f.done[i].record(s))?;
         }
@@ -303,9 +273,5 @@ impl<T: Scalar> DeviceLayout<T> for DeviceOverlap<T> {
             ev(main.wait(d))?;
         }
         Ok(())
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

@@ -56,21 +56,14 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{concat_specs, one_of, params, AutoOr, ParamRange, ParamValue};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-/// The kernel source of this room (both methods).
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "csr-overlap",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[gpu::OverlapArgs::params_entry("csr_overlap")],
-};
+room_kernel!("csr-overlap", [gpu::OverlapArgs::params_entry("csr_overlap")]);
 
 const NAME: &str = "csr-overlap";
 const NAME_FULL: &str = "csr-full-overlap";
@@ -163,18 +156,16 @@ pub struct CsrOverlap;
 pub struct CsrFullOverlap;
 
 impl GenericMethod for CsrOverlap {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: CSR-Partial-Overlap, row batches double-buffered into shared memory \
-                      with cp.async, 1-32 lanes per row chosen per batch, a CTA per long row",
-            source: "Zeng & Zou, Electronics 12:3687 (2023), §4.1 (Alg. 3-6), §4.3 (Alg. 9)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: CSR-Partial-Overlap, row batches double-buffered into shared memory \
+                  with cp.async, 1-32 lanes per row chosen per batch, a CTA per long row",
+        source: "Zeng & Zou, Electronics 12:3687 (2023), §4.1 (Alg. 3-6), §4.3 (Alg. 9)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let cfg = Config::parse::<T>(NAME, PARAMS, params)?;
@@ -183,20 +174,18 @@ impl GenericMethod for CsrOverlap {
 }
 
 impl GenericMethod for CsrFullOverlap {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME_FULL,
-            summary: "GPU: CSR-Full-Overlap. ITS TIME INCLUDES THE HOST-TO-DEVICE COPY of values \
-                      and column indices (pinned, in stream_num big batches on their own streams, \
-                      overlapped with the csr-overlap kernel), so it is not comparable with plain \
-                      kernel times: compare by Eq. 2 against cuSPARSE + the same copy",
-            source: "Zeng & Zou, Electronics 12:3687 (2023), §4.2 (Alg. 7-8), §5.4-5.5",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS_FULL,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME_FULL,
+        summary: "GPU: CSR-Full-Overlap. ITS TIME INCLUDES THE HOST-TO-DEVICE COPY of values \
+                  and column indices (pinned, in stream_num big batches on their own streams, \
+                  overlapped with the csr-overlap kernel), so it is not comparable with plain \
+                  kernel times: compare by Eq. 2 against cuSPARSE + the same copy",
+        source: "Zeng & Zou, Electronics 12:3687 (2023), §4.2 (Alg. 7-8), §5.4-5.5",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS_FULL,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let cfg = Config::parse::<T>(NAME_FULL, PARAMS_FULL, params)?;
@@ -495,14 +484,7 @@ impl<T: Scalar> Layout<T> for OverlapLayout<T> {
         self.a.bytes() + self.meta_bytes()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

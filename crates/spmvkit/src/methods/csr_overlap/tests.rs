@@ -1,8 +1,55 @@
 use super::*;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, random_rows, suite};
+use crate::methods::testmats::{check_layout, params, random_rows, suite};
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
+crate::methods::testmats::room_tests! {
+    method: CsrOverlap,
+    kernel: KERNEL,
+    oracle: [
+        [],
+        // the suite's 120k-nnz row makes 469 chunks of 256: several per lane of the combine
+        ["long_chunk=256"],
+        // every forced vector size, with small batches
+        ["vector=1", "max_batch_size=37", "threads=64"],
+        ["vector=2", "max_batch_size=37", "threads=64"],
+        ["vector=4", "max_batch_size=37", "threads=64"],
+        ["vector=8", "max_batch_size=37", "threads=64"],
+        ["vector=16", "max_batch_size=37", "threads=64"],
+        ["vector=32", "max_batch_size=37", "threads=64"],
+    ],
+    corpus: [
+        [],
+        ["max_batch_size=100", "threads=256"],
+        ["max_batch_size=100", "long_chunk=256"],
+    ],
+    repeatable: [],
+    rejects: [
+        ["vector=3"],
+        ["vector=64"],
+        ["max_batch_size=0"],
+        ["threads=48"],
+        ["ctas_per_sm=0"],
+        ["switch_points=1,2"],
+        ["switch_points=a,b,c,d,e"],
+        ["long_chunk=255"],
+        ["long_chunk=x"],
+    ],
+}
+
+/// `csr-full-overlap`'s shared tests (the room's kernel is checked above).
+mod full {
+    use super::*;
+
+    crate::methods::testmats::room_tests! {
+        method: CsrFullOverlap,
+        oracle: [
+            [],
+            ["long_chunk=1000", "max_batch_size=64", "stream_num=2"],
+            ["max_batch_size=64", "stream_num=3", "switch_points=2,3,5,9,20"],
+            ["stream_num=1", "ctas_per_sm=1"],
+        ],
+        corpus: [["max_batch_size=100"]],
+        rejects: [["stream_num=0"], ["stream_num=17"]],
+    }
 }
 
 fn row_ptr_of(lengths: &[u32]) -> Vec<Idx> {
@@ -217,72 +264,6 @@ fn long_row_tasks() {
 }
 
 #[test]
-fn long_chunks_match_oracle() {
-    // The suite's 120k-nnz row makes 469 chunks of 256: several per lane of the combine.
-    check_method(&CsrOverlap, &params(&["long_chunk=256"]));
-    check_method(
-        &CsrFullOverlap,
-        &params(&["long_chunk=1000", "max_batch_size=64", "stream_num=2"]),
-    );
-}
-
-#[test]
-fn partial_matches_oracle_default() {
-    check_method(&CsrOverlap, &Params::new());
-}
-
-#[test]
-fn full_matches_oracle_default() {
-    check_method(&CsrFullOverlap, &Params::new());
-}
-
-#[test]
-fn every_forced_vector_size_and_small_batches() {
-    for v in ["1", "2", "4", "8", "16", "32"] {
-        check_method(
-            &CsrOverlap,
-            &params(&[&format!("vector={v}"), "max_batch_size=37", "threads=64"]),
-        );
-    }
-    check_method(
-        &CsrFullOverlap,
-        &params(&[
-            "max_batch_size=64",
-            "stream_num=3",
-            "switch_points=2,3,5,9,20",
-        ]),
-    );
-    check_method(&CsrFullOverlap, &params(&["stream_num=1", "ctas_per_sm=1"]));
-}
-
-#[test]
-fn corpus_both_methods_both_precisions() {
-    for (name, a) in crate::gen::corpus::edge_cases() {
-        for (m, p) in [
-            (NAME, params(&[])),
-            (NAME, params(&["max_batch_size=100", "threads=256"])),
-            (NAME_FULL, params(&["max_batch_size=100"])),
-            (NAME, params(&["max_batch_size=100", "long_chunk=256"])),
-        ] {
-            let what = format!("{m} {p:?} on {name}");
-            let l: Box<dyn Layout<f64>> = if m == NAME {
-                CsrOverlap.prepare(&a, &p).unwrap()
-            } else {
-                CsrFullOverlap.prepare(&a, &p).unwrap()
-            };
-            check_layout(&what, &a, l.as_ref());
-            let a32: Csr<f32> = a.cast();
-            let l: Box<dyn Layout<f32>> = if m == NAME {
-                CsrOverlap.prepare(&a32, &p).unwrap()
-            } else {
-                CsrFullOverlap.prepare(&a32, &p).unwrap()
-            };
-            check_layout(&what, &a32, l.as_ref());
-        }
-    }
-}
-
-#[test]
 fn full_equals_partial_bitwise() {
     // The big-batch split changes which launch computes a batch, never how.
     for (_, a) in suite() {
@@ -332,14 +313,6 @@ fn long_rows_and_vectors_reported() {
 }
 
 #[test]
-fn repeatable() {
-    for (_, a) in suite() {
-        let l = CsrOverlap.prepare(&a, &Params::new()).unwrap();
-        assert_repeatable(&a, l.as_ref());
-    }
-}
-
-#[test]
 fn shared_memory_sizes() {
     // S = 2·max_batch·(val + col) plus at most 16 bytes of slack per buffer.
     assert_eq!(smem_bytes::<f32>(1024), 2 * (1028 * 4 + 1028 * 4));
@@ -356,33 +329,4 @@ fn shared_memory_sizes() {
     assert!(CsrOverlap
         .prepare(&a32, &params(&["max_batch_size=2100"]))
         .is_ok());
-}
-
-#[test]
-fn rejects_bad_params() {
-    let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        "vector=3",
-        "vector=64",
-        "max_batch_size=0",
-        "threads=48",
-        "ctas_per_sm=0",
-        "switch_points=1,2",
-        "switch_points=a,b,c,d,e",
-        "long_chunk=255",
-        "long_chunk=x",
-    ] {
-        assert!(CsrOverlap.prepare(&a, &params(&[bad])).is_err(), "{bad}");
-    }
-    assert!(CsrFullOverlap
-        .prepare(&a, &params(&["stream_num=0"]))
-        .is_err());
-    assert!(CsrFullOverlap
-        .prepare(&a, &params(&["stream_num=17"]))
-        .is_err());
-}
-
-#[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
 }

@@ -5,7 +5,7 @@
 //! match the kernel bit for bit.
 
 use super::encode::{bias, ValueCodes};
-use super::{interleaved, PackedLayout, GROUP, SKIP, WARP};
+use super::{interleaved, PackedLayout, GROUP, WARP};
 use crate::methods::common::warp::{cta_sum, strided_partials};
 use crate::scalar::Scalar;
 
@@ -22,7 +22,7 @@ fn store<T: Scalar>(yi: &mut T, alpha: T, sum: T, beta: T) {
 
 /// Code `j` of lane `l`'s block `g` in a slice's column words at width `w`.
 #[inline]
-fn col_code(words: &[u32], w: u32, g: usize, l: usize, j: usize) -> u32 {
+pub(super) fn col_code(words: &[u32], w: u32, g: usize, l: usize, j: usize) -> u32 {
     let per_lane = w as usize / 4;
     let word = |i: usize| words[g * WARP * per_lane + interleaved(per_lane, 4, l, i)];
     match w {
@@ -60,18 +60,10 @@ pub(super) fn run<T: Scalar>(l: &PackedLayout<T>, alpha: T, x: &[T], beta: T, y:
         let w = l.col_w[s] as u32;
         let words = &l.cols[4 * l.col_off[s] as usize..];
         let g0 = l.grp[s] as usize;
-        for lane in 0..WARP {
-            let len = l.lens[s * WARP + lane];
-            if len == SKIP {
-                continue;
-            }
-            let row = l
-                .rows
-                .as_ref()
-                .map_or(s * WARP + lane, |m| m[s * WARP + lane] as usize);
+        for (lane, row, len) in l.slice_rows(s) {
             let mut prev = (row as u32).wrapping_sub(bias(w));
             let mut sum = T::zero();
-            for k in 0..len as usize {
+            for k in 0..len {
                 let (g, j) = (k / GROUP, k % GROUP);
                 prev = prev.wrapping_add(col_code(words, w, g, lane, j));
                 let v = value(l, (g0 + g) * WARP + lane, j);

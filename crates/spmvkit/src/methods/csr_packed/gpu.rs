@@ -10,8 +10,8 @@ use cudarc::driver::CudaSlice;
 
 use super::{PackedLayout, KERNEL, WARP};
 use crate::error::Result;
-use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
-use crate::methods::DeviceLayout;
+use crate::gpu::{kernel_int, DevRef, Gpu, Kernel, Shape};
+use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
 use crate::scalar::Scalar;
 
 const BLOCK: u32 = super::BLOCK as u32;
@@ -35,18 +35,13 @@ crate::kernel_args! {
         long_ptr: DevRef<'a, u32>,
         long_cols: DevRef<'a, u32>,
         long_vals: DevRef<'a, T>,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        axpby: Axpby<'a, T>,
     }
 }
 
 /// `csr-packed` resident on the GPU.
 pub(super) struct PackedDevice<T: Scalar> {
     k: Kernel<PackedArgs<'static, T>>,
-    nrows: usize,
-    ncols: usize,
     nslices: u32,
     nlong: u32,
     lens: CudaSlice<u8>,
@@ -63,24 +58,21 @@ pub(super) struct PackedDevice<T: Scalar> {
     long_ptr: CudaSlice<u32>,
     long_cols: CudaSlice<u32>,
     long_vals: CudaSlice<T>,
-    footprint: usize,
     /// Resident blocks of the whole GPU (the persistent grid's size at most).
     max_blocks: usize,
 }
 
 impl<T: Scalar> PackedDevice<T> {
     /// Compiles the kernel first, so an NVRTC failure leaves nothing allocated, then uploads.
-    pub(super) fn upload(gpu: &Arc<Gpu>, l: &PackedLayout<T>) -> Result<Self> {
+    pub(super) fn upload(gpu: &Arc<Gpu>, l: &PackedLayout<T>) -> Result<Resident<Self>> {
         let items = l.nslices() + l.long_rows.len();
         kernel_int("csr-packed work items (slices + long rows)", items)?;
         crate::gpu::check_int_loops("csr-packed", l.nrows, l.long_cols.len())?;
         let k = gpu.kernel::<T, _>(&KERNEL, l.vcodes.entry(l.prefetch))?;
         // Persistent warps: as many blocks as stay resident on every SM at once.
         let max_blocks = k.resident_ctas(gpu, BLOCK, 0)?;
-        Ok(PackedDevice {
+        let room = PackedDevice {
             k,
-            nrows: l.nrows,
-            ncols: l.ncols,
             nslices: l.nslices() as u32,
             nlong: l.long_rows.len() as u32,
             lens: gpu.upload(&l.lens)?,
@@ -97,25 +89,15 @@ impl<T: Scalar> PackedDevice<T> {
             long_ptr: gpu.upload(&l.long_ptr)?,
             long_cols: gpu.upload(&l.long_cols)?,
             long_vals: gpu.upload(&l.long_vals)?,
-            footprint: crate::methods::Layout::footprint_bytes(l),
             max_blocks,
-        })
+        };
+        let bytes = crate::methods::Layout::footprint_bytes(l);
+        Ok(Resident::new((l.nrows, l.ncols), bytes, room))
     }
 }
 
-impl<T: Scalar> DeviceLayout<T> for PackedDevice<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+impl<T: Scalar> Launches<T> for PackedDevice<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
         let items = self.nslices as usize + self.nlong as usize;
         if items == 0 {
             return Ok(());
@@ -138,18 +120,11 @@ impl<T: Scalar> DeviceLayout<T> for PackedDevice<T> {
             long_ptr: DevRef::new(&self.long_ptr),
             long_cols: DevRef::new(&self.long_cols),
             long_vals: DevRef::new(&self.long_vals),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            axpby: c.axpby(),
         };
         // SAFETY: x and y are long enough (checked by DeviceLayout::run); the streams were built
         // by encode.rs, whose offsets, lengths and codes stay inside them and decode to columns
         // < ncols and rows < nrows.
         unsafe { gpu.launch(&self.k, Shape::ctas(blocks, BLOCK), &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.footprint
     }
 }

@@ -121,22 +121,22 @@ __device__ __forceinline__ real_t value_of(const unsigned (&v)[4], const real_t 
 // The sum of group g (entries 8g..8g+7, m of them present) of a slice row at code width W,
 // from its column words c[] and value block v[]/r[], added to sum in entry order: the columns
 // are decoded first, then all x loads are issued, then the fmas (the loads of one group are
-// independent, so they are in flight together).
+// independent, so they are in flight together). All 8 slots load x, present or not: a padding
+// code is 0, so a slot past m re-reads the row's last column (in bounds; m > 0 here), and its
+// fma is skipped. Unpredicated loads let the compiler issue them together; predicated ones it
+// interleaved with the fmas (docs/methods/csr-packed.md, "Unpredicated gathers").
 template <int W, int V>
 __device__ __forceinline__ real_t group_sum(unsigned& prev, unsigned m, const unsigned (&c)[8],
                                             const unsigned (&v)[4], const real_t (&r)[8],
                                             const real_t* __restrict__ dict,
                                             const real_t (&d)[4],
                                             const real_t* __restrict__ x, real_t sum) {
+    if (m == 0u) return sum;
     real_t xv[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-        if ((unsigned)j < m) {
-            prev += col_code<W>(c, j);
-            xv[j] = ldg(x + prev);
-        } else {
-            xv[j] = (real_t)0;
-        }
+        prev += col_code<W>(c, j);
+        xv[j] = ldg(x + prev);
     }
     real_t av[8];
 #pragma unroll

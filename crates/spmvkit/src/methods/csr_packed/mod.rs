@@ -37,8 +37,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
+use crate::gpu::Gpu;
 use crate::matrix::{Csr, Pattern};
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{multiple_of, params, AutoOr, OnOff, Switch};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
@@ -46,13 +47,10 @@ use encode::ValuesMode;
 
 pub(crate) use encode::ValueCodes;
 
-/// The kernel of `csr-packed`: an entry per value mode, with and without the prefetch.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "csr-packed",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    /// The kernel of `csr-packed`: an entry per value mode, with and without the prefetch.
+    "csr-packed",
+    [
         gpu::PackedArgs::params_entry("csr_packed_v0"),
         gpu::PackedArgs::params_entry("csr_packed_v1"),
         gpu::PackedArgs::params_entry("csr_packed_v2"),
@@ -67,8 +65,8 @@ pub const KERNEL: Kernels = Kernels {
         gpu::PackedArgs::params_entry("csr_packed_v8_flat"),
         gpu::PackedArgs::params_entry("csr_packed_v16_flat"),
         gpu::PackedArgs::params_entry("csr_packed_raw_flat"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "csr-packed";
 
@@ -126,17 +124,15 @@ const PARAMS: &[ParamSpec] = PackedParams::SPECS;
 pub struct CsrPacked;
 
 impl GenericMethod for CsrPacked {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: compressed CSR (delta-coded columns, value dictionary), a lane per row",
-            source: "spmvkit (issue #19), after CSR-DU/CSR-VI (CF'08) and BRO (ICS'13)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: compressed CSR (delta-coded columns, value dictionary), a lane per row",
+        source: "spmvkit (issue #19), after CSR-DU/CSR-VI (CF'08) and BRO (ICS'13)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let cfg = encode::Config::from_params(params, csr)?;
@@ -188,6 +184,18 @@ impl<T> PackedLayout<T> {
     pub(crate) fn nslices(&self) -> usize {
         self.col_w.len()
     }
+
+    /// The rows slice `s` holds, as (lane, row, entries), past the lanes left empty (`SKIP`).
+    pub(crate) fn slice_rows(&self, s: usize) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+        (0..WARP).filter_map(move |lane| {
+            let len = self.lens[s * WARP + lane];
+            let row = self
+                .rows
+                .as_ref()
+                .map_or(s * WARP + lane, |m| m[s * WARP + lane] as usize);
+            (len != SKIP).then_some((lane, row, len as usize))
+        })
+    }
 }
 
 impl<T: Scalar> Layout<T> for PackedLayout<T> {
@@ -205,10 +213,7 @@ impl<T: Scalar> Layout<T> for PackedLayout<T> {
             + T::BYTES * self.long_vals.len()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
+    forward! { run_cpu }
 
     fn upload(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
         Ok(Box::new(gpu::PackedDevice::upload(gpu, self)?))

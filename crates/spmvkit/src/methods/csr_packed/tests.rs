@@ -169,19 +169,11 @@ fn mirror_decodes_what_the_encoder_wrote() {
         let l = packed(&a, p);
         let mut seen = vec![false; a.nrows()];
         for s in 0..l.nslices() {
-            for lane in 0..WARP {
-                let len = l.lens[s * WARP + lane];
-                if len == SKIP {
-                    continue;
-                }
-                let row = l
-                    .rows
-                    .as_ref()
-                    .map_or(s * WARP + lane, |m| m[s * WARP + lane] as usize);
+            for (lane, row, len) in l.slice_rows(s) {
                 seen[row] = true;
                 // a one-hot x reads back the first and the last value at their columns
                 let (cols, vals) = a.row(row);
-                assert_eq!(cols.len(), len as usize, "row {row}");
+                assert_eq!(cols.len(), len, "row {row}");
                 if lane % 8 != 0 || cols.is_empty() {
                     continue;
                 }
@@ -201,6 +193,42 @@ fn mirror_decodes_what_the_encoder_wrote() {
             seen.iter().all(|&b| b),
             "{p:?}: a row is in no slice and not long"
         );
+    }
+}
+
+/// The kernel loads x for all 8 slots of a group, present or not (its loads are then unpredicated
+/// and issued together): walking every slot's code, padding included, as the kernel does must
+/// stay inside x. A padding code is 0, so a slot past the row's end re-reads its last column.
+#[test]
+fn every_slot_of_a_group_gathers_inside_x() {
+    let mut cases = vec![
+        banded(3000, 70_000, 35_000, 40, 300),
+        banded(700, 900, 600, 200, 3),
+    ];
+    cases.extend(crate::gen::corpus::edge_cases().into_iter().map(|(_, a)| a));
+    for a in &cases {
+        for p in [&[][..], &["sort=on"], &["long=8"]] {
+            let l = packed(a, p);
+            for s in 0..l.nslices() {
+                let w = u32::from(l.col_w[s]);
+                let words = &l.cols[l.col_off[s] as usize * 4..];
+                for (lane, row, len) in l.slice_rows(s) {
+                    let mut prev = (row as u32).wrapping_sub(encode::bias(w));
+                    for g in 0..len.div_ceil(GROUP) {
+                        for j in 0..GROUP {
+                            prev = prev.wrapping_add(cpu::col_code(words, w, g, lane, j));
+                            assert!(
+                                (prev as usize) < a.ncols(),
+                                "slice {s} lane {lane} (row {row}, {len} entries) slot {} \
+                                 gathers column {prev} of {} ({p:?})",
+                                g * GROUP + j,
+                                a.ncols()
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -3,14 +3,12 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaSlice;
-
 use super::KERNEL;
 use crate::error::Result;
 use crate::gpu::{Gpu, Kernel, Shape};
 use crate::matrix::Csr;
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
-use crate::methods::DeviceLayout;
+use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::scalar::Scalar;
 
 const BLOCK: u32 = 256;
@@ -23,35 +21,21 @@ pub(super) struct CsrScalarDevice<T: Scalar> {
 
 impl<T: Scalar> CsrScalarDevice<T> {
     /// Compiles the kernel first, so an NVRTC failure leaves nothing allocated, then uploads.
-    pub(super) fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Self> {
-        Ok(CsrScalarDevice {
+    pub(super) fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Resident<Self>> {
+        let room = CsrScalarDevice {
             k: gpu.kernel::<T, _>(&KERNEL, "csr_scalar")?,
             a: DeviceCsr::upload(gpu, a)?,
-        })
+        };
+        Ok(Resident::new(room.a.dims(), room.a.num_bytes(), room))
     }
 }
 
-impl<T: Scalar> DeviceLayout<T> for CsrScalarDevice<T> {
-    fn dims(&self) -> (usize, usize) {
-        self.a.dims()
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        let args = self.a.args("csr-scalar nrows", x, y, alpha, beta)?;
-        let shape = Shape::thread_per_item(self.a.dims().0, BLOCK);
+impl<T: Scalar> Launches<T> for CsrScalarDevice<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
+        let shape = Shape::thread_per_item(c.nrows, BLOCK);
+        let args = self.a.args("csr-scalar nrows", &mut c)?;
         // SAFETY: x and y are long enough (checked by DeviceLayout::run) and the CSR arrays were
         // validated when the Csr was built.
         unsafe { gpu.launch(&self.k, shape, &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.a.num_bytes()
     }
 }

@@ -9,36 +9,28 @@ mod gpu;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
+use crate::gpu::Gpu;
 use crate::matrix::Csr;
 use crate::methods::common::csr::CsrArgs;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
 use crate::scalar::Scalar;
 
-/// The kernel of `csr-scalar` and its entry's argument struct.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "csr-scalar",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[CsrArgs::entry("csr_scalar")],
-};
+room_kernel!("csr-scalar", [CsrArgs::entry("csr_scalar")]);
 
 /// The registry entry of `csr-scalar`.
 pub struct CsrScalar;
 
 impl GenericMethod for CsrScalar {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: "csr-scalar",
-            summary: "GPU: one thread per CSR row (scalar CSR kernel)",
-            source: "Bell & Garland, SC'09, CSR (scalar) kernel",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: &[],
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: "csr-scalar",
+        summary: "GPU: one thread per CSR row (scalar CSR kernel)",
+        source: "Bell & Garland, SC'09, CSR (scalar) kernel",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: &[],
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(CsrScalarLayout { a: csr.clone() }))
@@ -58,10 +50,7 @@ impl<T: Scalar> Layout<T> for CsrScalarLayout<T> {
         self.a.bytes()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(&self.a, alpha, x, beta, y);
-        Ok(())
-    }
+    forward! { run_cpu of a }
 
     fn upload(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
         Ok(Box::new(gpu::CsrScalarDevice::upload(gpu, &self.a)?))

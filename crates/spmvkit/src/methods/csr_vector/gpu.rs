@@ -4,12 +4,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaSlice;
-
 use super::{CsrVectorLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{Gpu, Kernel, Shape};
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
+use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::DeviceLayout;
 use crate::scalar::Scalar;
 
@@ -18,42 +17,26 @@ pub(super) struct DeviceCsrVector<T: Scalar> {
     k: Kernel<CsrArgs<'static, T>>,
     threads: u32,
     a: DeviceCsr<T>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
     l: &CsrVectorLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    Ok(Box::new(DeviceCsrVector {
+    let room = DeviceCsrVector {
         k: gpu.kernel::<T, _>(&KERNEL, "csr_vector")?,
         threads: l.threads,
         a: DeviceCsr::upload(gpu, &l.a)?,
-        bytes: l.a.bytes(),
-    }))
+    };
+    Ok(Resident::boxed(room.a.dims(), l.a.bytes(), room))
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceCsrVector<T> {
-    fn dims(&self) -> (usize, usize) {
-        self.a.dims()
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        let args = self.a.args("csr-vector nrows", x, y, alpha, beta)?;
-        let shape = Shape::warp_per_item(self.a.dims().0, self.threads);
+impl<T: Scalar> Launches<T> for DeviceCsrVector<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
+        let shape = Shape::warp_per_item(c.nrows, self.threads);
+        let args = self.a.args("csr-vector nrows", &mut c)?;
         // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz (a validated Csr), x ncols
         // and y nrows (checked by DeviceLayout::run).
         unsafe { gpu.launch(&self.k, shape, &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

@@ -11,22 +11,15 @@ mod cpu;
 mod gpu;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::common::csr::CsrArgs;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::params;
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "csr-vector",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[CsrArgs::entry("csr_vector")],
-};
+room_kernel!("csr-vector", [CsrArgs::entry("csr_vector")]);
 
 const NAME: &str = "csr-vector";
 
@@ -44,17 +37,15 @@ const PARAMS: &[ParamSpec] = CsrVectorParams::SPECS;
 pub struct CsrVector;
 
 impl GenericMethod for CsrVector {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: CSR, one warp per row, shuffle reduction",
-            source: "Bell & Garland, Implementing SpMV on throughput-oriented processors, SC'09 (CSR vector kernel)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: CSR, one warp per row, shuffle reduction",
+        source: "Bell & Garland, Implementing SpMV on throughput-oriented processors, SC'09 (CSR vector kernel)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let threads = CsrVectorParams::from_params(NAME, params)?.threads;
@@ -79,14 +70,7 @@ impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
         self.a.bytes()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(&self.a, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu of a, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
         vec![("threads per block".into(), self.threads.to_string())]

@@ -46,7 +46,7 @@ enum Choice {
     Fastest,
 }
 
-fn info(name: &'static str, summary: &'static str, deterministic: bool) -> MethodInfo {
+const fn info(name: &'static str, summary: &'static str, deterministic: bool) -> MethodInfo {
     MethodInfo {
         name,
         summary,
@@ -74,13 +74,11 @@ fn prepare<T: Scalar>(
 }
 
 impl GenericMethod for CusparseAlg1 {
-    fn info(&self) -> MethodInfo {
-        info(
-            "cusparse-alg1",
-            "GPU: cuSPARSE SpMV, CSR_ALG1 (preprocessed once)",
-            false,
-        )
-    }
+    const INFO: MethodInfo = info(
+        "cusparse-alg1",
+        "GPU: cuSPARSE SpMV, CSR_ALG1 (preprocessed once)",
+        false,
+    );
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(prepare(
             "cusparse-alg1",
@@ -92,13 +90,11 @@ impl GenericMethod for CusparseAlg1 {
 }
 
 impl GenericMethod for CusparseAlg2 {
-    fn info(&self) -> MethodInfo {
-        info(
-            "cusparse-alg2",
-            "GPU: cuSPARSE SpMV, CSR_ALG2 (deterministic; preprocessed once)",
-            true,
-        )
-    }
+    const INFO: MethodInfo = info(
+        "cusparse-alg2",
+        "GPU: cuSPARSE SpMV, CSR_ALG2 (deterministic; preprocessed once)",
+        true,
+    );
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(prepare(
             "cusparse-alg2",
@@ -110,33 +106,29 @@ impl GenericMethod for CusparseAlg2 {
 }
 
 impl GenericMethod for CusparseAuto {
-    fn info(&self) -> MethodInfo {
-        info(
-            "cusparse",
-            "GPU: cuSPARSE SpMV, the faster of CSR_ALG1/ALG2 timed at upload",
-            false,
-        )
-    }
+    const INFO: MethodInfo = info(
+        "cusparse",
+        "GPU: cuSPARSE SpMV, the faster of CSR_ALG1/ALG2 timed at upload",
+        false,
+    );
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(prepare("cusparse", csr, Choice::Fastest, false))
     }
 }
 
 impl GenericMethod for CusparseE2e {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: "cusparse-e2e",
-            summary: "GPU: host-to-device copy of column indices and values (pinned) + cuSPARSE \
-                      SpMV (the faster of CSR_ALG1/ALG2 timed at upload). ITS TIME INCLUDES THE \
-                      COPY: the t_cuSPARSE of CSR-Full-Overlap's Eq. 2",
-            source: "NVIDIA cuSPARSE (cusparseSpMV) + transfer, as in Zeng & Zou, Electronics \
-                     12:3687 (2023), §5.5 Eq. 2",
-            deterministic: false,
-            gpu: true,
-            cpu: false,
-            params: &[],
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: "cusparse-e2e",
+        summary: "GPU: host-to-device copy of column indices and values (pinned) + cuSPARSE \
+                  SpMV (the faster of CSR_ALG1/ALG2 timed at upload). ITS TIME INCLUDES THE \
+                  COPY: the t_cuSPARSE of CSR-Full-Overlap's Eq. 2",
+        source: "NVIDIA cuSPARSE (cusparseSpMV) + transfer, as in Zeng & Zou, Electronics \
+                 12:3687 (2023), §5.5 Eq. 2",
+        deterministic: false,
+        gpu: true,
+        cpu: false,
+        params: &[],
+    };
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(prepare("cusparse-e2e", csr, Choice::Fastest, true))
     }

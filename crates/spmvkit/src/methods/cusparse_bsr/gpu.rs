@@ -18,6 +18,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use super::{BsrLayout, NAME};
 use crate::error::{Error, Result};
 use crate::gpu::{kernel_int, Gpu};
+use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Precision, Scalar};
 
@@ -90,8 +91,6 @@ struct Scratch<T> {
 pub(super) struct DeviceBsr<T: Scalar> {
     gpu: Arc<Gpu>,
     bsrmv: BsrmvFn,
-    nrows: usize,
-    ncols: usize,
     /// `(y, x)` lengths of whole blocks ([`BsrLayout::padded_dims`]).
     padded: (usize, usize),
     b: usize,
@@ -103,7 +102,6 @@ pub(super) struct DeviceBsr<T: Scalar> {
     row_ptr: CudaSlice<Idx>,
     col_idx: CudaSlice<Idx>,
     vals: CudaSlice<T>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
@@ -142,11 +140,9 @@ pub(super) fn upload<T: Scalar>(
         None
     };
     let pad_bytes = if padded { T::BYTES * (px + py) } else { 0 };
-    Ok(Box::new(DeviceBsr {
+    let room = DeviceBsr {
         gpu: gpu.clone(),
         bsrmv,
-        nrows: l.nrows,
-        ncols: l.ncols,
         padded: (py, px),
         b: l.b,
         mb: l.mb,
@@ -157,8 +153,9 @@ pub(super) fn upload<T: Scalar>(
         row_ptr: gpu.upload(&l.row_ptr)?,
         col_idx: gpu.upload(&l.col_idx)?,
         vals: gpu.upload(&l.vals)?,
-        bytes: l.footprint_bytes() + pad_bytes,
-    }))
+    };
+    let bytes = l.footprint_bytes() + pad_bytes;
+    Ok(Resident::boxed((l.nrows, l.ncols), bytes, room))
 }
 
 impl<T: Scalar> DeviceBsr<T> {
@@ -203,29 +200,23 @@ impl<T: Scalar> DeviceBsr<T> {
     }
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceBsr<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
+impl<T: Scalar> Launches<T> for DeviceBsr<T> {
     /// Whole blocks: mb·b rows and nb·b columns.
-    fn padded_dims(&self) -> (usize, usize) {
-        self.padded
+    fn padded_dims(&self) -> Option<(usize, usize)> {
+        Some(self.padded)
     }
 
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        if self.nrows == 0 {
-            return Ok(());
-        }
+    unsafe fn run(&self, gpu: &Gpu, c: Call<'_, T>) -> Result<()> {
+        let Call {
+            nrows,
+            ncols,
+            alpha,
+            x,
+            beta,
+            y,
+        } = c;
         if self.nnzb == 0 {
-            return gpu.scale(y, self.nrows, beta);
+            return gpu.scale(y, nrows, beta);
         }
         gpu.context()
             .bind_to_thread()
@@ -233,7 +224,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceBsr<T> {
         let stream = gpu.stream();
         // A vector of whole blocks is used in place (the Plan's own are); a shorter one goes
         // through the zero-padded scratch.
-        let (py, px) = self.padded_dims();
+        let (py, px) = self.padded;
         let (x_direct, y_direct) = (x.len() >= px, y.len() >= py);
         if x_direct && y_direct {
             let (xp, _gx) = x.device_ptr(stream);
@@ -252,12 +243,12 @@ impl<T: Scalar> DeviceLayout<T> for DeviceBsr<T> {
         let cp = |e| Error::cuda("cusparse-bsr scratch copy", e);
         if !x_direct {
             stream
-                .memcpy_dtod(&x.slice(..self.ncols), &mut s.x.slice_mut(..self.ncols))
+                .memcpy_dtod(&x.slice(..ncols), &mut s.x.slice_mut(..ncols))
                 .map_err(cp)?;
         }
         if !y_direct && beta != T::zero() {
             stream
-                .memcpy_dtod(&y.slice(..self.nrows), &mut s.y.slice_mut(..self.nrows))
+                .memcpy_dtod(&y.slice(..nrows), &mut s.y.slice_mut(..nrows))
                 .map_err(cp)?;
         }
         {
@@ -277,14 +268,10 @@ impl<T: Scalar> DeviceLayout<T> for DeviceBsr<T> {
         }
         if !y_direct {
             stream
-                .memcpy_dtod(&s.y.slice(..self.nrows), &mut y.slice_mut(..self.nrows))
+                .memcpy_dtod(&s.y.slice(..nrows), &mut y.slice_mut(..nrows))
                 .map_err(cp)?;
         }
         Ok(())
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }
 

@@ -30,10 +30,10 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
 use crate::matrix::Csr;
+use crate::methods::common::room::forward;
 use crate::methods::params::params;
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
 const NAME: &str = "cusparse-bsr";
@@ -52,20 +52,18 @@ const PARAMS: &[ParamSpec] = BsrParams::SPECS;
 pub struct CusparseBsr;
 
 impl GenericMethod for CusparseBsr {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: cuSPARSE bsrmv on BSR (b x b blocks, row-major) converted from CSR on \
-                      the host; a Plan's own x/y are padded to whole blocks (no copy per call), \
-                      caller device vectors of the logical length go through 2-3 scratch \
-                      copies per call when the shape is not a multiple of b",
-            source: "NVIDIA cuSPARSE legacy API (cusparse<t>bsrmv), CB-SpMV's baseline (ICS'25)",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: cuSPARSE bsrmv on BSR (b x b blocks, row-major) converted from CSR on \
+                  the host; a Plan's own x/y are padded to whole blocks (no copy per call), \
+                  caller device vectors of the logical length go through 2-3 scratch \
+                  copies per call when the shape is not a multiple of b",
+        source: "NVIDIA cuSPARSE legacy API (cusparse<t>bsrmv), CB-SpMV's baseline (ICS'25)",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let b = BsrParams::from_params(NAME, params)?.block;
@@ -202,9 +200,7 @@ impl<T: Scalar> Layout<T> for BsrLayout<T> {
         Ok(())
     }
 
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

@@ -1,34 +1,14 @@
 use super::*;
-use crate::methods::testmats::{check_layout, check_method};
+use crate::methods::testmats::check_layout;
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
-}
-
-#[test]
-fn matches_oracle_default_and_16() {
-    check_method(&CusparseBsr, &Params::new());
-    check_method(&CusparseBsr, &params(&["block=16"]));
-    check_method(&CusparseBsr, &params(&["block=3"]));
-}
-
-#[test]
-fn matches_oracle_on_the_edge_corpus() {
-    for (name, a) in crate::gen::corpus::edge_cases() {
-        for b in [2, 4, 16] {
-            check_layout(
-                &format!("bsr {b} on {name}"),
-                &a,
-                &BsrLayout::build(&a, b).unwrap(),
-            );
-            let a32 = a.cast::<f32>();
-            check_layout(
-                &format!("bsr {b} on {name}"),
-                &a32,
-                &BsrLayout::build(&a32, b).unwrap(),
-            );
-        }
-    }
+crate::methods::testmats::room_tests! {
+    method: CusparseBsr,
+    oracle: [[], ["block=16"], ["block=3"]],
+    corpus: [["block=2"], ["block=4"], ["block=16"]],
+    // within the oracle tolerance (cuSPARSE claims no bitwise reproducibility for bsrmv);
+    // block 4 and 16, and 3 (shapes not multiples of the block: the padded path)
+    gpu: [["block=4"], ["block=16"], ["block=3"]],
+    rejects: [["block=1"], ["block=33"], ["block=x"], ["b=2"]],
 }
 
 #[test]
@@ -51,23 +31,6 @@ fn worked_example_layout() {
         vec![1.0, 0.0, 0.0, 3.0, 0.0, 2.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0]
     );
     check_layout("bsr worked example", &a, &l);
-}
-
-#[test]
-fn rejects_bad_params() {
-    let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [&["block=1"][..], &["block=33"], &["block=x"], &["b=2"]] {
-        assert!(CusparseBsr.prepare(&a, &params(bad)).is_err(), "{bad:?}");
-    }
-}
-
-#[test]
-fn gpu_matches_the_mirror() {
-    // within the oracle tolerance (cuSPARSE claims no bitwise reproducibility for bsrmv);
-    // block 4 and 16, and 3 (shapes not multiples of the block: the padded path)
-    for b in ["block=4", "block=16", "block=3"] {
-        crate::methods::testmats::check_gpu_against_mirror(&CusparseBsr, &params(&[b]));
-    }
 }
 
 #[test]

@@ -10,6 +10,7 @@ use cudarc::driver::CudaSlice;
 use super::{DaspLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::methods::common::gpu::{Axpby, Call, Launches, Resident, Ypby};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -42,10 +43,7 @@ crate::kernel_args! {
         short_vals: DevRef<'a, T>,
         nempty: i32,
         empty_rows: DevRef<'a, Idx>,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        axpby: Axpby<'a, T>,
     }
 }
 
@@ -56,17 +54,13 @@ crate::kernel_args! {
         long_rows: DevRef<'a, Idx>,
         part_ptr: DevRef<'a, Idx>,
         long_part: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        out: Ypby<'a, T>,
     }
 }
 
 pub(super) struct DeviceDasp<T: Scalar> {
     func: Kernel<DaspArgs<'static, T>>,
     long_sum: Kernel<DaspLongSumArgs<'static, T>>,
-    nrows: usize,
-    ncols: usize,
     nlong: usize,
     nparts: usize,
     ngroups: usize,
@@ -93,18 +87,15 @@ pub(super) struct DeviceDasp<T: Scalar> {
     short_cols: CudaSlice<Idx>,
     short_vals: CudaSlice<T>,
     empty_rows: CudaSlice<Idx>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
     l: &DaspLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    Ok(Box::new(DeviceDasp {
+    let room = DeviceDasp {
         func: gpu.kernel::<T, _>(&KERNEL, "dasp_spmv")?,
         long_sum: gpu.kernel::<T, _>(&KERNEL, "dasp_long_sum")?,
-        nrows: l.nrows,
-        ncols: l.ncols,
         nlong: l.long_rows.len(),
         nparts: l.part_start.len(),
         ngroups: l.ngroups(),
@@ -131,23 +122,16 @@ pub(super) fn upload<T: Scalar>(
         short_cols: gpu.upload(&l.short_cols)?,
         short_vals: gpu.upload(&l.short_vals)?,
         empty_rows: gpu.upload(&l.empty_rows)?,
-        bytes: l.footprint_bytes(),
-    }))
+    };
+    Ok(Resident::boxed(
+        (l.nrows, l.ncols),
+        l.footprint_bytes(),
+        room,
+    ))
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceDasp<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+impl<T: Scalar> Launches<T> for DeviceDasp<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
         let short_warps = self.nshort.div_ceil(self.spw);
         let empty_warps = self.nempty.div_ceil(32).min(EMPTY_WARPS_MAX);
         let warps = self.nparts + self.ngroups + short_warps + empty_warps;
@@ -178,10 +162,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceDasp<T> {
             short_vals: DevRef::new(&self.short_vals),
             nempty: kernel_int("dasp empty rows", self.nempty)?,
             empty_rows: DevRef::new(&self.empty_rows),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            axpby: c.axpby(),
         };
         // SAFETY: every array has the length the layout builder gave it; rows index y and
         // columns x in range (checked by DeviceLayout::run).
@@ -191,17 +172,11 @@ impl<T: Scalar> DeviceLayout<T> for DeviceDasp<T> {
             long_rows: DevRef::new(&self.long_rows),
             part_ptr: DevRef::new(&self.part_ptr),
             long_part: DevRef::new(&self.long_part),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            out: c.ypby(),
         };
         // A warp per long row (none without long rows).
         let shape = Shape::warp_per_item(self.nlong, THREADS);
         // SAFETY: part_ptr has nlong + 1 entries indexing long_part; long rows index y in range.
         unsafe { gpu.launch(&self.long_sum, shape, &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

@@ -38,23 +38,19 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{multiple_of, params};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "dasp",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    "dasp",
+    [
         gpu::DaspArgs::params_entry("dasp_spmv"),
         gpu::DaspLongSumArgs::params_entry("dasp_long_sum"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "dasp";
 
@@ -81,19 +77,17 @@ pub(crate) const NONE: i32 = -1;
 pub struct Dasp;
 
 impl GenericMethod for Dasp {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: DASP, rows classed short/long/row-block as 8x4 tiles, f64 by \
-                      mma.m8n8k4 with the diagonal trick (f32: plain FMA code on the same \
-                      layout), y scattered to the original order in the kernel",
-            source: "Lu & Liu, DASP: specific dense matrix multiply-accumulate units accelerated general SpMV, SC'23",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: DASP, rows classed short/long/row-block as 8x4 tiles, f64 by \
+                  mma.m8n8k4 with the diagonal trick (f32: plain FMA code on the same \
+                  layout), y scattered to the original order in the kernel",
+        source: "Lu & Liu, DASP: specific dense matrix multiply-accumulate units accelerated general SpMV, SC'23",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let p = DaspParams::from_params(NAME, params)?;
@@ -370,14 +364,7 @@ impl<T: Scalar> Layout<T> for DaspLayout<T> {
                     + self.irr_vals.len())
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

@@ -1,40 +1,27 @@
 use super::*;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, suite};
+use crate::gpu::Gpu;
+use crate::methods::testmats::{check_layout, params, suite};
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
-}
-
-#[test]
-fn matches_oracle_default() {
-    check_method(&Dasp, &Params::new());
-}
-
-#[test]
-fn matches_oracle_other_params() {
-    for p in [
-        &["long=5"][..],
-        &["long=5", "long_chunk=32"],
-        &["long_chunk=4096"],
-        &["long=64", "threshold=0"],
-        &["threshold=1", "short_tiles_per_warp=1"],
-        &["short_tiles_per_warp=64", "long=1000000"],
-    ] {
-        check_method(&Dasp, &params(p));
-    }
-}
-
-#[test]
-fn matches_oracle_on_the_edge_corpus() {
-    for (name, a) in crate::gen::corpus::edge_cases() {
-        for p in [&[][..], &["long=8", "threshold=0.5"]] {
-            let l = Dasp.prepare(&a, &params(p)).unwrap();
-            check_layout(&format!("dasp {p:?} on {name}"), &a, l.as_ref());
-            let a32 = a.cast::<f32>();
-            let l = Dasp.prepare(&a32, &params(p)).unwrap();
-            check_layout(&format!("dasp {p:?} on {name}"), &a32, l.as_ref());
-        }
-    }
+crate::methods::testmats::room_tests! {
+    method: Dasp,
+    kernel: KERNEL,
+    oracle: [
+        [],
+        ["long=5"],
+        ["long=5", "long_chunk=32"],
+        ["long_chunk=4096"],
+        ["long=64", "threshold=0"],
+        ["threshold=1", "short_tiles_per_warp=1"],
+        ["short_tiles_per_warp=64", "long=1000000"],
+    ],
+    corpus: [[], ["long=8", "threshold=0.5"]],
+    repeatable: [],
+    rejects: [
+        ["long=4"],
+        ["threshold=1.5"],
+        ["short_tiles_per_warp=0"],
+        ["x=1"],
+    ],
 }
 
 /// Rows of lengths 0, 1, 3, 2, 2, 4, 1, 6 (x5 in a group of 8 with one of 9) and one long row.
@@ -76,32 +63,6 @@ fn worked_example_layout() {
 }
 
 #[test]
-fn repeatable() {
-    for (_, a) in suite() {
-        let l = Dasp.prepare(&a, &Params::new()).unwrap();
-        assert_repeatable(&a, l.as_ref());
-    }
-}
-
-#[test]
-fn rejects_bad_params() {
-    let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        &["long=4"][..],
-        &["threshold=1.5"],
-        &["short_tiles_per_warp=0"],
-        &["x=1"],
-    ] {
-        assert!(Dasp.prepare(&a, &params(bad)).is_err(), "{bad:?}");
-    }
-}
-
-#[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
-}
-
-#[test]
 fn f64_kernel_uses_the_mma() {
     use crate::gpu::compile_ptx;
     if !crate::testing::nvrtc_or_skip("f64_kernel_uses_the_mma") {
@@ -119,8 +80,7 @@ fn f64_kernel_uses_the_mma() {
 #[test]
 fn gpu_matches_the_mirror() {
     let _gpu = crate::methods::testmats::gpu_test_lock();
-    use crate::cpu::{check, oracle_spmv};
-    use crate::methods::testmats::vectors;
+    use crate::methods::testmats::for_each_gpu_run;
     use crate::scalar::Precision;
     let Some(gpu) = crate::testing::gpu_or_skip("gpu_matches_the_mirror") else {
         return;
@@ -128,46 +88,30 @@ fn gpu_matches_the_mirror() {
     fn case<T: Scalar>(gpu: &std::sync::Arc<Gpu>, name: &str, a: &Csr<T>, p: &Params) {
         let what = format!("dasp on {name} ({})", T::PRECISION);
         let l = Dasp.prepare(a, p).unwrap();
-        let dl = l
-            .upload(gpu)
-            .unwrap_or_else(|e| panic!("{what}: upload: {e}"));
-        let (x, y0) = vectors::<T>(a.nrows(), a.ncols(), 11);
-        for &(alpha, beta) in &[(1.5, 0.0), (-0.75, 0.5)] {
-            let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
-            let start: Vec<T> = if beta == T::zero() {
-                vec![T::from_f64(f64::NAN); a.nrows()]
-            } else {
-                y0.clone()
-            };
-            let mut want = start.clone();
-            l.run_cpu(alpha, &x, beta, &mut want).unwrap();
-            let dx = gpu.upload(&x).unwrap();
-            let mut dy = gpu.upload(&start).unwrap();
-            dl.run(gpu, alpha, &dx, beta, &mut dy)
-                .unwrap_or_else(|e| panic!("{what}: run: {e}"));
-            let mut got = vec![T::zero(); a.nrows()];
-            gpu.download(&dy, &mut got).unwrap();
-            let bad = (0..got.len()).find(|&i| got[i].to_bits_u64() != want[i].to_bits_u64());
+        for_each_gpu_run(gpu, &what, a, l.as_ref(), |r| {
+            let bad = r.first_bit_difference();
             if T::PRECISION == Precision::F32 {
                 if let Some(i) = bad {
-                    panic!("{what}: row {i}: GPU {} but CPU mirror {}", got[i], want[i]);
+                    panic!(
+                        "{what}: row {i}: GPU {} but CPU mirror {}",
+                        r.got[i], r.want[i]
+                    );
                 }
             } else {
                 if let Some(i) = bad {
                     eprintln!(
                         "{what}: f64 not bitwise at row {i}: GPU {} mirror {}",
-                        got[i], want[i]
+                        r.got[i], r.want[i]
                     );
                 }
-                let r = oracle_spmv(a, alpha, &x, beta, &start).unwrap();
-                let c = check(&r, &got);
+                let c = r.against_oracle(a);
                 assert!(
                     c.ok,
                     "{what}: row {} off by {:.3e}",
                     c.worst_row, c.max_rel_err
                 );
             }
-        }
+        });
     }
     for p in [&[][..], &["long=5", "long_chunk=32", "threshold=0.5"]] {
         for (name, a) in suite() {

@@ -13,6 +13,7 @@ use cudarc::driver::CudaSlice;
 use super::{FastLoadLayout, Fuse, PermuteX, Phase, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::{kernel_int, ByMode, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -68,8 +69,6 @@ pub(super) struct DeviceFastLoad<T: Scalar> {
     combine: Kernel<HubCombineArgs<'static, T>>,
     /// CTAs of `grid_f` that fit the GPU at once (the cooperative grid's size limit).
     grid_ctas: usize,
-    nrows: usize,
-    ncols: usize,
     nblocks: usize,
     threads: u32,
     bpw: u32,
@@ -92,7 +91,6 @@ pub(super) struct DeviceFastLoad<T: Scalar> {
     nhubs: usize,
     hub_slots: u32,
     hub: CudaSlice<T>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
@@ -110,13 +108,11 @@ pub(super) fn upload<T: Scalar>(
     } else {
         0
     };
-    Ok(Box::new(DeviceFastLoad {
+    let room = DeviceFastLoad {
         f: gpu.kernel::<T, _>(&KERNEL, "fastload_spmv")?,
         grid_f,
         grid_ctas,
         combine: gpu.kernel::<T, _>(&KERNEL, "fastload_hub_combine")?,
-        nrows: l.nrows,
-        ncols: l.ncols,
         nblocks: l.nblocks(),
         threads: l.opts.threads,
         bpw: blocks_per_warp(l.opts.blocks_per_warp, l.nblocks(), sm_count),
@@ -143,8 +139,12 @@ pub(super) fn upload<T: Scalar>(
         nhubs,
         hub_slots,
         hub: gpu.alloc_zeros::<T>((nhubs * hub_slots as usize * spread).max(1))?,
-        bytes: l.footprint_bytes(),
-    }))
+    };
+    Ok(Resident::boxed(
+        (l.nrows, l.ncols),
+        l.footprint_bytes(),
+        room,
+    ))
 }
 
 impl<T: Scalar> DeviceFastLoad<T> {
@@ -152,17 +152,8 @@ impl<T: Scalar> DeviceFastLoad<T> {
     ///
     /// # Safety
     ///
-    /// As [`DeviceLayout::run_unchecked`]: x holds at least ncols and y at least nrows elements.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn launch(
-        &self,
-        gpu: &Gpu,
-        l: Launch,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+    /// As [`Launches::run`]: x holds at least ncols and y at least nrows elements.
+    unsafe fn launch(&self, gpu: &Gpu, l: Launch, c: &mut Call<'_, T>) -> Result<()> {
         let args = FastLoadArgs {
             nblocks: kernel_int("fastload blocks", self.nblocks)?,
             bpw: self.bpw as i32,
@@ -172,13 +163,13 @@ impl<T: Scalar> DeviceFastLoad<T> {
             row_idx: DevRef::new(&self.row_idx),
             vals: DevRef::new(&self.vals),
             perm: DevRef::new(&self.perm),
-            x: DevRef::new(x),
+            x: DevRef::new(c.x),
             xs: DevMut::scratch(&self.xs),
-            y: DevMut::new(y),
-            nrows: kernel_int("fastload nrows", self.nrows)?,
-            ncols: kernel_int("fastload ncols", self.ncols)?,
-            alpha,
-            beta,
+            y: DevMut::new(c.y),
+            nrows: kernel_int("fastload nrows", c.nrows)?,
+            ncols: kernel_int("fastload ncols", c.ncols)?,
+            alpha: c.alpha,
+            beta: c.beta,
             sync: DevMut::scratch(&self.sync),
             npro: l.npro,
             flags: l.flags,
@@ -235,26 +226,12 @@ pub(super) fn blocks_per_warp(opt: u32, nblocks: usize, sm_count: usize) -> u32 
         .unwrap_or(1)
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        if self.nrows == 0 {
-            return Ok(());
-        }
+impl<T: Scalar> Launches<T> for DeviceFastLoad<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
         let launches = plan_launches(
             &PlanInput {
-                nrows: self.nrows,
-                ncols: self.ncols,
+                nrows: c.nrows,
+                ncols: c.ncols,
                 nblocks: self.nblocks,
                 threads: self.threads,
                 bpw: self.bpw,
@@ -264,7 +241,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
                 sm_count: self.sm_count,
                 grid_ctas: self.grid_ctas,
             },
-            beta != T::one(),
+            c.beta != T::one(),
         )?;
         for l in launches {
             let is_pro = l.flags & FL_MAIN == 0;
@@ -275,18 +252,14 @@ impl<T: Scalar> DeviceLayout<T> for DeviceFastLoad<T> {
             };
             if wanted {
                 // SAFETY: x and y as this function's contract requires.
-                unsafe { self.launch(gpu, l, alpha, x, beta, y) }?;
+                unsafe { self.launch(gpu, l, &mut c) }?;
             }
         }
         if self.nhubs > 0 && self.phase != Phase::Prologue && self.nblocks > 0 {
             // SAFETY: y as this function's contract requires.
-            unsafe { self.launch_combine(gpu, y) }?;
+            unsafe { self.launch_combine(gpu, c.y) }?;
         }
         Ok(())
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }
 

@@ -81,25 +81,21 @@ mod gpu;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{keywords, params, AutoOr, Or};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "fastload",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    "fastload",
+    [
         gpu::FastLoadArgs::params_entry("fastload_spmv"),
         gpu::FastLoadArgs::params_entry("fastload_spmv_grid"),
         gpu::HubCombineArgs::params_entry("fastload_hub_combine"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "fastload";
 const NAME_ATOMIC: &str = "fastload-atomic";
@@ -292,17 +288,15 @@ pub struct FastLoad;
 pub struct FastLoadAtomic;
 
 impl GenericMethod for FastLoad {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: columns sorted by nnz, warp-wide blocks with coalesced matrix and x loads; per-block atomic / reduction / segment-sum adds",
-            source: "Hu et al., FastLoad, TPDS 2024, §IV (Alg. 2, Fig. 6)",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: columns sorted by nnz, warp-wide blocks with coalesced matrix and x loads; per-block atomic / reduction / segment-sum adds",
+        source: "Hu et al., FastLoad, TPDS 2024, §IV (Alg. 2, Fig. 6)",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let o = FastLoadOptions::parse(NAME, params)?;
@@ -311,17 +305,15 @@ impl GenericMethod for FastLoad {
 }
 
 impl GenericMethod for FastLoadAtomic {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME_ATOMIC,
-            summary: "GPU: FastLoad's layout with an atomicAdd per element (Fig. 9's non-optimised baseline)",
-            source: "Hu et al., FastLoad, TPDS 2024, §V-E (Fig. 9)",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME_ATOMIC,
+        summary: "GPU: FastLoad's layout with an atomicAdd per element (Fig. 9's non-optimised baseline)",
+        source: "Hu et al., FastLoad, TPDS 2024, §V-E (Fig. 9)",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let o = FastLoadOptions::parse(NAME_ATOMIC, params)?;
@@ -433,14 +425,7 @@ impl<T: Scalar> Layout<T> for FastLoadLayout<T> {
         self.layout_bytes() + self.workspace_bytes()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

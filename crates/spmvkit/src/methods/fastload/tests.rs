@@ -1,7 +1,54 @@
 use super::*;
 use crate::cpu::{check, oracle_spmv};
 use crate::matrix::Coo;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, vectors};
+use crate::methods::testmats::{assert_repeatable, check_layout, vectors};
+
+crate::methods::testmats::room_tests! {
+    method: FastLoad,
+    kernel: KERNEL,
+    oracle: [
+        ["height=1"],
+        ["height=2"],
+        ["height=4"],
+        ["height=8"],
+        ["height=16"],
+        ["height=32"],
+        ["height=unlimited"],
+        ["warp=16", "height=3"],
+        ["warp=7", "permute_x=kernel"],
+    ],
+    corpus: [["height=1"], ["height=4"], ["height=unlimited"]],
+    rejects: [
+        ["height=0"],
+        ["height=x"],
+        ["warp=0"],
+        ["warp=33"],
+        ["permute_x=no"],
+        ["fuse=3"],
+        ["threads=48"],
+        ["blocks_per_warp=0"],
+        ["blocks_per_warp=x"],
+        ["hub=1"],
+        ["hub=x"],
+        ["hub_slots=0"],
+        ["hub_slots=5000"],
+        ["fuse=three"],
+        ["bogus=1"],
+        ["phase=half"],
+        ["phase=blocks", "fuse=one"],
+    ],
+}
+
+/// `fastload-atomic`'s shared tests (the room's kernel is checked above).
+mod atomic {
+    use super::*;
+
+    crate::methods::testmats::room_tests! {
+        method: FastLoadAtomic,
+        oracle: [[]],
+        corpus: [[]],
+    }
+}
 
 /// jgl009 (SuiteSparse HB, 9×9, 50 entries, pattern), 1-based (row, col) as in the .mtx file.
 const JGL009: [(usize, usize); 50] = [
@@ -139,37 +186,6 @@ fn fig6_layout_runs_correctly() {
         &[],
     ] {
         check_layout(&format!("jgl009 {p:?}"), &a, &layout(&a, p));
-    }
-}
-
-#[test]
-fn matches_oracle_on_suite_every_height() {
-    for h in ["1", "2", "4", "8", "16", "32", "unlimited"] {
-        let p = format!("height={h}");
-        check_method(&FastLoad, &Params::parse([p.as_str()]).unwrap());
-    }
-    check_method(&FastLoadAtomic, &Params::new());
-    check_method(&FastLoad, &Params::parse(["warp=16", "height=3"]).unwrap());
-    check_method(
-        &FastLoad,
-        &Params::parse(["warp=7", "permute_x=kernel"]).unwrap(),
-    );
-}
-
-#[test]
-fn matches_oracle_on_edge_case_corpus() {
-    for (name, a) in crate::gen::corpus::edge_cases() {
-        for h in ["1", "4", "unlimited"] {
-            let p = Params::parse([format!("height={h}").as_str()]).unwrap();
-            let what = format!("fastload height={h} on {name}");
-            let l = FastLoad.prepare(&a, &p).unwrap();
-            check_layout(&what, &a, l.as_ref());
-            let a32: Csr<f32> = a.cast();
-            let l = FastLoad.prepare(&a32, &p).unwrap();
-            check_layout(&what, &a32, l.as_ref());
-        }
-        let l = FastLoadAtomic.prepare(&a, &Params::new()).unwrap();
-        check_layout(&format!("fastload-atomic on {name}"), &a, l.as_ref());
     }
 }
 
@@ -352,36 +368,8 @@ fn formats_follow_the_rows() {
 }
 
 #[test]
-fn params_are_checked() {
+fn the_prologue_phase_alone_is_accepted() {
     let a = jgl009();
-    for bad in [
-        "height=0",
-        "height=x",
-        "warp=0",
-        "warp=33",
-        "permute_x=no",
-        "fuse=3",
-        "threads=48",
-        "blocks_per_warp=0",
-        "blocks_per_warp=x",
-        "hub=1",
-        "hub=x",
-        "hub_slots=0",
-        "hub_slots=5000",
-        "fuse=three",
-        "bogus=1",
-        "phase=half",
-    ] {
-        assert!(
-            FastLoad
-                .prepare(&a, &Params::parse([bad]).unwrap())
-                .is_err(),
-            "{bad}"
-        );
-    }
-    assert!(FastLoad
-        .prepare(&a, &Params::parse(["phase=blocks", "fuse=one"]).unwrap())
-        .is_err());
     assert!(FastLoad
         .prepare(&a, &Params::parse(["phase=prologue"]).unwrap())
         .is_ok());
@@ -611,9 +599,4 @@ fn emulation_dump_writes_every_array() {
     }
     let bad = Params::parse(["height=0"]).unwrap();
     assert!(dump::write_case(dir.path(), "bad", &a, NAME, &bad).is_err());
-}
-
-#[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
 }

@@ -13,6 +13,7 @@ use cudarc::driver::CudaSlice;
 use super::{Combine, HbpLayout, Phase, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::methods::common::gpu::{Call, Launches, Resident, Ypby};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::Scalar;
 
@@ -54,9 +55,7 @@ crate::kernel_args! {
         nbc: i32,
         block_rows: i32,
         mid: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        out: Ypby<'a, T>,
         ticket: DevMut<'a, i32>,
     }
 }
@@ -67,9 +66,7 @@ crate::kernel_args! {
         nrows: i32,
         cptr: DevRef<'a, u32>,
         mid: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        out: Ypby<'a, T>,
         ticket: DevMut<'a, i32>,
     }
 }
@@ -85,8 +82,6 @@ pub(super) struct DeviceHbp<T: Scalar> {
     spmv: Kernel<HbpArgs<'static, T>>,
     combine: CombineKernel<T>,
     dense: bool,
-    nrows: usize,
-    ncols: usize,
     nbr: usize,
     nbc: usize,
     block_rows: usize,
@@ -109,7 +104,6 @@ pub(super) struct DeviceHbp<T: Scalar> {
     cptr: CudaSlice<u32>,
     mid: CudaSlice<T>,
     ticket: CudaSlice<i32>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
@@ -142,12 +136,10 @@ pub(super) fn upload<T: Scalar>(
     )?;
     let out_idx = if dense { &l.output_hash } else { &l.out_pos };
     gpu.ensure_fits("hbp layout", l.footprint_bytes())?;
-    Ok(Box::new(DeviceHbp {
+    let room = DeviceHbp {
         spmv,
         combine,
         dense,
-        nrows: l.nrows,
-        ncols: l.ncols,
         nbr: l.nbr,
         nbc: l.nbc,
         block_rows: l.cfg.block_rows,
@@ -170,8 +162,12 @@ pub(super) fn upload<T: Scalar>(
         cptr: gpu.upload(&l.cptr)?,
         mid: gpu.alloc_zeros::<T>(l.mid_len())?,
         ticket: gpu.alloc_zeros::<i32>(1)?,
-        bytes: l.footprint_bytes(),
-    }))
+    };
+    Ok(Resident::boxed(
+        (l.nrows, l.ncols),
+        l.footprint_bytes(),
+        room,
+    ))
 }
 
 impl<T: Scalar> DeviceHbp<T> {
@@ -180,22 +176,11 @@ impl<T: Scalar> DeviceHbp<T> {
     /// # Safety
     ///
     /// y holds at least `nrows` elements.
-    unsafe fn combine(
-        &self,
-        gpu: &Gpu,
-        nrows: usize,
-        alpha: T,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+    unsafe fn combine(&self, gpu: &Gpu, nrows: usize, out: Ypby<'_, T>) -> Result<()> {
         // One thread per row, and one CTA when there is none (it resets the ticket).
         let shape = Shape::thread_per_item(nrows.max(1), COMBINE_THREADS);
         let n = kernel_int("hbp nrows", nrows)?;
-        let (ticket, mid, y) = (
-            DevMut::scratch(&self.ticket),
-            DevRef::new(&self.mid),
-            DevMut::new(y),
-        );
+        let (ticket, mid) = (DevMut::scratch(&self.ticket), DevRef::new(&self.mid));
         // SAFETY (both): mid holds rows × column blocks (dense) or cptr[nrows] (sparse)
         // partials; y has at least nrows entries (this function's contract).
         match &self.combine {
@@ -205,9 +190,7 @@ impl<T: Scalar> DeviceHbp<T> {
                     nbc: self.nbc as i32,
                     block_rows: self.block_rows as i32,
                     mid,
-                    y,
-                    alpha,
-                    beta,
+                    out,
                     ticket,
                 };
                 unsafe { gpu.launch(k, shape, &args) }
@@ -217,9 +200,7 @@ impl<T: Scalar> DeviceHbp<T> {
                     nrows: n,
                     cptr: DevRef::new(&self.cptr),
                     mid,
-                    y,
-                    alpha,
-                    beta,
+                    out,
                     ticket,
                 };
                 unsafe { gpu.launch(k, shape, &args) }
@@ -228,34 +209,21 @@ impl<T: Scalar> DeviceHbp<T> {
     }
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        if self.nrows == 0 {
-            return Ok(());
-        }
+impl<T: Scalar> Launches<T> for DeviceHbp<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
+        let nrows = c.nrows;
         let nblocks = self.nbr * self.nbc;
         if self.phase == Phase::Spmv {
             // timing the SpMV part alone: a combine over no rows resets the ticket counter
             // SAFETY: no row is written.
-            unsafe { self.combine(gpu, 0, alpha, beta, y) }?;
+            unsafe { self.combine(gpu, 0, c.ypby()) }?;
         }
         if nblocks > 0 && self.phase != Phase::Combine {
             let args = HbpArgs {
                 nbr: kernel_int("hbp block rows", self.nbr)?,
                 nbc: kernel_int("hbp block columns", self.nbc)?,
-                nrows: kernel_int("hbp nrows", self.nrows)?,
-                ncols: kernel_int("hbp ncols", self.ncols)?,
+                nrows: kernel_int("hbp nrows", nrows)?,
+                ncols: kernel_int("hbp ncols", c.ncols)?,
                 block_rows: self.block_rows as i32,
                 block_cols: self.block_cols as i32,
                 dense: self.dense as i32,
@@ -266,7 +234,7 @@ impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
                 out_idx: DevRef::new(&self.out_idx),
                 packed: DevRef::new(&self.packed),
                 data: DevRef::new(&self.data),
-                x: DevRef::new(x),
+                x: DevRef::new(c.x),
                 mid: DevMut::scratch(&self.mid),
                 per_cta: kernel_int("hbp blocks per CTA", self.per_cta)?,
                 nfixed: kernel_int("hbp fixed blocks", self.nfixed)?,
@@ -288,10 +256,6 @@ impl<T: Scalar> DeviceLayout<T> for DeviceHbp<T> {
             return Ok(());
         }
         // SAFETY: y has nrows entries (this function's contract).
-        unsafe { self.combine(gpu, self.nrows, alpha, beta, y) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
+        unsafe { self.combine(gpu, nrows, c.ypby()) }
     }
 }

@@ -75,26 +75,22 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{check_index_range, Error, Result};
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{keywords, params, with_defaults, Keyword};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::Scalar;
 
 pub use hash::HashKind;
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "hbp",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    "hbp",
+    [
         gpu::HbpArgs::params_entry("hbp_spmv"),
         gpu::CombineDenseArgs::params_entry("hbp_combine_dense"),
         gpu::CombineSparseArgs::params_entry("hbp_combine_sparse"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "hbp";
 const PAPER_NAME: &str = "hbp-paper";
@@ -222,18 +218,16 @@ const SOURCE: &str =
     "Yan et al., A Nonlinear Hash-based Optimization Method for SpMV on GPUs (HBP), §III";
 
 impl GenericMethod for Hbp {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: 2D blocks, hash-reordered rows interleaved per warp, x segments in \
-                      shared memory, fixed + competitive blocks, sparse combine pass",
-            source: SOURCE,
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: 2D blocks, hash-reordered rows interleaved per warp, x segments in \
+                  shared memory, fixed + competitive blocks, sparse combine pass",
+        source: SOURCE,
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(HbpLayout::build(
@@ -244,18 +238,16 @@ impl GenericMethod for Hbp {
 }
 
 impl GenericMethod for HbpPaper {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: PAPER_NAME,
-            summary: "GPU: HBP as published: dense per-block tables and intermediate, \
-                      competitive blocks per warp with x from global memory, dense combine",
-            source: SOURCE,
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PAPER_PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: PAPER_NAME,
+        summary: "GPU: HBP as published: dense per-block tables and intermediate, \
+                  competitive blocks per warp with x from global memory, dense combine",
+        source: SOURCE,
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PAPER_PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(HbpLayout::build(
@@ -266,18 +258,16 @@ impl GenericMethod for HbpPaper {
 }
 
 impl GenericMethod for Plain2d {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: PLAIN_NAME,
-            summary: "GPU: plain 2D-partitioned baseline: hbp's blocks, kernels and combine, \
-                      rows in their original order (hash=none)",
-            source: SOURCE,
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PLAIN_PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: PLAIN_NAME,
+        summary: "GPU: plain 2D-partitioned baseline: hbp's blocks, kernels and combine, \
+                  rows in their original order (hash=none)",
+        source: SOURCE,
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PLAIN_PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(HbpLayout::build(
@@ -857,14 +847,7 @@ impl<T: Scalar> Layout<T> for HbpLayout<T> {
             + 4
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

@@ -1,9 +1,64 @@
 use super::*;
 use crate::matrix::Coo;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, suite};
+use crate::methods::testmats::{check_layout, check_method, params, suite, suite_case};
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
+crate::methods::testmats::room_tests! {
+    method: Hbp,
+    kernel: KERNEL,
+    oracle: [
+        [],
+        ["combine=dense"],
+        ["hash=fixed"],
+        ["hash=none"],
+        ["hash=sort", "combine=dense"],
+        ["hash=fixed", "combine=dense"],
+        ["hash=dp"],
+        ["hash=dp", "combine=dense", "block_rows=50"],
+        ["block_rows=17", "block_cols=33"],
+        ["block_rows=5", "block_cols=64", "combine=dense"],
+        ["block_rows=1", "block_cols=1"],
+        ["block_rows=100", "block_cols=1000", "fixed=0", "grab=1"],
+        ["fixed=1", "warps_per_cta=1"],
+        ["compete=warp", "fixed=0.5"],
+    ],
+    corpus: [[]],
+    // competitive part per warp and per CTA, all-competitive and all-fixed, small blocks (many
+    // column segments per CTA), an x segment above 48 KiB in f64 (shared-memory opt-in)
+    gpu: [
+        [],
+        ["compete=warp", "fixed=0.3", "grab=1"],
+        ["fixed=0", "grab=3"],
+        ["fixed=1", "warps_per_cta=1"],
+        ["block_rows=17", "block_cols=33", "combine=dense", "compete=cta"],
+        ["block_rows=64", "block_cols=8192", "hash=sort"],
+        ["hash=none", "combine=dense", "warps_per_cta=32"],
+    ],
+    repeatable: [],
+    rejects: [
+        ["block_rows=0"],
+        ["block_cols=70000"],
+        ["block_cols=30000"], // 240 KB of f64 > 227 KiB
+        ["hash=regu"],
+        ["combine=x"],
+        ["fixed=1.5"],
+        ["warps_per_cta=33"],
+        ["grab=0"],
+        ["compete=block"],
+        ["phase=both"],
+        ["nope=1"],
+    ],
+}
+
+/// `hbp-paper`'s shared tests (the room's kernel is checked above).
+mod paper {
+    use super::*;
+
+    crate::methods::testmats::room_tests! {
+        method: HbpPaper,
+        oracle: [[]],
+        corpus: [[]],
+        gpu: [[]],
+    }
 }
 
 fn cfg(
@@ -194,31 +249,8 @@ fn chains_cover_every_nonzero() {
 }
 
 #[test]
-fn matches_oracle_default() {
-    check_method(&Hbp, &Params::new());
-    check_method(&HbpPaper, &Params::new());
+fn plain_2d_matches_oracle() {
     check_method(&Plain2d, &Params::new());
-}
-
-#[test]
-fn matches_oracle_all_variants() {
-    for p in [
-        &["combine=dense"][..],
-        &["hash=fixed"],
-        &["hash=none"],
-        &["hash=sort", "combine=dense"],
-        &["hash=fixed", "combine=dense"],
-        &["hash=dp"],
-        &["hash=dp", "combine=dense", "block_rows=50"],
-        &["block_rows=17", "block_cols=33"],
-        &["block_rows=5", "block_cols=64", "combine=dense"],
-        &["block_rows=1", "block_cols=1"],
-        &["block_rows=100", "block_cols=1000", "fixed=0", "grab=1"],
-        &["fixed=1", "warps_per_cta=1"],
-        &["compete=warp", "fixed=0.5"],
-    ] {
-        check_method(&Hbp, &params(p));
-    }
 }
 
 #[test]
@@ -240,10 +272,7 @@ fn columns_not_a_multiple_of_the_block() {
 #[test]
 fn hashing_reduces_the_per_warp_spread() {
     // power-law rows: the hash (and sort) must cut the per-warp std-dev of Fig. 6
-    let (_, a) = suite()
-        .into_iter()
-        .find(|(n, _)| *n == "power law")
-        .unwrap();
+    let a = suite_case("power law");
     let spread = |hash| {
         HbpLayout::build(&a, cfg(512, 4096, 32, hash, Combine::Dense))
             .unwrap()
@@ -282,19 +311,8 @@ fn split_gives_every_warp_the_same_count() {
 }
 
 #[test]
-fn repeatable() {
-    for (_, a) in suite() {
-        let l = Hbp.prepare(&a, &Params::new()).unwrap();
-        assert_repeatable(&a, l.as_ref());
-    }
-}
-
-#[test]
 fn notes_and_stages() {
-    let (_, a) = suite()
-        .into_iter()
-        .find(|(n, _)| *n == "power law")
-        .unwrap();
+    let a = suite_case("power law");
     let l = Hbp.prepare(&a, &Params::new()).unwrap();
     let notes = l.notes();
     assert!(notes.iter().any(|(k, _)| k.contains("Fig. 6")));
@@ -316,74 +334,16 @@ fn notes_and_stages() {
 }
 
 #[test]
-fn rejects_bad_params() {
+fn f32_fits_a_wider_x_segment() {
     let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        &["block_rows=0"][..],
-        &["block_cols=70000"],
-        &["block_cols=30000"], // 240 KB of f64 > 227 KiB
-        &["hash=regu"],
-        &["combine=x"],
-        &["fixed=1.5"],
-        &["warps_per_cta=33"],
-        &["grab=0"],
-        &["compete=block"],
-        &["phase=both"],
-        &["nope=1"],
-    ] {
-        assert!(Hbp.prepare(&a, &params(bad)).is_err(), "{bad:?}");
-    }
     assert!(Hbp
         .prepare(&a.cast::<f32>(), &params(&["block_cols=30000"]))
         .is_ok());
 }
 
 #[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
-}
-
-#[test]
-fn matches_oracle_on_corpus() {
-    crate::methods::testmats::check_method_on_corpus(&Hbp, &Params::new());
-    crate::methods::testmats::check_method_on_corpus(&HbpPaper, &Params::new());
-}
-
-#[test]
-fn gpu_matches_the_mirror() {
-    use crate::methods::testmats::check_gpu_against_mirror;
-    check_gpu_against_mirror(&Hbp, &Params::new());
-    check_gpu_against_mirror(&HbpPaper, &Params::new());
-}
-
-#[test]
-fn gpu_matches_the_mirror_variants() {
-    use crate::methods::testmats::check_gpu_against_mirror;
-    // competitive part per warp and per CTA, all-competitive and all-fixed, small blocks (many
-    // column segments per CTA), an x segment above 48 KiB in f64 (shared-memory opt-in)
-    for p in [
-        &["compete=warp", "fixed=0.3", "grab=1"][..],
-        &["fixed=0", "grab=3"],
-        &["fixed=1", "warps_per_cta=1"],
-        &[
-            "block_rows=17",
-            "block_cols=33",
-            "combine=dense",
-            "compete=cta",
-        ],
-        &["block_rows=64", "block_cols=8192", "hash=sort"],
-        &["hash=none", "combine=dense", "warps_per_cta=32"],
-    ] {
-        check_gpu_against_mirror(&Hbp, &params(p));
-    }
-}
-
-#[test]
 fn plain_2d_is_hbp_without_reordering() {
-    let (_, a) = suite()
-        .into_iter()
-        .find(|(n, _)| *n == "power law")
-        .unwrap();
+    let a = suite_case("power law");
     let plain = build_layout("2d", &a, &Params::new()).unwrap();
     let none = build_layout("hbp", &a, &params(&["hash=none"])).unwrap();
     assert_eq!(plain.output_hash, none.output_hash);
@@ -403,10 +363,7 @@ fn plain_2d_is_hbp_without_reordering() {
 fn dp_orders_like_sort() {
     // DP2D cuts the sorted rows into the same warp groups as sort2D except for the short group,
     // so its per-warp spread is close to sort's (its padding is checked in hash.rs).
-    let (_, a) = suite()
-        .into_iter()
-        .find(|(n, _)| *n == "power law")
-        .unwrap();
+    let a = suite_case("power law");
     for (br, w) in [(512, 32), (50, 32), (37, 4)] {
         for combine in [Combine::Dense, Combine::Sparse] {
             let sort = HbpLayout::build(&a, cfg(br, 4096, w, HashKind::Sort, combine)).unwrap();

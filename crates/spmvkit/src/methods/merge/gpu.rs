@@ -12,6 +12,7 @@ use super::{smem_bytes, MergeLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
+use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -60,14 +61,13 @@ pub(super) struct DeviceMerge<T: Scalar> {
     run_first: CudaSlice<Idx>,
     run_end: CudaSlice<Idx>,
     carry: CudaSlice<T>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
     l: &MergeLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    Ok(Box::new(DeviceMerge {
+    let room = DeviceMerge {
         spmv: gpu.kernel::<T, _>(&KERNEL, "merge_spmv")?,
         fixup: gpu.kernel::<T, _>(&KERNEL, "merge_fixup")?,
         threads: l.threads,
@@ -83,28 +83,17 @@ pub(super) fn upload<T: Scalar>(
         run_first: gpu.upload(&l.run_first)?,
         run_end: gpu.upload(&l.run_end)?,
         carry: gpu.alloc_zeros::<T>(l.ntiles())?,
-        bytes: l.footprint_bytes(),
-    }))
+    };
+    Ok(Resident::boxed(room.a.dims(), l.footprint_bytes(), room))
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceMerge<T> {
-    fn dims(&self) -> (usize, usize) {
-        self.a.dims()
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+impl<T: Scalar> Launches<T> for DeviceMerge<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
         if self.ntiles == 0 {
             return Ok(());
         }
         let args = MergeArgs {
-            csr: self.a.args("merge nrows", x, y, alpha, beta)?,
+            csr: self.a.args("merge nrows", &mut c)?,
             tile_row: DevRef::new(&self.tile_row),
             tile_nz: DevRef::new(&self.tile_nz),
             carry: DevMut::scratch(&self.carry),
@@ -125,17 +114,13 @@ impl<T: Scalar> DeviceLayout<T> for DeviceMerge<T> {
             run_first: DevRef::new(&self.run_first),
             run_end: DevRef::new(&self.run_end),
             carry: DevRef::new(&self.carry),
-            y: DevMut::new(y),
-            alpha,
+            y: DevMut::new(c.y),
+            alpha: c.alpha,
         };
         // One thread per short run, then one warp per long run (none when no row spans tiles).
         let shape = Shape::ctas(short_blocks + long_blocks, FIX_THREADS);
         // SAFETY: the run arrays have nshort + nlong entries with tile ranges inside carry;
         // rows are < nrows.
         unsafe { gpu.launch(&self.fixup, shape, &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

@@ -25,24 +25,20 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{params, AutoOr};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Precision, Scalar};
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "merge",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+room_kernel!(
+    "merge",
+    [
         gpu::MergeArgs::entry("merge_spmv"),
         gpu::MergeFixupArgs::entry("merge_fixup"),
-    ],
-};
+    ]
+);
 
 const NAME: &str = "merge";
 
@@ -69,18 +65,16 @@ const MAX_DYNAMIC_SMEM: usize = 48 * 1024 - 32 * (4 + 8);
 pub struct Merge;
 
 impl GenericMethod for Merge {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary:
-                "GPU: merge-path CSR, equal shares of rows + nnz per thread, carry fix-up pass",
-            source: "Merrill & Garland, Merge-based parallel SpMV, SC'16 (merge-based CsrMV)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary:
+            "GPU: merge-path CSR, equal shares of rows + nnz per thread, carry fix-up pass",
+        source: "Merrill & Garland, Merge-based parallel SpMV, SC'16 (merge-based CsrMV)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let double = T::PRECISION == Precision::F64;
@@ -238,14 +232,7 @@ impl<T: Scalar> Layout<T> for MergeLayout<T> {
             + T::BYTES * self.ntiles()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

@@ -1,8 +1,30 @@
 use super::*;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, suite};
+use crate::methods::testmats::{check_layout, params, suite, suite_case};
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
+crate::methods::testmats::room_tests! {
+    method: Merge,
+    kernel: KERNEL,
+    oracle: [
+        [],
+        ["threads=32", "items=1"],
+        ["threads=32", "items=3"],
+        ["threads=64", "items=6"],
+        ["threads=96", "items=5"],
+        ["threads=128", "items=7"],
+        ["threads=256", "items=2"],
+        ["threads=1024", "items=1"],
+    ],
+    corpus: [[]],
+    // 32 x 2: many tiles, long carry runs through the huge row (the fix-up's warp path)
+    gpu: [[], ["threads=32", "items=2"]],
+    repeatable: [],
+    rejects: [
+        ["items=0"],
+        ["items=65"],
+        ["threads=48"],
+        ["threads=x"],
+        ["threads=1024", "items=8"],
+    ],
 }
 
 fn layout<T: Scalar>(a: &Csr<T>, p: &Params) -> MergeLayout<T> {
@@ -15,29 +37,6 @@ fn layout<T: Scalar>(a: &Csr<T>, p: &Params) -> MergeLayout<T> {
         .find(|(k, _)| *k == "items")
         .map_or(6, |(_, v)| v.parse().unwrap());
     MergeLayout::build(a, threads, items)
-}
-
-#[test]
-fn matches_oracle_default() {
-    check_method(&Merge, &Params::new());
-}
-
-#[test]
-fn matches_oracle_many_tile_shapes() {
-    for (t, i) in [
-        (32, 1),
-        (32, 3),
-        (64, 6),
-        (96, 5),
-        (128, 7),
-        (256, 2),
-        (1024, 1),
-    ] {
-        check_method(
-            &Merge,
-            &params(&[&format!("threads={t}"), &format!("items={i}")]),
-        );
-    }
 }
 
 #[test]
@@ -96,7 +95,7 @@ fn tiles_cover_the_path_and_runs_are_consistent() {
 
 #[test]
 fn a_huge_row_makes_a_long_run() {
-    let (_, a) = suite().into_iter().find(|(n, _)| *n == "huge row").unwrap();
+    let a = suite_case("huge row");
     assert!(a.row_len(17) > 1 << 16);
     let l = layout(&a, &params(&["threads=32", "items=2"]));
     assert!(l.nruns() > l.nshort, "expected a long carry run");
@@ -109,14 +108,6 @@ fn a_huge_row_makes_a_long_run() {
 }
 
 #[test]
-fn repeatable() {
-    for (_, a) in suite() {
-        let l = Merge.prepare(&a, &Params::new()).unwrap();
-        assert_repeatable(&a, l.as_ref());
-    }
-}
-
-#[test]
 fn defaults_follow_the_cub_policy() {
     let a = Csr::<f64>::identity(10).unwrap();
     let notes = Merge.prepare(&a, &Params::new()).unwrap().notes();
@@ -126,39 +117,4 @@ fn defaults_follow_the_cub_policy() {
         .unwrap()
         .notes();
     assert_eq!(notes[0].1, "128 x 7");
-}
-
-#[test]
-fn rejects_bad_params() {
-    let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        &["items=0"][..],
-        &["items=65"],
-        &["threads=48"],
-        &["threads=x"],
-        &["threads=1024", "items=8"],
-    ] {
-        assert!(Merge.prepare(&a, &params(bad)).is_err(), "{bad:?}");
-    }
-}
-
-#[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
-}
-
-#[test]
-fn matches_oracle_on_corpus() {
-    crate::methods::testmats::check_method_on_corpus(&Merge, &Params::new());
-}
-
-#[test]
-fn gpu_matches_the_mirror() {
-    crate::methods::testmats::check_gpu_against_mirror(&Merge, &Params::new());
-}
-
-#[test]
-fn gpu_matches_the_mirror_small_tiles() {
-    // 32 x 2: many tiles, long carry runs through the huge row (the fix-up's warp path)
-    crate::methods::testmats::check_gpu_against_mirror(&Merge, &params(&["threads=32", "items=2"]));
 }

@@ -4,25 +4,14 @@
 //! row's slots added in block order from zero and stored. Bitwise equal to the kernel.
 
 use super::PbcLayout;
-use crate::methods::common::warp::{butterfly_sum, store};
+use crate::methods::common::warp::{store, strided_partials, warp_sums_in_order};
 use crate::scalar::Scalar;
 
 /// Σ v·x over [s, e) as a CTA of `threads` computes it.
 fn cta_sum<T: Scalar>(l: &PbcLayout<T>, x: &[T], s: usize, e: usize) -> T {
-    let nt = l.threads as usize;
-    let mut lanes = vec![T::zero(); nt];
-    for (t, acc) in lanes.iter_mut().enumerate() {
-        let mut j = s + t;
-        while j < e {
-            *acc = l.coo_val[j].mul_add(x[l.coo_col[j] as usize], *acc);
-            j += nt;
-        }
-    }
-    let mut total = T::zero();
-    for w in lanes.chunks_mut(32) {
-        total += butterfly_sum(w);
-    }
-    total
+    let mut lanes = vec![T::zero(); l.threads as usize];
+    strided_partials(&l.coo_val, &l.coo_col, x, s, s, e, &mut lanes);
+    warp_sums_in_order(&mut lanes)
 }
 
 /// y = αAx + βy as the pbc kernel computes it.

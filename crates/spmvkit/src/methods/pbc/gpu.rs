@@ -9,6 +9,7 @@ use cudarc::driver::CudaSlice;
 use super::{PbcLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -30,10 +31,7 @@ crate::kernel_args! {
         split_row: DevRef<'a, Idx>,
         split_ptr: DevRef<'a, Idx>,
         ctr: DevMut<'a, u32>,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        axpby: Axpby<'a, T>,
     }
 }
 
@@ -41,8 +39,6 @@ crate::kernel_args! {
 pub(super) struct DevicePbc<T: Scalar> {
     k: Kernel<PbcArgs<'static, T>>,
     nblocks: usize,
-    nrows: usize,
-    ncols: usize,
     threads: u32,
     nsplit: i32,
     blk_row: CudaSlice<Idx>,
@@ -59,18 +55,15 @@ pub(super) struct DevicePbc<T: Scalar> {
     split_row: CudaSlice<Idx>,
     split_ptr: CudaSlice<Idx>,
     ctr: CudaSlice<u32>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
     l: &PbcLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    Ok(Box::new(DevicePbc {
+    let room = DevicePbc {
         k: gpu.kernel::<T, _>(&KERNEL, "pbc_spmv")?,
         nblocks: l.nblocks(),
-        nrows: l.nrows,
-        ncols: l.ncols,
         threads: l.threads,
         nsplit: kernel_int("pbc split rows", l.split_row.len())?,
         blk_row: gpu.upload(&l.blk_row)?,
@@ -87,24 +80,17 @@ pub(super) fn upload<T: Scalar>(
         split_row: gpu.upload(&l.split_row)?,
         split_ptr: gpu.upload(&l.split_ptr)?,
         ctr: gpu.alloc_zeros::<u32>(1)?,
-        bytes: Layout::<T>::footprint_bytes(l),
-    }))
+    };
+    Ok(Resident::boxed(
+        (l.nrows, l.ncols),
+        Layout::<T>::footprint_bytes(l),
+        room,
+    ))
 }
 
-impl<T: Scalar> DeviceLayout<T> for DevicePbc<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        if self.nrows == 0 || self.nblocks == 0 {
+impl<T: Scalar> Launches<T> for DevicePbc<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
+        if self.nblocks == 0 {
             return Ok(());
         }
         let args = PbcArgs {
@@ -123,19 +109,12 @@ impl<T: Scalar> DeviceLayout<T> for DevicePbc<T> {
             split_row: DevRef::new(&self.split_row),
             split_ptr: DevRef::new(&self.split_ptr),
             ctr: DevMut::scratch(&self.ctr),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            axpby: c.axpby(),
         };
         // SAFETY: every offset array has its count + 1 entries and indexes the arrays after it
         // (by construction), part has one slot per segment, the counter is one word, zero on
         // entry (zeroed at upload, reset by the last CTA of the previous call); x has ncols and
         // y nrows entries (checked by DeviceLayout::run).
         unsafe { gpu.launch(&self.k, Shape::ctas(self.nblocks, self.threads), &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

@@ -39,21 +39,14 @@ mod gpu;
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{params, AutoOr};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "pbc",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[gpu::PbcArgs::entry("pbc_spmv")],
-};
+room_kernel!("pbc", [gpu::PbcArgs::entry("pbc_spmv")]);
 
 const NAME: &str = "pbc";
 
@@ -75,18 +68,16 @@ const PARAMS: &[ParamSpec] = PbcParams::SPECS;
 pub struct Pbc;
 
 impl GenericMethod for Pbc {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: PBC, row-major nnz blocks of equal size (least std-dev), CSR part a \
-                      thread per row, cut rows as COO segments fixed up by the last CTA",
-            source: "Cui et al., PBC, J. Supercomput. 2022 (via teb.md §2.2; inferred design)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: PBC, row-major nnz blocks of equal size (least std-dev), CSR part a \
+                  thread per row, cut rows as COO segments fixed up by the last CTA",
+        source: "Cui et al., PBC, J. Supercomput. 2022 (via teb.md §2.2; inferred design)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(build(csr, params)?))
@@ -318,14 +309,7 @@ impl<T: Scalar> Layout<T> for PbcLayout<T> {
             + (self.val.len() + self.coo_val.len() + self.nslots()) * T::BYTES
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
         let nnz = self.block_nnz();

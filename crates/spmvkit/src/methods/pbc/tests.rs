@@ -1,8 +1,25 @@
 use super::*;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, matrix_a, suite};
+use crate::methods::testmats::{check_layout, matrix_a, params, suite};
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
+crate::methods::testmats::room_tests! {
+    method: Pbc,
+    kernel: KERNEL,
+    oracle: [
+        [],
+        ["blocks=1"],
+        ["block_nnz=7", "threads=32"],
+        ["block_nnz=100000"],
+        ["blocks=1000000", "threads=64"],
+    ],
+    corpus: [[], ["block_nnz=33"]],
+    repeatable: ["block_nnz=50"],
+    rejects: [
+        ["blocks=0"],
+        ["blocks=x"],
+        ["block_nnz=0"],
+        ["threads=33"],
+        ["nope=1"],
+    ],
 }
 
 #[test]
@@ -45,59 +62,4 @@ fn cuts_are_balanced() {
         assert!(hi - lo <= 1, "{name}: {lo}..{hi}");
         assert_eq!(n.iter().sum::<u64>(), a.nnz() as u64);
     }
-}
-
-#[test]
-fn matches_oracle_default() {
-    check_method(&Pbc, &Params::new());
-}
-
-#[test]
-fn matches_oracle_varied() {
-    for p in [
-        &["blocks=1"][..],
-        &["block_nnz=7", "threads=32"],
-        &["block_nnz=100000"],
-        &["blocks=1000000", "threads=64"],
-    ] {
-        check_method(&Pbc, &params(p));
-    }
-}
-
-#[test]
-fn corpus_edge_cases() {
-    for (name, a) in crate::gen::corpus::edge_cases() {
-        let l = build(&a, &Params::new()).unwrap();
-        check_layout(&format!("pbc corpus {name}"), &a, &l);
-        let a32: Csr<f32> = a.cast();
-        let l = build(&a32, &params(&["block_nnz=33"])).unwrap();
-        check_layout(&format!("pbc corpus {name} f32"), &a32, &l);
-    }
-}
-
-#[test]
-fn repeatable() {
-    for (_, a) in suite() {
-        let l = Pbc.prepare(&a, &params(&["block_nnz=50"])).unwrap();
-        assert_repeatable(&a, l.as_ref());
-    }
-}
-
-#[test]
-fn rejects_bad_params() {
-    let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        "blocks=0",
-        "blocks=x",
-        "block_nnz=0",
-        "threads=33",
-        "nope=1",
-    ] {
-        assert!(Pbc.prepare(&a, &params(&[bad])).is_err(), "{bad}");
-    }
-}
-
-#[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
 }

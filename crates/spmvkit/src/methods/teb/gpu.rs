@@ -9,7 +9,8 @@ use cudarc::driver::CudaSlice;
 
 use super::{TebLayout, KERNEL};
 use crate::error::Result;
-use crate::gpu::{DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::gpu::{DevRef, Gpu, Kernel, Shape};
+use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -21,10 +22,7 @@ crate::kernel_args! {
         row_ids: DevRef<'a, Idx>,
         col_idx: DevRef<'a, Idx>,
         values: DevRef<'a, T>,
-        x: DevRef<'a, T>,
-        y: DevMut<'a, T>,
-        alpha: T,
-        beta: T,
+        axpby: Axpby<'a, T>,
         long_row: i32,
     }
 }
@@ -34,8 +32,6 @@ pub(super) struct DeviceTeb<T: Scalar> {
     k: Kernel<TebArgs<'static, T>>,
     /// `teb_vector_spmv`'s row length threshold (0 for `teb_spmv`, which ignores it).
     long_row: i32,
-    nrows: usize,
-    ncols: usize,
     nblocks: usize,
     threads: u32,
     blo_idx: CudaSlice<Idx>,
@@ -43,7 +39,6 @@ pub(super) struct DeviceTeb<T: Scalar> {
     row_ids: CudaSlice<Idx>,
     col_idx: CudaSlice<Idx>,
     values: CudaSlice<T>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
@@ -57,12 +52,10 @@ pub(super) fn upload<T: Scalar>(
     let k = gpu.kernel::<T, _>(&KERNEL, entry)?;
     // teb_vector_spmv sums long rows with the prelude's cta_gather_sum (32-bit indices)
     crate::gpu::check_int_loops("teb", l.nrows, l.values.len())?;
-    Ok(Box::new(DeviceTeb {
+    let room = DeviceTeb {
         k,
         // parse() keeps long_row in 1..=i32::MAX
         long_row: l.long_row.map_or(0, |v| v as i32),
-        nrows: l.nrows,
-        ncols: l.ncols,
         nblocks: l.nblocks(),
         threads: l.threads,
         blo_idx: gpu.upload(&l.blo_idx)?,
@@ -70,42 +63,28 @@ pub(super) fn upload<T: Scalar>(
         row_ids: gpu.upload(&l.row_ids)?,
         col_idx: gpu.upload(&l.col_idx)?,
         values: gpu.upload(&l.values)?,
-        bytes: Layout::<T>::footprint_bytes(l),
-    }))
+    };
+    Ok(Resident::boxed(
+        (l.nrows, l.ncols),
+        Layout::<T>::footprint_bytes(l),
+        room,
+    ))
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceTeb<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+impl<T: Scalar> Launches<T> for DeviceTeb<T> {
+    unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
         let args = TebArgs {
             blo_idx: DevRef::new(&self.blo_idx),
             row_nnz_sum: DevRef::new(&self.row_nnz_sum),
             row_ids: DevRef::new(&self.row_ids),
             col_idx: DevRef::new(&self.col_idx),
             values: DevRef::new(&self.values),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
-            beta,
+            axpby: c.axpby(),
             long_row: self.long_row,
         };
         // SAFETY: blo_idx has nblocks + 1 entries, row_nnz_sum rows + 1, row_ids rows, col_idx and
         // values nnz (all indices in range by construction), x ncols and y nrows (checked by
         // DeviceLayout::run).
         unsafe { gpu.launch(&self.k, Shape::ctas(self.nblocks, self.threads), &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

@@ -55,25 +55,15 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::{concat_specs, params, AutoOr, ParamRange, ParamValue};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 use select::{BlnChoice, KChoice, Lengths, Selection};
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "teb",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
-        gpu::TebArgs::entry("teb_spmv"),
-        gpu::TebArgs::entry("teb_vector_spmv"),
-    ],
-};
+room_kernel!("teb", [gpu::TebArgs::entry("teb_spmv"), gpu::TebArgs::entry("teb_vector_spmv")]);
 
 const NAME: &str = "teb";
 const VECTOR_NAME: &str = "teb-vector";
@@ -155,18 +145,16 @@ pub struct Teb;
 pub struct TebVector;
 
 impl GenericMethod for Teb {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: TEB, rows sorted and merged into equal-nnz blocks, a CTA per block and \
-                      a thread per row",
-            source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2, §3.2 Alg. 3",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: TEB, rows sorted and merged into equal-nnz blocks, a CTA per block and \
+                  a thread per row",
+        source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2, §3.2 Alg. 3",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(build(csr, params)?))
@@ -174,20 +162,18 @@ impl GenericMethod for Teb {
 }
 
 impl GenericMethod for TebVector {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: VECTOR_NAME,
-            summary: "GPU: TEB blocks, rows of >= long_row entries summed by the whole CTA (the \
-                      paper's thread per row walks a hub row alone, far slower than cuSPARSE on \
-                      power-law matrices), the other rows a thread each",
-            source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2; kernel: Alg. 3 with a CTA per \
-                     long row (spmvkit, issue #7)",
-            deterministic: true,
-            gpu: true,
-            cpu: true,
-            params: VECTOR_PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: VECTOR_NAME,
+        summary: "GPU: TEB blocks, rows of >= long_row entries summed by the whole CTA (the \
+                  paper's thread per row walks a hub row alone, far slower than cuSPARSE on \
+                  power-law matrices), the other rows a thread each",
+        source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2; kernel: Alg. 3 with a CTA per \
+                 long row (spmvkit, issue #7)",
+        deterministic: true,
+        gpu: true,
+        cpu: true,
+        params: VECTOR_PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         Ok(Box::new(build_vector(csr, params)?))
@@ -468,14 +454,7 @@ impl<T: Scalar> Layout<T> for TebLayout<T> {
                 * std::mem::size_of::<Idx>()
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

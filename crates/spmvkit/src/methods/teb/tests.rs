@@ -1,9 +1,34 @@
 use super::select::{heuristic_k, variance, Lengths, K_HIGH, K_LOW, K_MID};
 use super::*;
-use crate::methods::testmats::{assert_repeatable, check_layout, check_method, matrix_a, suite};
+use crate::methods::testmats::{assert_repeatable, check_layout, matrix_a, params, suite};
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
+crate::methods::testmats::room_tests! {
+    method: Teb,
+    kernel: KERNEL,
+    oracle: [
+        [],
+        ["bln=1"],
+        ["bln=3", "k=1"],
+        ["bln=50", "threads=32"],
+        ["k=1.03", "bln_range=2..100"],
+        ["bln_range=2..5000", "candidates=7"],
+    ],
+    corpus: [[], ["bln=7"]],
+    gpu: [[]],
+    repeatable: [],
+    rejects: [
+        ["k=0"],
+        ["k=0.5"],
+        ["k=inf"],
+        ["k=x"],
+        ["bln=0"],
+        ["bln_range=5..2"],
+        ["bln_range=0..3"],
+        ["bln_range=3"],
+        ["candidates=2"],
+        ["threads=33"],
+        ["nope=1"],
+    ],
 }
 
 #[test]
@@ -125,39 +150,9 @@ fn search_respects_eq10_and_finds_the_least_variance() {
 }
 
 #[test]
-fn matches_oracle_default() {
-    check_method(&Teb, &Params::new());
-}
-
-#[test]
-fn matches_oracle_varied() {
-    for p in [
-        &["bln=1"][..],
-        &["bln=3", "k=1"],
-        &["bln=50", "threads=32"],
-        &["k=1.03", "bln_range=2..100"],
-        &["bln_range=2..5000", "candidates=7"],
-    ] {
-        check_method(&Teb, &params(p));
-    }
-}
-
-#[test]
-fn corpus_edge_cases() {
-    for (name, a) in crate::gen::corpus::edge_cases() {
-        let l = build(&a, &Params::new()).unwrap();
-        check_layout(&format!("teb corpus {name}"), &a, &l);
-        let a32: Csr<f32> = a.cast();
-        let l = build(&a32, &params(&["bln=7"])).unwrap();
-        check_layout(&format!("teb corpus {name} f32"), &a32, &l);
-    }
-}
-
-#[test]
-fn repeatable_and_stages() {
+fn prep_stages_are_named() {
     for (_, a) in suite() {
         let l = Teb.prepare(&a, &Params::new()).unwrap();
-        assert_repeatable(&a, l.as_ref());
         let names: Vec<&str> = l.prep_stages().iter().map(|s| s.0).collect();
         assert_eq!(
             names,
@@ -171,32 +166,33 @@ fn repeatable_and_stages() {
     }
 }
 
-#[test]
-fn rejects_bad_params() {
-    let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        "k=0",
-        "k=0.5",
-        "k=inf",
-        "k=x",
-        "bln=0",
-        "bln_range=5..2",
-        "bln_range=0..3",
-        "bln_range=3",
-        "candidates=2",
-        "threads=33",
-        "nope=1",
-    ] {
-        assert!(Teb.prepare(&a, &params(&[bad])).is_err(), "{bad}");
+// ---- teb-vector ----------------------------------------------------------------------------
+
+/// `teb-vector`'s shared tests (the room's kernel is checked above).
+mod vector {
+    use super::*;
+
+    crate::methods::testmats::room_tests! {
+        method: TebVector,
+        oracle: [
+            [],
+            ["long_row=1"],
+            ["long_row=1", "threads=32"],
+            ["long_row=16", "threads=64", "bln=3"],
+            ["long_row=100", "bln=1"],
+            ["long_row=300", "threads=1024", "bln=50"],
+            ["k=1.03", "bln_range=2..100", "long_row=2"],
+        ],
+        corpus: [["long_row=4"]],
+        gpu: [[], ["long_row=1", "threads=64"], ["long_row=16", "bln=3"]],
+        rejects: [
+            ["long_row=0"],
+            ["long_row=x"],
+            ["long_row=4294967295"],
+            ["threads=48"],
+        ],
     }
 }
-
-#[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
-}
-
-// ---- teb-vector ----------------------------------------------------------------------------
 
 /// Matrices with hub rows: one huge row among short ones, a power law, a Kronecker graph.
 fn hub_matrices() -> Vec<(&'static str, Csr<f64>)> {
@@ -221,26 +217,6 @@ fn mirror_bits<T: Scalar>(a: &Csr<T>, l: &dyn Layout<T>) -> Vec<u64> {
     l.run_cpu(T::from_f64(1.25), &x, T::from_f64(-0.5), &mut y)
         .unwrap();
     y.iter().map(|v| v.to_bits_u64()).collect()
-}
-
-#[test]
-fn vector_matches_oracle_default() {
-    check_method(&TebVector, &Params::new());
-}
-
-#[test]
-fn vector_matches_oracle_varied() {
-    for p in [
-        &["long_row=1"][..],
-        &["long_row=1", "threads=32"],
-        &["long_row=16", "threads=64", "bln=3"],
-        &["long_row=100", "bln=1"],
-        &["long_row=300", "threads=1024", "bln=50"],
-        &["k=1.03", "bln_range=2..100", "long_row=2"],
-    ] {
-        check_method(&TebVector, &params(p));
-    }
-    crate::methods::testmats::check_method_on_corpus(&TebVector, &params(&["long_row=4"]));
 }
 
 #[test]
@@ -339,27 +315,10 @@ fn vector_long_rows_take_the_cta_order() {
 }
 
 #[test]
-fn vector_rejects_bad_params() {
+fn long_row_is_teb_vectors_key() {
     let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        "long_row=0",
-        "long_row=x",
-        "long_row=4294967295",
-        "threads=48",
-    ] {
-        assert!(TebVector.prepare(&a, &params(&[bad])).is_err(), "{bad}");
-    }
     assert!(Teb.prepare(&a, &params(&["long_row=8"])).is_err());
     assert!(TebVector
         .prepare(&a, &params(&["long_row=8", "k=1.01"]))
         .is_ok());
-}
-
-#[test]
-fn gpu_matches_the_mirror() {
-    use crate::methods::testmats::check_gpu_against_mirror;
-    check_gpu_against_mirror(&Teb, &Params::new());
-    check_gpu_against_mirror(&TebVector, &Params::new());
-    check_gpu_against_mirror(&TebVector, &params(&["long_row=1", "threads=64"]));
-    check_gpu_against_mirror(&TebVector, &params(&["long_row=16", "bln=3"]));
 }

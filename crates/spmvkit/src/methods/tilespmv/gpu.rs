@@ -9,6 +9,7 @@ use cudarc::driver::CudaSlice;
 use super::{TileLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape, YPrologue};
+use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
@@ -44,8 +45,6 @@ crate::kernel_args! {
 pub(super) struct DeviceTile<T: Scalar> {
     scale: YPrologue<T>,
     k: Kernel<TileArgs<'static, T>>,
-    nrows: usize,
-    ncols: usize,
     nunits: usize,
     ndef: usize,
     unit_row: CudaSlice<Idx>,
@@ -60,18 +59,15 @@ pub(super) struct DeviceTile<T: Scalar> {
     def_row: CudaSlice<Idx>,
     def_col: CudaSlice<Idx>,
     def_val: CudaSlice<T>,
-    bytes: usize,
 }
 
 pub(super) fn upload<T: Scalar>(
     l: &TileLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    Ok(Box::new(DeviceTile {
+    let room = DeviceTile {
         scale: gpu.y_prologue::<T>()?,
         k: gpu.kernel::<T, _>(&KERNEL, "tilespmv_spmv")?,
-        nrows: l.nrows,
-        ncols: l.ncols,
         nunits: l.unit_row.len(),
         ndef: l.def_row.len(),
         unit_row: gpu.upload(&l.unit_row)?,
@@ -86,31 +82,29 @@ pub(super) fn upload<T: Scalar>(
         def_row: gpu.upload(&l.def_row)?,
         def_col: gpu.upload(&l.def_col)?,
         def_val: gpu.upload(&l.def_val)?,
-        bytes: l.footprint_bytes(),
-    }))
+    };
+    Ok(Resident::boxed(
+        (l.nrows, l.ncols),
+        l.footprint_bytes(),
+        room,
+    ))
 }
 
-impl<T: Scalar> DeviceLayout<T> for DeviceTile<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.nrows, self.ncols)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        if self.nrows == 0 {
-            return Ok(());
-        }
-        self.scale.run(gpu, y, self.nrows, beta)?;
+impl<T: Scalar> Launches<T> for DeviceTile<T> {
+    unsafe fn run(&self, gpu: &Gpu, c: Call<'_, T>) -> Result<()> {
+        let Call {
+            nrows,
+            ncols,
+            alpha,
+            x,
+            beta,
+            y,
+        } = c;
+        self.scale.run(gpu, y, nrows, beta)?;
         let threads = self.nunits * 32 + self.ndef.min(DEF_THREADS_MAX);
         let args = TileArgs {
-            nrows: kernel_int("tilespmv nrows", self.nrows)?,
-            ncols: kernel_int("tilespmv ncols", self.ncols)?,
+            nrows: kernel_int("tilespmv nrows", nrows)?,
+            ncols: kernel_int("tilespmv ncols", ncols)?,
             nunits: kernel_int("tilespmv work units", self.nunits)?,
             unit_row: DevRef::new(&self.unit_row),
             unit_first: DevRef::new(&self.unit_first),
@@ -133,9 +127,5 @@ impl<T: Scalar> DeviceLayout<T> for DeviceTile<T> {
         // inside vals/idx; rows < nrows, columns checked against ncols (tiles) or < ncols
         // (deferred entries); x has ncols and y nrows entries (checked by DeviceLayout::run).
         unsafe { gpu.launch(&self.k, Shape::thread_per_item(threads, THREADS), &args) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.bytes
     }
 }

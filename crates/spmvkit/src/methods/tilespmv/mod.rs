@@ -30,20 +30,13 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::gpu::{Gpu, KernelSource, Kernels};
 use crate::matrix::Csr;
+use crate::methods::common::room::{forward, room_kernel};
 use crate::methods::params::params;
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-/// The kernel source of this room.
-pub const KERNEL: Kernels = Kernels {
-    source: KernelSource {
-        name: "tilespmv",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[gpu::TileArgs::params_entry("tilespmv_spmv")],
-};
+room_kernel!("tilespmv", [gpu::TileArgs::params_entry("tilespmv_spmv")]);
 
 const NAME: &str = "tilespmv";
 
@@ -84,19 +77,17 @@ const PARAMS: &[ParamSpec] = Rules::SPECS;
 pub struct TileSpmv;
 
 impl GenericMethod for TileSpmv {
-    fn info(&self) -> MethodInfo {
-        MethodInfo {
-            name: NAME,
-            summary: "GPU: TileSpMV, 16x16 tiles in per-tile formats (dense, COO, CSR, ELL, \
-                      dense-row, dense-col) with nibble indices, units of <= 4 tiles, deferred \
-                      COO; y scaled by beta then atomics",
-            source: "Niu et al., TileSpMV: a tiled algorithm for SpMV on GPUs, IPDPS'21",
-            deterministic: false,
-            gpu: true,
-            cpu: true,
-            params: PARAMS,
-        }
-    }
+    const INFO: MethodInfo = MethodInfo {
+        name: NAME,
+        summary: "GPU: TileSpMV, 16x16 tiles in per-tile formats (dense, COO, CSR, ELL, \
+                  dense-row, dense-col) with nibble indices, units of <= 4 tiles, deferred \
+                  COO; y scaled by beta then atomics",
+        source: "Niu et al., TileSpMV: a tiled algorithm for SpMV on GPUs, IPDPS'21",
+        deterministic: false,
+        gpu: true,
+        cpu: true,
+        params: PARAMS,
+    };
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
         let rules = Rules::from_params(NAME, params)?;
@@ -357,14 +348,7 @@ impl<T: Scalar> Layout<T> for TileLayout<T> {
             + T::BYTES * (self.vals.len() + self.def_val.len())
     }
 
-    fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
-        cpu::run(self, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        gpu::upload(self, gpu)
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

@@ -1,39 +1,21 @@
 use super::*;
-use crate::methods::testmats::{check_layout, check_method};
+use crate::methods::testmats::check_layout;
 
-fn params(items: &[&str]) -> Params {
-    Params::parse(items.iter().copied()).unwrap()
-}
-
-#[test]
-fn matches_oracle_default() {
-    check_method(&TileSpmv, &Params::new());
-}
-
-#[test]
-fn matches_oracle_other_rules() {
-    for p in [
-        &["deferred=0"][..],
-        &["deferred=12", "unit_tiles=1"],
-        &["coo_nnz=0", "ell_cv=10", "unit_tiles=64"],
-        &["coo_nnz=0", "ell_cv=0", "dense_fill=0.1"],
-        &["coo_nnz=0", "ell_cv=0", "dense_fill=1", "deferred=0"],
-    ] {
-        check_method(&TileSpmv, &params(p));
-    }
-}
-
-#[test]
-fn matches_oracle_on_the_edge_corpus() {
-    for (name, a) in crate::gen::corpus::edge_cases() {
-        for p in [&[][..], &["deferred=0", "coo_nnz=0"]] {
-            let l = TileSpmv.prepare(&a, &params(p)).unwrap();
-            check_layout(&format!("tilespmv {p:?} on {name}"), &a, l.as_ref());
-            let a32 = a.cast::<f32>();
-            let l = TileSpmv.prepare(&a32, &params(p)).unwrap();
-            check_layout(&format!("tilespmv {p:?} on {name}"), &a32, l.as_ref());
-        }
-    }
+crate::methods::testmats::room_tests! {
+    method: TileSpmv,
+    kernel: KERNEL,
+    oracle: [
+        [],
+        ["deferred=0"],
+        ["deferred=12", "unit_tiles=1"],
+        ["coo_nnz=0", "ell_cv=10", "unit_tiles=64"],
+        ["coo_nnz=0", "ell_cv=0", "dense_fill=0.1"],
+        ["coo_nnz=0", "ell_cv=0", "dense_fill=1", "deferred=0"],
+    ],
+    corpus: [[], ["deferred=0", "coo_nnz=0"]],
+    // within the oracle tolerance (atomics)
+    gpu: [[], ["deferred=0", "coo_nnz=0", "ell_cv=0", "dense_fill=0.2"]],
+    rejects: [["unit_tiles=0"], ["dense_fill=2"], ["ell_cv=-1"], ["x=1"]],
 }
 
 #[test]
@@ -112,32 +94,4 @@ fn worked_example_layout() {
     );
     assert_eq!(l1.unit_count, vec![1, 1, 1, 1, 1]);
     check_layout("tilespmv worked example, units of 1", &a, &l1);
-}
-
-#[test]
-fn rejects_bad_params() {
-    let a = Csr::<f64>::identity(4).unwrap();
-    for bad in [
-        &["unit_tiles=0"][..],
-        &["dense_fill=2"],
-        &["ell_cv=-1"],
-        &["x=1"],
-    ] {
-        assert!(TileSpmv.prepare(&a, &params(bad)).is_err(), "{bad:?}");
-    }
-}
-
-#[test]
-fn kernel_args_match_the_kernel() {
-    crate::methods::testmats::check_kernel_args(&KERNEL);
-}
-
-#[test]
-fn gpu_matches_the_mirror() {
-    // within the oracle tolerance (atomics)
-    crate::methods::testmats::check_gpu_against_mirror(&TileSpmv, &Params::new());
-    crate::methods::testmats::check_gpu_against_mirror(
-        &TileSpmv,
-        &params(&["deferred=0", "coo_nnz=0", "ell_cv=0", "dense_fill=0.2"]),
-    );
 }

@@ -1,0 +1,71 @@
+//! What every room's `mod.rs` would otherwise write alike, written once: the declaration of the
+//! room's kernel ([`room_kernel!`]) and the [`Layout`](crate::methods::Layout) methods that only
+//! forward to the room's CPU mirror and upload ([`forward!`]).
+
+/// Declares a room's `pub const KERNEL: Kernels`: the room's `kernel.cu` (beside the `mod.rs`
+/// that invokes this) under the source name `$name`, with its entries and their argument
+/// structs, as `tests/nvrtc_compile.rs` and `gpu.kernel(&KERNEL, entry)` take it. A doc comment
+/// before the name replaces the default one.
+///
+/// ```ignore
+/// room_kernel!("pbc", [gpu::PbcArgs::entry("pbc_spmv")]);
+/// ```
+macro_rules! room_kernel {
+    ($name:literal, [$($entry:expr),+ $(,)?]) => {
+        $crate::methods::common::room::room_kernel!(
+            #[doc = concat!(
+                "The kernel of `", $name, "`: its source and each entry with its argument struct."
+            )]
+            $name, [$($entry),+]
+        );
+    };
+    ($(#[$doc:meta])+ $name:literal, [$($entry:expr),+ $(,)?]) => {
+        $(#[$doc])+
+        pub const KERNEL: $crate::gpu::Kernels = $crate::gpu::Kernels {
+            source: $crate::gpu::KernelSource {
+                name: $name,
+                source: include_str!("kernel.cu"),
+            },
+            entries: &[$($entry),+],
+        };
+    };
+}
+pub(crate) use room_kernel;
+
+/// In a room's `impl<T: Scalar> Layout<T>`, the methods that only forward to the room's own
+/// functions: `run_cpu` to the mirror `cpu::run(layout, alpha, x, beta, y)`, on the layout
+/// itself (`run_cpu`) or on one of its fields (`run_cpu of a`: `&self.a`), and `upload` to
+/// `gpu::upload(layout, gpu)`.
+///
+/// ```ignore
+/// impl<T: Scalar> Layout<T> for PbcLayout<T> {
+///     fn footprint_bytes(&self) -> usize { ... }
+///     forward! { run_cpu, upload }
+/// }
+/// ```
+macro_rules! forward {
+    ($($what:ident $(of $field:ident)?),+ $(,)?) => {
+        $($crate::methods::common::room::forward!(@ $what $($field)?);)+
+    };
+    (@ run_cpu) => {
+        fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> $crate::error::Result<()> {
+            cpu::run(self, alpha, x, beta, y);
+            Ok(())
+        }
+    };
+    (@ run_cpu $field:ident) => {
+        fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> $crate::error::Result<()> {
+            cpu::run(&self.$field, alpha, x, beta, y);
+            Ok(())
+        }
+    };
+    (@ upload) => {
+        fn upload(
+            &self,
+            gpu: &std::sync::Arc<$crate::gpu::Gpu>,
+        ) -> $crate::error::Result<Box<dyn $crate::methods::DeviceLayout<T>>> {
+            gpu::upload(self, gpu)
+        }
+    };
+}
+pub(crate) use forward;
