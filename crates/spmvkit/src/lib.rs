@@ -27,6 +27,7 @@ pub mod io;
 pub mod matrix;
 pub mod memory;
 pub mod methods;
+pub mod reorder;
 pub mod scalar;
 pub mod solve;
 pub mod stats;

@@ -10,6 +10,7 @@ mod stats;
 pub(crate) use coo::sort_merge_row;
 pub use coo::Coo;
 pub use csc::Csc;
+pub(crate) use csr::transpose_arrays;
 pub use csr::{Csr, Pattern};
 pub use stats::{
     byte_model, fits_l2, x_sector_share, x_sectors, LengthStats, MatrixStats, RowStats, XSectors,
