@@ -8,22 +8,7 @@ use std::time::Instant;
 
 use spmvkit::matrix::{MatrixStats, RowStats};
 use spmvkit::reorder::{order, permute_symmetric, Ordering, Permutation};
-use spmvkit::{gen, Csr, Idx};
-
-/// A uniformly random permutation of 0..n (Fisher–Yates on a splitmix64 stream).
-fn shuffle(n: usize, seed: u64) -> spmvkit::Result<Permutation> {
-    let mut order: Vec<Idx> = (0..n as Idx).collect();
-    let mut s = seed;
-    for i in (1..n).rev() {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        order.swap(i, (z % (i as u64 + 1)) as usize);
-    }
-    Permutation::from_order(order)
-}
+use spmvkit::{gen, Csr};
 
 fn describe(a: &Csr<f64>) -> String {
     let s = MatrixStats::of(a).with_x_sectors(a);
@@ -43,7 +28,7 @@ fn main() -> spmvkit::Result<()> {
         };
         let mut a = gen::generate_f64(spec)?;
         if shuffled {
-            a = permute_symmetric(&a, &shuffle(a.nrows(), 1)?)?;
+            a = permute_symmetric(&a, &Permutation::random(a.nrows(), 1)?)?;
         }
         println!("{arg}: n {} nnz {}", a.nrows(), a.nnz());
         println!("  {:<10} {}", "input", describe(&a));

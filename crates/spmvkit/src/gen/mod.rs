@@ -28,7 +28,7 @@ pub mod corpus;
 mod geo;
 mod kinds;
 mod kron;
-mod rng;
+pub(crate) mod rng;
 
 use std::fmt;
 use std::path::Path;

@@ -52,6 +52,27 @@ pub struct Permutation {
 }
 
 impl Permutation {
+    /// A uniformly random permutation of 0..n, the same for the same seed (Fisher–Yates on the
+    /// generators' xoshiro256** stream): a random symmetric renumbering PAPᵀ hides a matrix's
+    /// locality, as a crawl order or shuffled ids do.
+    ///
+    /// ```
+    /// use spmvkit::reorder::Permutation;
+    /// let p = Permutation::random(5, 7)?;
+    /// assert_eq!(p.len(), 5);
+    /// assert_eq!(p.old_of_new(), Permutation::random(5, 7)?.old_of_new());
+    /// # Ok::<(), spmvkit::Error>(())
+    /// ```
+    pub fn random(n: usize, seed: u64) -> Result<Self> {
+        check_index_range("permutation length", n as u64)?;
+        let mut order: Vec<Idx> = (0..n as Idx).collect();
+        let mut rng = crate::gen::rng::Rng::from_seed(seed);
+        for i in (1..n).rev() {
+            order.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        Permutation::from_order(order)
+    }
+
     /// The identity on 0..n.
     pub fn identity(n: usize) -> Result<Self> {
         check_index_range("permutation length", n as u64)?;

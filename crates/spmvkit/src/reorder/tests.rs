@@ -9,19 +9,9 @@ use crate::cpu::oracle_spmv;
 use crate::gen::{corpus, generate_f64};
 use crate::matrix::{MatrixStats, RowStats};
 
-/// A uniformly random permutation of 0..n (Fisher–Yates on a splitmix64 stream).
+/// A uniformly random permutation of 0..n.
 fn shuffle(n: usize, seed: u64) -> Permutation {
-    let mut order: Vec<Idx> = (0..n as Idx).collect();
-    let mut s = seed;
-    for i in (1..n).rev() {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        order.swap(i, (z % (i as u64 + 1)) as usize);
-    }
-    Permutation::from_order(order).unwrap()
+    Permutation::random(n, seed).unwrap()
 }
 
 /// `a`'s pattern with small integer values, so every product below is exact in f64.
