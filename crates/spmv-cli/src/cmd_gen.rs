@@ -34,7 +34,7 @@ pub struct GenArgs {
 fn gen_kinds_help() -> String {
     let width = text::help_width();
     let mut s = String::from(
-        "Kinds (GEN-SPEC grammar `kind:arg,arg,...[,key=value]`; every kind also takes seed=N):\n",
+        "Kinds (GEN-SPEC grammar `kind:arg,arg,...[,key=value]`; every kind also takes seed=N, and renumber=random for a random symmetric numbering PAPᵀ of a square matrix):\n",
     );
     for k in spmvkit::gen::kinds() {
         s.push_str(&format!("  {:<10} {}\n", k.name, k.args));

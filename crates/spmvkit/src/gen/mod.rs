@@ -8,6 +8,9 @@
 //! `delaunay_nK`: the Delaunay triangulation of uniform points; see `geo.rs`), in a spatial or a
 //! shuffled numbering, and `varcoef27`, a 27-point stencil with variable coefficients.
 //!
+//! Every kind also takes `renumber=random` ([`RENUMBER`]): the square matrix numbered at random,
+//! PAPᵀ (`crate::reorder`), e.g. `poisson3d:160,renumber=random`.
+//!
 //! Every generator is deterministic for its seed (default [`DEFAULT_SEED`], `seed=N` to change
 //! it) whatever the number of threads: rows (or edges, for `kron`; points, for `rgg` and
 //! `delaunay`) are cut into chunks whose size depends on the spec only, and each chunk draws from
@@ -35,6 +38,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
+use crate::reorder::{permute_symmetric, Permutation};
 use crate::scalar::{Scalar, MAX_INDEX};
 
 pub use geo::rgg_radius;
@@ -383,11 +387,11 @@ pub fn parse_spec(spec: &str) -> Result<GenSpec> {
                     )
                 })?;
                 seen_seed = true;
-            } else if d.keys.contains(&key.as_str()) {
+            } else if key == RENUMBER || d.keys.contains(&key.as_str()) {
                 out.options.push((key, value));
             } else {
                 let mut allowed: Vec<&str> = d.keys.to_vec();
-                allowed.push("seed");
+                allowed.extend(["seed", RENUMBER]);
                 return Err(spec_err(
                     spec,
                     format!(
@@ -527,8 +531,43 @@ fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
-/// Generates the matrix of a parsed spec, in precision `T`.
+/// The option every kind takes besides `seed`: `renumber=random` numbers the generated square
+/// matrix at random, PAPᵀ with P drawn from the seed, hiding its locality as shuffled ids or a
+/// crawl order do (`renumber=none`, the default, keeps the generator's numbering).
+pub const RENUMBER: &str = "renumber";
+
+/// The salt that keeps the renumbering's stream apart from the generator's own for one seed.
+const RENUMBER_SALT: u64 = 0x5245_4e55_4d42_4552;
+
+/// Generates the matrix of a parsed spec, in precision `T`, renumbered when it asks for it.
 pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
+    let a = generate_kind::<T>(g)?;
+    let random = opt(g, RENUMBER, false, "random or none", |s| {
+        match s.to_ascii_lowercase().as_str() {
+            "random" => Some(true),
+            "none" => Some(false),
+            _ => None,
+        }
+    })?;
+    if !random {
+        return Ok(a);
+    }
+    if a.nrows() != a.ncols() {
+        return Err(spec_err(
+            &g.to_string(),
+            format!(
+                "renumber=random needs a square matrix, but this one is {} × {}",
+                a.nrows(),
+                a.ncols()
+            ),
+        ));
+    }
+    let p = Permutation::random(a.nrows(), g.seed ^ RENUMBER_SALT)?;
+    permute_symmetric(&a, &p)
+}
+
+/// Generates the matrix of a parsed spec in the generator's own numbering.
+fn generate_kind<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
     let a: Vec<u128> = g.args.iter().map(|&v| v as u128).collect();
     let spec = g.to_string();
     let d = find_kind(g.kind).ok_or_else(|| spec_err(&spec, "unknown kind"))?;
@@ -749,6 +788,49 @@ mod tests {
         assert_eq!(g.to_string(), "kron:18,48,sym=0,seed=7");
         assert_eq!(parse_spec("diag:2^10").unwrap().args, vec![1024]);
         assert_eq!(parse_spec("diag:1_000").unwrap().args, vec![1000]);
+    }
+
+    /// `renumber=random` is PAPᵀ: the same rows (length and sum) in another order, the same
+    /// matrix for the same seed, another for another seed; refused where it cannot apply.
+    #[test]
+    fn renumber_random_is_a_symmetric_renumbering() {
+        let rows = |a: &Csr<f64>| {
+            let mut r: Vec<(usize, i64)> = (0..a.nrows())
+                .map(|i| {
+                    let (c, v) = a.row(i);
+                    (c.len(), (v.iter().sum::<f64>() * 1024.0).round() as i64)
+                })
+                .collect();
+            r.sort_unstable();
+            r
+        };
+        let a = generate_f64("poisson3d:6").unwrap();
+        let b = generate_f64("poisson3d:6,renumber=random").unwrap();
+        assert_eq!(rows(&a), rows(&b));
+        assert_ne!(a.pattern(), b.pattern());
+        assert_eq!(b, generate_f64("poisson3d:6,renumber=random").unwrap());
+        assert_ne!(
+            b,
+            generate_f64("poisson3d:6,renumber=random,seed=3").unwrap()
+        );
+        assert_eq!(a, generate_f64("poisson3d:6,renumber=none").unwrap());
+        assert_eq!(
+            parse_spec("kron:8,renumber=random").unwrap().to_string(),
+            "kron:8,renumber=random"
+        );
+        let e = generate_f64("empty:3,4,renumber=random")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("square") && e.contains("3 × 4"), "{e}");
+        let e = generate_f64("poisson2d:4,renumber=maybe")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("renumber=maybe") && e.contains("random or none"),
+            "{e}"
+        );
+        let e = parse_spec("poisson2d:4,shuffle=1").unwrap_err().to_string();
+        assert!(e.contains("renumber"), "{e}");
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub struct Permutation {
 
 impl Permutation {
     /// A uniformly random permutation of 0..n, the same for the same seed (Fisher–Yates on the
-    /// generators' xoshiro256** stream): a random symmetric renumbering PAPᵀ hides a matrix's
+    /// generators' xoshiro256++ stream): a random symmetric renumbering PAPᵀ hides a matrix's
     /// locality, as a crawl order or shuffled ids do.
     ///
     /// ```
