@@ -473,11 +473,11 @@ fn bad_specs_are_genspec_errors() {
         ("delaunay:0", "N must be at least 1; delaunay takes N"),
         (
             "rgg:10,ord=spatial",
-            "rgg has no option 'ord' (options: order, seed)",
+            "rgg has no option 'ord' (options: order, seed, renumber)",
         ),
         (
             "varcoef27:4,order=spatial",
-            "varcoef27 has no option 'order' (options: seed)",
+            "varcoef27 has no option 'order' (options: seed, renumber)",
         ),
         ("delaunay:5,6", "2 numbers given; delaunay takes N"),
         (
