@@ -1035,6 +1035,28 @@ mod tests {
         assert!(layout_checks(&Kernels::unchecked(TEST_KERNELS.source), Precision::F32).is_empty());
     }
 
+    /// `good` with `edit` applied (which must change it, unless empty), as the source of
+    /// `entries`.
+    fn edited_kernels(
+        name: &'static str,
+        good: &str,
+        edit: (&str, &str),
+        entries: &'static [Entry],
+    ) -> Kernels {
+        let source = good.replacen(edit.0, edit.1, 1);
+        assert!(
+            edit.0.is_empty() || source != good,
+            "{edit:?} changes nothing"
+        );
+        Kernels {
+            source: KernelSource {
+                name,
+                source: Box::leak(source.into_boxed_str()),
+            },
+            entries,
+        }
+    }
+
     /// A kernel source matching `TestArgs` (k1, k2 by value; k3 by parameters), with `edit`
     /// applied.
     fn test_source(edit: (&str, &str)) -> Kernels {
@@ -1048,18 +1070,7 @@ extern \"C\" __global__ void k3(int n, const int* __restrict__ rows, unsigned fl
     const unsigned char* bytes, unsigned long long count, const unsigned long long* meta,
     real_t* __restrict__ y) { y[0] = alpha; }
 ";
-        let source = GOOD.replacen(edit.0, edit.1, 1);
-        assert!(
-            edit.0.is_empty() || source != GOOD,
-            "{edit:?} changes nothing"
-        );
-        Kernels {
-            source: KernelSource {
-                name: "args-test",
-                source: Box::leak(source.into_boxed_str()),
-            },
-            entries: TEST_KERNELS.entries,
-        }
+        edited_kernels("args-test", GOOD, edit, TEST_KERNELS.entries)
     }
 
     #[test]
@@ -1195,20 +1206,7 @@ extern \"C\" __global__ void d1(const TestDoubles a) { a.s[0] = a.part[0] * a.sc
 extern \"C\" __global__ void d2(double* __restrict__ s, const double* __restrict__ part,
     double scale, int nb) { s[0] = part[nb] * scale; }
 ";
-        let with = |edit: (&str, &str)| {
-            let source = GOOD.replacen(edit.0, edit.1, 1);
-            assert!(
-                edit.0.is_empty() || source != GOOD,
-                "{edit:?} changes nothing"
-            );
-            Kernels {
-                source: KernelSource {
-                    name: "doubles-test",
-                    source: Box::leak(source.into_boxed_str()),
-                },
-                entries: TEST_DOUBLE_KERNELS.entries,
-            }
-        };
+        let with = |edit| edited_kernels("doubles-test", GOOD, edit, TEST_DOUBLE_KERNELS.entries);
         for p in Precision::ALL {
             super::super::compile_checked_ptx(&with(("", "")), p, "sm_90")
                 .unwrap_or_else(|e| panic!("{p}: {e}"));

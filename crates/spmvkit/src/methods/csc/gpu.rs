@@ -59,33 +59,25 @@ pub(super) fn upload<T: Scalar>(
 
 impl<T: Scalar> Launches<T> for DeviceCsc<T> {
     unsafe fn run(&self, gpu: &Gpu, c: Call<'_, T>) -> Result<()> {
-        let Call {
-            nrows,
-            ncols,
-            alpha,
-            x,
-            beta,
-            y,
-        } = c;
-        self.scale.run(gpu, y, nrows, beta)?;
+        self.scale.run(gpu, c.y, c.nrows, c.beta)?;
         if self.nnz == 0 {
             return Ok(());
         }
         let args = CscAtomicArgs {
-            ncols: kernel_int("csc ncols", ncols)?,
+            ncols: kernel_int("csc ncols", c.ncols)?,
             col_ptr: DevRef::new(&self.col_ptr),
             row_idx: DevRef::new(&self.row_idx),
             vals: DevRef::new(&self.vals),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
+            x: DevRef::new(c.x),
+            y: DevMut::new(c.y),
+            alpha: c.alpha,
         };
         // SAFETY: col_ptr has ncols + 1 entries, row_idx and vals nnz (a validated Csc), row
         // indices < nrows <= len(y), x has at least ncols entries (checked by DeviceLayout::run).
         unsafe {
             gpu.launch(
                 &self.atomic,
-                Shape::warp_per_item(ncols, self.threads),
+                Shape::warp_per_item(c.ncols, self.threads),
                 &args,
             )
         }

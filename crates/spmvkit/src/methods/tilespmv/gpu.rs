@@ -92,19 +92,11 @@ pub(super) fn upload<T: Scalar>(
 
 impl<T: Scalar> Launches<T> for DeviceTile<T> {
     unsafe fn run(&self, gpu: &Gpu, c: Call<'_, T>) -> Result<()> {
-        let Call {
-            nrows,
-            ncols,
-            alpha,
-            x,
-            beta,
-            y,
-        } = c;
-        self.scale.run(gpu, y, nrows, beta)?;
+        self.scale.run(gpu, c.y, c.nrows, c.beta)?;
         let threads = self.nunits * 32 + self.ndef.min(DEF_THREADS_MAX);
         let args = TileArgs {
-            nrows: kernel_int("tilespmv nrows", nrows)?,
-            ncols: kernel_int("tilespmv ncols", ncols)?,
+            nrows: kernel_int("tilespmv nrows", c.nrows)?,
+            ncols: kernel_int("tilespmv ncols", c.ncols)?,
             nunits: kernel_int("tilespmv work units", self.nunits)?,
             unit_row: DevRef::new(&self.unit_row),
             unit_first: DevRef::new(&self.unit_first),
@@ -119,9 +111,9 @@ impl<T: Scalar> Launches<T> for DeviceTile<T> {
             def_row: DevRef::new(&self.def_row),
             def_col: DevRef::new(&self.def_col),
             def_val: DevRef::new(&self.def_val),
-            x: DevRef::new(x),
-            y: DevMut::new(y),
-            alpha,
+            x: DevRef::new(c.x),
+            y: DevMut::new(c.y),
+            alpha: c.alpha,
         };
         // SAFETY: the arrays have the lengths the layout builder gave them; tile offsets stay
         // inside vals/idx; rows < nrows, columns checked against ncols (tiles) or < ncols
