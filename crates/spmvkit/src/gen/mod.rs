@@ -536,9 +536,6 @@ fn parse_bool(s: &str) -> Option<bool> {
 /// crawl order do (`renumber=none`, the default, keeps the generator's numbering).
 pub const RENUMBER: &str = "renumber";
 
-/// The salt that keeps the renumbering's stream apart from the generator's own for one seed.
-const RENUMBER_SALT: u64 = 0x5245_4e55_4d42_4552;
-
 /// Generates the matrix of a parsed spec, in precision `T`, renumbered when it asks for it.
 pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
     let a = generate_kind::<T>(g)?;
@@ -562,7 +559,7 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             ),
         ));
     }
-    let p = Permutation::random(a.nrows(), g.seed ^ RENUMBER_SALT)?;
+    let p = Permutation::random(a.nrows(), g.seed)?;
     permute_symmetric(&a, &p)
 }
 

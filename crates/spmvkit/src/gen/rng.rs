@@ -30,6 +30,7 @@ pub(crate) enum Purpose {
     Edges = 4,
     Permute = 5,
     Points = 6,
+    Renumber = 7,
 }
 
 /// xoshiro256++ (Blackman & Vigna): fast, 256 bits of state, good statistical quality.

@@ -39,6 +39,7 @@ use std::str::FromStr;
 use rayon::prelude::*;
 
 use crate::error::{check_index_range, Error, Result};
+use crate::gen::rng::{Purpose, Rng};
 use crate::matrix::Csr;
 use crate::scalar::{Idx, Scalar};
 
@@ -53,8 +54,9 @@ pub struct Permutation {
 
 impl Permutation {
     /// A uniformly random permutation of 0..n, the same for the same seed (Fisher–Yates on the
-    /// generators' xoshiro256++ stream): a random symmetric renumbering PAPᵀ hides a matrix's
-    /// locality, as a crawl order or shuffled ids do.
+    /// generators' xoshiro256++ stream for renumbering, apart from the streams a generator draws
+    /// its matrix from with the same seed): a random symmetric renumbering PAPᵀ hides a
+    /// matrix's locality, as a crawl order or shuffled ids do.
     ///
     /// ```
     /// use spmvkit::reorder::Permutation;
@@ -66,7 +68,7 @@ impl Permutation {
     pub fn random(n: usize, seed: u64) -> Result<Self> {
         check_index_range("permutation length", n as u64)?;
         let mut order: Vec<Idx> = (0..n as Idx).collect();
-        let mut rng = crate::gen::rng::Rng::from_seed(seed);
+        let mut rng = Rng::stream(seed, Purpose::Renumber, 0);
         for i in (1..n).rev() {
             order.swap(i, rng.below(i as u64 + 1) as usize);
         }
