@@ -42,7 +42,7 @@ use super::rank::{flat_notes, strategy_label};
 use super::sim::SimOperator;
 use crate::error::Result;
 use crate::gpu::Gpu;
-use crate::matrix::Csr;
+use crate::matrix::{check_square, Csr};
 use crate::methods::{Backend, PrepareFor};
 use crate::scalar::{Idx, Scalar};
 use crate::solve::cg::{relative, CgIteration};
@@ -51,8 +51,8 @@ use crate::solve::pagerank::{PageRankIteration, RankVectors};
 pub use crate::solve::rows::{cg, pagerank, RowOperator};
 use crate::solve::rows::{cg_start, check_pagerank, local_dangling, note_breakdown};
 use crate::solve::{
-    check_square, drive, initial_scalars, Driven, PageRankGraph, PageRankOptions, Reduce,
-    SolveOptions, SolveReport, KERNELS, S_DONE, S_ITER, S_MASS, S_RES,
+    drive, initial_scalars, Driven, PageRankGraph, PageRankOptions, Reduce, SolveOptions,
+    SolveReport, KERNELS, S_DONE, S_ITER, S_MASS, S_RES,
 };
 
 /// The simulation: every rank of a [`SimOperator`] in this process; local vectors are global.

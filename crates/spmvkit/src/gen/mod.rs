@@ -37,7 +37,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::matrix::Csr;
+use crate::matrix::{check_square, Csr};
 use crate::reorder::{permute_symmetric, Permutation};
 use crate::scalar::{Scalar, MAX_INDEX};
 
@@ -549,16 +549,12 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
     if !random {
         return Ok(a);
     }
-    if a.nrows() != a.ncols() {
-        return Err(spec_err(
-            &g.to_string(),
-            format!(
-                "renumber=random needs a square matrix, but this one is {} × {}",
-                a.nrows(),
-                a.ncols()
-            ),
-        ));
-    }
+    check_square(
+        "renumber=random needs a square matrix",
+        a.nrows(),
+        a.ncols(),
+    )
+    .map_err(|e| spec_err(&g.to_string(), e.to_string()))?;
     let p = Permutation::random(a.nrows(), g.seed)?;
     permute_symmetric(&a, &p)
 }
@@ -818,7 +814,7 @@ mod tests {
         let e = generate_f64("empty:3,4,renumber=random")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("square") && e.contains("3 × 4"), "{e}");
+        assert!(e.contains("square") && e.contains("3x4"), "{e}");
         let e = generate_f64("poisson2d:4,renumber=maybe")
             .unwrap_err()
             .to_string();

@@ -26,6 +26,17 @@ pub fn check_dims(nrows: usize, ncols: usize, nnz: usize) -> Result<()> {
     check_index_range("nnz", nnz as u64)
 }
 
+/// `nrows` when it equals `ncols`; otherwise the error "`need`; this one is {nrows}x{ncols}"
+/// (`need` says who needs a square matrix, e.g. "CG needs a square matrix").
+pub(crate) fn check_square(need: &str, nrows: usize, ncols: usize) -> Result<usize> {
+    if nrows != ncols {
+        return Err(Error::InvalidArgument(format!(
+            "{need}; this one is {nrows}x{ncols}"
+        )));
+    }
+    Ok(nrows)
+}
+
 /// How the length of a vector must compare with the matrix dimension it meets
 /// ([`check_vectors`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

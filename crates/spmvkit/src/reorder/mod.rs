@@ -40,7 +40,7 @@ use rayon::prelude::*;
 
 use crate::error::{check_index_range, Error, Result};
 use crate::gen::rng::{Purpose, Rng};
-use crate::matrix::Csr;
+use crate::matrix::{check_square, Csr};
 use crate::scalar::{Idx, Scalar};
 
 use graph::{par_fill, prefix, Graph};
@@ -244,7 +244,11 @@ impl FromStr for Ordering {
 /// # Ok::<(), spmvkit::Error>(())
 /// ```
 pub fn order<T: Scalar>(a: &Csr<T>, kind: Ordering) -> Result<Permutation> {
-    check_square(a, kind.name())?;
+    check_square(
+        &format!("{} needs a square matrix", kind.name()),
+        a.nrows(),
+        a.ncols(),
+    )?;
     let g = Graph::of(a);
     let rcm = rcm::rcm(&g);
     let order = match kind {
@@ -257,7 +261,11 @@ pub fn order<T: Scalar>(a: &Csr<T>, kind: Ordering) -> Result<Permutation> {
 /// PAPᵀ: entry a_ij moves to (`new_of_old[i]`, `new_of_old[j]`), each row's columns sorted. In
 /// parallel over rows. An error when `a` is not square or `p` is not of its size.
 pub fn permute_symmetric<T: Scalar>(a: &Csr<T>, p: &Permutation) -> Result<Csr<T>> {
-    check_square(a, "a symmetric permutation")?;
+    check_square(
+        "a symmetric permutation needs a square matrix",
+        a.nrows(),
+        a.ncols(),
+    )?;
     p.check_len("matrix to permute", a.nrows())?;
     let n = a.nrows();
     let (old_of_new, new_of_old) = (p.old_of_new(), p.new_of_old());
@@ -277,17 +285,4 @@ pub fn permute_symmetric<T: Scalar>(a: &Csr<T>, p: &Permutation) -> Result<Csr<T
     let (cols, vals): (Vec<Idx>, Vec<T>) = entries.into_par_iter().unzip();
     let row_ptr: Vec<Idx> = ptr.into_iter().map(|o| o as Idx).collect();
     Ok(Csr::from_parts_unchecked(n, n, row_ptr, cols, vals))
-}
-
-/// An error naming the shape unless `a` is square.
-fn check_square<T: Scalar>(a: &Csr<T>, what: &str) -> Result<()> {
-    if a.nrows() == a.ncols() {
-        Ok(())
-    } else {
-        Err(Error::InvalidArgument(format!(
-            "{what} needs a square matrix, but this one is {} × {}",
-            a.nrows(),
-            a.ncols()
-        )))
-    }
 }

@@ -62,7 +62,7 @@ pub fn cg<T: PrepareFor>(
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
     check_options(opts)?;
-    let n = super::check_square("CG needs a square matrix", plan.nrows(), plan.ncols())?;
+    let n = crate::matrix::check_square("CG needs a square matrix", plan.nrows(), plan.ncols())?;
     if b.len() != n {
         return Err(Error::DimensionMismatch {
             what: "CG right-hand side b".into(),

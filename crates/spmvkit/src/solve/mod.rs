@@ -201,17 +201,6 @@ pub(crate) fn check_options(o: &SolveOptions) -> Result<()> {
     Ok(())
 }
 
-/// `nrows` when it equals `ncols`; otherwise the error "`need`; this one is {nrows}x{ncols}"
-/// (`need` says who needs a square matrix, e.g. "CG needs a square matrix").
-pub(crate) fn check_square(need: &str, nrows: usize, ncols: usize) -> Result<usize> {
-    if nrows != ncols {
-        return Err(Error::InvalidArgument(format!(
-            "{need}; this one is {nrows}x{ncols}"
-        )));
-    }
-    Ok(nrows)
-}
-
 /// CG's stopping threshold on ρ = rᵀr, tol²·‖b‖², from `bb` = ‖b‖² (an error when b holds a
 /// non-finite value).
 pub(crate) fn cg_threshold(bb: f64, opts: &SolveOptions) -> Result<f64> {

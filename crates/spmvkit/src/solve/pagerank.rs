@@ -69,7 +69,7 @@ impl<T: Scalar> PageRankGraph<T> {
     /// assert_eq!(g.transition.row(2), (&[0u32, 1][..], &[0.5, 1.0][..]));
     /// ```
     pub fn from_adjacency(adj: &Csr<T>) -> Result<Self> {
-        super::check_square(
+        crate::matrix::check_square(
             "PageRank needs a square adjacency matrix",
             adj.nrows(),
             adj.ncols(),
@@ -153,7 +153,7 @@ pub fn pagerank<T: PrepareFor>(
     dangling: &[Idx],
     opts: &PageRankOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    let n = super::check_square(
+    let n = crate::matrix::check_square(
         "PageRank needs a square transition matrix",
         plan.nrows(),
         plan.ncols(),
