@@ -9,6 +9,8 @@
 // zero (the order of csr-scalar), then y = alpha*sum or fma(alpha, sum, beta*y).
 // Long row: the block's 256 strided threads with fma from zero, warp butterflies, a butterfly
 // over the warp sums (cta_gather_sum), thread 0 stores. The CPU mirror (cpu.rs) follows both orders, so results match bit for bit.
+// Codes and values are read once, so they are loaded as streams (ld.global.cs, evicted first),
+// leaving L1 to x's gathers (docs/methods/csr-packed.md, "Streamed codes").
 // Slice and long-row indices are unsigned and below 2^31 (checked by the upload), so adding
 // nwarps cannot wrap; slice-lane indices are size_t.
 
@@ -39,14 +41,14 @@ template <int W>
 __device__ __forceinline__ void load_cols(const unsigned* __restrict__ g, int lane,
                                           unsigned (&c)[8]) {
     if constexpr (W == 8) {
-        const uint2 a = ldg(reinterpret_cast<const uint2*>(g) + lane);
+        const uint2 a = ldcs(reinterpret_cast<const uint2*>(g) + lane);
         c[0] = a.x; c[1] = a.y;
     } else if constexpr (W == 16) {
-        const uint4 a = ldg(reinterpret_cast<const uint4*>(g) + lane);
+        const uint4 a = ldcs(reinterpret_cast<const uint4*>(g) + lane);
         c[0] = a.x; c[1] = a.y; c[2] = a.z; c[3] = a.w;
     } else {
-        const uint4 a = ldg(reinterpret_cast<const uint4*>(g) + lane);
-        const uint4 b = ldg(reinterpret_cast<const uint4*>(g) + 32 + lane);
+        const uint4 a = ldcs(reinterpret_cast<const uint4*>(g) + lane);
+        const uint4 b = ldcs(reinterpret_cast<const uint4*>(g) + 32 + lane);
         c[0] = a.x; c[1] = a.y; c[2] = a.z; c[3] = a.w;
         c[4] = b.x; c[5] = b.y; c[6] = b.z; c[7] = b.w;
     }
@@ -60,16 +62,16 @@ __device__ __forceinline__ void load_vals(const unsigned char* __restrict__ vs,
                                           const real_t* __restrict__ raw, size_t blk,
                                           unsigned (&v)[4], real_t (&r)[8]) {
     if constexpr (V == 1) {
-        v[0] = ldg(vs + blk);
+        v[0] = ldcs(vs + blk);
     } else if constexpr (V == 2) {
-        v[0] = ldg(reinterpret_cast<const unsigned short*>(vs) + blk);
+        v[0] = ldcs(reinterpret_cast<const unsigned short*>(vs) + blk);
     } else if constexpr (V == 4) {
-        v[0] = ldg(reinterpret_cast<const unsigned*>(vs) + blk);
+        v[0] = ldcs(reinterpret_cast<const unsigned*>(vs) + blk);
     } else if constexpr (V == 8) {
-        const uint2 a = ldg(reinterpret_cast<const uint2*>(vs) + blk);
+        const uint2 a = ldcs(reinterpret_cast<const uint2*>(vs) + blk);
         v[0] = a.x; v[1] = a.y;
     } else if constexpr (V == 16) {
-        const uint4 a = ldg(reinterpret_cast<const uint4*>(vs) + blk);
+        const uint4 a = ldcs(reinterpret_cast<const uint4*>(vs) + blk);
         v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
     } else if constexpr (V == V_RAW) {
         const real_t* g = raw + (blk & ~(size_t)31) * 8;
@@ -78,14 +80,14 @@ __device__ __forceinline__ void load_vals(const unsigned char* __restrict__ vs,
         const double2* p = reinterpret_cast<const double2*>(g) + lane;
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-            const double2 a = ldg(p + 32 * q);
+            const double2 a = ldcs(p + 32 * q);
             r[2 * q] = a.x; r[2 * q + 1] = a.y;
         }
 #else
         const float4* p = reinterpret_cast<const float4*>(g) + lane;
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
-            const float4 a = ldg(p + 32 * q);
+            const float4 a = ldcs(p + 32 * q);
             r[4 * q] = a.x; r[4 * q + 1] = a.y; r[4 * q + 2] = a.z; r[4 * q + 3] = a.w;
         }
 #endif
@@ -189,10 +191,10 @@ __device__ __forceinline__ void load_block0(const SliceMeta& m, int lane,
     // the lane's first unit: 8 bytes at 8 bits, 16 bytes otherwise
     const unsigned* words = cols + (size_t)m.off * 4 + (size_t)lane * (m.w == 8 ? 2 : 4);
     if (m.w == 8) {
-        const uint2 a = ldg(reinterpret_cast<const uint2*>(words));
+        const uint2 a = ldcs(reinterpret_cast<const uint2*>(words));
         b.c[0] = a.x; b.c[1] = a.y;
     } else {
-        const uint4 a = ldg(reinterpret_cast<const uint4*>(words));
+        const uint4 a = ldcs(reinterpret_cast<const uint4*>(words));
         b.c[0] = a.x; b.c[1] = a.y; b.c[2] = a.z; b.c[3] = a.w;
     }
     load_vals<V>(vs, raw, (size_t)m.grp * 32 + lane, b.v, b.r);
@@ -212,7 +214,7 @@ __device__ __forceinline__ real_t slice_row(const SliceMeta& m, int lane, const 
     const size_t blk0 = (size_t)m.grp * 32;
     unsigned c0[8] = {b.c[0], b.c[1], b.c[2], b.c[3], 0u, 0u, 0u, 0u};
     if constexpr (W == 32) {
-        const uint4 a = ldg(reinterpret_cast<const uint4*>(words) + 32 + lane);
+        const uint4 a = ldcs(reinterpret_cast<const uint4*>(words) + 32 + lane);
         c0[4] = a.x; c0[5] = a.y; c0[6] = a.z; c0[7] = a.w;
     }
     unsigned prev = m.row - packed_bias<W>();
