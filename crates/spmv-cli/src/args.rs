@@ -45,6 +45,11 @@ pub fn at_least_one(s: &str) -> Result<usize, String> {
     }
 }
 
+/// A reordering option: `none`, `rcm`, `bisection` or `auto` (the error lists them).
+pub fn reorder(s: &str) -> Result<spmvkit::reorder::Reorder, String> {
+    s.trim().parse().map_err(|e: spmvkit::Error| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

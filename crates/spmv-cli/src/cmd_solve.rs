@@ -222,6 +222,7 @@ fn plans<T: PrepareFor>(c: &SolverCommonArgs, a: &Csr<T>) -> Result<Vec<Plan<T>>
     let opts = PlanOptions {
         params: Params::parse(c.params.iter().map(String::as_str))?,
         backend: if c.cpu { Some(Backend::Cpu) } else { None },
+        ..Default::default()
     };
     let mut out = vec![Plan::new(&c.method, a, &opts)
         .with_context(|| format!("preparing {} for the solver", c.method))?];
@@ -229,6 +230,7 @@ fn plans<T: PrepareFor>(c: &SolverCommonArgs, a: &Csr<T>) -> Result<Vec<Plan<T>>
         let o = PlanOptions {
             params: Params::new(),
             backend: Some(out[0].backend()),
+            ..Default::default()
         };
         match Plan::new(other, a, &o) {
             Ok(p) => out.push(p),

@@ -109,6 +109,7 @@ fn time_one(
     let opts = PlanOptions {
         params: params(ps)?,
         backend: Some(Backend::Gpu),
+        ..Default::default()
     };
     let mut plan = match Plan::<f64>::new(method, a, &opts) {
         Ok(p) => p,

@@ -111,6 +111,7 @@ fn unknown_method_and_parameter_are_errors() {
     let opts = PlanOptions {
         params: spmvkit::methods::Params::parse(["bogus=1"]).unwrap(),
         backend: Some(Backend::Cpu),
+        ..Default::default()
     };
     let e = Plan::new("csr", &a, &opts).err().unwrap();
     assert!(e.to_string().contains("bogus"), "{e}");

@@ -18,6 +18,7 @@ fn opts(items: &[&str], backend: Backend) -> PlanOptions {
     PlanOptions {
         params: Params::parse(items.iter().copied()).expect("params"),
         backend: Some(backend),
+        ..Default::default()
     }
 }
 

@@ -26,6 +26,7 @@ fn time_one<T: PrepareFor>(a: &Csr<T>, vector: u32, verify: bool) -> f64 {
     let opts = PlanOptions {
         params: Params::parse([format!("vector={vector}").as_str()]).expect("params"),
         backend: Some(Backend::Gpu),
+        ..Default::default()
     };
     let mut plan = Plan::new("csr-overlap", a, &opts).expect("plan");
     let x = spmvkit::bench::test_vector::<T>(a.ncols(), 1);

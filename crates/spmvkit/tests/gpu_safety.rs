@@ -28,6 +28,7 @@ fn gpu_opts(params: &[&str]) -> PlanOptions {
     PlanOptions {
         params: Params::parse(params.iter().copied()).expect("params"),
         backend: Some(Backend::Gpu),
+        ..Default::default()
     }
 }
 

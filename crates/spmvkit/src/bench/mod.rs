@@ -195,6 +195,10 @@ pub fn measure_problem<T: PrepareFor>(
     rec.verified = checked.ok;
     rec.y_digest = Some(crate::hash::y_digest(&y));
     rec.notes = plan.layout().notes();
+    if let Some(note) = plan.reorder_note() {
+        rec.notes
+            .insert(0, ("reorder".to_string(), note.to_string()));
+    }
     // `auto` is as deterministic as the method it chose
     rec.deterministic = plan.deterministic();
     rec.footprint_bytes = plan.layout().footprint_bytes();
@@ -204,11 +208,16 @@ pub fn measure_problem<T: PrepareFor>(
             .map(|g| g.name().to_string())
             .unwrap_or_default(),
     };
-    rec.prep_stages_ms = plan
-        .layout()
-        .prep_stages()
+    let reorder = plan.prep_times().reorder;
+    rec.prep_stages_ms = (!reorder.is_zero())
+        .then(|| ("reorder".to_string(), reorder.as_secs_f64() * 1e3))
         .into_iter()
-        .map(|(k, d)| (k.to_string(), d.as_secs_f64() * 1e3))
+        .chain(
+            plan.layout()
+                .prep_stages()
+                .into_iter()
+                .map(|(k, d)| (k.to_string(), d.as_secs_f64() * 1e3)),
+        )
         .collect();
     rec.fallback_note = plan.fallback_note().map(str::to_string);
     match plan.backend() {

@@ -11,6 +11,7 @@
 mod common;
 mod params;
 mod plan;
+mod reordered;
 #[cfg(test)]
 pub(crate) mod testmats;
 

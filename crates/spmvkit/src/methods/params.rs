@@ -33,6 +33,10 @@ pub struct ParamSpec {
     pub help: &'static str,
 }
 
+/// The key by which a variant or `--param` sets the Plan's reordering (`csr-packed[reorder=rcm]`,
+/// [`crate::PlanOptions::reorder`]): a key of the plan, so every method takes it.
+pub const REORDER_PARAM: &str = "reorder";
+
 /// User-given parameter overrides, `key=value`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Params(BTreeMap<String, String>);
@@ -66,9 +70,15 @@ impl Params {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
-    /// Rejects keys the method does not declare.
+    /// Removes `key` and returns its value.
+    pub fn take(&mut self, key: &str) -> Option<String> {
+        self.0.remove(key)
+    }
+
+    /// Rejects keys the method does not declare ([`REORDER_PARAM`], the Plan's own key, is
+    /// every method's).
     pub fn check_known(&self, method: &str, specs: &[ParamSpec]) -> Result<()> {
-        for k in self.0.keys() {
+        for k in self.0.keys().filter(|k| *k != REORDER_PARAM) {
             if !specs.iter().any(|s| s.key == k) {
                 let known: Vec<&str> = specs.iter().map(|s| s.key).collect();
                 return Err(Error::Param {

@@ -10,6 +10,9 @@
 //!   it; [`Plan::set_device_vectors`] and [`Plan::read_device_y`] move the vectors around it,
 //!   untimed. The benchmark harness times through it; nothing outside the plan reaches its
 //!   device layout.
+//! - [`PlanOptions::reorder`]: the plan reorders a square matrix symmetrically and prepares its
+//!   method on PAPᵀ; every call still takes and returns vectors in the matrix's own numbering,
+//!   permuting them inside the call (`methods/reordered.rs`).
 //! - [`Plan::update_values`]: new values under the same pattern without re-analysis. The first
 //!   update builds a value map once: the pattern is prepared again as a *probe* whose value for
 //!   CSR entry k is k+1, and the probe layout's value slots ([`Layout::values_mut`]) then read
@@ -25,11 +28,13 @@ use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::params::CPU_FALLBACK_PARAM;
+use super::params::{CPU_FALLBACK_PARAM, REORDER_PARAM};
+use super::reordered::{reorder, Reordered};
 use super::{resolve, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Timing, TimingConfig, TimingMode};
 use crate::matrix::{check_vectors, Csr, Pattern, VectorFit};
+use crate::reorder::{Ordering, Reorder};
 use crate::scalar::Scalar;
 
 /// Where a plan runs.
@@ -56,11 +61,16 @@ pub struct PlanOptions {
     pub params: Params,
     /// `None`: the GPU when one is usable and the method has a GPU executor, else the CPU.
     pub backend: Option<Backend>,
+    /// A symmetric reordering of a square matrix ([`Reorder`]; none by default). A method
+    /// variant's `reorder=...` (`csr-packed[reorder=rcm]`) takes precedence.
+    pub reorder: Reorder,
 }
 
 /// Preprocessing cost, reported apart from the SpMV time.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct PrepTimes {
+    /// Ordering the matrix and building PAPᵀ ([`PlanOptions::reorder`]; zero without).
+    pub reorder: Duration,
     /// Host-side `prepare` (building the layout).
     pub prepare: Duration,
     /// Copying the layout to the device (zero on the CPU).
@@ -69,7 +79,7 @@ pub struct PrepTimes {
 
 impl PrepTimes {
     pub fn total(&self) -> Duration {
-        self.prepare + self.upload
+        self.reorder + self.prepare + self.upload
     }
 }
 
@@ -130,6 +140,8 @@ pub struct Plan<T: PrepareFor> {
     prep: PrepTimes,
     note: Option<String>,
     value_map: Option<ValueMap>,
+    reordered: Option<Reordered>,
+    reorder_note: Option<String>,
 }
 
 impl<T: PrepareFor> Plan<T> {
@@ -152,7 +164,7 @@ impl<T: PrepareFor> Plan<T> {
     /// ```
     pub fn new(method: &str, a: &Csr<T>, opts: &PlanOptions) -> Result<Self> {
         let (m, params) = resolve(method, &opts.params)?;
-        Self::build(m, a, params, opts.backend)
+        Self::build(m, a, params, opts.backend, opts.reorder)
     }
 
     /// As [`Plan::new`], with a method already looked up (its parameters are `opts.params`).
@@ -161,7 +173,7 @@ impl<T: PrepareFor> Plan<T> {
         a: &Csr<T>,
         opts: &PlanOptions,
     ) -> Result<Self> {
-        Self::build(method, a, opts.params.clone(), opts.backend)
+        Self::build(method, a, opts.params.clone(), opts.backend, opts.reorder)
     }
 
     fn build(
@@ -169,9 +181,13 @@ impl<T: PrepareFor> Plan<T> {
         a: &Csr<T>,
         mut params: Params,
         backend: Option<Backend>,
+        mut how: Reorder,
     ) -> Result<Self> {
         let info = method.info();
         params.check_known(info.name, info.params)?;
+        if let Some(v) = params.take(REORDER_PARAM) {
+            how = v.parse()?;
+        }
         let (backend, gpu, note) = choose_backend(&info, backend)?;
         let declares_fallback = info.params.iter().any(|p| p.key == CPU_FALLBACK_PARAM);
         if backend == Backend::Gpu
@@ -180,10 +196,17 @@ impl<T: PrepareFor> Plan<T> {
         {
             params.set(CPU_FALLBACK_PARAM, "0");
         }
+        let decision = reorder(a, how)?;
+        let (reordered, a) = match decision.kept {
+            Some((r, b)) => (Some(r), std::borrow::Cow::Owned(b)),
+            None => (None, std::borrow::Cow::Borrowed(a)),
+        };
+        let a = a.as_ref();
         let t0 = Instant::now();
         let layout = T::prepare_with(method, a, &params)?;
         let prepare = t0.elapsed();
         let mut prep = PrepTimes {
+            reorder: decision.time,
             prepare,
             upload: Duration::ZERO,
         };
@@ -199,7 +222,7 @@ impl<T: PrepareFor> Plan<T> {
                     ),
                     layout.footprint_bytes() + T::BYTES * (a.nrows() + a.ncols()),
                 )?;
-                let dl = layout.upload(&gpu).map_err(|e| name_method(e, info.name))?;
+                let dl = upload(layout.as_ref(), &gpu, reordered.as_ref(), info.name)?;
                 let (y_len, x_len) = vector_lens(dl.as_ref(), a.nrows(), a.ncols())?;
                 let x = gpu.alloc_zeros::<T>(x_len)?;
                 let y = gpu.alloc_zeros::<T>(y_len)?;
@@ -227,6 +250,8 @@ impl<T: PrepareFor> Plan<T> {
             prep,
             note,
             value_map: None,
+            reordered,
+            reorder_note: decision.note,
         })
     }
 
@@ -240,7 +265,12 @@ impl<T: PrepareFor> Plan<T> {
             VectorFit::Exact,
         )?;
         match &mut self.device {
-            None => self.layout.run_cpu(alpha, x, beta, y),
+            None => match &self.reordered {
+                Some(r) => r.apply_cpu(alpha, x, beta, y, |a, x, b, y| {
+                    self.layout.run_cpu(a, x, b, y)
+                }),
+                None => self.layout.run_cpu(alpha, x, beta, y),
+            },
             Some(d) => {
                 if !x.is_empty() {
                     d.gpu
@@ -343,6 +373,14 @@ impl<T: PrepareFor> Plan<T> {
     /// pattern) without re-analysis when the layout allows it (see the module doc). Returns how
     /// the update was done; [`Plan::value_update_note`] says why when it re-prepared.
     pub fn update_values(&mut self, vals: &[T]) -> Result<ValueUpdate> {
+        let permuted;
+        let vals = match &self.reordered {
+            Some(r) if vals.len() == self.pattern.nnz() => {
+                permuted = r.values(vals);
+                &permuted[..]
+            }
+            _ => vals,
+        };
         if vals.len() != self.pattern.nnz() {
             return Err(Error::DimensionMismatch {
                 what: format!(
@@ -390,10 +428,7 @@ impl<T: PrepareFor> Plan<T> {
         if let Some(d) = &mut self.device {
             let t1 = Instant::now();
             let name = self.method.info().name;
-            d.layout = self
-                .layout
-                .upload(&d.gpu)
-                .map_err(|e| name_method(e, name))?;
+            d.layout = upload(self.layout.as_ref(), &d.gpu, self.reordered.as_ref(), name)?;
             let (y_len, x_len) = vector_lens(d.layout.as_ref(), self.nrows, self.ncols)?;
             if d.x.len() < x_len {
                 d.x = d.gpu.alloc_zeros::<T>(x_len)?;
@@ -501,6 +536,17 @@ impl<T: PrepareFor> Plan<T> {
         self.note.as_deref()
     }
     /// Preprocessing times.
+    /// The ordering the plan applies ([`PlanOptions::reorder`]): `None` without one, or when
+    /// `auto` declined.
+    pub fn ordering(&self) -> Option<Ordering> {
+        self.reordered.as_ref().map(|r| r.ordering)
+    }
+
+    /// What the reordering option did, as a line for reports (`None` without the option).
+    pub fn reorder_note(&self) -> Option<&str> {
+        self.reorder_note.as_deref()
+    }
+
     pub fn prep_times(&self) -> PrepTimes {
         self.prep
     }
@@ -658,6 +704,21 @@ fn read_map<U: Scalar>(slots: Option<&mut [U]>, nnz: usize) -> Option<Vec<u32>> 
     Some(slots.par_iter().map(|v| v.to_f64() as u32).collect())
 }
 
+/// The device layout of a plan: the layout uploaded, wrapped to permute x and y when the plan
+/// reorders.
+fn upload<T: PrepareFor>(
+    layout: &dyn Layout<T>,
+    gpu: &Arc<Gpu>,
+    reordered: Option<&Reordered>,
+    name: &str,
+) -> Result<Box<dyn DeviceLayout<T>>> {
+    let dl = layout.upload(gpu).map_err(|e| name_method(e, name))?;
+    Ok(match reordered {
+        Some(r) => Box::new(r.wrap(gpu, Arc::from(dl))?),
+        None => dl,
+    })
+}
+
 fn name_method(e: Error, name: &str) -> Error {
     match e {
         Error::MethodUnsupported { reason, .. } => Error::MethodUnsupported {
@@ -748,6 +809,7 @@ mod tests {
         PlanOptions {
             params: Params::parse(params.iter().copied()).unwrap(),
             backend: Some(Backend::Cpu),
+            ..Default::default()
         }
     }
 

@@ -261,12 +261,19 @@ pub fn order<T: Scalar>(a: &Csr<T>, kind: Ordering) -> Result<Permutation> {
 /// PAPᵀ: entry a_ij moves to (`new_of_old[i]`, `new_of_old[j]`), each row's columns sorted. In
 /// parallel over rows. An error when `a` is not square or `p` is not of its size.
 pub fn permute_symmetric<T: Scalar>(a: &Csr<T>, p: &Permutation) -> Result<Csr<T>> {
+    Ok(permute_symmetric_map(a, p)?.0)
+}
+
+/// [`permute_symmetric`], with the entry map: entry k of PAPᵀ (CSR order) is entry `map[k]` of
+/// `a`, so new values of `a` under the same pattern become PAPᵀ's as `vals[map[k]]`.
+pub fn permute_symmetric_map<T: Scalar>(a: &Csr<T>, p: &Permutation) -> Result<(Csr<T>, Vec<Idx>)> {
     check_square(
         "a symmetric permutation needs a square matrix",
         a.nrows(),
         a.ncols(),
     )?;
     p.check_len("matrix to permute", a.nrows())?;
+    check_index_range("nonzeros of a permuted matrix", a.nnz() as u64)?;
     let n = a.nrows();
     let (old_of_new, new_of_old) = (p.old_of_new(), p.new_of_old());
     let lens: Vec<usize> = old_of_new
@@ -274,15 +281,84 @@ pub fn permute_symmetric<T: Scalar>(a: &Csr<T>, p: &Permutation) -> Result<Csr<T
         .map(|&i| a.row_len(i as usize))
         .collect();
     let ptr = prefix(&lens);
-    let mut entries: Vec<(Idx, T)> = vec![(0, T::default()); ptr[n]];
+    let rp = a.row_ptr();
+    let mut entries: Vec<(Idx, Idx)> = vec![(0, 0); ptr[n]];
     par_fill(&ptr, &mut entries, |k, out| {
-        let (cols, vals) = a.row(old_of_new[k] as usize);
-        for (o, (&c, &v)) in out.iter_mut().zip(cols.iter().zip(vals)) {
-            *o = (new_of_old[c as usize], v);
+        let old = old_of_new[k] as usize;
+        let (cols, _) = a.row(old);
+        let first = rp[old] as usize;
+        for (e, (o, &c)) in out.iter_mut().zip(cols).enumerate() {
+            *o = (new_of_old[c as usize], (first + e) as Idx);
         }
-        out.sort_unstable_by_key(|e| e.0);
+        out.sort_unstable();
     });
-    let (cols, vals): (Vec<Idx>, Vec<T>) = entries.into_par_iter().unzip();
+    let (cols, map): (Vec<Idx>, Vec<Idx>) = entries.into_par_iter().unzip();
+    let src = a.vals();
+    let vals: Vec<T> = map.par_iter().map(|&e| src[e as usize]).collect();
     let row_ptr: Vec<Idx> = ptr.into_iter().map(|o| o as Idx).collect();
-    Ok(Csr::from_parts_unchecked(n, n, row_ptr, cols, vals))
+    Ok((Csr::from_parts_unchecked(n, n, row_ptr, cols, vals), map))
+}
+
+/// Whether and how a [`crate::Plan`] reorders its matrix (`PlanOptions::reorder`, `--reorder`):
+/// not at all, by one [`Ordering`], or `auto`, which orders by [`Ordering::Rcm`] and keeps the
+/// order only where the x-sector model says the gathers it saves outweigh the two permutations
+/// every call then adds ([`Reorder::keeps`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Reorder {
+    /// The matrix as given.
+    #[default]
+    None,
+    /// Always this ordering.
+    By(Ordering),
+    /// RCM where the model says it pays, else none.
+    Auto,
+}
+
+impl Reorder {
+    /// Every choice, in listing order.
+    pub const ALL: [Reorder; 4] = [
+        Reorder::None,
+        Reorder::By(Ordering::Rcm),
+        Reorder::By(Ordering::Bisection),
+        Reorder::Auto,
+    ];
+
+    /// `none`, an ordering's name, or `auto`: what [`Reorder::from_str`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reorder::None => "none",
+            Reorder::By(o) => o.name(),
+            Reorder::Auto => "auto",
+        }
+    }
+
+    /// `auto`'s rule, a model with no fitted constant: x sectors are what a gather-bound call
+    /// pays for (the limits model of `docs/limits.md`), and a reordered call adds two random
+    /// gathers per row, x into the new numbering and y back, one sector each. So the order is
+    /// kept when `after + 2·n < before`, in f64 sectors ([`crate::matrix::x_sectors`]).
+    pub fn keeps(before: u64, after: u64, n: usize) -> bool {
+        after.saturating_add(2 * n as u64) < before
+    }
+}
+
+impl fmt::Display for Reorder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Reorder {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Reorder::ALL
+            .into_iter()
+            .find(|r| r.name() == s)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "unknown reordering '{s}'; available: {}",
+                    Reorder::ALL.map(Reorder::name).join(", ")
+                ))
+            })
+    }
 }

@@ -24,7 +24,7 @@
 //! let a = gen::generate::<f64>("poisson2d:50").unwrap();
 //! // The GPU when one is usable, else the CPU (then `auto` takes `csr`).
 //! let params = Params::parse(["calls=1000000", "trial=2"]).unwrap();
-//! let opts = PlanOptions { params, backend: None };
+//! let opts = PlanOptions { params, ..Default::default() };
 //! let mut plan = Plan::new("auto", &a, &opts).unwrap();
 //! let x = vec![1.0; a.ncols()];
 //! let mut y = vec![0.0; a.nrows()];

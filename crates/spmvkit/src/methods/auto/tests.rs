@@ -526,6 +526,7 @@ fn plan_case<T: crate::methods::PrepareFor>(what: &str, a: &Csr<T>, params: &Par
     let opts = crate::methods::PlanOptions {
         params: params.clone(),
         backend: Some(crate::methods::Backend::Gpu),
+        ..Default::default()
     };
     let mut plan = crate::methods::Plan::new("auto", a, &opts).unwrap();
     let notes = plan.layout().notes();
@@ -700,6 +701,7 @@ fn autos_typed_choice_is_present_and_matches_the_note() {
     let cpu = crate::methods::PlanOptions {
         params: Params::new(),
         backend: Some(crate::methods::Backend::Cpu),
+        ..Default::default()
     };
     let plan = crate::methods::Plan::new("auto", &a, &cpu).unwrap();
     let chosen = plan

@@ -450,6 +450,7 @@ fn gpu_run<T: crate::methods::PrepareFor>(
     let opts = PlanOptions {
         params: params(p),
         backend: Some(Backend::Gpu),
+        ..Default::default()
     };
     let mut plan = match Plan::<T>::new(NAME, &a, &opts) {
         Ok(pl) => pl,

@@ -448,6 +448,7 @@ fn gpu_fastload_variants_and_prologue_cost() {
             let opts = PlanOptions {
                 params: Params::parse(v.iter().copied()).unwrap(),
                 backend: Some(Backend::Gpu),
+                ..Default::default()
             };
             for (name, a) in &mats {
                 for prec in 0..2 {
@@ -531,6 +532,7 @@ fn time_configs(name: &str, a: &Csr<f64>, all: bool) {
         let opts = PlanOptions {
             params: Params::parse(p.iter().copied()).unwrap(),
             backend: Some(Backend::Gpu),
+            ..Default::default()
         };
         let mut plan = match Plan::<f64>::new(m, a, &opts) {
             Ok(p) => p,

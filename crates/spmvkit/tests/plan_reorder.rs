@@ -1,0 +1,186 @@
+//! `PlanOptions::reorder` (issue #22): a reordered plan prepares its method on PAPᵀ and still
+//! computes y = αAx + βy in the matrix's own numbering, on the CPU and (gated) on the GPU, for
+//! β = 0 and β ≠ 0; new values given in the matrix's order reach the reordered layout; `auto`
+//! keeps RCM on a shuffled mesh and declines it on random columns; the ordering's time is
+//! preprocessing; a rectangular matrix is refused with its shape.
+//!
+//! GPU tests are skipped with a `skipped:` line without a GPU (`spmvkit::testing`); with
+//! `SPMVKIT_REQUIRE_GPU=1` a missing GPU fails.
+
+mod common;
+
+use spmvkit::cpu::{check, oracle_spmv};
+use spmvkit::gen::generate_f64;
+use spmvkit::reorder::{Ordering, Reorder};
+use spmvkit::{Backend, Csr, Plan, PlanOptions};
+
+fn opts(backend: Backend, reorder: Reorder) -> PlanOptions {
+    PlanOptions {
+        backend: Some(backend),
+        reorder,
+        ..PlanOptions::default()
+    }
+}
+
+fn vectors(n: usize) -> (Vec<f64>, Vec<f64>) {
+    let x = (0..n).map(|j| 1.0 - (j % 7) as f64 * 0.25).collect();
+    let y = (0..n).map(|i| 0.5 + (i % 3) as f64 * 0.75).collect();
+    (x, y)
+}
+
+/// One apply for β = 0 and one for β ≠ 0, each against the oracle on `a`.
+fn assert_matches_oracle(plan: &mut Plan<f64>, a: &Csr<f64>, what: &str) {
+    let (x, y0) = vectors(a.nrows());
+    for (alpha, beta) in [(1.0, 0.0), (-1.5, 0.75)] {
+        let mut y = y0.clone();
+        plan.apply(alpha, &x, beta, &mut y).unwrap();
+        let reference = oracle_spmv(a, alpha, &x, beta, &y0).unwrap();
+        let c = check(&reference, &y);
+        assert!(
+            c.ok,
+            "{what} (α = {alpha}, β = {beta}): differs from the oracle at row {}",
+            c.worst_row
+        );
+    }
+}
+
+const MATRICES: [&str; 3] = [
+    "rgg:3000,order=shuffled",
+    "poisson2d:24,renumber=random",
+    "powerlaw:2000,6",
+];
+
+#[test]
+fn a_reordered_plan_computes_ax_in_the_matrix_numbering() {
+    for spec in MATRICES {
+        let a = generate_f64(spec).unwrap();
+        for method in ["csr", "csr-packed", "merge"] {
+            for how in [Reorder::By(Ordering::Rcm), Reorder::By(Ordering::Bisection)] {
+                let mut plan = Plan::new(method, &a, &opts(Backend::Cpu, how)).unwrap();
+                assert_eq!(plan.ordering(), how_ordering(how));
+                assert_matches_oracle(&mut plan, &a, &format!("{method}, {how}, {spec}"));
+            }
+        }
+    }
+}
+
+fn how_ordering(how: Reorder) -> Option<Ordering> {
+    match how {
+        Reorder::By(o) => Some(o),
+        _ => None,
+    }
+}
+
+#[test]
+fn values_updated_in_the_matrix_order_reach_the_reordered_layout() {
+    let a = generate_f64("rgg:2000,order=shuffled").unwrap();
+    let vals: Vec<f64> = a
+        .vals()
+        .iter()
+        .enumerate()
+        .map(|(k, v)| v * -2.0 + (k % 5) as f64)
+        .collect();
+    let b = Csr::with_pattern(a.pattern().clone(), vals.clone()).unwrap();
+    for method in ["csr", "csr-packed"] {
+        let mut plan =
+            Plan::new(method, &a, &opts(Backend::Cpu, Reorder::By(Ordering::Rcm))).unwrap();
+        plan.update_values(&vals).unwrap();
+        assert_matches_oracle(&mut plan, &b, &format!("{method} after update_values"));
+    }
+}
+
+#[test]
+fn auto_keeps_rcm_on_a_shuffled_mesh_and_declines_on_random_columns() {
+    let shuffled = generate_f64("rgg:4000,order=shuffled").unwrap();
+    let plan = Plan::new("csr", &shuffled, &opts(Backend::Cpu, Reorder::Auto)).unwrap();
+    assert_eq!(plan.ordering(), Some(Ordering::Rcm));
+    assert!(plan.reorder_note().unwrap().contains("kept"));
+    let random = generate_f64("uniform:4000,16").unwrap();
+    let mut plan = Plan::new("csr", &random, &opts(Backend::Cpu, Reorder::Auto)).unwrap();
+    assert_eq!(plan.ordering(), None);
+    assert!(plan.reorder_note().unwrap().contains("declined"));
+    assert_matches_oracle(&mut plan, &random, "auto, declined");
+}
+
+#[test]
+fn the_ordering_time_is_preprocessing() {
+    let a = generate_f64("rgg:2000,order=shuffled").unwrap();
+    let none = Plan::new("csr", &a, &opts(Backend::Cpu, Reorder::None)).unwrap();
+    assert!(none.prep_times().reorder.is_zero());
+    assert_eq!(none.reorder_note(), None);
+    let rcm = Plan::new("csr", &a, &opts(Backend::Cpu, Reorder::By(Ordering::Rcm))).unwrap();
+    let t = rcm.prep_times();
+    assert!(!t.reorder.is_zero());
+    assert_eq!(t.total(), t.reorder + t.prepare + t.upload);
+}
+
+#[test]
+fn a_rectangular_matrix_is_refused_with_its_shape() {
+    let a = Csr::<f64>::new(2, 3, vec![0, 1, 2], vec![0, 2], vec![1.0, 2.0]).unwrap();
+    let e = Plan::new("csr", &a, &opts(Backend::Cpu, Reorder::Auto))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("square") && e.contains("2x3"), "{e}");
+    // without the option the same matrix plans as before
+    assert!(Plan::new("csr", &a, &opts(Backend::Cpu, Reorder::None)).is_ok());
+}
+
+#[test]
+fn reorder_names_parse_and_unknown_ones_list_the_choices() {
+    for r in Reorder::ALL {
+        assert_eq!(r.name().parse::<Reorder>().unwrap(), r);
+    }
+    let e = "metis".parse::<Reorder>().unwrap_err().to_string();
+    assert!(e.contains("none, rcm, bisection, auto"), "{e}");
+}
+
+#[test]
+fn gpu_a_reordered_plan_computes_ax_in_the_matrix_numbering() {
+    let Some((gpu, _g)) =
+        common::gpu_or_skip("gpu_a_reordered_plan_computes_ax_in_the_matrix_numbering")
+    else {
+        return;
+    };
+    for spec in MATRICES {
+        let a = generate_f64(spec).unwrap();
+        for method in ["csr-vector", "csr-packed", "cusparse", "auto"] {
+            let mut plan = Plan::new(
+                method,
+                &a,
+                &opts(Backend::Gpu, Reorder::By(Ordering::Bisection)),
+            )
+            .unwrap();
+            assert_eq!(plan.backend(), Backend::Gpu);
+            assert_matches_oracle(&mut plan, &a, &format!("{method} on the GPU, {spec}"));
+            // apply_device takes and returns device vectors in the matrix's numbering too
+            let (x, y0) = vectors(a.nrows());
+            let dx = gpu.upload(&x).unwrap();
+            let mut dy = gpu.upload(&y0).unwrap();
+            plan.apply_device(2.0, &dx, -1.0, &mut dy).unwrap();
+            let mut y = vec![0.0; a.nrows()];
+            gpu.download(&dy, &mut y).unwrap();
+            let reference = oracle_spmv(&a, 2.0, &x, -1.0, &y0).unwrap();
+            let c = check(&reference, &y);
+            assert!(c.ok, "{method} apply_device on {spec}: row {}", c.worst_row);
+        }
+    }
+}
+
+#[test]
+fn a_variant_sets_the_reordering_of_its_plan() {
+    let a = generate_f64("rgg:2000,order=shuffled").unwrap();
+    let cpu = opts(Backend::Cpu, Reorder::None);
+    let mut plan = Plan::new("csr-packed[reorder=rcm]", &a, &cpu).unwrap();
+    assert_eq!(plan.ordering(), Some(Ordering::Rcm));
+    assert_matches_oracle(&mut plan, &a, "csr-packed[reorder=rcm]");
+    // the variant wins over the option, as a variant's parameters do
+    let by_option = opts(Backend::Cpu, Reorder::By(Ordering::Bisection));
+    let plan = Plan::new("csr[reorder=none]", &a, &by_option).unwrap();
+    assert_eq!(plan.ordering(), None);
+    let e = Plan::new("csr[reorder=metis]", &a, &cpu)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("unknown reordering 'metis'"), "{e}");
+}
