@@ -728,6 +728,8 @@ macro_rules! device_args {
 
             #[doc = concat!("The `", stringify!($name), "` of one launch: these arrays and ",
                 "scalars with the values given at the launch.")]
+            // one parameter per field given at the launch, named and ordered as in the struct
+            #[allow(clippy::too_many_arguments)]
             $dvis fn args<$a>(&$a self, $($given)*) -> $name<$a, $t> {
                 let $d = self;
                 $name { $($new)* }
