@@ -28,6 +28,10 @@
 //!   type and constness. An order or type slip fails the first load with an NVRTC log naming the
 //!   struct and field; CI compiles every room this way without a GPU (`.ci/nvrtc-check`), and a
 //!   host test (`tests/kernel_args.rs`) compares the field names with the kernel sources.
+//! - **Declared with the arrays.** A room declares its struct and the device arrays behind it
+//!   from one field list with [`device_args!`](crate::device_args): each field says once what the
+//!   kernel sees and where the value comes from (uploaded from the layout, a zeroed working
+//!   buffer, a scalar fixed at upload, a value given at the launch).
 //! - **One launch call.** [`Gpu::launch`](super::Gpu::launch)`(&kernel, shape, &args)` with a
 //!   named [`Shape`]: thread per item, warp per item, a grid-stride grid capped by the caller, an
 //!   explicit number of CTAs, a cooperative grid; dynamic shared memory with [`Shape::shared`].
