@@ -28,6 +28,10 @@
 //!   type and constness. An order or type slip fails the first load with an NVRTC log naming the
 //!   struct and field; CI compiles every room this way without a GPU (`.ci/nvrtc-check`), and a
 //!   host test (`tests/kernel_args.rs`) compares the field names with the kernel sources.
+//! - **Declared with the arrays.** A room declares its struct and the device arrays behind it
+//!   from one field list with [`device_args!`](crate::device_args): each field says once what the
+//!   kernel sees and where the value comes from (uploaded from the layout, a zeroed working
+//!   buffer, a scalar fixed at upload, a value given at the launch).
 //! - **One launch call.** [`Gpu::launch`](super::Gpu::launch)`(&kernel, shape, &args)` with a
 //!   named [`Shape`]: thread per item, warp per item, a grid-stride grid capped by the caller, an
 //!   explicit number of CTAs, a cooperative grid; dynamic shared memory with [`Shape::shared`].
@@ -59,7 +63,7 @@ use super::KernelSource;
 /// What [`kernel_args!`](crate::kernel_args) expands to, reachable from any crate.
 #[doc(hidden)]
 pub mod __macro {
-    pub use cudarc::driver::{DeviceRepr, LaunchArgs, PushKernelArg};
+    pub use cudarc::driver::{CudaSlice, DeviceRepr, LaunchArgs, PushKernelArg};
 }
 
 /// A device address the kernel reads through (`const E*` in the kernel's struct), borrowed from a
@@ -575,6 +579,164 @@ macro_rules! kernel_args {
                     },
                     abi,
                 }
+            }
+        }
+    };
+}
+
+/// Declares a kernel's argument struct together with what a device layout keeps of it between
+/// calls, from one list of fields: each field says once what the kernel sees and where its
+/// value comes from.
+///
+/// ```ignore
+/// crate::device_args! {
+///     /// A PBC layout on the device: what `pbc_spmv` reads besides the operands.
+///     pub(super) struct PbcArrays<T> from l: &PbcLayout<T>;
+///     /// `pbc_spmv`'s arguments.
+///     pub(super) struct PbcArgs<'a, T> {
+///         blk_row: &[Idx],                                        // uploaded from l.blk_row
+///         vs: &[u8] = &l.vstream,                                 // uploaded from the expression
+///         part: &mut [T; l.nslots()],                             // zeroed at upload
+///         nsplit: i32 = kernel_int("pbc split rows", l.split_row.len())?, // fixed at upload
+///         axpby: Axpby<'a, T>,                                    // given at each launch
+///     }
+/// }
+/// ```
+///
+/// Each field ends with a comma and is one of:
+/// - `name: &[E]`: an array the kernel reads (`DevRef<'a, E>`, C `const E*`), uploaded from the
+///   layout's field of the same name; `name: &[E] = expr` uploads `expr` (a `&[E]`) instead.
+/// - `name: &mut [E; len]`: the device layout's own working buffer (counters, partial sums) of
+///   `len` elements, zeroed at upload, which the kernel writes (`DevMut<'a, E>` through
+///   [`DevMut::scratch`], C `E*`).
+/// - `name: Type = expr`: a scalar (`i32`, `u32`, `u64`, `T`, [`Double`]) computed from the
+///   layout at upload (`expr` may use `?`).
+/// - `name: Type`: a value given at each launch (the operands `Axpby<'a, T>`, x, y, a nested
+///   struct built per call).
+///
+/// It expands to the argument struct through [`kernel_args!`](crate::kernel_args), with the same
+/// fields in the same order and types (so the kernel source declares the same C struct, and
+/// `Name::entry` / `Name::params_entry` are there), and to the holder `Arrays<T>`: one
+/// `CudaSlice` or scalar per uploaded, working or scalar field, `Arrays::upload(gpu, l)` (the
+/// fields in list order) and `arrays.args(given..)`, which takes the launch's values in list
+/// order and returns the argument struct borrowing the arrays. A room keeps the holder in its
+/// device struct beside its kernels and grid, and launches with
+/// `gpu.launch(&self.k, shape, &self.arrays.args(c.axpby()))`. A second kernel of the room
+/// declares its own pair; an array both kernels see is declared in one and given to the other
+/// (`long_part: DevRef<'a, T>`, `DevRef::new(&self.arrays.long_part)` at the launch).
+#[macro_export]
+macro_rules! device_args {
+    (
+        $(#[$dmeta:meta])*
+        $dvis:vis struct $dev:ident<$t:ident> from $l:ident : &$layout:ty;
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident<$a:lifetime, $t2:ident> { $($fields:tt)* }
+    ) => {
+        $crate::device_args!(@field [gpu arrays $l $a]
+            [$(#[$dmeta])* $dvis $dev $t $layout] [$(#[$meta])* $vis $name]
+            {} {} {} {} {} $($fields)*);
+    };
+    // `name: &[E] = expr`: read by the kernel, uploaded from `expr`.
+    (@field [$gpu:ident $d:ident $l:ident $a:lifetime] $dh:tt $ah:tt
+        {$($args:tt)*} {$($keep:tt)*} {$($up:tt)*} {$($given:tt)*} {$($new:tt)*}
+        $(#[$fm:meta])* $f:ident : &[$e:ty] = $src:expr, $($rest:tt)*
+    ) => {
+        $crate::device_args!(@field [$gpu $d $l $a] $dh $ah
+            {$($args)* $(#[$fm])* $f: $crate::gpu::DevRef<$a, $e>,}
+            {$($keep)* $f: $crate::gpu::launch::__macro::CudaSlice<$e>,}
+            {$($up)* $f: $gpu.upload($src)?,}
+            {$($given)*}
+            {$($new)* $f: $crate::gpu::DevRef::new(&$d.$f),}
+            $($rest)*);
+    };
+    // `name: &[E]`: read by the kernel, uploaded from the layout's field `name`.
+    (@field [$gpu:ident $d:ident $l:ident $a:lifetime] $dh:tt $ah:tt
+        {$($args:tt)*} {$($keep:tt)*} {$($up:tt)*} {$($given:tt)*} {$($new:tt)*}
+        $(#[$fm:meta])* $f:ident : &[$e:ty], $($rest:tt)*
+    ) => {
+        $crate::device_args!(@field [$gpu $d $l $a] $dh $ah
+            {$($args)* $(#[$fm])* $f: $crate::gpu::DevRef<$a, $e>,}
+            {$($keep)* $f: $crate::gpu::launch::__macro::CudaSlice<$e>,}
+            {$($up)* $f: $gpu.upload(&$l.$f)?,}
+            {$($given)*}
+            {$($new)* $f: $crate::gpu::DevRef::new(&$d.$f),}
+            $($rest)*);
+    };
+    // `name: &mut [E; len]`: the layout's working buffer, zeroed at upload.
+    (@field [$gpu:ident $d:ident $l:ident $a:lifetime] $dh:tt $ah:tt
+        {$($args:tt)*} {$($keep:tt)*} {$($up:tt)*} {$($given:tt)*} {$($new:tt)*}
+        $(#[$fm:meta])* $f:ident : &mut [$e:ty; $len:expr], $($rest:tt)*
+    ) => {
+        $crate::device_args!(@field [$gpu $d $l $a] $dh $ah
+            {$($args)* $(#[$fm])* $f: $crate::gpu::DevMut<$a, $e>,}
+            {$($keep)* $f: $crate::gpu::launch::__macro::CudaSlice<$e>,}
+            {$($up)* $f: $gpu.alloc_zeros::<$e>($len)?,}
+            {$($given)*}
+            {$($new)* $f: $crate::gpu::DevMut::scratch(&$d.$f),}
+            $($rest)*);
+    };
+    // `name: Type = expr`: a scalar fixed at upload.
+    (@field [$gpu:ident $d:ident $l:ident $a:lifetime] $dh:tt $ah:tt
+        {$($args:tt)*} {$($keep:tt)*} {$($up:tt)*} {$($given:tt)*} {$($new:tt)*}
+        $(#[$fm:meta])* $f:ident : $ty:ty = $init:expr, $($rest:tt)*
+    ) => {
+        $crate::device_args!(@field [$gpu $d $l $a] $dh $ah
+            {$($args)* $(#[$fm])* $f: $ty,}
+            {$($keep)* $f: $ty,}
+            {$($up)* $f: $init,}
+            {$($given)*}
+            {$($new)* $f: $d.$f,}
+            $($rest)*);
+    };
+    // `name: Type`: given at each launch.
+    (@field [$gpu:ident $d:ident $l:ident $a:lifetime] $dh:tt $ah:tt
+        {$($args:tt)*} {$($keep:tt)*} {$($up:tt)*} {$($given:tt)*} {$($new:tt)*}
+        $(#[$fm:meta])* $f:ident : $ty:ty, $($rest:tt)*
+    ) => {
+        $crate::device_args!(@field [$gpu $d $l $a] $dh $ah
+            {$($args)* $(#[$fm])* $f: $ty,}
+            {$($keep)*}
+            {$($up)*}
+            {$($given)* $f: $ty,}
+            {$($new)* $f,}
+            $($rest)*);
+    };
+    (@field [$gpu:ident $d:ident $l:ident $a:lifetime]
+        [$(#[$dmeta:meta])* $dvis:vis $dev:ident $t:ident $layout:ty]
+        [$(#[$meta:meta])* $vis:vis $name:ident]
+        {$($args:tt)*} {$($keep:tt)*} {$($up:tt)*} {$($given:tt)*} {$($new:tt)*}
+    ) => {
+        $crate::kernel_args! {
+            $(#[$meta])*
+            $vis struct $name<$a, $t> { $($args)* }
+        }
+
+        $(#[$dmeta])*
+        $dvis struct $dev<$t: $crate::Scalar> {
+            $($keep)*
+            _precision: ::std::marker::PhantomData<fn() -> $t>,
+        }
+
+        impl<$t: $crate::Scalar> $dev<$t> {
+            /// Uploads the layout's arrays, allocates the working buffers and computes the
+            /// scalars, in the order of the argument struct.
+            $dvis fn upload(
+                $gpu: &$crate::gpu::Gpu,
+                $l: &$layout,
+            ) -> ::std::result::Result<Self, $crate::Error> {
+                Ok($dev {
+                    $($up)*
+                    _precision: ::std::marker::PhantomData,
+                })
+            }
+
+            #[doc = concat!("The `", stringify!($name), "` of one launch: these arrays and ",
+                "scalars with the values given at the launch.")]
+            // one parameter per field given at the launch, named and ordered as in the struct
+            #[allow(clippy::too_many_arguments)]
+            $dvis fn args<$a>(&$a self, $($given)*) -> $name<$a, $t> {
+                let $d = self;
+                $name { $($new)* }
             }
         }
     };

@@ -3,25 +3,25 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaSlice;
-
 use super::{AmfLayout, KERNEL};
 use crate::error::Result;
-use crate::gpu::{DevRef, Gpu, Kernel, Shape};
+use crate::gpu::{Gpu, Kernel, Shape};
 use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
-crate::kernel_args! {
+crate::device_args! {
+    /// An AMF-CSR layout's arrays on the device.
+    pub(super) struct AmfArrays<T> from l: &AmfLayout<T>;
     /// `amf_csr_t{TPV}`'s arguments.
     pub(super) struct AmfArgs<'a, T> {
-        blk_fold: DevRef<'a, Idx>,
-        fold_row: DevRef<'a, Idx>,
-        fold_ptr: DevRef<'a, Idx>,
-        cols: DevRef<'a, Idx>,
-        vals: DevRef<'a, T>,
+        blk_fold: &[Idx],
+        fold_row: &[Idx],
+        fold_ptr: &[Idx],
+        cols: &[Idx],
+        vals: &[T],
         axpby: Axpby<'a, T>,
-        long_nnz: i32,
+        long_nnz: i32 = l.long.min(i32::MAX as u32) as i32,
     }
 }
 
@@ -30,12 +30,7 @@ pub(super) struct DeviceAmf<T: Scalar> {
     k: Kernel<AmfArgs<'static, T>>,
     nblocks: usize,
     threads: u32,
-    long: i32,
-    blk_fold: CudaSlice<Idx>,
-    fold_row: CudaSlice<Idx>,
-    fold_ptr: CudaSlice<Idx>,
-    cols: CudaSlice<Idx>,
-    vals: CudaSlice<T>,
+    arrays: AmfArrays<T>,
 }
 
 pub(super) fn upload<T: Scalar>(
@@ -46,12 +41,7 @@ pub(super) fn upload<T: Scalar>(
         k: gpu.kernel::<T, _>(&KERNEL, &format!("amf_csr_t{}", l.tpv))?,
         nblocks: l.nblocks(),
         threads: l.threads,
-        long: l.long.min(i32::MAX as u32) as i32,
-        blk_fold: gpu.upload(&l.blk_fold)?,
-        fold_row: gpu.upload(&l.fold_row)?,
-        fold_ptr: gpu.upload(&l.fold_ptr)?,
-        cols: gpu.upload(&l.cols)?,
-        vals: gpu.upload(&l.vals)?,
+        arrays: AmfArrays::upload(gpu, l)?,
     };
     Ok(Resident::boxed(
         (l.nrows, l.ncols),
@@ -62,15 +52,7 @@ pub(super) fn upload<T: Scalar>(
 
 impl<T: Scalar> Launches<T> for DeviceAmf<T> {
     unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
-        let args = AmfArgs {
-            blk_fold: DevRef::new(&self.blk_fold),
-            fold_row: DevRef::new(&self.fold_row),
-            fold_ptr: DevRef::new(&self.fold_ptr),
-            cols: DevRef::new(&self.cols),
-            vals: DevRef::new(&self.vals),
-            axpby: c.axpby(),
-            long_nnz: self.long,
-        };
+        let args = self.arrays.args(c.axpby());
         // SAFETY: blk_fold has blocks + 1 entries, fold_row and fold_ptr folds + 1, cols and vals
         // nnz (packed columns < ncols), x ncols and y nrows (checked by DeviceLayout::run);
         // threads is a multiple of 32 and of TPV.

@@ -46,14 +46,7 @@ use crate::scalar::{Idx, Scalar};
 
 room_kernel!(
     "amf-csr",
-    [
-        gpu::AmfArgs::entry("amf_csr_t1"),
-        gpu::AmfArgs::entry("amf_csr_t2"),
-        gpu::AmfArgs::entry("amf_csr_t4"),
-        gpu::AmfArgs::entry("amf_csr_t8"),
-        gpu::AmfArgs::entry("amf_csr_t16"),
-        gpu::AmfArgs::entry("amf_csr_t32"),
-    ]
+    gpu::AmfArgs: ["amf_csr_t1", "amf_csr_t2", "amf_csr_t4", "amf_csr_t8", "amf_csr_t16", "amf_csr_t32"]
 );
 
 const NAME: &str = "amf-csr";

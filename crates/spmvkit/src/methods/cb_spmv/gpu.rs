@@ -13,11 +13,9 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaSlice;
-
 use super::{CbLayout, BS, KERNEL, WARPS};
 use crate::error::Result;
-use crate::gpu::{kernel_int, ByMode, DevMut, DevRef, Gpu, Kernel, Shape, YPrologue};
+use crate::gpu::{kernel_int, ByMode, Gpu, Kernel, Shape, YPrologue};
 use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::Scalar;
@@ -30,36 +28,55 @@ const OCCUPANCY8_MIN_BPW: usize = 8;
 /// CTAs per SM of the y prologue (one grid-stride launch for every β).
 const SCALE_CTAS_PER_SM: usize = 8;
 
-crate::kernel_args! {
+crate::device_args! {
+    /// A cb-spmv layout's arrays on the device, with its working buffers and flags.
+    pub(super) struct CbArrays<T> from l: &CbLayout<T>;
     /// The parameters of every cb-spmv entry (kernel.cu's `CB_PARAMS`): the general kernels use
     /// the first 21 (`cb_spmv_grid` 23), the run kernels the first 13 and the last 7.
     pub(super) struct CbArgs<'a, T> {
-        arena: DevRef<'a, u8>,
-        meta: DevRef<'a, u64>,
-        gcols: DevRef<'a, u32>,
-        gathered: i32,
+        arena: &[u8],
+        meta: &[u64],
+        gcols: &[u32] = &padded_gcols(l),
+        gathered: i32 = l.gathered as i32,
         axpby: Axpby<'a, T>,
-        m: i32,
-        n: i32,
-        coo_max: i32,
-        dense_min: i32,
-        bpw: i32,
-        split_vals: DevRef<'a, T>,
-        voff: DevRef<'a, u64>,
-        split: i32,
-        panel_nb: DevRef<'a, u32>,
-        tick: DevMut<'a, u32>,
-        ready: DevMut<'a, u32>,
-        fused: i32,
-        run: i32,
-        nctas: u64,
-        bar: DevMut<'a, u32>,
-        split_of: DevRef<'a, u32>,
-        nparts: DevRef<'a, u32>,
-        ws: DevMut<'a, T>,
-        cnt: DevMut<'a, u32>,
+        m: i32 = kernel_int("cb-spmv nrows", l.nrows)?,
+        n: i32 = kernel_int("cb-spmv ncols", l.ncols)?,
+        coo_max: i32 = l.cfg.coo_max as i32,
+        dense_min: i32 = l.cfg.dense_min as i32,
+        bpw: i32 = l.bpw as i32,
+        split_vals: &[T],
+        voff: &[u64],
+        split: i32 = !l.cfg.aggregate as i32,
+        panel_nb: &[u32],
+        tick: &mut [u32; l.panel_nb.len().max(1)],
+        ready: &mut [u32; l.panel_nb.len().max(1)],
+        fused: i32 = l.cfg.fused as i32,
+        run: i32 = l.cfg.run as i32,
+        nctas: u64 = ctas(l) as u64,
+        bar: &mut [u32; 2],
+        split_of: &[u32],
+        nparts: &[u32],
+        ws: &mut [T; (l.nparts.len() * BS).max(1)],
+        cnt: &mut [u32; l.nparts.len().max(1)],
         owner: i32,
     }
+}
+
+/// The column list when gathered, with 16 padding entries so that staging lanes never leave it
+/// (empty otherwise).
+fn padded_gcols<T: Scalar>(l: &CbLayout<T>) -> Vec<u32> {
+    if !l.gathered {
+        return Vec::new();
+    }
+    let mut g = Vec::with_capacity(l.gcols.len() + BS);
+    g.extend_from_slice(&l.gcols);
+    g.resize(l.gcols.len() + BS, 0);
+    g
+}
+
+/// The CTAs of one call: `8·bpw` slots each.
+fn ctas<T: Scalar>(l: &CbLayout<T>) -> usize {
+    l.nslots() / (WARPS * l.bpw)
 }
 
 /// The device copy of a cb-spmv layout.
@@ -71,31 +88,13 @@ pub(super) struct DeviceCb<T: Scalar> {
     /// epilogue=owner: one launch of the run kernel, no scaling before it; with epilogue=auto on
     /// a stream only.
     owner: ByMode<bool>,
-    split_of: CudaSlice<u32>,
-    nparts: CudaSlice<u32>,
-    ws: CudaSlice<T>,
-    cnt: CudaSlice<u32>,
     scale: YPrologue<T>,
     /// Some(co-resident CTAs) when a call is one cooperative `cb_spmv_grid` launch; with
     /// prologue=auto on a stream only.
     grid: ByMode<Option<usize>>,
-    bar: CudaSlice<u32>,
     ctas: usize,
-    bpw: i32,
-    run: i32,
-    coo_max: i32,
-    dense_min: i32,
     fused: bool,
-    split: bool,
-    gathered: bool,
-    arena: CudaSlice<u8>,
-    meta: CudaSlice<u64>,
-    split_vals: CudaSlice<T>,
-    voff: CudaSlice<u64>,
-    panel_nb: CudaSlice<u32>,
-    tick: CudaSlice<u32>,
-    ready: CudaSlice<u32>,
-    gcols: CudaSlice<u32>,
+    arrays: CbArrays<T>,
 }
 
 /// `v` in both modes, or on a stream only (`graph` when captured) when `stream_only`.
@@ -112,7 +111,6 @@ pub(super) fn upload<T: Scalar>(
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     gpu.ensure_fits("cb-spmv layout", l.footprint_bytes())?;
-    let npanels = l.panel_nb.len();
     let lean = l.cfg.run && l.cfg.aggregate;
     let suffix = if l.cfg.occupancy8.unwrap_or(l.bpw >= OCCUPANCY8_MIN_BPW) {
         "_o8"
@@ -139,36 +137,11 @@ pub(super) fn upload<T: Scalar>(
         spmv: gpu.kernel::<T, _>(&KERNEL, &name)?,
         spmv_grid,
         owner: by_mode(owner, owner && l.cfg.owner.is_none(), false),
-        split_of: gpu.upload(&l.split_of)?,
-        nparts: gpu.upload(&l.nparts)?,
-        ws: gpu.alloc_zeros::<T>((l.nparts.len() * BS).max(1))?,
-        cnt: gpu.alloc_zeros::<u32>(l.nparts.len().max(1))?,
         grid,
-        bar: gpu.alloc_zeros::<u32>(2)?,
         scale: gpu.y_prologue_kernel::<T>(SCALE_CTAS_PER_SM)?,
-        ctas: l.nslots() / (WARPS * l.bpw),
-        bpw: l.bpw as i32,
-        run: l.cfg.run as i32,
-        coo_max: l.cfg.coo_max as i32,
-        dense_min: l.cfg.dense_min as i32,
+        ctas: ctas(l),
         fused: l.cfg.fused,
-        split: !l.cfg.aggregate,
-        gathered: l.gathered,
-        arena: gpu.upload(&l.arena)?,
-        meta: gpu.upload(&l.meta)?,
-        split_vals: gpu.upload(&l.split_vals)?,
-        voff: gpu.upload(&l.voff)?,
-        panel_nb: gpu.upload(&l.panel_nb)?,
-        tick: gpu.alloc_zeros::<u32>(npanels.max(1))?,
-        ready: gpu.alloc_zeros::<u32>(npanels.max(1))?,
-        gcols: if l.gathered {
-            let mut g = Vec::with_capacity(l.gcols.len() + BS);
-            g.extend_from_slice(&l.gcols);
-            g.resize(l.gcols.len() + BS, 0);
-            gpu.upload(&g)?
-        } else {
-            gpu.alloc_zeros::<u32>(1)?
-        },
+        arrays: CbArrays::upload(gpu, l)?,
     };
     Ok(Resident::boxed(
         (l.nrows, l.ncols),
@@ -189,35 +162,7 @@ impl<T: Scalar> Launches<T> for DeviceCb<T> {
         if self.ctas == 0 {
             return Ok(());
         }
-        let m = kernel_int("cb-spmv nrows", c.nrows)?;
-        let n = kernel_int("cb-spmv ncols", c.ncols)?;
-        let args = CbArgs {
-            arena: DevRef::new(&self.arena),
-            meta: DevRef::new(&self.meta),
-            gcols: DevRef::new(&self.gcols),
-            gathered: self.gathered as i32,
-            axpby: c.axpby(),
-            m,
-            n,
-            coo_max: self.coo_max,
-            dense_min: self.dense_min,
-            bpw: self.bpw,
-            split_vals: DevRef::new(&self.split_vals),
-            voff: DevRef::new(&self.voff),
-            split: self.split as i32,
-            panel_nb: DevRef::new(&self.panel_nb),
-            tick: DevMut::scratch(&self.tick),
-            ready: DevMut::scratch(&self.ready),
-            fused: self.fused as i32,
-            run: self.run,
-            nctas: self.ctas as u64,
-            bar: DevMut::scratch(&self.bar),
-            split_of: DevRef::new(&self.split_of),
-            nparts: DevRef::new(&self.nparts),
-            ws: DevMut::scratch(&self.ws),
-            cnt: DevMut::scratch(&self.cnt),
-            owner: owner as i32,
-        };
+        let args = self.arrays.args(c.axpby(), owner as i32);
         let threads = (WARPS * 32) as u32;
         let (k, shape) = match coop {
             Some(c) => (

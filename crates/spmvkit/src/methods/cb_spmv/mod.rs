@@ -74,13 +74,13 @@ use crate::scalar::Scalar;
 
 room_kernel!(
     "cb-spmv",
-    [
-        gpu::CbArgs::params_entry("cb_spmv"),
-        gpu::CbArgs::params_entry("cb_spmv_grid"),
-        gpu::CbArgs::params_entry("cb_spmv_run"),
-        gpu::CbArgs::params_entry("cb_spmv_run_grid"),
-        gpu::CbArgs::params_entry("cb_spmv_run_o8"),
-        gpu::CbArgs::params_entry("cb_spmv_run_grid_o8"),
+    gpu::CbArgs params: [
+        "cb_spmv",
+        "cb_spmv_grid",
+        "cb_spmv_run",
+        "cb_spmv_run_grid",
+        "cb_spmv_run_o8",
+        "cb_spmv_run_grid_o8",
     ]
 );
 

@@ -10,7 +10,23 @@
 /// ```ignore
 /// room_kernel!("pbc", [gpu::PbcArgs::entry("pbc_spmv")]);
 /// ```
+///
+/// Entries that all take one struct name it once, with `params` for `params_entry`:
+///
+/// ```ignore
+/// room_kernel!("amf-csr", gpu::AmfArgs: ["amf_csr_t1", "amf_csr_t2", "amf_csr_t4"]);
+/// room_kernel!("cb-spmv", gpu::CbArgs params: ["cb_spmv", "cb_spmv_grid"]);
+/// ```
 macro_rules! room_kernel {
+    ($name:literal, $m:ident :: $args:ident : [$($entry:literal),+ $(,)?]) => {
+        $crate::methods::common::room::room_kernel!($name, [$($m::$args::entry($entry)),+]);
+    };
+    ($name:literal, $m:ident :: $args:ident params : [$($entry:literal),+ $(,)?]) => {
+        $crate::methods::common::room::room_kernel!(
+            $name,
+            [$($m::$args::params_entry($entry)),+]
+        );
+    };
     ($name:literal, [$($entry:expr),+ $(,)?]) => {
         $crate::methods::common::room::room_kernel!(
             #[doc = concat!(

@@ -5,8 +5,6 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaSlice;
-
 use super::{CscLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape, YPrologue};
@@ -17,13 +15,15 @@ use crate::scalar::{Idx, Scalar};
 /// CTAs per SM of the y prologue (one grid-stride launch for every β).
 const SCALE_CTAS_PER_SM: usize = 8;
 
-crate::kernel_args! {
+crate::device_args! {
+    /// A CSC matrix on the device.
+    pub(super) struct CscArrays<T> from l: &CscLayout<T>;
     /// `csc_atomic`'s arguments.
     pub(super) struct CscAtomicArgs<'a, T> {
-        ncols: i32,
-        col_ptr: DevRef<'a, Idx>,
-        row_idx: DevRef<'a, Idx>,
-        vals: DevRef<'a, T>,
+        ncols: i32 = kernel_int("csc ncols", l.a.ncols())?,
+        col_ptr: &[Idx] = l.a.col_ptr(),
+        row_idx: &[Idx] = l.a.row_idx(),
+        vals: &[T] = l.a.vals(),
         x: DevRef<'a, T>,
         y: DevMut<'a, T>,
         alpha: T,
@@ -36,9 +36,7 @@ pub(super) struct DeviceCsc<T: Scalar> {
     atomic: Kernel<CscAtomicArgs<'static, T>>,
     nnz: usize,
     threads: u32,
-    col_ptr: CudaSlice<Idx>,
-    row_idx: CudaSlice<Idx>,
-    vals: CudaSlice<T>,
+    arrays: CscArrays<T>,
 }
 
 pub(super) fn upload<T: Scalar>(
@@ -50,9 +48,7 @@ pub(super) fn upload<T: Scalar>(
         atomic: gpu.kernel::<T, _>(&KERNEL, "csc_atomic")?,
         nnz: l.a.nnz(),
         threads: l.threads,
-        col_ptr: gpu.upload(l.a.col_ptr())?,
-        row_idx: gpu.upload(l.a.row_idx())?,
-        vals: gpu.upload(l.a.vals())?,
+        arrays: CscArrays::upload(gpu, l)?,
     };
     Ok(Resident::boxed((l.a.nrows(), l.a.ncols()), l.bytes(), room))
 }
@@ -63,15 +59,7 @@ impl<T: Scalar> Launches<T> for DeviceCsc<T> {
         if self.nnz == 0 {
             return Ok(());
         }
-        let args = CscAtomicArgs {
-            ncols: kernel_int("csc ncols", c.ncols)?,
-            col_ptr: DevRef::new(&self.col_ptr),
-            row_idx: DevRef::new(&self.row_idx),
-            vals: DevRef::new(&self.vals),
-            x: DevRef::new(c.x),
-            y: DevMut::new(c.y),
-            alpha: c.alpha,
-        };
+        let args = self.arrays.args(DevRef::new(c.x), DevMut::new(c.y), c.alpha);
         // SAFETY: col_ptr has ncols + 1 entries, row_idx and vals nnz (a validated Csc), row
         // indices < nrows <= len(y), x has at least ncols entries (checked by DeviceLayout::run).
         unsafe {

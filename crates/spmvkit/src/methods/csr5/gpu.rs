@@ -22,36 +22,41 @@ const CAL_THREADS: u32 = 256;
 /// Warps that write βy to the empty rows (each strides over them 32 at a time).
 const EMPTY_WARPS_MAX: usize = 1024;
 
-crate::kernel_args! {
+crate::device_args! {
+    /// A CSR5 layout's arrays on the device that do not depend on `prep`, with the carries.
+    pub(super) struct Csr5Arrays<T> from l: &Csr5Layout<T>;
     /// `csr5_spmv`'s parameters.
     pub(super) struct Csr5Args<'a, T> {
-        ntiles: i32,
-        sigma: i32,
-        npacket: i32,
-        y_bits: i32,
-        row_ptr: DevRef<'a, Idx>,
+        ntiles: i32 = kernel_int("csr5 tiles", l.ntiles)?,
+        sigma: i32 = l.sigma as i32,
+        npacket: i32 = l.npacket as i32,
+        y_bits: i32 = l.y_bits as i32,
+        row_ptr: &[Idx] = l.a.row_ptr(),
         col_idx: DevRef<'a, Idx>,
         vals: DevRef<'a, T>,
-        tile_ptr: DevRef<'a, Idx>,
+        tile_ptr: &[Idx],
         tile_desc: DevRef<'a, u32>,
-        empty_ptr: DevRef<'a, Idx>,
+        empty_ptr: &[Idx],
         empty_offset: DevRef<'a, Idx>,
-        empty_rows: DevRef<'a, Idx>,
-        nempty: i32,
-        ntail: i32,
-        tail_end: i32,
+        empty_rows: &[Idx],
+        nempty: i32 = kernel_int("csr5 empty rows", l.empty_rows.len())?,
+        ntail: i32 = kernel_int("csr5 tail rows", l.ntail_rows())?,
+        tail_end: i32 = kernel_int("csr5 tail end", l.tail_end)?,
         axpby: Axpby<'a, T>,
-        carry: DevMut<'a, T>,
+        /// One carry per tile, and one more.
+        carry: &mut [T; l.ntiles + 1],
     }
 }
 
-crate::kernel_args! {
+crate::device_args! {
+    /// A CSR5 layout's carry runs on the device.
+    pub(super) struct RunArrays<T> from l: &Csr5Layout<T>;
     /// `csr5_calibrate`'s parameters.
     pub(super) struct Csr5CalibrateArgs<'a, T> {
-        nruns: i32,
-        run_row: DevRef<'a, Idx>,
-        run_first: DevRef<'a, Idx>,
-        run_end: DevRef<'a, Idx>,
+        nruns: i32 = kernel_int("csr5 carry runs", l.run_row.len())?,
+        run_row: &[Idx],
+        run_first: &[Idx],
+        run_end: &[Idx],
         carry: DevRef<'a, T>,
         y: DevMut<'a, T>,
         alpha: T,
@@ -81,26 +86,20 @@ crate::kernel_args! {
 pub(super) struct DeviceCsr5<T: Scalar> {
     spmv: Kernel<Csr5Args<'static, T>>,
     calibrate: Kernel<Csr5CalibrateArgs<'static, T>>,
-    ntiles: usize,
-    sigma: i32,
-    npacket: i32,
-    y_bits: i32,
-    ntail: usize,
-    tail_end: i32,
-    nempty: usize,
+    /// `csr5_spmv`'s warps: a warp per tile, then a warp per tail row, then the empty rows'.
+    warps: usize,
     nruns: usize,
-    row_ptr: CudaSlice<Idx>,
+    tiles: Tiles<T>,
+    arrays: Csr5Arrays<T>,
+    runs: RunArrays<T>,
+}
+
+/// The transposed tiles and what describes them: built on the host or by `csr5_generate`.
+struct Tiles<T> {
     col_idx: CudaSlice<Idx>,
     vals: CudaSlice<T>,
-    tile_ptr: CudaSlice<Idx>,
     tile_desc: CudaSlice<u32>,
-    empty_ptr: CudaSlice<Idx>,
     empty_offset: CudaSlice<Idx>,
-    empty_rows: CudaSlice<Idx>,
-    run_row: CudaSlice<Idx>,
-    run_first: CudaSlice<Idx>,
-    run_end: CudaSlice<Idx>,
-    carry: CudaSlice<T>,
 }
 
 pub(super) fn upload<T: Scalar>(
@@ -109,25 +108,25 @@ pub(super) fn upload<T: Scalar>(
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     let a = &l.a;
     let nseg = *l.empty_ptr.last().unwrap_or(&0) as usize;
-    let tile_ptr = gpu.upload(&l.tile_ptr)?;
-    let empty_ptr = gpu.upload(&l.empty_ptr)?;
-    let row_ptr = gpu.upload(a.row_ptr())?;
-    let (col_idx, vals, tile_desc, empty_offset) = match l.prep {
+    let arrays = Csr5Arrays::upload(gpu, l)?;
+    let tiles = match l.prep {
         Prep::Host => {
             let h = l.tiles();
-            (
-                gpu.upload(&h.col_idx)?,
-                gpu.upload(&h.vals)?,
-                gpu.upload(&h.tile_desc)?,
-                gpu.upload(&h.empty_offset)?,
-            )
+            Tiles {
+                col_idx: gpu.upload(&h.col_idx)?,
+                vals: gpu.upload(&h.vals)?,
+                tile_desc: gpu.upload(&h.tile_desc)?,
+                empty_offset: gpu.upload(&h.empty_offset)?,
+            }
         }
         Prep::Gpu => {
             // the tail stays as copied; csr5_generate overwrites the tiles
-            let mut col_idx = gpu.upload(a.col_idx())?;
-            let mut vals = gpu.upload(a.vals())?;
-            let mut tile_desc = gpu.alloc_zeros::<u32>(l.ntiles * l.npacket * OMEGA)?;
-            let mut empty_offset = gpu.alloc_zeros::<Idx>(nseg)?;
+            let mut t = Tiles {
+                col_idx: gpu.upload(a.col_idx())?,
+                vals: gpu.upload(a.vals())?,
+                tile_desc: gpu.alloc_zeros::<u32>(l.ntiles * l.npacket * OMEGA)?,
+                empty_offset: gpu.alloc_zeros::<Idx>(nseg)?,
+            };
             if l.ntiles > 0 {
                 let col_in = gpu.upload(a.col_idx())?;
                 let val_in = gpu.upload(a.vals())?;
@@ -138,15 +137,15 @@ pub(super) fn upload<T: Scalar>(
                     npacket: l.npacket as i32,
                     y_bits: l.y_bits as i32,
                     nrows: kernel_int("csr5 nrows", a.nrows())?,
-                    row_ptr: DevRef::new(&row_ptr),
+                    row_ptr: DevRef::new(&arrays.row_ptr),
                     col_in: DevRef::new(&col_in),
                     val_in: DevRef::new(&val_in),
-                    tile_ptr: DevRef::new(&tile_ptr),
-                    empty_ptr: DevRef::new(&empty_ptr),
-                    col_out: DevMut::new(&mut col_idx),
-                    val_out: DevMut::new(&mut vals),
-                    tile_desc: DevMut::new(&mut tile_desc),
-                    empty_offset: DevMut::new(&mut empty_offset),
+                    tile_ptr: DevRef::new(&arrays.tile_ptr),
+                    empty_ptr: DevRef::new(&arrays.empty_ptr),
+                    col_out: DevMut::new(&mut t.col_idx),
+                    val_out: DevMut::new(&mut t.vals),
+                    tile_desc: DevMut::new(&mut t.tile_desc),
+                    empty_offset: DevMut::new(&mut t.empty_offset),
                 };
                 // SAFETY: inputs hold nnz entries, outputs nnz, ntiles·npacket·32 and nseg (the
                 // host's count of flagged tiles' segments); a warp per tile.
@@ -155,34 +154,20 @@ pub(super) fn upload<T: Scalar>(
                 gpu.synchronize()?;
             }
             if l.verify {
-                verify(gpu, l, &col_idx, &vals, &tile_desc, &empty_offset)?;
+                verify(gpu, l, &t)?;
             }
-            (col_idx, vals, tile_desc, empty_offset)
+            t
         }
     };
+    let empty_warps = l.empty_rows.len().div_ceil(32).min(EMPTY_WARPS_MAX);
     let room = DeviceCsr5 {
         spmv: gpu.kernel::<T, _>(&KERNEL, "csr5_spmv")?,
         calibrate: gpu.kernel::<T, _>(&KERNEL, "csr5_calibrate")?,
-        ntiles: l.ntiles,
-        sigma: l.sigma as i32,
-        npacket: l.npacket as i32,
-        y_bits: l.y_bits as i32,
-        ntail: l.ntail_rows(),
-        tail_end: kernel_int("csr5 tail end", l.tail_end)?,
-        nempty: l.empty_rows.len(),
+        warps: l.ntiles + l.ntail_rows() + empty_warps,
         nruns: l.run_row.len(),
-        row_ptr,
-        col_idx,
-        vals,
-        tile_ptr,
-        tile_desc,
-        empty_ptr,
-        empty_offset,
-        empty_rows: gpu.upload(&l.empty_rows)?,
-        run_row: gpu.upload(&l.run_row)?,
-        run_first: gpu.upload(&l.run_first)?,
-        run_end: gpu.upload(&l.run_end)?,
-        carry: gpu.alloc_zeros::<T>(l.ntiles + 1)?,
+        tiles,
+        arrays,
+        runs: RunArrays::upload(gpu, l)?,
     };
     Ok(Resident::boxed(
         (a.nrows(), a.ncols()),
@@ -192,23 +177,16 @@ pub(super) fn upload<T: Scalar>(
 }
 
 /// Compares what csr5_generate built with the host build (`verify=1`).
-fn verify<T: Scalar>(
-    gpu: &Gpu,
-    l: &Csr5Layout<T>,
-    col_idx: &CudaSlice<Idx>,
-    vals: &CudaSlice<T>,
-    tile_desc: &CudaSlice<u32>,
-    empty_offset: &CudaSlice<Idx>,
-) -> Result<()> {
+fn verify<T: Scalar>(gpu: &Gpu, l: &Csr5Layout<T>, t: &Tiles<T>) -> Result<()> {
     let h = l.tiles();
     let mut c = vec![0 as Idx; h.col_idx.len()];
-    gpu.download(col_idx, &mut c)?;
+    gpu.download(&t.col_idx, &mut c)?;
     let mut v = vec![T::zero(); h.vals.len()];
-    gpu.download(vals, &mut v)?;
+    gpu.download(&t.vals, &mut v)?;
     let mut d = vec![0u32; h.tile_desc.len()];
-    gpu.download(tile_desc, &mut d)?;
+    gpu.download(&t.tile_desc, &mut d)?;
     let mut e = vec![0 as Idx; h.empty_offset.len()];
-    gpu.download(empty_offset, &mut e)?;
+    gpu.download(&t.empty_offset, &mut e)?;
     let same_vals = v
         .iter()
         .zip(&h.vals)
@@ -230,43 +208,23 @@ fn verify<T: Scalar>(
 
 impl<T: Scalar> Launches<T> for DeviceCsr5<T> {
     unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
-        let empty_warps = self.nempty.div_ceil(32).min(EMPTY_WARPS_MAX);
-        let warps = self.ntiles + self.ntail + empty_warps;
-        if warps == 0 {
+        if self.warps == 0 {
             return Ok(());
         }
-        let args = Csr5Args {
-            ntiles: kernel_int("csr5 tiles", self.ntiles)?,
-            sigma: self.sigma,
-            npacket: self.npacket,
-            y_bits: self.y_bits,
-            row_ptr: DevRef::new(&self.row_ptr),
-            col_idx: DevRef::new(&self.col_idx),
-            vals: DevRef::new(&self.vals),
-            tile_ptr: DevRef::new(&self.tile_ptr),
-            tile_desc: DevRef::new(&self.tile_desc),
-            empty_ptr: DevRef::new(&self.empty_ptr),
-            empty_offset: DevRef::new(&self.empty_offset),
-            empty_rows: DevRef::new(&self.empty_rows),
-            nempty: kernel_int("csr5 empty rows", self.nempty)?,
-            ntail: kernel_int("csr5 tail rows", self.ntail)?,
-            tail_end: self.tail_end,
-            axpby: c.axpby(),
-            carry: DevMut::scratch(&self.carry),
-        };
+        let t = &self.tiles;
+        let args = self.arrays.args(
+            DevRef::new(&t.col_idx),
+            DevRef::new(&t.vals),
+            DevRef::new(&t.tile_desc),
+            DevRef::new(&t.empty_offset),
+            c.axpby(),
+        );
         // SAFETY: the arrays have the lengths the layout builder gave them (tile_desc
         // ntiles·npacket·32, tile_ptr ntiles + 1, carry ntiles + 1); rows and columns index y and
         // x in range (checked by DeviceLayout::run).
-        unsafe { gpu.launch(&self.spmv, Shape::warp_per_item(warps, THREADS), &args) }?;
-        let args = Csr5CalibrateArgs {
-            nruns: kernel_int("csr5 carry runs", self.nruns)?,
-            run_row: DevRef::new(&self.run_row),
-            run_first: DevRef::new(&self.run_first),
-            run_end: DevRef::new(&self.run_end),
-            carry: DevRef::new(&self.carry),
-            y: DevMut::new(c.y),
-            alpha: c.alpha,
-        };
+        unsafe { gpu.launch(&self.spmv, Shape::warp_per_item(self.warps, THREADS), &args) }?;
+        let carry = DevRef::new(&self.arrays.carry);
+        let args = self.runs.args(carry, DevMut::new(c.y), c.alpha);
         // One thread per carry run (none when no row spans tiles).
         let shape = Shape::thread_per_item(self.nruns, CAL_THREADS);
         // SAFETY: the runs index carry and y in range.

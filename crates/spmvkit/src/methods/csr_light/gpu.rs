@@ -6,11 +6,9 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaSlice;
-
 use super::{CsrLightLayout, KERNEL};
 use crate::error::Result;
-use crate::gpu::{DevMut, Gpu, Kernel, Shape};
+use crate::gpu::{Gpu, Kernel, Shape};
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
 use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::DeviceLayout;
@@ -19,12 +17,15 @@ use crate::scalar::Scalar;
 /// Resident threads per SM assumed when sizing the persistent grid (sm_80 and sm_90).
 const THREADS_PER_SM: usize = 2048;
 
-crate::kernel_args! {
+crate::device_args! {
+    /// A csr-light layout's counters on the device.
+    pub(super) struct LightArrays<T> from l: &CsrLightLayout<T>;
     /// `csr_light_v{V}`'s arguments.
     pub(super) struct CsrLightArgs<'a, T> {
         csr: CsrArgs<'a, T>,
-        ctr: DevMut<'a, u32>,
-        grab: i32,
+        /// [row counter, finished blocks], zero between calls.
+        ctr: &mut [u32; 2],
+        grab: i32 = l.grab as i32,
     }
 }
 
@@ -32,11 +33,9 @@ crate::kernel_args! {
 pub(super) struct DeviceCsrLight<T: Scalar> {
     k: Kernel<CsrLightArgs<'static, T>>,
     threads: u32,
-    grab: u32,
     chunk: u32,
     a: DeviceCsr<T>,
-    /// [row counter, finished blocks], zero between calls.
-    counter: CudaSlice<u32>,
+    arrays: LightArrays<T>,
 }
 
 pub(super) fn upload<T: Scalar>(
@@ -46,10 +45,9 @@ pub(super) fn upload<T: Scalar>(
     let room = DeviceCsrLight {
         k: gpu.kernel::<T, _>(&KERNEL, &format!("csr_light_v{}", l.vector))?,
         threads: l.threads,
-        grab: l.grab,
         chunk: l.chunk(),
         a: DeviceCsr::upload(gpu, &l.a)?,
-        counter: gpu.alloc_zeros::<u32>(2)?,
+        arrays: LightArrays::upload(gpu, l)?,
     };
     Ok(Resident::boxed(room.a.dims(), l.a.bytes() + 8, room))
 }
@@ -59,11 +57,7 @@ impl<T: Scalar> Launches<T> for DeviceCsrLight<T> {
         let warps = (self.threads / 32) as usize;
         let resident = gpu.sm_count().max(1) * (THREADS_PER_SM / self.threads as usize).max(1);
         let needed = c.nrows.div_ceil(warps * self.chunk as usize);
-        let args = CsrLightArgs {
-            csr: self.a.args("csr-light nrows", &mut c)?,
-            ctr: DevMut::scratch(&self.counter),
-            grab: self.grab as i32,
-        };
+        let args = self.arrays.args(self.a.args("csr-light nrows", &mut c)?);
         let shape = Shape::ctas(needed.clamp(1, resident), self.threads);
         // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz (a validated Csr), x ncols
         // and y nrows (checked by DeviceLayout::run); the counter is 2 words, zero on entry

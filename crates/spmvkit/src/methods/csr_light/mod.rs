@@ -26,13 +26,7 @@ use crate::scalar::Scalar;
 
 room_kernel!(
     "csr-light",
-    [
-        gpu::CsrLightArgs::entry("csr_light_v2"),
-        gpu::CsrLightArgs::entry("csr_light_v4"),
-        gpu::CsrLightArgs::entry("csr_light_v8"),
-        gpu::CsrLightArgs::entry("csr_light_v16"),
-        gpu::CsrLightArgs::entry("csr_light_v32"),
-    ]
+    gpu::CsrLightArgs: ["csr_light_v2", "csr_light_v4", "csr_light_v8", "csr_light_v16", "csr_light_v32"]
 );
 
 const NAME: &str = "csr-light";

@@ -22,7 +22,7 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 
 use super::{buffer_cap, smem_bytes, BigBatch, OverlapLayout, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, PinnedSource, Shape};
+use crate::gpu::{kernel_int, DevRef, Gpu, Kernel, PinnedSource, Shape};
 use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
@@ -39,28 +39,34 @@ struct Full<T> {
     done: Vec<CudaEvent>,
 }
 
-crate::kernel_args! {
+crate::device_args! {
+    /// An overlap layout's arrays on the device, all but the nonzeros' (which
+    /// CSR-Full-Overlap fills inside every call).
+    pub(super) struct OverlapArrays<T> from l: &OverlapLayout<T>;
     /// `csr_overlap`'s parameters.
     pub(super) struct OverlapArgs<'a, T> {
-        batch_rows_se: DevRef<'a, Idx>,
-        batch_vlog: DevRef<'a, u8>,
+        batch_rows_se: &[Idx] = &l.batch_rows_flat(),
+        batch_vlog: &[u8] = &l.vlog,
         first_batch: i32,
         nbatches: i32,
         per_cta: i32,
-        long_tasks: DevRef<'a, Idx>,
+        long_tasks: &[Idx],
         ntasks: i32,
         long_ctas: i32,
-        long_rows: DevRef<'a, Idx>,
-        long_first: DevRef<'a, Idx>,
-        long_count: DevRef<'a, Idx>,
-        long_partial: DevMut<'a, T>,
-        long_counter: DevMut<'a, u32>,
-        row_ptr: DevRef<'a, Idx>,
+        long_rows: &[Idx] = &l.part.long_rows,
+        long_first: &[Idx],
+        long_count: &[Idx],
+        /// One partial sum per long-row task.
+        long_partial: &mut [T; l.ntasks()],
+        /// One ticket counter per long row (zero between calls: the last CTA of a row resets
+        /// it).
+        long_counter: &mut [u32; l.part.long_rows.len()],
+        row_ptr: &[Idx] = l.a.row_ptr(),
         col_idx: DevRef<'a, Idx>,
         vals: DevRef<'a, T>,
         axpby: Axpby<'a, T>,
-        vcap: i32,
-        ccap: i32,
+        vcap: i32 = buffer_cap(l.cfg.max_batch_size, T::BYTES) as i32,
+        ccap: i32 = buffer_cap(l.cfg.max_batch_size, 4) as i32,
     }
 }
 
@@ -70,23 +76,11 @@ pub(super) struct DeviceOverlap<T: Scalar> {
     threads: u32,
     ctas: usize,
     smem: u32,
-    vcap: i32,
-    ccap: i32,
     nbatches: usize,
     ntasks: usize,
-    batch_rows: CudaSlice<Idx>,
-    vlog: CudaSlice<u8>,
-    long_tasks: CudaSlice<Idx>,
-    long_rows: CudaSlice<Idx>,
-    long_first: CudaSlice<Idx>,
-    long_count: CudaSlice<Idx>,
-    /// One partial sum per long-row task, and one ticket counter per long row (zero between
-    /// calls: the last CTA of a row resets it).
-    long_partial: CudaSlice<T>,
-    long_counter: CudaSlice<u32>,
-    row_ptr: CudaSlice<Idx>,
     col_idx: CudaSlice<Idx>,
     vals: CudaSlice<T>,
+    arrays: OverlapArrays<T>,
     full: Option<Full<T>>,
 }
 
@@ -138,21 +132,11 @@ pub(super) fn upload<T: Scalar>(
         threads: l.cfg.threads,
         ctas: gpu.sm_count().max(1) * l.cfg.ctas_per_sm as usize,
         smem: smem_bytes::<T>(l.cfg.max_batch_size) as u32,
-        vcap: buffer_cap(l.cfg.max_batch_size, T::BYTES) as i32,
-        ccap: buffer_cap(l.cfg.max_batch_size, 4) as i32,
         nbatches: l.part.batches.len(),
         ntasks: l.ntasks(),
-        batch_rows: gpu.upload(&l.batch_rows_flat())?,
-        vlog: gpu.upload(&l.vlog)?,
-        long_tasks: gpu.upload(&l.long_tasks)?,
-        long_rows: gpu.upload(&l.part.long_rows)?,
-        long_first: gpu.upload(&l.long_first)?,
-        long_count: gpu.upload(&l.long_count)?,
-        long_partial: gpu.alloc_zeros::<T>(l.ntasks())?,
-        long_counter: gpu.alloc_zeros::<u32>(l.part.long_rows.len())?,
-        row_ptr: gpu.upload(l.a.row_ptr())?,
         col_idx,
         vals,
+        arrays: OverlapArrays::upload(gpu, l)?,
         full,
     };
     Ok(Resident::boxed(
@@ -183,31 +167,23 @@ impl<T: Scalar> DeviceOverlap<T> {
         } else {
             0
         };
-        let args = OverlapArgs {
-            batch_rows_se: DevRef::new(&self.batch_rows),
-            batch_vlog: DevRef::new(&self.vlog),
-            first_batch: kernel_int("csr-overlap first batch", first)?,
-            nbatches: kernel_int("csr-overlap batches", n)?,
-            per_cta: kernel_int("csr-overlap batches per CTA", per_cta)?,
-            long_tasks: DevRef::new(&self.long_tasks),
-            ntasks: if with_long {
-                kernel_int("csr-overlap long-row tasks", self.ntasks)?
-            } else {
-                0
-            },
-            long_ctas: kernel_int("csr-overlap long-row CTAs", long_ctas)?,
-            long_rows: DevRef::new(&self.long_rows),
-            long_first: DevRef::new(&self.long_first),
-            long_count: DevRef::new(&self.long_count),
-            long_partial: DevMut::scratch(&self.long_partial),
-            long_counter: DevMut::scratch(&self.long_counter),
-            row_ptr: DevRef::new(&self.row_ptr),
-            col_idx: DevRef::new(&self.col_idx),
-            vals: DevRef::new(&self.vals),
-            axpby: c.axpby(),
-            vcap: self.vcap,
-            ccap: self.ccap,
+        let ntasks = if with_long {
+            kernel_int("csr-overlap long-row tasks", self.ntasks)?
+        } else {
+            0
         };
+        // the launch's fields in order: first_batch, nbatches, per_cta, ntasks, long_ctas, the
+        // nonzeros, the operands
+        let args = self.arrays.args(
+            kernel_int("csr-overlap first batch", first)?,
+            kernel_int("csr-overlap batches", n)?,
+            kernel_int("csr-overlap batches per CTA", per_cta)?,
+            ntasks,
+            kernel_int("csr-overlap long-row CTAs", long_ctas)?,
+            DevRef::new(&self.col_idx),
+            DevRef::new(&self.vals),
+            c.axpby(),
+        );
         let shape = Shape::ctas(batch_ctas + long_ctas, self.threads).shared(self.smem);
         // SAFETY: batch_rows holds 2 entries and vlog 1 per batch, [first, first + n) lies within
         // the batches; long_tasks holds 4 entries and long_partial 1 per task, whose long-row

@@ -23,37 +23,44 @@ const FL_MAIN: i32 = 4;
 const FL_PRO: i32 = 8;
 const FL_OPT: i32 = 16;
 
-crate::kernel_args! {
+crate::device_args! {
+    /// A FastLoad layout's arrays on the device, with its working buffers.
+    pub(super) struct FastLoadArrays<T> from l: &FastLoadLayout<T>;
     /// `fastload_spmv`'s and `fastload_spmv_grid`'s parameters.
     pub(super) struct FastLoadArgs<'a, T> {
-        nblocks: i32,
+        nblocks: i32 = kernel_int("fastload blocks", l.nblocks())?,
         bpw: i32,
-        blk_ptr: DevRef<'a, Idx>,
-        blk_col: DevRef<'a, Idx>,
-        blk_info: DevRef<'a, u8>,
-        row_idx: DevRef<'a, Idx>,
-        vals: DevRef<'a, T>,
-        perm: DevRef<'a, Idx>,
+        blk_ptr: &[Idx],
+        blk_col: &[Idx] = &l.blk_col_idx,
+        blk_info: &[u8],
+        row_idx: &[Idx],
+        vals: &[T],
+        perm: &[Idx],
         x: DevRef<'a, T>,
-        xs: DevMut<'a, T>,
+        /// x permuted (`permute_x=gather`).
+        xs: &mut [T; if l.opts.permute_x == PermuteX::Gather { l.ncols.max(1) } else { 1 }],
         y: DevMut<'a, T>,
-        nrows: i32,
-        ncols: i32,
+        nrows: i32 = kernel_int("fastload nrows", l.nrows)?,
+        ncols: i32 = kernel_int("fastload ncols", l.ncols)?,
         alpha: T,
         beta: T,
-        sync: DevMut<'a, u32>,
+        /// The three counters of `fuse=one`, zero between calls.
+        sync: &mut [u32; 4],
         npro: i32,
         flags: i32,
-        hub: DevMut<'a, T>,
+        /// `hub_slots` sectors of `32 / sizeof(T)` values per hub row.
+        hub: &mut [T; (l.hub_rows.len() * l.opts.hub_slots as usize * (32 / T::BYTES)).max(1)],
     }
 }
 
-crate::kernel_args! {
+crate::device_args! {
+    /// The hub rows on the device.
+    pub(super) struct HubArrays<T> from l: &FastLoadLayout<T>;
     /// `fastload_hub_combine`'s parameters.
     pub(super) struct HubCombineArgs<'a, T> {
-        nhubs: i32,
-        slots: i32,
-        hub_rows: DevRef<'a, Idx>,
+        nhubs: i32 = kernel_int("fastload hub rows", l.hub_rows.len())?,
+        slots: i32 = l.opts.hub_slots as i32,
+        hub_rows: &[Idx],
         hub: DevMut<'a, T>,
         y: DevMut<'a, T>,
     }
@@ -79,18 +86,9 @@ pub(super) struct DeviceFastLoad<T: Scalar> {
     phase: Phase,
     optimised: bool,
     sm_count: usize,
-    blk_ptr: CudaSlice<Idx>,
-    blk_col: CudaSlice<Idx>,
-    blk_info: CudaSlice<u8>,
-    row_idx: CudaSlice<Idx>,
-    vals: CudaSlice<T>,
-    perm: CudaSlice<Idx>,
-    xs: CudaSlice<T>,
-    sync: CudaSlice<u32>,
-    hub_rows: CudaSlice<Idx>,
     nhubs: usize,
-    hub_slots: u32,
-    hub: CudaSlice<T>,
+    arrays: FastLoadArrays<T>,
+    hubs: HubArrays<T>,
 }
 
 pub(super) fn upload<T: Scalar>(
@@ -99,9 +97,6 @@ pub(super) fn upload<T: Scalar>(
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     let gather = l.opts.permute_x == PermuteX::Gather;
     let sm_count = gpu.sm_count().max(1);
-    let nhubs = l.hub_rows.len();
-    let hub_slots = l.opts.hub_slots;
-    let spread = 32 / T::BYTES;
     let grid_f = gpu.kernel::<T, _>(&KERNEL, "fastload_spmv_grid")?;
     let grid_ctas = if matches!(l.opts.fuse, Fuse::Grid | Fuse::StreamGrid) {
         grid_f.resident_ctas(gpu, l.opts.threads, 0)?
@@ -127,18 +122,9 @@ pub(super) fn upload<T: Scalar>(
         phase: l.opts.phase,
         optimised: l.opts.optimised,
         sm_count,
-        blk_ptr: gpu.upload(&l.blk_ptr)?,
-        blk_col: gpu.upload(&l.blk_col_idx)?,
-        blk_info: gpu.upload(&l.blk_info)?,
-        row_idx: gpu.upload(&l.row_idx)?,
-        vals: gpu.upload(&l.vals)?,
-        perm: gpu.upload(&l.perm)?,
-        xs: gpu.alloc_zeros::<T>(if gather { l.ncols.max(1) } else { 1 })?,
-        sync: gpu.alloc_zeros::<u32>(4)?,
-        hub_rows: gpu.upload(&l.hub_rows)?,
-        nhubs,
-        hub_slots,
-        hub: gpu.alloc_zeros::<T>((nhubs * hub_slots as usize * spread).max(1))?,
+        nhubs: l.hub_rows.len(),
+        arrays: FastLoadArrays::upload(gpu, l)?,
+        hubs: HubArrays::upload(gpu, l)?,
     };
     Ok(Resident::boxed(
         (l.nrows, l.ncols),
@@ -154,27 +140,16 @@ impl<T: Scalar> DeviceFastLoad<T> {
     ///
     /// As [`Launches::run`]: x holds at least ncols and y at least nrows elements.
     unsafe fn launch(&self, gpu: &Gpu, l: Launch, c: &mut Call<'_, T>) -> Result<()> {
-        let args = FastLoadArgs {
-            nblocks: kernel_int("fastload blocks", self.nblocks)?,
-            bpw: self.bpw as i32,
-            blk_ptr: DevRef::new(&self.blk_ptr),
-            blk_col: DevRef::new(&self.blk_col),
-            blk_info: DevRef::new(&self.blk_info),
-            row_idx: DevRef::new(&self.row_idx),
-            vals: DevRef::new(&self.vals),
-            perm: DevRef::new(&self.perm),
-            x: DevRef::new(c.x),
-            xs: DevMut::scratch(&self.xs),
-            y: DevMut::new(c.y),
-            nrows: kernel_int("fastload nrows", c.nrows)?,
-            ncols: kernel_int("fastload ncols", c.ncols)?,
-            alpha: c.alpha,
-            beta: c.beta,
-            sync: DevMut::scratch(&self.sync),
-            npro: l.npro,
-            flags: l.flags,
-            hub: DevMut::scratch(&self.hub),
-        };
+        // the launch's fields in order: bpw, x, y, alpha, beta, npro, flags
+        let args = self.arrays.args(
+            self.bpw as i32,
+            DevRef::new(c.x),
+            DevMut::new(c.y),
+            c.alpha,
+            c.beta,
+            l.npro,
+            l.flags,
+        );
         let (k, shape) = if l.coop {
             (
                 &self.grid_f,
@@ -198,13 +173,9 @@ impl<T: Scalar> DeviceFastLoad<T> {
     ///
     /// y holds at least nrows elements.
     unsafe fn launch_combine(&self, gpu: &Gpu, y: &mut CudaSlice<T>) -> Result<()> {
-        let args = HubCombineArgs {
-            nhubs: kernel_int("fastload hub rows", self.nhubs)?,
-            slots: self.hub_slots as i32,
-            hub_rows: DevRef::new(&self.hub_rows),
-            hub: DevMut::scratch(&self.hub),
-            y: DevMut::new(y),
-        };
+        let args = self
+            .hubs
+            .args(DevMut::scratch(&self.arrays.hub), DevMut::new(y));
         let shape = Shape::warp_per_item(self.nhubs, COMBINE_THREADS);
         // SAFETY: hub_rows has nhubs rows < len(y); hub holds nhubs·slots sectors of
         // 32 / sizeof(T) reals.

@@ -20,32 +20,40 @@ use crate::scalar::Scalar;
 /// Threads per CTA of the combine kernels.
 const COMBINE_THREADS: u32 = 256;
 
-crate::kernel_args! {
+crate::device_args! {
+    /// An HBP layout's arrays on the device, with the partial sums and the ticket counter.
+    pub(super) struct HbpArrays<T> from l: &HbpLayout<T>;
     /// `hbp_spmv`'s parameters.
     pub(super) struct HbpArgs<'a, T> {
-        nbr: i32,
-        nbc: i32,
-        nrows: i32,
-        ncols: i32,
-        block_rows: i32,
-        block_cols: i32,
-        dense: i32,
-        blk_slot: DevRef<'a, u32>,
-        blk_group: DevRef<'a, u32>,
-        begin_nnz: DevRef<'a, u32>,
-        zero_row: DevRef<'a, i32>,
-        out_idx: DevRef<'a, u32>,
-        packed: DevRef<'a, u32>,
-        data: DevRef<'a, T>,
+        nbr: i32 = kernel_int("hbp block rows", l.nbr)?,
+        nbc: i32 = kernel_int("hbp block columns", l.nbc)?,
+        nrows: i32 = kernel_int("hbp nrows", l.nrows)?,
+        ncols: i32 = kernel_int("hbp ncols", l.ncols)?,
+        block_rows: i32 = l.cfg.block_rows as i32,
+        block_cols: i32 = l.cfg.block_cols as i32,
+        dense: i32 = dense(l) as i32,
+        blk_slot: &[u32],
+        blk_group: &[u32],
+        begin_nnz: &[u32],
+        zero_row: &[i32],
+        out_idx: &[u32] = if dense(l) { &l.output_hash } else { &l.out_pos },
+        packed: &[u32] = &l.packed(),
+        data: &[T],
         x: DevRef<'a, T>,
-        mid: DevMut<'a, T>,
+        mid: &mut [T; l.mid_len()],
         per_cta: i32,
         nfixed: i32,
-        nblocks: i32,
-        grab: i32,
-        compete_cta: i32,
-        ticket: DevMut<'a, i32>,
+        nblocks: i32 = kernel_int("hbp blocks", l.nbr * l.nbc)?,
+        grab: i32 = l.cfg.grab as i32,
+        compete_cta: i32 = l.cfg.compete_cta as i32,
+        /// 0 on entry: zeroed at upload, reset by every combine.
+        ticket: &mut [i32; 1],
     }
+}
+
+/// Whether the layout combines through the dense hash (`combine=dense`).
+fn dense<T: Scalar>(l: &HbpLayout<T>) -> bool {
+    l.cfg.combine == Combine::Dense
 }
 
 crate::kernel_args! {
@@ -81,38 +89,25 @@ enum CombineKernel<T: Scalar> {
 pub(super) struct DeviceHbp<T: Scalar> {
     spmv: Kernel<HbpArgs<'static, T>>,
     combine: CombineKernel<T>,
-    dense: bool,
-    nbr: usize,
+    nblocks: usize,
     nbc: usize,
     block_rows: usize,
-    block_cols: usize,
     threads: u32,
     ctas: u32,
     smem: u32,
-    per_cta: usize,
-    nfixed: usize,
-    grab: u32,
-    compete_cta: bool,
+    per_cta: i32,
+    nfixed: i32,
     phase: Phase,
-    blk_slot: CudaSlice<u32>,
-    blk_group: CudaSlice<u32>,
-    begin_nnz: CudaSlice<u32>,
-    zero_row: CudaSlice<i32>,
-    out_idx: CudaSlice<u32>,
-    packed: CudaSlice<u32>,
-    data: CudaSlice<T>,
     cptr: CudaSlice<u32>,
-    mid: CudaSlice<T>,
-    ticket: CudaSlice<i32>,
+    arrays: HbpArrays<T>,
 }
 
 pub(super) fn upload<T: Scalar>(
     l: &HbpLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
-    let dense = l.cfg.combine == Combine::Dense;
     let spmv = gpu.kernel::<T, HbpArgs<T>>(&KERNEL, "hbp_spmv")?;
-    let combine = if dense {
+    let combine = if dense(l) {
         CombineKernel::Dense(gpu.kernel::<T, _>(&KERNEL, "hbp_combine_dense")?)
     } else {
         CombineKernel::Sparse(gpu.kernel::<T, _>(&KERNEL, "hbp_combine_sparse")?)
@@ -134,34 +129,21 @@ pub(super) fn upload<T: Scalar>(
         "hbp blocks plus ticket overshoot",
         l.nblocks() + warps * l.cfg.grab as usize,
     )?;
-    let out_idx = if dense { &l.output_hash } else { &l.out_pos };
     gpu.ensure_fits("hbp layout", l.footprint_bytes())?;
     let room = DeviceHbp {
         spmv,
         combine,
-        dense,
-        nbr: l.nbr,
+        nblocks: l.nblocks(),
         nbc: l.nbc,
         block_rows: l.cfg.block_rows,
-        block_cols: l.cfg.block_cols,
         threads,
         ctas: ctas as u32,
         smem,
-        per_cta,
-        nfixed,
-        grab: l.cfg.grab,
-        compete_cta: l.cfg.compete_cta,
+        per_cta: kernel_int("hbp blocks per CTA", per_cta)?,
+        nfixed: kernel_int("hbp fixed blocks", nfixed)?,
         phase: l.cfg.phase,
-        blk_slot: gpu.upload(&l.blk_slot)?,
-        blk_group: gpu.upload(&l.blk_group)?,
-        begin_nnz: gpu.upload(&l.begin_nnz)?,
-        zero_row: gpu.upload(&l.zero_row)?,
-        out_idx: gpu.upload(out_idx)?,
-        packed: gpu.upload(&l.packed())?,
-        data: gpu.upload(&l.data)?,
         cptr: gpu.upload(&l.cptr)?,
-        mid: gpu.alloc_zeros::<T>(l.mid_len())?,
-        ticket: gpu.alloc_zeros::<i32>(1)?,
+        arrays: HbpArrays::upload(gpu, l)?,
     };
     Ok(Resident::boxed(
         (l.nrows, l.ncols),
@@ -180,7 +162,10 @@ impl<T: Scalar> DeviceHbp<T> {
         // One thread per row, and one CTA when there is none (it resets the ticket).
         let shape = Shape::thread_per_item(nrows.max(1), COMBINE_THREADS);
         let n = kernel_int("hbp nrows", nrows)?;
-        let (ticket, mid) = (DevMut::scratch(&self.ticket), DevRef::new(&self.mid));
+        let (ticket, mid) = (
+            DevMut::scratch(&self.arrays.ticket),
+            DevRef::new(&self.arrays.mid),
+        );
         // SAFETY (both): mid holds rows × column blocks (dense) or cptr[nrows] (sparse)
         // partials; y has at least nrows entries (this function's contract).
         match &self.combine {
@@ -212,37 +197,13 @@ impl<T: Scalar> DeviceHbp<T> {
 impl<T: Scalar> Launches<T> for DeviceHbp<T> {
     unsafe fn run(&self, gpu: &Gpu, mut c: Call<'_, T>) -> Result<()> {
         let nrows = c.nrows;
-        let nblocks = self.nbr * self.nbc;
         if self.phase == Phase::Spmv {
             // timing the SpMV part alone: a combine over no rows resets the ticket counter
             // SAFETY: no row is written.
             unsafe { self.combine(gpu, 0, c.ypby()) }?;
         }
-        if nblocks > 0 && self.phase != Phase::Combine {
-            let args = HbpArgs {
-                nbr: kernel_int("hbp block rows", self.nbr)?,
-                nbc: kernel_int("hbp block columns", self.nbc)?,
-                nrows: kernel_int("hbp nrows", nrows)?,
-                ncols: kernel_int("hbp ncols", c.ncols)?,
-                block_rows: self.block_rows as i32,
-                block_cols: self.block_cols as i32,
-                dense: self.dense as i32,
-                blk_slot: DevRef::new(&self.blk_slot),
-                blk_group: DevRef::new(&self.blk_group),
-                begin_nnz: DevRef::new(&self.begin_nnz),
-                zero_row: DevRef::new(&self.zero_row),
-                out_idx: DevRef::new(&self.out_idx),
-                packed: DevRef::new(&self.packed),
-                data: DevRef::new(&self.data),
-                x: DevRef::new(c.x),
-                mid: DevMut::scratch(&self.mid),
-                per_cta: kernel_int("hbp blocks per CTA", self.per_cta)?,
-                nfixed: kernel_int("hbp fixed blocks", self.nfixed)?,
-                nblocks: kernel_int("hbp blocks", nblocks)?,
-                grab: self.grab as i32,
-                compete_cta: self.compete_cta as i32,
-                ticket: DevMut::scratch(&self.ticket),
-            };
+        if self.nblocks > 0 && self.phase != Phase::Combine {
+            let args = self.arrays.args(DevRef::new(c.x), self.per_cta, self.nfixed);
             let shape = Shape::ctas(self.ctas as usize, self.threads).shared(self.smem);
             // SAFETY: the block, group, slot and nonzero arrays are the layout's (all indices
             // inside them, checked < 2^31 at build); mid has mid_len entries; per_cta · ctas =

@@ -6,8 +6,6 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaSlice;
-
 use super::{smem_bytes, MergeLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
@@ -19,25 +17,29 @@ use crate::scalar::{Idx, Scalar};
 /// Threads per block of the fix-up kernel.
 const FIX_THREADS: u32 = 256;
 
-crate::kernel_args! {
+crate::device_args! {
+    /// A merge layout's tiles on the device, with the carry of each tile.
+    pub(super) struct TileArrays<T> from l: &MergeLayout<T>;
     /// `merge_spmv`'s arguments.
     pub(super) struct MergeArgs<'a, T> {
         csr: CsrArgs<'a, T>,
-        tile_row: DevRef<'a, Idx>,
-        tile_nz: DevRef<'a, Idx>,
-        carry: DevMut<'a, T>,
-        items: i32,
+        tile_row: &[Idx],
+        tile_nz: &[Idx],
+        carry: &mut [T; l.ntiles()],
+        items: i32 = l.items as i32,
     }
 }
 
-crate::kernel_args! {
+crate::device_args! {
+    /// A merge layout's carry runs on the device.
+    pub(super) struct RunArrays<T> from l: &MergeLayout<T>;
     /// `merge_fixup`'s arguments.
     pub(super) struct MergeFixupArgs<'a, T> {
-        nshort: i32,
-        nlong: i32,
-        run_row: DevRef<'a, Idx>,
-        run_first: DevRef<'a, Idx>,
-        run_end: DevRef<'a, Idx>,
+        nshort: i32 = kernel_int("merge short carry runs", l.nshort)?,
+        nlong: i32 = kernel_int("merge long carry runs", l.nruns() - l.nshort)?,
+        run_row: &[Idx],
+        run_first: &[Idx],
+        run_end: &[Idx],
         carry: DevRef<'a, T>,
         y: DevMut<'a, T>,
         alpha: T,
@@ -49,40 +51,31 @@ pub(super) struct DeviceMerge<T: Scalar> {
     spmv: Kernel<MergeArgs<'static, T>>,
     fixup: Kernel<MergeFixupArgs<'static, T>>,
     threads: u32,
-    items: u32,
     ntiles: usize,
     smem: u32,
-    nshort: usize,
-    nlong: usize,
+    /// The fix-up's CTAs: a thread per short carry run, then a warp per long one.
+    fix_ctas: usize,
     a: DeviceCsr<T>,
-    tile_row: CudaSlice<Idx>,
-    tile_nz: CudaSlice<Idx>,
-    run_row: CudaSlice<Idx>,
-    run_first: CudaSlice<Idx>,
-    run_end: CudaSlice<Idx>,
-    carry: CudaSlice<T>,
+    tiles: TileArrays<T>,
+    runs: RunArrays<T>,
 }
 
 pub(super) fn upload<T: Scalar>(
     l: &MergeLayout<T>,
     gpu: &Arc<Gpu>,
 ) -> Result<Box<dyn DeviceLayout<T>>> {
+    let short_blocks = l.nshort.div_ceil(FIX_THREADS as usize);
+    let long_blocks = (l.nruns() - l.nshort).div_ceil((FIX_THREADS / 32) as usize);
     let room = DeviceMerge {
         spmv: gpu.kernel::<T, _>(&KERNEL, "merge_spmv")?,
         fixup: gpu.kernel::<T, _>(&KERNEL, "merge_fixup")?,
         threads: l.threads,
-        items: l.items,
         ntiles: l.ntiles(),
         smem: smem_bytes::<T>(l.tile_items()) as u32,
-        nshort: l.nshort,
-        nlong: l.nruns() - l.nshort,
+        fix_ctas: short_blocks + long_blocks,
         a: DeviceCsr::upload(gpu, &l.a)?,
-        tile_row: gpu.upload(&l.tile_row)?,
-        tile_nz: gpu.upload(&l.tile_nz)?,
-        run_row: gpu.upload(&l.run_row)?,
-        run_first: gpu.upload(&l.run_first)?,
-        run_end: gpu.upload(&l.run_end)?,
-        carry: gpu.alloc_zeros::<T>(l.ntiles())?,
+        tiles: TileArrays::upload(gpu, l)?,
+        runs: RunArrays::upload(gpu, l)?,
     };
     Ok(Resident::boxed(room.a.dims(), l.footprint_bytes(), room))
 }
@@ -92,33 +85,17 @@ impl<T: Scalar> Launches<T> for DeviceMerge<T> {
         if self.ntiles == 0 {
             return Ok(());
         }
-        let args = MergeArgs {
-            csr: self.a.args("merge nrows", &mut c)?,
-            tile_row: DevRef::new(&self.tile_row),
-            tile_nz: DevRef::new(&self.tile_nz),
-            carry: DevMut::scratch(&self.carry),
-            items: self.items as i32,
-        };
+        let args = self.tiles.args(self.a.args("merge nrows", &mut c)?);
         let shape = Shape::ctas(self.ntiles, self.threads).shared(self.smem);
         // SAFETY: tile_row/tile_nz have ntiles + 1 entries, carry ntiles; the dynamic shared
         // memory is what the kernel lays out for blockDim.x · items steps; x has ncols and y
         // nrows entries (checked by DeviceLayout::run).
         unsafe { gpu.launch(&self.spmv, shape, &args) }?;
 
-        let short_blocks = self.nshort.div_ceil(FIX_THREADS as usize);
-        let long_blocks = self.nlong.div_ceil((FIX_THREADS / 32) as usize);
-        let args = MergeFixupArgs {
-            nshort: kernel_int("merge short carry runs", self.nshort)?,
-            nlong: kernel_int("merge long carry runs", self.nlong)?,
-            run_row: DevRef::new(&self.run_row),
-            run_first: DevRef::new(&self.run_first),
-            run_end: DevRef::new(&self.run_end),
-            carry: DevRef::new(&self.carry),
-            y: DevMut::new(c.y),
-            alpha: c.alpha,
-        };
+        let carry = DevRef::new(&self.tiles.carry);
+        let args = self.runs.args(carry, DevMut::new(c.y), c.alpha);
         // One thread per short run, then one warp per long run (none when no row spans tiles).
-        let shape = Shape::ctas(short_blocks + long_blocks, FIX_THREADS);
+        let shape = Shape::ctas(self.fix_ctas, FIX_THREADS);
         // SAFETY: the run arrays have nshort + nlong entries with tile ranges inside carry;
         // rows are < nrows.
         unsafe { gpu.launch(&self.fixup, shape, &args) }

@@ -4,33 +4,33 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaSlice;
-
 use super::{PbcLayout, KERNEL};
 use crate::error::Result;
-use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::gpu::{kernel_int, Gpu, Kernel, Shape};
 use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Layout};
 use crate::scalar::{Idx, Scalar};
 
-crate::kernel_args! {
+crate::device_args! {
+    /// A PBC layout's arrays on the device.
+    pub(super) struct PbcArrays<T> from l: &PbcLayout<T>;
     /// `pbc_spmv`'s arguments.
     pub(super) struct PbcArgs<'a, T> {
-        blk_row: DevRef<'a, Idx>,
-        rows: DevRef<'a, Idx>,
-        row_off: DevRef<'a, Idx>,
-        col: DevRef<'a, Idx>,
-        val: DevRef<'a, T>,
-        blk_seg: DevRef<'a, Idx>,
-        seg_ptr: DevRef<'a, Idx>,
-        seg_slot: DevRef<'a, Idx>,
-        coo_col: DevRef<'a, Idx>,
-        coo_val: DevRef<'a, T>,
-        part: DevMut<'a, T>,
-        nsplit: i32,
-        split_row: DevRef<'a, Idx>,
-        split_ptr: DevRef<'a, Idx>,
-        ctr: DevMut<'a, u32>,
+        blk_row: &[Idx],
+        rows: &[Idx],
+        row_off: &[Idx],
+        col: &[Idx],
+        val: &[T],
+        blk_seg: &[Idx],
+        seg_ptr: &[Idx],
+        seg_slot: &[Idx],
+        coo_col: &[Idx],
+        coo_val: &[T],
+        part: &mut [T; l.nslots()],
+        nsplit: i32 = kernel_int("pbc split rows", l.split_row.len())?,
+        split_row: &[Idx],
+        split_ptr: &[Idx],
+        ctr: &mut [u32; 1],
         axpby: Axpby<'a, T>,
     }
 }
@@ -40,21 +40,7 @@ pub(super) struct DevicePbc<T: Scalar> {
     k: Kernel<PbcArgs<'static, T>>,
     nblocks: usize,
     threads: u32,
-    nsplit: i32,
-    blk_row: CudaSlice<Idx>,
-    rows: CudaSlice<Idx>,
-    row_off: CudaSlice<Idx>,
-    col: CudaSlice<Idx>,
-    val: CudaSlice<T>,
-    blk_seg: CudaSlice<Idx>,
-    seg_ptr: CudaSlice<Idx>,
-    seg_slot: CudaSlice<Idx>,
-    coo_col: CudaSlice<Idx>,
-    coo_val: CudaSlice<T>,
-    part: CudaSlice<T>,
-    split_row: CudaSlice<Idx>,
-    split_ptr: CudaSlice<Idx>,
-    ctr: CudaSlice<u32>,
+    arrays: PbcArrays<T>,
 }
 
 pub(super) fn upload<T: Scalar>(
@@ -65,21 +51,7 @@ pub(super) fn upload<T: Scalar>(
         k: gpu.kernel::<T, _>(&KERNEL, "pbc_spmv")?,
         nblocks: l.nblocks(),
         threads: l.threads,
-        nsplit: kernel_int("pbc split rows", l.split_row.len())?,
-        blk_row: gpu.upload(&l.blk_row)?,
-        rows: gpu.upload(&l.rows)?,
-        row_off: gpu.upload(&l.row_off)?,
-        col: gpu.upload(&l.col)?,
-        val: gpu.upload(&l.val)?,
-        blk_seg: gpu.upload(&l.blk_seg)?,
-        seg_ptr: gpu.upload(&l.seg_ptr)?,
-        seg_slot: gpu.upload(&l.seg_slot)?,
-        coo_col: gpu.upload(&l.coo_col)?,
-        coo_val: gpu.upload(&l.coo_val)?,
-        part: gpu.alloc_zeros::<T>(l.nslots())?,
-        split_row: gpu.upload(&l.split_row)?,
-        split_ptr: gpu.upload(&l.split_ptr)?,
-        ctr: gpu.alloc_zeros::<u32>(1)?,
+        arrays: PbcArrays::upload(gpu, l)?,
     };
     Ok(Resident::boxed(
         (l.nrows, l.ncols),
@@ -93,24 +65,7 @@ impl<T: Scalar> Launches<T> for DevicePbc<T> {
         if self.nblocks == 0 {
             return Ok(());
         }
-        let args = PbcArgs {
-            blk_row: DevRef::new(&self.blk_row),
-            rows: DevRef::new(&self.rows),
-            row_off: DevRef::new(&self.row_off),
-            col: DevRef::new(&self.col),
-            val: DevRef::new(&self.val),
-            blk_seg: DevRef::new(&self.blk_seg),
-            seg_ptr: DevRef::new(&self.seg_ptr),
-            seg_slot: DevRef::new(&self.seg_slot),
-            coo_col: DevRef::new(&self.coo_col),
-            coo_val: DevRef::new(&self.coo_val),
-            part: DevMut::scratch(&self.part),
-            nsplit: self.nsplit,
-            split_row: DevRef::new(&self.split_row),
-            split_ptr: DevRef::new(&self.split_ptr),
-            ctr: DevMut::scratch(&self.ctr),
-            axpby: c.axpby(),
-        };
+        let args = self.arrays.args(c.axpby());
         // SAFETY: every offset array has its count + 1 entries and indexes the arrays after it
         // (by construction), part has one slot per segment, the counter is one word, zero on
         // entry (zeroed at upload, reset by the last CTA of the previous call); x has ncols and

@@ -63,7 +63,7 @@ use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 use select::{BlnChoice, KChoice, Lengths, Selection};
 
-room_kernel!("teb", [gpu::TebArgs::entry("teb_spmv"), gpu::TebArgs::entry("teb_vector_spmv")]);
+room_kernel!("teb", gpu::TebArgs: ["teb_spmv", "teb_vector_spmv"]);
 
 const NAME: &str = "teb";
 const VECTOR_NAME: &str = "teb-vector";
