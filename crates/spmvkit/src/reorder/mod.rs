@@ -209,26 +209,37 @@ impl Ordering {
     }
 }
 
-impl fmt::Display for Ordering {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
+/// `Display` as `name()`, and `FromStr` finding the entry of `ALL` by name (an error lists the
+/// names), for a choice type with `ALL` and `name()`.
+macro_rules! named_choice {
+    ($t:ident, $what:literal) => {
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl FromStr for $t {
+            type Err = Error;
+
+            fn from_str(s: &str) -> Result<Self> {
+                by_name(s, &$t::ALL, $t::name, $what)
+            }
+        }
+    };
 }
 
-impl FromStr for Ordering {
-    type Err = Error;
+named_choice!(Ordering, "ordering");
 
-    fn from_str(s: &str) -> Result<Self> {
-        Ordering::ALL
-            .into_iter()
-            .find(|o| o.name() == s)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "unknown ordering '{s}'; available: {}",
-                    Ordering::ALL.map(Ordering::name).join(", ")
-                ))
-            })
-    }
+/// The entry of `all` named `s`, or an error listing the names (`what`: what they name).
+fn by_name<K: Copy>(s: &str, all: &[K], name: fn(K) -> &'static str, what: &str) -> Result<K> {
+    all.iter().copied().find(|&k| name(k) == s).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|&k| name(k)).collect();
+        Error::InvalidArgument(format!(
+            "unknown {what} '{s}'; available: {}",
+            names.join(", ")
+        ))
+    })
 }
 
 /// The permutation `kind` chooses for the square matrix `a`: PAPᵀ ([`permute_symmetric`]) is
@@ -341,24 +352,4 @@ impl Reorder {
     }
 }
 
-impl fmt::Display for Reorder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Reorder {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        Reorder::ALL
-            .into_iter()
-            .find(|r| r.name() == s)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "unknown reordering '{s}'; available: {}",
-                    Reorder::ALL.map(Reorder::name).join(", ")
-                ))
-            })
-    }
-}
+named_choice!(Reorder, "reordering");
