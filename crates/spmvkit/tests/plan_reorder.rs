@@ -184,3 +184,26 @@ fn a_variant_sets_the_reordering_of_its_plan() {
         .to_string();
     assert!(e.contains("unknown reordering 'metis'"), "{e}");
 }
+
+#[test]
+fn gpu_auto_reorder_times_both_numberings_and_stays_correct() {
+    let Some((_gpu, _g)) =
+        common::gpu_or_skip("gpu_auto_reorder_times_both_numberings_and_stays_correct")
+    else {
+        return;
+    };
+    for spec in MATRICES {
+        let a = generate_f64(spec).unwrap();
+        for method in ["csr-packed", "auto[calls=1000]"] {
+            let mut plan = Plan::new(method, &a, &opts(Backend::Gpu, Reorder::Auto)).unwrap();
+            let note = plan.reorder_note().unwrap().to_string();
+            assert!(
+                note.contains("µs reordered") && note.contains("as given"),
+                "{note}"
+            );
+            assert_eq!(plan.ordering().is_some(), note.contains("kept"), "{note}");
+            assert!(!plan.prep_times().reorder.is_zero());
+            assert_matches_oracle(&mut plan, &a, &format!("{method}, reorder=auto, {spec}"));
+        }
+    }
+}

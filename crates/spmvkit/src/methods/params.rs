@@ -70,6 +70,11 @@ impl Params {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
+    /// The value given for `key`, if any.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
     /// Removes `key` and returns its value.
     pub fn take(&mut self, key: &str) -> Option<String> {
         self.0.remove(key)

@@ -188,6 +188,19 @@ impl<T: PrepareFor> Plan<T> {
         if let Some(v) = params.take(REORDER_PARAM) {
             how = v.parse()?;
         }
+        if how != Reorder::None && a.nrows() != a.ncols() {
+            return Err(Error::InvalidArgument(format!(
+                "reorder={how} needs a square matrix; this one is {}x{}",
+                a.nrows(),
+                a.ncols()
+            )));
+        }
+        if how == Reorder::Auto {
+            let plain = Self::build(method, a, params.clone(), backend, Reorder::None)?;
+            if plain.backend() == Backend::Gpu {
+                return plain.trial_reorder(a, params);
+            }
+        }
         let (backend, gpu, note) = choose_backend(&info, backend)?;
         let declares_fallback = info.params.iter().any(|p| p.key == CPU_FALLBACK_PARAM);
         if backend == Backend::Gpu
@@ -253,6 +266,49 @@ impl<T: PrepareFor> Plan<T> {
             reordered,
             reorder_note: decision.note,
         })
+    }
+
+    /// `reorder=auto` on the GPU: the same method prepared on PAPᵀ (RCM) is timed against this
+    /// plan, a timed call each with everything a call holds (the permutations included), and
+    /// kept when it is faster by more than the ordering's cost spread over the method's `calls`
+    /// (when it declares them, as `auto` does; otherwise over unboundedly many calls). What the
+    /// trial cost beyond the kept plan's own preparation is [`PrepTimes::reorder`].
+    fn trial_reorder(mut self, a: &Csr<T>, params: Params) -> Result<Self> {
+        const TRIAL: TimingConfig = TimingConfig {
+            warmup: 2,
+            calls: 10,
+            samples: 3,
+        };
+        let t0 = Instant::now();
+        let backend = Some(Backend::Gpu);
+        let rcm = Reorder::By(Ordering::Rcm);
+        let mut ordered = Self::build(self.method, a, params.clone(), backend, rcm)?;
+        let (one, zero) = (T::one(), T::zero());
+        let plain_us = self.time(TimingMode::Stream, &TRIAL, one, zero)?.median_us;
+        let ordered_us = ordered
+            .time(TimingMode::Stream, &TRIAL, one, zero)?
+            .median_us;
+        let order_us = ordered.prep.reorder.as_secs_f64() * 1e6;
+        let declared = self.method.info().params.iter().find(|p| p.key == "calls");
+        let calls = params
+            .get("calls")
+            .or(declared.map(|p| p.default))
+            .and_then(|c| c.parse::<f64>().ok());
+        let keep = ordered_us + order_us / calls.unwrap_or(f64::INFINITY) < plain_us;
+        let note = format!(
+            "reorder=auto: rcm {} (a call {ordered_us:.1} µs reordered, permutations included, \
+             against {plain_us:.1} µs as given; ordering {:.0} ms{})",
+            if keep { "kept" } else { "declined" },
+            order_us / 1e3,
+            calls.map_or(String::new(), |c| format!(" over {c} calls"))
+        );
+        let mut chosen = if keep { ordered } else { self };
+        let own = chosen.prep.prepare + chosen.prep.upload;
+        chosen.prep.reorder = t0
+            .elapsed()
+            .saturating_sub(if keep { own } else { Duration::ZERO });
+        chosen.reorder_note = Some(note);
+        Ok(chosen)
     }
 
     /// y = αAx + βy with host vectors.

@@ -311,9 +311,10 @@ pub fn permute_symmetric_map<T: Scalar>(a: &Csr<T>, p: &Permutation) -> Result<(
 }
 
 /// Whether and how a [`crate::Plan`] reorders its matrix (`PlanOptions::reorder`, `--reorder`):
-/// not at all, by one [`Ordering`], or `auto`, which orders by [`Ordering::Rcm`] and keeps the
-/// order only where the x-sector model says the gathers it saves outweigh the two permutations
-/// every call then adds ([`Reorder::keeps`]).
+/// not at all, by one [`Ordering`], or `auto`, which tries [`Ordering::Rcm`]: on the GPU the
+/// plan times one call each way and keeps the faster (docs/reorder.md); on the CPU it keeps the
+/// order where the x-sector model says the gathers it saves outweigh the two permutations every
+/// call then adds ([`Reorder::keeps`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Reorder {
     /// The matrix as given.
@@ -343,7 +344,7 @@ impl Reorder {
         }
     }
 
-    /// `auto`'s rule, a model with no fitted constant: x sectors are what a gather-bound call
+    /// `auto`'s rule on the CPU, a model with no fitted constant: x sectors are what a gather-bound call
     /// pays for (the limits model of `docs/limits.md`), and a reordered call adds two random
     /// gathers per row, x into the new numbering and y back, one sector each. So the order is
     /// kept when `after + 2·n < before`, in f64 sectors ([`crate::matrix::x_sectors`]).
