@@ -86,6 +86,8 @@ impl PrepTimes {
 struct DevicePlan<T: PrepareFor> {
     gpu: Arc<Gpu>,
     layout: Box<dyn DeviceLayout<T>>,
+    /// PAPᵀ's own layout when the plan reorders (what `layout` wraps).
+    permuted: Option<Arc<dyn DeviceLayout<T>>>,
     x: CudaSlice<T>,
     y: CudaSlice<T>,
 }
@@ -235,7 +237,7 @@ impl<T: PrepareFor> Plan<T> {
                     ),
                     layout.footprint_bytes() + T::BYTES * (a.nrows() + a.ncols()),
                 )?;
-                let dl = upload(layout.as_ref(), &gpu, reordered.as_ref(), info.name)?;
+                let (dl, permuted) = upload(layout.as_ref(), &gpu, reordered.as_ref(), info.name)?;
                 let (y_len, x_len) = vector_lens(dl.as_ref(), a.nrows(), a.ncols())?;
                 let x = gpu.alloc_zeros::<T>(x_len)?;
                 let y = gpu.alloc_zeros::<T>(y_len)?;
@@ -246,6 +248,7 @@ impl<T: PrepareFor> Plan<T> {
                 Some(DevicePlan {
                     gpu,
                     layout: dl,
+                    permuted,
                     x,
                     y,
                 })
@@ -420,6 +423,32 @@ impl<T: PrepareFor> Plan<T> {
             })
     }
 
+    /// As [`Plan::apply_device`], in the plan's own numbering: with a reordering P, y = αBx + βy
+    /// for B = PAPᵀ, with no permutation (a solver that works on Pb and returns Pᵀx stays there
+    /// between the two); without one, the same as [`Plan::apply_device`].
+    pub fn apply_device_permuted(
+        &self,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        match self
+            .device
+            .as_ref()
+            .and_then(|d| d.permuted.as_ref().map(|p| (d, p)))
+        {
+            Some((d, inner)) => inner.as_ref().run(&d.gpu, alpha, x, beta, y),
+            None => self.apply_device(alpha, x, beta, y),
+        }
+    }
+
+    /// The plan's reordering P ([`PlanOptions::reorder`]), when it applies one: the numbering of
+    /// [`Plan::apply_device_permuted`].
+    pub fn permutation(&self) -> Option<&crate::reorder::Permutation> {
+        self.reordered.as_ref().map(|r| &r.perm)
+    }
+
     /// The GPU the plan runs on, when it does.
     pub fn gpu(&self) -> Option<&Arc<Gpu>> {
         self.device.as_ref().map(|d| &d.gpu)
@@ -484,7 +513,8 @@ impl<T: PrepareFor> Plan<T> {
         if let Some(d) = &mut self.device {
             let t1 = Instant::now();
             let name = self.method.info().name;
-            d.layout = upload(self.layout.as_ref(), &d.gpu, self.reordered.as_ref(), name)?;
+            (d.layout, d.permuted) =
+                upload(self.layout.as_ref(), &d.gpu, self.reordered.as_ref(), name)?;
             let (y_len, x_len) = vector_lens(d.layout.as_ref(), self.nrows, self.ncols)?;
             if d.x.len() < x_len {
                 d.x = d.gpu.alloc_zeros::<T>(x_len)?;
@@ -761,17 +791,22 @@ fn read_map<U: Scalar>(slots: Option<&mut [U]>, nnz: usize) -> Option<Vec<u32>> 
 }
 
 /// The device layout of a plan: the layout uploaded, wrapped to permute x and y when the plan
-/// reorders.
+/// reorders (then also the unwrapped layout, for [`Plan::apply_device_permuted`]).
+type Uploaded<T> = (Box<dyn DeviceLayout<T>>, Option<Arc<dyn DeviceLayout<T>>>);
+
 fn upload<T: PrepareFor>(
     layout: &dyn Layout<T>,
     gpu: &Arc<Gpu>,
     reordered: Option<&Reordered>,
     name: &str,
-) -> Result<Box<dyn DeviceLayout<T>>> {
+) -> Result<Uploaded<T>> {
     let dl = layout.upload(gpu).map_err(|e| name_method(e, name))?;
     Ok(match reordered {
-        Some(r) => Box::new(r.wrap(gpu, Arc::from(dl))?),
-        None => dl,
+        Some(r) => {
+            let inner: Arc<dyn DeviceLayout<T>> = Arc::from(dl);
+            (Box::new(r.wrap(gpu, inner.clone())?), Some(inner))
+        }
+        None => (dl, None),
     })
 }
 

@@ -239,6 +239,10 @@ fn cg_gpu<T: PrepareFor>(
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
     let n = b.len();
+    // With a reordering P the iteration runs on B = PAPᵀ: B(Px) = Pb, so it starts from Pb and
+    // gives Px, permuted back once at the end (no permutation inside the loop).
+    let permuted = plan.permutation().map(|perm| perm.apply(b)).transpose()?;
+    let b = permuted.as_deref().unwrap_or(b);
     let it = CgIteration::new(gpu, b, bb, thresh, opts, "cg: rows")?;
     let p = gpu.upload(b)?;
     let mut q: CudaSlice<T> = gpu.alloc_zeros(n)?;
@@ -250,12 +254,15 @@ fn cg_gpu<T: PrepareFor>(
         opts.max_iter,
         opts.graph,
         |_| {
-            plan.apply_device(T::one(), &p, T::zero(), &mut q)?;
+            plan.apply_device_permuted(T::one(), &p, T::zero(), &mut q)?;
             it.step(gpu, &p, &q, &mut Reduce::Local)
         },
     )?;
     let mut xh = vec![T::zero(); n];
     gpu.download(&it.x, &mut xh)?;
+    if let Some(perm) = plan.permutation() {
+        xh = perm.apply_inverse(&xh)?;
+    }
     let residual = relative(driven.s[S_RES], bb);
     let notes = plan.fallback_note().map(String::from).into_iter().collect();
     Ok((xh, driven.report(residual, notes)))
