@@ -14,6 +14,7 @@ mod plan;
 mod reordered;
 #[cfg(test)]
 pub(crate) mod testmats;
+pub mod windows;
 
 use std::time::Duration;
 

@@ -37,6 +37,10 @@ pub struct ParamSpec {
 /// [`crate::PlanOptions::reorder`]): a key of the plan, so every method takes it.
 pub const REORDER_PARAM: &str = "reorder";
 
+/// The key by which a variant or `--param` sets the Plan's x windows (`csr-packed[windows=2]`,
+/// [`crate::PlanOptions::windows`]): a key of the plan, like [`REORDER_PARAM`].
+pub const WINDOWS_PARAM: &str = "windows";
+
 /// User-given parameter overrides, `key=value`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Params(BTreeMap<String, String>);
@@ -80,10 +84,14 @@ impl Params {
         self.0.remove(key)
     }
 
-    /// Rejects keys the method does not declare ([`REORDER_PARAM`], the Plan's own key, is
-    /// every method's).
+    /// Rejects keys the method does not declare ([`REORDER_PARAM`] and [`WINDOWS_PARAM`], the
+    /// Plan's own keys, are every method's).
     pub fn check_known(&self, method: &str, specs: &[ParamSpec]) -> Result<()> {
-        for k in self.0.keys().filter(|k| *k != REORDER_PARAM) {
+        for k in self
+            .0
+            .keys()
+            .filter(|k| *k != REORDER_PARAM && *k != WINDOWS_PARAM)
+        {
             if !specs.iter().any(|s| s.key == k) {
                 let known: Vec<&str> = specs.iter().map(|s| s.key).collect();
                 return Err(Error::Param {

@@ -28,8 +28,9 @@ use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::params::{CPU_FALLBACK_PARAM, REORDER_PARAM};
+use super::params::{CPU_FALLBACK_PARAM, REORDER_PARAM, WINDOWS_PARAM};
 use super::reordered::{reorder, Reordered};
+use super::windows::Windowed;
 use super::{resolve, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Timing, TimingConfig, TimingMode};
@@ -64,6 +65,10 @@ pub struct PlanOptions {
     /// A symmetric reordering of a square matrix ([`Reorder`]; none by default). A method
     /// variant's `reorder=...` (`csr-packed[reorder=rcm]`) takes precedence.
     pub reorder: Reorder,
+    /// x windows: the matrix cut into this many column panels, each prepared by the method and
+    /// run one after the other in every call (`methods/windows.rs`); 0 or 1: none. A variant's
+    /// `windows=...` takes precedence.
+    pub windows: usize,
 }
 
 /// Preprocessing cost, reported apart from the SpMV time.
@@ -144,6 +149,7 @@ pub struct Plan<T: PrepareFor> {
     value_map: Option<ValueMap>,
     reordered: Option<Reordered>,
     reorder_note: Option<String>,
+    windows: usize,
 }
 
 impl<T: PrepareFor> Plan<T> {
@@ -166,7 +172,7 @@ impl<T: PrepareFor> Plan<T> {
     /// ```
     pub fn new(method: &str, a: &Csr<T>, opts: &PlanOptions) -> Result<Self> {
         let (m, params) = resolve(method, &opts.params)?;
-        Self::build(m, a, params, opts.backend, opts.reorder)
+        Self::build(m, a, params, opts.backend, (opts.reorder, opts.windows))
     }
 
     /// As [`Plan::new`], with a method already looked up (its parameters are `opts.params`).
@@ -175,7 +181,13 @@ impl<T: PrepareFor> Plan<T> {
         a: &Csr<T>,
         opts: &PlanOptions,
     ) -> Result<Self> {
-        Self::build(method, a, opts.params.clone(), opts.backend, opts.reorder)
+        Self::build(
+            method,
+            a,
+            opts.params.clone(),
+            opts.backend,
+            (opts.reorder, opts.windows),
+        )
     }
 
     fn build(
@@ -183,12 +195,19 @@ impl<T: PrepareFor> Plan<T> {
         a: &Csr<T>,
         mut params: Params,
         backend: Option<Backend>,
-        mut how: Reorder,
+        (mut how, mut windows): (Reorder, usize),
     ) -> Result<Self> {
         let info = method.info();
         params.check_known(info.name, info.params)?;
         if let Some(v) = params.take(REORDER_PARAM) {
             how = v.parse()?;
+        }
+        if let Some(v) = params.take(WINDOWS_PARAM) {
+            windows = v.parse().map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "windows={v}: the number of x windows must be a whole number"
+                ))
+            })?;
         }
         if how != Reorder::None && a.nrows() != a.ncols() {
             return Err(Error::InvalidArgument(format!(
@@ -198,7 +217,7 @@ impl<T: PrepareFor> Plan<T> {
             )));
         }
         if how == Reorder::Auto {
-            let plain = Self::build(method, a, params.clone(), backend, Reorder::None)?;
+            let plain = Self::build(method, a, params.clone(), backend, (Reorder::None, windows))?;
             if plain.backend() == Backend::Gpu {
                 return plain.trial_reorder(a, params);
             }
@@ -218,7 +237,7 @@ impl<T: PrepareFor> Plan<T> {
         };
         let a = a.as_ref();
         let t0 = Instant::now();
-        let layout = T::prepare_with(method, a, &params)?;
+        let layout = prepare(method, a, &params, windows)?;
         let prepare = t0.elapsed();
         let mut prep = PrepTimes {
             reorder: decision.time,
@@ -268,6 +287,7 @@ impl<T: PrepareFor> Plan<T> {
             value_map: None,
             reordered,
             reorder_note: decision.note,
+            windows,
         })
     }
 
@@ -285,7 +305,8 @@ impl<T: PrepareFor> Plan<T> {
         let t0 = Instant::now();
         let backend = Some(Backend::Gpu);
         let rcm = Reorder::By(Ordering::Rcm);
-        let mut ordered = Self::build(self.method, a, params.clone(), backend, rcm)?;
+        let mut ordered =
+            Self::build(self.method, a, params.clone(), backend, (rcm, self.windows))?;
         let (one, zero) = (T::one(), T::zero());
         let plain_us = self.time(TimingMode::Stream, &TRIAL, one, zero)?.median_us;
         let ordered_us = ordered
@@ -507,7 +528,7 @@ impl<T: PrepareFor> Plan<T> {
         let t0 = Instant::now();
         if !gathered {
             let a = Csr::with_pattern(self.pattern.clone(), vals.to_vec())?;
-            self.layout = T::prepare_with(self.method, &a, &self.params)?;
+            self.layout = prepare(self.method, &a, &self.params, self.windows)?;
             self.prep.prepare = t0.elapsed();
         }
         if let Some(d) = &mut self.device {
@@ -788,6 +809,20 @@ fn read_map<U: Scalar>(slots: Option<&mut [U]>, nnz: usize) -> Option<Vec<u32>> 
         return None;
     }
     Some(slots.par_iter().map(|v| v.to_f64() as u32).collect())
+}
+
+/// `method`'s layout of `a`, on `windows` column panels when there are at least two.
+fn prepare<T: PrepareFor>(
+    method: &'static dyn Method,
+    a: &Csr<T>,
+    params: &Params,
+    windows: usize,
+) -> Result<Box<dyn Layout<T>>> {
+    if windows > 1 {
+        Ok(Box::new(Windowed::prepare(method, a, params, windows)?))
+    } else {
+        T::prepare_with(method, a, params)
+    }
 }
 
 /// The device layout of a plan: the layout uploaded, wrapped to permute x and y when the plan

@@ -43,7 +43,8 @@ use crate::gen::rng::{Purpose, Rng};
 use crate::matrix::{check_square, Csr};
 use crate::scalar::{Idx, Scalar};
 
-use graph::{par_fill, prefix, Graph};
+use graph::Graph;
+pub(crate) use graph::{par_fill, prefix};
 
 /// A permutation of 0..n, kept in both directions.
 #[derive(Clone, Debug, PartialEq, Eq)]
