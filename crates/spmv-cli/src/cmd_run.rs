@@ -102,6 +102,7 @@ fn run_t<T: PrepareFor>(args: &RunArgs) -> Result<()> {
             params,
             backend: if args.cpu { Some(Backend::Cpu) } else { None },
             reorder: args.reorder,
+            ..Default::default()
         },
         warmup: args.warmup,
         reps: args.reps,

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use cudarc::driver::CudaSlice;
 
-pub use params::{ParamSpec, Params};
+pub use params::{ParamSpec, Params, REORDER_PARAM, WINDOWS_PARAM};
 pub use plan::{Backend, Plan, PlanOptions, PrepTimes, ValueUpdate};
 
 use crate::error::{Error, Result};
