@@ -39,9 +39,9 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{one_of, params, AutoOr};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{Layout, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
 room_kernel!(
@@ -77,22 +77,17 @@ params! {
 
 const PARAMS: &[ParamSpec] = AmfParams::SPECS;
 
-/// The registry entry of `amf-csr`.
-pub struct AmfCsr;
-
-impl GenericMethod for AmfCsr {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `amf-csr`.
+    pub struct AmfCsr {
         name: NAME,
         summary: "GPU: AMF-CSR, up to 4 short rows folded by column, folds grouped in blocks \
                   of <= T_l nnz, a TPV-lane vector per fold",
         source: "Gao et al., AMF-CSR, ICPADS'21 (via teb.md §2.3 and the authors' code)",
         deterministic: true,
-        gpu: true,
-        cpu: true,
         params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         Ok(Box::new(build(csr, params)?))
     }
 }

@@ -1,4 +1,6 @@
 use super::*;
+use crate::matrix::Csr;
+use crate::methods::{GenericMethod, Params};
 use crate::cpu::{check, oracle_spmv};
 use crate::gen::corpus::edge_cases;
 use crate::matrix::Coo;

@@ -1,6 +1,8 @@
-//! What every room's `mod.rs` would otherwise write alike, written once: the declaration of the
-//! room's kernel ([`room_kernel!`]) and the [`Layout`](crate::methods::Layout) methods that only
-//! forward to the room's CPU mirror and upload ([`forward!`]).
+//! What every room would otherwise write alike, written once: in `mod.rs` the declaration of the
+//! room's kernel ([`room_kernel!`]), its registered methods with their
+//! [`MethodInfo`](crate::methods::MethodInfo) and `prepare` ([`method!`]), and the
+//! [`Layout`](crate::methods::Layout) methods that only forward to the room's CPU mirror and
+//! upload ([`forward!`]); in `gpu.rs` the device struct with its `upload` ([`device_room!`]).
 
 /// Declares a room's `pub const KERNEL: Kernels`: the room's `kernel.cu` (beside the `mod.rs`
 /// that invokes this) under the source name `$name`, with its entries and their argument
@@ -85,3 +87,96 @@ macro_rules! forward {
     };
 }
 pub(crate) use forward;
+
+/// Declares a registered method: its unit struct and its
+/// [`GenericMethod`](crate::methods::GenericMethod) impl, the `const INFO` from the fields given
+/// (`gpu` and `cpu` are `true` and `params` is empty unless given) and `prepare` from the body,
+/// which sees the matrix and the parameters under the two names given and the precision as `T`.
+///
+/// ```ignore
+/// method! {
+///     /// The registry entry of `pbc`.
+///     pub struct Pbc {
+///         name: NAME,
+///         summary: "GPU: PBC, row-major nnz blocks of equal size ...",
+///         source: "Cui et al., PBC, J. Supercomput. 2022",
+///         deterministic: true,
+///         params: PbcParams::SPECS,
+///     }
+///     fn prepare(csr, params) {
+///         Ok(Box::new(build(csr, params)?))
+///     }
+/// }
+/// ```
+///
+/// A method whose parameters are one `params!` struct names it instead of `params`: its `SPECS`
+/// are the method's, and the body gets the parameters parsed and checked under the method's name
+/// (`from_params(name, ..)`, before anything else).
+///
+/// ```ignore
+/// method! {
+///     /// The registry entry of `csc`.
+///     pub struct CscAtomic {
+///         name: NAME,
+///         summary: "GPU: CSC, one warp per column, atomicAdd into y",
+///         source: "Hu et al., FastLoad, TPDS 2024, §III-B",
+///         deterministic: false,
+///     }
+///     fn prepare(csr, p: CscParams) {
+///         Ok(Box::new(CscLayout::new(csr, p.threads)))
+///     }
+/// }
+/// ```
+macro_rules! method {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $method:ident { name: $name:expr, $($info:tt)* }
+        fn prepare($csr:ident, $p:ident: $ptype:ty) $body:block
+    ) => {
+        $crate::methods::common::room::method! {
+            $(#[$meta])*
+            $vis struct $method { name: $name, $($info)* params: <$ptype>::SPECS, }
+            fn prepare($csr, params) {
+                let $p = <$ptype>::from_params($name, params)?;
+                $body
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $method:ident {
+            name: $name:expr,
+            summary: $summary:expr,
+            source: $source:expr,
+            deterministic: $det:expr,
+            $(gpu: $gpu:expr,)?
+            $(cpu: $cpu:expr,)?
+            $(params: $params_spec:expr,)?
+        }
+        fn prepare($csr:ident, $params:ident) $body:block
+    ) => {
+        $(#[$meta])*
+        $vis struct $method;
+
+        impl $crate::methods::GenericMethod for $method {
+            const INFO: $crate::methods::MethodInfo = $crate::methods::MethodInfo {
+                name: $name,
+                summary: $summary,
+                source: $source,
+                deterministic: $det,
+                gpu: $crate::methods::common::room::method!(@or [true] $($gpu)?),
+                cpu: $crate::methods::common::room::method!(@or [true] $($cpu)?),
+                params: $crate::methods::common::room::method!(@or [&[]] $($params_spec)?),
+            };
+
+            fn prepare<T: $crate::Scalar>(
+                &self,
+                $csr: &$crate::matrix::Csr<T>,
+                $params: &$crate::methods::Params,
+            ) -> $crate::error::Result<Box<dyn $crate::methods::Layout<T>>> $body
+        }
+    };
+    (@or [$default:expr]) => { $default };
+    (@or [$default:expr] $given:expr) => { $given };
+}
+pub(crate) use method;

@@ -1,4 +1,6 @@
 use super::*;
+use crate::matrix::Csr;
+use crate::methods::{GenericMethod, Params};
 use crate::methods::testmats::{check_layout, params, random_rows, suite};
 
 crate::methods::testmats::room_tests! {

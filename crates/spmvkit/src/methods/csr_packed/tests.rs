@@ -1,4 +1,6 @@
 use super::encode::ValueCodes;
+use crate::matrix::Csr;
+use crate::methods::{GenericMethod, Params};
 use super::*;
 use crate::matrix::Coo;
 use crate::methods::testmats::{

@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::gpu::cusparse::{CusparseSpmv, SpmvAlg};
 use crate::gpu::{time_stream, Gpu, PinnedSource, TimingConfig};
 use crate::matrix::Csr;
+use crate::methods::common::room::method;
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
 use crate::scalar::{Idx, Scalar};
 
@@ -36,10 +37,6 @@ pub struct CusparseAlg1;
 pub struct CusparseAlg2;
 /// `cusparse`: the faster of ALG1 and ALG2 for the matrix, chosen at upload.
 pub struct CusparseAuto;
-/// `cusparse-e2e`: host-to-device copy of column indices and values, then `cusparse`'s SpMV
-/// (CSR-Full-Overlap's Eq. 2 baseline).
-pub struct CusparseE2e;
-
 #[derive(Clone, Copy, Debug)]
 enum Choice {
     Fixed(SpmvAlg),
@@ -116,8 +113,10 @@ impl GenericMethod for CusparseAuto {
     }
 }
 
-impl GenericMethod for CusparseE2e {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// `cusparse-e2e`: host-to-device copy of column indices and values, then `cusparse`'s SpMV
+    /// (CSR-Full-Overlap's Eq. 2 baseline).
+    pub struct CusparseE2e {
         name: "cusparse-e2e",
         summary: "GPU: host-to-device copy of column indices and values (pinned) + cuSPARSE \
                   SpMV (the faster of CSR_ALG1/ALG2 timed at upload). ITS TIME INCLUDES THE \
@@ -125,11 +124,9 @@ impl GenericMethod for CusparseE2e {
         source: "NVIDIA cuSPARSE (cusparseSpMV) + transfer, as in Zeng & Zou, Electronics \
                  12:3687 (2023), §5.5 Eq. 2",
         deterministic: false,
-        gpu: true,
         cpu: false,
-        params: &[],
-    };
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, _params) {
         Ok(prepare("cusparse-e2e", csr, Choice::Fastest, true))
     }
 }

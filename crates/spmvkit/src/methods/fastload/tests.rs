@@ -1,4 +1,6 @@
 use super::*;
+use crate::matrix::Csr;
+use crate::methods::{GenericMethod, Params};
 use crate::cpu::{check, oracle_spmv};
 use crate::matrix::Coo;
 use crate::methods::testmats::{assert_repeatable, check_layout, vectors};

@@ -1,4 +1,5 @@
 use super::*;
+use crate::methods::GenericMethod;
 use crate::matrix::Coo;
 use crate::methods::testmats::{check_layout, check_method, params, suite, suite_case};
 
