@@ -1,7 +1,7 @@
 use super::*;
+use crate::cpu::{check, oracle_spmv};
 use crate::matrix::Csr;
 use crate::methods::{GenericMethod, Params};
-use crate::cpu::{check, oracle_spmv};
 
 #[test]
 fn matches_oracle_with_beta() {
