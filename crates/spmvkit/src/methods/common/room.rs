@@ -180,3 +180,61 @@ macro_rules! method {
     (@or [$default:expr] $given:expr) => { $given };
 }
 pub(crate) use method;
+
+/// In a room's `gpu.rs`, its device struct and the `upload` that makes it, from one list of
+/// fields: each field once, with its type and its value at upload (`expr` may use `?`, the
+/// layout and the GPU under the names the `upload` line gives). `upload(l, gpu)` runs its body
+/// (statements, when it has one), computes the shape and footprint it returns with, then the
+/// fields' values in list order, and returns the struct as the room's
+/// [`DeviceLayout`](crate::methods::DeviceLayout), a
+/// [`Resident`](crate::methods::common::gpu::Resident) of that shape and footprint.
+///
+/// ```ignore
+/// device_room! {
+///     /// The device copy of a PBC layout.
+///     pub(super) struct DevicePbc<T> {
+///         k: Kernel<PbcArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "pbc_spmv")?,
+///         nblocks: usize = l.nblocks(),
+///         threads: u32 = l.threads,
+///         arrays: PbcArrays<T> = PbcArrays::upload(gpu, l)?,
+///     }
+///     fn upload(l: &PbcLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes());
+/// }
+/// ```
+///
+/// With statements before the fields' values (checks, values several fields use):
+///
+/// ```ignore
+///     fn upload(l: &TebLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes()) {
+///         crate::gpu::check_int_loops("teb", l.nrows, l.values.len())?;
+///     }
+/// ```
+macro_rules! device_room {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $dev:ident<$t:ident> {
+            $($(#[$fmeta:meta])* $f:ident: $fty:ty = $init:expr,)+
+        }
+        fn upload($l:ident: &$layout:ty, $gpu:ident) -> Resident($dims:expr, $bytes:expr)
+            $({ $($setup:tt)* })? $(;)?
+    ) => {
+        $(#[$meta])*
+        $vis struct $dev<$t: $crate::Scalar> {
+            $($(#[$fmeta])* $f: $fty,)+
+        }
+
+        #[doc = concat!("Uploads the layout as a `", stringify!($dev), "`, its fields in order.")]
+        $vis fn upload<$t: $crate::Scalar>(
+            $l: &$layout,
+            $gpu: &std::sync::Arc<$crate::gpu::Gpu>,
+        ) -> $crate::error::Result<Box<dyn $crate::methods::DeviceLayout<$t>>> {
+            $($($setup)*)?
+            let (dims, bytes) = ($dims, $bytes);
+            let room = $dev {
+                $($f: $init,)+
+            };
+            Ok($crate::methods::common::gpu::Resident::boxed(dims, bytes, room))
+        }
+    };
+}
+pub(crate) use device_room;

@@ -33,15 +33,13 @@ mod cpu;
 mod encode;
 mod gpu;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::gpu::Gpu;
 use crate::matrix::Pattern;
 use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{multiple_of, params, AutoOr, OnOff, Switch};
-use crate::methods::{DeviceLayout, Layout, ParamSpec};
+use crate::methods::{Layout, ParamSpec};
 use crate::scalar::{Idx, Scalar};
 use encode::ValuesMode;
 
@@ -208,11 +206,7 @@ impl<T: Scalar> Layout<T> for PackedLayout<T> {
             + T::BYTES * self.long_vals.len()
     }
 
-    forward! { run_cpu }
-
-    fn upload(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        Ok(Box::new(gpu::PackedDevice::upload(gpu, self)?))
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.facts.stages.clone()

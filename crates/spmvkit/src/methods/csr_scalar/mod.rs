@@ -6,14 +6,10 @@
 mod cpu;
 mod gpu;
 
-use std::sync::Arc;
-
-use crate::error::Result;
-use crate::gpu::Gpu;
 use crate::matrix::Csr;
 use crate::methods::common::csr::CsrArgs;
 use crate::methods::common::room::{forward, method, room_kernel};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::Layout;
 use crate::scalar::Scalar;
 
 room_kernel!("csr-scalar", [CsrArgs::entry("csr_scalar")]);
@@ -44,11 +40,7 @@ impl<T: Scalar> Layout<T> for CsrScalarLayout<T> {
         self.a.bytes()
     }
 
-    forward! { run_cpu of a }
-
-    fn upload(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        Ok(Box::new(gpu::CsrScalarDevice::upload(gpu, &self.a)?))
-    }
+    forward! { run_cpu of a, upload }
 }
 
 #[cfg(test)]
