@@ -53,12 +53,17 @@ pub(crate) use room_kernel;
 /// In a room's `impl<T: Scalar> Layout<T>`, the methods that only forward to the room's own
 /// functions: `run_cpu` to the mirror `cpu::run(layout, alpha, x, beta, y)`, on the layout
 /// itself (`run_cpu`) or on one of its fields (`run_cpu of a`: `&self.a`), and `upload` to
-/// `gpu::upload(layout, gpu)`.
+/// `gpu::upload(layout, gpu)`; and those a layout that keeps the matrix (a `Csr` or `Csc`
+/// field) takes from it: `values_mut of a` (its values, in place) and `footprint_bytes of a`
+/// (its bytes).
 ///
 /// ```ignore
 /// impl<T: Scalar> Layout<T> for PbcLayout<T> {
 ///     fn footprint_bytes(&self) -> usize { ... }
 ///     forward! { run_cpu, upload }
+/// }
+/// impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
+///     forward! { values_mut of a, footprint_bytes of a, run_cpu of a, upload }
 /// }
 /// ```
 macro_rules! forward {
@@ -75,6 +80,16 @@ macro_rules! forward {
         fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> $crate::error::Result<()> {
             cpu::run(&self.$field, alpha, x, beta, y);
             Ok(())
+        }
+    };
+    (@ values_mut $field:ident) => {
+        fn values_mut(&mut self) -> Option<&mut [T]> {
+            Some(self.$field.vals_mut())
+        }
+    };
+    (@ footprint_bytes $field:ident) => {
+        fn footprint_bytes(&self) -> usize {
+            self.$field.bytes()
         }
     };
     (@ upload) => {

@@ -67,14 +67,11 @@ impl<T: Scalar> CscLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CscLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
+    forward! { values_mut of a, run_cpu of a, upload }
+
     fn footprint_bytes(&self) -> usize {
         self.bytes()
     }
-
-    forward! { run_cpu of a, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         vec![("CSR to CSC", self.convert)]

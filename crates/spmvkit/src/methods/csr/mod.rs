@@ -4,7 +4,7 @@
 use crate::cpu::par_csr_spmv;
 use crate::error::Result;
 use crate::matrix::Csr;
-use crate::methods::common::room::method;
+use crate::methods::common::room::{forward, method};
 use crate::methods::Layout;
 use crate::scalar::Scalar;
 
@@ -28,12 +28,7 @@ pub struct CsrLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
-    fn footprint_bytes(&self) -> usize {
-        self.a.bytes()
-    }
+    forward! { values_mut of a, footprint_bytes of a }
 
     fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
         par_csr_spmv(&self.a, alpha, x, beta, y);

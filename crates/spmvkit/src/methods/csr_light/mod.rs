@@ -116,15 +116,12 @@ impl<T: Scalar> CsrLightLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrLightLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
+    forward! { values_mut of a, run_cpu, upload }
+
     fn footprint_bytes(&self) -> usize {
         // The CSR arrays plus the two-word counter.
         self.a.bytes() + 8
     }
-
-    forward! { run_cpu, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
         vec![

@@ -63,7 +63,10 @@ use crate::methods::params::{concat_specs, one_of, params, AutoOr, ParamRange, P
 use crate::methods::{Layout, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-room_kernel!("csr-overlap", [gpu::OverlapArgs::params_entry("csr_overlap")]);
+room_kernel!(
+    "csr-overlap",
+    [gpu::OverlapArgs::params_entry("csr_overlap")]
+);
 
 const NAME: &str = "csr-overlap";
 const NAME_FULL: &str = "csr-full-overlap";
@@ -467,14 +470,11 @@ impl<T: Scalar> OverlapLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for OverlapLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
+    forward! { values_mut of a, run_cpu, upload }
+
     fn footprint_bytes(&self) -> usize {
         self.a.bytes() + self.meta_bytes()
     }
-
-    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

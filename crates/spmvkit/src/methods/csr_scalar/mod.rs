@@ -33,14 +33,7 @@ pub struct CsrScalarLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrScalarLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
-    fn footprint_bytes(&self) -> usize {
-        self.a.bytes()
-    }
-
-    forward! { run_cpu of a, upload }
+    forward! { values_mut of a, footprint_bytes of a, run_cpu of a, upload }
 }
 
 #[cfg(test)]

@@ -53,14 +53,7 @@ pub struct CsrVectorLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
-    fn footprint_bytes(&self) -> usize {
-        self.a.bytes()
-    }
-
-    forward! { run_cpu of a, upload }
+    forward! { values_mut of a, footprint_bytes of a, run_cpu of a, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
         vec![("threads per block".into(), self.threads.to_string())]

@@ -211,9 +211,8 @@ impl<T: Scalar> MergeLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for MergeLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
+    forward! { values_mut of a, run_cpu, upload }
+
     fn footprint_bytes(&self) -> usize {
         // CSR + tile coordinates + runs + the device carry array (one value per tile).
         self.a.bytes()
@@ -221,8 +220,6 @@ impl<T: Scalar> Layout<T> for MergeLayout<T> {
             + 4 * (self.run_row.len() + self.run_first.len() + self.run_end.len())
             + T::BYTES * self.ntiles()
     }
-
-    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()
