@@ -75,7 +75,7 @@ impl Params {
         self.0.remove(key)
     }
 
-    /// Rejects keys the method does not declare ([`REORDER_PARAM`], the Plan's own key, is
+    /// Rejects keys the method does not declare (`reorder`, the Plan's own key, is
     /// every method's).
     pub fn check_known(&self, method: &str, specs: &[ParamSpec]) -> Result<()> {
         for k in self.0.keys().filter(|k| *k != REORDER_PARAM) {
