@@ -216,23 +216,25 @@ pub trait KernelElem {
     const ELEM: Elem;
 }
 
-impl KernelElem for u8 {
-    const ELEM: Elem = Elem::Byte;
+/// `impl Trait for Type { const NAME: Ty = value; }` for each `Type => value`: the C type of
+/// each plain Rust type a kernel takes, as a table.
+macro_rules! const_impls {
+    ($trait:ident::$name:ident: $cty:ty { $($t:ty => $v:expr),+ $(,)? }) => {
+        $(impl $trait for $t {
+            const $name: $cty = $v;
+        })+
+    };
 }
-impl KernelElem for u32 {
-    const ELEM: Elem = Elem::Word;
-}
-impl KernelElem for i32 {
-    const ELEM: Elem = Elem::Word;
-}
-impl KernelElem for u64 {
-    const ELEM: Elem = Elem::U64;
-}
+
+const_impls!(KernelElem::ELEM: Elem {
+    u8 => Elem::Byte,
+    u32 => Elem::Word,
+    i32 => Elem::Word,
+    u64 => Elem::U64,
+    Double => Elem::Double,
+});
 impl<T: Scalar> KernelElem for T {
     const ELEM: Elem = Elem::Real;
-}
-impl KernelElem for Double {
-    const ELEM: Elem = Elem::Double;
 }
 
 /// A type that may be a field of an argument struct.
@@ -273,20 +275,14 @@ pub fn push_field<F: KernelField>(fields: &mut Vec<ArgField>, name: &'static str
     }
 }
 
-impl KernelField for i32 {
-    const KIND: FieldKind = FieldKind::Int;
-}
-impl KernelField for u32 {
-    const KIND: FieldKind = FieldKind::Unsigned;
-}
-impl KernelField for u64 {
-    const KIND: FieldKind = FieldKind::U64;
-}
+const_impls!(KernelField::KIND: FieldKind {
+    i32 => FieldKind::Int,
+    u32 => FieldKind::Unsigned,
+    u64 => FieldKind::U64,
+    Double => FieldKind::Double,
+});
 impl<T: Scalar> KernelField for T {
     const KIND: FieldKind = FieldKind::Real;
-}
-impl KernelField for Double {
-    const KIND: FieldKind = FieldKind::Double;
 }
 impl<E: KernelElem> KernelField for DevRef<'_, E> {
     const KIND: FieldKind = FieldKind::Ptr {

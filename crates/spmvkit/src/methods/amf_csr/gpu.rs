@@ -1,13 +1,12 @@
 //! Upload and launch of `amf_csr_t{TPV}` (kernel.cu): one CTA of `threads` per block, one launch
 //! per call, no launch when there are no blocks (no rows).
 
-use std::sync::Arc;
-
 use super::{AmfLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{Gpu, Kernel, Shape};
-use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::common::gpu::{Axpby, Call, Launches};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::{Idx, Scalar};
 
 crate::device_args! {
@@ -25,29 +24,16 @@ crate::device_args! {
     }
 }
 
-/// The device copy of an AMF-CSR layout.
-pub(super) struct DeviceAmf<T: Scalar> {
-    k: Kernel<AmfArgs<'static, T>>,
-    nblocks: usize,
-    threads: u32,
-    arrays: AmfArrays<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &AmfLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let room = DeviceAmf {
-        k: gpu.kernel::<T, _>(&KERNEL, &format!("amf_csr_t{}", l.tpv))?,
-        nblocks: l.nblocks(),
-        threads: l.threads,
-        arrays: AmfArrays::upload(gpu, l)?,
-    };
-    Ok(Resident::boxed(
-        (l.nrows, l.ncols),
-        Layout::<T>::footprint_bytes(l),
-        room,
-    ))
+device_room! {
+    /// The device copy of an AMF-CSR layout.
+    pub(super) struct DeviceAmf<T> {
+        k: Kernel<AmfArgs<'static, T>> =
+            gpu.kernel::<T, _>(&KERNEL, &format!("amf_csr_t{}", l.tpv))?,
+        nblocks: usize = l.nblocks(),
+        threads: u32 = l.threads,
+        arrays: AmfArrays<T> = AmfArrays::upload(gpu, l)?,
+    }
+    fn upload(l: &AmfLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes());
 }
 
 impl<T: Scalar> Launches<T> for DeviceAmf<T> {

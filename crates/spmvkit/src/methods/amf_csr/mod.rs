@@ -39,9 +39,9 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{one_of, params, AutoOr};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{Layout, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
 room_kernel!(
@@ -77,22 +77,17 @@ params! {
 
 const PARAMS: &[ParamSpec] = AmfParams::SPECS;
 
-/// The registry entry of `amf-csr`.
-pub struct AmfCsr;
-
-impl GenericMethod for AmfCsr {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `amf-csr`.
+    pub struct AmfCsr {
         name: NAME,
         summary: "GPU: AMF-CSR, up to 4 short rows folded by column, folds grouped in blocks \
                   of <= T_l nnz, a TPV-lane vector per fold",
         source: "Gao et al., AMF-CSR, ICPADS'21 (via teb.md §2.3 and the authors' code)",
         deterministic: true,
-        gpu: true,
-        cpu: true,
         params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         Ok(Box::new(build(csr, params)?))
     }
 }
@@ -154,6 +149,34 @@ impl<T> AmfLayout<T> {
     }
 }
 
+/// Cuts the items 0..n into runs, in order: a run takes the next item while it has fewer than
+/// `max_len` items, neither its first item nor the next is `alone`, and `fits` the sum of the
+/// weights with the next one's. Returns the first item of each run, then n (`[0]` when n = 0).
+/// Folds rows into folded rows (T_s) and folded rows into blocks (T_l).
+fn greedy_runs(
+    n: usize,
+    max_len: usize,
+    alone: impl Fn(usize) -> bool,
+    weight: impl Fn(usize) -> u64,
+    fits: impl Fn(u64) -> bool,
+) -> Vec<Idx> {
+    let mut starts: Vec<Idx> = vec![0];
+    let mut i = 0usize;
+    while i < n {
+        let start = i;
+        let mut sum = weight(i);
+        i += 1;
+        if !alone(start) {
+            while i < n && i - start < max_len && !alone(i) && fits(sum + weight(i)) {
+                sum += weight(i);
+                i += 1;
+            }
+        }
+        starts.push(i as Idx);
+    }
+    starts
+}
+
 /// Builds the AMF-CSR layout of `csr`.
 pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<AmfLayout<T>> {
     let p = AmfParams::from_params(NAME, params)?;
@@ -182,21 +205,7 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<AmfLayout<T>> {
             .unwrap_or_else(|| (nnz_short * MAX_FOLD_ROWS as u64) / rows_short.max(1) + 1);
 
     // Folding (sequential: one O(M) scan).
-    let mut fold_row: Vec<Idx> = Vec::with_capacity(m / 2 + 2);
-    let mut r = 0usize;
-    while r < m {
-        let start = r;
-        let mut sum = len(r);
-        r += 1;
-        if !is_long(start) {
-            while r < m && r - start < MAX_FOLD_ROWS && !is_long(r) && sum + len(r) < ts {
-                sum += len(r);
-                r += 1;
-            }
-        }
-        fold_row.push(start as Idx);
-    }
-    fold_row.push(m as Idx);
+    let fold_row = greedy_runs(m, MAX_FOLD_ROWS, is_long, len, |sum| sum < ts);
     let nf = fold_row.len() - 1;
     let fold_ptr: Vec<Idx> = fold_row.iter().map(|&r| rp[r as usize]).collect();
     let fnnz = |f: usize| (fold_ptr[f + 1] - fold_ptr[f]) as u64;
@@ -215,20 +224,7 @@ pub fn build<T: Scalar>(csr: &Csr<T>, params: &Params) -> Result<AmfLayout<T>> {
     let max_folds = 4 * (threads / tpv) as usize;
 
     // Blocks.
-    let mut blk_fold: Vec<Idx> = vec![0];
-    let mut f = 0usize;
-    while f < nf {
-        let start = f;
-        let mut sum = fnnz(f);
-        f += 1;
-        if !fold_long(start) {
-            while f < nf && f - start < max_folds && !fold_long(f) && sum + fnnz(f) <= tl {
-                sum += fnnz(f);
-                f += 1;
-            }
-        }
-        blk_fold.push(f as Idx);
-    }
+    let blk_fold = greedy_runs(nf, max_folds, fold_long, fnnz, |sum| sum <= tl);
 
     // Merge each folded row by column (parallel over folded rows).
     let (ci, cv) = (csr.col_idx(), csr.vals());

@@ -11,13 +11,12 @@
 //! counters. Every entry takes the same parameters (`CbArgs`). Nothing when the matrix has no
 //! rows.
 
-use std::sync::Arc;
-
 use super::{CbLayout, BS, KERNEL, WARPS};
 use crate::error::Result;
 use crate::gpu::{kernel_int, ByMode, Gpu, Kernel, Shape, YPrologue};
-use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::common::gpu::{Axpby, Call, Launches};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::Scalar;
 
 /// `min_ctas=auto` builds the run kernel for 8 CTAs per SM when the warps take at least this
@@ -79,22 +78,49 @@ fn ctas<T: Scalar>(l: &CbLayout<T>) -> usize {
     l.nslots() / (WARPS * l.bpw)
 }
 
-/// The device copy of a cb-spmv layout.
-pub(super) struct DeviceCb<T: Scalar> {
-    /// `cb_spmv`, or a run kernel (`cb_spmv_run*`: `accumulate=run` with aggregated regions).
-    spmv: Kernel<CbArgs<'static, T>>,
-    /// Its cooperative grid form.
-    spmv_grid: Kernel<CbArgs<'static, T>>,
-    /// epilogue=owner: one launch of the run kernel, no scaling before it; with epilogue=auto on
-    /// a stream only.
-    owner: ByMode<bool>,
-    scale: YPrologue<T>,
-    /// Some(co-resident CTAs) when a call is one cooperative `cb_spmv_grid` launch; with
-    /// prologue=auto on a stream only.
-    grid: ByMode<Option<usize>>,
-    ctas: usize,
-    fused: bool,
-    arrays: CbArrays<T>,
+device_room! {
+    /// The device copy of a cb-spmv layout.
+    pub(super) struct DeviceCb<T> {
+        /// `cb_spmv`, or a run kernel (`cb_spmv_run*`: `accumulate=run` with aggregated regions).
+        spmv: Kernel<CbArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, &name)?,
+        /// Its cooperative grid form.
+        spmv_grid: Kernel<CbArgs<'static, T>> = spmv_grid,
+        /// epilogue=owner: one launch of the run kernel, no scaling before it; with epilogue=auto on
+        /// a stream only.
+        owner: ByMode<bool> = by_mode(owner, owner && l.cfg.owner.is_none(), false),
+        /// Some(co-resident CTAs) when a call is one cooperative `cb_spmv_grid` launch; with
+        /// prologue=auto on a stream only.
+        grid: ByMode<Option<usize>> = grid,
+        scale: YPrologue<T> = gpu.y_prologue_kernel::<T>(SCALE_CTAS_PER_SM)?,
+        ctas: usize = ctas(l),
+        fused: bool = l.cfg.fused,
+        arrays: CbArrays<T> = CbArrays::upload(gpu, l)?,
+    }
+    fn upload(l: &CbLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes()) {
+        gpu.ensure_fits("cb-spmv layout", l.footprint_bytes())?;
+        let lean = l.cfg.run && l.cfg.aggregate;
+        let suffix = if l.cfg.occupancy8.unwrap_or(l.bpw >= OCCUPANCY8_MIN_BPW) {
+            "_o8"
+        } else {
+            ""
+        };
+        let (name, grid_name) = if lean {
+            (
+                format!("cb_spmv_run{suffix}"),
+                format!("cb_spmv_run_grid{suffix}"),
+            )
+        } else {
+            ("cb_spmv".to_string(), "cb_spmv_grid".to_string())
+        };
+        let spmv_grid = gpu.kernel::<T, _>(&KERNEL, &grid_name)?;
+        let owner = lean && l.owner();
+        let grid = if !l.cfg.fused && l.cfg.owner != Some(true) && l.cfg.grid(l.nnz) {
+            let ctas = spmv_grid.resident_ctas(gpu, (WARPS * 32) as u32, 0)?;
+            by_mode(Some(ctas), l.cfg.grid_on_stream_only(), None)
+        } else {
+            ByMode::Always(None)
+        };
+    }
 }
 
 /// `v` in both modes, or on a stream only (`graph` when captured) when `stream_only`.
@@ -104,50 +130,6 @@ fn by_mode<V: Copy>(v: V, stream_only: bool, graph: V) -> ByMode<V> {
     } else {
         ByMode::Always(v)
     }
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &CbLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    gpu.ensure_fits("cb-spmv layout", l.footprint_bytes())?;
-    let lean = l.cfg.run && l.cfg.aggregate;
-    let suffix = if l.cfg.occupancy8.unwrap_or(l.bpw >= OCCUPANCY8_MIN_BPW) {
-        "_o8"
-    } else {
-        ""
-    };
-    let (name, grid_name) = if lean {
-        (
-            format!("cb_spmv_run{suffix}"),
-            format!("cb_spmv_run_grid{suffix}"),
-        )
-    } else {
-        ("cb_spmv".to_string(), "cb_spmv_grid".to_string())
-    };
-    let spmv_grid = gpu.kernel::<T, _>(&KERNEL, &grid_name)?;
-    let owner = lean && l.owner();
-    let grid = if !l.cfg.fused && l.cfg.owner != Some(true) && l.cfg.grid(l.nnz) {
-        let ctas = spmv_grid.resident_ctas(gpu, (WARPS * 32) as u32, 0)?;
-        by_mode(Some(ctas), l.cfg.grid_on_stream_only(), None)
-    } else {
-        ByMode::Always(None)
-    };
-    let room = DeviceCb {
-        spmv: gpu.kernel::<T, _>(&KERNEL, &name)?,
-        spmv_grid,
-        owner: by_mode(owner, owner && l.cfg.owner.is_none(), false),
-        grid,
-        scale: gpu.y_prologue_kernel::<T>(SCALE_CTAS_PER_SM)?,
-        ctas: ctas(l),
-        fused: l.cfg.fused,
-        arrays: CbArrays::upload(gpu, l)?,
-    };
-    Ok(Resident::boxed(
-        (l.nrows, l.ncols),
-        l.footprint_bytes(),
-        room,
-    ))
 }
 
 impl<T: Scalar> Launches<T> for DeviceCb<T> {

@@ -67,9 +67,9 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{keywords, params, AutoOr, OnOff, Switch};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{Layout, ParamSpec, Params};
 use crate::scalar::Scalar;
 
 room_kernel!(
@@ -332,21 +332,16 @@ fn config(params: &Params) -> Result<Config> {
     })
 }
 
-/// The registry entry of `cb-spmv`.
-pub struct CbSpmv;
-
-impl GenericMethod for CbSpmv {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `cb-spmv`.
+    pub struct CbSpmv {
         name: NAME,
         summary: "GPU: 16x16 sub-blocks (COO/CSR/dense) in one byte arena, column aggregation, LPT balancing, warp per block, atomics",
         source: "Cong et al., CB-SpMV, ICS'25, §3 (code xing-cong/CB-Sparse, defects fixed)",
         deterministic: false,
-        gpu: true,
-        cpu: true,
         params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         let cfg = config(params)?;
         Ok(Box::new(CbLayout::build(csr, cfg)?))
     }

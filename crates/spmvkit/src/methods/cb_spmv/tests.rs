@@ -2,7 +2,9 @@ use super::*;
 use crate::cpu::{check, oracle_spmv};
 use crate::gen::corpus::edge_cases;
 use crate::matrix::Coo;
+use crate::matrix::Csr;
 use crate::methods::testmats::{check_layout, check_method, params, suite, suite_case, vectors};
+use crate::methods::{GenericMethod, Params};
 
 crate::methods::testmats::room_tests! {
     method: CbSpmv,

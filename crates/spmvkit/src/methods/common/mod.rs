@@ -10,8 +10,10 @@
 //!   take one (its C twin is in the prelude).
 //! - [`gpu`]: what every room's device layout shares around its launches (shape, footprint, the
 //!   call's operands).
-//! - [`room`]: what every room's `mod.rs` declares alike: its `KERNEL` (`room_kernel!`) and the
-//!   `Layout` methods that only forward to its mirror and upload (`forward!`).
+//! - [`room`]: what every room declares alike: its `KERNEL` (`room_kernel!`), its registered
+//!   methods (`method!`), the `Layout` methods that only forward to its mirror, its upload or
+//!   its matrix (`forward!`), and its device struct with the upload that makes it
+//!   (`device_room!`).
 
 pub(crate) mod checks;
 pub(crate) mod csr;

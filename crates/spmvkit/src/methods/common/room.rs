@@ -1,6 +1,8 @@
-//! What every room's `mod.rs` would otherwise write alike, written once: the declaration of the
-//! room's kernel ([`room_kernel!`]) and the [`Layout`](crate::methods::Layout) methods that only
-//! forward to the room's CPU mirror and upload ([`forward!`]).
+//! What every room would otherwise write alike, written once: in `mod.rs` the declaration of the
+//! room's kernel ([`room_kernel!`]), its registered methods with their
+//! [`MethodInfo`](crate::methods::MethodInfo) and `prepare` ([`method!`]), and the
+//! [`Layout`](crate::methods::Layout) methods that only forward to the room's CPU mirror and
+//! upload ([`forward!`]); in `gpu.rs` the device struct with its `upload` ([`device_room!`]).
 
 /// Declares a room's `pub const KERNEL: Kernels`: the room's `kernel.cu` (beside the `mod.rs`
 /// that invokes this) under the source name `$name`, with its entries and their argument
@@ -51,12 +53,17 @@ pub(crate) use room_kernel;
 /// In a room's `impl<T: Scalar> Layout<T>`, the methods that only forward to the room's own
 /// functions: `run_cpu` to the mirror `cpu::run(layout, alpha, x, beta, y)`, on the layout
 /// itself (`run_cpu`) or on one of its fields (`run_cpu of a`: `&self.a`), and `upload` to
-/// `gpu::upload(layout, gpu)`.
+/// `gpu::upload(layout, gpu)`; and those a layout that keeps the matrix (a `Csr` or `Csc`
+/// field) takes from it: `values_mut of a` (its values, in place) and `footprint_bytes of a`
+/// (its bytes).
 ///
 /// ```ignore
 /// impl<T: Scalar> Layout<T> for PbcLayout<T> {
 ///     fn footprint_bytes(&self) -> usize { ... }
 ///     forward! { run_cpu, upload }
+/// }
+/// impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
+///     forward! { values_mut of a, footprint_bytes of a, run_cpu of a, upload }
 /// }
 /// ```
 macro_rules! forward {
@@ -75,6 +82,16 @@ macro_rules! forward {
             Ok(())
         }
     };
+    (@ values_mut $field:ident) => {
+        fn values_mut(&mut self) -> Option<&mut [T]> {
+            Some(self.$field.vals_mut())
+        }
+    };
+    (@ footprint_bytes $field:ident) => {
+        fn footprint_bytes(&self) -> usize {
+            self.$field.bytes()
+        }
+    };
     (@ upload) => {
         fn upload(
             &self,
@@ -85,3 +102,154 @@ macro_rules! forward {
     };
 }
 pub(crate) use forward;
+
+/// Declares a registered method: its unit struct and its
+/// [`GenericMethod`](crate::methods::GenericMethod) impl, the `const INFO` from the fields given
+/// (`gpu` and `cpu` are `true` and `params` is empty unless given) and `prepare` from the body,
+/// which sees the matrix and the parameters under the two names given and the precision as `T`.
+///
+/// ```ignore
+/// method! {
+///     /// The registry entry of `pbc`.
+///     pub struct Pbc {
+///         name: NAME,
+///         summary: "GPU: PBC, row-major nnz blocks of equal size ...",
+///         source: "Cui et al., PBC, J. Supercomput. 2022",
+///         deterministic: true,
+///         params: PbcParams::SPECS,
+///     }
+///     fn prepare(csr, params) {
+///         Ok(Box::new(build(csr, params)?))
+///     }
+/// }
+/// ```
+///
+/// A method whose parameters are one `params!` struct names it instead of `params`: its `SPECS`
+/// are the method's, and the body gets the parameters parsed and checked under the method's name
+/// (`from_params(name, ..)`, before anything else).
+///
+/// ```ignore
+/// method! {
+///     /// The registry entry of `csc`.
+///     pub struct CscAtomic {
+///         name: NAME,
+///         summary: "GPU: CSC, one warp per column, atomicAdd into y",
+///         source: "Hu et al., FastLoad, TPDS 2024, §III-B",
+///         deterministic: false,
+///     }
+///     fn prepare(csr, p: CscParams) {
+///         Ok(Box::new(CscLayout::new(csr, p.threads)))
+///     }
+/// }
+/// ```
+macro_rules! method {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $method:ident { name: $name:expr, $($info:tt)* }
+        fn prepare($csr:ident, $p:ident: $ptype:ty) $body:block
+    ) => {
+        $crate::methods::common::room::method! {
+            $(#[$meta])*
+            $vis struct $method { name: $name, $($info)* params: <$ptype>::SPECS, }
+            fn prepare($csr, params) {
+                let $p = <$ptype>::from_params($name, params)?;
+                $body
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $method:ident {
+            name: $name:expr,
+            summary: $summary:expr,
+            source: $source:expr,
+            deterministic: $det:expr,
+            $(gpu: $gpu:expr,)?
+            $(cpu: $cpu:expr,)?
+            $(params: $params_spec:expr,)?
+        }
+        fn prepare($csr:ident, $params:ident) $body:block
+    ) => {
+        $(#[$meta])*
+        $vis struct $method;
+
+        impl $crate::methods::GenericMethod for $method {
+            const INFO: $crate::methods::MethodInfo = $crate::methods::MethodInfo {
+                name: $name,
+                summary: $summary,
+                source: $source,
+                deterministic: $det,
+                gpu: $crate::methods::common::room::method!(@or [true] $($gpu)?),
+                cpu: $crate::methods::common::room::method!(@or [true] $($cpu)?),
+                params: $crate::methods::common::room::method!(@or [&[]] $($params_spec)?),
+            };
+
+            fn prepare<T: $crate::Scalar>(
+                &self,
+                $csr: &$crate::matrix::Csr<T>,
+                $params: &$crate::methods::Params,
+            ) -> $crate::error::Result<Box<dyn $crate::methods::Layout<T>>> $body
+        }
+    };
+    (@or [$default:expr]) => { $default };
+    (@or [$default:expr] $given:expr) => { $given };
+}
+pub(crate) use method;
+
+/// In a room's `gpu.rs`, its device struct and the `upload` that makes it, from one list of
+/// fields: each field once, with its type and its value at upload (`expr` may use `?`, the
+/// layout and the GPU under the names the `upload` line gives). `upload(l, gpu)` runs its body
+/// (statements, when it has one), computes the shape and footprint it returns with, then the
+/// fields' values in list order, and returns the struct as the room's
+/// [`DeviceLayout`](crate::methods::DeviceLayout), a
+/// [`Resident`](crate::methods::common::gpu::Resident) of that shape and footprint.
+///
+/// ```ignore
+/// device_room! {
+///     /// The device copy of a PBC layout.
+///     pub(super) struct DevicePbc<T> {
+///         k: Kernel<PbcArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "pbc_spmv")?,
+///         nblocks: usize = l.nblocks(),
+///         threads: u32 = l.threads,
+///         arrays: PbcArrays<T> = PbcArrays::upload(gpu, l)?,
+///     }
+///     fn upload(l: &PbcLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes());
+/// }
+/// ```
+///
+/// With statements before the fields' values (checks, values several fields use):
+///
+/// ```ignore
+///     fn upload(l: &TebLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes()) {
+///         crate::gpu::check_int_loops("teb", l.nrows, l.values.len())?;
+///     }
+/// ```
+macro_rules! device_room {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $dev:ident<$t:ident> {
+            $($(#[$fmeta:meta])* $f:ident: $fty:ty = $init:expr,)+
+        }
+        fn upload($l:ident: &$layout:ty, $gpu:ident) -> Resident($dims:expr, $bytes:expr)
+            $({ $($setup:tt)* })? $(;)?
+    ) => {
+        $(#[$meta])*
+        $vis struct $dev<$t: $crate::Scalar> {
+            $($(#[$fmeta])* $f: $fty,)+
+        }
+
+        #[doc = concat!("Uploads the layout as a `", stringify!($dev), "`, its fields in order.")]
+        $vis fn upload<$t: $crate::Scalar>(
+            $l: &$layout,
+            $gpu: &std::sync::Arc<$crate::gpu::Gpu>,
+        ) -> $crate::error::Result<Box<dyn $crate::methods::DeviceLayout<$t>>> {
+            $($($setup)*)?
+            let (dims, bytes) = ($dims, $bytes);
+            let room = $dev {
+                $($f: $init,)+
+            };
+            Ok($crate::methods::common::gpu::Resident::boxed(dims, bytes, room))
+        }
+    };
+}
+pub(crate) use device_room;

@@ -3,13 +3,11 @@
 //! blocks of 256); the atomic kernel then runs one warp per column, `threads / 32` columns per
 //! block, when there is anything to add (stream order puts every atomic after the scaling).
 
-use std::sync::Arc;
-
 use super::{CscLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape, YPrologue};
-use crate::methods::common::gpu::{Call, Launches, Resident};
-use crate::methods::DeviceLayout;
+use crate::methods::common::gpu::{Call, Launches};
+use crate::methods::common::room::device_room;
 use crate::scalar::{Idx, Scalar};
 
 /// CTAs per SM of the y prologue (one grid-stride launch for every β).
@@ -30,27 +28,16 @@ crate::device_args! {
     }
 }
 
-/// The device copy of a csc layout.
-pub(super) struct DeviceCsc<T: Scalar> {
-    scale: YPrologue<T>,
-    atomic: Kernel<CscAtomicArgs<'static, T>>,
-    nnz: usize,
-    threads: u32,
-    arrays: CscArrays<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &CscLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let room = DeviceCsc {
-        scale: gpu.y_prologue_kernel::<T>(SCALE_CTAS_PER_SM)?,
-        atomic: gpu.kernel::<T, _>(&KERNEL, "csc_atomic")?,
-        nnz: l.a.nnz(),
-        threads: l.threads,
-        arrays: CscArrays::upload(gpu, l)?,
-    };
-    Ok(Resident::boxed((l.a.nrows(), l.a.ncols()), l.bytes(), room))
+device_room! {
+    /// The device copy of a csc layout.
+    pub(super) struct DeviceCsc<T> {
+        scale: YPrologue<T> = gpu.y_prologue_kernel::<T>(SCALE_CTAS_PER_SM)?,
+        atomic: Kernel<CscAtomicArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "csc_atomic")?,
+        nnz: usize = l.a.nnz(),
+        threads: u32 = l.threads,
+        arrays: CscArrays<T> = CscArrays::upload(gpu, l)?,
+    }
+    fn upload(l: &CscLayout<T>, gpu) -> Resident((l.a.nrows(), l.a.ncols()), l.bytes());
 }
 
 impl<T: Scalar> Launches<T> for DeviceCsc<T> {

@@ -13,12 +13,11 @@ mod gpu;
 
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
-use crate::matrix::{Csc, Csr};
+use crate::matrix::Csc;
 use crate::methods::common::checks::THREADS;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::params;
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::Layout;
 use crate::scalar::Scalar;
 
 room_kernel!("csc", [gpu::CscAtomicArgs::entry("csc_atomic")]);
@@ -34,29 +33,20 @@ params! {
     }
 }
 
-const PARAMS: &[ParamSpec] = CscParams::SPECS;
-
-/// The registry entry of `csc`.
-pub struct CscAtomic;
-
-impl GenericMethod for CscAtomic {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `csc`.
+    pub struct CscAtomic {
         name: NAME,
         summary: "GPU: CSC, one warp per column, atomicAdd into y (FastLoad's basic kernel)",
         source: "Hu et al., FastLoad, TPDS 2024, §III-B (basic CSC SpMV)",
         deterministic: false,
-        gpu: true,
-        cpu: true,
-        params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        let threads = CscParams::from_params(NAME, params)?.threads;
+    }
+    fn prepare(csr, p: CscParams) {
         let t0 = Instant::now();
         let a = csr.to_csc();
         Ok(Box::new(CscLayout {
             a,
-            threads,
+            threads: p.threads,
             convert: t0.elapsed(),
         }))
     }
@@ -77,14 +67,11 @@ impl<T: Scalar> CscLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CscLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
+    forward! { values_mut of a, run_cpu of a, upload }
+
     fn footprint_bytes(&self) -> usize {
         self.bytes()
     }
-
-    forward! { run_cpu of a, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         vec![("CSR to CSC", self.convert)]

@@ -1,4 +1,6 @@
 use super::*;
+use crate::matrix::Csr;
+use crate::methods::{GenericMethod, Params};
 
 crate::methods::testmats::room_tests! {
     method: CscAtomic,

@@ -4,24 +4,20 @@
 use crate::cpu::par_csr_spmv;
 use crate::error::Result;
 use crate::matrix::Csr;
-use crate::methods::{GenericMethod, Layout, MethodInfo, Params};
+use crate::methods::common::room::{forward, method};
+use crate::methods::Layout;
 use crate::scalar::Scalar;
 
-/// The registry entry of `csr`.
-pub struct CsrRayon;
-
-impl GenericMethod for CsrRayon {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `csr`.
+    pub struct CsrRayon {
         name: "csr",
         summary: "CPU: rayon CSR SpMV over nnz-balanced row chunks",
         source: "spmvkit (CPU production path)",
         deterministic: true,
         gpu: false,
-        cpu: true,
-        params: &[],
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, _params) {
         Ok(Box::new(CsrLayout { a: csr.clone() }))
     }
 }
@@ -32,12 +28,7 @@ pub struct CsrLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
-    fn footprint_bytes(&self) -> usize {
-        self.a.bytes()
-    }
+    forward! { values_mut of a, footprint_bytes of a }
 
     fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
         par_csr_spmv(&self.a, alpha, x, beta, y);

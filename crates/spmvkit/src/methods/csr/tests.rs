@@ -1,5 +1,7 @@
 use super::*;
 use crate::cpu::{check, oracle_spmv};
+use crate::matrix::Csr;
+use crate::methods::{GenericMethod, Params};
 
 #[test]
 fn matches_oracle_with_beta() {

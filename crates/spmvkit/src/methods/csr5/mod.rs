@@ -38,11 +38,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::error::Result;
 use crate::matrix::Csr;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{keywords, one_of, params, AutoOr};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::Layout;
 use crate::scalar::{Idx, Scalar};
 
 room_kernel!(
@@ -79,28 +78,17 @@ params! {
     }
 }
 
-const PARAMS: &[ParamSpec] = Csr5Params::SPECS;
-
-/// The registry entry of `csr5`.
-pub struct Csr5;
-
-impl GenericMethod for Csr5 {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `csr5`.
+    pub struct Csr5 {
         name: NAME,
-        summary:
-            "GPU: CSR5 tiles of 32 x sigma nonzeros (transposed), bit-flag segmented sum, \
+        summary: "GPU: CSR5 tiles of 32 x sigma nonzeros (transposed), bit-flag segmented sum, \
                   calibrate pass for carried sums (fixed order, no atomics), tail as CSR; \
                   tiles and descriptors generated on the GPU at upload",
-        source:
-            "Liu & Vinter, CSR5: an efficient storage format for cross-platform SpMV, ICS'15",
+        source: "Liu & Vinter, CSR5: an efficient storage format for cross-platform SpMV, ICS'15",
         deterministic: true,
-        gpu: true,
-        cpu: true,
-        params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        let p = Csr5Params::from_params(NAME, params)?;
+    }
+    fn prepare(csr, p: Csr5Params) {
         let sigma = p
             .sigma
             .value()

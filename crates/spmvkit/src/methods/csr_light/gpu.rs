@@ -4,14 +4,12 @@
 //! is zeroed at upload, and the kernel's last block zeroes it again at the end of every call, so
 //! `run` is a single launch. No launch when there are no rows.
 
-use std::sync::Arc;
-
 use super::{CsrLightLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{Gpu, Kernel, Shape};
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
-use crate::methods::common::gpu::{Call, Launches, Resident};
-use crate::methods::DeviceLayout;
+use crate::methods::common::gpu::{Call, Launches};
+use crate::methods::common::room::device_room;
 use crate::scalar::Scalar;
 
 /// Resident threads per SM assumed when sizing the persistent grid (sm_80 and sm_90).
@@ -29,27 +27,17 @@ crate::device_args! {
     }
 }
 
-/// The device copy of a csr-light layout.
-pub(super) struct DeviceCsrLight<T: Scalar> {
-    k: Kernel<CsrLightArgs<'static, T>>,
-    threads: u32,
-    chunk: u32,
-    a: DeviceCsr<T>,
-    arrays: LightArrays<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &CsrLightLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let room = DeviceCsrLight {
-        k: gpu.kernel::<T, _>(&KERNEL, &format!("csr_light_v{}", l.vector))?,
-        threads: l.threads,
-        chunk: l.chunk(),
-        a: DeviceCsr::upload(gpu, &l.a)?,
-        arrays: LightArrays::upload(gpu, l)?,
-    };
-    Ok(Resident::boxed(room.a.dims(), l.a.bytes() + 8, room))
+device_room! {
+    /// The device copy of a csr-light layout.
+    pub(super) struct DeviceCsrLight<T> {
+        k: Kernel<CsrLightArgs<'static, T>> =
+            gpu.kernel::<T, _>(&KERNEL, &format!("csr_light_v{}", l.vector))?,
+        threads: u32 = l.threads,
+        chunk: u32 = l.chunk(),
+        a: DeviceCsr<T> = DeviceCsr::upload(gpu, &l.a)?,
+        arrays: LightArrays<T> = LightArrays::upload(gpu, l)?,
+    }
+    fn upload(l: &CsrLightLayout<T>, gpu) -> Resident((l.a.nrows(), l.a.ncols()), l.a.bytes() + 8);
 }
 
 impl<T: Scalar> Launches<T> for DeviceCsrLight<T> {

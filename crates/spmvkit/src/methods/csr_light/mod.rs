@@ -16,12 +16,11 @@
 mod cpu;
 mod gpu;
 
-use crate::error::Result;
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{one_of, params, AutoOr};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::Layout;
 use crate::scalar::Scalar;
 
 room_kernel!(
@@ -45,27 +44,18 @@ params! {
     }
 }
 
-const PARAMS: &[ParamSpec] = CsrLightParams::SPECS;
-
 /// Largest accepted `grab`.
 const MAX_GRAB: u32 = 64;
 
-/// The registry entry of `csr-light`.
-pub struct CsrLight;
-
-impl GenericMethod for CsrLight {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `csr-light`.
+    pub struct CsrLight {
         name: NAME,
         summary: "GPU: LightSpMV, a V-lane vector per row, rows from a dynamic atomic counter",
         source: "Liu & Schmidt, LightSpMV, ASAP'15",
         deterministic: true,
-        gpu: true,
-        cpu: true,
-        params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        let p = CsrLightParams::from_params(NAME, params)?;
+    }
+    fn prepare(csr, p: CsrLightParams) {
         let vector = p
             .vector
             .value()
@@ -126,15 +116,12 @@ impl<T: Scalar> CsrLightLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrLightLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
+    forward! { values_mut of a, run_cpu, upload }
+
     fn footprint_bytes(&self) -> usize {
         // The CSR arrays plus the two-word counter.
         self.a.bytes() + 8
     }
-
-    forward! { run_cpu, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
         vec![

@@ -23,8 +23,9 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 use super::{buffer_cap, smem_bytes, BigBatch, OverlapLayout, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::{kernel_int, DevRef, Gpu, Kernel, PinnedSource, Shape};
-use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::common::gpu::{Axpby, Call, Launches};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::{Idx, Scalar};
 
 /// CSR-Full-Overlap's per-call copy machinery.
@@ -70,80 +71,70 @@ crate::device_args! {
     }
 }
 
-/// The device copy of an overlap layout.
-pub(super) struct DeviceOverlap<T: Scalar> {
-    k: Kernel<OverlapArgs<'static, T>>,
-    threads: u32,
-    ctas: usize,
-    smem: u32,
-    nbatches: usize,
-    ntasks: usize,
-    col_idx: CudaSlice<Idx>,
-    vals: CudaSlice<T>,
-    arrays: OverlapArrays<T>,
-    full: Option<Full<T>>,
+device_room! {
+    /// The device copy of an overlap layout.
+    pub(super) struct DeviceOverlap<T> {
+        k: Kernel<OverlapArgs<'static, T>> = k,
+        threads: u32 = l.cfg.threads,
+        ctas: usize = gpu.sm_count().max(1) * l.cfg.ctas_per_sm as usize,
+        smem: u32 = smem_bytes::<T>(l.cfg.max_batch_size) as u32,
+        nbatches: usize = l.part.batches.len(),
+        ntasks: usize = l.ntasks(),
+        col_idx: CudaSlice<Idx> = col_idx,
+        vals: CudaSlice<T> = vals,
+        arrays: OverlapArrays<T> = OverlapArrays::upload(gpu, l)?,
+        full: Option<Full<T>> = full,
+    }
+    fn upload(l: &OverlapLayout<T>, gpu)
+        -> Resident((l.a.nrows(), l.a.ncols()), l.footprint_bytes()) {
+        let k = gpu.kernel::<T, _>(&KERNEL, "csr_overlap")?;
+        let nnz = l.a.nnz();
+        crate::gpu::check_int_loops("csr-overlap", l.a.nrows(), nnz)?;
+        let (col_idx, vals, full) = match &l.big {
+            None => (gpu.upload(l.a.col_idx())?, gpu.upload(l.a.vals())?, None),
+            Some(big) => {
+                let full = Full::new(gpu, l, big)?;
+                (
+                    gpu.alloc_zeros::<Idx>(nnz)?,
+                    gpu.alloc_zeros::<T>(nnz)?,
+                    Some(full),
+                )
+            }
+        };
+    }
+}
+
+impl<T: Scalar> Full<T> {
+    /// The pinned copies of the layout's column indices and values, a stream and two events per
+    /// big batch, and the start event.
+    fn new(gpu: &Gpu, l: &OverlapLayout<T>, big: &[BigBatch]) -> Result<Self> {
+        let host_cols = gpu.pinned_source(l.a.col_idx())?;
+        let host_vals = gpu.pinned_source(l.a.vals())?;
+        let streams = (0..big.len())
+            .map(|_| gpu.new_stream())
+            .collect::<Result<Vec<_>>>()?;
+        let copied = (0..big.len())
+            .map(|_| event(gpu))
+            .collect::<Result<Vec<_>>>()?;
+        let done = (0..big.len())
+            .map(|_| event(gpu))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Full {
+            big: big.to_vec(),
+            streams,
+            host_cols,
+            host_vals,
+            start: event(gpu)?,
+            copied,
+            done,
+        })
+    }
 }
 
 fn event(gpu: &Gpu) -> Result<CudaEvent> {
     gpu.context()
         .new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
         .map_err(|e| Error::cuda("csr-full-overlap: creating an event", e))
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &OverlapLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let k = gpu.kernel::<T, _>(&KERNEL, "csr_overlap")?;
-    let nnz = l.a.nnz();
-    crate::gpu::check_int_loops("csr-overlap", l.a.nrows(), nnz)?;
-    let (col_idx, vals, full) = match &l.big {
-        None => (gpu.upload(l.a.col_idx())?, gpu.upload(l.a.vals())?, None),
-        Some(big) => {
-            let host_cols = gpu.pinned_source(l.a.col_idx())?;
-            let host_vals = gpu.pinned_source(l.a.vals())?;
-            let streams = (0..big.len())
-                .map(|_| gpu.new_stream())
-                .collect::<Result<Vec<_>>>()?;
-            let copied = (0..big.len())
-                .map(|_| event(gpu))
-                .collect::<Result<Vec<_>>>()?;
-            let done = (0..big.len())
-                .map(|_| event(gpu))
-                .collect::<Result<Vec<_>>>()?;
-            let full = Full {
-                big: big.clone(),
-                streams,
-                host_cols,
-                host_vals,
-                start: event(gpu)?,
-                copied,
-                done,
-            };
-            (
-                gpu.alloc_zeros::<Idx>(nnz)?,
-                gpu.alloc_zeros::<T>(nnz)?,
-                Some(full),
-            )
-        }
-    };
-    let room = DeviceOverlap {
-        k,
-        threads: l.cfg.threads,
-        ctas: gpu.sm_count().max(1) * l.cfg.ctas_per_sm as usize,
-        smem: smem_bytes::<T>(l.cfg.max_batch_size) as u32,
-        nbatches: l.part.batches.len(),
-        ntasks: l.ntasks(),
-        col_idx,
-        vals,
-        arrays: OverlapArrays::upload(gpu, l)?,
-        full,
-    };
-    Ok(Resident::boxed(
-        (l.a.nrows(), l.a.ncols()),
-        l.footprint_bytes(),
-        room,
-    ))
 }
 
 impl<T: Scalar> DeviceOverlap<T> {

@@ -58,12 +58,15 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{concat_specs, one_of, params, AutoOr, ParamRange, ParamValue};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{Layout, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
-room_kernel!("csr-overlap", [gpu::OverlapArgs::params_entry("csr_overlap")]);
+room_kernel!(
+    "csr-overlap",
+    [gpu::OverlapArgs::params_entry("csr_overlap")]
+);
 
 const NAME: &str = "csr-overlap";
 const NAME_FULL: &str = "csr-full-overlap";
@@ -149,32 +152,25 @@ impl ParamRange<u32> for ZeroOrFrom {
     }
 }
 
-/// The registry entry of `csr-overlap` (CSR-Partial-Overlap).
-pub struct CsrOverlap;
-
-/// The registry entry of `csr-full-overlap` (CSR-Full-Overlap).
-pub struct CsrFullOverlap;
-
-impl GenericMethod for CsrOverlap {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `csr-overlap` (CSR-Partial-Overlap).
+    pub struct CsrOverlap {
         name: NAME,
         summary: "GPU: CSR-Partial-Overlap, row batches double-buffered into shared memory \
                   with cp.async, 1-32 lanes per row chosen per batch, a CTA per long row",
         source: "Zeng & Zou, Electronics 12:3687 (2023), §4.1 (Alg. 3-6), §4.3 (Alg. 9)",
         deterministic: true,
-        gpu: true,
-        cpu: true,
         params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         let cfg = Config::parse::<T>(NAME, PARAMS, params)?;
         Ok(Box::new(OverlapLayout::build(csr, cfg, None)))
     }
 }
 
-impl GenericMethod for CsrFullOverlap {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `csr-full-overlap` (CSR-Full-Overlap).
+    pub struct CsrFullOverlap {
         name: NAME_FULL,
         summary: "GPU: CSR-Full-Overlap. ITS TIME INCLUDES THE HOST-TO-DEVICE COPY of values \
                   and column indices (pinned, in stream_num big batches on their own streams, \
@@ -182,12 +178,9 @@ impl GenericMethod for CsrFullOverlap {
                   kernel times: compare by Eq. 2 against cuSPARSE + the same copy",
         source: "Zeng & Zou, Electronics 12:3687 (2023), §4.2 (Alg. 7-8), §5.4-5.5",
         deterministic: true,
-        gpu: true,
-        cpu: true,
         params: PARAMS_FULL,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         let cfg = Config::parse::<T>(NAME_FULL, PARAMS_FULL, params)?;
         let streams = FullParams::from_params_in(NAME_FULL, PARAMS_FULL, params)?.stream_num;
         Ok(Box::new(OverlapLayout::build(csr, cfg, Some(streams))))
@@ -477,14 +470,11 @@ impl<T: Scalar> OverlapLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for OverlapLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
+    forward! { values_mut of a, run_cpu, upload }
+
     fn footprint_bytes(&self) -> usize {
         self.a.bytes() + self.meta_bytes()
     }
-
-    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

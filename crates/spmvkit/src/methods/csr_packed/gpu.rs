@@ -4,12 +4,12 @@
 //! per slice or long row. The entries keep their `__restrict__` parameter list
 //! ([`crate::gpu::launch::Abi::Params`]): the kernel's loads through them are non-coherent.
 
-use std::sync::Arc;
-
 use super::{PackedLayout, KERNEL, WARP};
 use crate::error::Result;
 use crate::gpu::{kernel_int, Gpu, Kernel, Shape};
-use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
+use crate::methods::common::gpu::{Axpby, Call, Launches};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::Scalar;
 
 const BLOCK: u32 = super::BLOCK as u32;
@@ -39,33 +39,24 @@ crate::device_args! {
     }
 }
 
-/// `csr-packed` resident on the GPU.
-pub(super) struct PackedDevice<T: Scalar> {
-    k: Kernel<PackedArgs<'static, T>>,
-    /// The work items: slices and long rows.
-    items: usize,
-    /// Resident blocks of the whole GPU (the persistent grid's size at most).
-    max_blocks: usize,
-    arrays: PackedArrays<T>,
-}
-
-impl<T: Scalar> PackedDevice<T> {
-    /// Compiles the kernel first, so an NVRTC failure leaves nothing allocated, then uploads.
-    pub(super) fn upload(gpu: &Arc<Gpu>, l: &PackedLayout<T>) -> Result<Resident<Self>> {
+device_room! {
+    /// `csr-packed` resident on the GPU (the kernel compiled first, so an NVRTC failure leaves
+    /// nothing allocated).
+    pub(super) struct PackedDevice<T> {
+        k: Kernel<PackedArgs<'static, T>> = k,
+        /// The work items: slices and long rows.
+        items: usize = items,
+        /// Resident blocks of the whole GPU (the persistent grid's size at most).
+        max_blocks: usize = max_blocks,
+        arrays: PackedArrays<T> = PackedArrays::upload(gpu, l)?,
+    }
+    fn upload(l: &PackedLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes()) {
         let items = l.nslices() + l.long_rows.len();
         kernel_int("csr-packed work items (slices + long rows)", items)?;
         crate::gpu::check_int_loops("csr-packed", l.nrows, l.long_cols.len())?;
         let k = gpu.kernel::<T, _>(&KERNEL, l.vcodes.entry(l.prefetch))?;
         // Persistent warps: as many blocks as stay resident on every SM at once.
         let max_blocks = k.resident_ctas(gpu, BLOCK, 0)?;
-        let room = PackedDevice {
-            k,
-            items,
-            max_blocks,
-            arrays: PackedArrays::upload(gpu, l)?,
-        };
-        let bytes = crate::methods::Layout::footprint_bytes(l);
-        Ok(Resident::new((l.nrows, l.ncols), bytes, room))
     }
 }
 

@@ -33,15 +33,13 @@ mod cpu;
 mod encode;
 mod gpu;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::gpu::Gpu;
-use crate::matrix::{Csr, Pattern};
-use crate::methods::common::room::{forward, room_kernel};
+use crate::matrix::Pattern;
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{multiple_of, params, AutoOr, OnOff, Switch};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{Layout, ParamSpec};
 use crate::scalar::{Idx, Scalar};
 use encode::ValuesMode;
 
@@ -120,21 +118,16 @@ params! {
 
 const PARAMS: &[ParamSpec] = PackedParams::SPECS;
 
-/// The registry entry of `csr-packed`.
-pub struct CsrPacked;
-
-impl GenericMethod for CsrPacked {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `csr-packed`.
+    pub struct CsrPacked {
         name: NAME,
         summary: "GPU: compressed CSR (delta-coded columns, value dictionary), a lane per row",
         source: "spmvkit (issue #19), after CSR-DU/CSR-VI (CF'08) and BRO (ICS'13)",
         deterministic: true,
-        gpu: true,
-        cpu: true,
         params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         let cfg = encode::Config::from_params(params, csr)?;
         Ok(Box::new(encode::encode(csr, &cfg)?))
     }
@@ -213,11 +206,7 @@ impl<T: Scalar> Layout<T> for PackedLayout<T> {
             + T::BYTES * self.long_vals.len()
     }
 
-    forward! { run_cpu }
-
-    fn upload(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        Ok(Box::new(gpu::PackedDevice::upload(gpu, self)?))
-    }
+    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.facts.stages.clone()

@@ -1,10 +1,12 @@
 use super::encode::ValueCodes;
 use super::*;
 use crate::matrix::Coo;
+use crate::matrix::Csr;
 use crate::methods::testmats::{
     check_gpu_against_mirror, check_layout, check_method, check_method_on_corpus, gpu_case,
     gpu_test_lock, Lcg,
 };
+use crate::methods::{GenericMethod, Params};
 
 fn params(items: &[&str]) -> Params {
     Params::parse(items.iter().copied()).unwrap()

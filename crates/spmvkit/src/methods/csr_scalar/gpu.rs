@@ -1,32 +1,26 @@
 //! Upload and launch of `csr-scalar`: the CSR arrays on the device, one thread per row in blocks
 //! of 256, one launch per call.
 
-use std::sync::Arc;
-
-use super::KERNEL;
+use super::{CsrScalarLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{Gpu, Kernel, Shape};
-use crate::matrix::Csr;
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
-use crate::methods::common::gpu::{Call, Launches, Resident};
+use crate::methods::common::gpu::{Call, Launches};
+use crate::methods::common::room::device_room;
 use crate::scalar::Scalar;
 
 const BLOCK: u32 = 256;
 
-/// `csr-scalar` resident on the GPU.
-pub(super) struct CsrScalarDevice<T: Scalar> {
-    k: Kernel<CsrArgs<'static, T>>,
-    a: DeviceCsr<T>,
-}
-
-impl<T: Scalar> CsrScalarDevice<T> {
-    /// Compiles the kernel first, so an NVRTC failure leaves nothing allocated, then uploads.
-    pub(super) fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Resident<Self>> {
-        let room = CsrScalarDevice {
-            k: gpu.kernel::<T, _>(&KERNEL, "csr_scalar")?,
-            a: DeviceCsr::upload(gpu, a)?,
-        };
-        Ok(Resident::new(room.a.dims(), room.a.num_bytes(), room))
+device_room! {
+    /// `csr-scalar` resident on the GPU (the kernel compiled first, so an NVRTC failure leaves
+    /// nothing allocated).
+    pub(super) struct CsrScalarDevice<T> {
+        k: Kernel<CsrArgs<'static, T>> = k,
+        a: DeviceCsr<T> = a,
+    }
+    fn upload(l: &CsrScalarLayout<T>, gpu) -> Resident(a.dims(), a.num_bytes()) {
+        let k = gpu.kernel::<T, _>(&KERNEL, "csr_scalar")?;
+        let a = DeviceCsr::upload(gpu, &l.a)?;
     }
 }
 

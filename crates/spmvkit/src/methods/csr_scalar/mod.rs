@@ -6,33 +6,23 @@
 mod cpu;
 mod gpu;
 
-use std::sync::Arc;
-
-use crate::error::Result;
-use crate::gpu::Gpu;
 use crate::matrix::Csr;
 use crate::methods::common::csr::CsrArgs;
-use crate::methods::common::room::{forward, room_kernel};
-use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
+use crate::methods::common::room::{forward, method, room_kernel};
+use crate::methods::Layout;
 use crate::scalar::Scalar;
 
 room_kernel!("csr-scalar", [CsrArgs::entry("csr_scalar")]);
 
-/// The registry entry of `csr-scalar`.
-pub struct CsrScalar;
-
-impl GenericMethod for CsrScalar {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `csr-scalar`.
+    pub struct CsrScalar {
         name: "csr-scalar",
         summary: "GPU: one thread per CSR row (scalar CSR kernel)",
         source: "Bell & Garland, SC'09, CSR (scalar) kernel",
         deterministic: true,
-        gpu: true,
-        cpu: true,
-        params: &[],
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, _params) {
         Ok(Box::new(CsrScalarLayout { a: csr.clone() }))
     }
 }
@@ -43,18 +33,7 @@ pub struct CsrScalarLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrScalarLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
-    fn footprint_bytes(&self) -> usize {
-        self.a.bytes()
-    }
-
-    forward! { run_cpu of a }
-
-    fn upload(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        Ok(Box::new(gpu::CsrScalarDevice::upload(gpu, &self.a)?))
-    }
+    forward! { values_mut of a, footprint_bytes of a, run_cpu of a, upload }
 }
 
 #[cfg(test)]

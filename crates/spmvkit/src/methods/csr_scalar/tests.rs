@@ -1,5 +1,7 @@
 use super::*;
 use crate::cpu::{check, oracle_spmv};
+use crate::matrix::Csr;
+use crate::methods::{GenericMethod, Params};
 
 fn small() -> Csr<f64> {
     // 4x5 with an empty row and an empty column.

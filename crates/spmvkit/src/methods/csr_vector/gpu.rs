@@ -2,33 +2,22 @@
 //! block per `threads / 32` rows (the hardware block scheduler balances rows of unequal length;
 //! the kernel also strides, so any grid is correct). No launch when there are no rows.
 
-use std::sync::Arc;
-
 use super::{CsrVectorLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{Gpu, Kernel, Shape};
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
-use crate::methods::common::gpu::{Call, Launches, Resident};
-use crate::methods::DeviceLayout;
+use crate::methods::common::gpu::{Call, Launches};
+use crate::methods::common::room::device_room;
 use crate::scalar::Scalar;
 
-/// The device copy of a csr-vector layout.
-pub(super) struct DeviceCsrVector<T: Scalar> {
-    k: Kernel<CsrArgs<'static, T>>,
-    threads: u32,
-    a: DeviceCsr<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &CsrVectorLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let room = DeviceCsrVector {
-        k: gpu.kernel::<T, _>(&KERNEL, "csr_vector")?,
-        threads: l.threads,
-        a: DeviceCsr::upload(gpu, &l.a)?,
-    };
-    Ok(Resident::boxed(room.a.dims(), l.a.bytes(), room))
+device_room! {
+    /// The device copy of a csr-vector layout.
+    pub(super) struct DeviceCsrVector<T> {
+        k: Kernel<CsrArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "csr_vector")?,
+        threads: u32 = l.threads,
+        a: DeviceCsr<T> = DeviceCsr::upload(gpu, &l.a)?,
+    }
+    fn upload(l: &CsrVectorLayout<T>, gpu) -> Resident((l.a.nrows(), l.a.ncols()), l.a.bytes());
 }
 
 impl<T: Scalar> Launches<T> for DeviceCsrVector<T> {

@@ -10,13 +10,12 @@
 mod cpu;
 mod gpu;
 
-use crate::error::Result;
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::common::csr::CsrArgs;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::params;
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::Layout;
 use crate::scalar::Scalar;
 
 room_kernel!("csr-vector", [CsrArgs::entry("csr_vector")]);
@@ -31,27 +30,18 @@ params! {
     }
 }
 
-const PARAMS: &[ParamSpec] = CsrVectorParams::SPECS;
-
-/// The registry entry of `csr-vector`.
-pub struct CsrVector;
-
-impl GenericMethod for CsrVector {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `csr-vector`.
+    pub struct CsrVector {
         name: NAME,
         summary: "GPU: CSR, one warp per row, shuffle reduction",
         source: "Bell & Garland, Implementing SpMV on throughput-oriented processors, SC'09 (CSR vector kernel)",
         deterministic: true,
-        gpu: true,
-        cpu: true,
-        params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        let threads = CsrVectorParams::from_params(NAME, params)?.threads;
+    }
+    fn prepare(csr, p: CsrVectorParams) {
         Ok(Box::new(CsrVectorLayout {
             a: csr.clone(),
-            threads,
+            threads: p.threads,
         }))
     }
 }
@@ -63,14 +53,7 @@ pub struct CsrVectorLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
-    fn footprint_bytes(&self) -> usize {
-        self.a.bytes()
-    }
-
-    forward! { run_cpu of a, upload }
+    forward! { values_mut of a, footprint_bytes of a, run_cpu of a, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
         vec![("threads per block".into(), self.threads.to_string())]

@@ -27,6 +27,8 @@ use crate::error::{Error, Result};
 use crate::gpu::cusparse::{CusparseSpmv, SpmvAlg};
 use crate::gpu::{time_stream, Gpu, PinnedSource, TimingConfig};
 use crate::matrix::Csr;
+use crate::methods::common::gpu::{Call, Launches, Resident};
+use crate::methods::common::room::{forward, method};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
 use crate::scalar::{Idx, Scalar};
 
@@ -36,10 +38,6 @@ pub struct CusparseAlg1;
 pub struct CusparseAlg2;
 /// `cusparse`: the faster of ALG1 and ALG2 for the matrix, chosen at upload.
 pub struct CusparseAuto;
-/// `cusparse-e2e`: host-to-device copy of column indices and values, then `cusparse`'s SpMV
-/// (CSR-Full-Overlap's Eq. 2 baseline).
-pub struct CusparseE2e;
-
 #[derive(Clone, Copy, Debug)]
 enum Choice {
     Fixed(SpmvAlg),
@@ -116,8 +114,10 @@ impl GenericMethod for CusparseAuto {
     }
 }
 
-impl GenericMethod for CusparseE2e {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// `cusparse-e2e`: host-to-device copy of column indices and values, then `cusparse`'s SpMV
+    /// (CSR-Full-Overlap's Eq. 2 baseline).
+    pub struct CusparseE2e {
         name: "cusparse-e2e",
         summary: "GPU: host-to-device copy of column indices and values (pinned) + cuSPARSE \
                   SpMV (the faster of CSR_ALG1/ALG2 timed at upload). ITS TIME INCLUDES THE \
@@ -125,11 +125,9 @@ impl GenericMethod for CusparseE2e {
         source: "NVIDIA cuSPARSE (cusparseSpMV) + transfer, as in Zeng & Zou, Electronics \
                  12:3687 (2023), §5.5 Eq. 2",
         deterministic: false,
-        gpu: true,
         cpu: false,
-        params: &[],
-    };
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, _params) {
         Ok(prepare("cusparse-e2e", csr, Choice::Fastest, true))
     }
 }
@@ -165,12 +163,7 @@ fn quick_time<T: Scalar>(gpu: &Gpu, spmv: &CusparseSpmv<T>, x: &CudaSlice<T>) ->
 }
 
 impl<T: Scalar> Layout<T> for CusparseLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
-    fn footprint_bytes(&self) -> usize {
-        self.a.bytes()
-    }
+    forward! { values_mut of a, footprint_bytes of a }
 
     fn run_cpu(&self, _alpha: T, _x: &[T], _beta: T, _y: &mut [T]) -> Result<()> {
         Err(Error::MethodUnsupported {
@@ -214,7 +207,9 @@ impl<T: Scalar> Layout<T> for CusparseLayout<T> {
         } else {
             None
         };
-        Ok(Box::new(CusparseDevice { spmv, upload }))
+        let dims = (spmv.nrows(), spmv.ncols());
+        let bytes = spmv.footprint_bytes();
+        Ok(Resident::boxed(dims, bytes, CusparseDevice { spmv, upload }))
     }
 
     fn notes(&self) -> Vec<(String, String)> {
@@ -236,26 +231,11 @@ struct CusparseDevice<T: Scalar> {
     upload: Option<HostEntries<T>>,
 }
 
-impl<T: Scalar> DeviceLayout<T> for CusparseDevice<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.spmv.nrows(), self.spmv.ncols())
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        _gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+impl<T: Scalar> Launches<T> for CusparseDevice<T> {
+    unsafe fn run(&self, _gpu: &Gpu, c: Call<'_, T>) -> Result<()> {
         if let Some(u) = &self.upload {
             self.spmv.refill_entries(&u.col_idx, &u.vals)?;
         }
-        self.spmv.run(alpha, x, beta, y)
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.spmv.footprint_bytes()
+        self.spmv.run(c.alpha, c.x, c.beta, c.y)
     }
 }

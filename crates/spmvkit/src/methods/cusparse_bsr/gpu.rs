@@ -18,8 +18,9 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use super::{BsrLayout, NAME};
 use crate::error::{Error, Result};
 use crate::gpu::{kernel_int, Gpu};
-use crate::methods::common::gpu::{Call, Launches, Resident};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::common::gpu::{Call, Launches};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::{Idx, Precision, Scalar};
 
 type BsrmvFn = unsafe extern "C" fn(
@@ -68,6 +69,31 @@ struct Handles {
 // SAFETY: the raw handles are only used under the Mutex that holds them.
 unsafe impl Send for Handles {}
 
+impl Handles {
+    /// A cuSPARSE handle on `gpu`'s stream and a matrix descriptor, with `gpu`'s context bound
+    /// to this thread.
+    fn new(gpu: &Gpu) -> Result<Self> {
+        gpu.context()
+            .bind_to_thread()
+            .map_err(|e| Error::cuda("binding the context", e))?;
+        let mut h = Handles {
+            handle: std::ptr::null_mut(),
+            descr: std::ptr::null_mut(),
+        };
+        h.handle = cudarc::cusparse::result::create()
+            .map_err(|e| Error::cuda("cusparseCreate", format!("{e:?}")))?;
+        // SAFETY: a live handle; the driver and runtime stream types name the same object.
+        unsafe {
+            check(
+                "SetStream",
+                sys::cusparseSetStream(h.handle, gpu.stream().cu_stream() as sys::cudaStream_t),
+            )?;
+            check("CreateMatDescr", sys::cusparseCreateMatDescr(&mut h.descr))?;
+        }
+        Ok(h)
+    }
+}
+
 impl Drop for Handles {
     fn drop(&mut self) {
         // SAFETY: each non-null handle was created once and is destroyed once, here.
@@ -88,74 +114,42 @@ struct Scratch<T> {
     y: CudaSlice<T>,
 }
 
-pub(super) struct DeviceBsr<T: Scalar> {
-    gpu: Arc<Gpu>,
-    bsrmv: BsrmvFn,
-    /// `(y, x)` lengths of whole blocks ([`BsrLayout::padded_dims`]).
-    padded: (usize, usize),
-    b: usize,
-    mb: usize,
-    nb: usize,
-    nnzb: usize,
-    h: Mutex<Handles>,
-    scratch: Option<Mutex<Scratch<T>>>,
-    row_ptr: CudaSlice<Idx>,
-    col_idx: CudaSlice<Idx>,
-    vals: CudaSlice<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &BsrLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let bsrmv = bsrmv_fn::<T>().ok_or_else(|| Error::MethodUnsupported {
-        method: NAME.into(),
-        reason: "the loaded cuSPARSE has no cusparse<t>bsrmv".into(),
-    })?;
-    gpu.context()
-        .bind_to_thread()
-        .map_err(|e| Error::cuda("binding the context", e))?;
-    let mut h = Handles {
-        handle: std::ptr::null_mut(),
-        descr: std::ptr::null_mut(),
-    };
-    h.handle = cudarc::cusparse::result::create()
-        .map_err(|e| Error::cuda("cusparseCreate", format!("{e:?}")))?;
-    // SAFETY: a live handle; the driver and runtime stream types name the same object.
-    unsafe {
-        check(
-            "SetStream",
-            sys::cusparseSetStream(h.handle, gpu.stream().cu_stream() as sys::cudaStream_t),
-        )?;
-        check("CreateMatDescr", sys::cusparseCreateMatDescr(&mut h.descr))?;
+device_room! {
+    /// The device copy of a BSR layout, with its cuSPARSE handles.
+    pub(super) struct DeviceBsr<T> {
+        gpu: Arc<Gpu> = gpu.clone(),
+        bsrmv: BsrmvFn = bsrmv,
+        /// `(y, x)` lengths of whole blocks ([`BsrLayout::padded_dims`]).
+        padded: (usize, usize) = (py, px),
+        b: usize = l.b,
+        mb: usize = l.mb,
+        nb: usize = l.nb,
+        nnzb: usize = l.nnzb(),
+        h: Mutex<Handles> = Mutex::new(h),
+        scratch: Option<Mutex<Scratch<T>>> = scratch,
+        row_ptr: CudaSlice<Idx> = gpu.upload(&l.row_ptr)?,
+        col_idx: CudaSlice<Idx> = gpu.upload(&l.col_idx)?,
+        vals: CudaSlice<T> = gpu.upload(&l.vals)?,
     }
-    let (py, px) = l.padded_dims();
-    let padded = (py, px) != (l.nrows, l.ncols);
-    let scratch = if padded {
-        Some(Mutex::new(Scratch {
-            x: gpu.alloc_zeros::<T>(px)?,
-            y: gpu.alloc_zeros::<T>(py)?,
-        }))
-    } else {
-        None
-    };
-    let pad_bytes = if padded { T::BYTES * (px + py) } else { 0 };
-    let room = DeviceBsr {
-        gpu: gpu.clone(),
-        bsrmv,
-        padded: (py, px),
-        b: l.b,
-        mb: l.mb,
-        nb: l.nb,
-        nnzb: l.nnzb(),
-        h: Mutex::new(h),
-        scratch,
-        row_ptr: gpu.upload(&l.row_ptr)?,
-        col_idx: gpu.upload(&l.col_idx)?,
-        vals: gpu.upload(&l.vals)?,
-    };
-    let bytes = l.footprint_bytes() + pad_bytes;
-    Ok(Resident::boxed((l.nrows, l.ncols), bytes, room))
+    fn upload(l: &BsrLayout<T>, gpu)
+        -> Resident((l.nrows, l.ncols), l.footprint_bytes() + pad_bytes) {
+        let bsrmv = bsrmv_fn::<T>().ok_or_else(|| Error::MethodUnsupported {
+            method: NAME.into(),
+            reason: "the loaded cuSPARSE has no cusparse<t>bsrmv".into(),
+        })?;
+        let h = Handles::new(gpu)?;
+        let (py, px) = l.padded_dims();
+        let padded = (py, px) != (l.nrows, l.ncols);
+        let scratch = if padded {
+            Some(Mutex::new(Scratch {
+                x: gpu.alloc_zeros::<T>(px)?,
+                y: gpu.alloc_zeros::<T>(py)?,
+            }))
+        } else {
+            None
+        };
+        let pad_bytes = if padded { T::BYTES * (px + py) } else { 0 };
+    }
 }
 
 impl<T: Scalar> DeviceBsr<T> {

@@ -31,9 +31,9 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
-use crate::methods::common::room::forward;
+use crate::methods::common::room::{forward, method};
 use crate::methods::params::params;
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::Layout;
 use crate::scalar::{Idx, Scalar};
 
 const NAME: &str = "cusparse-bsr";
@@ -46,13 +46,9 @@ params! {
     }
 }
 
-const PARAMS: &[ParamSpec] = BsrParams::SPECS;
-
-/// The registry entry of `cusparse-bsr`.
-pub struct CusparseBsr;
-
-impl GenericMethod for CusparseBsr {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `cusparse-bsr`.
+    pub struct CusparseBsr {
         name: NAME,
         summary: "GPU: cuSPARSE bsrmv on BSR (b x b blocks, row-major) converted from CSR on \
                   the host; a Plan's own x/y are padded to whole blocks (no copy per call), \
@@ -60,14 +56,9 @@ impl GenericMethod for CusparseBsr {
                   copies per call when the shape is not a multiple of b",
         source: "NVIDIA cuSPARSE legacy API (cusparse<t>bsrmv), CB-SpMV's baseline (ICS'25)",
         deterministic: false,
-        gpu: true,
-        cpu: true,
-        params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        let b = BsrParams::from_params(NAME, params)?.block;
-        Ok(Box::new(BsrLayout::build(csr, b)?))
+    }
+    fn prepare(csr, p: BsrParams) {
+        Ok(Box::new(BsrLayout::build(csr, p.block)?))
     }
 }
 

@@ -3,13 +3,12 @@
 //! βy to the empty rows; then, only when there are long rows, `dasp_long_sum` (a warp per long
 //! row). The part sums (one value per part) are allocated at upload.
 
-use std::sync::Arc;
-
 use super::{DaspLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevRef, Gpu, Kernel, Shape};
-use crate::methods::common::gpu::{Axpby, Call, Launches, Resident, Ypby};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::common::gpu::{Axpby, Call, Launches, Ypby};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::{Idx, Scalar};
 
 const THREADS: u32 = 128;
@@ -60,36 +59,22 @@ crate::device_args! {
     }
 }
 
-pub(super) struct DeviceDasp<T: Scalar> {
-    func: Kernel<DaspArgs<'static, T>>,
-    long_sum: Kernel<DaspLongSumArgs<'static, T>>,
-    /// `dasp_spmv`'s warps: one per long-row part, per row-block group, per
-    /// `short_tiles_per_warp` short tiles, then the empty rows' warps.
-    warps: usize,
-    nlong: usize,
-    arrays: DaspArrays<T>,
-    sums: LongSumArrays<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &DaspLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let short_warps = l.nshort_tiles().div_ceil(l.short_per_warp);
-    let empty_warps = l.empty_rows.len().div_ceil(32).min(EMPTY_WARPS_MAX);
-    let room = DeviceDasp {
-        func: gpu.kernel::<T, _>(&KERNEL, "dasp_spmv")?,
-        long_sum: gpu.kernel::<T, _>(&KERNEL, "dasp_long_sum")?,
-        warps: l.part_start.len() + l.ngroups() + short_warps + empty_warps,
-        nlong: l.long_rows.len(),
-        arrays: DaspArrays::upload(gpu, l)?,
-        sums: LongSumArrays::upload(gpu, l)?,
-    };
-    Ok(Resident::boxed(
-        (l.nrows, l.ncols),
-        l.footprint_bytes(),
-        room,
-    ))
+device_room! {
+    pub(super) struct DeviceDasp<T> {
+        func: Kernel<DaspArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "dasp_spmv")?,
+        long_sum: Kernel<DaspLongSumArgs<'static, T>> =
+            gpu.kernel::<T, _>(&KERNEL, "dasp_long_sum")?,
+        /// `dasp_spmv`'s warps: one per long-row part, per row-block group, per
+        /// `short_tiles_per_warp` short tiles, then the empty rows' warps.
+        warps: usize = l.part_start.len() + l.ngroups() + short_warps + empty_warps,
+        nlong: usize = l.long_rows.len(),
+        arrays: DaspArrays<T> = DaspArrays::upload(gpu, l)?,
+        sums: LongSumArrays<T> = LongSumArrays::upload(gpu, l)?,
+    }
+    fn upload(l: &DaspLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes()) {
+        let short_warps = l.nshort_tiles().div_ceil(l.short_per_warp);
+        let empty_warps = l.empty_rows.len().div_ceil(32).min(EMPTY_WARPS_MAX);
+    }
 }
 
 impl<T: Scalar> Launches<T> for DeviceDasp<T> {

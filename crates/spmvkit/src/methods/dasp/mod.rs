@@ -37,11 +37,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::error::Result;
 use crate::matrix::Csr;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{multiple_of, params};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::Layout;
 use crate::scalar::{Idx, Scalar};
 
 room_kernel!(
@@ -68,29 +67,20 @@ params! {
     }
 }
 
-const PARAMS: &[ParamSpec] = DaspParams::SPECS;
-
 /// No row (padding in `i32` row arrays).
 pub(crate) const NONE: i32 = -1;
 
-/// The registry entry of `dasp`.
-pub struct Dasp;
-
-impl GenericMethod for Dasp {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `dasp`.
+    pub struct Dasp {
         name: NAME,
         summary: "GPU: DASP, rows classed short/long/row-block as 8x4 tiles, f64 by \
                   mma.m8n8k4 with the diagonal trick (f32: plain FMA code on the same \
                   layout), y scattered to the original order in the kernel",
         source: "Lu & Liu, DASP: specific dense matrix multiply-accumulate units accelerated general SpMV, SC'23",
         deterministic: true,
-        gpu: true,
-        cpu: true,
-        params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
-        let p = DaspParams::from_params(NAME, params)?;
+    }
+    fn prepare(csr, p: DaspParams) {
         let (long, chunk, threshold, spw) =
             (p.long, p.long_chunk, p.threshold, p.short_tiles_per_warp);
         Ok(Box::new(DaspLayout::build(

@@ -1,6 +1,8 @@
 use super::*;
 use crate::gpu::Gpu;
+use crate::matrix::Csr;
 use crate::methods::testmats::{check_layout, params, suite};
+use crate::methods::{GenericMethod, Params};
 
 crate::methods::testmats::room_tests! {
     method: Dasp,

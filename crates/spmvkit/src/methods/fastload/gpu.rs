@@ -6,15 +6,14 @@
 //! of `fastload_spmv_grid` (at most the CTAs that fit the GPU at once) does both around a grid
 //! barrier. Hub rows add one `fastload_hub_combine` launch. No launch at all without rows.
 
-use std::sync::Arc;
-
 use cudarc::driver::CudaSlice;
 
 use super::{FastLoadLayout, Fuse, PermuteX, Phase, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::{kernel_int, ByMode, DevMut, DevRef, Gpu, Kernel, Shape};
-use crate::methods::common::gpu::{Call, Launches, Resident};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::common::gpu::{Call, Launches};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::{Idx, Scalar};
 
 const FL_GATHER: i32 = 1;
@@ -69,68 +68,45 @@ crate::device_args! {
 /// Threads per CTA of the hub combine (a warp per hub).
 const COMBINE_THREADS: u32 = 256;
 
-/// The device copy of a FastLoad layout.
-pub(super) struct DeviceFastLoad<T: Scalar> {
-    f: Kernel<FastLoadArgs<'static, T>>,
-    grid_f: Kernel<FastLoadArgs<'static, T>>,
-    combine: Kernel<HubCombineArgs<'static, T>>,
-    /// CTAs of `grid_f` that fit the GPU at once (the cooperative grid's size limit).
-    grid_ctas: usize,
-    nblocks: usize,
-    threads: u32,
-    bpw: u32,
-    gather: bool,
-    /// The fuse mode; `fuse=auto` up to the size cut: the grid launch on a stream, two launches
-    /// in a graph.
-    fuse: ByMode<Fuse>,
-    phase: Phase,
-    optimised: bool,
-    sm_count: usize,
-    nhubs: usize,
-    arrays: FastLoadArrays<T>,
-    hubs: HubArrays<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &FastLoadLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let gather = l.opts.permute_x == PermuteX::Gather;
-    let sm_count = gpu.sm_count().max(1);
-    let grid_f = gpu.kernel::<T, _>(&KERNEL, "fastload_spmv_grid")?;
-    let grid_ctas = if matches!(l.opts.fuse, Fuse::Grid | Fuse::StreamGrid) {
-        grid_f.resident_ctas(gpu, l.opts.threads, 0)?
-    } else {
-        0
-    };
-    let room = DeviceFastLoad {
-        f: gpu.kernel::<T, _>(&KERNEL, "fastload_spmv")?,
-        grid_f,
-        grid_ctas,
-        combine: gpu.kernel::<T, _>(&KERNEL, "fastload_hub_combine")?,
-        nblocks: l.nblocks(),
-        threads: l.opts.threads,
-        bpw: blocks_per_warp(l.opts.blocks_per_warp, l.nblocks(), sm_count),
-        gather,
-        fuse: match l.opts.fuse {
-            Fuse::StreamGrid => ByMode::Split {
-                stream: Fuse::Grid,
-                graph: Fuse::Two,
+device_room! {
+    /// The device copy of a FastLoad layout.
+    pub(super) struct DeviceFastLoad<T> {
+        f: Kernel<FastLoadArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "fastload_spmv")?,
+        grid_f: Kernel<FastLoadArgs<'static, T>> = grid_f,
+        /// CTAs of `grid_f` that fit the GPU at once (the cooperative grid's size limit).
+        grid_ctas: usize = grid_ctas,
+        combine: Kernel<HubCombineArgs<'static, T>> =
+            gpu.kernel::<T, _>(&KERNEL, "fastload_hub_combine")?,
+        nblocks: usize = l.nblocks(),
+        threads: u32 = l.opts.threads,
+        bpw: u32 = blocks_per_warp(l.opts.blocks_per_warp, l.nblocks(), sm_count),
+        gather: bool = gather,
+        /// The fuse mode; `fuse=auto` up to the size cut: the grid launch on a stream, two launches
+        /// in a graph.
+        fuse: ByMode<Fuse> = match l.opts.fuse {
+                Fuse::StreamGrid => ByMode::Split {
+                    stream: Fuse::Grid,
+                    graph: Fuse::Two,
+                },
+                f => ByMode::Always(f),
             },
-            f => ByMode::Always(f),
-        },
-        phase: l.opts.phase,
-        optimised: l.opts.optimised,
-        sm_count,
-        nhubs: l.hub_rows.len(),
-        arrays: FastLoadArrays::upload(gpu, l)?,
-        hubs: HubArrays::upload(gpu, l)?,
-    };
-    Ok(Resident::boxed(
-        (l.nrows, l.ncols),
-        l.footprint_bytes(),
-        room,
-    ))
+        phase: Phase = l.opts.phase,
+        optimised: bool = l.opts.optimised,
+        sm_count: usize = sm_count,
+        nhubs: usize = l.hub_rows.len(),
+        arrays: FastLoadArrays<T> = FastLoadArrays::upload(gpu, l)?,
+        hubs: HubArrays<T> = HubArrays::upload(gpu, l)?,
+    }
+    fn upload(l: &FastLoadLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes()) {
+        let gather = l.opts.permute_x == PermuteX::Gather;
+        let sm_count = gpu.sm_count().max(1);
+        let grid_f = gpu.kernel::<T, _>(&KERNEL, "fastload_spmv_grid")?;
+        let grid_ctas = if matches!(l.opts.fuse, Fuse::Grid | Fuse::StreamGrid) {
+            grid_f.resident_ctas(gpu, l.opts.threads, 0)?
+        } else {
+            0
+        };
+    }
 }
 
 impl<T: Scalar> DeviceFastLoad<T> {

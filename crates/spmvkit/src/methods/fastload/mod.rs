@@ -83,9 +83,9 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{keywords, params, AutoOr, Or};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{Layout, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
 room_kernel!(
@@ -281,41 +281,31 @@ impl FastLoadOptions {
     }
 }
 
-/// The registry entry of `fastload`.
-pub struct FastLoad;
-
-/// The registry entry of `fastload-atomic` (Fig. 9's non-optimised variant).
-pub struct FastLoadAtomic;
-
-impl GenericMethod for FastLoad {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `fastload`.
+    pub struct FastLoad {
         name: NAME,
         summary: "GPU: columns sorted by nnz, warp-wide blocks with coalesced matrix and x loads; per-block atomic / reduction / segment-sum adds",
         source: "Hu et al., FastLoad, TPDS 2024, §IV (Alg. 2, Fig. 6)",
         deterministic: false,
-        gpu: true,
-        cpu: true,
         params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         let o = FastLoadOptions::parse(NAME, params)?;
         Ok(Box::new(FastLoadLayout::build(csr, o)?))
     }
 }
 
-impl GenericMethod for FastLoadAtomic {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `fastload-atomic` (Fig. 9's non-optimised variant).
+    pub struct FastLoadAtomic {
         name: NAME_ATOMIC,
         summary: "GPU: FastLoad's layout with an atomicAdd per element (Fig. 9's non-optimised baseline)",
         source: "Hu et al., FastLoad, TPDS 2024, §V-E (Fig. 9)",
         deterministic: false,
-        gpu: true,
-        cpu: true,
         params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         let o = FastLoadOptions::parse(NAME_ATOMIC, params)?;
         Ok(Box::new(FastLoadLayout::build(csr, o)?))
     }

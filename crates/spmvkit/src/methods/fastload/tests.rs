@@ -1,7 +1,9 @@
 use super::*;
 use crate::cpu::{check, oracle_spmv};
 use crate::matrix::Coo;
+use crate::matrix::Csr;
 use crate::methods::testmats::{assert_repeatable, check_layout, vectors};
+use crate::methods::{GenericMethod, Params};
 
 crate::methods::testmats::room_tests! {
     method: FastLoad,

@@ -6,15 +6,14 @@
 //! the ticket counter for the next call. x is read in place (no padded copy). `phase=spmv` /
 //! `phase=combine` launch one kernel alone (the Fig. 9 split; spmv then zeroes the counter first).
 
-use std::sync::Arc;
-
 use cudarc::driver::CudaSlice;
 
 use super::{Combine, HbpLayout, Phase, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
-use crate::methods::common::gpu::{Call, Launches, Resident, Ypby};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::common::gpu::{Call, Launches, Ypby};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::Scalar;
 
 /// Threads per CTA of the combine kernels.
@@ -85,71 +84,49 @@ enum CombineKernel<T: Scalar> {
     Sparse(Kernel<CombineSparseArgs<'static, T>>),
 }
 
-/// The device copy of an HBP layout.
-pub(super) struct DeviceHbp<T: Scalar> {
-    spmv: Kernel<HbpArgs<'static, T>>,
-    combine: CombineKernel<T>,
-    nblocks: usize,
-    nbc: usize,
-    block_rows: usize,
-    threads: u32,
-    ctas: u32,
-    smem: u32,
-    per_cta: i32,
-    nfixed: i32,
-    phase: Phase,
-    cptr: CudaSlice<u32>,
-    arrays: HbpArrays<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &HbpLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let spmv = gpu.kernel::<T, HbpArgs<T>>(&KERNEL, "hbp_spmv")?;
-    let combine = if dense(l) {
-        CombineKernel::Dense(gpu.kernel::<T, _>(&KERNEL, "hbp_combine_dense")?)
-    } else {
-        CombineKernel::Sparse(gpu.kernel::<T, _>(&KERNEL, "hbp_combine_sparse")?)
-    };
-    let smem = (l.cfg.block_cols * T::BYTES) as u32;
-    if smem > 48 * 1024 {
-        spmv.allow_shared(smem)?;
+device_room! {
+    /// The device copy of an HBP layout.
+    pub(super) struct DeviceHbp<T> {
+        spmv: Kernel<HbpArgs<'static, T>> = spmv,
+        combine: CombineKernel<T> = combine,
+        nblocks: usize = l.nblocks(),
+        nbc: usize = l.nbc,
+        block_rows: usize = l.cfg.block_rows,
+        threads: u32 = threads,
+        ctas: u32 = ctas as u32,
+        smem: u32 = smem,
+        per_cta: i32 = kernel_int("hbp blocks per CTA", per_cta)?,
+        nfixed: i32 = kernel_int("hbp fixed blocks", nfixed)?,
+        phase: Phase = l.cfg.phase,
+        cptr: CudaSlice<u32> = gpu.upload(&l.cptr)?,
+        arrays: HbpArrays<T> = HbpArrays::upload(gpu, l)?,
     }
-    let threads = 32 * l.cfg.warps_per_cta;
-    let ctas = spmv
-        .resident_ctas(gpu, threads, smem)?
-        .min(l.nblocks().div_ceil(l.cfg.warps_per_cta as usize))
-        .max(1);
-    let (per_cta, nfixed) = l.split(ctas);
-    // The kernel's block indices and ticket counter are 32-bit ints: the blocks plus the
-    // tickets' overshoot (each warp takes at most `grab` past the end) must fit.
-    let warps = ctas * l.cfg.warps_per_cta as usize;
-    kernel_int(
-        "hbp blocks plus ticket overshoot",
-        l.nblocks() + warps * l.cfg.grab as usize,
-    )?;
-    gpu.ensure_fits("hbp layout", l.footprint_bytes())?;
-    let room = DeviceHbp {
-        spmv,
-        combine,
-        nblocks: l.nblocks(),
-        nbc: l.nbc,
-        block_rows: l.cfg.block_rows,
-        threads,
-        ctas: ctas as u32,
-        smem,
-        per_cta: kernel_int("hbp blocks per CTA", per_cta)?,
-        nfixed: kernel_int("hbp fixed blocks", nfixed)?,
-        phase: l.cfg.phase,
-        cptr: gpu.upload(&l.cptr)?,
-        arrays: HbpArrays::upload(gpu, l)?,
-    };
-    Ok(Resident::boxed(
-        (l.nrows, l.ncols),
-        l.footprint_bytes(),
-        room,
-    ))
+    fn upload(l: &HbpLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes()) {
+        let spmv = gpu.kernel::<T, HbpArgs<T>>(&KERNEL, "hbp_spmv")?;
+        let combine = if dense(l) {
+            CombineKernel::Dense(gpu.kernel::<T, _>(&KERNEL, "hbp_combine_dense")?)
+        } else {
+            CombineKernel::Sparse(gpu.kernel::<T, _>(&KERNEL, "hbp_combine_sparse")?)
+        };
+        let smem = (l.cfg.block_cols * T::BYTES) as u32;
+        if smem > 48 * 1024 {
+            spmv.allow_shared(smem)?;
+        }
+        let threads = 32 * l.cfg.warps_per_cta;
+        let ctas = spmv
+            .resident_ctas(gpu, threads, smem)?
+            .min(l.nblocks().div_ceil(l.cfg.warps_per_cta as usize))
+            .max(1);
+        let (per_cta, nfixed) = l.split(ctas);
+        // The kernel's block indices and ticket counter are 32-bit ints: the blocks plus the
+        // tickets' overshoot (each warp takes at most `grab` past the end) must fit.
+        let warps = ctas * l.cfg.warps_per_cta as usize;
+        kernel_int(
+            "hbp blocks plus ticket overshoot",
+            l.nblocks() + warps * l.cfg.grab as usize,
+        )?;
+        gpu.ensure_fits("hbp layout", l.footprint_bytes())?;
+    }
 }
 
 impl<T: Scalar> DeviceHbp<T> {

@@ -76,9 +76,9 @@ use rayon::prelude::*;
 
 use crate::error::{check_index_range, Error, Result};
 use crate::matrix::Csr;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{keywords, params, with_defaults, Keyword};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{Layout, ParamSpec, Params};
 use crate::scalar::Scalar;
 
 pub use hash::HashKind;
@@ -193,19 +193,6 @@ keywords! {
     }
 }
 
-/// The registry entry of `hbp`: our defaults (quantile hash, compact tables + sparse combine,
-/// competitive part per CTA with staged x).
-pub struct Hbp;
-
-/// The registry entry of `hbp-paper`: the paper's method (designed hash with equal bucket
-/// regions, dense tables and intermediate, competitive part per warp reading x from global
-/// memory); same parameters.
-pub struct HbpPaper;
-
-/// The registry entry of `2d`: the plain 2D-partitioned baseline (issue #9, the paper's
-/// "2D-partitioning"): `hbp` with no row reordering (`hash=none`), same kernels and parameters.
-pub struct Plain2d;
-
 fn param_err(name: &str, key: &str, msg: String) -> Error {
     Error::Param {
         method: name.into(),
@@ -217,19 +204,18 @@ fn param_err(name: &str, key: &str, msg: String) -> Error {
 const SOURCE: &str =
     "Yan et al., A Nonlinear Hash-based Optimization Method for SpMV on GPUs (HBP), §III";
 
-impl GenericMethod for Hbp {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `hbp`: our defaults (quantile hash, compact tables + sparse combine,
+    /// competitive part per CTA with staged x).
+    pub struct Hbp {
         name: NAME,
         summary: "GPU: 2D blocks, hash-reordered rows interleaved per warp, x segments in \
                   shared memory, fixed + competitive blocks, sparse combine pass",
         source: SOURCE,
         deterministic: true,
-        gpu: true,
-        cpu: true,
         params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         Ok(Box::new(HbpLayout::build(
             csr,
             config::<T>(NAME, PARAMS, params)?,
@@ -237,19 +223,19 @@ impl GenericMethod for Hbp {
     }
 }
 
-impl GenericMethod for HbpPaper {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `hbp-paper`: the paper's method (designed hash with equal bucket
+    /// regions, dense tables and intermediate, competitive part per warp reading x from global
+    /// memory); same parameters.
+    pub struct HbpPaper {
         name: PAPER_NAME,
         summary: "GPU: HBP as published: dense per-block tables and intermediate, \
                   competitive blocks per warp with x from global memory, dense combine",
         source: SOURCE,
         deterministic: true,
-        gpu: true,
-        cpu: true,
         params: PAPER_PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         Ok(Box::new(HbpLayout::build(
             csr,
             config::<T>(PAPER_NAME, PAPER_PARAMS, params)?,
@@ -257,19 +243,18 @@ impl GenericMethod for HbpPaper {
     }
 }
 
-impl GenericMethod for Plain2d {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `2d`: the plain 2D-partitioned baseline (issue #9, the paper's
+    /// "2D-partitioning"): `hbp` with no row reordering (`hash=none`), same kernels and parameters.
+    pub struct Plain2d {
         name: PLAIN_NAME,
         summary: "GPU: plain 2D-partitioned baseline: hbp's blocks, kernels and combine, \
                   rows in their original order (hash=none)",
         source: SOURCE,
         deterministic: true,
-        gpu: true,
-        cpu: true,
         params: PLAIN_PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         Ok(Box::new(HbpLayout::build(
             csr,
             config::<T>(PLAIN_NAME, PLAIN_PARAMS, params)?,

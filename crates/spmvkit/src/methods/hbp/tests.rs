@@ -1,6 +1,7 @@
 use super::*;
 use crate::matrix::Coo;
 use crate::methods::testmats::{check_layout, check_method, params, suite, suite_case};
+use crate::methods::GenericMethod;
 
 crate::methods::testmats::room_tests! {
     method: Hbp,

@@ -4,14 +4,13 @@
 //! thread per short carry run, one warp per long run. The carry array (one value per tile) is
 //! allocated at upload. No launch when the path is empty (no rows).
 
-use std::sync::Arc;
-
 use super::{smem_bytes, MergeLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
-use crate::methods::common::gpu::{Call, Launches, Resident};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::common::gpu::{Call, Launches};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::{Idx, Scalar};
 
 /// Threads per block of the fix-up kernel.
@@ -46,38 +45,25 @@ crate::device_args! {
     }
 }
 
-/// The device copy of a merge layout.
-pub(super) struct DeviceMerge<T: Scalar> {
-    spmv: Kernel<MergeArgs<'static, T>>,
-    fixup: Kernel<MergeFixupArgs<'static, T>>,
-    threads: u32,
-    ntiles: usize,
-    smem: u32,
-    /// The fix-up's CTAs: a thread per short carry run, then a warp per long one.
-    fix_ctas: usize,
-    a: DeviceCsr<T>,
-    tiles: TileArrays<T>,
-    runs: RunArrays<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &MergeLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let short_blocks = l.nshort.div_ceil(FIX_THREADS as usize);
-    let long_blocks = (l.nruns() - l.nshort).div_ceil((FIX_THREADS / 32) as usize);
-    let room = DeviceMerge {
-        spmv: gpu.kernel::<T, _>(&KERNEL, "merge_spmv")?,
-        fixup: gpu.kernel::<T, _>(&KERNEL, "merge_fixup")?,
-        threads: l.threads,
-        ntiles: l.ntiles(),
-        smem: smem_bytes::<T>(l.tile_items()) as u32,
-        fix_ctas: short_blocks + long_blocks,
-        a: DeviceCsr::upload(gpu, &l.a)?,
-        tiles: TileArrays::upload(gpu, l)?,
-        runs: RunArrays::upload(gpu, l)?,
-    };
-    Ok(Resident::boxed(room.a.dims(), l.footprint_bytes(), room))
+device_room! {
+    /// The device copy of a merge layout.
+    pub(super) struct DeviceMerge<T> {
+        spmv: Kernel<MergeArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "merge_spmv")?,
+        fixup: Kernel<MergeFixupArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "merge_fixup")?,
+        threads: u32 = l.threads,
+        ntiles: usize = l.ntiles(),
+        smem: u32 = smem_bytes::<T>(l.tile_items()) as u32,
+        /// The fix-up's CTAs: a thread per short carry run, then a warp per long one.
+        fix_ctas: usize = short_blocks + long_blocks,
+        a: DeviceCsr<T> = DeviceCsr::upload(gpu, &l.a)?,
+        tiles: TileArrays<T> = TileArrays::upload(gpu, l)?,
+        runs: RunArrays<T> = RunArrays::upload(gpu, l)?,
+    }
+    fn upload(l: &MergeLayout<T>, gpu)
+        -> Resident((l.a.nrows(), l.a.ncols()), l.footprint_bytes()) {
+        let short_blocks = l.nshort.div_ceil(FIX_THREADS as usize);
+        let long_blocks = (l.nruns() - l.nshort).div_ceil((FIX_THREADS / 32) as usize);
+    }
 }
 
 impl<T: Scalar> Launches<T> for DeviceMerge<T> {

@@ -24,12 +24,12 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{params, AutoOr};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::Layout;
 use crate::scalar::{Idx, Precision, Scalar};
 
 room_kernel!(
@@ -52,8 +52,6 @@ params! {
     }
 }
 
-const PARAMS: &[ParamSpec] = MergeParams::SPECS;
-
 /// Runs of carries longer than this are summed by a warp in the fix-up, shorter ones by a thread.
 pub(crate) const SHORT_RUN: usize = 32;
 
@@ -61,24 +59,16 @@ pub(crate) const SHORT_RUN: usize = 32;
 /// arrays (32 keys and 32 values for the block scan).
 const MAX_DYNAMIC_SMEM: usize = 48 * 1024 - 32 * (4 + 8);
 
-/// The registry entry of `merge`.
-pub struct Merge;
-
-impl GenericMethod for Merge {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `merge`.
+    pub struct Merge {
         name: NAME,
-        summary:
-            "GPU: merge-path CSR, equal shares of rows + nnz per thread, carry fix-up pass",
+        summary: "GPU: merge-path CSR, equal shares of rows + nnz per thread, carry fix-up pass",
         source: "Merrill & Garland, Merge-based parallel SpMV, SC'16 (merge-based CsrMV)",
         deterministic: true,
-        gpu: true,
-        cpu: true,
-        params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, p: MergeParams) {
         let double = T::PRECISION == Precision::F64;
-        let p = MergeParams::from_params(NAME, params)?;
         let threads = p.threads.value().unwrap_or(if double { 64 } else { 128 });
         let items = p.items.value().unwrap_or(if double { 6 } else { 7 });
         let tile = (threads * items) as usize;
@@ -221,9 +211,8 @@ impl<T: Scalar> MergeLayout<T> {
 }
 
 impl<T: Scalar> Layout<T> for MergeLayout<T> {
-    fn values_mut(&mut self) -> Option<&mut [T]> {
-        Some(self.a.vals_mut())
-    }
+    forward! { values_mut of a, run_cpu, upload }
+
     fn footprint_bytes(&self) -> usize {
         // CSR + tile coordinates + runs + the device carry array (one value per tile).
         self.a.bytes()
@@ -231,8 +220,6 @@ impl<T: Scalar> Layout<T> for MergeLayout<T> {
             + 4 * (self.run_row.len() + self.run_first.len() + self.run_end.len())
             + T::BYTES * self.ntiles()
     }
-
-    forward! { run_cpu, upload }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()

@@ -1,5 +1,7 @@
 use super::*;
+use crate::matrix::Csr;
 use crate::methods::testmats::{check_layout, params, suite, suite_case};
+use crate::methods::{GenericMethod, Params};
 
 crate::methods::testmats::room_tests! {
     method: Merge,

@@ -2,13 +2,12 @@
 //! call (the cut rows are fixed up by the last CTA; its counter is zeroed at upload and reset by
 //! that CTA), no launch when there are no rows.
 
-use std::sync::Arc;
-
 use super::{PbcLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, Gpu, Kernel, Shape};
-use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::common::gpu::{Axpby, Call, Launches};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::{Idx, Scalar};
 
 crate::device_args! {
@@ -35,29 +34,15 @@ crate::device_args! {
     }
 }
 
-/// The device copy of a PBC layout.
-pub(super) struct DevicePbc<T: Scalar> {
-    k: Kernel<PbcArgs<'static, T>>,
-    nblocks: usize,
-    threads: u32,
-    arrays: PbcArrays<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &PbcLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let room = DevicePbc {
-        k: gpu.kernel::<T, _>(&KERNEL, "pbc_spmv")?,
-        nblocks: l.nblocks(),
-        threads: l.threads,
-        arrays: PbcArrays::upload(gpu, l)?,
-    };
-    Ok(Resident::boxed(
-        (l.nrows, l.ncols),
-        Layout::<T>::footprint_bytes(l),
-        room,
-    ))
+device_room! {
+    /// The device copy of a PBC layout.
+    pub(super) struct DevicePbc<T> {
+        k: Kernel<PbcArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "pbc_spmv")?,
+        nblocks: usize = l.nblocks(),
+        threads: u32 = l.threads,
+        arrays: PbcArrays<T> = PbcArrays::upload(gpu, l)?,
+    }
+    fn upload(l: &PbcLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes());
 }
 
 impl<T: Scalar> Launches<T> for DevicePbc<T> {

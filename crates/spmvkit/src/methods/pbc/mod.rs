@@ -41,9 +41,9 @@ use rayon::prelude::*;
 use crate::error::Result;
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{params, AutoOr};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{Layout, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 
 room_kernel!("pbc", [gpu::PbcArgs::entry("pbc_spmv")]);
@@ -64,22 +64,17 @@ params! {
 
 const PARAMS: &[ParamSpec] = PbcParams::SPECS;
 
-/// The registry entry of `pbc`.
-pub struct Pbc;
-
-impl GenericMethod for Pbc {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `pbc`.
+    pub struct Pbc {
         name: NAME,
         summary: "GPU: PBC, row-major nnz blocks of equal size (least std-dev), CSR part a \
                   thread per row, cut rows as COO segments fixed up by the last CTA",
         source: "Cui et al., PBC, J. Supercomput. 2022 (via teb.md §2.2; inferred design)",
         deterministic: true,
-        gpu: true,
-        cpu: true,
         params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         Ok(Box::new(build(csr, params)?))
     }
 }

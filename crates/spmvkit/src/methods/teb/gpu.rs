@@ -3,13 +3,12 @@
 //! The entry is chosen at upload from the layout's `long_row`; both take `TebArgs`
 //! (`teb_spmv` ignores `long_row`).
 
-use std::sync::Arc;
-
 use super::{TebLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{Gpu, Kernel, Shape};
-use crate::methods::common::gpu::{Axpby, Call, Launches, Resident};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::common::gpu::{Axpby, Call, Launches};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::{Idx, Scalar};
 
 crate::device_args! {
@@ -29,36 +28,23 @@ crate::device_args! {
     }
 }
 
-/// The device copy of a TEB layout.
-pub(super) struct DeviceTeb<T: Scalar> {
-    k: Kernel<TebArgs<'static, T>>,
-    nblocks: usize,
-    threads: u32,
-    arrays: TebArrays<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &TebLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let entry = match l.long_row {
-        None => "teb_spmv",
-        Some(_) => "teb_vector_spmv",
-    };
-    let k = gpu.kernel::<T, _>(&KERNEL, entry)?;
-    // teb_vector_spmv sums long rows with the prelude's cta_gather_sum (32-bit indices)
-    crate::gpu::check_int_loops("teb", l.nrows, l.values.len())?;
-    let room = DeviceTeb {
-        k,
-        nblocks: l.nblocks(),
-        threads: l.threads,
-        arrays: TebArrays::upload(gpu, l)?,
-    };
-    Ok(Resident::boxed(
-        (l.nrows, l.ncols),
-        Layout::<T>::footprint_bytes(l),
-        room,
-    ))
+device_room! {
+    /// The device copy of a TEB layout.
+    pub(super) struct DeviceTeb<T> {
+        k: Kernel<TebArgs<'static, T>> = k,
+        nblocks: usize = l.nblocks(),
+        threads: u32 = l.threads,
+        arrays: TebArrays<T> = TebArrays::upload(gpu, l)?,
+    }
+    fn upload(l: &TebLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes()) {
+        let entry = match l.long_row {
+            None => "teb_spmv",
+            Some(_) => "teb_vector_spmv",
+        };
+        let k = gpu.kernel::<T, _>(&KERNEL, entry)?;
+        // teb_vector_spmv sums long rows with the prelude's cta_gather_sum (32-bit indices)
+        crate::gpu::check_int_loops("teb", l.nrows, l.values.len())?;
+    }
 }
 
 impl<T: Scalar> Launches<T> for DeviceTeb<T> {

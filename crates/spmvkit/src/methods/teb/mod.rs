@@ -57,9 +57,9 @@ use rayon::prelude::*;
 use crate::error::Result;
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{concat_specs, params, AutoOr, ParamRange, ParamValue};
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{Layout, ParamSpec, Params};
 use crate::scalar::{Idx, Scalar};
 use select::{BlnChoice, KChoice, Lengths, Selection};
 
@@ -137,32 +137,25 @@ impl ParamRange<f64> for FiniteFrom {
     }
 }
 
-/// The registry entry of `teb`: the paper's method (Alg. 3, a thread per row).
-pub struct Teb;
-
-/// The registry entry of `teb-vector`: the TEB layout and build, with rows of at least
-/// `long_row` entries summed by their whole CTA (ours, issue #7; see the module doc).
-pub struct TebVector;
-
-impl GenericMethod for Teb {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `teb`: the paper's method (Alg. 3, a thread per row).
+    pub struct Teb {
         name: NAME,
         summary: "GPU: TEB, rows sorted and merged into equal-nnz blocks, a CTA per block and \
                   a thread per row",
         source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2, §3.2 Alg. 3",
         deterministic: true,
-        gpu: true,
-        cpu: true,
         params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         Ok(Box::new(build(csr, params)?))
     }
 }
 
-impl GenericMethod for TebVector {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `teb-vector`: the TEB layout and build, with rows of at least
+    /// `long_row` entries summed by their whole CTA (ours, issue #7; see the module doc).
+    pub struct TebVector {
         name: VECTOR_NAME,
         summary: "GPU: TEB blocks, rows of >= long_row entries summed by the whole CTA (the \
                   paper's thread per row walks a hub row alone, far slower than cuSPARSE on \
@@ -170,12 +163,9 @@ impl GenericMethod for TebVector {
         source: "Wang et al., TEB (teb.md), §3.1 Alg. 1-2; kernel: Alg. 3 with a CTA per \
                  long row (spmvkit, issue #7)",
         deterministic: true,
-        gpu: true,
-        cpu: true,
         params: VECTOR_PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         Ok(Box::new(build_vector(csr, params)?))
     }
 }

@@ -1,6 +1,8 @@
 use super::select::{heuristic_k, variance, Lengths, K_HIGH, K_LOW, K_MID};
 use super::*;
+use crate::matrix::Csr;
 use crate::methods::testmats::{assert_repeatable, check_layout, matrix_a, params, suite};
+use crate::methods::{GenericMethod, Params};
 
 crate::methods::testmats::room_tests! {
     method: Teb,

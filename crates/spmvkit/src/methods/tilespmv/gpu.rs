@@ -2,13 +2,12 @@
 //! the atomics need, inside the call: `Gpu::y_prologue`): 64-thread CTAs (two warps, as the
 //! original), a warp per work unit, then threads for the deferred COO entries.
 
-use std::sync::Arc;
-
 use super::{TileLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape, YPrologue};
-use crate::methods::common::gpu::{Call, Launches, Resident};
-use crate::methods::{DeviceLayout, Layout};
+use crate::methods::common::gpu::{Call, Launches};
+use crate::methods::common::room::device_room;
+use crate::methods::Layout;
 use crate::scalar::{Idx, Scalar};
 
 const THREADS: u32 = 64;
@@ -42,29 +41,15 @@ crate::device_args! {
     }
 }
 
-pub(super) struct DeviceTile<T: Scalar> {
-    scale: YPrologue<T>,
-    k: Kernel<TileArgs<'static, T>>,
-    /// A warp per work unit, then a thread per deferred entry (at most `DEF_THREADS_MAX`).
-    threads: usize,
-    arrays: TileArrays<T>,
-}
-
-pub(super) fn upload<T: Scalar>(
-    l: &TileLayout<T>,
-    gpu: &Arc<Gpu>,
-) -> Result<Box<dyn DeviceLayout<T>>> {
-    let room = DeviceTile {
-        scale: gpu.y_prologue::<T>()?,
-        k: gpu.kernel::<T, _>(&KERNEL, "tilespmv_spmv")?,
-        threads: l.unit_row.len() * 32 + l.def_row.len().min(DEF_THREADS_MAX),
-        arrays: TileArrays::upload(gpu, l)?,
-    };
-    Ok(Resident::boxed(
-        (l.nrows, l.ncols),
-        l.footprint_bytes(),
-        room,
-    ))
+device_room! {
+    pub(super) struct DeviceTile<T> {
+        scale: YPrologue<T> = gpu.y_prologue::<T>()?,
+        k: Kernel<TileArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "tilespmv_spmv")?,
+        /// A warp per work unit, then a thread per deferred entry (at most `DEF_THREADS_MAX`).
+        threads: usize = l.unit_row.len() * 32 + l.def_row.len().min(DEF_THREADS_MAX),
+        arrays: TileArrays<T> = TileArrays::upload(gpu, l)?,
+    }
+    fn upload(l: &TileLayout<T>, gpu) -> Resident((l.nrows, l.ncols), l.footprint_bytes());
 }
 
 impl<T: Scalar> Launches<T> for DeviceTile<T> {

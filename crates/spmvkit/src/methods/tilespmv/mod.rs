@@ -29,11 +29,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::error::Result;
 use crate::matrix::Csr;
-use crate::methods::common::room::{forward, room_kernel};
+use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::params;
-use crate::methods::{GenericMethod, Layout, MethodInfo, ParamSpec, Params};
+use crate::methods::{Layout, ParamSpec};
 use crate::scalar::{Idx, Scalar};
 
 room_kernel!("tilespmv", [gpu::TileArgs::params_entry("tilespmv_spmv")]);
@@ -73,23 +72,18 @@ params! {
 
 const PARAMS: &[ParamSpec] = Rules::SPECS;
 
-/// The registry entry of `tilespmv`.
-pub struct TileSpmv;
-
-impl GenericMethod for TileSpmv {
-    const INFO: MethodInfo = MethodInfo {
+method! {
+    /// The registry entry of `tilespmv`.
+    pub struct TileSpmv {
         name: NAME,
         summary: "GPU: TileSpMV, 16x16 tiles in per-tile formats (dense, COO, CSR, ELL, \
                   dense-row, dense-col) with nibble indices, units of <= 4 tiles, deferred \
                   COO; y scaled by beta then atomics",
         source: "Niu et al., TileSpMV: a tiled algorithm for SpMV on GPUs, IPDPS'21",
         deterministic: false,
-        gpu: true,
-        cpu: true,
         params: PARAMS,
-    };
-
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+    }
+    fn prepare(csr, params) {
         let rules = Rules::from_params(NAME, params)?;
         Ok(Box::new(TileLayout::build(csr, rules)))
     }
