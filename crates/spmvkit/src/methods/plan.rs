@@ -839,7 +839,7 @@ fn upload<T: PrepareFor>(
     Ok(match reordered {
         Some(r) => {
             let inner: Arc<dyn DeviceLayout<T>> = Arc::from(dl);
-            (Box::new(r.wrap(gpu, inner.clone())?), Some(inner))
+            (r.wrap(gpu, inner.clone())?, Some(inner))
         }
         None => (dl, None),
     })

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaSlice;
 
+use super::common::gpu::{Call, Launches, Resident};
 use super::DeviceLayout;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -130,21 +131,25 @@ impl Reordered {
         &self,
         gpu: &Gpu,
         inner: Arc<dyn DeviceLayout<T>>,
-    ) -> Result<PermutedDevice<T>> {
+    ) -> Result<Box<dyn DeviceLayout<T>>> {
         let (y_len, x_len) = inner.padded_dims();
-        Ok(PermutedDevice {
-            n: self.perm.len(),
+        let n = self.perm.len();
+        let bytes = inner.footprint_bytes() + 2 * 4 * n + T::BYTES * (x_len + y_len);
+        let room = PermutedDevice {
+            n,
             old_of_new: gpu.upload(self.perm.old_of_new())?,
             new_of_old: gpu.upload(self.perm.new_of_old())?,
             scratch: Mutex::new((gpu.alloc_zeros::<T>(x_len)?, gpu.alloc_zeros::<T>(y_len)?)),
             inner,
-        })
+        };
+        Ok(Resident::boxed((n, n), bytes, room))
     }
 }
 
 /// B = PAPᵀ's device layout, run on vectors in A's numbering: one call gathers x into B's
-/// numbering (and y when β ≠ 0) in the plan's scratch vectors, runs B, and gathers y back.
-pub(crate) struct PermutedDevice<T: Scalar> {
+/// numbering (and y when β ≠ 0) in the plan's scratch vectors, runs B, and gathers y back
+/// (resident as a [`Resident`] of n × n).
+struct PermutedDevice<T: Scalar> {
     inner: Arc<dyn DeviceLayout<T>>,
     n: usize,
     old_of_new: CudaSlice<u32>,
@@ -153,19 +158,8 @@ pub(crate) struct PermutedDevice<T: Scalar> {
     scratch: Mutex<(CudaSlice<T>, CudaSlice<T>)>,
 }
 
-impl<T: Scalar> DeviceLayout<T> for PermutedDevice<T> {
-    fn dims(&self) -> (usize, usize) {
-        (self.n, self.n)
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+impl<T: Scalar> Launches<T> for PermutedDevice<T> {
+    unsafe fn run(&self, gpu: &Gpu, c: Call<'_, T>) -> Result<()> {
         let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let (xp, yp) = &mut *guard;
         let s = gpu.stream();
@@ -173,18 +167,13 @@ impl<T: Scalar> DeviceLayout<T> for PermutedDevice<T> {
         // Permutation), so every index is < n <= x.len(), y.len(), xp.len() and yp.len() (the
         // caller's contract and the scratch's padded lengths); all on Gpu::stream.
         unsafe {
-            gpu.gather_on(s, xp, x, &self.old_of_new, self.n)?;
-            if beta != T::zero() {
-                gpu.gather_on(s, yp, y, &self.old_of_new, self.n)?;
+            gpu.gather_on(s, xp, c.x, &self.old_of_new, self.n)?;
+            if c.beta != T::zero() {
+                gpu.gather_on(s, yp, c.y, &self.old_of_new, self.n)?;
             }
         }
-        self.inner.run(gpu, alpha, xp, beta, yp)?;
+        self.inner.run(gpu, c.alpha, xp, c.beta, yp)?;
         // SAFETY: as above.
-        unsafe { gpu.gather_on(s, y, yp, &self.new_of_old, self.n) }
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        let guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        self.inner.footprint_bytes() + 2 * 4 * self.n + T::BYTES * (guard.0.len() + guard.1.len())
+        unsafe { gpu.gather_on(s, c.y, yp, &self.new_of_old, self.n) }
     }
 }

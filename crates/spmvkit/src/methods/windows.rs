@@ -10,9 +10,9 @@
 
 use std::time::Duration;
 
-use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
+use super::common::gpu::{Call, Launches, Resident};
 use super::{DeviceLayout, Layout, Method, PrepareFor};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -112,13 +112,14 @@ impl<T: Scalar> Layout<T> for Windowed<T> {
     }
 
     fn upload(&self, gpu: &std::sync::Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
-        Ok(Box::new(WindowedDevice {
-            panels: self
-                .panels
-                .iter()
-                .map(|p| p.upload(gpu))
-                .collect::<Result<_>>()?,
-        }))
+        let panels: Vec<Box<dyn DeviceLayout<T>>> = self
+            .panels
+            .iter()
+            .map(|p| p.upload(gpu))
+            .collect::<Result<_>>()?;
+        let dims = panels.first().map_or((0, 0), |p| p.dims());
+        let bytes = panels.iter().map(|p| p.footprint_bytes()).sum();
+        Ok(Resident::boxed(dims, bytes, WindowedDevice { panels }))
     }
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
@@ -163,38 +164,22 @@ impl<T: Scalar> Layout<T> for Windowed<T> {
     }
 }
 
-/// The panels on the device, run one after the other on the same x and y.
+/// The panels on the device, run one after the other on the same x and y (resident as a
+/// [`Resident`]).
 struct WindowedDevice<T: Scalar> {
     panels: Vec<Box<dyn DeviceLayout<T>>>,
 }
 
-impl<T: Scalar> DeviceLayout<T> for WindowedDevice<T> {
-    fn dims(&self) -> (usize, usize) {
-        self.panels.first().map_or((0, 0), |p| p.dims())
+impl<T: Scalar> Launches<T> for WindowedDevice<T> {
+    fn padded_dims(&self) -> Option<(usize, usize)> {
+        let max = |(y, x): (usize, usize), (py, px): (usize, usize)| (y.max(py), x.max(px));
+        self.panels.iter().map(|p| p.padded_dims()).reduce(max)
     }
 
-    fn padded_dims(&self) -> (usize, usize) {
-        self.panels
-            .iter()
-            .map(|p| p.padded_dims())
-            .fold(self.dims(), |(y, x), (py, px)| (y.max(py), x.max(px)))
-    }
-
-    unsafe fn run_unchecked(
-        &self,
-        gpu: &Gpu,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+    unsafe fn run(&self, gpu: &Gpu, c: Call<'_, T>) -> Result<()> {
         for (j, p) in self.panels.iter().enumerate() {
-            p.as_ref().run(gpu, alpha, x, beta_of(j, beta), y)?;
+            p.as_ref().run(gpu, c.alpha, c.x, beta_of(j, c.beta), c.y)?;
         }
         Ok(())
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        self.panels.iter().map(|p| p.footprint_bytes()).sum()
     }
 }
