@@ -389,6 +389,18 @@ pub struct Kernels {
 }
 
 impl Kernels {
+    /// The source `source` (`include_str!` of a `.cu` file) named `name`, with its entries.
+    pub const fn new(
+        name: &'static str,
+        source: &'static str,
+        entries: &'static [Entry],
+    ) -> Kernels {
+        Kernels {
+            source: KernelSource { name, source },
+            entries,
+        }
+    }
+
     /// A source without declared entries (compiled without layout checks).
     pub const fn unchecked(source: KernelSource) -> Kernels {
         Kernels {

@@ -86,20 +86,18 @@ crate::kernel_args! {
 }
 
 /// Kernels of the runtime itself (no method): `spmvkit_scale`, `spmvkit_gather`.
-pub const UTIL_KERNELS: Kernels = Kernels {
-    source: KernelSource {
-        name: "spmvkit-util",
-        source: include_str!("util.cu"),
-    },
-    entries: &[
+pub const UTIL_KERNELS: Kernels = Kernels::new(
+    "spmvkit-util",
+    include_str!("util.cu"),
+    &[
         ScaleArgs::entry("spmvkit_scale"),
         GatherArgs::entry("spmvkit_gather"),
     ],
-};
+);
 
 /// The runtime's own kernels (the helpers and the limits probe), for the CI NVRTC check.
 pub fn internal_kernels() -> Vec<Kernels> {
-    vec![UTIL_KERNELS, Kernels::unchecked(probe::PROBE_KERNELS)]
+    vec![UTIL_KERNELS, probe::PROBE_KERNELS]
 }
 
 /// The y prologue of methods that add into y (atomics, carries), loaded for precision `T`:

@@ -1,7 +1,9 @@
 // spmvkit limits probe (src/gpu/probe.rs): what the device can do at best for the two things an
 // SpMV does, streaming its arrays and gathering entries of x. No method uses these kernels.
 // The entry points do not use real_t: the module is built once (in f32) and serves both element
-// sizes. Each kernel writes its accumulator only when it equals a value it cannot know in advance,
+// sizes. Each entry takes one argument struct by value; its Rust twin is in probe.rs
+// (kernel_args!), checked against this file when NVRTC compiles it. Struct members carry no
+// __restrict__, so every load names its path (__ldcs, __ldg). Each kernel writes its accumulator only when it equals a value it cannot know in advance,
 // so the loads cannot be optimised away and no result traffic is added.
 
 #define PROBE_MAGIC32 0x9e3779b9u
@@ -20,20 +22,31 @@ __device__ __forceinline__ unsigned probe_hash(unsigned x) {
     return x;
 }
 
+struct ProbeFillArgs {
+    unsigned* p;
+    unsigned long long n;
+};
+
 // p[i] = hash(i) for i < n (32-bit words): gives the buffer non-zero, non-repeating contents.
-extern "C" __global__ void __launch_bounds__(256)
-    spmvkit_probe_fill(unsigned* __restrict__ p, unsigned long long n) {
+extern "C" __global__ void __launch_bounds__(256) spmvkit_probe_fill(const ProbeFillArgs a) {
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n;
          i += stride) {
-        p[i] = probe_hash((unsigned)i ^ (unsigned)(i >> 32));
+        a.p[i] = probe_hash((unsigned)i ^ (unsigned)(i >> 32));
     }
 }
 
+struct ProbeReadArgs {
+    const unsigned* p;
+    unsigned long long n;
+    unsigned* out;
+};
+
 // Streaming read of n 16-byte vectors, grid-stride, four independent loads in flight per thread
 // per step; the XOR of everything read is the accumulator.
-extern "C" __global__ void __launch_bounds__(256)
-    spmvkit_probe_read(const uint4* __restrict__ p, unsigned long long n, unsigned* __restrict__ out) {
+extern "C" __global__ void __launch_bounds__(256) spmvkit_probe_read(const ProbeReadArgs args) {
+    const uint4* p = reinterpret_cast<const uint4*>(args.p);
+    const unsigned long long n = args.n;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned acc = 0;
@@ -49,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(256)
         const uint4 a = __ldcs(p + i);
         acc ^= a.x ^ a.y ^ a.z ^ a.w;
     }
-    if (acc == PROBE_MAGIC32) out[0] = acc;
+    if (acc == PROBE_MAGIC32) args.out[0] = acc;
 }
 
 // Random gathers from a table of mask + 1 elements (a power of two): thread t does `rounds`
@@ -76,14 +89,20 @@ __device__ __forceinline__ void probe_gather(const E* __restrict__ table, unsign
     if (acc == magic) out[0] = (unsigned)acc;
 }
 
-extern "C" __global__ void __launch_bounds__(256)
-    spmvkit_probe_gather4(const unsigned* __restrict__ table, unsigned mask, unsigned rounds,
-                          unsigned seed, unsigned* __restrict__ out) {
-    probe_gather<unsigned>(table, mask, rounds, seed, PROBE_MAGIC32, out);
+// Both gathers' arguments: the table as 32-bit words (gather8 reads it as 64-bit elements).
+struct ProbeGatherArgs {
+    const unsigned* table;
+    unsigned mask;
+    unsigned rounds;
+    unsigned seed;
+    unsigned* out;
+};
+
+extern "C" __global__ void __launch_bounds__(256) spmvkit_probe_gather4(const ProbeGatherArgs a) {
+    probe_gather<unsigned>(a.table, a.mask, a.rounds, a.seed, PROBE_MAGIC32, a.out);
 }
 
-extern "C" __global__ void __launch_bounds__(256)
-    spmvkit_probe_gather8(const unsigned long long* __restrict__ table, unsigned mask,
-                          unsigned rounds, unsigned seed, unsigned* __restrict__ out) {
-    probe_gather<unsigned long long>(table, mask, rounds, seed, PROBE_MAGIC64, out);
+extern "C" __global__ void __launch_bounds__(256) spmvkit_probe_gather8(const ProbeGatherArgs a) {
+    probe_gather<unsigned long long>(reinterpret_cast<const unsigned long long*>(a.table), a.mask,
+                                     a.rounds, a.seed, PROBE_MAGIC64, a.out);
 }

@@ -21,17 +21,53 @@
 
 use std::time::Instant;
 
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaSlice;
 use serde::{Deserialize, Serialize};
 
-use super::{measure_copy_bandwidth, time_stream, Gpu, KernelSource, TimingConfig};
+use super::{
+    measure_copy_bandwidth, time_stream, DevMut, DevRef, Gpu, Kernels, Shape, TimingConfig,
+};
 use crate::error::{Error, Result};
 
+crate::kernel_args! {
+    /// `spmvkit_probe_fill`'s arguments: p[i] = hash(i) for i < n.
+    struct ProbeFillArgs<'a> {
+        p: DevMut<'a, u32>,
+        n: u64,
+    }
+}
+
+crate::kernel_args! {
+    /// `spmvkit_probe_read`'s arguments: n 16-byte vectors of p, XORed into out[0] at most.
+    struct ProbeReadArgs<'a> {
+        p: DevRef<'a, u32>,
+        n: u64,
+        out: DevMut<'a, u32>,
+    }
+}
+
+crate::kernel_args! {
+    /// The gathers' arguments: `rounds` rounds of loads from the table of `mask + 1` elements.
+    struct ProbeGatherArgs<'a> {
+        table: DevRef<'a, u32>,
+        mask: u32,
+        rounds: u32,
+        seed: u32,
+        out: DevMut<'a, u32>,
+    }
+}
+
 /// The probe's kernels (`probe.cu`): fill, streaming read, 4- and 8-byte gathers.
-pub const PROBE_KERNELS: KernelSource = KernelSource {
-    name: "spmvkit-probe",
-    source: include_str!("probe.cu"),
-};
+pub const PROBE_KERNELS: Kernels = Kernels::new(
+    "spmvkit-probe",
+    include_str!("probe.cu"),
+    &[
+        ProbeFillArgs::entry("spmvkit_probe_fill"),
+        ProbeReadArgs::entry("spmvkit_probe_read"),
+        ProbeGatherArgs::entry("spmvkit_probe_gather4"),
+        ProbeGatherArgs::entry("spmvkit_probe_gather8"),
+    ],
+);
 
 /// Gather table sizes: 1 MiB to 1 GiB, doubling.
 pub const GATHER_TABLE_BYTES: [u64; 11] = [
@@ -164,10 +200,6 @@ pub fn gather_rounds(gathers: usize, threads: usize) -> (u32, u64) {
     (rounds as u32, (rounds * per_round) as u64)
 }
 
-fn launch_err(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
-    move |e| Error::cuda(format!("probe: {what} launch"), e)
-}
-
 /// Measures the probe on `gpu` ([module doc](self)).
 pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
     if opts.samples == 0 || opts.gathers == 0 {
@@ -182,39 +214,33 @@ pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
     let words = bytes / 4;
     let mut buf: CudaSlice<u32> = gpu.alloc_zeros(words)?;
     let mut out: CudaSlice<u32> = gpu.alloc_zeros(1)?;
-    let stream = gpu.stream().clone();
-    let blocks = (gpu.sm_count() * BLOCKS_PER_SM) as u32;
-    let threads = blocks as usize * BLOCK as usize;
-    let cfg = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
+    let blocks = gpu.sm_count() * BLOCKS_PER_SM;
+    let threads = blocks * BLOCK as usize;
+    let shape = Shape::ctas(blocks, BLOCK);
+
+    let fill = gpu.kernel::<f32, ProbeFillArgs>(&PROBE_KERNELS, "spmvkit_probe_fill")?;
+    let args = ProbeFillArgs {
+        p: DevMut::new(&mut buf),
+        n: words as u64,
     };
+    // SAFETY: the kernel writes p[..n], and n = buf.len().
+    unsafe { gpu.launch(&fill, shape, &args) }?;
 
-    let fill = gpu.function::<f32>(&PROBE_KERNELS, "spmvkit_probe_fill")?;
-    let n_words = words as u64;
-    {
-        let mut b = stream.launch_builder(&fill);
-        b.arg(&mut buf).arg(&n_words);
-        // SAFETY: spmvkit_probe_fill(unsigned*, unsigned long long n) with n = buf.len().
-        unsafe { b.launch(cfg) }.map_err(launch_err("fill"))?;
-    }
-
-    let read = gpu.function::<f32>(&PROBE_KERNELS, "spmvkit_probe_read")?;
+    let read = gpu.kernel::<f32, ProbeReadArgs>(&PROBE_KERNELS, "spmvkit_probe_read")?;
     let n16 = (bytes / 16) as u64;
+    let args = ProbeReadArgs {
+        p: DevRef::new(&buf),
+        n: n16,
+        out: DevMut::new(&mut out),
+    };
     let read_cfg = TimingConfig {
         warmup: 1,
         calls: 3,
         samples: opts.samples,
     };
-    let t = time_stream(gpu, &read_cfg, || {
-        let mut b = stream.launch_builder(&read);
-        b.arg(&buf).arg(&n16).arg(&mut out);
-        // SAFETY: spmvkit_probe_read(const uint4*, unsigned long long n, unsigned*) reads
-        // n·16 ≤ bytes of buf and writes out[0] at most.
-        unsafe { b.launch(cfg) }
-            .map(|_| ())
-            .map_err(launch_err("read"))
+    // SAFETY: the kernel reads n·16 ≤ bytes of buf and writes out[0] at most.
+    let t = time_stream(gpu, &read_cfg, || unsafe {
+        gpu.launch(&read, shape, &args)
     })?;
     let read_gbs = (n16 * 16) as f64 / (t.median_us * 1e-6) / 1e9;
 
@@ -231,7 +257,7 @@ pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
         } else {
             "spmvkit_probe_gather8"
         };
-        let f = gpu.function::<f32>(&PROBE_KERNELS, entry)?;
+        let f = gpu.kernel::<f32, ProbeGatherArgs>(&PROBE_KERNELS, entry)?;
         for (k, table_bytes) in table_sizes(bytes as u64, opts.max_table_bytes)
             .into_iter()
             .enumerate()
@@ -239,16 +265,16 @@ pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
             // table_bytes ≤ bytes ≤ 2^31·16, so the element count fits 32 bits
             let mask = (table_bytes / u64::from(elem) - 1) as u32;
             let seed = 0x9e37_79b9u32.wrapping_mul(k as u32 + 1);
-            let t = time_stream(gpu, &gather_cfg, || {
-                let mut b = stream.launch_builder(&f);
-                b.arg(&buf).arg(&mask).arg(&rounds).arg(&seed).arg(&mut out);
-                // SAFETY: spmvkit_probe_gather{4,8}(const E*, unsigned mask, unsigned rounds,
-                // unsigned seed, unsigned*): every index is ≤ mask, and (mask + 1)·elem =
-                // table_bytes ≤ the bytes of buf.
-                unsafe { b.launch(cfg) }
-                    .map(|_| ())
-                    .map_err(launch_err("gather"))
-            })?;
+            let args = ProbeGatherArgs {
+                table: DevRef::new(&buf),
+                mask,
+                rounds,
+                seed,
+                out: DevMut::new(&mut out),
+            };
+            // SAFETY: every index is ≤ mask, and (mask + 1)·elem = table_bytes ≤ the bytes of
+            // buf; the kernel writes out[0] at most.
+            let t = time_stream(gpu, &gather_cfg, || unsafe { gpu.launch(&f, shape, &args) })?;
             gather.push(GatherPoint {
                 table_bytes,
                 elem_bytes: elem,

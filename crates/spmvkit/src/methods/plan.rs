@@ -209,20 +209,16 @@ impl<T: PrepareFor> Plan<T> {
                 ))
             })?;
         }
-        if how != Reorder::None && a.nrows() != a.ncols() {
-            return Err(Error::InvalidArgument(format!(
-                "reorder={how} needs a square matrix; this one is {}x{}",
-                a.nrows(),
-                a.ncols()
-            )));
-        }
-        if how == Reorder::Auto {
-            let plain = Self::build(method, a, params.clone(), backend, (Reorder::None, windows))?;
-            if plain.backend() == Backend::Gpu {
-                return plain.trial_reorder(a, params);
-            }
+        if how != Reorder::None {
+            let need = format!("reorder={how} needs a square matrix");
+            crate::matrix::check_square(&need, a.nrows(), a.ncols())?;
         }
         let (backend, gpu, note) = choose_backend(&info, backend)?;
+        if how == Reorder::Auto && backend == Backend::Gpu {
+            let given = Some(Backend::Gpu);
+            let plain = Self::build(method, a, params.clone(), given, (Reorder::None, windows))?;
+            return plain.trial_reorder(a, params);
+        }
         let declares_fallback = info.params.iter().any(|p| p.key == CPU_FALLBACK_PARAM);
         if backend == Backend::Gpu
             && declares_fallback

@@ -18,7 +18,7 @@ use cudarc::driver::CudaSlice;
 
 use super::common::gpu::{Call, Launches, Resident};
 use super::DeviceLayout;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::matrix::{x_sectors, Csr};
 use crate::reorder::{order, permute_symmetric_map, Ordering, Permutation, Reorder};
@@ -55,13 +55,6 @@ pub(crate) fn reorder<T: Scalar>(a: &Csr<T>, how: Reorder) -> Result<Decision<T>
         Reorder::By(o) => o,
         Reorder::Auto => Ordering::Rcm,
     };
-    if a.nrows() != a.ncols() {
-        return Err(Error::InvalidArgument(format!(
-            "reorder={how} needs a square matrix; this one is {}x{}",
-            a.nrows(),
-            a.ncols()
-        )));
-    }
     let perm = order(a, ordering)?;
     let (b, map) = permute_symmetric_map(a, &perm)?;
     let mut note = format!("reorder={how}: {ordering} applied");

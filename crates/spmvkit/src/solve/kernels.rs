@@ -8,7 +8,7 @@
 //! `double` in both precisions ([`Double`]); the kernels reading only those take a struct
 //! without `T`.
 
-use crate::gpu::{DevMut, DevRef, Double, KernelSource, Kernels};
+use crate::gpu::{DevMut, DevRef, Double, Kernels};
 use crate::scalar::Idx;
 
 crate::kernel_args! {
@@ -112,12 +112,10 @@ crate::kernel_args! {
 }
 
 /// The solvers' vector kernels with their entries.
-pub const KERNELS: Kernels = Kernels {
-    source: KernelSource {
-        name: "spmvkit-solve",
-        source: include_str!("kernel.cu"),
-    },
-    entries: &[
+pub const KERNELS: Kernels = Kernels::new(
+    "spmvkit-solve",
+    include_str!("kernel.cu"),
+    &[
         CgDotArgs::params_entry("cg_dot_pq"),
         PartialsArgs::params_entry("cg_alpha"),
         CgUpdateArgs::params_entry("cg_update"),
@@ -131,4 +129,4 @@ pub const KERNELS: Kernels = Kernels {
         DistPrUpdateArgs::params_entry("dist_pr_update"),
         DistPrCheckArgs::params_entry("dist_pr_check"),
     ],
-};
+);
