@@ -1,0 +1,276 @@
+//! `spmvkit._core`, the Rust half of the Python package (issue #23, "A Python package"): a thin
+//! layer over [`spmvkit::Plan`] with no algorithm of its own. The Python half
+//! (`pysrc/spmvkit/__init__.py`) turns SciPy matrices and NumPy arrays into the contiguous
+//! buffers this module reads and writes, and gives the API its Python shape.
+//!
+//! Host arrays cross as `bytes` in little-endian order (the buffer protocol is not in CPython's
+//! limited API before 3.11, and the wheel is abi3 from 3.9): CSR indices as `uint32`, values and
+//! vectors as `float32` or `float64`; a length that is not a whole number of elements is refused
+//! with a `ValueError` naming the argument. Errors of the library become Python exceptions with its
+//! message: `ValueError` for bad input, `RuntimeError` for the rest.
+
+// PyO3 0.22's #[pymethods] expansion converts PyErr into itself, which clippy flags in code it
+// does not show.
+#![allow(clippy::useless_conversion)]
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use spmvkit::methods::Params;
+use spmvkit::{Csr, Error, Plan, PlanOptions, PrepareFor};
+
+/// A library error as the Python exception a caller expects.
+fn py_err(e: Error) -> PyErr {
+    match e {
+        Error::InvalidArgument(_)
+        | Error::InvalidStructure { .. }
+        | Error::TooLarge { .. }
+        | Error::DimensionMismatch { .. }
+        | Error::Param { .. }
+        | Error::UnknownMethod { .. } => PyValueError::new_err(e.to_string()),
+        other => PyRuntimeError::new_err(other.to_string()),
+    }
+}
+
+/// An element that crosses as little-endian bytes.
+trait Le: Copy + Send + Sync {
+    const BYTES: usize;
+    fn from_le(b: &[u8]) -> Self;
+    fn put_le(self, out: &mut Vec<u8>);
+}
+
+macro_rules! le {
+    ($($t:ty),*) => {$(
+        impl Le for $t {
+            const BYTES: usize = std::mem::size_of::<$t>();
+            fn from_le(b: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(b);
+                <$t>::from_le_bytes(a)
+            }
+            fn put_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+        }
+    )*};
+}
+le!(u32, f32, f64);
+
+/// The elements in `b`, or a `ValueError` naming `what`.
+fn read<E: Le>(b: &[u8], what: &str) -> PyResult<Vec<E>> {
+    if !b.len().is_multiple_of(E::BYTES) {
+        return Err(PyValueError::new_err(format!(
+            "{what}: {} bytes is not a whole number of {}-byte elements",
+            b.len(),
+            E::BYTES
+        )));
+    }
+    Ok(b.chunks_exact(E::BYTES).map(E::from_le).collect())
+}
+
+fn bytes_of<E: Le>(v: &[E]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len() * E::BYTES);
+    v.iter().for_each(|e| e.put_le(&mut out));
+    out
+}
+
+/// A plan in one precision.
+enum Typed {
+    F64(Plan<f64>),
+    F32(Plan<f32>),
+}
+
+/// A matrix prepared once by one method, applied many times: `spmvkit.Plan` wraps it.
+#[pyclass(module = "spmvkit._core")]
+struct CorePlan {
+    plan: Typed,
+}
+
+fn build<T: PrepareFor + Le>(
+    py: Python<'_>,
+    (indptr, indices, data): (&[u8], &[u8], &[u8]),
+    shape: (usize, usize),
+    method: &str,
+    opts: &PlanOptions,
+) -> PyResult<Plan<T>> {
+    let ptr = read::<u32>(indptr, "indptr")?;
+    let cols = read::<u32>(indices, "indices")?;
+    let vals = read::<T>(data, "data")?;
+    let a = Csr::new(shape.0, shape.1, ptr, cols, vals).map_err(py_err)?;
+    py.allow_threads(|| Plan::new(method, &a, opts))
+        .map_err(py_err)
+}
+
+fn apply<'py, T: PrepareFor + Le>(
+    py: Python<'py>,
+    plan: &mut Plan<T>,
+    (x, y): (&[u8], &[u8]),
+    alpha: f64,
+    beta: f64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let xs = read::<T>(x, "x")?;
+    let mut ys = read::<T>(y, "y")?;
+    let (a, b) = (T::from_f64(alpha), T::from_f64(beta));
+    py.allow_threads(|| plan.apply(a, &xs, b, &mut ys))
+        .map_err(py_err)?;
+    Ok(PyBytes::new_bound(py, &bytes_of(&ys)))
+}
+
+/// Dispatches `$body` on the plan's precision with `$p` bound to the typed plan.
+macro_rules! typed {
+    ($self:expr, $p:ident => $body:expr) => {
+        match &$self.plan {
+            Typed::F64($p) => $body,
+            Typed::F32($p) => $body,
+        }
+    };
+}
+
+#[pymethods]
+impl CorePlan {
+    /// Prepares `method` (a name or a variant `name[key=value;...]`) on the CSR arrays, in
+    /// `precision` ("f32" or "f64"), on `backend` ("cpu", "gpu", or None for the GPU when one is
+    /// usable), with `params` as `key=value` strings.
+    #[new]
+    #[pyo3(signature = (indptr, indices, data, shape, method, precision, params, backend=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        indptr: &[u8],
+        indices: &[u8],
+        data: &[u8],
+        shape: (usize, usize),
+        method: &str,
+        precision: &str,
+        params: Vec<String>,
+        backend: Option<&str>,
+    ) -> PyResult<Self> {
+        let opts = PlanOptions {
+            params: Params::parse(params.iter().map(String::as_str)).map_err(py_err)?,
+            backend: match backend {
+                None => None,
+                Some(b) => Some(match b {
+                    "cpu" => spmvkit::Backend::Cpu,
+                    "gpu" => spmvkit::Backend::Gpu,
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "backend must be 'cpu', 'gpu' or None, not {other:?}"
+                        )))
+                    }
+                }),
+            },
+            ..PlanOptions::default()
+        };
+        let arrays = (indptr, indices, data);
+        let plan = match precision {
+            "f64" => Typed::F64(build(py, arrays, shape, method, &opts)?),
+            "f32" => Typed::F32(build(py, arrays, shape, method, &opts)?),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "precision must be 'f32' or 'f64', not {other:?}"
+                )))
+            }
+        };
+        Ok(CorePlan { plan })
+    }
+
+    /// alpha·A·x + beta·y as bytes, x and y the bytes of host vectors of the plan's precision.
+    fn apply<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: &[u8],
+        y: &[u8],
+        alpha: f64,
+        beta: f64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        match &mut self.plan {
+            Typed::F64(p) => apply(py, p, (x, y), alpha, beta),
+            Typed::F32(p) => apply(py, p, (x, y), alpha, beta),
+        }
+    }
+
+    /// New values in the CSR order of the matrix the plan was made from; how they were taken
+    /// ("gathered", "reencoded" or "reprepared").
+    fn update_values(&mut self, data: &[u8]) -> PyResult<String> {
+        let how = match &mut self.plan {
+            Typed::F64(p) => p.update_values(&read::<f64>(data, "data")?),
+            Typed::F32(p) => p.update_values(&read::<f32>(data, "data")?),
+        }
+        .map_err(py_err)?;
+        Ok(format!("{how:?}").to_lowercase())
+    }
+
+    /// The method that runs: the one `auto` chose, or the one asked for.
+    #[getter]
+    fn method(&self) -> String {
+        typed!(self, p => p.chosen().map_or(p.info().name, |m| m.info().name).to_string())
+    }
+
+    /// Whether repeated calls give bitwise-equal results.
+    #[getter]
+    fn deterministic(&self) -> bool {
+        typed!(self, p => p.deterministic())
+    }
+
+    /// "cpu" or "gpu".
+    #[getter]
+    fn backend(&self) -> String {
+        typed!(self, p => p.backend().to_string())
+    }
+
+    /// The layout's notes, as (key, value) pairs.
+    #[getter]
+    fn notes(&self) -> Vec<(String, String)> {
+        typed!(self, p => p.layout().notes())
+    }
+
+    /// Preprocessing time in seconds (ordering, preparation and upload).
+    #[getter]
+    fn prep_seconds(&self) -> f64 {
+        typed!(self, p => p.prep_times().total().as_secs_f64())
+    }
+
+    /// (nrows, ncols).
+    #[getter]
+    fn shape(&self) -> (usize, usize) {
+        typed!(self, p => (p.nrows(), p.ncols()))
+    }
+}
+
+/// The registered method names, in listing order.
+#[pyfunction]
+fn methods() -> Vec<&'static str> {
+    spmvkit::methods::names()
+}
+
+/// A matrix file (Matrix Market, optionally gzipped, or the binary cache) in f64, as
+/// (indptr, indices, data, (nrows, ncols)): uint32, uint32 and float64 little-endian bytes.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn load<'py>(
+    py: Python<'py>,
+    path: &str,
+) -> PyResult<(
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    (usize, usize),
+)> {
+    let a: Csr<f64> = py
+        .allow_threads(|| spmvkit::io::load::<f64>(path))
+        .map_err(py_err)?;
+    Ok((
+        PyBytes::new_bound(py, &bytes_of(a.row_ptr())),
+        PyBytes::new_bound(py, &bytes_of(a.col_idx())),
+        PyBytes::new_bound(py, &bytes_of(a.vals())),
+        (a.nrows(), a.ncols()),
+    ))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<CorePlan>()?;
+    m.add_function(wrap_pyfunction!(methods, m)?)?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    Ok(())
+}
