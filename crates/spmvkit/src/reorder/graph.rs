@@ -1,7 +1,7 @@
 //! The undirected graph an ordering works on: the pattern of A + Aᵀ without the diagonal, as
-//! sorted adjacency lists. A structurally symmetric A (checked in parallel, one binary search
-//! per entry) gives its own rows less the diagonal; any other A is merged row by row with its
-//! transpose. Both built in parallel over blocks of rows.
+//! sorted adjacency lists. A structurally symmetric A (checked in parallel by fingerprints of
+//! the entries, `symmetric_pattern`) gives its own rows less the diagonal; any other A is
+//! merged row by row with its transpose. Both built in parallel over blocks of rows.
 
 use rayon::prelude::*;
 
@@ -41,12 +41,7 @@ impl Graph {
         let n = a.nrows();
         let (rp, ci) = (a.row_ptr(), a.col_idx());
         let row = |i: usize| &ci[rp[i] as usize..rp[i + 1] as usize];
-        let symmetric = (0..n).into_par_iter().with_min_len(1024).all(|i| {
-            row(i)
-                .iter()
-                .all(|&c| c as usize == i || row(c as usize).binary_search(&(i as Idx)).is_ok())
-        });
-        if symmetric {
+        if symmetric_pattern(rp, ci) {
             let lens: Vec<usize> = (0..n)
                 .into_par_iter()
                 .map(|i| row(i).len() - usize::from(row(i).binary_search(&(i as Idx)).is_ok()))
@@ -81,6 +76,46 @@ impl Graph {
         });
         Graph { ptr, adj }
     }
+}
+
+/// Whether the pattern is structurally symmetric, by fingerprints in one sequential pass: the
+/// sums over the entries (i, j) of two 64-bit hashes of (i, j) and of (j, i) agree for every
+/// symmetric pattern, and for any other only by a 128-bit collision. (Looking up each (j, i)
+/// instead reads a random row per entry, most of `Graph::of`'s time on a shuffled matrix.) A
+/// collision could only make the ordering work on A's own pattern; any ordering is a correct
+/// permutation, so no result could be wrong.
+pub(crate) fn symmetric_pattern(rp: &[Idx], ci: &[Idx]) -> bool {
+    let n = rp.len() - 1;
+    let sums = |i: usize| {
+        let mut s = [0u64; 4];
+        for &c in &ci[rp[i] as usize..rp[i + 1] as usize] {
+            let (fwd, bwd) = (pair(i as u64, c as u64), pair(c as u64, i as u64));
+            s[0] = s[0].wrapping_add(mix(fwd));
+            s[1] = s[1].wrapping_add(mix(bwd));
+            s[2] = s[2].wrapping_add(mix(fwd ^ 0x9e37_79b9_7f4a_7c15));
+            s[3] = s[3].wrapping_add(mix(bwd ^ 0x9e37_79b9_7f4a_7c15));
+        }
+        s
+    };
+    let add = |a: [u64; 4], b: [u64; 4]| std::array::from_fn(|k| a[k].wrapping_add(b[k]));
+    let s = (0..n)
+        .into_par_iter()
+        .with_min_len(1024)
+        .map(sums)
+        .reduce(|| [0; 4], add);
+    s[0] == s[1] && s[2] == s[3]
+}
+
+fn pair(i: u64, j: u64) -> u64 {
+    (i << 32) | j
+}
+
+/// SplitMix64's finaliser: a bijection of 64-bit words that mixes every input bit into every
+/// output bit.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Visits the sorted union of two increasing lists without `skip`, returning its length.

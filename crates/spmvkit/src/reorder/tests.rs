@@ -349,3 +349,28 @@ fn orderings_are_the_same_on_one_and_two_threads() {
     };
     assert_eq!(on(1), on(2));
 }
+
+/// The fingerprint test of symmetry: true for symmetric patterns (with or without a diagonal),
+/// false when one entry has no mirror, or when the rows and columns have the same counts but
+/// the entries differ.
+#[test]
+fn the_symmetry_fingerprint_tells_symmetric_patterns_apart() {
+    use super::graph::symmetric_pattern;
+    let check = |ptr: &[Idx], cols: &[Idx]| symmetric_pattern(ptr, cols);
+    // 0-1, 1-2 both ways, with and without diagonal entries
+    assert!(check(&[0, 1, 3, 4], &[1, 0, 2, 1]));
+    assert!(check(&[0, 2, 5, 7], &[0, 1, 0, 1, 2, 1, 2]));
+    assert!(check(&[0], &[]));
+    // (0, 2) stored without (2, 0)
+    assert!(!check(&[0, 2, 3, 4], &[1, 2, 0, 1]));
+    // a directed 3-cycle: every row and every column holds one entry
+    assert!(!check(&[0, 1, 2, 3], &[1, 2, 0]));
+    for spec in ["poisson3d:6", "rgg:500,order=shuffled", "delaunay:300"] {
+        let a = generate_f64(spec).unwrap();
+        assert!(check(a.row_ptr(), a.col_idx()), "{spec}");
+    }
+    for spec in ["kron:9,8,sym=0", "uniform:400,400,3"] {
+        let a = generate_f64(spec).unwrap();
+        assert!(!check(a.row_ptr(), a.col_idx()), "{spec}");
+    }
+}
