@@ -33,7 +33,7 @@ pub fn column_panels<T: Scalar>(a: &Csr<T>, k: usize) -> Result<Vec<Csr<T>>> {
             "windows={k}: the number of x windows must be 1..={MAX_WINDOWS}"
         )));
     }
-    let width = a.ncols().div_ceil(k).max(1);
+    let width = window_width(a.ncols(), k);
     (0..k)
         .map(|j| {
             let (lo, hi) = (j * width, ((j + 1) * width).min(a.ncols()));
@@ -64,6 +64,11 @@ pub fn column_panels<T: Scalar>(a: &Csr<T>, k: usize) -> Result<Vec<Csr<T>>> {
         .collect()
 }
 
+/// Columns per window of x: ⌈ncols / k⌉ (at least 1).
+fn window_width(ncols: usize, k: usize) -> usize {
+    ncols.div_ceil(k).max(1)
+}
+
 /// `method` prepared on each column panel of `a`.
 pub(crate) struct Windowed<T: Scalar> {
     panels: Vec<Box<dyn Layout<T>>>,
@@ -80,7 +85,7 @@ impl<T: PrepareFor> Windowed<T> {
     ) -> Result<Self> {
         let panels = column_panels(a, k)?;
         Ok(Windowed {
-            width: a.ncols().div_ceil(k).max(1),
+            width: window_width(a.ncols(), k),
             nnz: panels.iter().map(Csr::nnz).collect(),
             panels: panels
                 .iter()
