@@ -140,12 +140,15 @@ pub fn run_row_split<T: Scalar>(
             let n = a.ncols();
             y.par_chunks_mut(m).enumerate().for_each(|(c, ycol)| {
                 let xcol = &x[c * n..(c + 1) * n];
-                ycol.par_iter_mut().enumerate().for_each(|(i, yi)| {
-                    let mut lanes = [T::zero(); 32];
-                    let (start, end) = (rp[i] as usize, rp[i + 1] as usize);
-                    lane_partials(a, xcol, start & !31, start, end, &mut lanes);
-                    store(yi, alpha, butterfly_sum(&mut lanes), beta);
-                });
+                ycol.par_iter_mut()
+                    .enumerate()
+                    .with_min_len(256)
+                    .for_each(|(i, yi)| {
+                        let mut lanes = [T::zero(); 32];
+                        let (start, end) = (rp[i] as usize, rp[i + 1] as usize);
+                        lane_partials(a, xcol, start & !31, start, end, &mut lanes);
+                        store(yi, alpha, butterfly_sum(&mut lanes), beta);
+                    });
             });
         }
     }

@@ -9,7 +9,7 @@
 //!   ([`MultiSource`]: which kernel, on which CSR matrix): `csr` (CPU) and `csr-vector` run
 //!   spmvkit's row-split kernels ([`MultiKernel::RowSplit`], `kernel.cu`, mirrored on the CPU in
 //!   `cpu.rs`); `cusparse`, `cusparse-alg1` and `cusparse-alg2` run `cusparseSpMM`
-//!   ([`MultiKernel::Cusparse`], [`crate::gpu::cusparse_spmm`]).
+//!   ([`MultiKernel::Cusparse`], [`crate::gpu::cusparse::CusparseSpmm`]).
 //! - **Every other plan** (any other method, a reordered plan, x windows) runs k single-vector
 //!   calls of its own SpMV ([`MultiPath::Columns`]): on the host directly on each column of a
 //!   column-major block and through a copy of each column for a row-major one; on the device
