@@ -199,7 +199,16 @@ fn gpu_spmm_timed_loops_are_checked_and_short_blocks_refused() {
             let refs = oracle_multi(&a, alpha, &x, beta, &y0, shape).unwrap();
             for mode in [TimingMode::Stream, TimingMode::Graph] {
                 plan.set_multi_vectors(shape, Some(&x), Some(&y0)).unwrap();
-                let t = plan.time_multi(mode, &cfg, alpha, beta).unwrap();
+                let t = match plan.time_multi(mode, &cfg, alpha, beta) {
+                    Ok(t) => t,
+                    // the harness records a graph that cannot be captured as a note; the
+                    // library's own calls must capture
+                    Err(e) if mode == TimingMode::Graph && method == "cusparse" => {
+                        eprintln!("note: {method} {mode}: graph capture refused: {e}");
+                        continue;
+                    }
+                    Err(e) => panic!("{method} {mode} {shape:?}: {e}"),
+                };
                 assert!(t.timing.median_us > 0.0, "{method} {mode}");
                 let mut y = vec![0.0; y0.len()];
                 plan.read_multi_y(&mut y).unwrap();

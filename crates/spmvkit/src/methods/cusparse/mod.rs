@@ -216,8 +216,10 @@ impl<T: Scalar> Layout<T> for CusparseLayout<T> {
     fn notes(&self) -> Vec<(String, String)> {
         self.notes.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
+    /// cuSPARSE SpMM; none for `cusparse-e2e`, whose calls include a copy a multi-vector call
+    /// would not make (its blocks run k single-vector calls, each with the copy).
     fn multi(&self) -> Option<MultiSource<'_, T>> {
-        Some(MultiSource {
+        (!self.with_upload).then_some(MultiSource {
             kernel: MultiKernel::Cusparse,
             a: &self.a,
         })
