@@ -4,7 +4,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::multi::{measure_multi, MultiProblem, MultiResult};
+use super::multi::{measure_multi_on, MultiProblem, MultiResult};
 use super::suites::MatrixSource;
 use super::{
     measure_problem, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult, Problem,
@@ -12,7 +12,7 @@ use super::{
 };
 use crate::error::Error;
 use crate::matrix::{fits_l2, Csr, MatrixStats};
-use crate::methods::PrepareFor;
+use crate::methods::{Plan, PrepareFor};
 use crate::scalar::Precision;
 
 /// What to run.
@@ -128,6 +128,23 @@ fn run_multi<T: PrepareFor>(
     progress: &mut dyn Progress,
     out: &mut Vec<MultiResult>,
 ) {
+    if cfg.multi.is_empty() {
+        return;
+    }
+    // one plan per method for every shape (its device blocks are released after each)
+    let mut plans: Vec<(&String, std::result::Result<Plan<T>, (Status, String)>)> = cfg
+        .methods
+        .iter()
+        .map(|method| {
+            let made = catch_unwind(AssertUnwindSafe(|| Plan::new(method, a, &cfg.measure.plan)));
+            let plan = match made {
+                Ok(Ok(p)) => Ok(p),
+                Ok(Err(e)) => Err((status_of(&e), e.to_string())),
+                Err(panic) => Err((Status::Failed, format!("panicked: {}", panic_text(&panic)))),
+            };
+            (method, plan)
+        })
+        .collect();
     for &shape in &cfg.multi {
         let result = |method: &str, status, error, record| MultiResult {
             method: method.to_string(),
@@ -158,11 +175,18 @@ fn run_multi<T: PrepareFor>(
                 continue;
             }
         };
-        for method in &cfg.methods {
+        for (method, plan) in plans.iter_mut() {
+            let plan = match plan {
+                Ok(plan) => plan,
+                Err((status, e)) => {
+                    out.push(result(method, *status, Some(e.clone()), None));
+                    continue;
+                }
+            };
             let label = format!("{method} k={} {}", shape.k, shape.order);
             progress.method(name, &label, T::PRECISION);
             let outcome = catch_unwind(AssertUnwindSafe(|| {
-                measure_multi(a, method, &cfg.measure, &problem)
+                measure_multi_on(plan, a, &cfg.measure, &problem)
             }));
             out.push(match outcome {
                 Ok(Ok(rec)) if rec.verified => result(method, Status::Ok, None, Some(rec)),

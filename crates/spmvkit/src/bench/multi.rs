@@ -200,8 +200,7 @@ fn check_later<T: Scalar>(
     }
 }
 
-/// Prepares `method` on `a`, checks one multi-vector call of `p.shape` against the oracle, then
-/// times repeated calls (GPU: [`Plan::time_multi`], stream and graph; CPU: a wall clock).
+/// Prepares `method` on `a`, then measures it ([`measure_multi_on`]).
 pub fn measure_multi<T: PrepareFor>(
     a: &Csr<T>,
     method: &str,
@@ -209,6 +208,29 @@ pub fn measure_multi<T: PrepareFor>(
     p: &MultiProblem<T>,
 ) -> Result<MultiRecord> {
     let mut plan = Plan::new(method, a, &opts.plan)?;
+    measure_multi_on(&mut plan, a, opts, p)
+}
+
+/// Checks one multi-vector call of `p.shape` on `plan` (made from `a`) against the oracle, then
+/// times repeated calls (GPU: [`Plan::time_multi`], stream and graph; CPU: a wall clock). The
+/// plan's blocks are released after it ([`Plan::clear_multi_vectors`]).
+pub fn measure_multi_on<T: PrepareFor>(
+    plan: &mut Plan<T>,
+    a: &Csr<T>,
+    opts: &MeasureOptions,
+    p: &MultiProblem<T>,
+) -> Result<MultiRecord> {
+    let rec = measure_on(plan, a, opts, p);
+    plan.clear_multi_vectors();
+    rec
+}
+
+fn measure_on<T: PrepareFor>(
+    plan: &mut Plan<T>,
+    a: &Csr<T>,
+    opts: &MeasureOptions,
+    p: &MultiProblem<T>,
+) -> Result<MultiRecord> {
     let shape = p.shape;
     let t0 = Instant::now();
     plan.prepare_multi(shape)?;

@@ -231,6 +231,15 @@ impl<T: PrepareFor> Plan<T> {
         })
     }
 
+    /// Frees the plan's own device blocks ([`Plan::set_multi_vectors`]) and the fallback's
+    /// scratch vectors; the kernels' device state stays.
+    pub fn clear_multi_vectors(&mut self) {
+        self.with_multi(|_, st| {
+            st.blocks = None;
+            st.scratch = None;
+        });
+    }
+
     /// Copies the plan's device block Y (exactly `nrows·k` entries of the shape last set) into
     /// `y`, waiting for the device. Errors on a CPU plan or before [`Plan::set_multi_vectors`].
     pub fn read_multi_y(&mut self, y: &mut [T]) -> Result<()> {
