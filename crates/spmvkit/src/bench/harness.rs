@@ -119,6 +119,9 @@ pub fn run_matrix(
     m
 }
 
+/// A method's plan, or the status and reason it could not be made.
+type PlanOrWhy<T> = std::result::Result<Plan<T>, (Status, String)>;
+
 /// Every method's multi-vector call for each block shape of the config, with the oracle per
 /// shape computed once; failures are recorded as for SpMV.
 fn run_multi<T: PrepareFor>(
@@ -132,7 +135,7 @@ fn run_multi<T: PrepareFor>(
         return;
     }
     // one plan per method for every shape (its device blocks are released after each)
-    let mut plans: Vec<(&String, std::result::Result<Plan<T>, (Status, String)>)> = cfg
+    let mut plans: Vec<(&String, PlanOrWhy<T>)> = cfg
         .methods
         .iter()
         .map(|method| {
