@@ -327,7 +327,7 @@ fn ready<T: PrepareFor>(
                 st.device = Some(DeviceMulti::upload(gpu, &src)?);
             }
             if let Some(d) = &st.device {
-                for (k, v) in d.prepare(shape)? {
+                for (k, v) in d.prepare(gpu, shape)? {
                     st.notes.retain(|(key, _)| *key != k);
                     st.notes.push((k, v));
                 }

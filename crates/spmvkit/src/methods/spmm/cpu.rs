@@ -4,7 +4,9 @@
 //! is also the CPU path of the layouts that offer [`super::MultiKernel::RowSplit`].
 //!
 //! The mirror's summation order is the kernels': row-major, each (row, vector) sums the row's
-//! nonzeros in CSR order with fused multiply-adds from zero; column-major, each vector is the
+//! nonzeros in CSR order with fused multiply-adds from zero, and a row longer than
+//! [`PIECE_NNZ`] is summed so per piece, the pieces' sums then added in order from zero;
+//! column-major, each vector is the
 //! `csr-vector` order (32 lanes from the 32-aligned row start, a butterfly). Both end with the
 //! kernels' store (`α·sum`, then `β·y` fused when β ≠ 0). The results are bitwise the GPU's.
 
@@ -16,6 +18,60 @@ use crate::error::Result;
 use crate::matrix::Csr;
 use crate::methods::common::warp::{butterfly_sum, lane_partials, store};
 use crate::scalar::Scalar;
+
+/// The longest row the row-major kernel sums with one group of lanes; a longer row is cut into
+/// pieces of at most this many nonzeros, each summed by its own group, and a fix-up adds the
+/// pieces' partial sums in order (nnz balance for skewed rows; `kernel.cu`).
+pub const PIECE_NNZ: usize = 1024;
+
+/// The pieces [s, e) of a row [start, end) of more than `limit` nonzeros: `limit` each from the
+/// start, the last one shorter.
+pub(crate) fn pieces(
+    start: usize,
+    end: usize,
+    limit: usize,
+) -> impl Iterator<Item = (usize, usize)> {
+    (start..end)
+        .step_by(limit.max(1))
+        .map(move |s| (s, (s + limit.max(1)).min(end)))
+}
+
+/// The rows longer than `limit` and their pieces, as the kernels take them: `rows[i]`'s pieces
+/// are `first[i] .. first[i + 1]` of (`start`, `end`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct LongRows {
+    pub(crate) rows: Vec<u32>,
+    pub(crate) first: Vec<u32>,
+    pub(crate) start: Vec<u32>,
+    pub(crate) end: Vec<u32>,
+}
+
+impl LongRows {
+    pub(crate) fn of<T: Scalar>(a: &Csr<T>, limit: usize) -> Self {
+        let rp = a.row_ptr();
+        let mut l = LongRows {
+            first: vec![0],
+            ..Default::default()
+        };
+        for i in 0..a.nrows() {
+            let (s, e) = (rp[i] as usize, rp[i + 1] as usize);
+            if e - s > limit {
+                l.rows.push(i as u32);
+                for (ps, pe) in pieces(s, e, limit) {
+                    l.start.push(ps as u32);
+                    l.end.push(pe as u32);
+                }
+                l.first.push(l.start.len() as u32);
+            }
+        }
+        l
+    }
+
+    /// Pieces in all.
+    pub(crate) fn npieces(&self) -> usize {
+        self.start.len()
+    }
+}
 
 /// Column `c` of a block of `n` rows.
 pub fn column<T: Scalar>(block: &[T], n: usize, shape: MultiShape, c: usize) -> Vec<T> {
@@ -119,16 +175,33 @@ pub fn run_row_split<T: Scalar>(
     let rp = a.row_ptr();
     match shape.order {
         DenseOrder::Row => {
+            let (cols, vals) = (a.col_idx(), a.vals());
+            // acc = the fma chain from zero over nonzeros [s, e), per vector
+            let range = |acc: &mut [T], s: usize, e: usize| {
+                acc.iter_mut().for_each(|v| *v = T::zero());
+                for j in s..e {
+                    let (c, v) = (cols[j] as usize, vals[j]);
+                    for (a, &xv) in acc.iter_mut().zip(&x[c * k..(c + 1) * k]) {
+                        *a = v.mul_add(xv, *a);
+                    }
+                }
+            };
             y.par_chunks_mut(k).enumerate().for_each_init(
-                || vec![T::zero(); k],
-                |acc, (i, yrow)| {
-                    acc.iter_mut().for_each(|s| *s = T::zero());
-                    let (cols, vals) = a.row(i);
-                    for (&j, &v) in cols.iter().zip(vals) {
-                        let xrow = &x[j as usize * k..(j as usize + 1) * k];
-                        for (s, &xv) in acc.iter_mut().zip(xrow) {
-                            *s = v.mul_add(xv, *s);
+                || (vec![T::zero(); k], vec![T::zero(); k]),
+                |(acc, tot), (i, yrow)| {
+                    let (s, e) = (rp[i] as usize, rp[i + 1] as usize);
+                    if e - s > PIECE_NNZ {
+                        // the pieces' partials added in order from zero (the fix-up)
+                        tot.iter_mut().for_each(|v| *v = T::zero());
+                        for (ps, pe) in pieces(s, e, PIECE_NNZ) {
+                            range(acc, ps, pe);
+                            for (t, &p) in tot.iter_mut().zip(acc.iter()) {
+                                *t = *t + p;
+                            }
                         }
+                        std::mem::swap(acc, tot);
+                    } else {
+                        range(acc, s, e);
                     }
                     for (yi, &s) in yrow.iter_mut().zip(acc.iter()) {
                         store(yi, alpha, s, beta);

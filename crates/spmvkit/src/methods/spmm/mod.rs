@@ -47,6 +47,8 @@ room_kernel!(
     [
         gpu::SpmmArgs::entry("spmm_rows_rm"),
         gpu::SpmmArgs::entry("spmm_rows_cm"),
+        gpu::SpmmPiecesArgs::entry("spmm_pieces_rm"),
+        gpu::SpmmFixupArgs::entry("spmm_fixup_rm"),
         gpu::StridedCopyArgs::entry("spmm_copy_strided"),
     ]
 );

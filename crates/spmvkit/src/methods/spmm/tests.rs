@@ -230,3 +230,27 @@ fn check_multi_catches_one_wrong_entry() {
         assert_eq!((c.worst_vector, c.check.worst_row), (2, 17));
     }
 }
+
+/// The long rows' pieces, as the GPU takes them: consecutive, `limit` long but the last, and
+/// covering each long row exactly; short rows have none.
+#[test]
+fn long_rows_are_cut_into_consecutive_pieces() {
+    use super::cpu::LongRows;
+    let lens = [3u32, 2500, 1024, 1025];
+    let mut rp = vec![0u32];
+    let mut cols = Vec::new();
+    for &l in &lens {
+        cols.extend(0..l);
+        rp.push(cols.len() as u32);
+    }
+    let vals = vec![1.0; cols.len()];
+    let a = Csr::from_parts_unchecked(4, 3000, rp, cols, vals);
+    let l = LongRows::of(&a, 1024);
+    let rp = a.row_ptr();
+    assert_eq!(l.rows, [1, 3]);
+    assert_eq!(l.first, [0, 3, 5]);
+    let (s1, s3) = (rp[1], rp[3]);
+    assert_eq!(l.start, [s1, s1 + 1024, s1 + 2048, s3, s3 + 1024]);
+    assert_eq!(l.end, [s1 + 1024, s1 + 2048, rp[2], s3 + 1024, rp[4]]);
+    assert_eq!(LongRows::of(&a, 4000).npieces(), 0);
+}
