@@ -196,7 +196,7 @@ pub fn run_row_split<T: Scalar>(
                         for (ps, pe) in pieces(s, e, PIECE_NNZ) {
                             range(acc, ps, pe);
                             for (t, &p) in tot.iter_mut().zip(acc.iter()) {
-                                *t = *t + p;
+                                *t += p;
                             }
                         }
                         std::mem::swap(acc, tot);

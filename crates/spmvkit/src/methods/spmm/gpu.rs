@@ -85,12 +85,12 @@ pub(super) struct DeviceLong<T: Scalar> {
 }
 
 impl<T: Scalar> DeviceLong<T> {
-    fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Option<Self>> {
+    fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Option<Box<Self>>> {
         let l = LongRows::of(a, PIECE_NNZ);
         if l.rows.is_empty() {
             return Ok(None);
         }
-        Ok(Some(DeviceLong {
+        Ok(Some(Box::new(DeviceLong {
             npieces: l.npieces(),
             nlong: l.rows.len(),
             rows: gpu.upload(&l.rows)?,
@@ -100,7 +100,7 @@ impl<T: Scalar> DeviceLong<T> {
             pieces: gpu.kernel::<T, _>(&KERNEL, "spmm_pieces_rm")?,
             fixup: gpu.kernel::<T, _>(&KERNEL, "spmm_fixup_rm")?,
             partial: Mutex::new(None),
-        }))
+        })))
     }
 
     /// Grows the partial sums' buffer to hold `k` vectors of every piece.
@@ -199,7 +199,7 @@ pub(super) enum DeviceMulti<T: Scalar> {
         rm: Kernel<SpmmArgs<'static, T>>,
         cm: Kernel<SpmmArgs<'static, T>>,
         /// The rows longer than [`PIECE_NNZ`], when there are any.
-        long: Option<DeviceLong<T>>,
+        long: Option<Box<DeviceLong<T>>>,
     },
     Cusparse(CusparseSpmm<T>),
 }
