@@ -317,7 +317,6 @@ impl<T: Scalar> DeviceMulti<T> {
                 // indices below ncols (a validated Csr); X holds ncols·k and Y nrows·k entries
                 // (checked above), which is all the kernels index.
                 unsafe { gpu.launch(kernel, grid, &args) }?;
-                drop(args);
                 match long {
                     Some(l) if row_major => l.run(gpu, a, &mut c, shape.k),
                     _ => Ok(()),
