@@ -80,7 +80,12 @@ fn corpus_on_gpu<T: PrepareFor>() -> (usize, Vec<String>) {
                     for (method, plan, want) in plans.iter_mut() {
                         let what =
                             format!("{name} {method} {} k={k} {order} β={beta:?}", T::PRECISION);
-                        let mut y = y0.clone();
+                        // β = 0 must not read Y: NaN there would show
+                        let mut y = if beta == T::zero() {
+                            vec![T::from_f64(f64::NAN); y0.len()]
+                        } else {
+                            y0.clone()
+                        };
                         match plan.apply_multi(alpha, &x, beta, &mut y, shape) {
                             Ok(p) if p == *want => {}
                             Ok(p) => {

@@ -46,7 +46,12 @@ fn check_plans<T: PrepareFor>(name: &str, a: &Csr<T>, plans: &mut [(Plan<T>, Mul
                 let (alpha, beta) = (T::from_f64(1.5), T::from_f64(beta));
                 let refs = oracle_multi(a, alpha, &x, beta, &y0, shape).unwrap();
                 for (plan, want) in plans.iter_mut() {
-                    let mut y = y0.clone();
+                    // β = 0 must not read Y: NaN there would show
+                    let mut y = if beta == T::zero() {
+                        vec![T::from_f64(f64::NAN); y0.len()]
+                    } else {
+                        y0.clone()
+                    };
                     let path = plan.apply_multi(alpha, &x, beta, &mut y, shape).unwrap();
                     assert_eq!(path, *want, "{name} k={k} {order}");
                     let c = check_multi(&refs, &y, shape);
