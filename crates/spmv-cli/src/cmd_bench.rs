@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use spmvkit::bench::harness::{self, HarnessConfig, Progress};
 use spmvkit::bench::suites::{self, MatrixSource, SUITES};
 use spmvkit::bench::{BenchRun, MeasureOptions, Status};
+use spmvkit::matrix::{DenseOrder, MultiShape};
 use spmvkit::Precision;
 
 use crate::auto_args::AutoArgs;
@@ -59,6 +60,15 @@ pub struct BenchArgs {
     /// Do not read or write the binary cache.
     #[arg(long)]
     no_cache: bool,
+    /// SpMM (docs/spmm.md): also measure each method's multi-vector call Y = αAX + βY for
+    /// blocks of these numbers of vectors, e.g. `1,8,32,128` (none by default). Results go to
+    /// the run record and DIR/spmm.md.
+    #[arg(long = "k", value_name = "K,...", value_delimiter = ',')]
+    ks: Vec<usize>,
+    /// The SpMM blocks' order: `row` (a row's k values contiguous), `col` (each vector
+    /// contiguous) or `both`.
+    #[arg(long, default_value = "row")]
+    layout: String,
     #[command(flatten)]
     auto: AutoArgs,
 }
@@ -77,7 +87,7 @@ fn bench_help() -> String {
         s.push('\n');
     }
     // Commands stay on one line each (short enough for 80 columns), so they copy and paste whole.
-    let examples: [(&str, &str); 6] = [
+    let examples: [(&str, &str); 7] = [
         ("spmv bench --suite quick", ""),
         (
             "spmv bench --suite shared --precision f32,f64 --out results/h100",
@@ -94,6 +104,10 @@ fn bench_help() -> String {
         (
             "spmv bench kron:18 --methods 'cusparse,auto[mode=model],auto[calls=1000000]'",
             "auto in model mode and in trial mode (the default; the trial runs when calls repay it)",
+        ),
+        (
+            "spmv bench kron:18 --methods cusparse,csr-vector --k 1,8,32 --layout both",
+            "SpMM: each method's multi-vector call for blocks of 1, 8 and 32 vectors (docs/spmm.md)",
         ),
         (
             "spmv bench kron:18 --methods cusparse,auto --auto=model --deterministic",
@@ -208,6 +222,25 @@ fn parse_inputs(args: &BenchArgs) -> Result<Vec<MatrixSource>> {
     Ok(inputs)
 }
 
+/// The SpMM block shapes of `--k` and `--layout`, each k in each order.
+fn multi_shapes(ks: &[usize], layout: &str) -> Result<Vec<MultiShape>> {
+    let orders: Vec<DenseOrder> = if layout.trim() == "both" {
+        DenseOrder::ALL.to_vec()
+    } else {
+        layout
+            .split(',')
+            .map(str::parse)
+            .collect::<Result<_, _>>()?
+    };
+    if let Some(bad) = ks.iter().find(|&&k| k == 0) {
+        anyhow::bail!("--k {bad}: a block holds at least one vector");
+    }
+    Ok(ks
+        .iter()
+        .flat_map(|&k| orders.iter().map(move |&order| MultiShape { k, order }))
+        .collect())
+}
+
 fn write_json(path: &Path, run: &BenchRun) -> Result<()> {
     std::fs::write(path, serde_json::to_string_pretty(run)?)
         .with_context(|| format!("writing {}", path.display()))
@@ -259,6 +292,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             ..Default::default()
         },
         use_cache: !args.no_cache,
+        multi: multi_shapes(&args.ks, &args.layout)?,
     };
     let lines = !std::io::stderr().is_terminal();
     let bar = if lines {
@@ -297,5 +331,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     write_json(&json_path, &run)?;
     let files = spmvkit::bench::report::write_report(std::slice::from_ref(&run), &args.out)?;
     crate::cmd_report::print_summary(&run, &json_path, &files);
+    if files.spmm.is_some() {
+        println!("\nSpMM:");
+        print!("{}", spmvkit::bench::multi::multi_table(&run.matrices));
+    }
     Ok(())
 }

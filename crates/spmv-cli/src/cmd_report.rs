@@ -212,6 +212,9 @@ fn print_files(files: &ReportFiles) {
     if let Some(limits) = &files.limits_csv {
         println!("  {}", limits.display());
     }
+    if let Some(spmm) = &files.spmm {
+        println!("  {}", spmm.display());
+    }
     println!(
         "  {} plot files in {}",
         files.plots.len(),

@@ -104,6 +104,7 @@ fn synthetic(seed: u64, count: usize, started: &str) -> BenchRun {
             ),
             fits_l2,
             results,
+            multi: Vec::new(),
         });
     }
     BenchRun {

@@ -4,6 +4,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use super::multi::{measure_multi_on, MultiProblem, MultiResult};
 use super::suites::MatrixSource;
 use super::{
     measure_problem, BenchRun, MachineInfo, MatrixResult, MeasureOptions, MethodResult, Problem,
@@ -11,7 +12,7 @@ use super::{
 };
 use crate::error::Error;
 use crate::matrix::{fits_l2, Csr, MatrixStats};
-use crate::methods::PrepareFor;
+use crate::methods::{Plan, PrepareFor};
 use crate::scalar::Precision;
 
 /// What to run.
@@ -22,6 +23,9 @@ pub struct HarnessConfig {
     pub measure: MeasureOptions,
     /// Read and write the `.spmvkit` cache for files.
     pub use_cache: bool,
+    /// Blocks of k vectors to measure each method's multi-vector call on, besides its SpMV
+    /// (`spmv bench --k`, [`super::multi`]); empty: none.
+    pub multi: Vec<crate::matrix::MultiShape>,
 }
 
 /// Progress callbacks (the CLI draws a bar).
@@ -89,19 +93,128 @@ pub fn run_matrix(
 ) -> MatrixResult {
     let stats = MatrixStats::of(a).with_x_sectors(a);
     let fits_l2 = fits_l2(a.nrows(), a.ncols(), a.nnz(), l2_bytes);
-    let mut results = Vec::new();
+    let (mut results, mut multi) = (Vec::new(), Vec::new());
     for &p in &cfg.precisions {
         match p {
-            Precision::F64 => run_methods(name, a, cfg, progress, &mut results),
-            Precision::F32 => run_methods(name, &a.cast::<f32>(), cfg, progress, &mut results),
+            Precision::F64 => {
+                run_methods(name, a, cfg, progress, &mut results);
+                run_multi(name, a, cfg, progress, &mut multi);
+            }
+            Precision::F32 => {
+                let a = a.cast::<f32>();
+                run_methods(name, &a, cfg, progress, &mut results);
+                run_multi(name, &a, cfg, progress, &mut multi);
+            }
         }
     }
-    MatrixResult {
+    let mut m = MatrixResult {
         name: name.into(),
         source: source.into(),
         stats,
         fits_l2,
         results,
+        multi,
+    };
+    super::multi::fill_speedups(&mut m);
+    m
+}
+
+/// A method's plan, or the status and reason it could not be made.
+type PlanOrWhy<T> = std::result::Result<Plan<T>, (Status, String)>;
+
+/// Every method's multi-vector call for each block shape of the config, with the oracle per
+/// shape computed once; failures are recorded as for SpMV.
+fn run_multi<T: PrepareFor>(
+    name: &str,
+    a: &Csr<T>,
+    cfg: &HarnessConfig,
+    progress: &mut dyn Progress,
+    out: &mut Vec<MultiResult>,
+) {
+    if cfg.multi.is_empty() {
+        return;
+    }
+    // one plan per method for every shape (its device blocks are released after each)
+    let mut plans: Vec<(&String, PlanOrWhy<T>)> = cfg
+        .methods
+        .iter()
+        .map(|method| {
+            let made = catch_unwind(AssertUnwindSafe(|| Plan::new(method, a, &cfg.measure.plan)));
+            let plan = match made {
+                Ok(Ok(p)) => Ok(p),
+                Ok(Err(e)) => Err((status_of(&e), e.to_string())),
+                Err(panic) => Err((Status::Failed, format!("panicked: {}", panic_text(&panic)))),
+            };
+            (method, plan)
+        })
+        .collect();
+    for &shape in &cfg.multi {
+        let result = |method: &str, status, error, record| MultiResult {
+            method: method.to_string(),
+            precision: T::PRECISION,
+            k: shape.k,
+            order: shape.order,
+            status,
+            error,
+            record,
+        };
+        let m = &cfg.measure;
+        let problem = match catch_unwind(AssertUnwindSafe(|| {
+            MultiProblem::new(a, shape, m.alpha, m.beta)
+        })) {
+            Ok(Ok(p)) => p,
+            Ok(Err(e)) => {
+                let e = format!("oracle: {e}");
+                for method in &cfg.methods {
+                    out.push(result(method, Status::Failed, Some(e.clone()), None));
+                }
+                continue;
+            }
+            Err(panic) => {
+                let e = format!("oracle panicked: {}", panic_text(&panic));
+                for method in &cfg.methods {
+                    out.push(result(method, Status::Failed, Some(e.clone()), None));
+                }
+                continue;
+            }
+        };
+        for (method, plan) in plans.iter_mut() {
+            let plan = match plan {
+                Ok(plan) => plan,
+                Err((status, e)) => {
+                    out.push(result(method, *status, Some(e.clone()), None));
+                    continue;
+                }
+            };
+            let label = format!("{method} k={} {}", shape.k, shape.order);
+            progress.method(name, &label, T::PRECISION);
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                measure_multi_on(plan, a, &cfg.measure, &problem)
+            }));
+            out.push(match outcome {
+                Ok(Ok(rec)) if rec.verified => result(method, Status::Ok, None, Some(rec)),
+                Ok(Ok(rec)) => {
+                    let why = match rec.later_checks.iter().find(|l| !l.ok) {
+                        Some(l) => format!(
+                            "wrong after the {} loop of {} calls: row {} off by {:.3e}",
+                            l.run, l.calls, l.worst_row, l.max_rel_err
+                        ),
+                        None => format!(
+                            "wrong result: max relative error {:?} over vectors {:?}",
+                            rec.max_rel_err, rec.checked_vectors
+                        ),
+                    };
+                    result(method, Status::Wrong, Some(why), Some(rec))
+                }
+                Ok(Err(e)) => result(method, status_of(&e), Some(e.to_string()), None),
+                Err(panic) => result(
+                    method,
+                    Status::Failed,
+                    Some(format!("panicked: {}", panic_text(&panic))),
+                    None,
+                ),
+            });
+        }
     }
 }
 
@@ -264,6 +377,7 @@ mod tests {
                 ..Default::default()
             },
             use_cache: false,
+            multi: Vec::new(),
         };
         let m = run_matrix("id5", "identity", &a, &cfg, None, &mut Silent);
         assert_eq!(m.results.len(), 4);

@@ -15,6 +15,7 @@
 pub mod auto;
 pub mod harness;
 pub mod limits;
+pub mod multi;
 pub mod plots;
 mod record;
 pub mod report;

@@ -87,6 +87,10 @@ pub struct MatrixResult {
     /// launch overhead more than memory and are reported apart.
     pub fits_l2: bool,
     pub results: Vec<MethodResult>,
+    /// Multi-vector (SpMM) results, one per (method, precision, k, order), when the run asked
+    /// for them (`spmv bench --k`; [`super::multi`]); absent in older runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub multi: Vec<super::multi::MultiResult>,
 }
 
 /// A whole run, as written to `<out>/run-*.json`.

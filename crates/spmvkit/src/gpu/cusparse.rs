@@ -27,6 +27,10 @@ use cudarc::cusparse::sys::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
+mod spmm;
+
+pub use spmm::{CusparseSpmm, SpmmAlg};
+
 use super::{Gpu, PinnedSource};
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
@@ -61,7 +65,7 @@ impl SpmvAlg {
     }
 }
 
-fn check(what: &str, s: cusparseStatus_t) -> Result<()> {
+pub(super) fn check(what: &str, s: cusparseStatus_t) -> Result<()> {
     if s == cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
         Ok(())
     } else {
@@ -69,7 +73,7 @@ fn check(what: &str, s: cusparseStatus_t) -> Result<()> {
     }
 }
 
-fn data_type<T: Scalar>() -> cudaDataType {
+pub(super) fn data_type<T: Scalar>() -> cudaDataType {
     match T::PRECISION {
         Precision::F32 => cudaDataType::CUDA_R_32F,
         Precision::F64 => cudaDataType::CUDA_R_64F,

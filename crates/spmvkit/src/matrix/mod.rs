@@ -2,11 +2,13 @@
 //! conversions and statistics. Structure (dimensions, pointers, indices) is kept apart from
 //! values, after faer's symbolic/numeric split, so that one analysed pattern can take new values.
 
+mod block;
 mod coo;
 mod csc;
 mod csr;
 mod stats;
 
+pub use block::{DenseOrder, MultiShape};
 pub(crate) use coo::sort_merge_row;
 pub use coo::Coo;
 pub use csc::Csc;

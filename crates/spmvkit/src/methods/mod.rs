@@ -12,6 +12,7 @@ mod common;
 mod params;
 mod plan;
 mod reordered;
+pub mod spmm;
 #[cfg(test)]
 pub(crate) mod testmats;
 pub mod windows;
@@ -104,6 +105,13 @@ pub trait Layout<T: Scalar>: Send + Sync {
         vals: &[T],
     ) -> Option<std::result::Result<(), String>> {
         let _ = (pattern, vals);
+        None
+    }
+
+    /// The layout's multi-vector kernel (SpMM, `methods/spmm/`, issue #24), when it has one:
+    /// which kernel and the CSR matrix it runs on. `None` (the default): [`Plan::apply_multi`]
+    /// runs k single-vector calls of the layout.
+    fn multi(&self) -> Option<spmm::MultiSource<'_, T>> {
         None
     }
 }
@@ -245,10 +253,11 @@ macro_rules! rooms {
     ($($room:ident $(+ $kernel:ident)?: $($method:ident),+;)*) => {
         $(pub mod $room;)*
 
-        /// Every method's kernel source with its entries' argument structs, for the NVRTC compile
-        /// check in CI (which compiles them with the launch layer's layout checks).
+        /// Every method's kernel source with its entries' argument structs, and the SpMM
+        /// kernels' (`spmm`), for the NVRTC compile check in CI (which compiles them with the
+        /// launch layer's layout checks).
         pub fn kernel_sources() -> Vec<crate::gpu::Kernels> {
-            vec![$($($room::$kernel,)?)*]
+            vec![$($($room::$kernel,)?)* spmm::KERNEL]
         }
 
         /// Every registered method, in listing order.

@@ -2,7 +2,9 @@
 //! handle; faer's symbolic/numeric split). It owns the host layout and, when a GPU is in use, the
 //! device layout and device copies of x and y.
 //!
-//! - [`Plan::apply`] / [`Plan::apply_many`]: y = αAx + βy with host vectors, one or many.
+//! - [`Plan::apply`] / [`Plan::apply_many`]: y = αAx + βy with host vectors, one or many;
+//!   [`Plan::apply_multi`] and its device and timing twins: Y = αAX + βY for a block of k
+//!   vectors (SpMM, `methods/spmm/`).
 //! - [`Plan::apply_device`]: the same on device-resident vectors, no host copy and no
 //!   synchronisation (what the solvers in [`crate::solve`] call inside a CUDA graph).
 //! - [`Plan::time`]: the timing protocol of [`crate::gpu::timing`] (stream or CUDA graph) on the
@@ -30,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use super::params::{CPU_FALLBACK_PARAM, REORDER_PARAM, WINDOWS_PARAM};
 use super::reordered::{reorder, Reordered};
+use super::spmm::MultiState;
 use super::windows::Windowed;
 use super::{resolve, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
 use crate::error::{Error, Result};
@@ -150,6 +153,8 @@ pub struct Plan<T: PrepareFor> {
     reordered: Option<Reordered>,
     reorder_note: Option<String>,
     windows: usize,
+    /// The multi-vector calls' state (`methods/spmm/`, issue #24).
+    multi: MultiState<T>,
 }
 
 impl<T: PrepareFor> Plan<T> {
@@ -284,6 +289,7 @@ impl<T: PrepareFor> Plan<T> {
             reordered,
             reorder_note: decision.note,
             windows,
+            multi: MultiState::default(),
         })
     }
 
@@ -367,7 +373,9 @@ impl<T: PrepareFor> Plan<T> {
     }
 
     /// y_k = αAx_k + βy_k for every pair (x_k, y_k), one after the other, on the one prepared
-    /// layout (nothing is analysed or uploaded again; on the GPU only the vectors move).
+    /// layout (nothing is analysed or uploaded again; on the GPU only the vectors move). For a
+    /// block of vectors in one array, [`Plan::apply_multi`] (SpMM, `methods/spmm/`) reads the
+    /// matrix once; routing this call through it when that is faster is not done yet.
     ///
     /// ```
     /// use spmvkit::{Csr, Plan, PlanOptions};
@@ -527,6 +535,8 @@ impl<T: PrepareFor> Plan<T> {
             self.layout = prepare(self.method, &a, &self.params, self.windows)?;
             self.prep.prepare = t0.elapsed();
         }
+        // the multi-vector path's device copies hold the old values
+        self.multi = MultiState::default();
         if let Some(d) = &mut self.device {
             let t1 = Instant::now();
             let name = self.method.info().name;
@@ -743,6 +753,15 @@ impl<T: PrepareFor> Plan<T> {
         let d = self.device_mut("time")?;
         let (gpu, layout, x, y) = (&d.gpu, d.layout.as_ref(), &d.x, &mut d.y);
         crate::gpu::timing::time(gpu, mode, cfg, || layout.run(gpu, alpha, x, beta, y))
+    }
+
+    /// Runs `f` with the plan and its multi-vector state (`methods/spmm/`), which is taken out
+    /// of the plan for the call and put back after it.
+    pub(crate) fn with_multi<R>(&mut self, f: impl FnOnce(&Self, &mut MultiState<T>) -> R) -> R {
+        let mut st = std::mem::take(&mut self.multi);
+        let r = f(self, &mut st);
+        self.multi = st;
+        r
     }
 
     /// The device side of a GPU plan; on a CPU plan the error that `Plan::{what}` needs the GPU.

@@ -426,6 +426,7 @@ pub fn read_results_csv(text: &str, path: Option<&Path>) -> Result<Vec<BenchRun>
                     stats: row.stats(&c)?,
                     fits_l2: row.boolean(c.fits_l2)?,
                     results: Vec::new(),
+                    multi: Vec::new(),
                 });
                 run.matrices.len() - 1
             }
@@ -773,6 +774,7 @@ pub(crate) mod tests {
                     stats: stats(500),
                     fits_l2: true,
                     results,
+                    multi: Vec::new(),
                 })
                 .collect(),
             skipped: Vec::new(),

@@ -109,6 +109,9 @@ pub fn merge_runs(runs: &[BenchRun]) -> MergedRuns {
                 st.x_sectors_f64 = st.x_sectors_f64.or(old.x_sectors_f64);
             }
             slot.matrix.fits_l2 = m.fits_l2;
+            if !m.multi.is_empty() {
+                slot.matrix.multi.clone_from(&m.multi);
+            }
             for r in &m.results {
                 let existing = slot
                     .matrix

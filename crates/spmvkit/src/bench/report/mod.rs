@@ -96,6 +96,9 @@ pub struct ReportFiles {
     pub csv: PathBuf,
     /// `limits.csv`, written when some result has a limit (a GPU run with a probe).
     pub limits_csv: Option<PathBuf>,
+    /// `spmm.md`, the multi-vector results' table, written when the runs have any
+    /// ([`crate::bench::multi`]).
+    pub spmm: Option<PathBuf>,
     /// Every plot file (SVG and PNG).
     pub plots: Vec<PathBuf>,
     /// Plots not drawn, and why.
@@ -142,6 +145,14 @@ pub fn write_report_with(
         let path = out_dir.join("limits.csv");
         fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
         files.limits_csv = Some(path);
+    }
+    let matrices: Vec<_> = merged.matrices.iter().map(|m| m.matrix.clone()).collect();
+    let spmm = super::multi::multi_table(&matrices);
+    if !spmm.is_empty() {
+        let path = out_dir.join("spmm.md");
+        let text = format!("# SpMM: multi-vector calls\n\n{spmm}");
+        fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
+        files.spmm = Some(path);
     }
     Ok(files)
 }

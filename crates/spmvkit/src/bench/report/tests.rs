@@ -49,6 +49,7 @@ pub(crate) fn matrix(
         ),
         fits_l2,
         results,
+        multi: Vec::new(),
     }
 }
 

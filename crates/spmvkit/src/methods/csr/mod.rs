@@ -6,6 +6,7 @@ use crate::error::Result;
 use crate::matrix::Csr;
 use crate::methods::common::room::{forward, method};
 use crate::methods::Layout;
+use crate::methods::spmm::{MultiKernel, MultiSource};
 use crate::scalar::Scalar;
 
 method! {
@@ -33,6 +34,12 @@ impl<T: Scalar> Layout<T> for CsrLayout<T> {
     fn run_cpu(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
         par_csr_spmv(&self.a, alpha, x, beta, y);
         Ok(())
+    }
+    fn multi(&self) -> Option<MultiSource<'_, T>> {
+        Some(MultiSource {
+            kernel: MultiKernel::RowSplit,
+            a: &self.a,
+        })
     }
 }
 

@@ -16,6 +16,7 @@ use crate::methods::common::csr::CsrArgs;
 use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::params;
 use crate::methods::Layout;
+use crate::methods::spmm::{MultiKernel, MultiSource};
 use crate::scalar::Scalar;
 
 room_kernel!("csr-vector", [CsrArgs::entry("csr_vector")]);
@@ -57,6 +58,12 @@ impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
 
     fn notes(&self) -> Vec<(String, String)> {
         vec![("threads per block".into(), self.threads.to_string())]
+    }
+    fn multi(&self) -> Option<MultiSource<'_, T>> {
+        Some(MultiSource {
+            kernel: MultiKernel::RowSplit,
+            a: &self.a,
+        })
     }
 }
 

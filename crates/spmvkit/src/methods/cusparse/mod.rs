@@ -30,6 +30,7 @@ use crate::matrix::Csr;
 use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::common::room::{forward, method};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
+use crate::methods::spmm::{MultiKernel, MultiSource};
 use crate::scalar::{Idx, Scalar};
 
 /// `cusparse-alg1`: `CUSPARSE_SPMV_CSR_ALG1`.
@@ -214,6 +215,14 @@ impl<T: Scalar> Layout<T> for CusparseLayout<T> {
 
     fn notes(&self) -> Vec<(String, String)> {
         self.notes.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+    /// cuSPARSE SpMM; none for `cusparse-e2e`, whose calls include a copy a multi-vector call
+    /// would not make (its blocks run k single-vector calls, each with the copy).
+    fn multi(&self) -> Option<MultiSource<'_, T>> {
+        (!self.with_upload).then_some(MultiSource {
+            kernel: MultiKernel::Cusparse,
+            a: &self.a,
+        })
     }
 }
 

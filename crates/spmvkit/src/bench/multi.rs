@@ -1,0 +1,505 @@
+//! SpMM in the harness (issue #24; docs/spmm.md): `spmv bench --k 1,8,32 --layout row,col`
+//! measures each method's multi-vector call ([`Plan::apply_multi`]) per (k, order) beside its
+//! SpMV, and keeps the results in [`MatrixResult::multi`] (absent in older runs, which still
+//! load). As for SpMV, one call is checked against the oracle before anything is timed, and
+//! each timed loop is checked after it; the oracle for k vectors (`methods/spmm/cpu.rs`) is
+//! computed for a sample of the vectors ([`checked_vectors`]: the first and last, both sides
+//! of the warp boundaries, the middle), since k full references of a large matrix would not fit
+//! in host memory; the tests check every vector.
+//!
+//! Figures: time per call (stream and graph, [`Plan::time_multi`]), GFLOP/s = 2·nnz·k / t,
+//! the byte model for k vectors ([`multi_bytes`]: the matrix once, X and Y k times) and its
+//! bytes per vector, the speed-up over k single-vector calls of the same method (its SpMV
+//! record's stream time × k) and over cuSPARSE SpMM (`cusparse`'s multi record at the same k,
+//! order and precision, when the run has one).
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::{test_vector, LaterCheck, MatrixResult, MeasureOptions, Status, Timing};
+use crate::cpu::{check, oracle_spmv_par, Reference};
+use crate::error::Result;
+use crate::gpu::{TimingConfig, TimingMode};
+use crate::matrix::{Csr, DenseOrder, MultiShape};
+use crate::methods::spmm::cpu::column;
+use crate::methods::spmm::MultiPath;
+use crate::methods::{Backend, Plan, PrepareFor};
+use crate::scalar::{Precision, Scalar};
+
+/// The label of the cuSPARSE baseline's records.
+pub const CUSPARSE: &str = "cusparse";
+
+/// One (method, precision, k, order) on one matrix.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MultiResult {
+    pub method: String,
+    pub precision: Precision,
+    pub k: usize,
+    pub order: DenseOrder,
+    pub status: Status,
+    /// The error or reason, when not `Ok`.
+    pub error: Option<String>,
+    pub record: Option<MultiRecord>,
+}
+
+/// The measurement of one multi-vector call.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MultiRecord {
+    /// The path the plan took (its kernel, or k single-vector calls).
+    pub path: MultiPath,
+    pub backend: Backend,
+    /// Per call, back-to-back on one stream (CPU: wall clock).
+    pub time: Timing,
+    /// Per call, replayed from a CUDA graph (GPU only).
+    pub graph_time: Option<Timing>,
+    /// 2·nnz·k / stream time.
+    pub gflops: f64,
+    /// [`multi_bytes`] / stream time.
+    pub gbs: f64,
+    pub bytes_model: u64,
+    /// [`multi_bytes`] / k.
+    pub bytes_per_vector: f64,
+    /// The plan's preparation and upload, ms (as the SpMV record's).
+    pub prep_ms: f64,
+    /// Making the multi-vector state of this (k, order) ([`Plan::prepare_multi`]), ms.
+    pub setup_ms: f64,
+    /// The worst relative error of the checked call over the checked vectors; `None` for NaN.
+    pub max_rel_err: Option<f64>,
+    pub verified: bool,
+    /// Which vectors were checked against the oracle.
+    pub checked_vectors: Vec<usize>,
+    /// The checks after the timed loops (`run` is `stream`, `graph` or `cpu`; the worst vector).
+    pub later_checks: Vec<LaterCheck>,
+    /// k × the method's own SpMV time / this call's time.
+    pub speedup_vs_single: Option<f64>,
+    /// cuSPARSE SpMM's time / this call's time.
+    pub speedup_vs_cusparse: Option<f64>,
+    pub notes: Vec<(String, String)>,
+}
+
+/// Bytes a multi-vector call must move at least: the CSR matrix once (values, column indices,
+/// row pointers), X (ncols × k) read and Y (nrows × k) written, `vb` bytes per value.
+pub fn multi_bytes(nrows: usize, ncols: usize, nnz: usize, vb: usize, k: usize) -> u64 {
+    let (r, c, z, vb, k) = (nrows as u64, ncols as u64, nnz as u64, vb as u64, k as u64);
+    (vb + 4) * z + 4 * (r + 1) + k * vb * (c + r)
+}
+
+/// The vectors of a block of k whose results are checked against the oracle: 0, 1, 31, 32,
+/// 33, k/2, k−2, k−1 (those below k, each once).
+pub fn checked_vectors(k: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = [
+        0,
+        1,
+        31,
+        32,
+        33,
+        k / 2,
+        k.saturating_sub(2),
+        k.saturating_sub(1),
+    ]
+    .into_iter()
+    .filter(|&c| c < k)
+    .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The inputs of one (matrix, precision, shape) and the oracle's answers for the checked
+/// vectors, shared by every method.
+pub struct MultiProblem<T> {
+    pub shape: MultiShape,
+    pub alpha: T,
+    pub beta: T,
+    pub x: Vec<T>,
+    pub y0: Vec<T>,
+    /// (vector, the oracle's answer for it).
+    pub refs: Vec<(usize, Reference)>,
+}
+
+impl<T: Scalar> MultiProblem<T> {
+    /// Deterministic X and Y0 in [-1, 1] and the oracle for [`checked_vectors`].
+    pub fn new(a: &Csr<T>, shape: MultiShape, alpha: f64, beta: f64) -> Result<Self> {
+        let (m, n) = (a.nrows(), a.ncols());
+        let (xl, yl) = (shape.len(n)?, shape.len(m)?);
+        shape.check("SpMM problem", (m, n), xl, yl, true)?;
+        let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+        let x = test_vector::<T>(xl, 101);
+        let y0 = test_vector::<T>(yl, 102);
+        let refs = checked_vectors(shape.k)
+            .into_iter()
+            .map(|c| {
+                let r = oracle_spmv_par(
+                    a,
+                    alpha,
+                    &column(&x, n, shape, c),
+                    beta,
+                    &column(&y0, m, shape, c),
+                )?;
+                Ok((c, r))
+            })
+            .collect::<Result<_>>()?;
+        Ok(MultiProblem {
+            shape,
+            alpha,
+            beta,
+            x,
+            y0,
+            refs,
+        })
+    }
+
+    /// The worst check over the checked vectors of `y`, after `calls` calls from Y0 (1: the
+    /// first call); `None` when |β| > 1 leaves nothing to expect.
+    fn check(&self, y: &[T], calls: u64) -> Option<(usize, crate::cpu::Check)> {
+        let m = self.refs.first().map_or(0, |(_, r)| r.y.len());
+        let mut worst: Option<(usize, crate::cpu::Check)> = None;
+        for (c, r) in &self.refs {
+            let y0c = column(&self.y0, m, self.shape, *c);
+            let expected = if calls == 1 {
+                r.clone()
+            } else {
+                r.after_calls(self.beta, &y0c, calls)?
+            };
+            let got = check(&expected, &column(y, m, self.shape, *c));
+            let worse = worst.is_none_or(|(_, w)| {
+                (!got.ok && w.ok) || (got.ok == w.ok && got.max_rel_err > w.max_rel_err)
+            });
+            if worse {
+                worst = Some((*c, got));
+            }
+        }
+        worst
+    }
+}
+
+/// Records the check of Y after a timed loop of `calls` calls.
+fn check_later<T: Scalar>(
+    rec: &mut MultiRecord,
+    p: &MultiProblem<T>,
+    run: &str,
+    calls: u64,
+    y: &[T],
+) {
+    match p.check(y, calls) {
+        Some((c, got)) => {
+            rec.verified &= got.ok;
+            rec.later_checks.push(LaterCheck {
+                run: format!("{run} (vector {c})"),
+                calls,
+                ok: got.ok,
+                max_rel_err: got.max_rel_err,
+                worst_row: got.worst_row,
+            });
+        }
+        None => rec.notes.push((
+            format!("{run} loop check"),
+            "skipped: |β| > 1 grows y without bound".into(),
+        )),
+    }
+}
+
+/// Prepares `method` on `a`, then measures it ([`measure_multi_on`]).
+pub fn measure_multi<T: PrepareFor>(
+    a: &Csr<T>,
+    method: &str,
+    opts: &MeasureOptions,
+    p: &MultiProblem<T>,
+) -> Result<MultiRecord> {
+    let mut plan = Plan::new(method, a, &opts.plan)?;
+    measure_multi_on(&mut plan, a, opts, p)
+}
+
+/// Checks one multi-vector call of `p.shape` on `plan` (made from `a`) against the oracle, then
+/// times repeated calls (GPU: [`Plan::time_multi`], stream and graph; CPU: a wall clock). The
+/// plan's blocks are released after it ([`Plan::clear_multi_vectors`]).
+pub fn measure_multi_on<T: PrepareFor>(
+    plan: &mut Plan<T>,
+    a: &Csr<T>,
+    opts: &MeasureOptions,
+    p: &MultiProblem<T>,
+) -> Result<MultiRecord> {
+    let rec = measure_on(plan, a, opts, p);
+    plan.clear_multi_vectors();
+    rec
+}
+
+fn measure_on<T: PrepareFor>(
+    plan: &mut Plan<T>,
+    a: &Csr<T>,
+    opts: &MeasureOptions,
+    p: &MultiProblem<T>,
+) -> Result<MultiRecord> {
+    let shape = p.shape;
+    let t0 = Instant::now();
+    plan.prepare_multi(shape)?;
+    let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let mut y = p.y0.clone();
+    let path = plan.apply_multi(p.alpha, &p.x, p.beta, &mut y, shape)?;
+    let first = p.check(&y, 1);
+    let bytes = multi_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, shape.k);
+    let mut rec = MultiRecord {
+        path,
+        backend: plan.backend(),
+        time: Timing::default(),
+        graph_time: None,
+        gflops: 0.0,
+        gbs: 0.0,
+        bytes_model: bytes,
+        bytes_per_vector: bytes as f64 / shape.k as f64,
+        prep_ms: plan.prep_times().total().as_secs_f64() * 1e3,
+        setup_ms,
+        max_rel_err: first.map(|(_, c)| c.max_rel_err).filter(|e| !e.is_nan()),
+        verified: first.is_some_and(|(_, c)| c.ok),
+        checked_vectors: p.refs.iter().map(|(c, _)| *c).collect(),
+        later_checks: Vec::new(),
+        speedup_vs_single: None,
+        speedup_vs_cusparse: None,
+        notes: Vec::new(),
+    };
+    match plan.backend() {
+        Backend::Cpu => {
+            y.copy_from_slice(&p.y0);
+            let t = Instant::now();
+            plan.apply_multi(p.alpha, &p.x, p.beta, &mut y, shape)?;
+            let (warmup, reps) = opts.capped(t.elapsed().as_secs_f64() * 1e6);
+            for _ in 0..warmup {
+                plan.apply_multi(p.alpha, &p.x, p.beta, &mut y, shape)?;
+            }
+            let mut samples = Vec::with_capacity(opts.samples.max(1));
+            for _ in 0..opts.samples.max(1) {
+                let t = Instant::now();
+                for _ in 0..reps {
+                    plan.apply_multi(p.alpha, &p.x, p.beta, &mut y, shape)?;
+                }
+                samples.push(t.elapsed().as_secs_f64() * 1e6 / reps as f64);
+            }
+            rec.time = Timing::from_samples(samples);
+            let calls = 1 + warmup + reps * opts.samples.max(1);
+            check_later(&mut rec, p, "cpu", calls as u64, &y);
+        }
+        Backend::Gpu => {
+            let (alpha, beta) = (p.alpha, p.beta);
+            let probe = TimingConfig {
+                warmup: 1,
+                calls: 1,
+                samples: 1,
+            };
+            plan.set_multi_vectors(shape, Some(&p.x), Some(&p.y0))?;
+            let one = plan.time_multi(TimingMode::Stream, &probe, alpha, beta)?;
+            let (warmup, calls) = opts.capped(one.timing.median_us);
+            let cfg = TimingConfig {
+                warmup,
+                calls,
+                samples: opts.samples.max(1),
+            };
+            plan.set_multi_vectors(shape, None, Some(&p.y0))?;
+            let stream = plan.time_multi(TimingMode::Stream, &cfg, alpha, beta)?;
+            plan.read_multi_y(&mut y)?;
+            check_later(&mut rec, p, "stream", stream.timing.executions(), &y);
+            rec.time = stream.timing.into();
+            plan.set_multi_vectors(shape, None, Some(&p.y0))?;
+            match plan.time_multi(TimingMode::Graph, &cfg, alpha, beta) {
+                Ok(g) => {
+                    plan.read_multi_y(&mut y)?;
+                    check_later(&mut rec, p, "graph", g.timing.executions(), &y);
+                    rec.graph_time = Some(g.timing.into());
+                }
+                Err(e) => rec
+                    .notes
+                    .push(("graph timing".into(), format!("unavailable: {e}"))),
+            }
+        }
+    }
+    let t = rec.time.median_us;
+    if t > 0.0 {
+        rec.gflops = 2.0 * a.nnz() as f64 * shape.k as f64 / (t * 1e3);
+        rec.gbs = bytes as f64 / (t * 1e3);
+    }
+    rec.notes.extend(plan.multi_notes());
+    Ok(rec)
+}
+
+/// Fills the speed-ups of `m`'s multi-vector records: over k single-vector calls of the same
+/// method (its SpMV record in `m.results`) and over cuSPARSE SpMM (the [`CUSPARSE`] record of
+/// the same precision, k and order).
+pub fn fill_speedups(m: &mut MatrixResult) {
+    let single: Vec<(String, Precision, f64)> = m
+        .results
+        .iter()
+        .filter_map(|r| {
+            let rec = r.record.as_ref().filter(|_| r.status == Status::Ok)?;
+            Some((r.method.clone(), r.precision, rec.time.median_us))
+        })
+        .collect();
+    let base: Vec<(Precision, usize, DenseOrder, f64)> = m
+        .multi
+        .iter()
+        .filter(|r| r.method == CUSPARSE && r.status == Status::Ok)
+        .filter_map(|r| Some((r.precision, r.k, r.order, r.record.as_ref()?.time.median_us)))
+        .collect();
+    for r in &mut m.multi {
+        let (method, p, k, order) = (r.method.clone(), r.precision, r.k, r.order);
+        let Some(rec) = r.record.as_mut() else {
+            continue;
+        };
+        let t = rec.time.median_us;
+        if t <= 0.0 {
+            continue;
+        }
+        rec.speedup_vs_single = single
+            .iter()
+            .find(|(name, q, _)| *name == method && *q == p)
+            .map(|(_, _, us)| us * k as f64 / t);
+        rec.speedup_vs_cusparse = base
+            .iter()
+            .find(|(q, bk, bo, _)| (*q, *bk, *bo) == (p, k, order))
+            .map(|(_, _, _, us)| us / t);
+    }
+}
+
+/// The multi-vector results of a run as a markdown table (empty when there are none): per
+/// matrix, method, precision, k and order, the path, µs per call, GFLOP/s, bytes per vector,
+/// and the two speed-ups.
+pub fn multi_table(matrices: &[MatrixResult]) -> String {
+    let mut out = String::new();
+    for m in matrices.iter().filter(|m| !m.multi.is_empty()) {
+        if out.is_empty() {
+            out.push_str(
+                "| matrix | method | prec | k | order | path | µs/call | GFLOP/s | B/vector | \
+                 ×k SpMV | ×cuSPARSE SpMM | status |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            );
+        }
+        for r in &m.multi {
+            let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+            let (path, us, gf, bpv, s1, sc) = match &r.record {
+                Some(rec) => (
+                    rec.path.to_string(),
+                    format!("{:.2}", rec.time.median_us),
+                    format!("{:.1}", rec.gflops),
+                    format!("{:.0}", rec.bytes_per_vector),
+                    f(rec.speedup_vs_single),
+                    f(rec.speedup_vs_cusparse),
+                ),
+                None => Default::default(),
+            };
+            let status = match &r.error {
+                Some(e) => format!("{}: {}", r.status.name(), e.replace('|', "/")),
+                None => r.status.name().to_string(),
+            };
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {path} | {us} | {gf} | {bpv} | {s1} | {sc} | {status} |\n",
+                m.name, r.method, r.precision, r.k, r.order
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::methods::spmm::MultiKernel;
+    use crate::methods::PlanOptions;
+
+    fn cpu_opts() -> MeasureOptions {
+        MeasureOptions {
+            plan: PlanOptions {
+                backend: Some(Backend::Cpu),
+                ..Default::default()
+            },
+            beta: -0.5,
+            reps: 2,
+            samples: 2,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn checked_vectors_cover_the_warp_boundaries() {
+        assert_eq!(checked_vectors(1), [0]);
+        assert_eq!(checked_vectors(3), [0, 1, 2]);
+        assert_eq!(checked_vectors(64), [0, 1, 31, 32, 33, 62, 63]);
+        assert_eq!(
+            multi_bytes(10, 20, 100, 8, 1),
+            crate::matrix::byte_model(10, 20, 100, 8)
+        );
+    }
+
+    /// The CPU measurement checks its call and its loop, and a wrong answer is caught.
+    #[test]
+    fn measure_multi_checks_and_catches() {
+        let a = crate::gen::generate::<f64>("powerlaw:2000,8").unwrap();
+        let opts = cpu_opts();
+        for shape in [MultiShape::row_major(8), MultiShape::col_major(3)] {
+            let p = MultiProblem::new(&a, shape, opts.alpha, opts.beta).unwrap();
+            for (method, path) in [
+                ("csr", MultiPath::Kernel(MultiKernel::RowSplit)),
+                ("merge", MultiPath::Columns),
+            ] {
+                let rec = measure_multi(&a, method, &opts, &p).unwrap();
+                assert!(rec.verified, "{method} {shape:?}: {rec:?}");
+                assert_eq!(rec.path, path);
+                assert_eq!(rec.later_checks.len(), 1);
+                assert!(rec.later_checks[0].ok && rec.gflops > 0.0);
+            }
+            // a wrong Y in a checked vector fails the check
+            let mut y = p.y0.clone();
+            let mut plan = Plan::new("csr", &a, &opts.plan).unwrap();
+            plan.apply_multi(p.alpha, &p.x, p.beta, &mut y, shape)
+                .unwrap();
+            assert!(p.check(&y, 1).unwrap().1.ok);
+            let at = shape.order.index(a.nrows(), shape.k, 5, shape.k - 1);
+            y[at] += 1e-3;
+            let (c, got) = p.check(&y, 1).unwrap();
+            assert!(!got.ok && c == shape.k - 1 && got.worst_row == 5);
+        }
+    }
+
+    /// The speed-ups come from the method's SpMV record and cuSPARSE's multi record.
+    #[test]
+    fn speedups_are_filled_from_the_records() {
+        let a = crate::gen::generate::<f64>("poisson2d:20").unwrap();
+        let opts = cpu_opts();
+        let shape = MultiShape::row_major(4);
+        let p = MultiProblem::new(&a, shape, opts.alpha, opts.beta).unwrap();
+        let rec = |us: f64| {
+            let mut r = measure_multi(&a, "csr", &opts, &p).unwrap();
+            r.time.median_us = us;
+            r
+        };
+        let spmv = super::super::measure(&a, "csr", &opts).unwrap();
+        let single_us = spmv.time.median_us;
+        let mut m = MatrixResult {
+            name: "m".into(),
+            source: "m".into(),
+            stats: crate::matrix::MatrixStats::of(&a),
+            fits_l2: false,
+            results: vec![super::super::MethodResult {
+                method: "csr".into(),
+                precision: Precision::F64,
+                status: Status::Ok,
+                error: None,
+                record: Some(spmv),
+            }],
+            multi: [("csr", 2.0), (CUSPARSE, 6.0)]
+                .into_iter()
+                .map(|(method, us)| MultiResult {
+                    method: method.into(),
+                    precision: Precision::F64,
+                    k: 4,
+                    order: DenseOrder::Row,
+                    status: Status::Ok,
+                    error: None,
+                    record: Some(rec(us)),
+                })
+                .collect(),
+        };
+        fill_speedups(&mut m);
+        let r = m.multi[0].record.as_ref().unwrap();
+        assert_eq!(r.speedup_vs_cusparse, Some(3.0));
+        assert_eq!(r.speedup_vs_single, Some(single_us * 4.0 / 2.0));
+        assert!(multi_table(&[m]).contains("| m | csr | f64 | 4 | row |"));
+    }
+}

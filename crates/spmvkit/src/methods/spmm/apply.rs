@@ -1,0 +1,408 @@
+//! The multi-vector calls of a [`Plan`] (issue #24): [`Plan::apply_multi`] (host blocks),
+//! [`Plan::apply_multi_device`] (device blocks), [`Plan::prepare_multi`], and the timing of
+//! [`Plan::time_multi`] on the plan's own blocks ([`Plan::set_multi_vectors`],
+//! [`Plan::read_multi_y`]), the multi-vector twins of `apply`, `apply_device`, `time`,
+//! `set_device_vectors` and `read_device_y`. The plan keeps a [`MultiState`]; everything else
+//! is the plan's public face.
+
+use cudarc::driver::CudaSlice;
+
+use super::cpu::{column, run_row_split, set_column};
+use super::gpu::{copy_strided, DeviceMulti, Strided, StridedCopyArgs};
+use super::{MultiKernel, MultiPath, MultiShape, KERNEL};
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, Kernel, Timing, TimingConfig, TimingMode};
+use crate::matrix::DenseOrder;
+use crate::methods::{Backend, Plan, PrepareFor};
+use crate::scalar::Scalar;
+
+/// What a plan keeps for its multi-vector calls: the kernel's device state, the fallback's copy
+/// kernel and scratch vectors, the plan's own blocks (what [`Plan::time_multi`] runs on, and
+/// what [`Plan::apply_multi`] moves host blocks through), and notes for reports.
+pub(crate) struct MultiState<T: Scalar> {
+    device: Option<DeviceMulti<T>>,
+    copy: Option<Kernel<StridedCopyArgs<'static, T>>>,
+    scratch: Option<(CudaSlice<T>, CudaSlice<T>)>,
+    blocks: Option<Blocks<T>>,
+    notes: Vec<(String, String)>,
+}
+
+impl<T: Scalar> Default for MultiState<T> {
+    fn default() -> Self {
+        MultiState {
+            device: None,
+            copy: None,
+            scratch: None,
+            blocks: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// The plan's own device blocks X and Y of one shape.
+struct Blocks<T> {
+    shape: MultiShape,
+    x: CudaSlice<T>,
+    y: CudaSlice<T>,
+}
+
+/// A timed multi-vector loop: the timing and the path it ran.
+#[derive(Clone, Debug)]
+pub struct MultiTiming {
+    pub timing: Timing,
+    pub path: MultiPath,
+}
+
+fn no_gpu(plan_method: &str, what: &str) -> Error {
+    Error::MethodUnsupported {
+        method: plan_method.into(),
+        reason: format!("Plan::{what} needs a plan on the GPU; this one runs on the CPU"),
+    }
+}
+
+impl<T: PrepareFor> Plan<T> {
+    /// The path a multi-vector call of `shape` takes on this plan: the layout's multi-vector
+    /// kernel ([`crate::methods::Layout::multi`]) when it has one that runs where the plan runs
+    /// and the plan does not reorder; otherwise k single-vector calls. The order of the block
+    /// does not change the path (both orders have a kernel where one exists).
+    pub fn multi_path(&self, shape: MultiShape) -> MultiPath {
+        let _ = shape;
+        let kernel = self.layout().multi().map(|s| s.kernel);
+        match (kernel, self.permutation(), self.backend()) {
+            (Some(MultiKernel::RowSplit), None, _) => MultiPath::Kernel(MultiKernel::RowSplit),
+            (Some(MultiKernel::Cusparse), None, Backend::Gpu) => {
+                MultiPath::Kernel(MultiKernel::Cusparse)
+            }
+            _ => MultiPath::Columns,
+        }
+    }
+
+    /// Y = αAX + βY for host blocks of `shape.k` vectors in `shape.order`: X has exactly
+    /// `ncols·k` and Y `nrows·k` entries ([`MultiShape::check`]; a wrong length, k = 0 or an
+    /// overflow is an error naming the block, before anything runs). Returns the path it took
+    /// ([`Plan::multi_path`]). On the GPU the blocks go through the plan's own device blocks.
+    ///
+    /// ```
+    /// use spmvkit::matrix::MultiShape;
+    /// use spmvkit::{Csr, Plan, PlanOptions};
+    /// let a = Csr::<f64>::identity(2).unwrap();
+    /// let mut plan = Plan::new("csr", &a, &PlanOptions::default()).unwrap();
+    /// // two vectors, row-major: row j holds (x_j0, x_j1)
+    /// let x = [1.0, 10.0, 2.0, 20.0];
+    /// let mut y = [1.0; 4];
+    /// plan.apply_multi(2.0, &x, 1.0, &mut y, MultiShape::row_major(2)).unwrap();
+    /// assert_eq!(y, [3.0, 21.0, 5.0, 41.0]);
+    /// ```
+    pub fn apply_multi(
+        &mut self,
+        alpha: T,
+        x: &[T],
+        beta: T,
+        y: &mut [T],
+        shape: MultiShape,
+    ) -> Result<MultiPath> {
+        let dims = (self.nrows(), self.ncols());
+        shape.check("apply_multi", dims, x.len(), y.len(), true)?;
+        let path = self.multi_path(shape);
+        if self.backend() == Backend::Gpu {
+            self.set_multi_vectors(shape, Some(x), Some(y))?;
+            let path = self.with_multi(|plan, st| {
+                let mut b = st.blocks.take().ok_or_else(|| {
+                    Error::InvalidArgument("apply_multi: the plan's blocks are missing".into())
+                })?;
+                let r = run_device(plan, st, alpha, &b.x, beta, &mut b.y, shape);
+                st.blocks = Some(b);
+                r
+            })?;
+            self.read_multi_y(y)?;
+            return Ok(path);
+        }
+        let (m, n) = dims;
+        match (path, shape.order) {
+            (MultiPath::Kernel(_), _) => {
+                let src = self.layout().multi().ok_or_else(|| {
+                    Error::InvalidArgument("apply_multi: the layout lost its kernel".into())
+                })?;
+                run_row_split(src.a, alpha, x, beta, y, shape);
+            }
+            (MultiPath::Columns, DenseOrder::Col) => {
+                for c in 0..shape.k {
+                    let (xc, yc) = (&x[c * n..(c + 1) * n], &mut y[c * m..(c + 1) * m]);
+                    self.apply(alpha, xc, beta, yc)?;
+                }
+            }
+            (MultiPath::Columns, DenseOrder::Row) => {
+                for c in 0..shape.k {
+                    let mut yc = column(y, m, shape, c);
+                    self.apply(alpha, &column(x, n, shape, c), beta, &mut yc)?;
+                    set_column(y, m, shape, c, &yc);
+                }
+            }
+        }
+        Ok(path)
+    }
+
+    /// Y = αAX + βY on device blocks: enqueued on [`Gpu::stream`], asynchronous. X needs at
+    /// least `ncols·k` and Y at least `nrows·k` entries, laid out as `shape` says with the
+    /// leading dimension of the matrix (column-major: ncols for X, nrows for Y; row-major: k).
+    /// The first call of a shape (or [`Plan::prepare_multi`]) makes the kernel's device state
+    /// and synchronises; later ones only enqueue (capturable in a CUDA graph when the plan's
+    /// method is). Errors on a CPU plan.
+    pub fn apply_multi_device(
+        &mut self,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+        shape: MultiShape,
+    ) -> Result<MultiPath> {
+        let dims = (self.nrows(), self.ncols());
+        shape.check("apply_multi_device", dims, x.len(), y.len(), false)?;
+        if self.backend() != Backend::Gpu {
+            return Err(no_gpu(self.info().name, "apply_multi_device"));
+        }
+        self.with_multi(|plan, st| run_device(plan, st, alpha, x, beta, y, shape))
+    }
+
+    /// Makes the device state of `shape` now (the kernel's matrix copy; cuSPARSE's descriptors,
+    /// buffer, preprocessing and algorithm trial; the fallback's scratch vectors), so that no
+    /// later call allocates or synchronises; returns the path. Nothing to do on the CPU.
+    pub fn prepare_multi(&mut self, shape: MultiShape) -> Result<MultiPath> {
+        let dims = (self.nrows(), self.ncols());
+        let (xl, yl) = (shape.len(dims.1)?, shape.len(dims.0)?);
+        shape.check("prepare_multi", dims, xl, yl, true)?;
+        let path = self.multi_path(shape);
+        if self.backend() == Backend::Gpu {
+            self.with_multi(|plan, st| ready(plan, st, shape, path))?;
+        }
+        Ok(path)
+    }
+
+    /// Notes of the multi-vector path for reports (cuSPARSE's algorithm per shape, the
+    /// fallback's copies).
+    pub fn multi_notes(&mut self) -> Vec<(String, String)> {
+        self.with_multi(|_, st| st.notes.clone())
+    }
+
+    /// Device bytes the multi-vector path holds besides the blocks (its matrix copy, buffers).
+    pub fn multi_footprint_bytes(&mut self) -> usize {
+        self.with_multi(|_, st| st.device.as_ref().map_or(0, |d| d.footprint_bytes()))
+    }
+
+    /// Sets the plan's own device blocks to `shape` (reallocating, zeroed, when the shape
+    /// changes) and copies `x` (exactly `ncols·k`) and `y` (exactly `nrows·k`) into them;
+    /// `None` leaves that block as it is. Untimed. Errors on a CPU plan.
+    pub fn set_multi_vectors(
+        &mut self,
+        shape: MultiShape,
+        x: Option<&[T]>,
+        y: Option<&[T]>,
+    ) -> Result<()> {
+        let dims = (self.nrows(), self.ncols());
+        let (xl, yl) = (shape.len(dims.1)?, shape.len(dims.0)?);
+        let (gx, gy) = (x.map_or(xl, <[T]>::len), y.map_or(yl, <[T]>::len));
+        shape.check("Plan::set_multi_vectors", dims, gx, gy, true)?;
+        let gpu = self
+            .gpu()
+            .cloned()
+            .ok_or_else(|| no_gpu(self.info().name, "set_multi_vectors"))?;
+        self.with_multi(|_, st| {
+            if st.blocks.as_ref().is_none_or(|b| b.shape != shape) {
+                st.blocks = None;
+                gpu.ensure_fits("SpMM blocks", T::BYTES * (xl + yl))?;
+                st.blocks = Some(Blocks {
+                    shape,
+                    x: gpu.alloc_zeros(xl.max(1))?,
+                    y: gpu.alloc_zeros(yl.max(1))?,
+                });
+            }
+            let b = st
+                .blocks
+                .as_mut()
+                .ok_or_else(|| Error::InvalidArgument("set_multi_vectors: no blocks".into()))?;
+            for (v, dst, what) in [(x, &mut b.x, "copy X"), (y, &mut b.y, "copy Y")] {
+                if let Some(v) = v.filter(|v| !v.is_empty()) {
+                    gpu.stream()
+                        .memcpy_htod(v, dst)
+                        .map_err(|e| Error::cuda(what, e))?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Frees the plan's own device blocks ([`Plan::set_multi_vectors`]) and the fallback's
+    /// scratch vectors; the kernels' device state stays.
+    pub fn clear_multi_vectors(&mut self) {
+        self.with_multi(|_, st| {
+            st.blocks = None;
+            st.scratch = None;
+        });
+    }
+
+    /// Copies the plan's device block Y (exactly `nrows·k` entries of the shape last set) into
+    /// `y`, waiting for the device. Errors on a CPU plan or before [`Plan::set_multi_vectors`].
+    pub fn read_multi_y(&mut self, y: &mut [T]) -> Result<()> {
+        let name = self.info().name;
+        let (gpu, m) = (self.gpu().cloned(), self.nrows());
+        let gpu = gpu.ok_or_else(|| no_gpu(name, "read_multi_y"))?;
+        self.with_multi(|_, st| {
+            let b = st.blocks.as_ref().ok_or_else(|| {
+                Error::InvalidArgument("read_multi_y: no blocks; set_multi_vectors first".into())
+            })?;
+            let want = b.shape.len(m)?;
+            if y.len() != want {
+                return Err(Error::DimensionMismatch {
+                    what: format!(
+                        "Plan::read_multi_y: y block (nrows × k = {m} × {}, {}-major)",
+                        b.shape.k, b.shape.order
+                    ),
+                    expected: want,
+                    got: y.len(),
+                });
+            }
+            if want == 0 {
+                return Ok(());
+            }
+            gpu.stream()
+                .memcpy_dtoh(&b.y.slice(0..want), y)
+                .map_err(|e| Error::cuda("copy Y", e))?;
+            gpu.synchronize()
+        })
+    }
+
+    /// Times Y = αAX + βY on the plan's own blocks ([`Plan::set_multi_vectors`]) with the
+    /// protocol of [`crate::gpu::timing`], as [`Plan::time`] does for one vector: each timed
+    /// call is one complete multi-vector call as [`Plan::apply_multi_device`] enqueues it (the
+    /// fallback's column copies included). The shape's device state is made first, untimed.
+    /// Every call updates Y in place ([`Timing::executions`] calls in all).
+    pub fn time_multi(
+        &mut self,
+        mode: TimingMode,
+        cfg: &TimingConfig,
+        alpha: T,
+        beta: T,
+    ) -> Result<MultiTiming> {
+        let name = self.info().name;
+        let gpu = self
+            .gpu()
+            .cloned()
+            .ok_or_else(|| no_gpu(name, "time_multi"))?;
+        let shape = self
+            .with_multi(|_, st| st.blocks.as_ref().map(|b| b.shape))
+            .ok_or_else(|| {
+                Error::InvalidArgument("time_multi: no blocks; set_multi_vectors first".into())
+            })?;
+        let path = self.prepare_multi(shape)?;
+        let timing = self.with_multi(|plan, st| {
+            let mut b = st.blocks.take().ok_or_else(|| {
+                Error::InvalidArgument("time_multi: the plan's blocks are missing".into())
+            })?;
+            let r = crate::gpu::timing::time(&gpu, mode, cfg, || {
+                run_device(plan, st, alpha, &b.x, beta, &mut b.y, shape).map(|_| ())
+            });
+            st.blocks = Some(b);
+            r
+        })?;
+        Ok(MultiTiming { timing, path })
+    }
+}
+
+/// Makes what `path` needs for `shape` on a GPU plan (idempotent).
+fn ready<T: PrepareFor>(
+    plan: &Plan<T>,
+    st: &mut MultiState<T>,
+    shape: MultiShape,
+    path: MultiPath,
+) -> Result<()> {
+    let gpu = plan
+        .gpu()
+        .ok_or_else(|| no_gpu(plan.info().name, "apply_multi_device"))?;
+    match path {
+        MultiPath::Kernel(_) => {
+            if st.device.is_none() {
+                let src = plan.layout().multi().ok_or_else(|| {
+                    Error::InvalidArgument("SpMM: the layout offers no kernel".into())
+                })?;
+                st.device = Some(DeviceMulti::upload(gpu, &src)?);
+            }
+            if let Some(d) = &st.device {
+                for (k, v) in d.prepare(gpu, shape)? {
+                    st.notes.retain(|(key, _)| *key != k);
+                    st.notes.push((k, v));
+                }
+            }
+        }
+        MultiPath::Columns => {
+            if st.copy.is_none() {
+                st.copy = Some(gpu.kernel::<T, _>(&KERNEL, "spmm_copy_strided")?);
+            }
+            if st.scratch.is_none() {
+                let (x, y) = plan.device_vectors().ok_or_else(|| {
+                    Error::InvalidArgument("SpMM: the GPU plan has no device vectors".into())
+                })?;
+                st.scratch = Some((gpu.alloc_zeros(x.len())?, gpu.alloc_zeros(y.len())?));
+                let key = "spmm fallback".to_string();
+                st.notes.retain(|(k, _)| *k != key);
+                st.notes.push((
+                    key,
+                    "k single-vector calls, each column copied into and out of scratch \
+                     vectors by a strided copy kernel"
+                        .into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One multi-vector call on device blocks (lengths checked by the caller, again by the
+/// kernels and copies), on the path of the plan.
+fn run_device<T: PrepareFor>(
+    plan: &Plan<T>,
+    st: &mut MultiState<T>,
+    alpha: T,
+    x: &CudaSlice<T>,
+    beta: T,
+    y: &mut CudaSlice<T>,
+    shape: MultiShape,
+) -> Result<MultiPath> {
+    let path = plan.multi_path(shape);
+    ready(plan, st, shape, path)?;
+    let gpu: &Gpu = plan
+        .gpu()
+        .ok_or_else(|| no_gpu(plan.info().name, "apply_multi_device"))?;
+    let missing = || Error::InvalidArgument("SpMM: device state missing after setup".into());
+    match path {
+        MultiPath::Kernel(_) => {
+            let d = st.device.as_ref().ok_or_else(missing)?;
+            d.run(gpu, shape, alpha, x, beta, y)?;
+        }
+        MultiPath::Columns => {
+            let copy = st.copy.as_ref().ok_or_else(missing)?;
+            let (sx, sy) = st.scratch.as_mut().ok_or_else(missing)?;
+            let (m, n, k) = (plan.nrows(), plan.ncols(), shape.k);
+            // entry j of column c: row-major at j·k + c, column-major at c·len + j
+            let at = |c: usize, len: usize| match shape.order {
+                DenseOrder::Row => (c, k),
+                DenseOrder::Col => (c * len, 1),
+            };
+            for c in 0..k {
+                let ((xo, xs), (yo, ys)) = (at(c, n), at(c, m));
+                copy_strided(gpu, copy, strided(sx, 0, 1), strided_ref(x, xo, xs), n)?;
+                copy_strided(gpu, copy, strided(sy, 0, 1), strided_ref(y, yo, ys), m)?;
+                plan.apply_device(alpha, sx, beta, sy)?;
+                copy_strided(gpu, copy, strided(y, yo, ys), strided_ref(sy, 0, 1), m)?;
+            }
+        }
+    }
+    Ok(path)
+}
+
+fn strided<T>(buf: &mut CudaSlice<T>, off: usize, stride: usize) -> Strided<&mut CudaSlice<T>> {
+    Strided { buf, off, stride }
+}
+
+fn strided_ref<T>(buf: &CudaSlice<T>, off: usize, stride: usize) -> Strided<&CudaSlice<T>> {
+    Strided { buf, off, stride }
+}

@@ -1,0 +1,382 @@
+//! The device side of SpMM (issue #24): the argument structs of `kernel.cu`'s entries (one per
+//! kernel, CUB's parameter-struct rule), the multi-vector kernels' device state
+//! ([`DeviceMulti`]: the row-split kernels on their CSR copy, or cuSPARSE SpMM) with their
+//! launches, and the strided column copy of the single-vector fallback.
+//!
+//! Row-major rows longer than [`PIECE_NNZ`] are cut into pieces ([`DeviceLong`]): after the
+//! row kernel (which skips them), a group per piece writes partial sums and a fix-up adds them
+//! per row in order and stores; the partial sums' buffer is sized at `prepare` for the shape.
+//!
+//! Grids: row-major, ⌈nrows·lanes / 256⌉ CTAs of 256 threads (a group of `lanes` per row,
+//! lanes = k rounded up to a power of two, at most 32), grid-striding past 2^20 CTAs;
+//! column-major, a warp per row as `csr-vector` (256 threads, the kernel strides).
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::CudaSlice;
+
+use super::cpu::{LongRows, PIECE_NNZ};
+use super::{MultiKernel, MultiShape, MultiSource, KERNEL};
+use crate::error::{Error, Result};
+use crate::gpu::cusparse::CusparseSpmm;
+use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::matrix::Csr;
+use crate::matrix::DenseOrder;
+use crate::methods::common::csr::{CsrArgs, DeviceCsr};
+use crate::methods::common::gpu::Call;
+use crate::scalar::{Idx, Scalar};
+
+/// Threads per CTA of the SpMM kernels.
+const THREADS: u32 = 256;
+/// The most CTAs of one launch (the kernels grid-stride past it).
+const MAX_CTAS: usize = 1 << 20;
+
+crate::kernel_args! {
+    /// `spmm_rows_rm` / `spmm_rows_cm`: the CSR matrix with the blocks as its operands, the
+    /// matrix's columns (X's leading dimension, column-major), k, and the lanes per row
+    /// (row-major).
+    pub(crate) struct SpmmArgs<'a, T> {
+        csr: CsrArgs<'a, T>,
+        ncols: i32,
+        k: i32,
+        lanes: i32,
+        limit: i32,
+    }
+}
+
+crate::kernel_args! {
+    /// `spmm_pieces_rm`: the long rows' pieces, a group each, their partial sums to `partial`.
+    pub(crate) struct SpmmPiecesArgs<'a, T> {
+        csr: CsrArgs<'a, T>,
+        k: i32,
+        lanes: i32,
+        piece_start: DevRef<'a, Idx>,
+        piece_end: DevRef<'a, Idx>,
+        npieces: i32,
+        partial: DevMut<'a, T>,
+    }
+}
+
+crate::kernel_args! {
+    /// `spmm_fixup_rm`: each long row's partial sums added in piece order, then stored.
+    pub(crate) struct SpmmFixupArgs<'a, T> {
+        csr: CsrArgs<'a, T>,
+        k: i32,
+        lanes: i32,
+        long_row: DevRef<'a, Idx>,
+        long_first: DevRef<'a, Idx>,
+        nlong: i32,
+        partial: DevRef<'a, T>,
+    }
+}
+
+/// The long rows of a matrix on the device, with the kernels that take them and the partial
+/// sums' buffer (pieces × the largest k prepared).
+pub(super) struct DeviceLong<T: Scalar> {
+    npieces: usize,
+    nlong: usize,
+    rows: CudaSlice<Idx>,
+    first: CudaSlice<Idx>,
+    start: CudaSlice<Idx>,
+    end: CudaSlice<Idx>,
+    pieces: Kernel<SpmmPiecesArgs<'static, T>>,
+    fixup: Kernel<SpmmFixupArgs<'static, T>>,
+    partial: Mutex<Option<CudaSlice<T>>>,
+}
+
+impl<T: Scalar> DeviceLong<T> {
+    fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Option<Box<Self>>> {
+        let l = LongRows::of(a, PIECE_NNZ);
+        if l.rows.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(DeviceLong {
+            npieces: l.npieces(),
+            nlong: l.rows.len(),
+            rows: gpu.upload(&l.rows)?,
+            first: gpu.upload(&l.first)?,
+            start: gpu.upload(&l.start)?,
+            end: gpu.upload(&l.end)?,
+            pieces: gpu.kernel::<T, _>(&KERNEL, "spmm_pieces_rm")?,
+            fixup: gpu.kernel::<T, _>(&KERNEL, "spmm_fixup_rm")?,
+            partial: Mutex::new(None),
+        })))
+    }
+
+    /// Grows the partial sums' buffer to hold `k` vectors of every piece.
+    fn prepare(&self, gpu: &Gpu, k: usize) -> Result<()> {
+        let len = self.npieces.checked_mul(k).ok_or(Error::TooLarge {
+            what: "SpMM partial sums (pieces × k)",
+            value: u64::MAX,
+        })?;
+        let mut p = self.partial.lock().unwrap_or_else(|e| e.into_inner());
+        if p.as_ref().is_none_or(|b| b.len() < len) {
+            *p = None;
+            gpu.ensure_fits("SpMM partial sums of the long rows", len * T::BYTES)?;
+            *p = Some(gpu.alloc_zeros(len.max(1))?);
+        }
+        Ok(())
+    }
+
+    fn bytes(&self) -> usize {
+        let p = self.partial.lock().unwrap_or_else(|e| e.into_inner());
+        self.rows.num_bytes()
+            + self.first.num_bytes()
+            + self.start.num_bytes()
+            + self.end.num_bytes()
+            + p.as_ref().map_or(0, |b| b.num_bytes())
+    }
+
+    /// Enqueues the pieces and the fix-up for `c`'s block of `k` vectors (row-major).
+    fn run(&self, gpu: &Gpu, a: &DeviceCsr<T>, c: &mut Call<'_, T>, k: usize) -> Result<()> {
+        let lanes = lanes_for(k);
+        let p = self.partial.lock().unwrap_or_else(|e| e.into_inner());
+        let partial = p
+            .as_ref()
+            .filter(|b| b.len() >= self.npieces * k)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("SpMM: partial sums not prepared for k = {k}"))
+            })?;
+        let (kk, lanes_i) = (kernel_int("SpMM k", k)?, lanes as i32);
+        let groups = |n: usize| {
+            n.checked_mul(lanes as usize).ok_or(Error::TooLarge {
+                what: "SpMM threads (groups × lanes)",
+                value: u64::MAX,
+            })
+        };
+        let args = SpmmPiecesArgs {
+            csr: a.args("SpMM nrows", c)?,
+            k: kk,
+            lanes: lanes_i,
+            piece_start: DevRef::new(&self.start),
+            piece_end: DevRef::new(&self.end),
+            npieces: kernel_int("SpMM pieces", self.npieces)?,
+            partial: DevMut::scratch(partial),
+        };
+        let shape = Shape::grid_stride(groups(self.npieces)?, THREADS, MAX_CTAS);
+        // SAFETY: the pieces lie inside the rows of the validated Csr (built from it), X holds
+        // ncols·k entries (checked by the caller), and partial npieces·k (checked above).
+        unsafe { gpu.launch(&self.pieces, shape, &args) }?;
+        let args = SpmmFixupArgs {
+            csr: a.args("SpMM nrows", c)?,
+            k: kk,
+            lanes: lanes_i,
+            long_row: DevRef::new(&self.rows),
+            long_first: DevRef::new(&self.first),
+            nlong: kernel_int("SpMM long rows", self.nlong)?,
+            partial: DevRef::new(partial),
+        };
+        let shape = Shape::grid_stride(groups(self.nlong)?, THREADS, MAX_CTAS);
+        // SAFETY: long_row holds rows below nrows and long_first nlong + 1 piece indices up to
+        // npieces; Y holds nrows·k entries (checked by the caller), partial npieces·k.
+        unsafe { gpu.launch(&self.fixup, shape, &args) }
+    }
+}
+
+crate::kernel_args! {
+    /// `spmm_copy_strided`: dst[dst_off + i·dst_stride] = src[src_off + i·src_stride], i < n.
+    pub(crate) struct StridedCopyArgs<'a, T> {
+        dst: DevMut<'a, T>,
+        src: DevRef<'a, T>,
+        dst_off: u64,
+        dst_stride: u64,
+        src_off: u64,
+        src_stride: u64,
+        n: i32,
+    }
+}
+
+/// Lanes per row of the row-major kernel for k vectors: k rounded up to a power of two, at
+/// most a warp.
+pub(crate) fn lanes_for(k: usize) -> u32 {
+    k.clamp(1, 32).next_power_of_two() as u32
+}
+
+/// A multi-vector kernel's state on the device.
+pub(super) enum DeviceMulti<T: Scalar> {
+    RowSplit {
+        a: DeviceCsr<T>,
+        rm: Kernel<SpmmArgs<'static, T>>,
+        cm: Kernel<SpmmArgs<'static, T>>,
+        /// The rows longer than [`PIECE_NNZ`], when there are any.
+        long: Option<Box<DeviceLong<T>>>,
+    },
+    Cusparse(CusparseSpmm<T>),
+}
+
+impl<T: Scalar> DeviceMulti<T> {
+    /// Uploads the source's matrix for its kernel.
+    pub(super) fn upload(gpu: &Arc<Gpu>, src: &MultiSource<'_, T>) -> Result<Self> {
+        Ok(match src.kernel {
+            MultiKernel::RowSplit => DeviceMulti::RowSplit {
+                a: DeviceCsr::upload(gpu, src.a)?,
+                rm: gpu.kernel::<T, _>(&KERNEL, "spmm_rows_rm")?,
+                cm: gpu.kernel::<T, _>(&KERNEL, "spmm_rows_cm")?,
+                long: DeviceLong::upload(gpu, src.a)?,
+            },
+            MultiKernel::Cusparse => DeviceMulti::Cusparse(CusparseSpmm::new(gpu, src.a)?),
+        })
+    }
+
+    /// Makes what `shape` needs ahead of its calls (cuSPARSE: the algorithm trial), with notes
+    /// for reports.
+    pub(super) fn prepare(&self, gpu: &Gpu, shape: MultiShape) -> Result<Vec<(String, String)>> {
+        match self {
+            DeviceMulti::RowSplit { long, .. } => match long {
+                Some(l) if shape.order == DenseOrder::Row => {
+                    l.prepare(gpu, shape.k)?;
+                    Ok(vec![(
+                        "spmm long rows".into(),
+                        format!(
+                            "{} rows over {PIECE_NNZ} nonzeros in {} pieces (row-major)",
+                            l.nlong, l.npieces
+                        ),
+                    )])
+                }
+                _ => Ok(Vec::new()),
+            },
+            DeviceMulti::Cusparse(c) => Ok(c
+                .prepare(shape)?
+                .map(|choice| {
+                    let key = format!("cusparse spmm k={} {}", shape.k, shape.order);
+                    let tried = choice
+                        .trials
+                        .iter()
+                        .map(|(alg, r)| match r {
+                            Ok(us) => format!("{} {us:.2} µs", alg.name()),
+                            Err(e) => format!("{} refused ({e})", alg.name()),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    vec![(key, format!("{} kept; {tried}", choice.alg.name()))]
+                })
+                .unwrap_or_default()),
+        }
+    }
+
+    /// Device bytes held.
+    pub(super) fn footprint_bytes(&self) -> usize {
+        match self {
+            DeviceMulti::RowSplit { a, long, .. } => {
+                a.num_bytes() + long.as_ref().map_or(0, |l| l.bytes())
+            }
+            DeviceMulti::Cusparse(c) => c.footprint_bytes(),
+        }
+    }
+
+    /// Enqueues Y = αAX + βY for a prepared `shape`, after checking X (at least ncols·k) and Y
+    /// (at least nrows·k).
+    pub(super) fn run(
+        &self,
+        gpu: &Gpu,
+        shape: MultiShape,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        match self {
+            DeviceMulti::Cusparse(c) => c.run(shape, alpha, x, beta, y),
+            DeviceMulti::RowSplit { a, rm, cm, long } => {
+                let (nrows, ncols) = a.dims();
+                shape.check("SpMM", (nrows, ncols), x.len(), y.len(), false)?;
+                if nrows == 0 {
+                    return Ok(());
+                }
+                let lanes = lanes_for(shape.k);
+                let mut c = Call {
+                    nrows,
+                    ncols,
+                    alpha,
+                    x,
+                    beta,
+                    y,
+                };
+                let row_major = shape.order == DenseOrder::Row;
+                let args = SpmmArgs {
+                    csr: a.args("SpMM nrows", &mut c)?,
+                    ncols: kernel_int("SpMM ncols", ncols)?,
+                    k: kernel_int("SpMM k", shape.k)?,
+                    lanes: lanes as i32,
+                    limit: if row_major { PIECE_NNZ as i32 } else { 0 },
+                };
+                let (kernel, grid) = match shape.order {
+                    DenseOrder::Row => {
+                        let threads = nrows.checked_mul(lanes as usize).ok_or(Error::TooLarge {
+                            what: "SpMM threads (rows × lanes)",
+                            value: u64::MAX,
+                        })?;
+                        (rm, Shape::grid_stride(threads, THREADS, MAX_CTAS))
+                    }
+                    DenseOrder::Col => {
+                        let ctas = nrows.div_ceil((THREADS / 32) as usize).min(MAX_CTAS);
+                        (cm, Shape::ctas(ctas, THREADS))
+                    }
+                };
+                // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz with column
+                // indices below ncols (a validated Csr); X holds ncols·k and Y nrows·k entries
+                // (checked above), which is all the kernels index.
+                unsafe { gpu.launch(kernel, grid, &args) }?;
+                match long {
+                    Some(l) if row_major => l.run(gpu, a, &mut c, shape.k),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// One end of a strided copy: a buffer, the first entry, the step.
+pub(super) struct Strided<B> {
+    pub(super) buf: B,
+    pub(super) off: usize,
+    pub(super) stride: usize,
+}
+
+impl<B> Strided<B> {
+    /// Checks that entries off, off + stride, … (n of them) lie inside a buffer of `len`.
+    fn check(&self, what: &str, len: usize, n: usize) -> Result<()> {
+        let last = (n.max(1) - 1)
+            .checked_mul(self.stride)
+            .and_then(|v| v.checked_add(self.off));
+        match last {
+            Some(l) if l < len => Ok(()),
+            _ => Err(Error::DimensionMismatch {
+                what: format!(
+                    "SpMM column copy: {what} ({n} entries from {} by {})",
+                    self.off, self.stride
+                ),
+                expected: len,
+                got: last.map_or(usize::MAX, |l| l + 1),
+            }),
+        }
+    }
+}
+
+/// Enqueues `n` entries from `src` to `dst` (each an offset and a stride into its buffer),
+/// after checking both ends against their buffers.
+pub(super) fn copy_strided<T: Scalar>(
+    gpu: &Gpu,
+    k: &Kernel<StridedCopyArgs<'static, T>>,
+    dst: Strided<&mut CudaSlice<T>>,
+    src: Strided<&CudaSlice<T>>,
+    n: usize,
+) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    dst.check("destination", dst.buf.len(), n)?;
+    src.check("source", src.buf.len(), n)?;
+    let args = StridedCopyArgs {
+        dst: DevMut::new(dst.buf),
+        src: DevRef::new(src.buf),
+        dst_off: dst.off as u64,
+        dst_stride: dst.stride as u64,
+        src_off: src.off as u64,
+        src_stride: src.stride as u64,
+        n: kernel_int("SpMM column copy: entries", n)?,
+    };
+    let shape = Shape::grid_stride(n, THREADS, gpu.sm_count() * 32);
+    // SAFETY: every index the kernel touches lies inside its buffer (checked above).
+    unsafe { gpu.launch(k, shape, &args) }
+}

@@ -1,0 +1,102 @@
+//! SpMM, Y = αAX + βY for a block X of k vectors (issue #24; docs/spmm.md): one operation
+//! declared once ([`Plan::apply_multi`], [`Plan::apply_multi_device`]), per-backend kernels.
+//!
+//! - **The block.** X has `ncols × k` and Y `nrows × k` entries in one of two orders
+//!   ([`DenseOrder`]): row-major, where a row's k values are contiguous (`X[j·k + c]`), or
+//!   column-major, where each vector is contiguous (`X[c·ncols + j]`). [`MultiShape`] is k and
+//!   the order; [`MultiShape::check`] validates a block against the matrix.
+//! - **Who has a multi-vector kernel.** A layout says so through [`Layout::multi`]
+//!   ([`MultiSource`]: which kernel, on which CSR matrix): `csr` (CPU) and `csr-vector` run
+//!   spmvkit's row-split kernels ([`MultiKernel::RowSplit`], `kernel.cu`, mirrored on the CPU in
+//!   `cpu.rs`); `cusparse`, `cusparse-alg1` and `cusparse-alg2` run `cusparseSpMM`
+//!   ([`MultiKernel::Cusparse`], [`crate::gpu::cusparse::CusparseSpmm`]).
+//! - **Every other plan** (any other method, a reordered plan, x windows) runs k single-vector
+//!   calls of its own SpMV ([`MultiPath::Columns`]): on the host directly on each column of a
+//!   column-major block and through a copy of each column for a row-major one; on the device
+//!   each column goes through the plan's scratch vectors by a strided copy kernel (both orders).
+//!   Every call returns the [`MultiPath`] it took, and [`Plan::multi_path`] says it before.
+//!
+//! Device state (the kernels' CSR copy, cuSPARSE's descriptors, buffer and preprocessing per
+//! (k, order)) is made on the first call that needs it ([`Plan::prepare_multi`] makes it ahead,
+//! so that nothing is allocated inside a timed loop or a graph capture) and dropped by
+//! [`Plan::update_values`].
+
+mod apply;
+pub mod cpu;
+mod gpu;
+
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::matrix::{DenseOrder, MultiShape};
+pub(crate) use apply::MultiState;
+pub use apply::MultiTiming;
+pub use cpu::{check_multi, oracle_multi, MultiCheck};
+
+use crate::matrix::Csr;
+use crate::methods::common::room::room_kernel;
+#[allow(unused_imports)] // the links of the module doc
+use crate::methods::{Layout, Plan};
+
+room_kernel!(
+    /// The SpMM kernels (`methods/spmm/kernel.cu`): the row-split kernels for both orders and
+    /// the strided column copy of the single-vector fallback.
+    "spmm",
+    [
+        gpu::SpmmArgs::entry("spmm_rows_rm"),
+        gpu::SpmmArgs::entry("spmm_rows_cm"),
+        gpu::SpmmPiecesArgs::entry("spmm_pieces_rm"),
+        gpu::SpmmFixupArgs::entry("spmm_fixup_rm"),
+        gpu::StridedCopyArgs::entry("spmm_copy_strided"),
+    ]
+);
+
+/// A multi-vector kernel a layout can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MultiKernel {
+    /// spmvkit's row-split CSR kernels (`kernel.cu`): row-major, a group of lanes per row with
+    /// lanes over the k vectors; column-major, a warp per row with lanes over its nonzeros, the
+    /// vectors in a loop. On the CPU their mirror, rows in parallel.
+    RowSplit,
+    /// `cusparseSpMM` with the fastest CSR algorithm for the (k, order), timed when set up.
+    Cusparse,
+}
+
+impl MultiKernel {
+    /// `row-split` or `cusparse-spmm`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MultiKernel::RowSplit => "row-split",
+            MultiKernel::Cusparse => "cusparse-spmm",
+        }
+    }
+}
+
+/// The path a multi-vector call took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MultiPath {
+    /// One multi-vector kernel for the whole block.
+    Kernel(MultiKernel),
+    /// k single-vector calls of the plan's method, one per column (copies: module doc).
+    Columns,
+}
+
+impl std::fmt::Display for MultiPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MultiPath::Kernel(k) => f.write_str(k.name()),
+            MultiPath::Columns => f.write_str("columns (k SpMV calls)"),
+        }
+    }
+}
+
+/// What a layout offers [`Plan::apply_multi`] ([`Layout::multi`]): its multi-vector kernel and
+/// the CSR matrix that kernel runs on (the layout's own).
+pub struct MultiSource<'a, T> {
+    pub kernel: MultiKernel,
+    pub a: &'a Csr<T>,
+}

@@ -1,0 +1,261 @@
+//! SpMM on the CPU (issue #24): every path of [`Plan::apply_multi`] against the oracle for k
+//! vectors on the edge corpus, k ∈ {1, 2, 3, 8, 33, 256}, both orders, β = 0 and β ≠ 0, f32 and
+//! f64; the row-split mirror bit for bit against single-vector runs where the orders agree; and
+//! the validation errors.
+
+use super::cpu::{check_multi, column, oracle_multi};
+use super::{DenseOrder, MultiKernel, MultiPath, MultiShape};
+use crate::bench::test_vector;
+use crate::error::Error;
+use crate::matrix::Csr;
+use crate::methods::{Backend, Plan, PlanOptions, PrepareFor};
+use crate::reorder::{Ordering, Reorder};
+use crate::scalar::Scalar;
+
+const KS: [usize; 6] = [1, 2, 3, 8, 33, 256];
+/// Multiply-adds per (matrix, k) above which a case is left to the smaller k (debug builds).
+const BUDGET: usize = 1 << 17;
+
+fn cpu() -> PlanOptions {
+    PlanOptions {
+        backend: Some(Backend::Cpu),
+        ..Default::default()
+    }
+}
+
+/// (X, Y0) for `a` and `shape`, deterministic, entries in [-1, 1].
+fn blocks<T: Scalar>(a: &Csr<T>, shape: MultiShape) -> (Vec<T>, Vec<T>) {
+    let x = test_vector::<T>(shape.len(a.ncols()).unwrap(), 11 + shape.k as u64);
+    let y = test_vector::<T>(shape.len(a.nrows()).unwrap(), 12 + shape.k as u64);
+    (x, y)
+}
+
+/// Runs every plan of `plans` (with the path it must take) on every k and order within the
+/// budget, with α = 1.5 and β ∈ {0, −0.5}, against one oracle answer per case; returns the
+/// cases run.
+fn check_plans<T: PrepareFor>(name: &str, a: &Csr<T>, plans: &mut [(Plan<T>, MultiPath)]) -> usize {
+    let mut cases = 0;
+    for k in KS {
+        if k > 1 && a.nnz().max(a.nrows()) * k > BUDGET {
+            continue;
+        }
+        for order in DenseOrder::ALL {
+            let shape = MultiShape { k, order };
+            let (x, y0) = blocks(a, shape);
+            for beta in [0.0, -0.5] {
+                let (alpha, beta) = (T::from_f64(1.5), T::from_f64(beta));
+                let refs = oracle_multi(a, alpha, &x, beta, &y0, shape).unwrap();
+                for (plan, want) in plans.iter_mut() {
+                    // β = 0 must not read Y: NaN there would show
+                    let mut y = if beta == T::zero() {
+                        vec![T::from_f64(f64::NAN); y0.len()]
+                    } else {
+                        y0.clone()
+                    };
+                    let path = plan.apply_multi(alpha, &x, beta, &mut y, shape).unwrap();
+                    assert_eq!(path, *want, "{name} k={k} {order}");
+                    let c = check_multi(&refs, &y, shape);
+                    assert!(
+                        c.check.ok,
+                        "{name} {} {} k={k} {order} β={beta:?}: vector {} row {} off by {:.3e}",
+                        plan.info().name,
+                        T::PRECISION,
+                        c.worst_vector,
+                        c.check.worst_row,
+                        c.check.max_rel_err
+                    );
+                    cases += 1;
+                }
+            }
+        }
+    }
+    cases
+}
+
+fn corpus_paths<T: PrepareFor>() {
+    let rcm = PlanOptions {
+        reorder: Reorder::By(Ordering::Rcm),
+        ..cpu()
+    };
+    let mut cases = 0;
+    for (name, a) in crate::gen::corpus::edge_cases() {
+        let a = a.cast::<T>();
+        let row_split = MultiPath::Kernel(MultiKernel::RowSplit);
+        let mut plans = Vec::new();
+        for (method, opts, want) in [
+            ("csr", cpu(), row_split),
+            ("csr-vector", cpu(), row_split),
+            ("merge", cpu(), MultiPath::Columns),
+            ("csr", rcm.clone(), MultiPath::Columns),
+        ] {
+            if opts.reorder == Reorder::None || a.nrows() == a.ncols() {
+                plans.push((Plan::new(method, &a, &opts).unwrap(), want));
+            }
+        }
+        cases += check_plans(&name, &a, &mut plans);
+    }
+    assert!(cases > 500, "only {cases} cases ran");
+}
+
+#[test]
+fn every_path_matches_the_oracle_on_the_corpus_f64() {
+    corpus_paths::<f64>();
+}
+
+#[test]
+fn every_path_matches_the_oracle_on_the_corpus_f32() {
+    corpus_paths::<f32>();
+}
+
+/// The column-major mirror is csr-vector's SpMV per vector, bit for bit; the row-major one is
+/// the serial fma chain per (row, vector), so each of its columns equals a one-vector call.
+#[test]
+fn the_mirror_orders_are_the_kernels() {
+    let a = crate::gen::generate::<f64>("powerlaw:3000,9").unwrap();
+    let mut multi = Plan::new("csr-vector", &a, &cpu()).unwrap();
+    let mut single = Plan::new("csr-vector", &a, &cpu()).unwrap();
+    let (m, n) = (a.nrows(), a.ncols());
+    for k in [1, 5, 40] {
+        let col = MultiShape::col_major(k);
+        let (x, y0) = blocks(&a, col);
+        let mut y = y0.clone();
+        multi.apply_multi(1.5, &x, -0.5, &mut y, col).unwrap();
+        let row = MultiShape::row_major(k);
+        let (xr, yr0) = (transpose(&x, n, k), transpose(&y0, m, k));
+        let mut yr = yr0.clone();
+        multi.apply_multi(1.5, &xr, -0.5, &mut yr, row).unwrap();
+        let mut one = Plan::new("csr-vector", &a, &cpu()).unwrap();
+        for c in 0..k {
+            let mut yc = column(&y0, m, col, c);
+            single
+                .apply(1.5, &column(&x, n, col, c), -0.5, &mut yc)
+                .unwrap();
+            let got = column(&y, m, col, c);
+            assert!(
+                got.iter().zip(&yc).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "k={k} vector {c}: column-major is not csr-vector's bits"
+            );
+            // k = 1 row-major is the fma chain of one vector: the same for every c
+            let mut y1 = column(&yr0, m, row, c);
+            let x1 = column(&xr, n, row, c);
+            one.apply_multi(1.5, &x1, -0.5, &mut y1, MultiShape::row_major(1))
+                .unwrap();
+            assert!(
+                column(&yr, m, row, c)
+                    .iter()
+                    .zip(&y1)
+                    .all(|(p, q)| p.to_bits() == q.to_bits()),
+                "k={k} vector {c}: row-major differs from its one-vector call"
+            );
+        }
+    }
+}
+
+/// A column-major block `b` of `n` rows and `k` vectors, row-major.
+fn transpose(b: &[f64], n: usize, k: usize) -> Vec<f64> {
+    let mut out = vec![0.0; b.len()];
+    for c in 0..k {
+        for j in 0..n {
+            out[j * k + c] = b[c * n + j];
+        }
+    }
+    out
+}
+
+/// Wrong lengths, k = 0 and a CPU plan's device calls are errors naming the problem.
+#[test]
+fn bad_blocks_are_clear_errors() {
+    let a = crate::gen::generate::<f64>("poisson2d:5").unwrap(); // 25 x 25
+    let mut plan = Plan::new("csr", &a, &cpu()).unwrap();
+    let (x, mut y) = (vec![1.0; 25 * 3], vec![0.0; 25 * 3]);
+    match plan.apply_multi(1.0, &x[1..], 0.0, &mut y, MultiShape::row_major(3)) {
+        Err(Error::DimensionMismatch {
+            what,
+            expected,
+            got,
+        }) => {
+            assert!(
+                what.contains("x block") && what.contains("row-major"),
+                "{what}"
+            );
+            assert_eq!((expected, got), (75, 74));
+        }
+        other => panic!("short x: {other:?}"),
+    }
+    match plan.apply_multi(1.0, &x, 0.0, &mut y[..50], MultiShape::col_major(3)) {
+        Err(Error::DimensionMismatch { what, .. }) => {
+            assert!(
+                what.contains("y block") && what.contains("col-major"),
+                "{what}"
+            )
+        }
+        other => panic!("short y: {other:?}"),
+    }
+    match plan.apply_multi(1.0, &[], 0.0, &mut [], MultiShape::row_major(0)) {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("k = 0"), "{msg}"),
+        other => panic!("k = 0: {other:?}"),
+    }
+    let mut yy = vec![0.0; 25 * 3];
+    assert!(plan
+        .apply_multi(1.0, &x, 0.0, &mut yy, MultiShape::col_major(3))
+        .is_ok());
+    assert!(matches!(
+        plan.set_multi_vectors(MultiShape::col_major(3), Some(&x), None),
+        Err(Error::MethodUnsupported { .. })
+    ));
+    assert!(matches!(
+        plan.time_multi(
+            crate::gpu::TimingMode::Stream,
+            &crate::gpu::TimingConfig::default(),
+            1.0,
+            0.0
+        ),
+        Err(Error::MethodUnsupported { .. })
+    ));
+    assert!("diagonal".parse::<DenseOrder>().is_err());
+    assert_eq!("col".parse::<DenseOrder>().unwrap(), DenseOrder::Col);
+}
+
+/// The checker catches one wrong entry in one vector of a block (so the tests above can fail).
+#[test]
+fn check_multi_catches_one_wrong_entry() {
+    let a = crate::gen::generate::<f64>("powerlaw:500,6").unwrap();
+    for order in DenseOrder::ALL {
+        let shape = MultiShape { k: 4, order };
+        let (x, y0) = blocks(&a, shape);
+        let refs = oracle_multi(&a, 1.0, &x, 0.5, &y0, shape).unwrap();
+        let mut y = y0.clone();
+        let mut plan = Plan::new("csr", &a, &cpu()).unwrap();
+        plan.apply_multi(1.0, &x, 0.5, &mut y, shape).unwrap();
+        assert!(check_multi(&refs, &y, shape).check.ok);
+        let at = order.index(a.nrows(), 4, 17, 2);
+        y[at] += 1e-6 * (1.0 + y[at].abs());
+        let c = check_multi(&refs, &y, shape);
+        assert!(!c.check.ok, "{order}: a wrong entry passed");
+        assert_eq!((c.worst_vector, c.check.worst_row), (2, 17));
+    }
+}
+
+/// The long rows' pieces, as the GPU takes them: consecutive, `limit` long but the last, and
+/// covering each long row exactly; short rows have none.
+#[test]
+fn long_rows_are_cut_into_consecutive_pieces() {
+    use super::cpu::LongRows;
+    let lens = [3u32, 2500, 1024, 1025];
+    let mut rp = vec![0u32];
+    let mut cols = Vec::new();
+    for &l in &lens {
+        cols.extend(0..l);
+        rp.push(cols.len() as u32);
+    }
+    let vals = vec![1.0; cols.len()];
+    let a = Csr::from_parts_unchecked(4, 3000, rp, cols, vals);
+    let l = LongRows::of(&a, 1024);
+    let rp = a.row_ptr();
+    assert_eq!(l.rows, [1, 3]);
+    assert_eq!(l.first, [0, 3, 5]);
+    let (s1, s3) = (rp[1], rp[3]);
+    assert_eq!(l.start, [s1, s1 + 1024, s1 + 2048, s3, s3 + 1024]);
+    assert_eq!(l.end, [s1 + 1024, s1 + 2048, rp[2], s3 + 1024, rp[4]]);
+    assert_eq!(LongRows::of(&a, 4000).npieces(), 0);
+}
