@@ -1,0 +1,177 @@
+//! Calls on what the caller owns (issue #23, "zero-copy through DLPack or
+//! `__cuda_array_interface__`, enqueued on the caller's current stream"): [`Borrowed`], device
+//! memory of another library (CuPy, PyTorch) seen as a `CudaSlice` for one call and never freed by
+//! spmvkit, and [`CallOrder`], which keeps the calls of one plan in order when they run on
+//! different streams ([`Gpu::on_stream`] views).
+//!
+//! The rule for a plan's own buffers (its layout's scratch: partial sums, permuted vectors,
+//! padded vectors, cuSPARSE's work buffer, the events of multi-stream methods) is cuSPARSE's for
+//! its external buffer: one call of a plan at a time. [`CallOrder`] enforces it without blocking
+//! the host: a call on a stream other than the previous call's waits (`cuStreamWaitEvent`) for an
+//! event recorded after that call, and the plan's own stream waits the same way before the plan
+//! rewrites or frees anything. Under CUDA-graph capture the join is skipped where CUDA forbids
+//! it (an event recorded in a capture cannot be waited on outside it, and the reverse): a graph
+//! runs when it is launched, so the caller orders its launches against other calls of the plan,
+//! and keeps the plan alive as long as a graph that captured its calls may run.
+
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys::{CUdeviceptr, CUstreamCaptureStatus};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DeviceRepr};
+
+use super::Gpu;
+use crate::error::{Error, Result};
+
+/// Device memory owned by someone else (a CuPy array, a PyTorch tensor), seen as a
+/// `CudaSlice<T>` of a known length so that a [`crate::Plan`] call can read or write it in place.
+/// Dropping it never frees the memory (cudarc's `CudaSlice::leak`).
+pub struct Borrowed<T> {
+    slice: ManuallyDrop<CudaSlice<T>>,
+}
+
+impl<T: DeviceRepr> Borrowed<T> {
+    /// `len` elements of `T` at device address `ptr`, used on `stream`. A null `ptr` with
+    /// `len == 0` is accepted (an empty array has no storage); `ptr` must be aligned to `T`
+    /// ([`Error::InvalidArgument`] otherwise).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` addresses at least `len` elements of `T` in memory of `stream`'s context (the
+    /// primary context of the device, which CuPy and PyTorch use), and that memory stays
+    /// allocated, and is not used by the owner in a way that races, until the work enqueued with
+    /// it on `stream` has completed (the owner's stream-ordered allocators guarantee it when
+    /// `stream` is the owner's current stream).
+    pub unsafe fn new(stream: &Arc<CudaStream>, ptr: CUdeviceptr, len: usize) -> Result<Self> {
+        if ptr % std::mem::align_of::<T>() as CUdeviceptr != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "device address {ptr:#x} is not aligned to its {}-byte elements",
+                std::mem::size_of::<T>()
+            )));
+        }
+        // SAFETY: the caller's contract; event tracking is off for spmvkit's context, so this
+        // makes no event and only clones the stream's Arc.
+        let slice = unsafe { stream.upgrade_device_ptr::<T>(ptr, len) };
+        Ok(Borrowed {
+            slice: ManuallyDrop::new(slice),
+        })
+    }
+}
+
+impl<T> Deref for Borrowed<T> {
+    type Target = CudaSlice<T>;
+    fn deref(&self) -> &CudaSlice<T> {
+        &self.slice
+    }
+}
+
+impl<T> DerefMut for Borrowed<T> {
+    fn deref_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.slice
+    }
+}
+
+impl<T> Drop for Borrowed<T> {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here; the slice is not used again.
+        let slice = unsafe { ManuallyDrop::take(&mut self.slice) };
+        // The memory stays with its owner: only the stream's reference count goes.
+        let _ = slice.leak();
+    }
+}
+
+/// The last call of one plan: its stream and, when that was not the plan's own stream, an
+/// event recorded after it (the stream itself may be gone by the next call).
+struct Last {
+    /// The raw stream handle, compared only, never used (it may be destroyed).
+    stream: usize,
+    event: Option<CudaEvent>,
+    /// Whether `event` was recorded during a CUDA-graph capture.
+    captured: bool,
+}
+
+/// Keeps one plan's calls in order across streams (module doc): [`CallOrder::call`] around each
+/// call, [`CallOrder::settle`] before the plan touches its buffers on its own stream.
+pub(crate) struct CallOrder {
+    last: Mutex<Last>,
+}
+
+fn capturing(s: &CudaStream) -> Result<bool> {
+    s.capture_status()
+        .map(|c| c != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+        .map_err(|e| Error::cuda("querying a stream's capture status", e))
+}
+
+impl CallOrder {
+    /// Calls start on `own`'s stream.
+    pub(crate) fn new(own: &Gpu) -> Self {
+        CallOrder {
+            last: Mutex::new(Last {
+                stream: own.stream().cu_stream() as usize,
+                event: None,
+                captured: false,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Last> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Orders `gpu`'s stream after the last call (a wait on an event when the stream changed)
+    /// and records it as the stream of the call about to run.
+    fn join(last: &mut Last, gpu: &Gpu, own: &Gpu) -> Result<()> {
+        let s = gpu.stream();
+        if s.cu_stream() as usize == last.stream {
+            return Ok(());
+        }
+        let ev = |e| Error::cuda("ordering a plan's calls across streams", e);
+        if last.stream == own.stream().cu_stream() as usize && last.event.is_none() {
+            // The previous call was on the plan's own stream, which lives as long as the plan:
+            // the event is recorded now.
+            if !capturing(own.stream())? {
+                let e = own.context().new_event(None).map_err(ev)?;
+                e.record(own.stream()).map_err(ev)?;
+                last.event = Some(e);
+                last.captured = false;
+            }
+        }
+        if let Some(e) = &last.event {
+            if !last.captured && !capturing(s)? {
+                s.wait(e).map_err(ev)?;
+            }
+        }
+        last.stream = s.cu_stream() as usize;
+        if gpu.same_stream(own) {
+            last.event = None;
+        }
+        Ok(())
+    }
+
+    /// Runs `f`, one call enqueued on `gpu`'s stream, after the last call of the plan whose own
+    /// GPU is `own`; after it, records an event on `gpu`'s stream when that is not `own`'s.
+    pub(crate) fn call<R>(&self, gpu: &Gpu, own: &Gpu, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let mut last = self.lock();
+        Self::join(&mut last, gpu, own)?;
+        let r = f()?;
+        if !gpu.same_stream(own) {
+            let s = gpu.stream();
+            let ev = |e| Error::cuda("recording the end of a call on the caller's stream", e);
+            let e = match last.event.take() {
+                Some(e) => e,
+                None => own.context().new_event(None).map_err(ev)?,
+            };
+            e.record(s).map_err(ev)?;
+            last.captured = capturing(s)?;
+            last.event = Some(e);
+        }
+        Ok(r)
+    }
+
+    /// Orders the plan's own stream after its last call, before the plan rewrites or frees its
+    /// buffers there (or runs a call there).
+    pub(crate) fn settle(&self, own: &Gpu) -> Result<()> {
+        Self::join(&mut self.lock(), own, own)
+    }
+}
