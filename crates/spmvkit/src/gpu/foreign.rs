@@ -81,6 +81,23 @@ impl<T> Drop for Borrowed<T> {
     }
 }
 
+impl Gpu {
+    /// [`Gpu::on_stream`] on a stream another library owns, given by its raw `CUstream` handle
+    /// (CuPy's `cupy.cuda.get_current_stream().ptr`, PyTorch's
+    /// `torch.cuda.current_stream().cuda_stream`; 0 is the legacy default stream, 2 the
+    /// per-thread default stream). The view never destroys the stream.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is 0, 2 or a stream of this GPU's context (the device's primary context), alive as
+    /// long as work is enqueued through the view.
+    pub unsafe fn on_raw_stream(&self, raw: usize) -> Result<Gpu> {
+        // SAFETY: the caller's contract.
+        let s = unsafe { self.context().wrap_borrowed_stream(raw as _) };
+        self.on_stream(s)
+    }
+}
+
 /// The last call of one plan: its stream and, when that was not the plan's own stream, an
 /// event recorded after it (the stream itself may be gone by the next call).
 struct Last {
