@@ -23,8 +23,8 @@
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use spmvkit::methods::Params;
 use spmvkit::gpu::{Borrowed, Gpu};
+use spmvkit::methods::Params;
 use spmvkit::{Csr, Error, Plan, PlanOptions, PrepareFor};
 
 /// A library error as the Python exception a caller expects.
@@ -184,9 +184,7 @@ fn apply_device<T: PrepareFor>(
 /// benchmark's per-call overhead (`python/bench/gpu_bench.py`).
 fn time_apply_device<T: PrepareFor>(plan: &Plan<T>, n: usize) -> PyResult<(f64, f64)> {
     let gpu = plan_gpu(plan)?;
-    let x = gpu
-        .upload(&vec![T::one(); plan.ncols()])
-        .map_err(py_err)?;
+    let x = gpu.upload(&vec![T::one(); plan.ncols()]).map_err(py_err)?;
     let mut y = gpu.alloc_zeros::<T>(plan.nrows()).map_err(py_err)?;
     gpu.synchronize().map_err(py_err)?;
     let (one, zero) = (T::one(), T::zero());
