@@ -305,8 +305,7 @@ class Plan:
         return v.data.ptr
 
     def _apply_cupy(self, x, y, alpha, beta):
-        import cupy
-
+        cupy = sys.modules["cupy"]  # imported: x is one of its arrays
         nrows, ncols = self.shape
         xp = self._cupy_vec(x, ncols, "x")
         device = x.device.id
@@ -326,6 +325,8 @@ class Plan:
         return y
 
     def _torch_vec(self, v, n, name):
+        if v.layout is not self._torch_strided:
+            raise TypeError(f"{name} must be a dense tensor, not {v.layout}")
         if v.dtype != self._torch_dtype:
             raise TypeError(f"{name} has dtype {v.dtype}; this plan computes in "
                             f"{self._torch_dtype} (convert with {name}.to({self._torch_dtype}))")
@@ -340,8 +341,6 @@ class Plan:
         if n > 1 and v.stride(0) != 1:
             raise ValueError(f"{name} is not contiguous (stride {v.stride(0)}): pass "
                              f"{name}.contiguous()")
-        if v.layout is not self._torch_strided:
-            raise TypeError(f"{name} must be a dense tensor, not {v.layout}")
         return v.data_ptr()
 
     def _apply_torch(self, x, y, alpha, beta):
@@ -361,9 +360,7 @@ class Plan:
         if y is None:
             if beta != 0.0:
                 raise ValueError("beta != 0 needs y")
-            import torch
-
-            y = torch.empty(nrows, dtype=x.dtype, device=x.device)
+            y = sys.modules["torch"].empty(nrows, dtype=x.dtype, device=x.device)
         elif _kind(y) != _TORCH or not y.is_cuda:
             raise TypeError(f"x is a CUDA tensor, y a {type(y).__module__}.{type(y).__name__}"
                             f"{'' if _kind(y) != _TORCH else ' on the CPU'}: give y as a CUDA "

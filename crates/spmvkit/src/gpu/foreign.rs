@@ -9,10 +9,10 @@
 //! its external buffer: one call of a plan at a time. [`CallOrder`] enforces it without blocking
 //! the host: a call on a stream other than the previous call's waits (`cuStreamWaitEvent`) for an
 //! event recorded after that call, and the plan's own stream waits the same way before the plan
-//! rewrites or frees anything. Under CUDA-graph capture the join is skipped where CUDA forbids
-//! it (an event recorded in a capture cannot be waited on outside it, and the reverse): a graph
-//! runs when it is launched, so the caller orders its launches against other calls of the plan,
-//! and keeps the plan alive as long as a graph that captured its calls may run.
+//! rewrites or frees anything. A call captured into a CUDA graph neither waits nor leaves an event
+//! (CUDA forbids waits across a capture's boundary, and the plan's event must not become a node
+//! of the caller's graph): a graph runs when it is launched, so the caller orders its launches
+//! against other calls of the plan, and keeps the plan alive as long as the graph may run.
 
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -98,14 +98,12 @@ impl Gpu {
     }
 }
 
-/// The last call of one plan: its stream and, when that was not the plan's own stream, an
-/// event recorded after it (the stream itself may be gone by the next call).
+/// The last call of one plan: its stream and, when that was a caller's stream outside a CUDA-graph
+/// capture, an event recorded after it (the stream itself may be gone by the next call).
 struct Last {
     /// The raw stream handle, compared only, never used (it may be destroyed).
     stream: usize,
     event: Option<CudaEvent>,
-    /// Whether `event` was recorded during a CUDA-graph capture.
-    captured: bool,
 }
 
 /// Keeps one plan's calls in order across streams (module doc): [`CallOrder::call`] around each
@@ -120,6 +118,10 @@ fn capturing(s: &CudaStream) -> Result<bool> {
         .map_err(|e| Error::cuda("querying a stream's capture status", e))
 }
 
+fn order_err(e: cudarc::driver::DriverError) -> Error {
+    Error::cuda("ordering a plan's calls across streams", e)
+}
+
 impl CallOrder {
     /// Calls start on `own`'s stream.
     pub(crate) fn new(own: &Gpu) -> Self {
@@ -127,7 +129,6 @@ impl CallOrder {
             last: Mutex::new(Last {
                 stream: own.stream().cu_stream() as usize,
                 event: None,
-                captured: false,
             }),
         }
     }
@@ -136,27 +137,25 @@ impl CallOrder {
         self.last.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Orders `gpu`'s stream after the last call (a wait on an event when the stream changed)
-    /// and records it as the stream of the call about to run.
+    /// Orders `gpu`'s stream after the last call when the stream changed (a wait on an event;
+    /// none when the stream is being captured into a graph) and records it as the stream of the
+    /// call about to run.
     fn join(last: &mut Last, gpu: &Gpu, own: &Gpu) -> Result<()> {
         let s = gpu.stream();
         if s.cu_stream() as usize == last.stream {
             return Ok(());
         }
-        let ev = |e| Error::cuda("ordering a plan's calls across streams", e);
-        if last.stream == own.stream().cu_stream() as usize && last.event.is_none() {
-            // The previous call was on the plan's own stream, which lives as long as the plan:
-            // the event is recorded now.
-            if !capturing(own.stream())? {
-                let e = own.context().new_event(None).map_err(ev)?;
-                e.record(own.stream()).map_err(ev)?;
+        if !capturing(s)? {
+            let own_raw = own.stream().cu_stream() as usize;
+            if last.stream == own_raw && last.event.is_none() && !capturing(own.stream())? {
+                // The previous call was on the plan's own stream, which lives as long as the
+                // plan: the event is recorded now.
+                let e = own.context().new_event(None).map_err(order_err)?;
+                e.record(own.stream()).map_err(order_err)?;
                 last.event = Some(e);
-                last.captured = false;
             }
-        }
-        if let Some(e) = &last.event {
-            if !last.captured && !capturing(s)? {
-                s.wait(e).map_err(ev)?;
+            if let Some(e) = &last.event {
+                s.wait(e).map_err(order_err)?;
             }
         }
         last.stream = s.cu_stream() as usize;
@@ -167,21 +166,25 @@ impl CallOrder {
     }
 
     /// Runs `f`, one call enqueued on `gpu`'s stream, after the last call of the plan whose own
-    /// GPU is `own`; after it, records an event on `gpu`'s stream when that is not `own`'s.
+    /// GPU is `own`; after it, records an event on `gpu`'s stream when that is a caller's stream
+    /// not being captured (an event of the plan's never goes into a caller's graph).
     pub(crate) fn call<R>(&self, gpu: &Gpu, own: &Gpu, f: impl FnOnce() -> Result<R>) -> Result<R> {
         let mut last = self.lock();
         Self::join(&mut last, gpu, own)?;
         let r = f()?;
         if !gpu.same_stream(own) {
             let s = gpu.stream();
-            let ev = |e| Error::cuda("recording the end of a call on the caller's stream", e);
-            let e = match last.event.take() {
-                Some(e) => e,
-                None => own.context().new_event(None).map_err(ev)?,
-            };
-            e.record(s).map_err(ev)?;
-            last.captured = capturing(s)?;
-            last.event = Some(e);
+            if capturing(s)? {
+                last.event = None;
+            } else {
+                let ev = |e| Error::cuda("recording the end of a call on the caller's stream", e);
+                let e = match last.event.take() {
+                    Some(e) => e,
+                    None => own.context().new_event(None).map_err(ev)?,
+                };
+                e.record(s).map_err(ev)?;
+                last.event = Some(e);
+            }
         }
         Ok(r)
     }

@@ -440,8 +440,8 @@ impl<T: PrepareFor> Plan<T> {
     /// captured with it into a CUDA graph. The plan's calls still run one at a time, whatever
     /// their streams: a call on another stream than the previous call's first waits for that
     /// call on the device (an event; no host synchronisation), since the layout's scratch
-    /// buffers serve every call. Under graph capture that join is skipped where CUDA forbids
-    /// it; then the caller orders the graph's launches against other calls of the plan (as
+    /// buffers serve every call. A call captured into a CUDA graph neither waits nor leaves an
+    /// event behind; the caller orders the graph's launches against other calls of the plan (as
     /// cuSPARSE asks for its external buffer) and keeps the plan alive while the graph may run.
     pub fn apply_device_on(
         &self,
