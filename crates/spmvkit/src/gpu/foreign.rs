@@ -171,7 +171,8 @@ impl CallOrder {
     pub(crate) fn call<R>(&self, gpu: &Gpu, own: &Gpu, f: impl FnOnce() -> Result<R>) -> Result<R> {
         let mut last = self.lock();
         Self::join(&mut last, gpu, own)?;
-        let r = f()?;
+        // Recorded after a failed call too: whatever it enqueued before failing is waited for.
+        let r = f();
         if !gpu.same_stream(own) {
             let s = gpu.stream();
             if capturing(s)? {
@@ -186,7 +187,7 @@ impl CallOrder {
                 last.event = Some(e);
             }
         }
-        Ok(r)
+        r
     }
 
     /// Orders the plan's own stream after its last call, before the plan rewrites or frees its

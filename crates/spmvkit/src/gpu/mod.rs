@@ -318,8 +318,8 @@ impl Gpu {
         self.ctx.ordinal()
     }
 
-    /// Whether this GPU's stream is spmvkit's own stream of `other` (not a view on another
-    /// stream).
+    /// Whether this GPU and `other` enqueue on the same stream (a view on a caller's stream
+    /// and the GPU it was made from do not).
     pub fn same_stream(&self, other: &Gpu) -> bool {
         self.stream.cu_stream() == other.stream.cu_stream()
     }

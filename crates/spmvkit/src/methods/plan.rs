@@ -458,7 +458,8 @@ impl<T: PrepareFor> Plan<T> {
             .find(|(_, c)| !d.gpu.same_context(c));
         if let Some((what, _)) = foreign {
             return Err(Error::InvalidArgument(format!(
-                "apply_device ({}): {what} belongs to another CUDA context than the plan's                  (device {}, {})",
+                "apply_device ({}): {what} belongs to another CUDA context than the plan's \
+                 (device {}, {})",
                 self.method.info().name,
                 d.gpu.ordinal(),
                 d.gpu.name()
