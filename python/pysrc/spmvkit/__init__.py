@@ -131,16 +131,23 @@ def _host_matrix(A):
             )
         if A.layout == torch.sparse_coo:
             A = A.coalesce()
-        if A.layout != torch.sparse_csr:
-            A = A.to_sparse_csr()
         vals = A.values()
         if vals.is_complex():
             raise TypeError("complex values: spmvkit computes in float32 or float64")
         if vals.dtype not in (torch.float32, torch.float64):
             vals = vals.to(torch.float64)
         device = A.device.index if A.is_cuda else None
-        parts = (A.crow_indices(), A.col_indices(), vals)
-        return tuple(_to_host(p) for p in parts) + (tuple(A.shape),), device
+        shape = tuple(A.shape)
+        vals = _to_host(vals)
+        if A.layout == torch.sparse_csr:
+            return (_to_host(A.crow_indices()), _to_host(A.col_indices()), vals, shape), device
+        import scipy.sparse as sp  # COO and CSC: SciPy puts them in CSR order on the host
+
+        if A.layout == torch.sparse_coo:
+            rows, cols = _to_host(A.indices())
+            return sp.coo_matrix((vals, (rows, cols)), shape=shape), device
+        return sp.csc_matrix((vals, _to_host(A.row_indices()), _to_host(A.ccol_indices())),
+                             shape=shape), device
     if isinstance(A, tuple) and len(A) == 4:
         return tuple(_to_host(p) for p in A[:3]) + (A[3],), None
     return A, None
