@@ -103,7 +103,11 @@ impl Gpu {
 struct Last {
     /// The raw stream handle, compared only, never used (it may be destroyed).
     stream: usize,
+    /// The plan's event, made once and recorded again and again (never created or destroyed
+    /// while a caller captures a graph).
     event: Option<CudaEvent>,
+    /// Whether `event` marks the end of the last call (else there is nothing to wait for).
+    armed: bool,
 }
 
 /// Keeps one plan's calls in order across streams (module doc): [`CallOrder::call`] around each
@@ -129,12 +133,26 @@ impl CallOrder {
             last: Mutex::new(Last {
                 stream: own.stream().cu_stream() as usize,
                 event: None,
+                armed: false,
             }),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Last> {
         self.last.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records the plan's event on `s` (making it on first use) and arms it.
+    fn record(last: &mut Last, own: &Gpu, s: &CudaStream) -> Result<()> {
+        let ev = |e| Error::cuda("recording the end of a plan's call", e);
+        if last.event.is_none() {
+            last.event = Some(own.context().new_event(None).map_err(ev)?);
+        }
+        if let Some(e) = &last.event {
+            e.record(s).map_err(ev)?;
+        }
+        last.armed = true;
+        Ok(())
     }
 
     /// Orders `gpu`'s stream after the last call when the stream changed (a wait on an event;
@@ -147,21 +165,17 @@ impl CallOrder {
         }
         if !capturing(s)? {
             let own_raw = own.stream().cu_stream() as usize;
-            if last.stream == own_raw && last.event.is_none() && !capturing(own.stream())? {
+            if last.stream == own_raw && !capturing(own.stream())? {
                 // The previous call was on the plan's own stream, which lives as long as the
-                // plan: the event is recorded now.
-                let e = own.context().new_event(None).map_err(order_err)?;
-                e.record(own.stream()).map_err(order_err)?;
-                last.event = Some(e);
+                // plan: its end is recorded now.
+                Self::record(last, own, own.stream())?;
             }
-            if let Some(e) = &last.event {
+            if let (true, Some(e)) = (last.armed, &last.event) {
                 s.wait(e).map_err(order_err)?;
             }
         }
         last.stream = s.cu_stream() as usize;
-        if gpu.same_stream(own) {
-            last.event = None;
-        }
+        last.armed = false;
         Ok(())
     }
 
@@ -173,19 +187,8 @@ impl CallOrder {
         Self::join(&mut last, gpu, own)?;
         // Recorded after a failed call too: whatever it enqueued before failing is waited for.
         let r = f();
-        if !gpu.same_stream(own) {
-            let s = gpu.stream();
-            if capturing(s)? {
-                last.event = None;
-            } else {
-                let ev = |e| Error::cuda("recording the end of a call on the caller's stream", e);
-                let e = match last.event.take() {
-                    Some(e) => e,
-                    None => own.context().new_event(None).map_err(ev)?,
-                };
-                e.record(s).map_err(ev)?;
-                last.event = Some(e);
-            }
+        if !gpu.same_stream(own) && !capturing(gpu.stream())? {
+            Self::record(&mut last, own, gpu.stream())?;
         }
         r
     }
