@@ -8,14 +8,22 @@
 //! vectors as `float32` or `float64`; a length that is not a whole number of elements is refused
 //! with a `ValueError` naming the argument. Errors of the library become Python exceptions with its
 //! message: `ValueError` for bad input, `RuntimeError` for the rest.
+//!
+//! Device arrays (CuPy, PyTorch) cross as raw addresses with their lengths, the device ordinal
+//! and the raw handle of the caller's current stream (`CorePlan::apply_device`). This is the one
+//! place where raw addresses become slices (`spmvkit::gpu::Borrowed`, `Gpu::on_raw_stream`): the
+//! Python half has checked dtype, shape and contiguity from the array's own metadata; this side
+//! checks the plan's backend, the device, the exact lengths, alignment and that x and y do not
+//! overlap, then runs `Plan::apply_device_on`, enqueued on that stream, nothing synchronised.
 
 // PyO3 0.22's #[pymethods] expansion converts PyErr into itself, which clippy flags in code it
 // does not show.
 #![allow(clippy::useless_conversion)]
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use spmvkit::gpu::{Borrowed, Gpu};
 use spmvkit::methods::Params;
 use spmvkit::{Csr, Error, Plan, PlanOptions, PrepareFor};
 
@@ -84,6 +92,109 @@ enum Typed {
 #[pyclass(module = "spmvkit._core")]
 struct CorePlan {
     plan: Typed,
+    /// The plan's GPU on the caller's last stream, by its raw handle: a view is made only when
+    /// the stream changes.
+    view: Option<(usize, Gpu)>,
+}
+
+/// A device vector as Python hands it over: address and length in elements.
+type DevVec = (u64, usize);
+
+/// The plan's GPU, or the `TypeError` of device arrays given to a CPU plan.
+fn plan_gpu<T: PrepareFor>(plan: &Plan<T>) -> PyResult<&Gpu> {
+    plan.gpu().map(|g| g.as_ref()).ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "device arrays need a plan on the GPU; this plan runs on the CPU{}",
+            plan.fallback_note()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        ))
+    })
+}
+
+/// y = alpha·A·x + beta·y on device vectors (module doc), on the stream `stream`.
+#[allow(clippy::too_many_arguments)]
+fn apply_device<T: PrepareFor>(
+    py: Python<'_>,
+    plan: &Plan<T>,
+    view: &mut Option<(usize, Gpu)>,
+    (xp, nx): DevVec,
+    (yp, ny): DevVec,
+    device: i64,
+    stream: usize,
+    (alpha, beta): (f64, f64),
+) -> PyResult<()> {
+    let gpu = plan_gpu(plan)?;
+    if device != gpu.ordinal() as i64 {
+        return Err(PyValueError::new_err(format!(
+            "the arrays are on device {device}, the plan on device {} ({}): spmvkit uses one \
+             device per process, the first one CUDA_VISIBLE_DEVICES shows",
+            gpu.ordinal(),
+            gpu.name()
+        )));
+    }
+    if (nx, ny) != (plan.ncols(), plan.nrows()) {
+        let (what, want, got) = if nx != plan.ncols() {
+            ("x", plan.ncols(), nx)
+        } else {
+            ("y", plan.nrows(), ny)
+        };
+        return Err(PyValueError::new_err(format!(
+            "{what} must have {want} entries for a {}x{} matrix, not {got}",
+            plan.nrows(),
+            plan.ncols()
+        )));
+    }
+    let bytes = |n: usize| (n * std::mem::size_of::<T>()) as u64;
+    if nx > 0 && ny > 0 && xp < yp + bytes(ny) && yp < xp + bytes(nx) {
+        return Err(PyValueError::new_err(
+            "x and y overlap in device memory: y must be a separate array",
+        ));
+    }
+    if view.as_ref().is_none_or(|(raw, _)| *raw != stream) {
+        // SAFETY: `stream` is the current stream of the library that owns x and y (CuPy or
+        // PyTorch) for their device, checked above to be the plan's: a stream of the device's
+        // primary context, which is the plan's context (cudarc retains the primary context); the
+        // library keeps it alive while it is current, and the view is remade when it changes.
+        let v = unsafe { gpu.on_raw_stream(stream) }.map_err(py_err)?;
+        *view = Some((stream, v));
+    }
+    let Some((_, v)) = view.as_ref() else {
+        return Err(PyRuntimeError::new_err("no stream view"));
+    };
+    let s = v.stream();
+    // SAFETY: x and y are the data of contiguous arrays of nx and ny elements of T on the plan's
+    // device (dtype, shape and strides checked by the Python half from the arrays' metadata,
+    // the device and lengths here); the Python caller holds both arrays for the duration of the
+    // call, and the owning library's stream-ordered allocator keeps their memory until the work
+    // enqueued on its current stream (this one) is done.
+    let (x, mut y) = unsafe {
+        (
+            Borrowed::<T>::new(s, xp, nx).map_err(py_err)?,
+            Borrowed::<T>::new(s, yp, ny).map_err(py_err)?,
+        )
+    };
+    let (a, b) = (T::from_f64(alpha), T::from_f64(beta));
+    py.allow_threads(|| plan.apply_device_on(v, a, &x, b, &mut y))
+        .map_err(py_err)
+}
+
+/// Seconds for `n` calls of [`Plan::apply_device`] on the plan's own stream with device vectors
+/// of its own: (enqueueing them, enqueueing them and synchronising). The Rust side of the
+/// benchmark's per-call overhead (`python/bench/gpu_bench.py`).
+fn time_apply_device<T: PrepareFor>(plan: &Plan<T>, n: usize) -> PyResult<(f64, f64)> {
+    let gpu = plan_gpu(plan)?;
+    let x = gpu.upload(&vec![T::one(); plan.ncols()]).map_err(py_err)?;
+    let mut y = gpu.alloc_zeros::<T>(plan.nrows()).map_err(py_err)?;
+    gpu.synchronize().map_err(py_err)?;
+    let (one, zero) = (T::one(), T::zero());
+    let t0 = std::time::Instant::now();
+    for _ in 0..n {
+        plan.apply_device(one, &x, zero, &mut y).map_err(py_err)?;
+    }
+    let enqueued = t0.elapsed().as_secs_f64();
+    gpu.synchronize().map_err(py_err)?;
+    Ok((enqueued, t0.elapsed().as_secs_f64()))
 }
 
 fn build<T: PrepareFor + Le>(
@@ -171,7 +282,42 @@ impl CorePlan {
                 )))
             }
         };
-        Ok(CorePlan { plan })
+        Ok(CorePlan { plan, view: None })
+    }
+
+    /// alpha·A·x + beta·y into y, x and y device arrays of the plan's precision given as
+    /// (address, length in elements), on CUDA device `device`, enqueued on the raw stream handle
+    /// `stream` (0: the legacy default stream), nothing synchronised.
+    #[allow(clippy::too_many_arguments)]
+    fn apply_device(
+        &mut self,
+        py: Python<'_>,
+        x: u64,
+        nx: usize,
+        y: u64,
+        ny: usize,
+        device: i64,
+        stream: usize,
+        alpha: f64,
+        beta: f64,
+    ) -> PyResult<()> {
+        let (view, ab) = (&mut self.view, (alpha, beta));
+        match &self.plan {
+            Typed::F64(p) => apply_device(py, p, view, (x, nx), (y, ny), device, stream, ab),
+            Typed::F32(p) => apply_device(py, p, view, (x, nx), (y, ny), device, stream, ab),
+        }
+    }
+
+    /// Internal (the benchmark): seconds for `n` calls of the Rust `Plan::apply_device` on the
+    /// plan's own stream, (enqueued, enqueued and synchronised).
+    fn _time_apply_device(&self, py: Python<'_>, n: usize) -> PyResult<(f64, f64)> {
+        py.allow_threads(|| typed!(self, p => time_apply_device(p, n)))
+    }
+
+    /// The CUDA device ordinal the plan runs on, or None on the CPU.
+    #[getter]
+    fn device(&self) -> Option<usize> {
+        typed!(self, p => p.gpu().map(|g| g.ordinal()))
     }
 
     /// alpha·A·x + beta·y as bytes, x and y the bytes of host vectors of the plan's precision.

@@ -1,9 +1,11 @@
 """spmvkit from Python: sparse matrix-vector multiplication y = alpha*A*x + beta*y.
 
 A thin layer over the Rust library's ``Plan`` (issue #23): a matrix is analysed once by a
-method and applied many times. This first version takes host data: SciPy sparse matrices or
-``(indptr, indices, data, shape)`` arrays, and NumPy vectors. Without a GPU (or with
-``backend="cpu"``) every method runs its CPU path.
+method and applied many times. ``A`` may be a SciPy sparse matrix, a ``cupyx.scipy.sparse``
+matrix, a PyTorch sparse CSR/COO/CSC tensor or ``(indptr, indices, data, shape)``; ``x`` and
+``y`` NumPy arrays (the CPU path, or copies to and from a GPU plan) or CuPy / PyTorch CUDA
+arrays, used in place on the GPU (no copy) and enqueued on the caller's current stream. Without
+a GPU (or with ``backend="cpu"``) every method runs its CPU path.
 
 >>> import numpy as np, scipy.sparse as sp, spmvkit
 >>> A = sp.random(200, 200, density=0.05, format="csr", random_state=1)
@@ -11,9 +13,22 @@ method and applied many times. This first version takes host data: SciPy sparse 
 >>> x = np.ones(200)
 >>> bool(np.allclose(plan @ x, A @ x))
 True
+
+On the GPU with CuPy (x and y stay on the device; the call is enqueued on CuPy's current
+stream):
+
+>>> import cupy as cp, cupyx.scipy.sparse as csp                       # doctest: +SKIP
+>>> Ad = csp.csr_matrix(A)                                             # doctest: +SKIP
+>>> plan = spmvkit.Plan(Ad, method="auto", calls=1000)                 # doctest: +SKIP
+>>> y = plan @ cp.ones(200)                                            # doctest: +SKIP
+>>> bool(cp.allclose(y, Ad @ cp.ones(200)))                            # doctest: +SKIP
+True
 """
 
 from __future__ import annotations
+
+import sys
+import time
 
 import numpy as np
 
@@ -22,6 +37,46 @@ from . import _core
 __all__ = ["Plan", "methods", "load"]
 
 _INDEX_LIMIT = 2**32 - 1
+
+# What kind of array a vector is, cached by type (torch CPU and CUDA tensors share one type and
+# are told apart per object).
+_HOST, _CUPY, _TORCH = 0, 1, 2
+_KINDS: dict = {}
+
+
+def _classify(t) -> int:
+    if issubclass(t, np.ndarray):
+        return _HOST
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and issubclass(t, cupy.ndarray):
+        return _CUPY
+    torch = sys.modules.get("torch")
+    if torch is not None and issubclass(t, torch.Tensor):
+        return _TORCH
+    if hasattr(t, "__cuda_array_interface__"):
+        raise TypeError(
+            f"{t.__module__}.{t.__name__}: device arrays are taken from CuPy and PyTorch "
+            "(convert with cupy.asarray, which shares the memory)"
+        )
+    return _HOST
+
+
+def _kind(v) -> int:
+    t = type(v)
+    k = _KINDS.get(t)
+    if k is None:
+        k = _KINDS[t] = _classify(t)
+    return k
+
+
+def _torch_stream():
+    """The raw handle of PyTorch's current stream on a device, as a function of the device."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda device: torch.cuda.current_stream(device).cuda_stream
 
 
 def methods() -> list[str]:
@@ -45,6 +100,59 @@ def load(path: str):
     )
 
 
+def _to_host(a):
+    """A NumPy view or copy of a host, CuPy or PyTorch array."""
+    k = _kind(a)
+    if k == _CUPY:
+        return a.get()
+    if k == _TORCH:
+        return a.detach().cpu().numpy()
+    return np.asarray(a)
+
+
+def _host_matrix(A):
+    """(A with host arrays, the CUDA device A was on or None). A device matrix's structure and
+    values are copied to the host once: the plan's analysis runs there."""
+    mod = type(A).__module__
+    if mod.startswith("cupyx.scipy.sparse") and hasattr(A, "get"):
+        return A.get(), int(A.data.device.id)
+    if _kind(A) == _TORCH:
+        import torch
+
+        layouts = (torch.sparse_csr, torch.sparse_coo, torch.sparse_csc)
+        if A.layout not in layouts:
+            raise TypeError(
+                f"a PyTorch tensor of layout {A.layout}: A must be sparse (A.to_sparse_csr())"
+            )
+        if A.dim() != 2 or A.dense_dim() != 0:
+            raise ValueError(
+                f"a PyTorch sparse tensor of shape {tuple(A.shape)} with {A.dense_dim()} dense "
+                "dimensions: A must be a 2-D matrix of scalars"
+            )
+        if A.layout == torch.sparse_coo:
+            A = A.coalesce()
+        vals = A.values()
+        if vals.is_complex():
+            raise TypeError("complex values: spmvkit computes in float32 or float64")
+        if vals.dtype not in (torch.float32, torch.float64):
+            vals = vals.to(torch.float64)
+        device = A.device.index if A.is_cuda else None
+        shape = tuple(A.shape)
+        vals = _to_host(vals)
+        if A.layout == torch.sparse_csr:
+            return (_to_host(A.crow_indices()), _to_host(A.col_indices()), vals, shape), device
+        import scipy.sparse as sp  # COO and CSC: SciPy puts them in CSR order on the host
+
+        if A.layout == torch.sparse_coo:
+            rows, cols = _to_host(A.indices())
+            return sp.coo_matrix((vals, (rows, cols)), shape=shape), device
+        return sp.csc_matrix((vals, _to_host(A.row_indices()), _to_host(A.ccol_indices())),
+                             shape=shape), device
+    if isinstance(A, tuple) and len(A) == 4:
+        return tuple(_to_host(p) for p in A[:3]) + (A[3],), None
+    return A, None
+
+
 def _csr_parts(A):
     """(indptr, indices, data, shape) of a SciPy sparse matrix or of such a tuple."""
     if isinstance(A, tuple):
@@ -57,7 +165,8 @@ def _csr_parts(A):
         indptr, indices, data, shape = csr.indptr, csr.indices, csr.data, csr.shape
     else:
         raise TypeError(
-            f"A must be a SciPy sparse matrix or (indptr, indices, data, shape), not {type(A).__name__}"
+            "A must be a SciPy sparse matrix, a cupyx.scipy.sparse matrix, a PyTorch sparse "
+            f"tensor or (indptr, indices, data, shape), not {type(A).__name__}"
         )
     shape = tuple(int(s) for s in shape)
     if len(shape) != 2 or min(shape) < 0:
@@ -78,32 +187,61 @@ def _le(a, dtype) -> bytes:
     return np.ascontiguousarray(a, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()
 
 
+def _two_d(name, shape):
+    return ValueError(
+        f"{name} has shape {tuple(shape)}: a block of vectors (SpMM) is issue #24's; "
+        f"apply the plan to each column for now"
+    )
+
+
 class Plan:
     """A matrix prepared once by one method, for repeated y = alpha*A*x + beta*y.
 
-    ``A``: a SciPy sparse matrix (csr, csc, coo, ...) or ``(indptr, indices, data, shape)``.
-    ``method``: a name from :func:`methods` or a variant ``"name[key=value;...]"``; ``"auto"``
-    chooses per matrix, weighing preprocessing over ``calls``; ``deterministic=True`` makes
-    ``auto`` choose among bitwise-reproducible methods only. ``precision``: ``"f32"`` or
-    ``"f64"`` (default: float32 data gives f32, anything else f64). ``backend``: ``"cpu"``,
-    ``"gpu"`` or ``None`` (the GPU when one is usable). ``params``: more ``key=value`` method
-    parameters.
+    ``A``: a SciPy sparse matrix (csr, csc, coo, ...), a ``cupyx.scipy.sparse`` matrix (csr,
+    csc, coo), a PyTorch sparse tensor (CSR, COO or CSC; 2-D, scalar values) or ``(indptr,
+    indices, data, shape)`` (NumPy, CuPy or PyTorch arrays). The analysis runs on the host, so a
+    matrix on the GPU has its structure and values copied to the host once, here; that copy is
+    counted in :attr:`prep_seconds`. ``method``: a name from :func:`methods` or a variant
+    ``"name[key=value;...]"``; ``"auto"`` chooses per matrix, weighing preprocessing over
+    ``calls``; ``deterministic=True`` makes ``auto`` choose among bitwise-reproducible methods
+    only (and refuses a named method that is not). ``precision``: ``"f32"`` or ``"f64"``
+    (default: float32 data gives f32, anything else f64). ``backend``: ``"cpu"``, ``"gpu"`` or
+    ``None`` (the GPU when one is usable). ``params``: more ``key=value`` method parameters.
+
+    spmvkit uses one GPU per process, the first one ``CUDA_VISIBLE_DEVICES`` shows (CUDA device
+    0, the one CuPy and PyTorch call 0), in the device's primary context, the one CuPy and
+    PyTorch use; a matrix or vector on another device is refused with a ``ValueError``.
 
     >>> import numpy as np, spmvkit
     >>> A = (np.array([0, 1, 3]), np.array([0, 0, 1]), np.array([2.0, 1.0, 3.0]), (2, 2))
     >>> plan = spmvkit.Plan(A, method="csr", backend="cpu")
     >>> plan.apply(np.array([1.0, 1.0]), y=np.array([1.0, 1.0]), alpha=2.0, beta=1.0)
     array([5., 9.])
+
+    From PyTorch (a GNN-style propagation step, features column by column):
+
+    >>> import torch                                                   # doctest: +SKIP
+    >>> At = torch.sparse_csr_tensor(torch.tensor([0, 1, 3]), torch.tensor([0, 0, 1]),
+    ...                              torch.tensor([2.0, 1.0, 3.0]), (2, 2)).cuda()  # doctest: +SKIP
+    >>> plan = spmvkit.Plan(At, method="auto")                         # doctest: +SKIP
+    >>> H = torch.ones(2, 4, device="cuda")                            # doctest: +SKIP
+    >>> out = torch.stack([plan @ H[:, j].contiguous() for j in range(4)], dim=1)  # doctest: +SKIP
     """
 
     def __init__(self, A, method="auto", calls=1000, deterministic=False, precision=None,
                  backend=None, params=None):
+        t0 = time.perf_counter()
+        A, device = _host_matrix(A)
         indptr, indices, data, shape = _csr_parts(A)
+        self._fetch_seconds = time.perf_counter() - t0 if device is not None else 0.0
         if precision is None:
             precision = "f32" if data.dtype == np.float32 else "f64"
         if precision not in ("f32", "f64"):
             raise ValueError(f"precision must be 'f32', 'f64' or None, not {precision!r}")
-        self._dtype = np.float32 if precision == "f32" else np.float64
+        self._dtype = np.dtype(np.float32 if precision == "f32" else np.float64)
+        self._precision = precision
+        self._torch_dtype = None
+        self._torch_raw_stream = None
         items = list(params or [])
         if method.split("[", 1)[0].strip() == "auto":
             items.append(f"calls={calls}")
@@ -118,19 +256,29 @@ class Plan:
                 f"{method} is not bitwise deterministic; use method='auto' with deterministic=True "
                 "or a deterministic method"
             )
+        if device is not None and self._core.device is not None and device != self._core.device:
+            raise ValueError(
+                f"A is on CUDA device {device}; spmvkit runs on device {self._core.device} "
+                "(the first one CUDA_VISIBLE_DEVICES shows)"
+            )
         self.shape = shape
+
+    # ---- the host path -------------------------------------------------------------------
 
     def _vector(self, v, n, name):
         v = np.asarray(v)
+        if v.ndim == 2:
+            raise _two_d(name, v.shape)
         if v.ndim != 1 or v.shape[0] != n:
             raise ValueError(f"{name} must be a 1-D array of {n} entries, not shape {v.shape}")
         if v.dtype.kind not in "fiu":
             raise TypeError(f"{name} must be real, not {v.dtype}")
         return v
 
-    def apply(self, x, y=None, alpha=1.0, beta=0.0):
-        """y = alpha*A*x + beta*y. With ``y`` given it is updated in place and returned;
-        otherwise a new array (beta must then be 0)."""
+    def _apply_host(self, x, y, alpha, beta):
+        if y is not None and _kind(y) != _HOST and not (_kind(y) == _TORCH and not y.is_cuda):
+            raise TypeError(f"x is a host array, y a {type(y).__module__} device array: "
+                            "give both on the host or both on the device")
         nrows, ncols = self.shape
         x = self._vector(x, ncols, "x")
         if y is None:
@@ -140,19 +288,132 @@ class Plan:
         else:
             y0 = self._vector(y, nrows, "y")
         out = self._core.apply(_le(x, self._dtype), _le(y0, self._dtype), float(alpha), float(beta))
-        result = np.frombuffer(out, dtype=np.dtype(self._dtype).newbyteorder("<")).astype(self._dtype)
+        result = np.frombuffer(out, dtype=self._dtype.newbyteorder("<")).astype(self._dtype)
         if y is None:
             return result
-        y[...] = result
+        y0[...] = result
         return y
+
+    # ---- the device path -----------------------------------------------------------------
+
+    def _cupy_vec(self, v, n, name):
+        if v.dtype != self._dtype:
+            raise TypeError(f"{name} has dtype {v.dtype}; this plan computes in {self._dtype} "
+                            f"(convert with {name}.astype(cupy.{self._dtype}))")
+        if v.ndim != 1:
+            if v.ndim == 2:
+                raise _two_d(name, v.shape)
+            raise ValueError(f"{name} must be a 1-D array of {n} entries, not shape {v.shape}")
+        if v.shape[0] != n:
+            raise ValueError(f"{name} must be a 1-D array of {n} entries, not shape {v.shape}")
+        if not v.flags.c_contiguous:
+            raise ValueError(f"{name} is not contiguous (strides {v.strides}): pass a contiguous "
+                             f"array ({name}.copy())")
+        return v.data.ptr
+
+    def _apply_cupy(self, x, y, alpha, beta):
+        cupy = sys.modules["cupy"]  # imported: x is one of its arrays
+        nrows, ncols = self.shape
+        xp = self._cupy_vec(x, ncols, "x")
+        device = x.device.id
+        if y is None:
+            if beta != 0.0:
+                raise ValueError("beta != 0 needs y")
+            with x.device:
+                y = cupy.empty(nrows, dtype=self._dtype)
+        elif _kind(y) != _CUPY:
+            raise TypeError(f"x is a CuPy array, y a {type(y).__module__}.{type(y).__name__}: "
+                            "give y as a CuPy array too")
+        yp = self._cupy_vec(y, nrows, "y")
+        if y.device.id != device:
+            raise ValueError(f"x is on CUDA device {device}, y on device {y.device.id}")
+        stream = cupy.cuda.get_current_stream(device).ptr
+        self._core.apply_device(xp, ncols, yp, nrows, device, stream, float(alpha), float(beta))
+        return y
+
+    def _torch_vec(self, v, n, name):
+        if v.layout is not self._torch_strided:
+            raise TypeError(f"{name} must be a dense tensor, not {v.layout}")
+        if v.dtype != self._torch_dtype:
+            raise TypeError(f"{name} has dtype {v.dtype}; this plan computes in "
+                            f"{self._torch_dtype} (convert with {name}.to({self._torch_dtype}))")
+        if v.dim() != 1:
+            if v.dim() == 2:
+                raise _two_d(name, v.shape)
+            raise ValueError(f"{name} must be a 1-D tensor of {n} entries, not shape "
+                             f"{tuple(v.shape)}")
+        if v.shape[0] != n:
+            raise ValueError(f"{name} must be a 1-D tensor of {n} entries, not shape "
+                             f"{tuple(v.shape)}")
+        if n > 1 and v.stride(0) != 1:
+            raise ValueError(f"{name} is not contiguous (stride {v.stride(0)}): pass "
+                             f"{name}.contiguous()")
+        return v.data_ptr()
+
+    def _apply_torch(self, x, y, alpha, beta):
+        if self._torch_dtype is None:
+            import torch
+
+            self._torch_dtype = torch.float32 if self._precision == "f32" else torch.float64
+            self._torch_strided = torch.strided
+            self._torch_raw_stream = _torch_stream()
+        if not x.is_cuda:
+            if y is not None and _kind(y) == _TORCH and y.is_cuda:
+                raise TypeError("x is a CPU tensor, y a CUDA tensor: give both on one side")
+            return self._apply_host(x, y, alpha, beta)
+        nrows, ncols = self.shape
+        xp = self._torch_vec(x, ncols, "x")
+        device = x.get_device()
+        if y is None:
+            if beta != 0.0:
+                raise ValueError("beta != 0 needs y")
+            y = sys.modules["torch"].empty(nrows, dtype=x.dtype, device=x.device)
+        elif _kind(y) != _TORCH or not y.is_cuda:
+            raise TypeError(f"x is a CUDA tensor, y a {type(y).__module__}.{type(y).__name__}"
+                            f"{'' if _kind(y) != _TORCH else ' on the CPU'}: give y as a CUDA "
+                            "tensor too")
+        yp = self._torch_vec(y, nrows, "y")
+        if y.get_device() != device:
+            raise ValueError(f"x is on CUDA device {device}, y on device {y.get_device()}")
+        stream = self._torch_raw_stream(device)
+        self._core.apply_device(xp, ncols, yp, nrows, device, stream, float(alpha), float(beta))
+        return y
+
+    # ---- the API -------------------------------------------------------------------------
+
+    def apply(self, x, y=None, alpha=1.0, beta=0.0):
+        """y = alpha*A*x + beta*y. With ``y`` given it is updated in place and returned;
+        otherwise a new array (beta must then be 0).
+
+        NumPy ``x`` and ``y``: the host path (on a GPU plan they are copied to the device and
+        back, and the call waits for the result). CuPy arrays or PyTorch CUDA tensors: used in
+        place, no copy; the call is enqueued on the library's current stream for x's device
+        (``cupy.cuda.get_current_stream()``, ``torch.cuda.current_stream()``) and returns
+        without waiting, so it orders with the caller's other work on that stream; a new y is
+        allocated by the same library on that device. ``x`` and ``y`` must be 1-D, contiguous,
+        of the plan's dtype (float32 for ``"f32"``, float64 for ``"f64"``), of lengths
+        ``shape[1]`` and ``shape[0]``, on the plan's device, and must not overlap; anything else
+        is a ``TypeError`` or ``ValueError`` naming the problem. A plan's calls run one at a time
+        on the GPU, whatever their streams (a call on another stream waits for the previous one
+        on the device). PyTorch autograd does not see the call.
+        """
+        k = _KINDS.get(type(x))
+        if k is None:
+            k = _kind(x)
+        if k == _CUPY:
+            return self._apply_cupy(x, y, alpha, beta)
+        if k == _TORCH:
+            return self._apply_torch(x, y, alpha, beta)
+        return self._apply_host(x, y, alpha, beta)
 
     def __matmul__(self, x):
         return self.apply(x)
 
     def update_values(self, data):
-        """New values in the CSR order of the matrix the plan was made from (same pattern);
-        returns how they were taken: ``"gathered"``, ``"reencoded"`` or ``"reprepared"``."""
-        return self._core.update_values(_le(np.asarray(data), self._dtype))
+        """New values in the CSR order of the matrix the plan was made from (same pattern;
+        NumPy, CuPy or PyTorch, copied to the host); returns how they were taken:
+        ``"gathered"``, ``"reencoded"`` or ``"reprepared"``."""
+        return self._core.update_values(_le(_to_host(data), self._dtype))
 
     @property
     def method(self) -> str:
@@ -170,18 +431,59 @@ class Plan:
         return self._core.backend
 
     @property
+    def device(self):
+        """The CUDA device the plan runs on (0), or ``None`` on the CPU."""
+        return self._core.device
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of the vectors the plan takes: float32 or float64."""
+        return self._dtype
+
+    @property
     def notes(self) -> list[tuple[str, str]]:
         """What the layout reports about itself, as (key, value) pairs."""
         return list(self._core.notes)
 
     @property
     def prep_seconds(self) -> float:
-        """Preprocessing time in seconds."""
-        return self._core.prep_seconds
+        """Preprocessing time in seconds: copying a device matrix to the host (when A was on
+        the GPU), ordering, preparing and uploading."""
+        return self._core.prep_seconds + self._fetch_seconds
 
-    def as_linear_operator(self):
-        """A ``scipy.sparse.linalg.LinearOperator`` computing A @ x with this plan (host
-        arrays), for ``scipy.sparse.linalg.cg``, ``gmres`` and the like."""
-        from scipy.sparse.linalg import LinearOperator
+    def _matvec(self, v):
+        if v.ndim == 2 and v.shape[1] == 1:
+            v = v.reshape(-1)
+        return self.apply(v)
 
-        return LinearOperator(self.shape, matvec=self.apply, dtype=self._dtype)
+    def as_linear_operator(self, library=None):
+        """A ``LinearOperator`` computing A @ x with this plan, for ``cg``, ``gmres`` and the
+        like: ``library="cupy"`` gives a ``cupyx.scipy.sparse.linalg.LinearOperator`` (CuPy
+        vectors, on the GPU, no copies), ``"scipy"`` a ``scipy.sparse.linalg.LinearOperator``
+        (NumPy vectors; on a GPU plan each product copies x and y). ``None`` (the default):
+        CuPy's when the plan runs on the GPU and CuPy can be imported, SciPy's otherwise.
+
+        >>> import cupy as cp, cupyx.scipy.sparse.linalg as cla           # doctest: +SKIP
+        >>> x, info = cla.cg(plan.as_linear_operator(), cp.ones(plan.shape[0]))  # doctest: +SKIP
+        """
+        if library is None:
+            library = "scipy"
+            if self.backend == "gpu":
+                try:
+                    import cupyx.scipy.sparse.linalg  # noqa: F401
+
+                    library = "cupy"
+                except ImportError:
+                    pass
+        if library == "cupy":
+            from cupyx.scipy.sparse.linalg import LinearOperator
+        elif library == "scipy":
+            from scipy.sparse.linalg import LinearOperator
+        else:
+            raise ValueError(f"library must be 'cupy', 'scipy' or None, not {library!r}")
+        return LinearOperator(self.shape, matvec=self._matvec, dtype=self._dtype)
+
+    def _time_apply_device(self, n):
+        """Internal (the benchmark): seconds for n calls of the Rust ``Plan::apply_device`` on
+        the plan's own stream and vectors, (enqueued, enqueued and synchronised)."""
+        return self._core._time_apply_device(int(n))

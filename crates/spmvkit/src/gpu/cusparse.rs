@@ -25,7 +25,7 @@ use cudarc::cusparse::sys::{
     cusparseIndexType_t, cusparseOperation_t, cusparseSpMVAlg_t, cusparseSpMatDescr_t,
     cusparseStatus_t,
 };
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
 mod spmm;
 
@@ -170,6 +170,43 @@ struct Handles {
     /// Device addresses the x and y descriptors point at now.
     x_ptr: u64,
     y_ptr: u64,
+    /// The stream the handle enqueues on now ([`HandleStream`]).
+    stream: HandleStream,
+}
+
+/// The stream a cuSPARSE handle is set to, so that a call on another stream (a [`Gpu`] view on a
+/// caller's stream, [`Gpu::on_stream`]) moves it there first: `cusparseSetStream` only when the
+/// stream changes, a host-side store.
+pub(crate) struct HandleStream(Option<usize>);
+
+impl HandleStream {
+    /// A handle whose stream has not been set.
+    pub(crate) fn unset() -> Self {
+        HandleStream(None)
+    }
+
+    /// Sets `handle`'s stream to `stream` unless it is there already.
+    ///
+    /// # Safety
+    ///
+    /// `handle` is a live cuSPARSE handle, used under the caller's lock, on `stream`'s context.
+    pub(crate) unsafe fn set(
+        &mut self,
+        handle: cusparseHandle_t,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        let raw = stream.cu_stream();
+        if self.0 == Some(raw as usize) {
+            return Ok(());
+        }
+        // SAFETY: the caller's contract; the driver and runtime stream types name the same
+        // object.
+        check("SetStream", unsafe {
+            sys::cusparseSetStream(handle, raw as sys::cudaStream_t)
+        })?;
+        self.0 = Some(raw as usize);
+        Ok(())
+    }
 }
 
 impl Handles {
@@ -181,6 +218,7 @@ impl Handles {
             y: std::ptr::null_mut(),
             x_ptr: 0,
             y_ptr: 0,
+            stream: HandleStream::unset(),
         }
     }
 }
@@ -253,11 +291,7 @@ impl<T: Scalar> CusparseSpmv<T> {
             // descriptors (struct field order); host scalars of the compute type. On an error,
             // `h` drops and frees what was created.
             unsafe {
-                // The driver and runtime stream types name the same object.
-                check(
-                    "SetStream",
-                    sys::cusparseSetStream(h.handle, stream.cu_stream() as sys::cudaStream_t),
-                )?;
+                h.stream.set(h.handle, stream)?;
                 let (rp, _g1) = row_ptr.device_ptr(stream);
                 let (ci, _g2) = col_idx.device_ptr(stream);
                 let (va, _g3) = vals.device_ptr(stream);
@@ -354,12 +388,14 @@ impl<T: Scalar> CusparseSpmv<T> {
             + self.buffer.num_bytes()
     }
 
-    /// Enqueues on [`Gpu::stream`] the copy of the matrix's column indices and values from
-    /// pinned host memory into the device arrays cuSPARSE reads (the same bytes, so the
-    /// preprocessing stays valid): the host-to-device transfer of CSR-Full-Overlap's Eq. 2
-    /// baseline (§5.5). Row pointers stay resident. No synchronisation.
+    /// Enqueues on `gpu`'s stream (the GPU this was set up on, or a view of it,
+    /// [`Gpu::on_stream`]) the copy of the matrix's column indices and values from pinned host
+    /// memory into the device arrays cuSPARSE reads (the same bytes, so the preprocessing stays
+    /// valid): the host-to-device transfer of CSR-Full-Overlap's Eq. 2 baseline (§5.5). Row
+    /// pointers stay resident. No synchronisation.
     pub fn refill_entries(
         &self,
+        gpu: &Gpu,
         col_idx: &PinnedSource<u32>,
         vals: &PinnedSource<T>,
     ) -> Result<()> {
@@ -374,7 +410,7 @@ impl<T: Scalar> CusparseSpmv<T> {
                 },
             });
         }
-        let stream = self.gpu.stream();
+        let stream = gpu.stream();
         col_idx.copy_range_async(
             "cuSPARSE column indices",
             &self.col_idx,
@@ -398,19 +434,39 @@ impl<T: Scalar> CusparseSpmv<T> {
 
     /// Enqueues y = αAx + βy on [`Gpu::stream`] (one `cusparseSpMV`; no synchronisation).
     pub fn run(&self, alpha: T, x: &CudaSlice<T>, beta: T, y: &mut CudaSlice<T>) -> Result<()> {
+        self.run_on(&self.gpu, alpha, x, beta, y)
+    }
+
+    /// [`CusparseSpmv::run`] on `gpu`'s stream: the GPU this was set up on, or a view of it on
+    /// another stream ([`Gpu::on_stream`]); the handle moves to that stream first.
+    pub fn run_on(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
         self.check_vectors(x, y)?;
+        if !self.gpu.same_context(gpu.context()) {
+            return Err(Error::InvalidArgument(
+                "cuSPARSE SpMV: a GPU of another context than the one it was set up on".into(),
+            ));
+        }
         if self.nrows == 0 {
             return Ok(());
         }
         if self.nnz == 0 {
-            return self.gpu.scale(y, self.nrows, beta);
+            return gpu.scale(y, self.nrows, beta);
         }
-        self.gpu
-            .context()
+        gpu.context()
             .bind_to_thread()
             .map_err(|e| Error::cuda("binding the context", e))?;
-        let stream = self.gpu.stream();
+        let stream = gpu.stream();
         let mut h = self.lock();
+        let handle = h.handle;
+        // SAFETY: a live handle (nnz > 0), under the lock, on the context just checked.
+        unsafe { h.stream.set(handle, stream) }?;
         let (xp, _gx) = x.device_ptr(stream);
         let (yp, _gy) = y.device_ptr_mut(stream);
         // SAFETY: live descriptors; x and y hold at least ncols / nrows elements.

@@ -20,6 +20,11 @@
 //!
 //! - Every device buffer spmvkit hands out or takes (layouts, a `Plan`'s x and y, the vectors
 //!   of `apply_device`, the solvers' vectors) is read, written and freed on [`Gpu::stream`].
+//! - A caller's stream comes in as a view, [`Gpu::on_stream`] (same context, other stream), and
+//!   a caller's device memory as [`Borrowed`] (issue #23): `Plan::apply_device_on` runs a whole
+//!   call on the view's stream. The plan keeps its calls one at a time across streams with
+//!   events (`CallOrder`, `foreign.rs`), and its own stream waits for the last call before the
+//!   plan rewrites or frees its buffers, so the rule above still holds for what the plan owns.
 //! - Side streams exist only inside the crate (`Gpu::new_stream` is crate-private): the
 //!   copy/compute streams of `csr-full-overlap` and the NCCL stream of `dist`. Each touches a
 //!   caller's buffer only between an event recorded on [`Gpu::stream`] before and an event that
@@ -30,6 +35,7 @@
 //!   [`Gpu::stream`] with events itself: cudarc will not.
 
 pub mod cusparse;
+mod foreign;
 pub mod launch;
 mod memory;
 pub mod nvrtc;
@@ -43,6 +49,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream};
 
+pub use foreign::Borrowed;
+pub(crate) use foreign::CallOrder;
 pub use launch::{
     Abi, ByMode, DevMut, DevRef, Double, Entry, Kernel, KernelArgs, Kernels, LaunchMode, Shape,
 };
@@ -147,13 +155,17 @@ const UTIL_THREADS: u32 = 256;
 type ModuleCache = HashMap<(&'static str, Precision, Option<u64>), Arc<CudaModule>>;
 
 /// One GPU: its context, the stream spmvkit works on, and its properties.
+///
+/// [`Gpu::get`] gives the process-wide one, on spmvkit's own stream; [`Gpu::on_stream`] gives a
+/// view of it on a caller's stream (same context, properties and module cache), through which a
+/// [`crate::Plan`] call runs on that stream ([`crate::Plan::apply_device_on`]).
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    name: String,
+    name: Arc<str>,
     cc: (i32, i32),
     sm_count: usize,
-    modules: Mutex<ModuleCache>,
+    modules: Arc<Mutex<ModuleCache>>,
 }
 
 static GPU: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
@@ -263,11 +275,53 @@ impl Gpu {
         Ok(Gpu {
             ctx,
             stream,
-            name,
+            name: name.into(),
             cc,
             sm_count: sm_count.max(1) as usize,
-            modules: Mutex::new(HashMap::new()),
+            modules: Arc::new(Mutex::new(HashMap::new())),
         })
+    }
+
+    /// This GPU with `stream` in place of its own: everything enqueued through the view (a
+    /// plan's launches, its y prologue, cuSPARSE's calls, the events of multi-stream methods)
+    /// goes on `stream`, which must belong to this GPU's context ([`Error::InvalidArgument`]
+    /// otherwise). The context, properties and compiled modules are shared, so a view costs a few
+    /// reference counts; keep one per stream rather than one per call. A view is for enqueuing
+    /// calls: buffers allocated through it would be freed on `stream`, so allocate through
+    /// [`Gpu::get`]'s GPU instead. A caller's stream (CuPy's or PyTorch's current stream) comes
+    /// in through cudarc's `CudaContext::wrap_borrowed_stream` (issue #23).
+    pub fn on_stream(&self, stream: Arc<CudaStream>) -> Result<Gpu> {
+        if !self.same_context(stream.context()) {
+            return Err(Error::InvalidArgument(format!(
+                "a stream of another CUDA context than {}'s (device {})",
+                self.name,
+                self.ctx.ordinal()
+            )));
+        }
+        Ok(Gpu {
+            ctx: self.ctx.clone(),
+            stream,
+            name: self.name.clone(),
+            cc: self.cc,
+            sm_count: self.sm_count,
+            modules: self.modules.clone(),
+        })
+    }
+
+    /// Whether `ctx` is this GPU's CUDA context (the same driver context, however wrapped).
+    pub fn same_context(&self, ctx: &CudaContext) -> bool {
+        ctx.cu_ctx() == self.ctx.cu_ctx()
+    }
+
+    /// The device ordinal (0: the process-wide GPU of [`Gpu::get`]).
+    pub fn ordinal(&self) -> usize {
+        self.ctx.ordinal()
+    }
+
+    /// Whether this GPU and `other` enqueue on the same stream (a view on a caller's stream
+    /// and the GPU it was made from do not).
+    pub fn same_stream(&self, other: &Gpu) -> bool {
+        self.stream.cu_stream() == other.stream.cu_stream()
     }
 
     /// The device name, e.g. "NVIDIA H100 80GB HBM3".
@@ -289,7 +343,7 @@ impl Gpu {
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
-    /// The stream every spmvkit call runs on.
+    /// The stream every spmvkit call runs on (a caller's stream on a view, [`Gpu::on_stream`]).
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }

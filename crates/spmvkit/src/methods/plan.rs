@@ -6,7 +6,12 @@
 //!   [`Plan::apply_multi`] and its device and timing twins: Y = αAX + βY for a block of k
 //!   vectors (SpMM, `methods/spmm/`).
 //! - [`Plan::apply_device`]: the same on device-resident vectors, no host copy and no
-//!   synchronisation (what the solvers in [`crate::solve`] call inside a CUDA graph).
+//!   synchronisation (what the solvers in [`crate::solve`] call inside a CUDA graph);
+//!   [`Plan::apply_device_on`]: on a caller's stream ([`Gpu::on_stream`]), for device memory of
+//!   other libraries ([`crate::gpu::Borrowed`], issue #23). A plan's calls run one at a time
+//!   whatever their streams: a call on another stream than the previous call's waits for it on
+//!   the device (an event, [`crate::gpu::CallOrder`]), since a layout's scratch buffers serve
+//!   every call.
 //! - [`Plan::time`]: the timing protocol of [`crate::gpu::timing`] (stream or CUDA graph) on the
 //!   plan's own device vectors, each timed call one complete SpMV as [`Plan::apply_device`] runs
 //!   it; [`Plan::set_device_vectors`] and [`Plan::read_device_y`] move the vectors around it,
@@ -36,7 +41,7 @@ use super::spmm::MultiState;
 use super::windows::Windowed;
 use super::{resolve, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, Timing, TimingConfig, TimingMode};
+use crate::gpu::{CallOrder, Gpu, Timing, TimingConfig, TimingMode};
 use crate::matrix::{check_vectors, Csr, Pattern, VectorFit};
 use crate::reorder::{Ordering, Reorder};
 use crate::scalar::Scalar;
@@ -98,6 +103,15 @@ struct DevicePlan<T: PrepareFor> {
     permuted: Option<Arc<dyn DeviceLayout<T>>>,
     x: CudaSlice<T>,
     y: CudaSlice<T>,
+    /// The order of calls across streams ([`Plan::apply_device_on`]).
+    order: CallOrder,
+}
+
+impl<T: PrepareFor> Drop for DevicePlan<T> {
+    fn drop(&mut self) {
+        // The buffers are freed on the plan's own stream: after the last call, wherever it ran.
+        let _ = self.order.settle(&self.gpu);
+    }
 }
 
 /// How [`Plan::update_values`] replaced the values.
@@ -266,6 +280,7 @@ impl<T: PrepareFor> Plan<T> {
                     .map_err(|e| Error::cuda("upload", e))?;
                 prep.upload = t1.elapsed();
                 Some(DevicePlan {
+                    order: CallOrder::new(&gpu),
                     gpu,
                     layout: dl,
                     permuted,
@@ -354,6 +369,7 @@ impl<T: PrepareFor> Plan<T> {
                 None => self.layout.run_cpu(alpha, x, beta, y),
             },
             Some(d) => {
+                d.order.settle(&d.gpu)?;
                 if !x.is_empty() {
                     d.gpu
                         .stream()
@@ -420,15 +436,45 @@ impl<T: PrepareFor> Plan<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        let d = self
-            .device
-            .as_ref()
-            .ok_or_else(|| Error::MethodUnsupported {
-                method: self.method.info().name.into(),
-                reason: "apply_device needs a plan on the GPU; this one runs on the CPU".into(),
-            })?;
-        d.layout
-            .run(&d.gpu, alpha, x, beta, y)
+        let d = self.device_ref("apply_device")?;
+        self.apply_device_on(&d.gpu, alpha, x, beta, y)
+    }
+
+    /// [`Plan::apply_device`] enqueued on `gpu`'s stream: the plan's GPU or a view of it on a
+    /// caller's stream ([`Gpu::on_stream`]; [`Error::InvalidArgument`] for another device or
+    /// context, and for x or y in memory of another context). Every launch of the call (all
+    /// kernels, cuSPARSE, the y prologue, the permutations of a reordered plan, each window)
+    /// goes on that stream, so the call orders with the caller's other work there and is
+    /// captured with it into a CUDA graph. The plan's calls still run one at a time, whatever
+    /// their streams: a call on another stream than the previous call's first waits for that
+    /// call on the device (an event; no host synchronisation), since the layout's scratch
+    /// buffers serve every call. A call captured into a CUDA graph neither waits nor leaves an
+    /// event behind; the caller orders the graph's launches against other calls of the plan (as
+    /// cuSPARSE asks for its external buffer) and keeps the plan alive while the graph may run.
+    pub fn apply_device_on(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let d = self.device_ref("apply_device")?;
+        let foreign = [("the stream", gpu.context()), ("x", x.context())]
+            .into_iter()
+            .chain([("y", y.context())])
+            .find(|(_, c)| !d.gpu.same_context(c));
+        if let Some((what, _)) = foreign {
+            return Err(Error::InvalidArgument(format!(
+                "apply_device ({}): {what} belongs to another CUDA context than the plan's \
+                 (device {}, {})",
+                self.method.info().name,
+                d.gpu.ordinal(),
+                d.gpu.name()
+            )));
+        }
+        d.order
+            .call(gpu, &d.gpu, || d.layout.run(gpu, alpha, x, beta, y))
             .map_err(|e| match e {
                 Error::DimensionMismatch {
                     what,
@@ -463,7 +509,9 @@ impl<T: PrepareFor> Plan<T> {
             .as_ref()
             .and_then(|d| d.permuted.as_ref().map(|p| (d, p)))
         {
-            Some((d, inner)) => inner.as_ref().run(&d.gpu, alpha, x, beta, y),
+            Some((d, inner)) => d.order.call(&d.gpu, &d.gpu, || {
+                inner.as_ref().run(&d.gpu, alpha, x, beta, y)
+            }),
             None => self.apply_device(alpha, x, beta, y),
         }
     }
@@ -538,6 +586,7 @@ impl<T: PrepareFor> Plan<T> {
         // the multi-vector path's device copies hold the old values
         self.multi = MultiState::default();
         if let Some(d) = &mut self.device {
+            d.order.settle(&d.gpu)?;
             let t1 = Instant::now();
             let name = self.method.info().name;
             (d.layout, d.permuted) =
@@ -751,6 +800,7 @@ impl<T: PrepareFor> Plan<T> {
         beta: T,
     ) -> Result<Timing> {
         let d = self.device_mut("time")?;
+        d.order.settle(&d.gpu)?;
         let (gpu, layout, x, y) = (&d.gpu, d.layout.as_ref(), &d.x, &mut d.y);
         crate::gpu::timing::time(gpu, mode, cfg, || layout.run(gpu, alpha, x, beta, y))
     }
@@ -762,6 +812,16 @@ impl<T: PrepareFor> Plan<T> {
         let r = f(self, &mut st);
         self.multi = st;
         r
+    }
+
+    /// Orders the plan's own stream after its last call, wherever that ran
+    /// ([`Plan::apply_device_on`]), before work on its own stream that shares the layout's
+    /// scratch (the multi-vector path's k-SpMV fallback). Nothing to do on a CPU plan.
+    pub(crate) fn settle_calls(&self) -> Result<()> {
+        match &self.device {
+            Some(d) => d.order.settle(&d.gpu),
+            None => Ok(()),
+        }
     }
 
     /// The device side of a GPU plan; on a CPU plan the error that `Plan::{what}` needs the GPU.

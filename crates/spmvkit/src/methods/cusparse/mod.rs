@@ -241,10 +241,10 @@ struct CusparseDevice<T: Scalar> {
 }
 
 impl<T: Scalar> Launches<T> for CusparseDevice<T> {
-    unsafe fn run(&self, _gpu: &Gpu, c: Call<'_, T>) -> Result<()> {
+    unsafe fn run(&self, gpu: &Gpu, c: Call<'_, T>) -> Result<()> {
         if let Some(u) = &self.upload {
-            self.spmv.refill_entries(&u.col_idx, &u.vals)?;
+            self.spmv.refill_entries(gpu, &u.col_idx, &u.vals)?;
         }
-        self.spmv.run(c.alpha, c.x, c.beta, c.y)
+        self.spmv.run_on(gpu, c.alpha, c.x, c.beta, c.y)
     }
 }

@@ -17,6 +17,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
 use super::{BsrLayout, NAME};
 use crate::error::{Error, Result};
+use crate::gpu::cusparse::HandleStream;
 use crate::gpu::{kernel_int, Gpu};
 use crate::methods::common::gpu::{Call, Launches};
 use crate::methods::common::room::device_room;
@@ -64,6 +65,7 @@ fn check(what: &str, s: cusparseStatus_t) -> Result<()> {
 struct Handles {
     handle: cusparseHandle_t,
     descr: cusparseMatDescr_t,
+    stream: HandleStream,
 }
 
 // SAFETY: the raw handles are only used under the Mutex that holds them.
@@ -79,15 +81,13 @@ impl Handles {
         let mut h = Handles {
             handle: std::ptr::null_mut(),
             descr: std::ptr::null_mut(),
+            stream: HandleStream::unset(),
         };
         h.handle = cudarc::cusparse::result::create()
             .map_err(|e| Error::cuda("cusparseCreate", format!("{e:?}")))?;
-        // SAFETY: a live handle; the driver and runtime stream types name the same object.
+        // SAFETY: a live handle, not shared yet.
         unsafe {
-            check(
-                "SetStream",
-                sys::cusparseSetStream(h.handle, gpu.stream().cu_stream() as sys::cudaStream_t),
-            )?;
+            h.stream.set(h.handle, gpu.stream())?;
             check("CreateMatDescr", sys::cusparseCreateMatDescr(&mut h.descr))?;
         }
         Ok(h)
@@ -153,20 +153,24 @@ device_room! {
 }
 
 impl<T: Scalar> DeviceBsr<T> {
-    /// One bsrmv on device addresses `xp` (nb·b values) and `yp` (mb·b values).
+    /// One bsrmv on device addresses `xp` (nb·b values) and `yp` (mb·b values), on `gpu`'s
+    /// stream (the handle moves there first).
     ///
     /// # Safety
     ///
     /// `xp` and `yp` address live device buffers of at least nb·b and mb·b values, not freed
-    /// before the call completes on the stream.
-    unsafe fn call(&self, alpha: T, xp: u64, beta: T, yp: u64) -> Result<()> {
+    /// before the call completes on the stream; `gpu` is the GPU of the upload or a view of it.
+    unsafe fn call(&self, gpu: &Gpu, alpha: T, xp: u64, beta: T, yp: u64) -> Result<()> {
         let (mb, nb, nnzb) = (
             kernel_int("cusparse-bsr block rows", self.mb)?,
             kernel_int("cusparse-bsr block columns", self.nb)?,
             kernel_int("cusparse-bsr blocks", self.nnzb)?,
         );
-        let stream = self.gpu.stream();
-        let h = self.h.lock().unwrap_or_else(|p| p.into_inner());
+        let stream = gpu.stream();
+        let mut h = self.h.lock().unwrap_or_else(|p| p.into_inner());
+        let handle = h.handle;
+        // SAFETY: the live handle, under its lock, on the plan's context (the caller's contract).
+        unsafe { h.stream.set(handle, stream) }?;
         let (rp, _g1) = self.row_ptr.device_ptr(stream);
         let (ci, _g2) = self.col_idx.device_ptr(stream);
         let (va, _g3) = self.vals.device_ptr(stream);
@@ -224,7 +228,7 @@ impl<T: Scalar> Launches<T> for DeviceBsr<T> {
             let (xp, _gx) = x.device_ptr(stream);
             let (yp, _gy) = y.device_ptr_mut(stream);
             // SAFETY: x and y hold whole blocks (nb·b and mb·b values), checked just above.
-            return unsafe { self.call(alpha, xp, beta, yp) };
+            return unsafe { self.call(gpu, alpha, xp, beta, yp) };
         }
         let Some(s) = &self.scratch else {
             return Err(Error::InvalidArgument(format!(
@@ -258,7 +262,7 @@ impl<T: Scalar> Launches<T> for DeviceBsr<T> {
             };
             // SAFETY: each address is a vector of whole blocks (checked) or the scratch,
             // allocated with nb·b and mb·b values.
-            unsafe { self.call(alpha, xp, beta, yp) }?;
+            unsafe { self.call(gpu, alpha, xp, beta, yp) }?;
         }
         if !y_direct {
             stream

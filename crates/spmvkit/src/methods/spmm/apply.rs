@@ -105,6 +105,7 @@ impl<T: PrepareFor> Plan<T> {
         shape.check("apply_multi", dims, x.len(), y.len(), true)?;
         let path = self.multi_path(shape);
         if self.backend() == Backend::Gpu {
+            self.settle_calls()?;
             self.set_multi_vectors(shape, Some(x), Some(y))?;
             let path = self.with_multi(|plan, st| {
                 let mut b = st.blocks.take().ok_or_else(|| {
@@ -161,6 +162,7 @@ impl<T: PrepareFor> Plan<T> {
         if self.backend() != Backend::Gpu {
             return Err(no_gpu(self.info().name, "apply_multi_device"));
         }
+        self.settle_calls()?;
         self.with_multi(|plan, st| run_device(plan, st, alpha, x, beta, y, shape))
     }
 
@@ -173,6 +175,7 @@ impl<T: PrepareFor> Plan<T> {
         shape.check("prepare_multi", dims, xl, yl, true)?;
         let path = self.multi_path(shape);
         if self.backend() == Backend::Gpu {
+            self.settle_calls()?;
             self.with_multi(|plan, st| ready(plan, st, shape, path))?;
         }
         Ok(path)

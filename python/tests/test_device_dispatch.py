@@ -1,0 +1,151 @@
+"""The Python half of the device path (issue #23) without a GPU: a stand-in for CuPy (the array
+metadata the package reads) and a stand-in for the core's ``apply_device``, so that CI checks what
+the package hands to Rust (addresses, lengths, device, stream, alpha, beta), that y is written in
+place or allocated by the array's library, and that bad arrays are refused before Rust is reached.
+The real thing runs in test_gpu.py on the GPU machine."""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import spmvkit
+
+
+class _Device:
+    def __init__(self, i):
+        self.id = i
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Flags:
+    def __init__(self, c):
+        self.c_contiguous = c
+
+
+class _Mem:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+def fake_cupy():
+    """A module with just what spmvkit reads from CuPy arrays and streams."""
+    cupy = types.ModuleType("cupy")
+    made = []
+
+    class ndarray:
+        _next = 1 << 20
+
+        def __init__(self, shape, dtype=np.float64, device=0, contiguous=True):
+            self.shape = tuple(shape)
+            self.ndim = len(self.shape)
+            self.dtype = np.dtype(dtype)
+            self.strides = (self.dtype.itemsize if contiguous else 2 * self.dtype.itemsize,)
+            self.flags = _Flags(contiguous)
+            self.device = _Device(device)
+            self.data = _Mem(ndarray._next)
+            ndarray._next += 1 << 16
+
+    def empty(n, dtype):
+        a = ndarray((n,), dtype)
+        made.append(a)
+        return a
+
+    class _Stream:
+        ptr = 0xABC0
+
+    cupy.ndarray = ndarray
+    cupy.empty = empty
+    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda device=-1: _Stream())
+    cupy.made = made
+    return cupy
+
+
+class FakeCore:
+    """Records apply_device calls; everything else goes to the real core."""
+
+    def __init__(self, core):
+        self.core, self.calls = core, []
+
+    def apply_device(self, *args):
+        self.calls.append(args)
+
+    def __getattr__(self, name):
+        return getattr(self.core, name)
+
+
+@pytest.fixture
+def cupy(monkeypatch):
+    fake = fake_cupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(spmvkit, "_KINDS", {})
+    return fake
+
+
+def plan_of(A, **kw):
+    plan = spmvkit.Plan(A, method="csr", backend="cpu", **kw)
+    plan._core = FakeCore(plan._core)
+    return plan
+
+
+def test_the_core_gets_addresses_lengths_device_and_stream(cupy):
+    plan = plan_of(sp.random(10, 12, density=0.3, format="csr", random_state=1))
+    x, y = cupy.ndarray((12,)), cupy.ndarray((10,))
+    assert plan.apply(x, y, alpha=2.0, beta=-1.0) is y
+    assert plan._core.calls == [(x.data.ptr, 12, y.data.ptr, 10, 0, 0xABC0, 2.0, -1.0)]
+    out = plan @ x
+    assert out is cupy.made[-1] and out.shape == (10,) and out.dtype == np.float64
+    assert plan._core.calls[-1] == (x.data.ptr, 12, out.data.ptr, 10, 0, 0xABC0, 1.0, 0.0)
+
+
+def test_an_f32_plan_takes_float32_only(cupy):
+    A = sp.random(5, 4, density=0.5, format="csr", random_state=2).astype(np.float32)
+    plan = plan_of(A)
+    assert plan.dtype == np.float32
+    plan @ cupy.ndarray((4,), np.float32)
+    with pytest.raises(TypeError, match="dtype float64"):
+        plan @ cupy.ndarray((4,), np.float64)
+    assert len(plan._core.calls) == 1
+
+
+def test_bad_device_arrays_never_reach_the_core(cupy):
+    plan = plan_of(sp.random(10, 12, density=0.3, format="csr", random_state=1))
+    bad = [
+        ((cupy.ndarray((11,)),), ValueError, "12 entries"),
+        ((cupy.ndarray((12, 2)),), ValueError, "issue #24"),
+        ((cupy.ndarray((12,), contiguous=False),), ValueError, "not contiguous"),
+        ((cupy.ndarray((12,), np.int32),), TypeError, "dtype int32"),
+        ((cupy.ndarray((12,)), cupy.ndarray((9,))), ValueError, "10 entries"),
+        ((cupy.ndarray((12,)), cupy.ndarray((10,), device=1)), ValueError, "device 1"),
+        ((cupy.ndarray((12,)), np.zeros(10)), TypeError, "CuPy array too"),
+        ((np.zeros(12), cupy.ndarray((10,))), TypeError, "host array"),
+    ]
+    for args, err, msg in bad:
+        with pytest.raises(err, match=msg):
+            plan.apply(*args)
+    with pytest.raises(ValueError, match="beta != 0 needs y"):
+        plan.apply(cupy.ndarray((12,)), beta=0.5)
+    assert plan._core.calls == []
+
+
+def test_other_cuda_array_interface_objects_are_refused():
+    class Foreign:
+        __cuda_array_interface__ = {}
+
+    plan = spmvkit.Plan(sp.identity(3, format="csr"), method="csr", backend="cpu")
+    with pytest.raises(TypeError, match="CuPy and PyTorch"):
+        plan @ Foreign()
+
+
+def test_the_linear_operator_library_is_chosen_or_refused():
+    plan = spmvkit.Plan(sp.identity(3, format="csr"), method="csr", backend="cpu")
+    assert type(plan.as_linear_operator()).__module__.startswith("scipy")
+    with pytest.raises(ValueError, match="library"):
+        plan.as_linear_operator("jax")

@@ -1,0 +1,408 @@
+"""The GPU path of the Python package (issue #23) with CuPy and PyTorch, against SciPy.
+
+Every test needs spmvkit's GPU and CuPy or PyTorch with CUDA. Without them the tests are skipped
+with the reason (``pytest -rs`` lists them); with ``SPMVKIT_REQUIRE_GPU=1`` a missing GPU, CuPy
+or PyTorch is a failure instead, as in the Rust GPU tests.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import spmvkit
+
+REQUIRE = os.environ.get("SPMVKIT_REQUIRE_GPU", "") not in ("", "0")
+
+
+def _unavailable(reason):
+    if REQUIRE:
+        pytest.fail(f"SPMVKIT_REQUIRE_GPU=1, but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    """spmvkit's GPU works (a plan on it can be made)."""
+    try:
+        plan = spmvkit.Plan(sp.identity(4, format="csr"), method="csr-vector", backend="gpu")
+    except Exception as e:  # the reason is the library's own message
+        _unavailable(f"no GPU for spmvkit: {e}")
+    assert plan.backend == "gpu" and plan.device == 0
+    return plan.device
+
+
+@pytest.fixture(scope="module")
+def cupy(gpu):
+    try:
+        import cupy
+        import cupyx.scipy.sparse  # noqa: F401
+        import cupyx.scipy.sparse.linalg  # noqa: F401
+
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        _unavailable(f"CuPy with CUDA is not usable: {e!r}")
+    return cupy
+
+
+@pytest.fixture(scope="module")
+def torch(gpu):
+    try:
+        import torch
+    except Exception as e:
+        _unavailable(f"PyTorch is not importable: {e!r}")
+    if not torch.cuda.is_available():
+        _unavailable("PyTorch sees no CUDA device")
+    return torch
+
+
+DTYPES = [np.float32, np.float64]
+METHODS = ["auto", "csr-vector", "merge", "cusparse", "csr-packed", "cusparse-bsr",
+           "csr-vector[reorder=rcm]", "merge[windows=3]"]
+
+
+def matrices():
+    yield "rect 300x420", sp.random(300, 420, density=0.02, format="csr", random_state=3)
+    yield "poisson", sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(1000, 1000), format="csr")
+    dense_row = sp.lil_matrix((257, 257))
+    dense_row[7, :] = np.linspace(-1, 1, 257)
+    dense_row.setdiag(1.0)
+    yield "dense row", dense_row.tocsr()
+
+
+CASES = list(matrices())
+# (name, A, method): a reordering needs a square matrix
+GRID = [pytest.param(name, A, m, id=f"{name}-{m}") for name, A in CASES for m in METHODS
+        if "reorder" not in m or A.shape[0] == A.shape[1]]
+
+
+def tol(dtype):
+    return dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
+
+
+def square(n=500, seed=5, dtype=np.float64):
+    return (sp.random(n, n, density=0.01, format="csr", random_state=seed)
+            + sp.identity(n, format="csr")).astype(dtype).tocsr()
+
+
+# ---- results against SciPy -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name,A,method", GRID)
+def test_cupy_matches_scipy(cupy, name, A, method, dtype):
+    import cupyx.scipy.sparse as csp
+
+    A = A.astype(dtype)
+    plan = spmvkit.Plan(csp.csr_matrix(A), method=method)
+    assert plan.backend == "gpu" and plan.dtype == dtype
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(A.shape[1]).astype(dtype)
+    y0 = rng.standard_normal(A.shape[0]).astype(dtype)
+    out = plan @ cupy.asarray(x)
+    assert isinstance(out, cupy.ndarray) and out.dtype == dtype
+    np.testing.assert_allclose(out.get(), A @ x, **tol(dtype))
+    y = cupy.asarray(y0)
+    assert plan.apply(cupy.asarray(x), y, alpha=-1.5, beta=0.5) is y
+    np.testing.assert_allclose(y.get(), -1.5 * (A @ x) + 0.5 * y0, **tol(dtype))
+
+
+@pytest.mark.parametrize("fmt", ["csc", "coo"])
+def test_cupyx_csc_and_coo_matrices(cupy, fmt):
+    import cupyx.scipy.sparse as csp
+
+    A = sp.random(200, 150, density=0.05, format=fmt, random_state=9)
+    Ad = {"csc": csp.csc_matrix, "coo": csp.coo_matrix}[fmt](A)
+    plan = spmvkit.Plan(Ad, method="csr-vector")
+    x = np.linspace(-1, 1, 150)
+    np.testing.assert_allclose((plan @ cupy.asarray(x)).get(), A @ x, rtol=1e-12, atol=1e-12)
+    assert plan.prep_seconds > 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["csr", "coo", "csc"])
+@pytest.mark.parametrize("method", ["auto", "csr-vector", "cusparse"])
+def test_torch_matches_scipy(torch, method, layout, dtype):
+    A = sp.random(400, 300, density=0.02, format="csr", random_state=4).astype(dtype)
+    tdt = torch.float32 if dtype == np.float32 else torch.float64
+    At = torch.tensor(A.toarray(), dtype=tdt, device="cuda")
+    At = {"csr": At.to_sparse_csr, "coo": At.to_sparse, "csc": At.to_sparse_csc}[layout]()
+    plan = spmvkit.Plan(At, method=method)
+    x = np.random.default_rng(2).standard_normal(300).astype(dtype)
+    out = plan @ torch.tensor(x, device="cuda")
+    assert isinstance(out, torch.Tensor) and out.is_cuda and out.dtype == tdt
+    np.testing.assert_allclose(out.cpu().numpy(), A @ x, **tol(dtype))
+    y0 = np.arange(400, dtype=dtype)
+    y = torch.tensor(y0, device="cuda")
+    assert plan.apply(torch.tensor(x, device="cuda"), y, alpha=2.0, beta=-1.0) is y
+    np.testing.assert_allclose(y.cpu().numpy(), 2.0 * (A @ x) - y0, **tol(dtype))
+
+
+def test_numpy_vectors_on_a_gpu_plan_are_copied(cupy):
+    A = square()
+    plan = spmvkit.Plan(A, method="csr-vector", backend="gpu")
+    x = np.ones(A.shape[1])
+    out = plan @ x
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, A @ x, rtol=1e-12)
+
+
+# ---- zero copy, in place, on the caller's stream ----------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["auto", "csr-vector", "cusparse", "merge[windows=2]"])
+def test_cupy_zero_copy_in_place_and_no_host_round_trip(cupy, method):
+    A = square()
+    plan = spmvkit.Plan(A, method=method, backend="gpu")
+    calls = []
+    core = plan._core
+
+    class Spy:
+        """Records which door of the core each call takes."""
+
+        def __getattr__(self, name):
+            calls.append(name)
+            return getattr(core, name)
+
+    plan._core = Spy()
+    x = cupy.asarray(np.linspace(-1, 1, A.shape[1]))
+    y = cupy.zeros(A.shape[0])
+    px, py = x.data.ptr, y.data.ptr
+    # Captured into a CUDA graph on a stream of the caller's: a host copy or a synchronisation
+    # inside the call would break the capture.
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        plan.apply(x, cupy.zeros(A.shape[0]))  # warm-up outside the capture (CUDA's advice)
+        s.begin_capture()
+        out = plan.apply(x, y, alpha=1.0, beta=1.0)
+        graph = s.end_capture()
+    assert out is y and x.data.ptr == px and y.data.ptr == py
+    assert calls == ["apply_device"], calls
+    for _ in range(3):
+        graph.launch(stream=s)
+    s.synchronize()
+    np.testing.assert_allclose(y.get(), 3.0 * (A @ x.get()), rtol=1e-12, atol=1e-12)
+
+
+def test_torch_zero_copy_in_place_and_captured_in_a_torch_graph(torch):
+    A = square()
+    plan = spmvkit.Plan(A, method="csr-vector", backend="gpu")
+    x = torch.linspace(-1, 1, A.shape[1], dtype=torch.float64, device="cuda")
+    y = torch.zeros(A.shape[0], dtype=torch.float64, device="cuda")
+    px, py = x.data_ptr(), y.data_ptr()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graph asks
+        plan.apply(x, torch.empty_like(y))
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = plan.apply(x, y, alpha=1.0, beta=1.0)
+    assert out is y and x.data_ptr() == px and y.data_ptr() == py
+    for _ in range(2):
+        g.replay()
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(y.cpu().numpy(), 2.0 * (A @ x.cpu().numpy()), rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["csr-vector", "cusparse", "csr-vector[reorder=rcm]"])
+def test_cupy_work_on_a_non_default_stream_is_ordered(cupy, method):
+    A = square(2000, seed=8)
+    n = A.shape[0]
+    plan = spmvkit.Plan(A, method=method, backend="gpu")
+    want = np.cos(np.arange(n))
+    x = cupy.full(n, np.nan)
+    y = cupy.full(n, np.nan)
+    big = cupy.ones(1 << 26)
+    cupy.cuda.Device().synchronize()
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        for _ in range(8):  # a long job first, so that a call on another stream runs too early
+            big *= 1.0000001
+        x[...] = cupy.cos(cupy.arange(n, dtype=cupy.float64))
+        plan.apply(x, y)
+        got = y.get(stream=s)  # copies on s, then waits for s only
+    np.testing.assert_allclose(got, A @ want, rtol=1e-12, atol=1e-12)
+
+
+def test_torch_work_on_a_non_default_stream_is_ordered(torch):
+    A = square(2000, seed=8)
+    n = A.shape[0]
+    plan = spmvkit.Plan(A, method="auto", backend="gpu")
+    x = torch.full((n,), float("nan"), dtype=torch.float64, device="cuda")
+    y = torch.full((n,), float("nan"), dtype=torch.float64, device="cuda")
+    big = torch.ones(1 << 26, device="cuda")
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        for _ in range(8):
+            big.mul_(1.0000001)
+        x.copy_(torch.cos(torch.arange(n, dtype=torch.float64, device="cuda")))
+        plan.apply(x, y)
+        got = y.cpu()  # waits for the current stream, s
+    np.testing.assert_allclose(got.numpy(), A @ np.cos(np.arange(n)), rtol=1e-12, atol=1e-12)
+
+
+def test_calls_alternating_between_streams_stay_in_order(cupy):
+    A = square(3000, seed=2)
+    n = A.shape[0]
+    plan = spmvkit.Plan(A, method="csr-vector[reorder=rcm]", backend="gpu")
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+    xs = [cupy.asarray(np.sin(np.arange(n) * (k + 1))) for k in range(6)]
+    ys = [cupy.zeros(n) for _ in range(6)]
+    cupy.cuda.Device().synchronize()
+    for k in range(6):
+        with streams[k % 2]:
+            plan.apply(xs[k], ys[k])
+    cupy.cuda.Device().synchronize()
+    for k in range(6):
+        np.testing.assert_allclose(ys[k].get(), A @ xs[k].get(), rtol=1e-12, atol=1e-12)
+
+
+# ---- determinism -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_deterministic_plans_repeat_bit_for_bit(cupy, dtype):
+    A = sp.random(5000, 5000, density=0.002, format="csr", random_state=1).astype(dtype)
+    plan = spmvkit.Plan(A, method="auto", deterministic=True, backend="gpu")
+    assert plan.deterministic
+    x = cupy.asarray(np.random.default_rng(3).standard_normal(5000).astype(dtype))
+    first = (plan @ x).get()
+    for _ in range(5):
+        assert np.array_equal((plan @ x).get().view(np.uint8), first.view(np.uint8))
+    np.testing.assert_allclose(first, A @ x.get(), **tol(dtype))
+
+
+# ---- bad input -------------------------------------------------------------------------------
+
+
+def test_bad_cupy_vectors_are_refused_clearly(cupy):
+    A = sp.random(10, 12, density=0.3, format="csr", random_state=1)
+    plan = spmvkit.Plan(A, method="csr-vector", backend="gpu")
+    with pytest.raises(TypeError, match="dtype float32"):
+        plan @ cupy.ones(12, dtype=cupy.float32)
+    with pytest.raises(TypeError, match="dtype int32"):
+        plan @ cupy.ones(12, dtype=cupy.int32)
+    with pytest.raises(ValueError, match="12 entries"):
+        plan @ cupy.ones(11)
+    with pytest.raises(ValueError, match="issue #24"):
+        plan @ cupy.ones((12, 3))
+    with pytest.raises(ValueError, match="not contiguous"):
+        plan @ cupy.ones(24)[::2]
+    with pytest.raises(ValueError, match="10 entries"):
+        plan.apply(cupy.ones(12), cupy.ones(9))
+    with pytest.raises(TypeError, match="CuPy array too"):
+        plan.apply(cupy.ones(12), np.ones(10))
+    with pytest.raises(TypeError, match="host array"):
+        plan.apply(np.ones(12), cupy.ones(10))
+    with pytest.raises(ValueError, match="beta != 0 needs y"):
+        plan.apply(cupy.ones(12), beta=1.0)
+    # The Rust side's own checks (what the Python half cannot see): device, lengths, overlap.
+    x, y = cupy.ones(12), cupy.ones(10)
+    with pytest.raises(ValueError, match="device 1"):
+        plan._core.apply_device(x.data.ptr, 12, y.data.ptr, 10, 1, 0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="overlap"):
+        plan._core.apply_device(x.data.ptr, 12, x.data.ptr + 8, 10, 0, 0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="x must have 12 entries"):
+        plan._core.apply_device(x.data.ptr, 13, y.data.ptr, 10, 0, 0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="aligned"):
+        plan._core.apply_device(x.data.ptr + 1, 12, y.data.ptr, 10, 0, 0, 1.0, 0.0)
+    square_plan = spmvkit.Plan(square(50), method="csr-vector", backend="gpu")
+    v = cupy.ones(50)
+    with pytest.raises(ValueError, match="overlap"):
+        square_plan.apply(v, v)
+    cpu_plan = spmvkit.Plan(A, method="csr-vector", backend="cpu")
+    with pytest.raises(TypeError, match="plan on the GPU"):
+        cpu_plan @ cupy.ones(12)
+
+
+def test_bad_torch_vectors_are_refused_clearly(torch):
+    A = sp.random(10, 12, density=0.3, format="csr", random_state=1).astype(np.float32)
+    plan = spmvkit.Plan(A, method="csr-vector", backend="gpu")
+    assert plan.dtype == np.float32
+    cuda = dict(device="cuda")
+    with pytest.raises(TypeError, match="torch.float64"):
+        plan @ torch.ones(12, dtype=torch.float64, **cuda)
+    with pytest.raises(TypeError, match="torch.float16"):
+        plan @ torch.ones(12, dtype=torch.float16, **cuda)
+    with pytest.raises(ValueError, match="12 entries"):
+        plan @ torch.ones(13, **cuda)
+    with pytest.raises(ValueError, match="issue #24"):
+        plan @ torch.ones(12, 2, **cuda)
+    with pytest.raises(ValueError, match="not contiguous"):
+        plan @ torch.ones(12, 2, **cuda)[:, 0]
+    with pytest.raises(TypeError, match="CUDA tensor too"):
+        plan.apply(torch.ones(12, **cuda), torch.ones(10))
+    with pytest.raises(TypeError, match="dense tensor|layout"):
+        spmvkit.Plan(torch.ones(3, 3, **cuda))
+    cpu_plan = spmvkit.Plan(A, method="csr-vector", backend="cpu")
+    with pytest.raises(TypeError, match="plan on the GPU"):
+        cpu_plan @ torch.ones(12, **cuda)
+    # a CPU tensor on a CPU plan is a host array
+    out = cpu_plan @ torch.ones(12)
+    np.testing.assert_allclose(out, A @ np.ones(12, dtype=np.float32), rtol=1e-5)
+
+
+# ---- solvers and a GNN step --------------------------------------------------------------------
+
+
+def test_cupyx_cg_converges_on_the_linear_operator(cupy):
+    import cupyx.scipy.sparse.linalg as cla
+
+    n = 2000
+    A = sp.diags([-1.0, 2.5, -1.0], [-1, 0, 1], shape=(n, n), format="csr")
+    plan = spmvkit.Plan(A, method="auto", backend="gpu")
+    op = plan.as_linear_operator()
+    assert type(op).__module__.startswith("cupyx")
+    b = cupy.asarray(A @ np.ones(n))
+    x, info = cla.cg(op, b, tol=1e-10) if _cg_takes_tol(cla) else cla.cg(op, b, rtol=1e-10)
+    assert info == 0
+    np.testing.assert_allclose(x.get(), 1.0, atol=1e-6)
+    x, info = cla.gmres(op, b)
+    assert info == 0
+    np.testing.assert_allclose(x.get(), 1.0, atol=1e-3)
+    assert type(plan.as_linear_operator("scipy")).__module__.startswith("scipy")
+
+
+def _cg_takes_tol(cla):
+    import inspect
+
+    return "tol" in inspect.signature(cla.cg).parameters
+
+
+def test_torch_gnn_propagation_step(torch):
+    # Symmetric normalised adjacency of a random graph with self-loops, D^-1/2 (A + I) D^-1/2.
+    n, f = 3000, 16
+    adj = sp.random(n, n, density=0.002, format="csr", random_state=6)
+    adj = ((adj + adj.T) > 0).astype(np.float32) + sp.identity(n, dtype=np.float32)
+    d = np.asarray(adj.sum(axis=1)).ravel() ** -0.5
+    norm = (sp.diags(d) @ adj @ sp.diags(d)).tocsr().astype(np.float32)
+    At = torch.sparse_csr_tensor(
+        torch.tensor(norm.indptr, dtype=torch.int64), torch.tensor(norm.indices, dtype=torch.int64),
+        torch.tensor(norm.data), size=norm.shape).cuda()
+    plan = spmvkit.Plan(At, method="auto", calls=100)
+    H = torch.randn(n, f, device="cuda")
+    W = torch.randn(f, f, device="cuda")
+    XW = H @ W
+    out = torch.empty(f, n, device="cuda")  # rows of out are contiguous columns of A·XW
+    cols = XW.t().contiguous()
+    for j in range(f):
+        plan.apply(cols[j], out[j])
+    step = torch.relu(out.t())
+    ref = torch.relu(torch.sparse.mm(At, XW))
+    torch.testing.assert_close(step, ref, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="issue #24"):
+        plan @ XW
+
+
+def test_update_values_from_device_data(cupy):
+    import cupyx.scipy.sparse as csp
+
+    A = square(300)
+    Ad = csp.csr_matrix(A)
+    plan = spmvkit.Plan(Ad, method="csr-vector")
+    Ad.data *= 3.0
+    assert plan.update_values(Ad.data) in ("gathered", "reencoded", "reprepared")
+    x = cupy.ones(300)
+    np.testing.assert_allclose((plan @ x).get(), 3.0 * (A @ np.ones(300)), rtol=1e-12)
