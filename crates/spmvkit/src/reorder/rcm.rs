@@ -112,17 +112,8 @@ fn number_component(
             }
         } else {
             let frontier = &order[lo..hi];
-            frontier.par_iter().enumerate().for_each(|(k, &p)| {
-                g.prefetch_ahead(frontier, k);
-                let pos = (lo + k) as u32;
-                for &u in g.neighbors(p as usize) {
-                    let c = &claim[u as usize];
-                    if !numbered.get(u as usize) && c.load(Relaxed) > pos {
-                        c.fetch_min(pos, Relaxed);
-                    }
-                }
-            });
-            let next: Vec<Vec<Idx>> = frontier
+            // each chunk's unnumbered neighbours, parent by parent, offered to their claims
+            let offered: Vec<Vec<(Idx, u32)>> = frontier
                 .par_chunks(PAR_CHUNK)
                 .enumerate()
                 .map(|(c, parents)| {
@@ -130,11 +121,30 @@ fn number_component(
                     for (j, &p) in parents.iter().enumerate() {
                         g.prefetch_ahead(parents, j);
                         let pos = (lo + c * PAR_CHUNK + j) as u32;
+                        for &u in g.neighbors(p as usize) {
+                            let claimed = &claim[u as usize];
+                            if !numbered.get(u as usize) && claimed.load(Relaxed) > pos {
+                                claimed.fetch_min(pos, Relaxed);
+                                out.push((u, pos));
+                            }
+                        }
+                    }
+                    out
+                })
+                .collect();
+            // the offers that won are the children, each parent's sorted
+            let next: Vec<Vec<Idx>> = offered
+                .into_par_iter()
+                .map(|offers| {
+                    let mut out = Vec::with_capacity(offers.len());
+                    for group in offers.chunk_by(|a, b| a.1 == b.1) {
+                        let pos = group[0].1;
                         let from = out.len();
                         out.extend(
-                            g.neighbors(p as usize)
+                            group
                                 .iter()
-                                .filter(|&&u| claim[u as usize].load(Relaxed) == pos),
+                                .map(|&(u, _)| u)
+                                .filter(|&u| claim[u as usize].load(Relaxed) == pos),
                         );
                         out[from..].sort_unstable_by_key(|&u| by_degree(g, u));
                     }
