@@ -9,10 +9,10 @@
 //! The start is a pseudo-peripheral vertex as George & Liu (1979) simplify Gibbs, Poole &
 //! Stockmeyer (1976): from a vertex, build its level structure and take a vertex of least
 //! degree in the last level. George and Liu repeat that while the number of levels grows;
-//! here it is done [`SWEEPS`] times at most, since on meshes and geometric graphs the vertex
-//! of one sweep is already (nearly) as eccentric, and every sweep costs a breadth-first search
-//! of the whole component, as much as the numbering itself (docs/reorder.md has the measured
-//! times and orderings).
+//! here it is done once, since on meshes and geometric graphs the vertex of one sweep is
+//! already (nearly) as eccentric, and every sweep costs a breadth-first search of the whole
+//! component, as much as the numbering itself (docs/reorder.md has the measured times and
+//! orderings).
 //!
 //! Parallel as in the level-synchronous algorithm of Karantasis et al. ("Parallelization of
 //! reordering algorithms for bandwidth and wavefront reduction", SC 2014): the vertices of one
@@ -38,9 +38,6 @@ const PAR_LEVEL: usize = 1024;
 
 /// Parents per task when a level is expanded in parallel.
 const PAR_CHUNK: usize = 128;
-
-/// Breadth-first sweeps of the pseudo-peripheral search at most, per component.
-const SWEEPS: usize = 1;
 
 /// No claim yet.
 const UNSEEN: u32 = u32::MAX;
@@ -197,14 +194,15 @@ impl Bits {
     }
 }
 
-/// The number of levels of the level structure rooted at `root`, and the vertex of least
-/// (degree, index) in its last level. Marks the component in `seen` and clears it again;
+/// A pseudo-peripheral vertex of the component of `root`, after one sweep of George & Liu
+/// (1979): the vertex of least (degree, index) in the last level of the level structure rooted
+/// at `root`. Marks the component in `seen` and clears it again;
 /// `all` is scratch space.
-fn sweep(g: &Graph, root: usize, seen: &Bits, all: &mut Vec<Idx>) -> (usize, usize) {
+fn pseudo_peripheral(g: &Graph, root: usize, seen: &Bits, all: &mut Vec<Idx>) -> usize {
     all.clear();
     seen.set(root);
     all.push(root as Idx);
-    let (mut lo, mut depth) = (0, 1);
+    let mut lo = 0;
     loop {
         let hi = all.len();
         if !parallel(hi - lo) {
@@ -243,25 +241,10 @@ fn sweep(g: &Graph, root: usize, seen: &Bits, all: &mut Vec<Idx>) -> (usize, usi
             for &v in all.iter() {
                 seen.clear(v as usize);
             }
-            return (depth, far.map_or(root, |v| v as usize));
+            return far.map_or(root, |v| v as usize);
         }
         lo = hi;
-        depth += 1;
     }
-}
-
-/// A pseudo-peripheral vertex of the component of `start` (George & Liu 1979, at most
-/// [`SWEEPS`] sweeps).
-fn pseudo_peripheral(g: &Graph, start: usize, seen: &Bits, all: &mut Vec<Idx>) -> usize {
-    let (mut depth, mut cand) = sweep(g, start, seen, all);
-    for _ in 1..SWEEPS {
-        let (d, next) = sweep(g, cand, seen, all);
-        if d <= depth {
-            break;
-        }
-        (depth, cand) = (d, next);
-    }
-    cand
 }
 
 /// Whether a level of `len` vertices is expanded in parallel: when it is large enough and
