@@ -20,8 +20,9 @@
 //! earliest-placed neighbour in the current level (`fetch_min` on its claim), and the next level
 //! is the current one's children, parent by parent, each parent's in increasing (degree, index).
 //! That is exactly the serial numbering with ties broken by index, so the result does not depend
-//! on the number of threads. Levels below [`PAR_LEVEL`] vertices are expanded serially, in one
-//! pass with no atomic read-modify-write. Seen and numbered vertices are bit sets, which stay in
+//! on the number of threads. Levels below [`PAR_LEVEL`] vertices, and every level on fewer than
+//! [`PAR_NUMBER_THREADS`] threads, are numbered serially, in one pass with no atomic
+//! read-modify-write. Seen and numbered vertices are bit sets, which stay in
 //! cache while the adjacency lists stream through.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -38,6 +39,12 @@ const PAR_LEVEL: usize = 1024;
 
 /// Parents per task when a level is expanded in parallel.
 const PAR_CHUNK: usize = 128;
+
+/// Threads from which the numbering expands wide levels in parallel: its parallel expansion
+/// does 2–3 times the serial work (two passes and atomic claims), so on two threads it was
+/// slower than the serial one (docs/reorder.md). The searches do no extra work in parallel and
+/// use two threads.
+const PAR_NUMBER_THREADS: usize = 4;
 
 /// No claim yet.
 const UNSEEN: u32 = u32::MAX;
@@ -95,7 +102,7 @@ fn number_component(
     order.push(root as Idx);
     while lo < order.len() {
         let hi = order.len();
-        if !parallel(hi - lo) {
+        if !parallel(hi - lo, PAR_NUMBER_THREADS) {
             for k in lo..hi {
                 g.prefetch_ahead(order, k);
                 let from = order.len();
@@ -205,7 +212,7 @@ fn pseudo_peripheral(g: &Graph, root: usize, seen: &Bits, all: &mut Vec<Idx>) ->
     let mut lo = 0;
     loop {
         let hi = all.len();
-        if !parallel(hi - lo) {
+        if !parallel(hi - lo, 2) {
             for k in lo..hi {
                 g.prefetch_ahead(all, k);
                 for &u in g.neighbors(all[k] as usize) {
@@ -248,7 +255,7 @@ fn pseudo_peripheral(g: &Graph, root: usize, seen: &Bits, all: &mut Vec<Idx>) ->
 }
 
 /// Whether a level of `len` vertices is expanded in parallel: when it is large enough and
-/// there is more than one thread (the parallel expansion does about twice the serial work).
-fn parallel(len: usize) -> bool {
-    len >= PAR_LEVEL && rayon::current_num_threads() > 1
+/// there are at least `threads` threads.
+fn parallel(len: usize, threads: usize) -> bool {
+    len >= PAR_LEVEL && rayon::current_num_threads() >= threads
 }
