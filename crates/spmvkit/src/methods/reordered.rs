@@ -1,6 +1,6 @@
 //! A [`Plan`](super::Plan)'s symmetric reordering (issue #22, "Locality: reordering inside the
-//! Plan"). The plan orders its square matrix A ([`crate::reorder::order`]), prepares its method
-//! on B = PAPᵀ, and computes y = αAx + βy as y = Pᵀ(αB(Px) + β(Py)), since B(Px) = P(Ax):
+//! Plan"). The plan orders its square matrix A ([`crate::reorder::order_timed`]), prepares its
+//! method on B = PAPᵀ, and computes y = αAx + βy as y = Pᵀ(αB(Px) + β(Py)), since B(Px) = P(Ax):
 //!
 //! - on the CPU, [`Reordered::apply_cpu`] permutes the host vectors around the layout's run;
 //! - on the GPU, [`PermutedDevice`] wraps the device layout, so every call (`apply`,
@@ -9,7 +9,8 @@
 //! - values given in A's order reach B through the entry map of
 //!   [`crate::reorder::permute_symmetric_map`].
 //!
-//! The ordering's time is preprocessing ([`super::PrepTimes::reorder`]).
+//! The ordering's time is preprocessing ([`super::PrepTimes::reorder`]); the plan's note
+//! gives its stages ([`crate::reorder::order_timed`]) and PAPᵀ's time.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,7 +22,9 @@ use super::DeviceLayout;
 use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::matrix::{x_sectors, Csr};
-use crate::reorder::{order, permute_symmetric_map, Ordering, Permutation, Reorder};
+use crate::reorder::{
+    order_timed, permute_symmetric_map, OrderTimes, Ordering, Permutation, Reorder,
+};
 use crate::scalar::{Idx, Scalar};
 
 /// The ordering a plan applies, with what it takes to move values and vectors across it.
@@ -55,14 +58,16 @@ pub(crate) fn reorder<T: Scalar>(a: &Csr<T>, how: Reorder) -> Result<Decision<T>
         Reorder::By(o) => o,
         Reorder::Auto => Ordering::Rcm,
     };
-    let perm = order(a, ordering)?;
+    let (perm, stages) = order_timed(a, ordering)?;
+    let t_papt = Instant::now();
     let (b, map) = permute_symmetric_map(a, &perm)?;
-    let mut note = format!("reorder={how}: {ordering} applied");
+    let cost = cost(&stages, t_papt.elapsed());
+    let mut note = format!("reorder={how}: {ordering} applied ({cost})");
     if how == Reorder::Auto {
         let (before, after) = (x_sectors(a).f64, x_sectors(&b).f64);
         let keep = Reorder::keeps(before, after, a.nrows());
         note = format!(
-            "reorder=auto: {ordering} {} (x sectors {before} as given, {after} reordered, {} for the two permutations)",
+            "reorder=auto: {ordering} {} (x sectors {before} as given, {after} reordered, {} for the two permutations; {cost})",
             if keep { "kept" } else { "declined" },
             2 * a.nrows()
         );
@@ -86,6 +91,20 @@ pub(crate) fn reorder<T: Scalar>(a: &Csr<T>, how: Reorder) -> Result<Decision<T>
         time: t0.elapsed(),
         note: Some(note),
     })
+}
+
+/// The ordering's stages and PAPᵀ's time, in seconds, for a plan's note.
+fn cost(o: &OrderTimes, papt: Duration) -> String {
+    let s = |d: Duration| d.as_secs_f64();
+    format!(
+        "ordering {:.3} s: graph {:.3}, start {:.3}, number {:.3}, bisect {:.3}; PAPᵀ {:.3} s",
+        s(o.total()),
+        s(o.graph),
+        s(o.start),
+        s(o.number),
+        s(o.bisect),
+        s(papt)
+    )
 }
 
 impl Reordered {

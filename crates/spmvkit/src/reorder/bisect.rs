@@ -48,11 +48,13 @@ pub(crate) fn bisection(g: &Graph, start: Vec<Idx>) -> Vec<Idx> {
     for (k, &v) in start.iter().enumerate() {
         local[v as usize] = k as Idx;
     }
-    let lens: Vec<usize> = start.par_iter().map(|&v| g.degree(v as usize)).collect();
+    // the neighbours of v without a self-loop
+    let nbrs = |v: Idx| g.neighbors(v as usize).iter().filter(move |&&u| u != v);
+    let lens: Vec<usize> = start.par_iter().map(|&v| nbrs(v).count()).collect();
     let ptr = prefix(&lens);
     let mut adj = vec![0 as Idx; ptr[n]];
     par_fill(&ptr, &mut adj, |k, out| {
-        for (o, &u) in out.iter_mut().zip(g.neighbors(start[k] as usize)) {
+        for (o, &u) in out.iter_mut().zip(nbrs(start[k])) {
             *o = local[u as usize];
         }
     });

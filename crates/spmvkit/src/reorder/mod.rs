@@ -3,7 +3,7 @@
 //! ([`permute_symmetric`]). B = PAPᵀ computes the same product in the new numbering:
 //! B(Px) = P(Ax), so a caller permutes x on the way in and y back on the way out.
 //!
-//! Both orderings work on the undirected graph of the pattern of A + Aᵀ without the diagonal
+//! Both orderings work on the undirected graph of the pattern of A + Aᵀ, self-loops aside
 //! (`graph.rs`), so a structurally unsymmetric A is ordered by its symmetrised pattern;
 //! disconnected graphs, empty rows, n = 0 and n = 1 are ordinary inputs.
 //!
@@ -35,6 +35,7 @@ mod tests;
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -45,6 +46,7 @@ use crate::scalar::{Idx, Scalar};
 
 use graph::Graph;
 pub(crate) use graph::{par_fill, prefix};
+use graph::{par_fill_with, prefetch, LOOKAHEAD};
 
 /// A permutation of 0..n, kept in both directions.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -256,18 +258,54 @@ fn by_name<K: Copy>(s: &str, all: &[K], name: fn(K) -> &'static str, what: &str)
 /// # Ok::<(), spmvkit::Error>(())
 /// ```
 pub fn order<T: Scalar>(a: &Csr<T>, kind: Ordering) -> Result<Permutation> {
+    Ok(order_timed(a, kind)?.0)
+}
+
+/// The wall time of each stage of an ordering ([`order_timed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OrderTimes {
+    /// Building the undirected graph of A + Aᵀ (`graph.rs`).
+    pub graph: Duration,
+    /// RCM's pseudo-peripheral start searches, every component's.
+    pub start: Duration,
+    /// RCM's Cuthill–McKee numbering, every component's, and its reversal.
+    pub number: Duration,
+    /// The bisection rounds ([`Ordering::Bisection`] only).
+    pub bisect: Duration,
+    /// Checking the order and inverting it into a [`Permutation`].
+    pub invert: Duration,
+}
+
+impl OrderTimes {
+    /// The sum of the stages.
+    pub fn total(&self) -> Duration {
+        self.graph + self.start + self.number + self.bisect + self.invert
+    }
+}
+
+/// [`order`], with the wall time of each of its stages.
+pub fn order_timed<T: Scalar>(a: &Csr<T>, kind: Ordering) -> Result<(Permutation, OrderTimes)> {
     check_square(
         &format!("{} needs a square matrix", kind.name()),
         a.nrows(),
         a.ncols(),
     )?;
-    let g = Graph::of(a);
-    let rcm = rcm::rcm(&g);
+    let mut times = OrderTimes::default();
+    let t = Instant::now();
+    let g = Graph::of(a)?;
+    times.graph = t.elapsed();
+    let rcm = rcm::rcm(&g, &mut times);
+    let t = Instant::now();
     let order = match kind {
         Ordering::Rcm => rcm,
         Ordering::Bisection => bisect::bisection(&g, rcm),
     };
-    Permutation::from_order(order)
+    times.bisect = t.elapsed();
+    drop(g);
+    let t = Instant::now();
+    let p = Permutation::from_order(order)?;
+    times.invert = t.elapsed();
+    Ok((p, times))
 }
 
 /// PAPᵀ: entry a_ij moves to (`new_of_old[i]`, `new_of_old[j]`), each row's columns sorted. In
@@ -293,21 +331,42 @@ pub fn permute_symmetric_map<T: Scalar>(a: &Csr<T>, p: &Permutation) -> Result<(
         .map(|&i| a.row_len(i as usize))
         .collect();
     let ptr = prefix(&lens);
-    let rp = a.row_ptr();
-    let mut entries: Vec<(Idx, Idx)> = vec![(0, 0); ptr[n]];
-    par_fill(&ptr, &mut entries, |k, out| {
-        let old = old_of_new[k] as usize;
-        let (cols, _) = a.row(old);
-        let first = rp[old] as usize;
-        for (e, (o, &c)) in out.iter_mut().zip(cols).enumerate() {
-            *o = (new_of_old[c as usize], (first + e) as Idx);
+    drop(lens);
+    let (rp, ci, src) = (a.row_ptr(), a.col_idx(), a.vals());
+    let nnz = ptr[n];
+    // zeroed allocations: untouched pages until the parallel fill writes them
+    let mut cols = vec![0 as Idx; nnz];
+    let mut map = vec![0 as Idx; nnz];
+    let mut vals = vec![T::zero(); nnz];
+    let out = ((&mut cols[..], &mut map[..]), &mut vals[..]);
+    par_fill_with(&ptr, out, |k, ((cols, map), vals), keys: &mut Vec<u64>| {
+        if let Some(&ahead) = old_of_new.get(k + LOOKAHEAD) {
+            prefetch(rp, ahead as usize);
         }
-        out.sort_unstable();
+        if let Some(&near) = old_of_new.get(k + LOOKAHEAD / 2) {
+            let e = rp[near as usize] as usize;
+            prefetch(ci, e);
+            prefetch(src, e);
+        }
+        let old = old_of_new[k] as usize;
+        let first = rp[old] as usize;
+        // (new column, entry) packed in one word, so that the sort is one of integers
+        keys.clear();
+        keys.extend(
+            ci[first..rp[old + 1] as usize]
+                .iter()
+                .enumerate()
+                .map(|(e, &c)| (u64::from(new_of_old[c as usize]) << 32) | (first + e) as u64),
+        );
+        keys.sort_unstable();
+        for (((c, m), v), &key) in cols.iter_mut().zip(map).zip(vals).zip(keys.iter()) {
+            let e = key as u32;
+            *c = (key >> 32) as Idx;
+            *m = e;
+            *v = src[e as usize];
+        }
     });
-    let (cols, map): (Vec<Idx>, Vec<Idx>) = entries.into_par_iter().unzip();
-    let src = a.vals();
-    let vals: Vec<T> = map.par_iter().map(|&e| src[e as usize]).collect();
-    let row_ptr: Vec<Idx> = ptr.into_iter().map(|o| o as Idx).collect();
+    let row_ptr: Vec<Idx> = ptr.par_iter().map(|&o| o as Idx).collect();
     Ok((Csr::from_parts_unchecked(n, n, row_ptr, cols, vals), map))
 }
 
