@@ -161,8 +161,7 @@ mod tests {
         assert_eq!(Timing::from_samples(vec![]).median_us, 0.0);
     }
 
-    /// A reordered plan's ordering is preprocessing: break-even counts it (`prep_ms` left it
-    /// out once, so the report gave 869 calls where 2,700 were due).
+    /// A reordered plan's ordering is preprocessing: `prep_ms`, which break-even counts, holds it.
     #[test]
     fn prep_ms_counts_the_reordering() {
         let a = crate::gen::generate::<f64>("poisson2d:4").expect("generator");
