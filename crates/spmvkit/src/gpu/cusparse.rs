@@ -98,6 +98,37 @@ unsafe fn create_dn_vec(
     })
 }
 
+/// Creates in `desc` the descriptor of a zero-based CSR matrix of `nrows` × `ncols` with `nnz`
+/// entries, 32-bit row offsets and column indices, and values of type `dt` (the CSR of every
+/// cuSPARSE call here: SpMV and SpMM).
+///
+/// # Safety
+/// `row_ptr`, `col_idx` and `vals` must address the matrix's arrays (nrows + 1, nnz and nnz
+/// elements) for as long as the descriptor is used.
+pub(crate) unsafe fn create_csr(
+    desc: &mut cusparseSpMatDescr_t,
+    (nrows, ncols, nnz): (i64, i64, i64),
+    (row_ptr, col_idx, vals): (u64, u64, u64),
+    dt: cudaDataType,
+) -> Result<()> {
+    // SAFETY: the caller's promise on the three arrays.
+    check("CreateCsr", unsafe {
+        sys::cusparseCreateCsr(
+            desc,
+            nrows,
+            ncols,
+            nnz,
+            row_ptr as *mut c_void,
+            col_idx as *mut c_void,
+            vals as *mut c_void,
+            cusparseIndexType_t::CUSPARSE_INDEX_32I,
+            cusparseIndexType_t::CUSPARSE_INDEX_32I,
+            cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
+            dt,
+        )
+    })
+}
+
 /// Points the dense-vector descriptor `desc`, now at device address `*at`, at `ptr` instead
 /// (nothing when it is there already).
 ///
@@ -295,21 +326,11 @@ impl<T: Scalar> CusparseSpmv<T> {
                 let (rp, _g1) = row_ptr.device_ptr(stream);
                 let (ci, _g2) = col_idx.device_ptr(stream);
                 let (va, _g3) = vals.device_ptr(stream);
-                check(
-                    "CreateCsr",
-                    sys::cusparseCreateCsr(
-                        &mut h.mat,
-                        nrows as i64,
-                        ncols as i64,
-                        nnz as i64,
-                        rp as *mut c_void,
-                        ci as *mut c_void,
-                        va as *mut c_void,
-                        cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                        cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                        cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
-                        dt,
-                    ),
+                create_csr(
+                    &mut h.mat,
+                    (nrows as i64, ncols as i64, nnz as i64),
+                    (rp, ci, va),
+                    dt,
                 )?;
                 let (xp, _g4) = setup_x.device_ptr_mut(stream);
                 create_dn_vec("CreateDnVec(x)", &mut h.x, ncols, xp, dt)?;

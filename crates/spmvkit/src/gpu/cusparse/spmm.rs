@@ -16,12 +16,12 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 use cudarc::cusparse::sys::{
-    self, cusparseDnMatDescr_t, cusparseHandle_t, cusparseIndexBase_t, cusparseIndexType_t,
-    cusparseOperation_t, cusparseOrder_t, cusparseSpMMAlg_t, cusparseSpMatDescr_t,
+    self, cusparseDnMatDescr_t, cusparseHandle_t, cusparseOperation_t, cusparseOrder_t,
+    cusparseSpMMAlg_t, cusparseSpMatDescr_t,
 };
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
-use super::{check, data_type};
+use super::{check, create_csr, data_type};
 use crate::error::{Error, Result};
 use crate::gpu::{time_stream, Gpu, TimingConfig};
 use crate::matrix::{Csr, DenseOrder, MultiShape};
@@ -302,22 +302,7 @@ impl<T: Scalar> CusparseSpmm<T> {
             let (rp, _g1) = self.row_ptr.device_ptr(stream);
             let (ci, _g2) = self.col_idx.device_ptr(stream);
             let (va, _g3) = self.vals.device_ptr(stream);
-            check(
-                "CreateCsr",
-                sys::cusparseCreateCsr(
-                    &mut d.mat,
-                    m,
-                    n,
-                    self.nnz as i64,
-                    rp as *mut c_void,
-                    ci as *mut c_void,
-                    va as *mut c_void,
-                    cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                    cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                    cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
-                    dt,
-                ),
-            )?;
+            create_csr(&mut d.mat, (m, n, self.nnz as i64), (rp, ci, va), dt)?;
             let (xp, _g4) = x.device_ptr(stream);
             check(
                 "CreateDnMat(X)",
