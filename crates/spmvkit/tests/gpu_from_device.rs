@@ -107,7 +107,7 @@ fn device_built<T: PrepareFor>(gpu: &Arc<Gpu>) -> Vec<String> {
                     continue;
                 }
             };
-            if !plan.from_device() || plan.backend() != Backend::Gpu {
+            if !plan.built_from_device() || plan.backend() != Backend::Gpu {
                 failures.push(format!("{what}: not a GPU plan from device arrays"));
             }
             let notes = plan.layout().notes();

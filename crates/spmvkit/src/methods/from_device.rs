@@ -388,7 +388,7 @@ impl<T: PrepareFor> Plan<T> {
     }
 
     /// Whether the plan was built from device arrays ([`Plan::from_device_csr`]).
-    pub fn from_device(&self) -> bool {
+    pub fn built_from_device(&self) -> bool {
         self.device_source().is_some()
     }
 
