@@ -31,8 +31,9 @@ class _Flags:
 
 
 class _Mem:
-    def __init__(self, ptr):
+    def __init__(self, ptr, device_id=0):
         self.ptr = ptr
+        self.device_id = device_id
 
 
 def fake_cupy():
@@ -50,7 +51,7 @@ def fake_cupy():
             self.strides = (self.dtype.itemsize if contiguous else 2 * self.dtype.itemsize,)
             self.flags = _Flags(contiguous)
             self.device = _Device(device)
-            self.data = _Mem(ndarray._next)
+            self.data = _Mem(ndarray._next, device)
             ndarray._next += 1 << 16
 
     def empty(n, dtype):

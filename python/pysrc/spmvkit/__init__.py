@@ -411,6 +411,10 @@ class Plan:
                 "(the first one CUDA_VISIBLE_DEVICES shows)"
             )
         self.shape = shape
+        self._yshape, self._xshape = (shape[0],), (shape[1],)
+        self._unit = (self._dtype.itemsize,)
+        self._cupy_stream = None
+        self._torch_strided = None
 
     def _set_precision(self, precision):
         self._dtype = np.dtype(np.float32 if precision == "f32" else np.float64)
@@ -431,7 +435,6 @@ class Plan:
         if precision is None:
             precision = "f32" if _value_dtype(kind, A) == np.float32 else "f64"
         self._set_precision(precision)
-        self._device_kind = kind
         for attempt in (0, 1):
             indptr, indices, data, shape = _device_arrays(kind, A, self._dtype)
             stream = _current_stream(kind, device)
@@ -586,10 +589,54 @@ class Plan:
         if k is None:
             k = _kind(x)
         if k == _CUPY:
+            if type(y) is type(x) and self._cupy_call(x, y, alpha, beta):
+                return y
             return self._apply_cupy(x, y, alpha, beta)
         if k == _TORCH:
+            if type(y) is type(x) and self._torch_call(x, y, alpha, beta):
+                return y
             return self._apply_torch(x, y, alpha, beta)
         return self._apply_host(x, y, alpha, beta)
+
+    # ---- the per-call fast paths ---------------------------------------------------------
+    # The common call (x and y of the plan's dtype, 1-D, of the right lengths, contiguous, on one
+    # device) with the fewest Python steps: each returns False as soon as one test does not hold,
+    # and the call then takes the full path above, which checks everything again and refuses what
+    # is wrong with its message. The Rust side checks device, lengths, overlap and alignment at
+    # every call either way.
+
+    def _cupy_call(self, x, y, alpha, beta):
+        dt = self._dtype
+        if (x.dtype is not dt or y.dtype is not dt or x.shape != self._xshape
+                or y.shape != self._yshape):
+            return False
+        unit = self._unit
+        if x.strides != unit or y.strides != unit:
+            return False
+        xd, yd = x.data, y.data
+        device = getattr(xd, "device_id", -1)
+        if device < 0 or getattr(yd, "device_id", -1) != device:
+            return False
+        stream = self._cupy_stream
+        if stream is None:
+            stream = self._cupy_stream = sys.modules["cupy"].cuda.get_current_stream
+        self._core.apply_device(xd.ptr, self._xshape[0], yd.ptr, self._yshape[0], device,
+                                stream(device).ptr, alpha, beta)
+        return True
+
+    def _torch_call(self, x, y, alpha, beta):
+        tdt = self._torch_dtype
+        if (x.dtype is not tdt or y.dtype is not tdt or not x.is_cuda or not y.is_cuda
+                or x.layout is not self._torch_strided or y.layout is not self._torch_strided
+                or x.shape != self._xshape or y.shape != self._yshape
+                or not x.is_contiguous() or not y.is_contiguous()):
+            return False
+        device = x.get_device()
+        if y.get_device() != device:
+            return False
+        self._core.apply_device(x.data_ptr(), self._xshape[0], y.data_ptr(), self._yshape[0],
+                                device, self._torch_raw_stream(device), alpha, beta)
+        return True
 
     def __matmul__(self, x):
         return self.apply(x)

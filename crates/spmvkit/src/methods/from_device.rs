@@ -430,21 +430,23 @@ impl<T: PrepareFor> Plan<T> {
         own.synchronize()?;
         let dims = layout.dims();
         *layout = Box::new(Vacant(dims));
-        own.synchronize()?;
         let own = own.clone();
-        let csr = Arc::get_mut(&mut source.csr).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "update_values_device ({name}): the plan's arrays are still shared"
-            ))
-        })?;
-        if nnz > 0 {
-            gpu.stream()
+        // The old layout is gone, so the plan holds the only reference to its arrays.
+        let copied = match Arc::get_mut(&mut source.csr) {
+            Some(csr) if nnz > 0 => gpu
+                .stream()
                 .memcpy_dtod(&vals.slice(0..nnz), &mut csr.vals_mut().slice_mut(0..nnz))
-                .map_err(|e| Error::cuda("copying the new values", e))?;
-        }
-        gpu.synchronize()?;
+                .map_err(|e| Error::cuda("copying the new values", e))
+                .and_then(|()| gpu.synchronize()),
+            Some(_) => Ok(()),
+            None => Err(Error::InvalidArgument(format!(
+                "update_values_device ({name}): the plan's arrays are still shared"
+            ))),
+        };
+        // Set up again whatever happened, so that the plan stays usable.
         let (dl, _, _) = layout_of(&own, &source.csr, source.kind, &source.params, false)?;
         *layout = dl;
+        copied?;
         Ok(super::ValueUpdate::Gathered)
     }
 }
