@@ -208,3 +208,19 @@ def test_other_methods_need_host_copy_which_copies(env):
 def test_device_methods_are_listed():
     assert spmvkit.device_methods() == ["auto", "csr-vector", "csr-scalar", "cusparse",
                                         "cusparse-alg1", "cusparse-alg2"]
+
+
+def test_a_tuple_of_device_arrays_is_taken_as_it_is(env):
+    A = matrix()
+    c = env.cupy
+    indptr, indices, data = c.ndarray(A.indptr), c.ndarray(A.indices), c.ndarray(A.data)
+    plan = spmvkit.Plan((indptr, indices, data, A.shape), method="csr-scalar")
+    assert plan.built_from_device and env.copies == []
+    ((p, i, d, shape, *_),) = env.built
+    assert (p, i, d, shape) == ((indptr.data.ptr, 41), (indices.data.ptr, A.nnz),
+                                (data.data.ptr, A.nnz), (40, 30))
+    # 64-bit indices are checked before anything narrows them
+    big = A.indices.astype(np.int64)
+    big[0] = 2**32 + 1
+    with pytest.raises(ValueError, match="32-bit"):
+        spmvkit.Plan((indptr, c.ndarray(big), data, A.shape), method="csr-scalar")

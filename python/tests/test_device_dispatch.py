@@ -116,14 +116,35 @@ def test_an_f32_plan_takes_float32_only(cupy):
     assert len(plan._core.calls) == 1
 
 
-def test_bad_device_arrays_never_reach_the_core(cupy):
+def test_the_second_call_takes_the_fast_path_with_the_same_arguments(cupy):
     plan = plan_of(sp.random(10, 12, density=0.3, format="csr", random_state=1))
+    x, y = cupy.ndarray((12,)), cupy.ndarray((10,))
+    for _ in range(3):
+        assert plan.apply(x, y, alpha=2.0, beta=-1.0) is y
+    assert plan._cupy_stream is not None  # the first call found the stream function
+    assert plan._core.calls == [(x.data.ptr, 12, y.data.ptr, 10, 0, 0xABC0, 2.0, -1.0)] * 3
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_bad_device_arrays_never_reach_the_core(cupy, warm):
+    plan = plan_of(sp.random(10, 12, density=0.3, format="csr", random_state=1))
+    if warm:  # the fast path is armed: what it lets through must still be refused
+        plan.apply(cupy.ndarray((12,)), cupy.ndarray((10,)))
+        plan._core.calls.clear()
     bad = [
         ((cupy.ndarray((11,)),), ValueError, "12 entries"),
         ((cupy.ndarray((12, 2)),), ValueError, "issue #24"),
         ((cupy.ndarray((12,), contiguous=False),), ValueError, "not contiguous"),
         ((cupy.ndarray((12,), np.int32),), TypeError, "dtype int32"),
         ((cupy.ndarray((12,)), cupy.ndarray((9,))), ValueError, "10 entries"),
+        # with y given (the fast path's call)
+        ((cupy.ndarray((12,), contiguous=False), cupy.ndarray((10,))), ValueError,
+         "not contiguous"),
+        ((cupy.ndarray((12,)), cupy.ndarray((10,), contiguous=False)), ValueError,
+         "not contiguous"),
+        ((cupy.ndarray((12,), np.int32), cupy.ndarray((10,))), TypeError, "dtype int32"),
+        ((cupy.ndarray((12,)), cupy.ndarray((10,), np.float32)), TypeError, "dtype float32"),
+        ((cupy.ndarray((12, 2)), cupy.ndarray((10,))), ValueError, "issue #24"),
         ((cupy.ndarray((12,)), cupy.ndarray((10,), device=1)), ValueError, "device 1"),
         ((cupy.ndarray((12,)), np.zeros(10)), TypeError, "CuPy array too"),
         ((np.zeros(12), cupy.ndarray((10,))), TypeError, "host array"),

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import sys
 import time
+import types
 
 import numpy as np
 
@@ -164,11 +165,10 @@ def _device_matrix(A):
     if isinstance(A, tuple) and len(A) == 4:
         k = _kind(A[0])
         if k == _CUPY:
-            import cupyx.scipy.sparse as csp
-
+            # the arrays as they are (cupyx's constructor would narrow 64-bit indices unchecked)
             indptr, indices, data, shape = A
-            with indptr.device:
-                m = csp.csr_matrix((data, indices, indptr), shape=tuple(int(s) for s in shape))
+            m = types.SimpleNamespace(indptr=indptr, indices=indices, data=data,
+                                      shape=tuple(int(s) for s in shape))
             return _CUPY, m, int(indptr.device.id)
         if k == _TORCH and A[0].is_cuda:
             import torch
@@ -206,6 +206,11 @@ def _canonical(kind, A):
     """A (a CSR matrix of CuPy or PyTorch) with sorted column indices and duplicates summed, on
     the device."""
     if kind == _CUPY:
+        if not hasattr(A, "tocoo"):  # a tuple's arrays, their range already checked
+            import cupyx.scipy.sparse as csp
+
+            with A.data.device:
+                A = csp.csr_matrix((A.data, A.indices, A.indptr), shape=A.shape)
         c = A.tocoo(copy=True)
         c.sum_duplicates()
         return c.tocsr()
@@ -515,7 +520,8 @@ class Plan:
         yp = self._cupy_vec(y, nrows, "y")
         if y.device.id != device:
             raise ValueError(f"x is on CUDA device {device}, y on device {y.device.id}")
-        stream = cupy.cuda.get_current_stream(device).ptr
+        self._cupy_stream = cupy.cuda.get_current_stream
+        stream = self._cupy_stream(device).ptr
         self._core.apply_device(xp, ncols, yp, nrows, device, stream, float(alpha), float(beta))
         return y
 
@@ -585,58 +591,41 @@ class Plan:
         on the GPU, whatever their streams (a call on another stream waits for the previous one
         on the device). PyTorch autograd does not see the call.
         """
-        k = _KINDS.get(type(x))
+        t = type(x)
+        k = _KINDS.get(t)
         if k is None:
             k = _kind(x)
+        # The common device call (x and y of the plan's dtype, 1-D, of the right lengths,
+        # contiguous, on one device) in the fewest Python steps. Any test that does not hold
+        # sends the call down the full path, which checks everything again and refuses what is
+        # wrong with its message; the Rust side checks device, lengths, overlap and alignment at
+        # every call either way.
         if k == _CUPY:
-            if type(y) is type(x) and self._cupy_call(x, y, alpha, beta):
-                return y
+            dt, unit, stream = self._dtype, self._unit, self._cupy_stream
+            if (type(y) is t and stream and x.dtype is dt and y.dtype is dt
+                    and x.shape == self._xshape and y.shape == self._yshape
+                    and x.strides == unit and y.strides == unit):
+                xd, yd = x.data, y.data
+                device = getattr(xd, "device_id", -1)
+                if device >= 0 and getattr(yd, "device_id", -1) == device:
+                    self._core.apply_device(xd.ptr, self._xshape[0], yd.ptr, self._yshape[0],
+                                            device, stream(device).ptr, alpha, beta)
+                    return y
             return self._apply_cupy(x, y, alpha, beta)
         if k == _TORCH:
-            if type(y) is type(x) and self._torch_call(x, y, alpha, beta):
-                return y
+            tdt, strided = self._torch_dtype, self._torch_strided
+            if (type(y) is t and tdt is not None and x.dtype is tdt and y.dtype is tdt
+                    and x.is_cuda and y.is_cuda and x.layout is strided and y.layout is strided
+                    and x.shape == self._xshape and y.shape == self._yshape
+                    and x.is_contiguous() and y.is_contiguous()):
+                device = x.get_device()
+                if y.get_device() == device:
+                    self._core.apply_device(x.data_ptr(), self._xshape[0], y.data_ptr(),
+                                            self._yshape[0], device,
+                                            self._torch_raw_stream(device), alpha, beta)
+                    return y
             return self._apply_torch(x, y, alpha, beta)
         return self._apply_host(x, y, alpha, beta)
-
-    # ---- the per-call fast paths ---------------------------------------------------------
-    # The common call (x and y of the plan's dtype, 1-D, of the right lengths, contiguous, on one
-    # device) with the fewest Python steps: each returns False as soon as one test does not hold,
-    # and the call then takes the full path above, which checks everything again and refuses what
-    # is wrong with its message. The Rust side checks device, lengths, overlap and alignment at
-    # every call either way.
-
-    def _cupy_call(self, x, y, alpha, beta):
-        dt = self._dtype
-        if (x.dtype is not dt or y.dtype is not dt or x.shape != self._xshape
-                or y.shape != self._yshape):
-            return False
-        unit = self._unit
-        if x.strides != unit or y.strides != unit:
-            return False
-        xd, yd = x.data, y.data
-        device = getattr(xd, "device_id", -1)
-        if device < 0 or getattr(yd, "device_id", -1) != device:
-            return False
-        stream = self._cupy_stream
-        if stream is None:
-            stream = self._cupy_stream = sys.modules["cupy"].cuda.get_current_stream
-        self._core.apply_device(xd.ptr, self._xshape[0], yd.ptr, self._yshape[0], device,
-                                stream(device).ptr, alpha, beta)
-        return True
-
-    def _torch_call(self, x, y, alpha, beta):
-        tdt = self._torch_dtype
-        if (x.dtype is not tdt or y.dtype is not tdt or not x.is_cuda or not y.is_cuda
-                or x.layout is not self._torch_strided or y.layout is not self._torch_strided
-                or x.shape != self._xshape or y.shape != self._yshape
-                or not x.is_contiguous() or not y.is_contiguous()):
-            return False
-        device = x.get_device()
-        if y.get_device() != device:
-            return False
-        self._core.apply_device(x.data_ptr(), self._xshape[0], y.data_ptr(), self._yshape[0],
-                                device, self._torch_raw_stream(device), alpha, beta)
-        return True
 
     def __matmul__(self, x):
         return self.apply(x)

@@ -133,3 +133,29 @@ pub fn check_device_csr(
         empty: found[2] as usize,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each problem code of the kernel reads as the problem, at its row.
+    #[test]
+    fn problems_name_the_row() {
+        let shape = (4, 9);
+        for (code, row, says) in [
+            (0, 0, "row_ptr[0] is not 0"),
+            (
+                1,
+                2,
+                "row_ptr decreases after row 2 (row_ptr[3] < row_ptr[2])",
+            ),
+            (2, 5, "row 5 ends past the 9 entries (row_ptr[6] > 9)"),
+            (3, 7, "row 7 has a column index >= ncols = 4"),
+            (4, 1, "row 1: column indices are not strictly increasing"),
+            (5, 3, "row_ptr[4] is not nnz = 9"),
+        ] {
+            let msg = problem(code, row, shape);
+            assert!(msg.contains(says), "{code}: {msg}");
+        }
+    }
+}
