@@ -184,7 +184,10 @@ def _device_matrix(A):
         if A.layout == torch.sparse_coo:
             A = A.coalesce().to_sparse_csr()
         elif A.layout == torch.sparse_csc:
-            A = A.to_sparse(layout=torch.sparse_coo).coalesce().to_sparse_csr()
+            try:
+                A = A.to_sparse_csr()
+            except (RuntimeError, NotImplementedError):
+                A = _torch_coo(A, torch).coalesce().to_sparse_csr()
         return _TORCH, A, A.get_device()
     return None
 
@@ -216,7 +219,15 @@ def _canonical(kind, A):
         return c.tocsr()
     import torch
 
-    return A.to_sparse(layout=torch.sparse_coo).coalesce().to_sparse_csr()
+    return _torch_coo(A, torch).coalesce().to_sparse_csr()
+
+
+def _torch_coo(A, torch):
+    """A sparse compressed tensor as COO, on its device."""
+    try:
+        return A.to_sparse(layout=torch.sparse_coo)
+    except TypeError:  # a PyTorch whose to_sparse takes no layout
+        return A.to_sparse()
 
 
 def _device_index(kind, a, name):
