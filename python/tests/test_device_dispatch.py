@@ -171,3 +171,47 @@ def test_the_linear_operator_library_is_chosen_or_refused():
     assert type(plan.as_linear_operator()).__module__.startswith("scipy")
     with pytest.raises(ValueError, match="library"):
         plan.as_linear_operator("jax")
+
+
+class DL:
+    """An array known only through DLPack (as a JAX array would be)."""
+
+    def __init__(self, a, device=None):
+        self.a, self.device = a, device
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.device or self.a.__dlpack_device__()
+
+
+def test_dlpack_host_arrays_take_the_host_path_in_place():
+    A = sp.random(10, 12, density=0.3, format="csr", random_state=1)
+    plan = spmvkit.Plan(A, method="csr", backend="cpu")
+    x, y = np.linspace(-1, 1, 12), np.arange(10.0)
+    want = 2.0 * (A @ x) - y
+    out = plan @ DL(x)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, A @ x, rtol=1e-12)
+    yd = DL(y)
+    assert plan.apply(DL(x), yd, alpha=2.0, beta=-1.0) is yd
+    np.testing.assert_allclose(y, want, rtol=1e-12)  # written in place, through DLPack
+    with pytest.raises(ValueError, match="12 entries"):
+        plan @ DL(np.ones(11))
+
+
+def test_dlpack_cuda_arrays_go_through_cupy(cupy):
+    plan = plan_of(sp.random(10, 12, density=0.3, format="csr", random_state=1))
+    taken = []
+
+    def from_dlpack(v):
+        taken.append(v)
+        return cupy.ndarray(v.a.shape)
+
+    cupy.from_dlpack = from_dlpack
+    x, y = DL(np.ones(12), (2, 0)), DL(np.ones(10), (2, 0))
+    assert plan.apply(x, y) is y
+    assert taken == [x, y] and len(plan._core.calls) == 1
+    with pytest.raises(TypeError, match="device type 7"):
+        plan @ DL(np.ones(12), (7, 0))

@@ -580,3 +580,30 @@ def test_update_values_of_a_device_built_plan_stay_on_the_device(cupy, torch, mo
     np.testing.assert_allclose((plan @ x).get(), 2.0 * (A @ np.ones(300)), rtol=1e-12)
     with pytest.raises(ValueError, match="values for the pattern entries"):
         plan.update_values(cupy.ones(A.nnz + 1))
+
+
+def test_dlpack_device_vectors_are_used_in_place(cupy, torch):
+    class DL:
+        """A CUDA array known only through DLPack (as a JAX array would be)."""
+
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, **kw):
+            return self.t.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    A = square(200)
+    plan = spmvkit.Plan(A, method="csr-vector", backend="gpu")
+    x = torch.linspace(-1, 1, 200, dtype=torch.float64, device="cuda")
+    y = torch.ones(200, dtype=torch.float64, device="cuda")
+    yd = DL(y)
+    assert plan.apply(DL(x), yd, alpha=2.0, beta=-1.0) is yd
+    cupy.cuda.get_current_stream().synchronize()
+    xh = x.cpu().numpy()
+    np.testing.assert_allclose(y.cpu().numpy(), 2.0 * (A @ xh) - 1.0, rtol=1e-12, atol=1e-12)
+    out = plan @ DL(x)  # a new y of the library that took x (CuPy)
+    assert isinstance(out, cupy.ndarray)
+    np.testing.assert_allclose(out.get(), A @ xh, rtol=1e-12, atol=1e-12)

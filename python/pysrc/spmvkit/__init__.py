@@ -41,8 +41,11 @@ _INDEX_LIMIT = 2**32 - 1
 
 # What kind of array a vector is, cached by type (torch CPU and CUDA tensors share one type and
 # are told apart per object).
-_HOST, _CUPY, _TORCH = 0, 1, 2
+_HOST, _CUPY, _TORCH, _DLPACK = 0, 1, 2, 3
 _KINDS: dict = {}
+
+# DLPack device types (dlpack.h, DLDeviceType)
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
 
 
 def _classify(t) -> int:
@@ -54,12 +57,34 @@ def _classify(t) -> int:
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _TORCH
+    if hasattr(t, "__dlpack__") and hasattr(t, "__dlpack_device__"):
+        return _DLPACK
     if hasattr(t, "__cuda_array_interface__"):
         raise TypeError(
-            f"{t.__module__}.{t.__name__}: device arrays are taken from CuPy and PyTorch "
-            "(convert with cupy.asarray, which shares the memory)"
+            f"{t.__module__}.{t.__name__}: device arrays are taken from CuPy and PyTorch, or "
+            "through DLPack (convert with cupy.asarray, which shares the memory)"
         )
     return _HOST
+
+
+def _from_dlpack(v):
+    """A DLPack array (``__dlpack__``) as the NumPy, CuPy or PyTorch array that shares its
+    memory: NumPy for host memory; on a CUDA device CuPy when it can be imported, else PyTorch
+    (their ``from_dlpack`` hands the producer their current stream)."""
+    dev_type, _ = v.__dlpack_device__()
+    if dev_type == _DL_CPU:
+        return np.from_dlpack(v)
+    if dev_type in (_DL_CUDA, _DL_CUDA_MANAGED):
+        for name in ("cupy", "torch"):
+            try:
+                lib = __import__(name)
+            except ImportError:
+                continue
+            return lib.from_dlpack(v)
+        raise TypeError(f"{type(v).__name__}: a DLPack array on a CUDA device needs CuPy or "
+                        "PyTorch to be taken without a copy")
+    raise TypeError(f"{type(v).__name__}: a DLPack array on device type {dev_type}; spmvkit "
+                    f"takes host ({_DL_CPU}) and CUDA ({_DL_CUDA}) memory")
 
 
 def _kind(v) -> int:
@@ -600,7 +625,11 @@ class Plan:
         ``shape[1]`` and ``shape[0]``, on the plan's device, and must not overlap; anything else
         is a ``TypeError`` or ``ValueError`` naming the problem. A plan's calls run one at a time
         on the GPU, whatever their streams (a call on another stream waits for the previous one
-        on the device). PyTorch autograd does not see the call.
+        on the device). PyTorch autograd does not see the call. Other arrays that speak DLPack
+        (``__dlpack__``, e.g. JAX) are taken through ``numpy.from_dlpack`` (host memory) or
+        ``cupy.from_dlpack`` / ``torch.from_dlpack`` (CUDA memory), which share their memory:
+        the same rules then apply, y is still updated in place, and a new y is an array of the
+        library that took x.
         """
         t = type(x)
         k = _KINDS.get(t)
@@ -636,7 +665,18 @@ class Plan:
                                             self._torch_raw_stream(device), alpha, beta)
                     return y
             return self._apply_torch(x, y, alpha, beta)
+        if k == _DLPACK or (y is not None and _kind(y) == _DLPACK):
+            return self._apply_dlpack(x, y, alpha, beta)
         return self._apply_host(x, y, alpha, beta)
+
+    def _apply_dlpack(self, x, y, alpha, beta):
+        """x or y given through DLPack: taken as the NumPy, CuPy or PyTorch array that shares
+        its memory (:func:`_from_dlpack`), then the call of that kind; y is returned as given,
+        or a new array of the library x came as."""
+        xa = _from_dlpack(x) if _kind(x) == _DLPACK else x
+        ya = _from_dlpack(y) if y is not None and _kind(y) == _DLPACK else y
+        out = self.apply(xa, ya, alpha, beta)
+        return out if y is None else y
 
     def __matmul__(self, x):
         return self.apply(x)
@@ -648,6 +688,8 @@ class Plan:
         values are copied device to device into the plan's value array (on the library's
         current stream; the call waits for it) and NumPy values are copied to the device;
         otherwise the values are copied to the host (the plan's analysis lives there)."""
+        if _kind(data) == _DLPACK:
+            data = _from_dlpack(data)
         k = _kind(data)
         on_device = k == _CUPY or (k == _TORCH and data.is_cuda)
         if on_device and self._core.built_from_device:
