@@ -204,6 +204,15 @@ def suite(cp, csp, torch, files, dtype, deadline):
                 out["y"] = Ac @ xc
             row["cupyx_us"] = event_time(call=cupyx_call, **cupy_time)
             check(f"{name} cupyx", out["y"].get(), A64, x64, dtype)
+            # the plan built from the cupyx matrix on the device (no host copy; auto's trial
+            # among the device-native methods)
+            t0 = time.perf_counter()
+            dplan = spmvkit.Plan(Ac, method="auto", calls=1000)
+            row["device_plan_s"] = time.perf_counter() - t0
+            row["device_method"] = dplan.method
+            row["device_us"] = event_time(call=lambda: dplan.apply(xc, yc), **cupy_time)
+            check(f"{name} spmvkit from device", yc.get(), A64, x64, dtype)
+            del dplan
             At = torch.sparse_csr_tensor(
                 torch.from_numpy(A.indptr.astype(np.int64)),
                 torch.from_numpy(A.indices.astype(np.int64)),
@@ -225,7 +234,9 @@ def suite(cp, csp, torch, files, dtype, deadline):
         print(f"suite {np.dtype(dtype).name} {name:<32} {row['method']:<14} spmvkit "
               f"{row['spmvkit_us']:8.2f} µs  cupyx {row['cupyx_us']:8.2f} "
               f"({row['cupyx_over_spmvkit']:.2f}x)  torch {row['torch_us']:8.2f} "
-              f"({row['torch_over_spmvkit']:.2f}x)", flush=True)
+              f"({row['torch_over_spmvkit']:.2f}x)  from device {row['device_method']} "
+              f"{row['device_us']:8.2f} µs (plan {row['device_plan_s']:.3f} s, host route "
+              f"{row['spmvkit_plan_s']:.3f} s)", flush=True)
     return rows, not_run
 
 

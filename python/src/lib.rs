@@ -24,7 +24,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use spmvkit::gpu::{Borrowed, Gpu};
-use spmvkit::methods::Params;
+use spmvkit::methods::{DeviceCsrRef, Params};
 use spmvkit::{Csr, Error, Plan, PlanOptions, PrepareFor};
 
 /// A library error as the Python exception a caller expects.
@@ -179,6 +179,71 @@ fn apply_device<T: PrepareFor>(
         .map_err(py_err)
 }
 
+/// The process GPU on the caller's raw stream `stream` of CUDA device `device`, or the
+/// `ValueError` of another device (spmvkit runs on one).
+fn caller_view(device: i64, stream: usize) -> PyResult<Gpu> {
+    let gpu = Gpu::get().map_err(py_err)?;
+    if device != gpu.ordinal() as i64 {
+        return Err(PyValueError::new_err(format!(
+            "the arrays are on device {device}, spmvkit on device {} ({}): spmvkit uses one \
+             device per process, the first one CUDA_VISIBLE_DEVICES shows",
+            gpu.ordinal(),
+            gpu.name()
+        )));
+    }
+    // SAFETY: `stream` is the current stream of the library that owns the arrays (CuPy or
+    // PyTorch) for their device, checked above to be spmvkit's: a stream of the device's primary
+    // context, which is spmvkit's (cudarc retains the primary context), alive while the call
+    // that uses the view runs (the caller holds it current).
+    unsafe { gpu.on_raw_stream(stream) }.map_err(py_err)
+}
+
+/// A plan from CSR arrays on the device (`Plan::from_device_csr`): (address, length) of
+/// indptr, indices (32-bit) and data (`T`), on the view's stream.
+fn build_from_device<T: PrepareFor>(
+    py: Python<'_>,
+    view: &Gpu,
+    (indptr, indices, data): (DevVec, DevVec, DevVec),
+    shape: (usize, usize),
+    method: &str,
+    opts: &PlanOptions,
+) -> PyResult<Plan<T>> {
+    let s = view.stream();
+    if indptr.1 != shape.0 + 1 || indices.1 != data.1 {
+        return Err(PyValueError::new_err(format!(
+            "a {}x{} CSR matrix needs {} row pointers and one column index per value; got {}, \
+             {} and {}",
+            shape.0,
+            shape.1,
+            shape.0 + 1,
+            indptr.1,
+            indices.1,
+            data.1
+        )));
+    }
+    // SAFETY: the data of contiguous device arrays of these lengths and element types (checked
+    // by the Python half from the arrays' metadata), held by the Python caller for the call,
+    // which waits for the view's stream before it returns (the plan copies them into its own
+    // buffers and checks the copy there); the addresses' alignment is checked here.
+    let (rp, ci, vals) = unsafe {
+        (
+            Borrowed::<u32>::new(s, indptr.0, indptr.1).map_err(py_err)?,
+            Borrowed::<u32>::new(s, indices.0, indices.1).map_err(py_err)?,
+            Borrowed::<T>::new(s, data.0, data.1).map_err(py_err)?,
+        )
+    };
+    let a = DeviceCsrRef {
+        nrows: shape.0,
+        ncols: shape.1,
+        nnz: data.1,
+        row_ptr: &rp,
+        col_idx: &ci,
+        vals: &vals,
+    };
+    py.allow_threads(|| Plan::from_device_csr(method, view, a, opts))
+        .map_err(py_err)
+}
+
 /// Seconds for `n` calls of [`Plan::apply_device`] on the plan's own stream with device vectors
 /// of its own: (enqueueing them, enqueueing them and synchronising). The Rust side of the
 /// benchmark's per-call overhead (`python/bench/gpu_bench.py`).
@@ -227,6 +292,26 @@ fn apply<'py, T: PrepareFor + Le>(
     Ok(PyBytes::new_bound(py, &bytes_of(&ys)))
 }
 
+/// The plan options of `params` (`key=value`) and `backend` ("cpu", "gpu" or None).
+fn options(params: &[String], backend: Option<&str>) -> PyResult<PlanOptions> {
+    Ok(PlanOptions {
+        params: Params::parse(params.iter().map(String::as_str)).map_err(py_err)?,
+        backend: match backend {
+            None => None,
+            Some(b) => Some(match b {
+                "cpu" => spmvkit::Backend::Cpu,
+                "gpu" => spmvkit::Backend::Gpu,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "backend must be 'cpu', 'gpu' or None, not {other:?}"
+                    )))
+                }
+            }),
+        },
+        ..PlanOptions::default()
+    })
+}
+
 /// Dispatches `$body` on the plan's precision with `$p` bound to the typed plan.
 macro_rules! typed {
     ($self:expr, $p:ident => $body:expr) => {
@@ -256,22 +341,7 @@ impl CorePlan {
         params: Vec<String>,
         backend: Option<&str>,
     ) -> PyResult<Self> {
-        let opts = PlanOptions {
-            params: Params::parse(params.iter().map(String::as_str)).map_err(py_err)?,
-            backend: match backend {
-                None => None,
-                Some(b) => Some(match b {
-                    "cpu" => spmvkit::Backend::Cpu,
-                    "gpu" => spmvkit::Backend::Gpu,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "backend must be 'cpu', 'gpu' or None, not {other:?}"
-                        )))
-                    }
-                }),
-            },
-            ..PlanOptions::default()
-        };
+        let opts = options(&params, backend)?;
         let arrays = (indptr, indices, data);
         let plan = match precision {
             "f64" => Typed::F64(build(py, arrays, shape, method, &opts)?),
@@ -283,6 +353,75 @@ impl CorePlan {
             }
         };
         Ok(CorePlan { plan, view: None })
+    }
+
+    /// Prepares `method` (one of `device_methods()`) on a CSR matrix whose arrays are on CUDA
+    /// device `device`, given as (address, length in elements): indptr and indices of 32-bit
+    /// integers, data of the precision's floats. The arrays are copied device to device on the
+    /// raw stream `stream` into the plan's own buffers and checked there; nothing comes to the
+    /// host but the check's findings. Returns when the copy and the check are done.
+    #[staticmethod]
+    #[pyo3(signature = (indptr, indices, data, shape, device, stream, method, precision, params))]
+    #[allow(clippy::too_many_arguments)]
+    fn from_device(
+        py: Python<'_>,
+        indptr: DevVec,
+        indices: DevVec,
+        data: DevVec,
+        shape: (usize, usize),
+        device: i64,
+        stream: usize,
+        method: &str,
+        precision: &str,
+        params: Vec<String>,
+    ) -> PyResult<Self> {
+        let opts = options(&params, Some("gpu"))?;
+        let view = caller_view(device, stream)?;
+        let arrays = (indptr, indices, data);
+        let plan = match precision {
+            "f64" => Typed::F64(build_from_device(py, &view, arrays, shape, method, &opts)?),
+            "f32" => Typed::F32(build_from_device(py, &view, arrays, shape, method, &opts)?),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "precision must be 'f32' or 'f64', not {other:?}"
+                )))
+            }
+        };
+        Ok(CorePlan { plan, view: None })
+    }
+
+    /// New values from a device array (address, length) of the plan's precision on CUDA device
+    /// `device`, copied on the raw stream `stream` (`Plan::update_values_device`); how they were
+    /// taken.
+    fn update_values_device(
+        &mut self,
+        py: Python<'_>,
+        data: DevVec,
+        device: i64,
+        stream: usize,
+    ) -> PyResult<String> {
+        let view = caller_view(device, stream)?;
+        let s = view.stream().clone();
+        macro_rules! update {
+            ($p:expr, $t:ty) => {{
+                // SAFETY: as in from_device: a contiguous device array of this length and type,
+                // held by the caller; the update waits for the stream before it returns.
+                let v = unsafe { Borrowed::<$t>::new(&s, data.0, data.1) }.map_err(py_err)?;
+                py.allow_threads(|| $p.update_values_device(&view, &v))
+            }};
+        }
+        let how = match &mut self.plan {
+            Typed::F64(p) => update!(p, f64),
+            Typed::F32(p) => update!(p, f32),
+        }
+        .map_err(py_err)?;
+        Ok(format!("{how:?}").to_lowercase())
+    }
+
+    /// Whether the plan was built from device arrays (no host copy of the matrix).
+    #[getter]
+    fn built_from_device(&self) -> bool {
+        typed!(self, p => p.built_from_device())
     }
 
     /// alpha·A·x + beta·y into y, x and y device arrays of the plan's precision given as
@@ -389,6 +528,12 @@ fn methods() -> Vec<&'static str> {
     spmvkit::methods::names()
 }
 
+/// The methods that build a plan from device arrays (`Plan::from_device_csr`).
+#[pyfunction]
+fn device_methods() -> Vec<&'static str> {
+    spmvkit::methods::DEVICE_METHODS.to_vec()
+}
+
 /// A matrix file (Matrix Market, optionally gzipped, or the binary cache) in f64, as
 /// (indptr, indices, data, (nrows, ncols)): uint32, uint32 and float64 little-endian bytes.
 #[pyfunction]
@@ -417,6 +562,7 @@ fn load<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CorePlan>()?;
     m.add_function(wrap_pyfunction!(methods, m)?)?;
+    m.add_function(wrap_pyfunction!(device_methods, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     Ok(())
 }

@@ -31,8 +31,9 @@ class _Flags:
 
 
 class _Mem:
-    def __init__(self, ptr):
+    def __init__(self, ptr, device_id=0):
         self.ptr = ptr
+        self.device_id = device_id
 
 
 def fake_cupy():
@@ -50,7 +51,7 @@ def fake_cupy():
             self.strides = (self.dtype.itemsize if contiguous else 2 * self.dtype.itemsize,)
             self.flags = _Flags(contiguous)
             self.device = _Device(device)
-            self.data = _Mem(ndarray._next)
+            self.data = _Mem(ndarray._next, device)
             ndarray._next += 1 << 16
 
     def empty(n, dtype):
@@ -115,14 +116,35 @@ def test_an_f32_plan_takes_float32_only(cupy):
     assert len(plan._core.calls) == 1
 
 
-def test_bad_device_arrays_never_reach_the_core(cupy):
+def test_the_second_call_takes_the_fast_path_with_the_same_arguments(cupy):
     plan = plan_of(sp.random(10, 12, density=0.3, format="csr", random_state=1))
+    x, y = cupy.ndarray((12,)), cupy.ndarray((10,))
+    for _ in range(3):
+        assert plan.apply(x, y, alpha=2.0, beta=-1.0) is y
+    assert plan._cupy_stream is not None  # the first call found the stream function
+    assert plan._core.calls == [(x.data.ptr, 12, y.data.ptr, 10, 0, 0xABC0, 2.0, -1.0)] * 3
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_bad_device_arrays_never_reach_the_core(cupy, warm):
+    plan = plan_of(sp.random(10, 12, density=0.3, format="csr", random_state=1))
+    if warm:  # the fast path is armed: what it lets through must still be refused
+        plan.apply(cupy.ndarray((12,)), cupy.ndarray((10,)))
+        plan._core.calls.clear()
     bad = [
         ((cupy.ndarray((11,)),), ValueError, "12 entries"),
         ((cupy.ndarray((12, 2)),), ValueError, "issue #24"),
         ((cupy.ndarray((12,), contiguous=False),), ValueError, "not contiguous"),
         ((cupy.ndarray((12,), np.int32),), TypeError, "dtype int32"),
         ((cupy.ndarray((12,)), cupy.ndarray((9,))), ValueError, "10 entries"),
+        # with y given (the fast path's call)
+        ((cupy.ndarray((12,), contiguous=False), cupy.ndarray((10,))), ValueError,
+         "not contiguous"),
+        ((cupy.ndarray((12,)), cupy.ndarray((10,), contiguous=False)), ValueError,
+         "not contiguous"),
+        ((cupy.ndarray((12,), np.int32), cupy.ndarray((10,))), TypeError, "dtype int32"),
+        ((cupy.ndarray((12,)), cupy.ndarray((10,), np.float32)), TypeError, "dtype float32"),
+        ((cupy.ndarray((12, 2)), cupy.ndarray((10,))), ValueError, "issue #24"),
         ((cupy.ndarray((12,)), cupy.ndarray((10,), device=1)), ValueError, "device 1"),
         ((cupy.ndarray((12,)), np.zeros(10)), TypeError, "CuPy array too"),
         ((np.zeros(12), cupy.ndarray((10,))), TypeError, "host array"),
@@ -149,3 +171,47 @@ def test_the_linear_operator_library_is_chosen_or_refused():
     assert type(plan.as_linear_operator()).__module__.startswith("scipy")
     with pytest.raises(ValueError, match="library"):
         plan.as_linear_operator("jax")
+
+
+class DL:
+    """An array known only through DLPack (as a JAX array would be)."""
+
+    def __init__(self, a, device=None):
+        self.a, self.device = a, device
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.device or self.a.__dlpack_device__()
+
+
+def test_dlpack_host_arrays_take_the_host_path_in_place():
+    A = sp.random(10, 12, density=0.3, format="csr", random_state=1)
+    plan = spmvkit.Plan(A, method="csr", backend="cpu")
+    x, y = np.linspace(-1, 1, 12), np.arange(10.0)
+    want = 2.0 * (A @ x) - y
+    out = plan @ DL(x)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, A @ x, rtol=1e-12)
+    yd = DL(y)
+    assert plan.apply(DL(x), yd, alpha=2.0, beta=-1.0) is yd
+    np.testing.assert_allclose(y, want, rtol=1e-12)  # written in place, through DLPack
+    with pytest.raises(ValueError, match="12 entries"):
+        plan @ DL(np.ones(11))
+
+
+def test_dlpack_cuda_arrays_go_through_cupy(cupy):
+    plan = plan_of(sp.random(10, 12, density=0.3, format="csr", random_state=1))
+    taken = []
+
+    def from_dlpack(v):
+        taken.append(v)
+        return cupy.ndarray(v.a.shape)
+
+    cupy.from_dlpack = from_dlpack
+    x, y = DL(np.ones(12), (2, 0)), DL(np.ones(10), (2, 0))
+    assert plan.apply(x, y) is y
+    assert taken == [x, y] and len(plan._core.calls) == 1
+    with pytest.raises(TypeError, match="device type 7"):
+        plan @ DL(np.ones(12), (7, 0))

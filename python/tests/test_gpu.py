@@ -95,8 +95,11 @@ def test_cupy_matches_scipy(cupy, name, A, method, dtype):
     import cupyx.scipy.sparse as csp
 
     A = A.astype(dtype)
-    plan = spmvkit.Plan(csp.csr_matrix(A), method=method)
+    # a method whose layout is not the CSR arrays needs the matrix on the host: asked for
+    native = method.split("[")[0] in spmvkit.device_methods() and "[" not in method
+    plan = spmvkit.Plan(csp.csr_matrix(A), method=method, host_copy=not native)
     assert plan.backend == "gpu" and plan.dtype == dtype
+    assert plan.built_from_device == native
     rng = np.random.default_rng(11)
     x = rng.standard_normal(A.shape[1]).astype(dtype)
     y0 = rng.standard_normal(A.shape[0]).astype(dtype)
@@ -129,6 +132,7 @@ def test_torch_matches_scipy(torch, method, layout, dtype):
     At = torch.tensor(A.toarray(), dtype=tdt, device="cuda")
     At = {"csr": At.to_sparse_csr, "coo": At.to_sparse, "csc": At.to_sparse_csc}[layout]()
     plan = spmvkit.Plan(At, method=method)
+    assert plan.built_from_device
     x = np.random.default_rng(2).standard_normal(300).astype(dtype)
     out = plan @ torch.tensor(x, device="cuda")
     assert isinstance(out, torch.Tensor) and out.is_cuda and out.dtype == tdt
@@ -408,3 +412,198 @@ def test_update_values_from_device_data(cupy):
     assert plan.update_values(Ad.data) in ("gathered", "reencoded", "reprepared")
     x = cupy.ones(300)
     np.testing.assert_allclose((plan @ x).get(), 3.0 * (A @ np.ones(300)), rtol=1e-12)
+
+
+# ---- plans from device matrices: no host copy of the structure --------------------------------
+
+
+class HostCopies:
+    """Records the size of every array that CuPy or PyTorch copies to the host while it is
+    installed: ``cupy.asnumpy``, ``cupy.ndarray.get`` (when the type takes a patch), the
+    ``get`` of cupyx.scipy.sparse matrices, and ``torch.Tensor.cpu/numpy/tolist/to`` (a CUDA
+    tensor moved to the CPU)."""
+
+    def __init__(self, monkeypatch, cupy=None, torch=None):
+        self.sizes = []
+        if cupy is not None:
+            import cupyx.scipy.sparse as csp
+
+            self._wrap(monkeypatch, cupy, "asnumpy", lambda a, *k, **kw: a.size)
+            if _patchable(cupy.ndarray):  # else an extension type: the matrices' get and
+                # asnumpy still record
+                self._wrap(monkeypatch, cupy.ndarray, "get", lambda a, *k, **kw: a.size)
+            for cls in (csp.csr_matrix, csp.csc_matrix, csp.coo_matrix):
+                self._wrap(monkeypatch, cls, "get", lambda m, *k, **kw: m.nnz)
+        if torch is not None:
+            for name in ("cpu", "numpy", "tolist"):
+                self._wrap(monkeypatch, torch.Tensor, name,
+                           lambda t, *k, **kw: t.numel() if t.is_cuda else 0)
+            orig_to = torch.Tensor.to
+
+            def to(t, *a, **kw):
+                out = orig_to(t, *a, **kw)
+                if t.is_cuda and not out.is_cuda:
+                    self.sizes.append(t.numel())
+                return out
+
+            monkeypatch.setattr(torch.Tensor, "to", to)
+
+    def _wrap(self, monkeypatch, owner, name, size_of):
+        orig = getattr(owner, name)
+
+        def wrapper(*a, **kw):
+            self.sizes.append(size_of(*a, **kw))
+            return orig(*a, **kw)
+
+        monkeypatch.setattr(owner, name, wrapper)
+
+    def large(self, n):
+        """The recorded copies of at least n elements."""
+        return [s for s in self.sizes if s >= n]
+
+
+def _patchable(cls):
+    """Whether attributes of cls can be set (not an extension type)."""
+    try:
+        cls._spmvkit_probe = 1
+        del cls._spmvkit_probe
+        return True
+    except (TypeError, AttributeError):
+        return False
+
+
+def _cupyx(fmt, A):
+    import cupyx.scipy.sparse as csp
+
+    return {"csr": csp.csr_matrix, "csc": csp.csc_matrix, "coo": csp.coo_matrix}[fmt](
+        A.asformat(fmt))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("method", ["auto", "csr-vector", "csr-scalar", "cusparse",
+                                    "cusparse-alg2", "auto[deterministic=1]"])
+def test_cupyx_plans_are_built_on_the_device(cupy, monkeypatch, method, fmt, dtype):
+    A = sp.random(700, 500, density=0.01, format="csr", random_state=12).astype(dtype)
+    Ad = _cupyx(fmt, A)
+    copies = HostCopies(monkeypatch, cupy=cupy)
+    plan = spmvkit.Plan(Ad, method=method)
+    monkeypatch.undo()
+    assert copies.large(100) == [], copies.sizes
+    assert plan.built_from_device and plan.dtype == dtype
+    assert ("built from", "device arrays (no host copy)") in plan.notes
+    if method.startswith("auto"):
+        assert plan.method in spmvkit.device_methods()
+    if "deterministic" in method:
+        assert plan.deterministic
+    x = np.random.default_rng(1).standard_normal(500).astype(dtype)
+    np.testing.assert_allclose((plan @ cupy.asarray(x)).get(), A @ x, **tol(dtype))
+    np.testing.assert_allclose(plan @ x, A @ x, **tol(dtype))  # host vectors: copied, matrix not
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["csr", "coo", "csc"])
+def test_torch_plans_are_built_on_the_device(torch, monkeypatch, layout, dtype):
+    A = sp.random(600, 450, density=0.01, format="csr", random_state=13).astype(dtype)
+    tdt = torch.float32 if dtype == np.float32 else torch.float64
+    dense = torch.tensor(A.toarray(), dtype=tdt, device="cuda")
+    At = {"csr": dense.to_sparse_csr, "coo": dense.to_sparse, "csc": dense.to_sparse_csc}[layout]()
+    copies = HostCopies(monkeypatch, torch=torch)
+    plan = spmvkit.Plan(At, method="auto")
+    monkeypatch.undo()
+    assert copies.large(100) == [], copies.sizes
+    assert plan.built_from_device
+    x = np.random.default_rng(2).standard_normal(450).astype(dtype)
+    out = plan @ torch.tensor(x, device="cuda")
+    np.testing.assert_allclose(out.cpu().numpy(), A @ x, **tol(dtype))
+
+
+def test_the_host_copy_guard_sees_the_host_route(cupy, torch, monkeypatch):
+    """The guard of the two tests above trips on the host-copy route (host_copy=True, the route
+    every device matrix took before): a test that could not fail would prove nothing."""
+    A = sp.random(700, 500, density=0.01, format="csr", random_state=12)
+    copies = HostCopies(monkeypatch, cupy=cupy)
+    plan = spmvkit.Plan(_cupyx("csr", A), method="csr-vector", host_copy=True)
+    monkeypatch.undo()
+    assert not plan.built_from_device
+    assert copies.large(100), "a host copy of a cupyx matrix went unseen"
+    At = torch.tensor(A.toarray(), device="cuda").to_sparse_csr()
+    copies = HostCopies(monkeypatch, torch=torch)
+    spmvkit.Plan(At, method="csr-vector", host_copy=True)
+    monkeypatch.undo()
+    assert copies.large(100), "a host copy of a torch tensor went unseen"
+
+
+def test_device_matrices_unsorted_int64_and_malformed(cupy, torch):
+    # unsorted columns with a duplicate, int64 indices: sorted and summed on the device
+    indptr = torch.tensor([0, 3, 4], device="cuda")
+    indices = torch.tensor([2, 0, 2, 1], device="cuda")
+    data = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64, device="cuda")
+    plan = spmvkit.Plan((indptr, indices, data, (2, 3)), method="csr-vector")
+    assert plan.built_from_device
+    want = np.array([[2.0, 0.0, 4.0], [0.0, 4.0, 0.0]]) @ np.array([1.0, 10.0, 100.0])
+    np.testing.assert_allclose((plan @ np.array([1.0, 10.0, 100.0])), want)
+    # a column out of range: the device check names the row
+    bad = cupy.asarray(np.array([0, 5, 1], dtype=np.int32))
+    with pytest.raises(ValueError, match="row 0 has a column index >= ncols"):
+        spmvkit.Plan((cupy.asarray(np.array([0, 2, 3], dtype=np.int32)), bad,
+                      cupy.ones(3), (2, 3)), method="cusparse")
+    # 64-bit indices beyond 2^31-1
+    with pytest.raises(ValueError, match="32-bit"):
+        spmvkit.Plan((torch.tensor([0, 1], device="cuda"),
+                      torch.tensor([2**33], device="cuda"),
+                      torch.ones(1, dtype=torch.float64, device="cuda"), (1, 3)),
+                     method="csr-vector")
+    # a method that needs the host: refused, with the way out
+    import cupyx.scipy.sparse as csp
+
+    Ad = csp.csr_matrix(square(100))
+    with pytest.raises(ValueError, match="host_copy=True"):
+        spmvkit.Plan(Ad, method="merge")
+    assert not spmvkit.Plan(Ad, method="merge", host_copy=True).built_from_device
+
+
+def test_update_values_of_a_device_built_plan_stay_on_the_device(cupy, torch, monkeypatch):
+    import cupyx.scipy.sparse as csp
+
+    A = square(300)
+    Ad = csp.csr_matrix(A)
+    plan = spmvkit.Plan(Ad, method="cusparse")
+    assert plan.built_from_device
+    copies = HostCopies(monkeypatch, cupy=cupy)
+    assert plan.update_values(Ad.data * 3.0) == "gathered"
+    monkeypatch.undo()
+    assert copies.large(100) == [], copies.sizes
+    x = cupy.ones(300)
+    np.testing.assert_allclose((plan @ x).get(), 3.0 * (A @ np.ones(300)), rtol=1e-12)
+    plan.update_values(A.data * 2.0)  # host values go to the device
+    np.testing.assert_allclose((plan @ x).get(), 2.0 * (A @ np.ones(300)), rtol=1e-12)
+    with pytest.raises(ValueError, match="values for the pattern entries"):
+        plan.update_values(cupy.ones(A.nnz + 1))
+
+
+def test_dlpack_device_vectors_are_used_in_place(cupy, torch):
+    class DL:
+        """A CUDA array known only through DLPack (as a JAX array would be)."""
+
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, **kw):
+            return self.t.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    A = square(200)
+    plan = spmvkit.Plan(A, method="csr-vector", backend="gpu")
+    x = torch.linspace(-1, 1, 200, dtype=torch.float64, device="cuda")
+    y = torch.ones(200, dtype=torch.float64, device="cuda")
+    yd = DL(y)
+    assert plan.apply(DL(x), yd, alpha=2.0, beta=-1.0) is yd
+    cupy.cuda.get_current_stream().synchronize()
+    xh = x.cpu().numpy()
+    np.testing.assert_allclose(y.cpu().numpy(), 2.0 * (A @ xh) - 1.0, rtol=1e-12, atol=1e-12)
+    out = plan @ DL(x)  # a new y of the library that took x (CuPy)
+    assert isinstance(out, cupy.ndarray)
+    np.testing.assert_allclose(out.get(), A @ xh, rtol=1e-12, atol=1e-12)

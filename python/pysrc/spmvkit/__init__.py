@@ -29,19 +29,23 @@ from __future__ import annotations
 
 import sys
 import time
+import types
 
 import numpy as np
 
 from . import _core
 
-__all__ = ["Plan", "methods", "load"]
+__all__ = ["Plan", "methods", "device_methods", "load"]
 
 _INDEX_LIMIT = 2**32 - 1
 
 # What kind of array a vector is, cached by type (torch CPU and CUDA tensors share one type and
 # are told apart per object).
-_HOST, _CUPY, _TORCH = 0, 1, 2
+_HOST, _CUPY, _TORCH, _DLPACK = 0, 1, 2, 3
 _KINDS: dict = {}
+
+# DLPack device types (dlpack.h, DLDeviceType)
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
 
 
 def _classify(t) -> int:
@@ -53,12 +57,34 @@ def _classify(t) -> int:
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _TORCH
+    if hasattr(t, "__dlpack__") and hasattr(t, "__dlpack_device__"):
+        return _DLPACK
     if hasattr(t, "__cuda_array_interface__"):
         raise TypeError(
-            f"{t.__module__}.{t.__name__}: device arrays are taken from CuPy and PyTorch "
-            "(convert with cupy.asarray, which shares the memory)"
+            f"{t.__module__}.{t.__name__}: device arrays are taken from CuPy and PyTorch, or "
+            "through DLPack (convert with cupy.asarray, which shares the memory)"
         )
     return _HOST
+
+
+def _from_dlpack(v):
+    """A DLPack array (``__dlpack__``) as the NumPy, CuPy or PyTorch array that shares its
+    memory: NumPy for host memory; on a CUDA device CuPy when it can be imported, else PyTorch
+    (their ``from_dlpack`` hands the producer their current stream)."""
+    dev_type, _ = v.__dlpack_device__()
+    if dev_type == _DL_CPU:
+        return np.from_dlpack(v)
+    if dev_type in (_DL_CUDA, _DL_CUDA_MANAGED):
+        for name in ("cupy", "torch"):
+            try:
+                lib = __import__(name)
+            except ImportError:
+                continue
+            return lib.from_dlpack(v)
+        raise TypeError(f"{type(v).__name__}: a DLPack array on a CUDA device needs CuPy or "
+                        "PyTorch to be taken without a copy")
+    raise TypeError(f"{type(v).__name__}: a DLPack array on device type {dev_type}; spmvkit "
+                    f"takes host ({_DL_CPU}) and CUDA ({_DL_CUDA}) memory")
 
 
 def _kind(v) -> int:
@@ -82,6 +108,11 @@ def _torch_stream():
 def methods() -> list[str]:
     """The registered method names, in listing order (``spmv methods`` describes them)."""
     return list(_core.methods())
+
+
+def device_methods() -> list[str]:
+    """The methods that build a plan from a matrix on the GPU without copying it to the host."""
+    return list(_core.device_methods())
 
 
 def load(path: str):
@@ -119,16 +150,7 @@ def _host_matrix(A):
     if _kind(A) == _TORCH:
         import torch
 
-        layouts = (torch.sparse_csr, torch.sparse_coo, torch.sparse_csc)
-        if A.layout not in layouts:
-            raise TypeError(
-                f"a PyTorch tensor of layout {A.layout}: A must be sparse (A.to_sparse_csr())"
-            )
-        if A.dim() != 2 or A.dense_dim() != 0:
-            raise ValueError(
-                f"a PyTorch sparse tensor of shape {tuple(A.shape)} with {A.dense_dim()} dense "
-                "dimensions: A must be a 2-D matrix of scalars"
-            )
+        _check_torch_sparse(A, torch)
         if A.layout == torch.sparse_coo:
             A = A.coalesce()
         vals = A.values()
@@ -151,6 +173,158 @@ def _host_matrix(A):
     if isinstance(A, tuple) and len(A) == 4:
         return tuple(_to_host(p) for p in A[:3]) + (A[3],), None
     return A, None
+
+
+# spmvkit's indices are 32-bit and at most 2^31-1 (the library's index limit).
+_DEVICE_INDEX_LIMIT = 2**31 - 1
+
+
+def _device_matrix(A):
+    """(library kind, A as a CSR matrix of that library, device) when A lives on a CUDA device:
+    a ``cupyx.scipy.sparse`` matrix (csc and coo converted on the device), a PyTorch sparse
+    CUDA tensor (COO and CSC converted on the device) or an (indptr, indices, data, shape) tuple
+    of CuPy arrays or CUDA tensors; ``None`` for anything else. Nothing is copied to the host."""
+    mod = type(A).__module__
+    if mod.startswith("cupyx.scipy.sparse") and hasattr(A, "tocsr"):
+        return _CUPY, A.tocsr(), int(A.data.device.id)
+    if isinstance(A, tuple) and len(A) == 4:
+        k = _kind(A[0])
+        if k == _CUPY:
+            # the arrays as they are (cupyx's constructor would narrow 64-bit indices unchecked)
+            indptr, indices, data, shape = A
+            m = types.SimpleNamespace(indptr=indptr, indices=indices, data=data,
+                                      shape=tuple(int(s) for s in shape))
+            return _CUPY, m, int(indptr.device.id)
+        if k == _TORCH and A[0].is_cuda:
+            import torch
+
+            indptr, indices, data, shape = A
+            m = torch.sparse_csr_tensor(indptr, indices, data, size=tuple(int(s) for s in shape))
+            return _TORCH, m, indptr.get_device()
+        return None
+    if _kind(A) == _TORCH and A.is_cuda:
+        import torch
+
+        _check_torch_sparse(A, torch)
+        if A.layout == torch.sparse_coo:
+            A = A.coalesce().to_sparse_csr()
+        elif A.layout == torch.sparse_csc:
+            try:
+                A = A.to_sparse_csr()
+            except (RuntimeError, NotImplementedError):
+                A = _torch_coo(A, torch).coalesce().to_sparse_csr()
+        return _TORCH, A, A.get_device()
+    return None
+
+
+def _check_torch_sparse(A, torch):
+    layouts = (torch.sparse_csr, torch.sparse_coo, torch.sparse_csc)
+    if A.layout not in layouts:
+        raise TypeError(
+            f"a PyTorch tensor of layout {A.layout}: A must be sparse (A.to_sparse_csr())"
+        )
+    if A.dim() != 2 or A.dense_dim() != 0:
+        raise ValueError(
+            f"a PyTorch sparse tensor of shape {tuple(A.shape)} with {A.dense_dim()} dense "
+            "dimensions: A must be a 2-D matrix of scalars"
+        )
+
+
+def _canonical(kind, A):
+    """A (a CSR matrix of CuPy or PyTorch) with sorted column indices and duplicates summed, on
+    the device."""
+    if kind == _CUPY:
+        if not hasattr(A, "tocoo"):  # a tuple's arrays, their range already checked
+            import cupyx.scipy.sparse as csp
+
+            with A.data.device:
+                A = csp.csr_matrix((A.data, A.indices, A.indptr), shape=A.shape)
+        c = A.tocoo(copy=True)
+        c.sum_duplicates()
+        return c.tocsr()
+    import torch
+
+    return _torch_coo(A, torch).coalesce().to_sparse_csr()
+
+
+def _torch_coo(A, torch):
+    """A sparse compressed tensor as COO, on its device."""
+    try:
+        return A.to_sparse(layout=torch.sparse_coo)
+    except TypeError:  # a PyTorch whose to_sparse takes no layout
+        return A.to_sparse()
+
+
+def _device_index(kind, a, name):
+    """A 1-D device integer array as 32-bit indices (the same array when it is 32-bit already);
+    64-bit indices above 2^31-1 or negative are a ValueError (one scalar comes to the host)."""
+    if kind == _CUPY:
+        import cupy
+
+        if a.ndim != 1 or a.dtype.kind not in "iu":
+            raise TypeError(f"{name} must be a 1-D integer array, not {a.dtype} of shape {a.shape}")
+        if a.dtype.itemsize == 4:
+            return cupy.ascontiguousarray(a)
+        if a.dtype.itemsize == 8 and a.size and bool(((a < 0) | (a > _DEVICE_INDEX_LIMIT)).any()):
+            raise ValueError(f"{name} has entries outside 0..{_DEVICE_INDEX_LIMIT}: spmvkit's "
+                             "indices are 32-bit")
+        return cupy.ascontiguousarray(a.astype(cupy.int32))
+    import torch
+
+    if a.dim() != 1 or a.dtype not in (torch.int8, torch.uint8, torch.int16, torch.int32,
+                                       torch.int64):
+        raise TypeError(f"{name} must be a 1-D integer tensor, not {a.dtype} of shape "
+                        f"{tuple(a.shape)}")
+    if a.dtype == torch.int32:
+        return a.contiguous()
+    if a.dtype == torch.int64 and a.numel() and bool(((a < 0) | (a > _DEVICE_INDEX_LIMIT)).any()):
+        raise ValueError(f"{name} has entries outside 0..{_DEVICE_INDEX_LIMIT}: spmvkit's "
+                         "indices are 32-bit")
+    return a.to(torch.int32).contiguous()
+
+
+def _device_arrays(kind, A, dtype):
+    """(indptr, indices, data, shape) of a CSR matrix of CuPy or PyTorch: 32-bit indices and
+    data of ``dtype``, contiguous, on the device."""
+    if kind == _CUPY:
+        import cupy
+
+        with A.data.device:
+            indptr = _device_index(kind, A.indptr, "indptr")
+            indices = _device_index(kind, A.indices, "indices")
+            data = cupy.ascontiguousarray(A.data.astype(dtype, copy=False))
+        return indptr, indices, data, tuple(int(s) for s in A.shape)
+    import torch
+
+    vals = A.values()
+    if vals.is_complex():
+        raise TypeError("complex values: spmvkit computes in float32 or float64")
+    tdtype = torch.float32 if dtype == np.float32 else torch.float64
+    return (
+        _device_index(kind, A.crow_indices(), "indptr"),
+        _device_index(kind, A.col_indices(), "indices"),
+        vals.to(tdtype).contiguous(),
+        tuple(int(s) for s in A.shape),
+    )
+
+
+def _ptr(kind, a):
+    return (a.data.ptr, a.size) if kind == _CUPY else (a.data_ptr(), a.numel())
+
+
+def _current_stream(kind, device):
+    if kind == _CUPY:
+        return sys.modules["cupy"].cuda.get_current_stream(device).ptr
+    return _torch_stream()(device)
+
+
+def _value_dtype(kind, A):
+    """The NumPy dtype of a device CSR matrix's values."""
+    if kind == _CUPY:
+        return np.dtype(A.data.dtype)
+    import torch
+
+    return np.dtype(np.float32 if A.values().dtype == torch.float32 else np.float64)
 
 
 def _csr_parts(A):
@@ -199,9 +373,19 @@ class Plan:
 
     ``A``: a SciPy sparse matrix (csr, csc, coo, ...), a ``cupyx.scipy.sparse`` matrix (csr,
     csc, coo), a PyTorch sparse tensor (CSR, COO or CSC; 2-D, scalar values) or ``(indptr,
-    indices, data, shape)`` (NumPy, CuPy or PyTorch arrays). The analysis runs on the host, so a
-    matrix on the GPU has its structure and values copied to the host once, here; that copy is
-    counted in :attr:`prep_seconds`. ``method``: a name from :func:`methods` or a variant
+    indices, data, shape)`` (NumPy, CuPy or PyTorch arrays). A matrix on the GPU stays there:
+    its arrays are converted on the device (CSC and COO to CSR, indices to 32 bits, values to
+    the precision; unsorted or duplicate column indices sorted and summed), copied device to
+    device into the plan, and checked there; nothing of it comes to the host (only the check's
+    few numbers). That route builds the methods whose layout is the CSR arrays
+    (:func:`device_methods`: ``auto``, ``csr-vector``, ``csr-scalar``, ``cusparse``,
+    ``cusparse-alg1``, ``cusparse-alg2``); ``auto`` then times one call of each candidate on the
+    device and keeps the fastest (``csr-vector``, ``cusparse-alg1`` or ``cusparse-alg2`` with
+    ``deterministic=True``, and ``csr-scalar`` when no row is longer than 32). Any other method
+    with a matrix on the GPU is a ``ValueError`` unless ``host_copy=True``, which copies the
+    matrix to the host once for the host analysis (counted in :attr:`prep_seconds`); so does
+    ``backend="cpu"``. 64-bit indices above 2^31-1 are a ``ValueError``, a malformed structure a
+    ``ValueError`` naming the row. ``method``: a name from :func:`methods` or a variant
     ``"name[key=value;...]"``; ``"auto"`` chooses per matrix, weighing preprocessing over
     ``calls``; ``deterministic=True`` makes ``auto`` choose among bitwise-reproducible methods
     only (and refuses a named method that is not). ``precision``: ``"f32"`` or ``"f64"``
@@ -229,39 +413,84 @@ class Plan:
     """
 
     def __init__(self, A, method="auto", calls=1000, deterministic=False, precision=None,
-                 backend=None, params=None):
-        t0 = time.perf_counter()
-        A, device = _host_matrix(A)
-        indptr, indices, data, shape = _csr_parts(A)
-        self._fetch_seconds = time.perf_counter() - t0 if device is not None else 0.0
-        if precision is None:
-            precision = "f32" if data.dtype == np.float32 else "f64"
-        if precision not in ("f32", "f64"):
+                 backend=None, params=None, host_copy=False):
+        if precision not in (None, "f32", "f64"):
             raise ValueError(f"precision must be 'f32', 'f64' or None, not {precision!r}")
-        self._dtype = np.dtype(np.float32 if precision == "f32" else np.float64)
-        self._precision = precision
         self._torch_dtype = None
         self._torch_raw_stream = None
+        self._fetch_seconds = 0.0
         items = list(params or [])
-        if method.split("[", 1)[0].strip() == "auto":
+        base = method.split("[", 1)[0].strip()
+        if base == "auto":
             items.append(f"calls={calls}")
             if deterministic:
                 items.append("deterministic=1")
-        self._core = _core.CorePlan(
-            _le(indptr, "u4"), _le(indices, "u4"), _le(data, self._dtype), shape, method,
-            precision, items, backend,
-        )
+        on_device = None if host_copy or backend == "cpu" else _device_matrix(A)
+        if on_device is not None:
+            shape = self._from_device(on_device, method, base, precision, items, backend)
+        else:
+            t0 = time.perf_counter()
+            A, device = _host_matrix(A)
+            indptr, indices, data, shape = _csr_parts(A)
+            self._fetch_seconds = time.perf_counter() - t0 if device is not None else 0.0
+            if precision is None:
+                precision = "f32" if data.dtype == np.float32 else "f64"
+            self._set_precision(precision)
+            self._core = _core.CorePlan(
+                _le(indptr, "u4"), _le(indices, "u4"), _le(data, self._dtype), shape, method,
+                precision, items, backend,
+            )
         if deterministic and not self._core.deterministic:
             raise ValueError(
                 f"{method} is not bitwise deterministic; use method='auto' with deterministic=True "
                 "or a deterministic method"
             )
-        if device is not None and self._core.device is not None and device != self._core.device:
+        if (on_device is None and device is not None and self._core.device is not None
+                and device != self._core.device):
             raise ValueError(
                 f"A is on CUDA device {device}; spmvkit runs on device {self._core.device} "
                 "(the first one CUDA_VISIBLE_DEVICES shows)"
             )
         self.shape = shape
+        self._yshape, self._xshape = (shape[0],), (shape[1],)
+        self._unit = (self._dtype.itemsize,)
+        self._cupy_stream = None
+        self._torch_strided = None
+
+    def _set_precision(self, precision):
+        self._dtype = np.dtype(np.float32 if precision == "f32" else np.float64)
+        self._precision = precision
+
+    def _from_device(self, on_device, method, base, precision, items, backend):
+        """Builds the core plan from a matrix on the device (no host copy); returns its shape."""
+        kind, A, device = on_device
+        allowed = _core.device_methods()
+        if base not in allowed:
+            raise ValueError(
+                f"{base}: a plan from a matrix on the GPU is built by {', '.join(allowed)} "
+                "(their layout is the CSR arrays, which stay on the device); pass "
+                "host_copy=True to copy the matrix to the host once and use any method"
+            )
+        if backend not in (None, "gpu"):
+            raise ValueError(f"backend must be 'cpu', 'gpu' or None, not {backend!r}")
+        if precision is None:
+            precision = "f32" if _value_dtype(kind, A) == np.float32 else "f64"
+        self._set_precision(precision)
+        for attempt in (0, 1):
+            indptr, indices, data, shape = _device_arrays(kind, A, self._dtype)
+            stream = _current_stream(kind, device)
+            try:
+                self._core = _core.CorePlan.from_device(
+                    _ptr(kind, indptr), _ptr(kind, indices), _ptr(kind, data), shape, device,
+                    stream, method, precision, items,
+                )
+                return shape
+            except ValueError as e:
+                # unsorted columns or duplicates: sorted and summed on the device, once
+                if attempt or "strictly increasing" not in str(e):
+                    raise
+                A = _canonical(kind, A)
+        raise AssertionError("unreachable")
 
     # ---- the host path -------------------------------------------------------------------
 
@@ -327,7 +556,8 @@ class Plan:
         yp = self._cupy_vec(y, nrows, "y")
         if y.device.id != device:
             raise ValueError(f"x is on CUDA device {device}, y on device {y.device.id}")
-        stream = cupy.cuda.get_current_stream(device).ptr
+        self._cupy_stream = cupy.cuda.get_current_stream
+        stream = self._cupy_stream(device).ptr
         self._core.apply_device(xp, ncols, yp, nrows, device, stream, float(alpha), float(beta))
         return y
 
@@ -395,25 +625,95 @@ class Plan:
         ``shape[1]`` and ``shape[0]``, on the plan's device, and must not overlap; anything else
         is a ``TypeError`` or ``ValueError`` naming the problem. A plan's calls run one at a time
         on the GPU, whatever their streams (a call on another stream waits for the previous one
-        on the device). PyTorch autograd does not see the call.
+        on the device). PyTorch autograd does not see the call. Other arrays that speak DLPack
+        (``__dlpack__``, e.g. JAX) are taken through ``numpy.from_dlpack`` (host memory) or
+        ``cupy.from_dlpack`` / ``torch.from_dlpack`` (CUDA memory), which share their memory:
+        the same rules then apply, y is still updated in place, and a new y is an array of the
+        library that took x.
         """
-        k = _KINDS.get(type(x))
+        t = type(x)
+        k = _KINDS.get(t)
         if k is None:
             k = _kind(x)
+        # The common device call (x and y of the plan's dtype, 1-D, of the right lengths,
+        # contiguous, on one device) in the fewest Python steps. Any test that does not hold
+        # sends the call down the full path, which checks everything again and refuses what is
+        # wrong with its message; the Rust side checks device, lengths, overlap and alignment at
+        # every call either way.
         if k == _CUPY:
+            dt, unit, stream = self._dtype, self._unit, self._cupy_stream
+            if (type(y) is t and stream and x.dtype is dt and y.dtype is dt
+                    and x.shape == self._xshape and y.shape == self._yshape
+                    and x.strides == unit and y.strides == unit):
+                xd, yd = x.data, y.data
+                device = getattr(xd, "device_id", -1)
+                if device >= 0 and getattr(yd, "device_id", -1) == device:
+                    self._core.apply_device(xd.ptr, self._xshape[0], yd.ptr, self._yshape[0],
+                                            device, stream(device).ptr, alpha, beta)
+                    return y
             return self._apply_cupy(x, y, alpha, beta)
         if k == _TORCH:
+            tdt, strided = self._torch_dtype, self._torch_strided
+            if (type(y) is t and tdt is not None and x.dtype is tdt and y.dtype is tdt
+                    and x.is_cuda and y.is_cuda and x.layout is strided and y.layout is strided
+                    and x.shape == self._xshape and y.shape == self._yshape
+                    and x.is_contiguous() and y.is_contiguous()):
+                device = x.get_device()
+                if y.get_device() == device:
+                    self._core.apply_device(x.data_ptr(), self._xshape[0], y.data_ptr(),
+                                            self._yshape[0], device,
+                                            self._torch_raw_stream(device), alpha, beta)
+                    return y
             return self._apply_torch(x, y, alpha, beta)
+        if k == _DLPACK or (y is not None and _kind(y) == _DLPACK):
+            return self._apply_dlpack(x, y, alpha, beta)
         return self._apply_host(x, y, alpha, beta)
+
+    def _apply_dlpack(self, x, y, alpha, beta):
+        """x or y given through DLPack: taken as the NumPy, CuPy or PyTorch array that shares
+        its memory (:func:`_from_dlpack`), then the call of that kind; y is returned as given,
+        or a new array of the library x came as."""
+        xa = _from_dlpack(x) if _kind(x) == _DLPACK else x
+        ya = _from_dlpack(y) if y is not None and _kind(y) == _DLPACK else y
+        out = self.apply(xa, ya, alpha, beta)
+        return out if y is None else y
 
     def __matmul__(self, x):
         return self.apply(x)
 
     def update_values(self, data):
-        """New values in the CSR order of the matrix the plan was made from (same pattern;
-        NumPy, CuPy or PyTorch, copied to the host); returns how they were taken:
-        ``"gathered"``, ``"reencoded"`` or ``"reprepared"``."""
+        """New values in the CSR order of the matrix the plan was made from (same pattern);
+        returns how they were taken: ``"gathered"``, ``"reencoded"`` or ``"reprepared"``. On a
+        plan built from a matrix on the GPU (:attr:`built_from_device`), CuPy or PyTorch CUDA
+        values are copied device to device into the plan's value array (on the library's
+        current stream; the call waits for it) and NumPy values are copied to the device;
+        otherwise the values are copied to the host (the plan's analysis lives there)."""
+        if _kind(data) == _DLPACK:
+            data = _from_dlpack(data)
+        k = _kind(data)
+        on_device = k == _CUPY or (k == _TORCH and data.is_cuda)
+        if on_device and self._core.built_from_device:
+            if k == _CUPY:
+                import cupy
+
+                with data.device:
+                    v = cupy.ascontiguousarray(data.ravel().astype(self._dtype, copy=False))
+                device = int(data.device.id)
+            else:
+                import torch
+
+                tdtype = torch.float32 if self._precision == "f32" else torch.float64
+                v = data.reshape(-1).to(tdtype).contiguous()
+                device = data.get_device()
+            return self._core.update_values_device(_ptr(k, v), device, _current_stream(k, device))
         return self._core.update_values(_le(_to_host(data), self._dtype))
+
+    @property
+    def built_from_device(self) -> bool:
+        """Whether the plan was built from a matrix on the GPU without a host copy (a
+        ``cupyx.scipy.sparse`` matrix, a PyTorch sparse CUDA tensor or a tuple of device arrays,
+        unless ``host_copy=True``)."""
+        return self._core.built_from_device
 
     @property
     def method(self) -> str:

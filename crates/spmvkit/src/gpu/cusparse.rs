@@ -274,6 +274,19 @@ impl Drop for Handles {
     }
 }
 
+/// The CSR arrays a [`CusparseSpmv`]'s descriptor points at.
+enum Arrays<T> {
+    /// Uploaded from a host matrix and owned.
+    Own {
+        row_ptr: CudaSlice<u32>,
+        col_idx: CudaSlice<u32>,
+        vals: CudaSlice<T>,
+    },
+    /// Someone else's, which outlive this ([`CusparseSpmv::on_device_arrays`]), of this many
+    /// bytes.
+    Lent(usize),
+}
+
 /// cuSPARSE SpMV on one CSR matrix, set up once and called many times.
 pub struct CusparseSpmv<T: Scalar> {
     gpu: Arc<Gpu>,
@@ -285,9 +298,7 @@ pub struct CusparseSpmv<T: Scalar> {
     // Declared before the buffers: the descriptors go before the memory they point at.
     h: Mutex<Handles>,
     buffer: CudaSlice<u8>,
-    row_ptr: CudaSlice<u32>,
-    col_idx: CudaSlice<u32>,
-    vals: CudaSlice<T>,
+    arrays: Arrays<T>,
     /// Buffers the vector descriptors point at during setup (before the first call).
     _setup_x: CudaSlice<T>,
     _setup_y: CudaSlice<T>,
@@ -308,6 +319,67 @@ impl<T: Scalar> CusparseSpmv<T> {
         let row_ptr = gpu.upload(a.row_ptr())?;
         let col_idx = gpu.upload(a.col_idx())?;
         let vals = gpu.upload(a.vals())?;
+        let stream = gpu.stream();
+        let addrs = (
+            row_ptr.device_ptr(stream).0,
+            col_idx.device_ptr(stream).0,
+            vals.device_ptr(stream).0,
+        );
+        let arrays = Arrays::Own {
+            row_ptr,
+            col_idx,
+            vals,
+        };
+        // SAFETY: the arrays of a validated Csr, owned by the result (dropped after its
+        // descriptors, field order).
+        unsafe { Self::setup(gpu, (nrows, ncols, nnz), addrs, arrays, alg) }
+    }
+
+    /// [`CusparseSpmv::new`] on CSR arrays already on the device (a [`crate::Plan`] built from a
+    /// caller's device arrays, issue #23): `row_ptr`, `col_idx` and `vals` are the device
+    /// addresses of the `nrows + 1`, `nnz` and `nnz` entries of a zero-based CSR matrix with
+    /// 32-bit indices, `bytes` their size; nothing is copied.
+    ///
+    /// # Safety
+    ///
+    /// The addresses hold a valid CSR structure of that shape (row pointers from 0 to nnz,
+    /// never decreasing, column indices below `ncols`), in memory of `gpu`'s context that stays
+    /// allocated and unchanged in structure for as long as the result lives.
+    pub unsafe fn on_device_arrays(
+        gpu: &Arc<Gpu>,
+        (nrows, ncols, nnz): (usize, usize, usize),
+        (row_ptr, col_idx, vals): (u64, u64, u64),
+        bytes: usize,
+        alg: SpmvAlg,
+    ) -> Result<Self> {
+        gpu.context()
+            .bind_to_thread()
+            .map_err(|e| Error::cuda("binding the context", e))?;
+        crate::matrix::check_dims(nrows, ncols, nnz)?;
+        // SAFETY: the caller's contract.
+        unsafe {
+            Self::setup(
+                gpu,
+                (nrows, ncols, nnz),
+                (row_ptr, col_idx, vals),
+                Arrays::Lent(bytes),
+                alg,
+            )
+        }
+    }
+
+    /// The descriptors, work buffer and preprocessing on the arrays at the three addresses.
+    ///
+    /// # Safety
+    ///
+    /// As [`CusparseSpmv::on_device_arrays`]; `arrays` owns them or they outlive the result.
+    unsafe fn setup(
+        gpu: &Arc<Gpu>,
+        (nrows, ncols, nnz): (usize, usize, usize),
+        (rp, ci, va): (u64, u64, u64),
+        arrays: Arrays<T>,
+        alg: SpmvAlg,
+    ) -> Result<Self> {
         let mut setup_x = gpu.alloc_zeros::<T>(ncols)?;
         let mut setup_y = gpu.alloc_zeros::<T>(nrows)?;
         let mut buffer = gpu.alloc_zeros::<u8>(1)?;
@@ -323,9 +395,6 @@ impl<T: Scalar> CusparseSpmv<T> {
             // `h` drops and frees what was created.
             unsafe {
                 h.stream.set(h.handle, stream)?;
-                let (rp, _g1) = row_ptr.device_ptr(stream);
-                let (ci, _g2) = col_idx.device_ptr(stream);
-                let (va, _g3) = vals.device_ptr(stream);
                 create_csr(
                     &mut h.mat,
                     (nrows as i64, ncols as i64, nnz as i64),
@@ -373,9 +442,7 @@ impl<T: Scalar> CusparseSpmv<T> {
             preprocessed,
             h: Mutex::new(h),
             buffer,
-            row_ptr,
-            col_idx,
-            vals,
+            arrays,
             _setup_x: setup_x,
             _setup_y: setup_y,
         })
@@ -403,10 +470,15 @@ impl<T: Scalar> CusparseSpmv<T> {
     }
     /// Device bytes of the matrix copy and the work buffer.
     pub fn footprint_bytes(&self) -> usize {
-        self.row_ptr.num_bytes()
-            + self.col_idx.num_bytes()
-            + self.vals.num_bytes()
-            + self.buffer.num_bytes()
+        let arrays = match &self.arrays {
+            Arrays::Own {
+                row_ptr,
+                col_idx,
+                vals,
+            } => row_ptr.num_bytes() + col_idx.num_bytes() + vals.num_bytes(),
+            Arrays::Lent(bytes) => *bytes,
+        };
+        arrays + self.buffer.num_bytes()
     }
 
     /// Enqueues on `gpu`'s stream (the GPU this was set up on, or a view of it,
@@ -431,15 +503,19 @@ impl<T: Scalar> CusparseSpmv<T> {
                 },
             });
         }
+        let Arrays::Own {
+            col_idx: dst_idx,
+            vals: dst_vals,
+            ..
+        } = &self.arrays
+        else {
+            return Err(Error::InvalidArgument(
+                "cuSPARSE refill: the matrix arrays are not this SpMV's own".into(),
+            ));
+        };
         let stream = gpu.stream();
-        col_idx.copy_range_async(
-            "cuSPARSE column indices",
-            &self.col_idx,
-            0,
-            self.nnz,
-            stream,
-        )?;
-        vals.copy_range_async("cuSPARSE values", &self.vals, 0, self.nnz, stream)
+        col_idx.copy_range_async("cuSPARSE column indices", dst_idx, 0, self.nnz, stream)?;
+        vals.copy_range_async("cuSPARSE values", dst_vals, 0, self.nnz, stream)
     }
 
     /// Checks that x and y are long enough for this matrix (`DimensionMismatch` otherwise).

@@ -34,6 +34,7 @@
 //!   context's `new_stream`) and uses spmvkit's buffers on them must order those uses against
 //!   [`Gpu::stream`] with events itself: cudarc will not.
 
+mod csr_check;
 pub mod cusparse;
 mod foreign;
 pub mod launch;
@@ -49,6 +50,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream};
 
+pub use csr_check::{check_device_csr, RowLengths, CSR_CHECK_KERNELS};
 pub use foreign::Borrowed;
 pub(crate) use foreign::CallOrder;
 pub use launch::{
@@ -103,9 +105,9 @@ pub const UTIL_KERNELS: Kernels = Kernels::new(
     ],
 );
 
-/// The runtime's own kernels (the helpers and the limits probe), for the CI NVRTC check.
+/// The runtime's own kernels (the helpers, the device CSR check and the limits probe), for the CI NVRTC check.
 pub fn internal_kernels() -> Vec<Kernels> {
-    vec![UTIL_KERNELS, probe::PROBE_KERNELS]
+    vec![UTIL_KERNELS, probe::PROBE_KERNELS, CSR_CHECK_KERNELS]
 }
 
 /// The y prologue of methods that add into y (atomics, carries), loaded for precision `T`:

@@ -9,6 +9,7 @@
 //! which the list, the parsing and the check of each value are derived (`params.rs`).
 
 mod common;
+pub mod from_device;
 mod params;
 mod plan;
 mod reordered;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 use cudarc::driver::CudaSlice;
 
+pub use from_device::{DeviceCsrRef, DEVICE_METHODS};
 pub use params::{ParamSpec, Params, REORDER_PARAM, WINDOWS_PARAM};
 pub use plan::{Backend, Plan, PlanOptions, PrepTimes, ValueUpdate};
 

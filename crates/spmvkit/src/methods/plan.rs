@@ -35,6 +35,7 @@ use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::from_device::DeviceSource;
 use super::params::{CPU_FALLBACK_PARAM, REORDER_PARAM, WINDOWS_PARAM};
 use super::reordered::{reorder, Reordered};
 use super::spmm::MultiState;
@@ -169,6 +170,8 @@ pub struct Plan<T: PrepareFor> {
     windows: usize,
     /// The multi-vector calls' state (`methods/spmm/`, issue #24).
     multi: MultiState<T>,
+    /// The device arrays of a plan built from them (`methods/from_device.rs`).
+    source: Option<DeviceSource<T>>,
 }
 
 impl<T: PrepareFor> Plan<T> {
@@ -305,6 +308,7 @@ impl<T: PrepareFor> Plan<T> {
             reorder_note: decision.note,
             windows,
             multi: MultiState::default(),
+            source: None,
         })
     }
 
@@ -531,6 +535,9 @@ impl<T: PrepareFor> Plan<T> {
     /// pattern) without re-analysis when the layout allows it (see the module doc). Returns how
     /// the update was done; [`Plan::value_update_note`] says why when it re-prepared.
     pub fn update_values(&mut self, vals: &[T]) -> Result<ValueUpdate> {
+        if let Some(nnz) = self.source.as_ref().map(DeviceSource::nnz) {
+            return self.update_values_from_host(vals, nnz);
+        }
         let permuted;
         let vals = match &self.reordered {
             Some(r) if vals.len() == self.pattern.nnz() => {
@@ -971,6 +978,94 @@ fn choose_backend(
                 info.name
             )),
         )),
+    }
+}
+
+/// A plan's GPU, device layout and own x and y.
+type DeviceParts<T> = (
+    Arc<Gpu>,
+    Box<dyn DeviceLayout<T>>,
+    CudaSlice<T>,
+    CudaSlice<T>,
+);
+
+/// Plans built from device arrays (`methods/from_device.rs`, issue #23).
+impl<T: PrepareFor> Plan<T> {
+    /// A GPU plan of `method` on a matrix of `dims` whose host layout is `host` (no matrix) and
+    /// whose device layout `dl` runs on `source`'s arrays, with its own vectors `x` and `y`.
+    pub(super) fn assemble_from_device(
+        method: &'static dyn Method,
+        (nrows, ncols): (usize, usize),
+        host: Box<dyn Layout<T>>,
+        (gpu, dl, x, y): DeviceParts<T>,
+        source: DeviceSource<T>,
+        prep: PrepTimes,
+    ) -> Result<Self> {
+        Ok(Plan {
+            method,
+            params: Params::new(),
+            // No host pattern: the only reader, update_values, goes to the device source.
+            pattern: Arc::new(Pattern::new("CSR", 0, 0, vec![0], Vec::new())?),
+            nrows,
+            ncols,
+            layout: host,
+            device: Some(DevicePlan {
+                order: CallOrder::new(&gpu),
+                gpu,
+                layout: dl,
+                permuted: None,
+                x,
+                y,
+            }),
+            prep,
+            note: None,
+            value_map: None,
+            reordered: None,
+            reorder_note: None,
+            windows: 0,
+            multi: MultiState::default(),
+            source: Some(source),
+        })
+    }
+
+    /// The device arrays of a plan built from them.
+    pub(super) fn device_source(&self) -> Option<&DeviceSource<T>> {
+        self.source.as_ref()
+    }
+
+    /// A plan built from device arrays: its GPU, call order, device layout and arrays.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn device_source_parts(
+        &mut self,
+    ) -> Option<(
+        &Arc<Gpu>,
+        &CallOrder,
+        &mut Box<dyn DeviceLayout<T>>,
+        &mut DeviceSource<T>,
+    )> {
+        let (d, s) = (self.device.as_mut()?, self.source.as_mut()?);
+        Some((&d.gpu, &d.order, &mut d.layout, s))
+    }
+
+    /// [`Plan::update_values`] on a plan built from device arrays: the values go to the device
+    /// and through [`Plan::update_values_device`].
+    fn update_values_from_host(&mut self, vals: &[T], nnz: usize) -> Result<ValueUpdate> {
+        if vals.len() != nnz {
+            return Err(Error::DimensionMismatch {
+                what: format!(
+                    "update_values: values for the {} pattern entries",
+                    self.info().name
+                ),
+                expected: nnz,
+                got: vals.len(),
+            });
+        }
+        if nnz == 0 {
+            return Ok(ValueUpdate::Gathered);
+        }
+        let gpu = self.device_ref("update_values")?.gpu.clone();
+        let d = gpu.upload(vals)?;
+        self.update_values_device(&gpu, &d)
     }
 }
 

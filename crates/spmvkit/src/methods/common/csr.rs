@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, DevicePtr};
 
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevRef, Gpu};
@@ -27,6 +27,7 @@ crate::kernel_args! {
 pub(crate) struct DeviceCsr<T: Scalar> {
     nrows: usize,
     ncols: usize,
+    nnz: usize,
     row_ptr: CudaSlice<Idx>,
     col_idx: CudaSlice<Idx>,
     vals: CudaSlice<T>,
@@ -38,10 +39,49 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(DeviceCsr {
             nrows: a.nrows(),
             ncols: a.ncols(),
+            nnz: a.nnz(),
             row_ptr: gpu.upload(a.row_ptr())?,
             col_idx: gpu.upload(a.col_idx())?,
             vals: gpu.upload(a.vals())?,
         })
+    }
+
+    /// The three arrays of an `nrows` x `ncols` matrix with `nnz` entries already on the device (a plan built from
+    /// a caller's device arrays: its own copies, whose structure `gpu::check_device_csr`
+    /// validated).
+    pub(crate) fn from_parts(
+        (nrows, ncols, nnz): (usize, usize, usize),
+        row_ptr: CudaSlice<Idx>,
+        col_idx: CudaSlice<Idx>,
+        vals: CudaSlice<T>,
+    ) -> Self {
+        DeviceCsr {
+            nrows,
+            ncols,
+            nnz,
+            row_ptr,
+            col_idx,
+            vals,
+        }
+    }
+
+    /// The values, to be rewritten in place (same pattern).
+    pub(crate) fn vals_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.vals
+    }
+
+    /// The device addresses of row_ptr, col_idx and vals, and the number of entries.
+    pub(crate) fn addresses(&self) -> ((u64, u64, u64), usize) {
+        let s = self.vals.stream();
+        let addr = |p: (u64, _)| p.0;
+        (
+            (
+                addr(self.row_ptr.device_ptr(s)),
+                addr(self.col_idx.device_ptr(s)),
+                addr(self.vals.device_ptr(s)),
+            ),
+            self.nnz,
+        )
     }
 
     /// (nrows, ncols).

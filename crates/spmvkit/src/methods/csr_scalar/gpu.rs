@@ -1,11 +1,14 @@
 //! Upload and launch of `csr-scalar`: the CSR arrays on the device, one thread per row in blocks
 //! of 256, one launch per call.
 
+use std::sync::Arc;
+
 use super::{CsrScalarLayout, KERNEL};
 use crate::error::Result;
 use crate::gpu::{Gpu, Kernel, Shape};
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
-use crate::methods::common::gpu::{Call, Launches};
+use crate::methods::common::gpu::{Call, Launches, Resident};
+use crate::methods::DeviceLayout;
 use crate::methods::common::room::device_room;
 use crate::scalar::Scalar;
 
@@ -16,7 +19,7 @@ device_room! {
     /// nothing allocated).
     pub(super) struct CsrScalarDevice<T> {
         k: Kernel<CsrArgs<'static, T>> = k,
-        a: DeviceCsr<T> = a,
+        a: Arc<DeviceCsr<T>> = Arc::new(a),
     }
     fn upload(l: &CsrScalarLayout<T>, gpu) -> Resident(a.dims(), a.num_bytes()) {
         let k = gpu.kernel::<T, _>(&KERNEL, "csr_scalar")?;
@@ -32,4 +35,18 @@ impl<T: Scalar> Launches<T> for CsrScalarDevice<T> {
         // validated when the Csr was built.
         unsafe { gpu.launch(&self.k, shape, &args) }
     }
+}
+
+/// `csr-scalar` on CSR arrays already on the device, shared with the plan that owns them (a plan
+/// built from a caller's device arrays, `methods/from_device.rs`).
+pub(crate) fn from_device<T: Scalar>(
+    gpu: &Gpu,
+    a: Arc<DeviceCsr<T>>,
+) -> Result<Box<dyn DeviceLayout<T>>> {
+    let (dims, bytes) = (a.dims(), a.num_bytes());
+    let room = CsrScalarDevice {
+        k: gpu.kernel::<T, _>(&KERNEL, "csr_scalar")?,
+        a,
+    };
+    Ok(Resident::boxed(dims, bytes, room))
 }

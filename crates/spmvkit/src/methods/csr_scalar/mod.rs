@@ -6,6 +6,8 @@
 mod cpu;
 mod gpu;
 
+pub(crate) use gpu::from_device;
+
 use crate::matrix::Csr;
 use crate::methods::common::csr::CsrArgs;
 use crate::methods::common::room::{forward, method, room_kernel};

@@ -2,11 +2,14 @@
 //! block per `threads / 32` rows (the hardware block scheduler balances rows of unequal length;
 //! the kernel also strides, so any grid is correct). No launch when there are no rows.
 
-use super::{CsrVectorLayout, KERNEL};
+use std::sync::Arc;
+
+use super::{CsrVectorLayout, CsrVectorParams, KERNEL, NAME};
 use crate::error::Result;
 use crate::gpu::{Gpu, Kernel, Shape};
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
-use crate::methods::common::gpu::{Call, Launches};
+use crate::methods::common::gpu::{Call, Launches, Resident};
+use crate::methods::{DeviceLayout, Params};
 use crate::methods::common::room::device_room;
 use crate::scalar::Scalar;
 
@@ -15,7 +18,7 @@ device_room! {
     pub(super) struct DeviceCsrVector<T> {
         k: Kernel<CsrArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "csr_vector")?,
         threads: u32 = l.threads,
-        a: DeviceCsr<T> = DeviceCsr::upload(gpu, &l.a)?,
+        a: Arc<DeviceCsr<T>> = Arc::new(DeviceCsr::upload(gpu, &l.a)?),
     }
     fn upload(l: &CsrVectorLayout<T>, gpu) -> Resident((l.a.nrows(), l.a.ncols()), l.a.bytes());
 }
@@ -28,4 +31,21 @@ impl<T: Scalar> Launches<T> for DeviceCsrVector<T> {
         // and y nrows (checked by DeviceLayout::run).
         unsafe { gpu.launch(&self.k, shape, &args) }
     }
+}
+
+/// `csr-vector` on CSR arrays already on the device, shared with the plan that owns them (a plan
+/// built from a caller's device arrays, `methods/from_device.rs`), with the method's parameters.
+pub(crate) fn from_device<T: Scalar>(
+    gpu: &Gpu,
+    a: Arc<DeviceCsr<T>>,
+    params: &Params,
+) -> Result<Box<dyn DeviceLayout<T>>> {
+    let p = CsrVectorParams::from_params(NAME, params)?;
+    let (dims, bytes) = (a.dims(), a.num_bytes());
+    let room = DeviceCsrVector {
+        k: gpu.kernel::<T, _>(&KERNEL, "csr_vector")?,
+        threads: p.threads,
+        a,
+    };
+    Ok(Resident::boxed(dims, bytes, room))
 }

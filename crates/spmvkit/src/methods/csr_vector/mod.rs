@@ -10,6 +10,8 @@
 mod cpu;
 mod gpu;
 
+pub(crate) use gpu::from_device;
+
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::common::csr::CsrArgs;

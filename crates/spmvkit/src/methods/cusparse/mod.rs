@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::gpu::cusparse::{CusparseSpmv, SpmvAlg};
 use crate::gpu::{time_stream, Gpu, PinnedSource, TimingConfig};
 use crate::matrix::Csr;
+use crate::methods::common::csr::DeviceCsr;
 use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::common::room::{forward, method};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
@@ -247,4 +248,62 @@ impl<T: Scalar> Launches<T> for CusparseDevice<T> {
         }
         self.spmv.run_on(gpu, c.alpha, c.x, c.beta, c.y)
     }
+}
+
+/// cuSPARSE SpMV on CSR arrays already on the device, shared with the plan that owns them.
+/// Field order: `spmv` drops (and synchronises) before the arrays it points at.
+struct CusparseShared<T: Scalar> {
+    spmv: CusparseSpmv<T>,
+    _a: Arc<DeviceCsr<T>>,
+}
+
+impl<T: Scalar> Launches<T> for CusparseShared<T> {
+    unsafe fn run(&self, gpu: &Gpu, c: Call<'_, T>) -> Result<()> {
+        self.spmv.run_on(gpu, c.alpha, c.x, c.beta, c.y)
+    }
+}
+
+/// A layout's notes, (key, value).
+type Notes = Vec<(String, String)>;
+
+/// cuSPARSE SpMV with `alg` on CSR arrays already on the device (a plan built from a caller's
+/// device arrays, `methods/from_device.rs`), or with the faster of ALG1 and ALG2 when `alg` is
+/// `None` (`cusparse`, timed as at upload); returns the algorithm and the notes.
+pub(crate) fn from_device<T: Scalar>(
+    gpu: &Arc<Gpu>,
+    a: Arc<DeviceCsr<T>>,
+    alg: Option<SpmvAlg>,
+) -> Result<(Box<dyn DeviceLayout<T>>, Notes)> {
+    let make = |alg| {
+        let (addrs, nnz) = a.addresses();
+        let (nrows, ncols) = a.dims();
+        // SAFETY: a validated CSR structure (gpu::check_device_csr), kept alive by the Arc the
+        // result holds after the SpMV.
+        unsafe { CusparseSpmv::on_device_arrays(gpu, (nrows, ncols, nnz), addrs, a.num_bytes(), alg) }
+    };
+    let mut notes = Vec::new();
+    let spmv = match alg {
+        Some(alg) => make(alg)?,
+        None => {
+            let x = gpu.upload(&vec![T::one(); a.dims().1])?;
+            let alg1 = make(SpmvAlg::CsrAlg1)?;
+            let t1 = quick_time(gpu, &alg1, &x)?;
+            drop(alg1);
+            let alg2 = make(SpmvAlg::CsrAlg2)?;
+            let t2 = quick_time(gpu, &alg2, &x)?;
+            notes.push(("alg1_us".into(), format!("{t1:.2}")));
+            notes.push(("alg2_us".into(), format!("{t2:.2}")));
+            if t2 < t1 {
+                alg2
+            } else {
+                drop(alg2);
+                make(SpmvAlg::CsrAlg1)?
+            }
+        }
+    };
+    notes.push(("alg".into(), spmv.alg().name().to_string()));
+    notes.push(("preprocessed".into(), spmv.preprocessed().to_string()));
+    let (dims, bytes) = ((spmv.nrows(), spmv.ncols()), spmv.footprint_bytes());
+    let room = CusparseShared { spmv, _a: a };
+    Ok((Resident::boxed(dims, bytes, room), notes))
 }
