@@ -42,7 +42,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
-use crate::scalar::{Precision, Scalar};
+use crate::scalar::{Idx, Precision, Scalar};
 
 /// This process's rank (0-based).
 pub const ENV_RANK: &str = "SPMVKIT_DIST_RANK";
@@ -226,6 +226,36 @@ impl InputIdentity {
             ncols: a.ncols(),
             nnz: a.nnz(),
             precision: T::PRECISION,
+            checksum: h.finalize(),
+        }
+    }
+
+    /// The identity of a matrix a rank reads only its rows of (issue #26): its dimensions, nnz,
+    /// precision, and a CRC-32 of the dimensions, the whole row pointer array (what the
+    /// partition is computed from) and `source`, a checksum of where the rows come from (the
+    /// cache header's stored CRC of the whole file, or the CRC of a canonical GEN-SPEC). Ranks
+    /// that would partition differently, or read different files, differ.
+    pub fn of_rows(
+        ncols: usize,
+        row_ptr: &[Idx],
+        precision: Precision,
+        source: u32,
+    ) -> InputIdentity {
+        let nrows = row_ptr.len().saturating_sub(1);
+        let nnz = row_ptr.last().map_or(0, |&l| l as usize);
+        let mut h = crc32fast::Hasher::new();
+        for d in [nrows, ncols, nnz] {
+            h.update(&(d as u64).to_le_bytes());
+        }
+        crc_pieces(&mut h, row_ptr, |x, out| {
+            out.extend_from_slice(&x.to_le_bytes())
+        });
+        h.update(&source.to_le_bytes());
+        InputIdentity {
+            nrows,
+            ncols,
+            nnz,
+            precision,
             checksum: h.finalize(),
         }
     }

@@ -8,6 +8,8 @@
 //! - [`nccl`]: finding and loading `libnccl` (pip wheels ship `libnccl.so.2`, which cudarc does
 //!   not look for), the per-rank GPU operator (diagonal SpMV overlapping the exchange on a comm
 //!   stream, the off-diagonal part after it) and the all-reduce dot product for solvers.
+//! - [`local`]: ranks that read only their rows (cache byte ranges, row-range generators), the
+//!   partition from the row pointers alone, and the set-up exchange of ghost requests.
 //! - [`rank`]: one rank's run: distribute, connect, check against the oracle, time.
 //! - [`solve`]: distributed CG and PageRank, written once over [`RowOperator`]: the simulation
 //!   ([`SimRows`]) and one NCCL rank ([`NcclRows`]); dot products through the all-reduce.
@@ -19,6 +21,7 @@
 
 pub mod bootstrap;
 pub mod launch;
+pub mod local;
 pub mod nccl;
 pub mod partition;
 pub mod rank;
