@@ -11,8 +11,9 @@ use serde_json::json;
 use spmvkit::dist::bootstrap::{
     RankEnv, Rendezvous, Token, ENV_RANK, ENV_ROOT, ENV_TOKEN, ENV_WORLD,
 };
+use spmvkit::dist::local::simulate_blocks;
 use spmvkit::dist::nccl::DistScalar;
-use spmvkit::dist::rank::{run_rank, test_vectors, RankConfig, RankReport};
+use spmvkit::dist::rank::{run_rank, run_rank_rows, test_vectors, RankConfig, RankReport};
 use spmvkit::dist::{SimOperator, StrategyChoice};
 use spmvkit::gpu::TimingConfig;
 use spmvkit::Precision;
@@ -214,7 +215,6 @@ fn rank<T: DistScalar>(a: &RankArgs) -> Result<()> {
     let env = RankEnv::from_env()?.ok_or_else(|| {
         anyhow!("`spmv dist rank` is started by `spmv dist run` ({ENV_RANK} is not set)")
     })?;
-    let loaded = input::load::<T>(&a.matrix, !a.common.part.no_cache)?;
     let cfg = RankConfig {
         method: a.common.part.method.clone(),
         strategy: a.common.part.strategy.parse::<StrategyChoice>()?,
@@ -223,8 +223,15 @@ fn rank<T: DistScalar>(a: &RankArgs) -> Result<()> {
         timing: timing(&a.common),
         connect_timeout: Duration::from_secs(a.common.part.connect_timeout),
     };
-    let report = run_rank(&loaded.matrix, &env, &cfg)
-        .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
+    let report = match a.common.part.row_source::<T>(&a.matrix)? {
+        Some(source) => source
+            .load(env.rank, env.world)
+            .and_then(|local| run_rank_rows(&local, &env, &cfg)),
+        None => input::load::<T>(&a.matrix, !a.common.part.no_cache)
+            .map_err(|e| spmvkit::Error::InvalidArgument(e.to_string()))
+            .and_then(|loaded| run_rank(&loaded.matrix, &env, &cfg)),
+    }
+    .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
     println!("{REPORT_PREFIX}{}", serde_json::to_string(&report)?);
     Ok(())
 }
@@ -285,8 +292,7 @@ fn launch(matrix: &str, gpus: usize, sim: bool, c: &DistSpmvOptions) -> Result<O
         gpus,
         visible,
         &rank_command(&["dist", "rank", matrix], c.forward()),
-        c.part.connect_timeout,
-        c.part.no_cache,
+        &c.part,
     )?;
     notes.extend(spawned.notes);
     let ranks: Vec<RankReport> = parse_reports(spawned.reports)?;
@@ -311,14 +317,35 @@ fn simulate(
         c: &DistSpmvOptions,
     ) -> Result<serde_json::Value> {
         let a = input::load::<T>(matrix, !c.part.no_cache)?.matrix;
-        let op = SimOperator::new(&a, parts, &c.part.method, c.part.strategy.parse()?)?;
+        let choice: StrategyChoice = c.part.strategy.parse()?;
+        // the ranks read only their rows when the source allows it, one thread per rank
+        // exchanging ghost requests, as GPU ranks do through NCCL
+        let (op, input) = match c.part.row_source::<T>(matrix)? {
+            Some(source) => {
+                let (blocks, volumes) = simulate_blocks(&source, parts, choice)?;
+                let op = SimOperator::from_blocks(
+                    a.nrows(),
+                    a.ncols(),
+                    volumes,
+                    blocks,
+                    &c.part.method,
+                )?;
+                (op, "rows")
+            }
+            None => (
+                SimOperator::new(&a, parts, &c.part.method, choice)?,
+                "whole",
+            ),
+        };
         let (x, y0) = test_vectors::<T>(a.nrows(), a.ncols());
         let (alpha, beta) = (T::from_f64(c.alpha), T::from_f64(c.beta));
         let mut y = y0.clone();
         op.apply(alpha, &x, beta, &mut y)?;
         let want = spmvkit::cpu::oracle_spmv_par(&a, alpha, &x, beta, &y0)?;
         let chk = spmvkit::cpu::check(&want, &y);
-        Ok(json!({ "check_ok": chk.ok, "max_rel_err": chk.max_rel_err, "summary": op.summary() }))
+        Ok(
+            json!({ "check_ok": chk.ok, "max_rel_err": chk.max_rel_err, "summary": op.summary(), "input": input }),
+        )
     }
     let sim = match c.part.precision.parse::<Precision>()? {
         Precision::F32 => go::<f32>(matrix, parts, c)?,
@@ -353,6 +380,14 @@ fn print_run(o: &Outcome, as_json: bool) -> Result<()> {
                 sum["allgather_recv"]
             );
             println!(
+                "ranks read {}",
+                if s["input"] == "rows" {
+                    "only their rows"
+                } else {
+                    "the whole matrix"
+                }
+            );
+            println!(
                 "check vs oracle: {} (max rel err {:.2e})",
                 if o.ok() { "ok" } else { "FAILED" },
                 s["max_rel_err"].as_f64().unwrap_or(f64::NAN)
@@ -368,6 +403,13 @@ fn print_run(o: &Outcome, as_json: bool) -> Result<()> {
                     .first()
                     .map(|r| r.diag_notes.join(" "))
                     .unwrap_or_default()
+            );
+            println!(
+                "  ranks read {}",
+                match o.ranks.first().map(|r| r.input.as_str()) {
+                    Some("rows") => "only their rows",
+                    _ => "the whole matrix",
+                }
             );
             println!(
                 "  {:>4} {:>10} {:>12} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10}  check",

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use spmvkit::dist::bootstrap::{RankEnv, ENV_RANK};
 use spmvkit::dist::nccl::DistScalar;
 use spmvkit::dist::solve::{
-    self as dsolve, run_solve_rank, SolveRankConfig, SolveRankReport, Solver,
+    self as dsolve, run_solve_rank, run_solve_rank_rows, SolveRankConfig, SolveRankReport, Solver,
 };
 use spmvkit::dist::{SimRows, StrategyChoice};
 use spmvkit::solve::{self, CgSystem, PageRankGraph, PageRankOptions, SolveOptions};
@@ -504,8 +504,7 @@ fn launch(
         gpus,
         visible,
         &rank_command(&["dist", "solve-rank", &c.matrix], args),
-        c.part.connect_timeout,
-        c.part.no_cache,
+        &c.part,
     )?;
     let ranks: Vec<SolveRankReport> = parse_reports(spawned.reports)?;
     let mut x = vec![f64::NAN; n];
@@ -558,7 +557,6 @@ fn rank_t<T: DistScalar>(a: &SolveRankArgs) -> Result<()> {
     let env = RankEnv::from_env()?.ok_or_else(|| {
         anyhow!("`spmv dist solve-rank` is started by `spmv dist solve cg` / `spmv dist pagerank` ({ENV_RANK} is not set)")
     })?;
-    let loaded = input::load::<T>(&a.matrix, !a.part.no_cache)?;
     let cfg = SolveRankConfig {
         solver: match a.solver.as_str() {
             "cg" => Solver::Cg,
@@ -574,8 +572,20 @@ fn rank_t<T: DistScalar>(a: &SolveRankArgs) -> Result<()> {
         },
         connect_timeout: Duration::from_secs(a.part.connect_timeout),
     };
-    let (report, x) = run_solve_rank(&loaded.matrix, &env, &cfg)
-        .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
+    // CG ranks read only their rows when the source allows it; PageRank needs Aᵀ, whole
+    let source = match cfg.solver {
+        Solver::Cg => a.part.row_source::<T>(&a.matrix)?,
+        Solver::PageRank { .. } => None,
+    };
+    let (report, x) = match source {
+        Some(source) => source
+            .load(env.rank, env.world)
+            .and_then(|local| run_solve_rank_rows(&local, &env, &cfg)),
+        None => input::load::<T>(&a.matrix, !a.part.no_cache)
+            .map_err(|e| spmvkit::Error::InvalidArgument(e.to_string()))
+            .and_then(|loaded| run_solve_rank(&loaded.matrix, &env, &cfg)),
+    }
+    .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
     let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_f64().to_le_bytes()).collect();
     let f = solution_file(&a.solution_dir, env.rank);
     std::fs::write(&f, bytes).with_context(|| format!("writing {}", f.display()))?;

@@ -10,7 +10,8 @@ use clap::Args;
 use serde::de::DeserializeOwned;
 use spmvkit::dist::launch::{self, Spawned};
 
-use crate::input;
+use spmvkit::dist::local::RowSource;
+use spmvkit::{Precision, Scalar};
 
 pub(crate) use spmvkit::dist::launch::REPORT_PREFIX;
 
@@ -30,6 +31,12 @@ pub(crate) struct PartOptions {
     /// Do not read or write the binary cache.
     #[arg(long)]
     pub(crate) no_cache: bool,
+    /// Every rank loads the whole matrix and keeps its rows. By default a rank reads only its
+    /// rows when the source allows it: a .spmvkit file or a Matrix Market file through its
+    /// cache (byte ranges), or a generator that builds row ranges (stencils, banded, uniform,
+    /// powerlaw, ...); kron, rgg and delaunay are always generated whole.
+    #[arg(long)]
+    pub(crate) whole: bool,
     /// Seconds to wait for all ranks at start-up.
     #[arg(long, default_value_t = 300)]
     pub(crate) connect_timeout: u64,
@@ -47,7 +54,19 @@ impl PartOptions {
         if self.no_cache {
             v.push("--no-cache".into());
         }
+        if self.whole {
+            v.push("--whole".into());
+        }
         v
+    }
+
+    /// Where a rank reads only its rows from, or `None` when it loads the whole matrix
+    /// (`--whole`, or a source that cannot give its rows alone).
+    pub(crate) fn row_source<T: Scalar>(&self, matrix: &str) -> Result<Option<RowSource<T>>> {
+        if self.whole {
+            return Ok(None);
+        }
+        Ok(RowSource::for_matrix(matrix, None, !self.no_cache)?)
     }
 }
 
@@ -72,13 +91,18 @@ pub(crate) fn spawn_ranks(
     gpus: usize,
     visible: usize,
     rank_args: &[String],
-    connect_timeout: u64,
-    no_cache: bool,
+    part: &PartOptions,
 ) -> Result<Spawned> {
+    let (connect_timeout, no_cache) = (part.connect_timeout, part.no_cache);
+    let precision: Precision = part.precision.parse()?;
     let world = launch::plan_world(gpus, visible)?;
-    // a matrix file: build the binary cache once here, so the ranks only read it
+    // a matrix file: build the binary cache (in the ranks' precision) once here, so the ranks
+    // only read it, by byte range
     if std::path::Path::new(matrix).exists() && !no_cache {
-        input::load::<f64>(matrix, true).map(|_| ())?;
+        match precision {
+            Precision::F32 => spmvkit::io::ensure_cache::<f32>(matrix, None).map(|_| ())?,
+            Precision::F64 => spmvkit::io::ensure_cache::<f64>(matrix, None).map(|_| ())?,
+        }
     }
     let exe = std::env::current_exe().context("finding the spmv executable")?;
     Ok(launch::spawn_ranks(

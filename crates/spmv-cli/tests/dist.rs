@@ -26,6 +26,32 @@ fn simulated_ranks_match_the_oracle() {
     spmv_fails(&["dist", "rank", "poisson3d:4"], "SPMVKIT_DIST_RANK");
 }
 
+/// Simulated ranks read only their rows (issue #26) from a cache file by byte range and from a
+/// row-range generator, and load the whole matrix under `--whole` or for `kron`; every way
+/// matches the oracle.
+#[test]
+fn simulated_ranks_read_only_their_rows() {
+    let dir = std::env::temp_dir().join(format!("spmv-dist-rows-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cache = dir.join("a.spmvkit");
+    let cache = cache.to_str().unwrap();
+    common::spmv_ok(&["gen", "powerlaw:2000,6", "-o", cache]);
+    for (matrix, extra, input) in [
+        (cache, None, "rows"),
+        (cache, Some("--whole"), "whole"),
+        ("poisson3d:10", None, "rows"),
+        ("uniform:2000,5", Some("--whole"), "whole"),
+        ("kron:8", None, "whole"),
+    ] {
+        let mut flags = vec!["--sim", "--strategy", "halo", "--precision", "f32"];
+        flags.extend(extra);
+        let v = dist_json(&["run", matrix], "3", &flags);
+        assert_eq!(v["check_ok"], true, "{matrix} {v}");
+        assert_eq!(v["sim"]["input"], input, "{matrix} {extra:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `spmv dist ARGS --gpus GPUS --json EXTRA...`, its JSON.
 fn dist_json(args: &[&str], gpus: &str, extra: &[&str]) -> Value {
     let mut all = vec!["dist"];

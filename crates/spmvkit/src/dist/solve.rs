@@ -40,7 +40,7 @@ use super::nccl::{Communicator, DistOperator, DistScalar};
 use super::partition::{Distribution, StrategyChoice};
 use super::rank::{flat_notes, strategy_label};
 use super::sim::SimOperator;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::matrix::{check_square, Csr};
 use crate::methods::{Backend, PrepareFor};
@@ -368,9 +368,8 @@ pub fn run_solve_rank<T: DistScalar>(
     let comm = Communicator::connect_if_distributed(&gpu, env, a, cfg.connect_timeout)?;
     let nccl_init_s = comm.as_ref().map_or(0.0, |c| c.init_s);
     let op = DistOperator::new(gpu.clone(), comm, env.world, &block, &cfg.method)?;
-    let info = op.info().clone();
     let mut rows_op = NcclRows::new(op, rows.clone(), m.nrows());
-    let (x, report) = match (cfg.solver, &graph) {
+    let report_x = match (cfg.solver, &graph) {
         (Solver::PageRank { damping }, Some(g)) => rows_op.pagerank(
             &g.dangling,
             &PageRankOptions {
@@ -380,6 +379,63 @@ pub fn run_solve_rank<T: DistScalar>(
         )?,
         _ => rows_op.cg(&b, &cfg.opts)?,
     };
+    finish_solve(gpu, env, strategy, rows_op, report_x, setup_s, nccl_init_s)
+}
+
+/// Runs this process's rank of a distributed CG from its own rows only (issue #26): the
+/// right-hand side A·1 from its rows, the block set up with the other ranks through NCCL
+/// ([`LocalRows::block`](super::local::LocalRows::block)). PageRank needs Aᵀ, so its ranks
+/// load the whole adjacency ([`run_solve_rank`]).
+pub fn run_solve_rank_rows<T: DistScalar>(
+    local: &super::local::LocalRows<T>,
+    env: &RankEnv,
+    cfg: &SolveRankConfig,
+) -> Result<(SolveRankReport, Vec<T>)> {
+    if cfg.solver != Solver::Cg {
+        return Err(Error::InvalidArgument(
+            "a PageRank rank needs the whole adjacency (Aᵀ), not only its rows".into(),
+        ));
+    }
+    let p = &local.partition;
+    if p.row_starts.last() != p.col_starts.last() {
+        return Err(Error::InvalidArgument(format!(
+            "CG needs a square matrix; this one is {}x{}",
+            p.row_starts.last().unwrap_or(&0),
+            p.col_starts.last().unwrap_or(&0)
+        )));
+    }
+    let gpu: Arc<Gpu> = Gpu::get()?;
+    let comm = super::rank::connect_rows(&gpu, env, local, cfg.connect_timeout)?;
+    let nccl_init_s = comm.as_ref().map_or(0.0, |c| c.init_s);
+    let t0 = Instant::now();
+    let block = super::rank::setup_block(&gpu, comm.as_ref(), local, cfg.strategy)?;
+    let strategy = block.strategy;
+    let rows = block.rows.clone();
+    let a = &local.rows;
+    let b: Vec<T> = (0..a.nrows())
+        .into_par_iter()
+        .map(|i| T::from_f64(a.row(i).1.iter().map(|v| v.to_f64()).sum()))
+        .collect();
+    let setup_s = t0.elapsed().as_secs_f64();
+    let op = DistOperator::new(gpu.clone(), comm, env.world, &block, &cfg.method)?;
+    let n = *p.row_starts.last().unwrap_or(&0);
+    let mut rows_op = NcclRows::new(op, rows, n);
+    let report_x = rows_op.cg(&b, &cfg.opts)?;
+    finish_solve(gpu, env, strategy, rows_op, report_x, setup_s, nccl_init_s)
+}
+
+/// A solver rank's report from its operator and its solve's outcome.
+fn finish_solve<T: DistScalar>(
+    gpu: Arc<Gpu>,
+    env: &RankEnv,
+    strategy: super::partition::Strategy,
+    rows_op: NcclRows<T>,
+    (x, report): (Vec<T>, SolveReport),
+    setup_s: f64,
+    nccl_init_s: f64,
+) -> Result<(SolveRankReport, Vec<T>)> {
+    let info = rows_op.operator().info().clone();
+    let rows = rows_op.rows.clone();
     let per_iter = |s: f64| {
         if report.launched == 0 {
             0.0
