@@ -5,12 +5,10 @@
 
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
-use spmvkit::dist::bootstrap::{
-    RankEnv, Rendezvous, Token, ENV_RANK, ENV_ROOT, ENV_TOKEN, ENV_WORLD,
-};
+use spmvkit::dist::bootstrap::{Rendezvous, Token, ENV_RANK, ENV_ROOT, ENV_TOKEN, ENV_WORLD};
 use spmvkit::dist::local::simulate_blocks;
 use spmvkit::dist::nccl::DistScalar;
 use spmvkit::dist::rank::{run_rank, run_rank_rows, test_vectors, RankConfig, RankReport};
@@ -19,7 +17,7 @@ use spmvkit::gpu::TimingConfig;
 use spmvkit::Precision;
 
 use crate::dist_common::{
-    flags, parse_reports, rank_command, spawn_ranks, PartOptions, REPORT_PREFIX,
+    flags, parse_reports, rank_command, rank_env, spawn_ranks, PartOptions, REPORT_PREFIX,
 };
 use crate::input;
 
@@ -50,11 +48,13 @@ enum DistCommand {
     /// Serve NCCL's unique id to ranks started by hand (multi-host bootstrap); prints the
     /// rendezvous address and the launch token every rank needs.
     Rendezvous(RendezvousArgs),
-    /// One rank (started by `run`; reads SPMVKIT_DIST_RANK / _WORLD / _ROOT / _TOKEN).
-    #[command(hide = true)]
+    /// Print a fresh random launch token (32 hex digits) for SPMVKIT_DIST_TOKEN or
+    /// SPMVKIT_DIST_TOKEN_FILE, which ranks started by torchrun, mpirun or srun need.
+    Token,
+    /// One rank: started by `run` (SPMVKIT_DIST_RANK / _WORLD / _ROOT / _TOKEN), or by
+    /// torchrun, mpirun or srun (docs/multi-gpu.md); prints its report as one JSON line.
     Rank(RankArgs),
-    /// One solver rank (started by `solve cg` and `pagerank`).
-    #[command(hide = true)]
+    /// One solver rank: started by `solve cg` and `pagerank`, or by torchrun, mpirun or srun.
     SolveRank(crate::cmd_dist_solve::SolveRankArgs),
 }
 
@@ -168,6 +168,10 @@ pub fn run(args: DistArgs) -> Result<()> {
         DistCommand::Pagerank(a) => crate::cmd_dist_solve::run_pagerank(a),
         DistCommand::SolveRank(a) => crate::cmd_dist_solve::rank(a),
         DistCommand::Rendezvous(a) => rendezvous(&a),
+        DistCommand::Token => {
+            println!("{}", Token::random()?);
+            Ok(())
+        }
         DistCommand::Rank(a) => match a.common.part.precision.parse::<Precision>()? {
             Precision::F32 => rank::<f32>(&a),
             Precision::F64 => rank::<f64>(&a),
@@ -212,9 +216,7 @@ fn timing(c: &DistSpmvOptions) -> TimingConfig {
 }
 
 fn rank<T: DistScalar>(a: &RankArgs) -> Result<()> {
-    let env = RankEnv::from_env()?.ok_or_else(|| {
-        anyhow!("`spmv dist rank` is started by `spmv dist run` ({ENV_RANK} is not set)")
-    })?;
+    let (env, server) = rank_env("`spmv dist run`")?;
     let cfg = RankConfig {
         method: a.common.part.method.clone(),
         strategy: a.common.part.strategy.parse::<StrategyChoice>()?,
@@ -233,6 +235,9 @@ fn rank<T: DistScalar>(a: &RankArgs) -> Result<()> {
     }
     .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
     println!("{REPORT_PREFIX}{}", serde_json::to_string(&report)?);
+    if let Some(s) = server {
+        s.finish();
+    }
     Ok(())
 }
 

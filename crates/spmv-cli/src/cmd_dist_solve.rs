@@ -11,7 +11,6 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
-use spmvkit::dist::bootstrap::{RankEnv, ENV_RANK};
 use spmvkit::dist::nccl::DistScalar;
 use spmvkit::dist::solve::{
     self as dsolve, run_solve_rank, run_solve_rank_rows, SolveRankConfig, SolveRankReport, Solver,
@@ -21,7 +20,7 @@ use spmvkit::solve::{self, CgSystem, PageRankGraph, PageRankOptions, SolveOption
 use spmvkit::{Csr, Precision, PrepareFor, Scalar};
 
 use crate::dist_common::{
-    flags, parse_reports, rank_command, spawn_ranks, PartOptions, REPORT_PREFIX,
+    flags, parse_reports, rank_command, rank_env, spawn_ranks, PartOptions, REPORT_PREFIX,
 };
 use crate::input;
 
@@ -554,9 +553,7 @@ pub fn rank(a: SolveRankArgs) -> Result<()> {
 }
 
 fn rank_t<T: DistScalar>(a: &SolveRankArgs) -> Result<()> {
-    let env = RankEnv::from_env()?.ok_or_else(|| {
-        anyhow!("`spmv dist solve-rank` is started by `spmv dist solve cg` / `spmv dist pagerank` ({ENV_RANK} is not set)")
-    })?;
+    let (env, server) = rank_env("`spmv dist solve cg` / `spmv dist pagerank`")?;
     let cfg = SolveRankConfig {
         solver: match a.solver.as_str() {
             "cg" => Solver::Cg,
@@ -590,5 +587,8 @@ fn rank_t<T: DistScalar>(a: &SolveRankArgs) -> Result<()> {
     let f = solution_file(&a.solution_dir, env.rank);
     std::fs::write(&f, bytes).with_context(|| format!("writing {}", f.display()))?;
     println!("{REPORT_PREFIX}{}", serde_json::to_string(&report)?);
+    if let Some(s) = server {
+        s.finish();
+    }
     Ok(())
 }

@@ -10,7 +10,10 @@ use clap::Args;
 use serde::de::DeserializeOwned;
 use spmvkit::dist::launch::{self, Spawned};
 
+use spmvkit::dist::bootstrap::RankEnv;
+use spmvkit::dist::launchers;
 use spmvkit::dist::local::RowSource;
+use spmvkit::dist::nccl;
 use spmvkit::{Precision, Scalar};
 
 pub(crate) use spmvkit::dist::launch::REPORT_PREFIX;
@@ -125,4 +128,69 @@ pub(crate) fn parse_reports<R: DeserializeOwned>(reports: Vec<Option<String>>) -
             serde_json::from_str::<R>(&j).with_context(|| format!("rank {r}'s report"))
         })
         .collect()
+}
+
+/// This process's rank environment under any launcher (`spmv dist run`, torchrun, mpirun,
+/// srun), with the process made ready for it before CUDA or NCCL start: the local rank's GPU
+/// (`CUDA_VISIBLE_DEVICES`), NVLink multicast off, NCCL's library directory on
+/// `LD_LIBRARY_PATH` (by restarting this process once, since the loader reads it at start), and
+/// on rank 0 of a standard launch the rendezvous served at the master address. `started_by`
+/// names the command that starts this rank, for the error when no launcher's variables are set.
+pub(crate) fn rank_env(started_by: &str) -> Result<(RankEnv, Option<Rendezvous0>)> {
+    let env = RankEnv::from_env()?.ok_or_else(|| {
+        anyhow!(
+            "this rank is started by {started_by} or by torchrun, mpirun or srun: none of \
+             {} is set (docs/multi-gpu.md)",
+            launchers::rank_variables()
+        )
+    })?;
+    if env.launcher != launchers::Launcher::Spmvkit {
+        let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+        if let Some(dev) = env.cuda_visible_devices(visible.as_deref())? {
+            std::env::set_var("CUDA_VISIBLE_DEVICES", dev);
+        }
+        if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
+            std::env::set_var("NCCL_NVLS_ENABLE", "0");
+        }
+        if env.world > 1 && !nccl::loadable() && std::env::var_os(REEXEC).is_none() {
+            if let Some(lp) = nccl::NcclSetup::detect().child_library_path() {
+                use std::os::unix::process::CommandExt;
+                let exe = std::env::current_exe().context("finding the spmv executable")?;
+                let err = std::process::Command::new(exe)
+                    .args(std::env::args_os().skip(1))
+                    .env("LD_LIBRARY_PATH", lp)
+                    .env(REEXEC, "1")
+                    .exec();
+                return Err(anyhow!("restarting with NCCL's library path: {err}"));
+            }
+        }
+    }
+    let timeout = Duration::from_secs(RENDEZVOUS_WAIT_S);
+    let server = env.start_rendezvous(timeout)?.map(Rendezvous0);
+    Ok((env, server))
+}
+
+/// Set in a rank restarted with NCCL's library path, so it restarts only once.
+const REEXEC: &str = "SPMVKIT_DIST_REEXEC";
+/// How long rank 0 serves the rendezvous of a standard launch for the other ranks.
+const RENDEZVOUS_WAIT_S: u64 = 600;
+
+/// The rendezvous rank 0 of a standard launch serves; [`Rendezvous0::finish`] reports what it
+/// dropped once the run is over.
+pub(crate) struct Rendezvous0(
+    std::thread::JoinHandle<spmvkit::Result<Vec<spmvkit::dist::bootstrap::Dropped>>>,
+);
+
+impl Rendezvous0 {
+    pub(crate) fn finish(self) {
+        match self.0.join() {
+            Ok(Ok(dropped)) => {
+                for d in dropped {
+                    eprintln!("rendezvous: dropped {d}");
+                }
+            }
+            Ok(Err(e)) => eprintln!("rendezvous: {e}"),
+            Err(_) => eprintln!("rendezvous: the serving thread panicked"),
+        }
+    }
 }

@@ -52,6 +52,77 @@ fn simulated_ranks_read_only_their_rows() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `spmv ARGS` with `vars` set and every launcher's variables removed: (success, stderr).
+fn spmv_with_env(args: &[&str], vars: &[(&str, &str)]) -> (bool, String) {
+    let mut cmd = std::process::Command::new(common::binary());
+    cmd.args(args);
+    for k in [
+        "SPMVKIT_DIST_RANK",
+        "SPMVKIT_DIST_WORLD",
+        "SPMVKIT_DIST_ROOT",
+        "SPMVKIT_DIST_TOKEN",
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "SLURM_PROCID",
+        "SLURM_NTASKS",
+    ] {
+        cmd.env_remove(k);
+    }
+    cmd.envs(vars.iter().copied());
+    let out = cmd.output().expect("running spmv");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A rank started by a standard launcher reads its place from the launcher's variables: a
+/// partial or inconsistent environment is refused naming the variables, before any GPU work;
+/// a complete one gets as far as the GPU (here: none, or it runs).
+#[test]
+fn ranks_take_their_place_from_standard_launchers() {
+    let rank = ["dist", "rank", "poisson2d:8"];
+    let (ok, err) = spmv_with_env(&rank, &[("RANK", "0")]);
+    assert!(!ok && err.contains("WORLD_SIZE"), "{err}");
+    let (ok, err) = spmv_with_env(
+        &rank,
+        &[("OMPI_COMM_WORLD_RANK", "2"), ("OMPI_COMM_WORLD_SIZE", "2")],
+    );
+    assert!(
+        !ok && err.contains("OMPI_COMM_WORLD_RANK=2") || err.contains("rank 2 of a world of 2"),
+        "{err}"
+    );
+    let (ok, err) = spmv_with_env(&rank, &[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2")]);
+    assert!(!ok && err.contains("MASTER_ADDR"), "{err}");
+    let (ok, err) = spmv_with_env(
+        &rank,
+        &[
+            ("RANK", "1"),
+            ("WORLD_SIZE", "2"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("MASTER_PORT", "1"),
+        ],
+    );
+    assert!(!ok && err.contains("SPMVKIT_DIST_TOKEN"), "{err}");
+    // one complete torchrun rank of a world of one: past the environment, to the GPU
+    let (ok, err) = spmv_with_env(
+        &rank,
+        &[("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")],
+    );
+    if spmvkit::gpu::device_count() == 0 {
+        assert!(!ok && !err.contains("WORLD_SIZE"), "{err}");
+    } else {
+        assert!(ok, "{err}");
+    }
+    let token = common::spmv_ok(&["dist", "token"]);
+    assert_eq!(token.trim().len(), 32, "{token}");
+}
+
 /// `spmv dist ARGS --gpus GPUS --json EXTRA...`, its JSON.
 fn dist_json(args: &[&str], gpus: &str, extra: &[&str]) -> Value {
     let mut all = vec!["dist"];

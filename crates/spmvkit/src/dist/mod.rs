@@ -16,11 +16,14 @@
 //! - [`bootstrap`]: the rank environment and the TCP rendezvous that admits the ranks bringing
 //!   the launch's token, checks that they hold the same input, and hands NCCL's unique id from
 //!   rank 0 to the others (one host through the `spmv dist` launcher, several hosts by hand).
+//! - [`launchers`]: the rank environment of standard launchers (`torchrun`, Open MPI, Slurm),
+//!   parsed from a map of variables, and rank 0 serving the rendezvous at the master address.
 //! - [`launch`]: that single-host launcher: one child process per GPU, supervised, their report
 //!   lines collected.
 
 pub mod bootstrap;
 pub mod launch;
+pub mod launchers;
 pub mod local;
 pub mod nccl;
 pub mod partition;
