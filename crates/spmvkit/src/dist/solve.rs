@@ -48,7 +48,7 @@ use crate::scalar::{Idx, Scalar};
 use crate::solve::cg::{relative, CgIteration};
 use crate::solve::kernels::DistSumArgs;
 use crate::solve::pagerank::{PageRankIteration, RankVectors};
-pub use crate::solve::rows::{cg, pagerank, RowOperator};
+pub use crate::solve::rows::{cg, cg_single_reduction, pagerank, RowOperator};
 use crate::solve::rows::{cg_start, check_pagerank, local_dangling, note_breakdown};
 use crate::solve::{
     drive, initial_scalars, Driven, PageRankGraph, PageRankOptions, Reduce, SolveOptions,
@@ -545,6 +545,111 @@ mod tests {
         check_cg::<f64>("poisson3d:8", 1e-8, 1e-6);
         check_cg::<f64>("poisson2d:20", 1e-8, 1e-6);
         check_cg::<f32>("poisson3d:8", 1e-5, 1e-3);
+    }
+
+    /// Counts the all-reduces a solver makes through a [`RowOperator`].
+    struct Counted<O> {
+        op: O,
+        reductions: usize,
+        applies: usize,
+    }
+
+    impl<T: Scalar, O: RowOperator<T>> RowOperator<T> for Counted<O> {
+        fn global_rows(&self) -> usize {
+            self.op.global_rows()
+        }
+        fn blocks(&self) -> Vec<Range<usize>> {
+            self.op.blocks()
+        }
+        fn apply(&mut self, x: &[T], y: &mut [T]) -> Result<()> {
+            self.applies += 1;
+            self.op.apply(x, y)
+        }
+        fn all_reduce_sum(&mut self, v: &mut [f64]) -> Result<()> {
+            self.reductions += 1;
+            self.op.all_reduce_sum(v)
+        }
+        fn backend(&self) -> Backend {
+            self.op.backend()
+        }
+    }
+
+    /// Single-reduction CG converges like plain CG (iterations within 2, the same solution
+    /// within the tolerance's reach) on the test problems, P = 1..4 simulated ranks, both
+    /// precisions, with one all-reduce per iteration where plain CG makes two.
+    #[test]
+    fn single_reduction_cg_converges_like_cg_with_one_reduction_per_iteration() {
+        fn check<T: PrepareFor>(spec: &str, tol: f64, err: f64) {
+            let a = gen::generate::<T>(spec).unwrap();
+            let b = CgSystem::ones_solution(&a).b;
+            let opts = SolveOptions {
+                tol,
+                ..SolveOptions::default()
+            };
+            for p in 1..=4 {
+                let sim = |p| SimRows::new(&a, p, "csr", StrategyChoice::Auto).unwrap();
+                let mut plain = Counted {
+                    op: sim(p),
+                    reductions: 0,
+                    applies: 0,
+                };
+                let (x0, r0) = cg(&mut plain, &b, &opts).unwrap();
+                let mut one = Counted {
+                    op: sim(p),
+                    reductions: 0,
+                    applies: 0,
+                };
+                let (x1, r1) = cg_single_reduction(&mut one, &b, &opts).unwrap();
+                let what = format!("{spec} {} P={p}", T::PRECISION);
+                assert_eq!(
+                    (r0.stop, r1.stop),
+                    (Stop::Converged, Stop::Converged),
+                    "{what}"
+                );
+                assert!(r1.residual <= tol, "{what}: {}", r1.residual);
+                let k = r1.iterations;
+                assert!(
+                    k.abs_diff(r0.iterations) <= 2,
+                    "{what}: {k} vs {}",
+                    r0.iterations
+                );
+                assert!(max_diff(&x0, &x1) < err, "{what}: {}", max_diff(&x0, &x1));
+                assert!(x1.iter().all(|v| (v.to_f64() - 1.0).abs() < err), "{what}");
+                // plain: ‖b‖², then two per iteration; single: ‖b‖², then one per iteration and
+                // one for the check that finds convergence
+                assert_eq!(plain.reductions, 1 + 2 * r0.iterations, "{what}");
+                assert_eq!(one.reductions, 1 + k + 1, "{what}");
+                assert_eq!(one.applies, k + 1, "{what}");
+            }
+        }
+        check::<f64>("poisson3d:8", 1e-10, 1e-7);
+        check::<f64>("poisson2d:20", 1e-10, 1e-7);
+        check::<f64>("varcoef27:6", 1e-10, 1e-7);
+        check::<f32>("poisson3d:8", 1e-5, 1e-3);
+    }
+
+    #[test]
+    fn single_reduction_cg_stops_like_cg() {
+        let a = gen::generate_f64("poisson2d:16").unwrap();
+        let b = CgSystem::ones_solution(&a).b;
+        let mut op = SimRows::new(&a, 2, "csr", StrategyChoice::Auto).unwrap();
+        let opts = SolveOptions {
+            max_iter: 3,
+            ..SolveOptions::default()
+        };
+        let (_, rep) = cg_single_reduction(&mut op, &b, &opts).unwrap();
+        let (_, plain) = cg(&mut op, &b, &opts).unwrap();
+        assert_eq!((rep.stop, rep.iterations), (Stop::MaxIterations, 3));
+        assert!((rep.residual - plain.residual).abs() < 1e-9 * plain.residual.max(1.0));
+        let (x, rep) =
+            cg_single_reduction(&mut op, &vec![0.0; 256], &SolveOptions::default()).unwrap();
+        assert_eq!((rep.stop, rep.iterations), (Stop::Converged, 0));
+        assert!(x.iter().all(|&v| v == 0.0));
+        let indefinite = Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -1.0]).unwrap();
+        let mut op = SimRows::new(&indefinite, 1, "csr", StrategyChoice::Auto).unwrap();
+        let (_, rep) = cg_single_reduction(&mut op, &[0.0, 1.0], &SolveOptions::default()).unwrap();
+        assert_eq!(rep.stop, Stop::Breakdown);
+        assert!(cg_single_reduction(&mut op, &[1.0], &SolveOptions::default()).is_err());
     }
 
     fn check_pagerank<T: PrepareFor>(name: &str, adj: &Csr<T>, tol: f64, err: f64) {
