@@ -45,7 +45,7 @@ use crate::gpu::Gpu;
 use crate::matrix::{check_square, Csr};
 use crate::methods::{Backend, PrepareFor};
 use crate::scalar::{Idx, Scalar};
-use crate::solve::cg::{relative, CgIteration};
+use crate::solve::cg::{relative, Cg1Iteration, CgIteration};
 use crate::solve::kernels::DistSumArgs;
 use crate::solve::pagerank::{PageRankIteration, RankVectors};
 pub use crate::solve::rows::{cg, cg_single_reduction, pagerank, RowOperator};
@@ -120,6 +120,10 @@ pub struct NcclRows<T: DistScalar> {
     /// time to enqueue them (the device work is asynchronous).
     pub spmv_s: f64,
     pub allreduce_s: f64,
+    /// All-reduces the device-resident solvers enqueued (one per call of the [`Reduce`] hook,
+    /// with one rank too, where it sums nothing): 2 per iteration for [`NcclRows::cg`], 1 for
+    /// [`NcclRows::cg_single_reduction`].
+    pub allreduces: usize,
 }
 
 impl<T: DistScalar> NcclRows<T> {
@@ -131,6 +135,7 @@ impl<T: DistScalar> NcclRows<T> {
             n,
             spmv_s: 0.0,
             allreduce_s: 0.0,
+            allreduces: 0,
         }
     }
     pub fn operator(&self) -> &DistOperator<T> {
@@ -148,6 +153,32 @@ impl<T: DistScalar> NcclRows<T> {
         // p = b, in the operator's x
         self.op.set_x(b)?;
         let driven = self.drive(&it.s, opts, 1, |gpu, op, reduce| {
+            it.step(gpu, op.x(), op.y(), reduce)
+        })?;
+        let mut xh = vec![T::zero(); n];
+        gpu.download(&it.x, &mut xh)?;
+        let residual = relative(driven.s[S_RES], bb);
+        let mut report = driven.report(residual, Vec::new());
+        note_breakdown(&mut report);
+        Ok((xh, report))
+    }
+
+    /// Single-reduction CG as [`cg_single_reduction`] (Chronopoulos & Gear: one all-reduce of
+    /// rᵀr and wᵀr per iteration instead of two) with this rank's rows of x, r, w, p and q in
+    /// device memory: r is the operator's owned x (the exchange reads it), w = A·r its y. `b` is
+    /// the rank's rows of b; returns its rows of x. Every rank calls it together.
+    pub fn cg_single_reduction(
+        &mut self,
+        b: &[T],
+        opts: &SolveOptions,
+    ) -> Result<(Vec<T>, SolveReport)> {
+        let (bb, thresh) = cg_start(self, b, opts)?;
+        let n = b.len();
+        let gpu = self.op.gpu().clone();
+        let it = Cg1Iteration::new(&gpu, n, bb, thresh, opts, "dist cg: rows")?;
+        // r = b, in the operator's x
+        self.op.set_x(b)?;
+        let driven = self.drive(&it.s, opts, 2, |gpu, op, reduce| {
             it.step(gpu, op.x(), op.y(), reduce)
         })?;
         let mut xh = vec![T::zero(); n];
@@ -220,13 +251,22 @@ impl<T: DistScalar> NcclRows<T> {
         gpu.synchronize()?;
         self.spmv_s = 0.0;
         self.allreduce_s = 0.0;
-        let (op, spmv_s, allreduce_s) = (&mut self.op, &mut self.spmv_s, &mut self.allreduce_s);
+        self.allreduces = 0;
+        let (op, spmv_s, allreduce_s, count) = (
+            &mut self.op,
+            &mut self.spmv_s,
+            &mut self.allreduce_s,
+            &mut self.allreduces,
+        );
         drive(&gpu, s, opts.check_every, opts.max_iter, false, |_| {
             let t0 = Instant::now();
             op.apply(T::one(), T::zero())?;
             *spmv_s += t0.elapsed().as_secs_f64();
             let op = &*op;
-            let mut all_reduce = |red: &mut CudaSlice<f64>| all_reduce_device(op, red, allreduce_s);
+            let mut all_reduce = |red: &mut CudaSlice<f64>| {
+                *count += 1;
+                all_reduce_device(op, red, allreduce_s)
+            };
             let mut reduce = Reduce::Ranks {
                 k_sum: &k_sum,
                 red: &mut red,
