@@ -52,6 +52,10 @@ pub struct DistSolverCommonArgs {
     /// Skip the CPU reference solve (for huge inputs).
     #[arg(long)]
     no_reference: bool,
+    /// CG only: the single-reduction iteration (Chronopoulos-Gear), one all-reduce of two dot
+    /// products per iteration instead of two all-reduces.
+    #[arg(long)]
+    single_reduction: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -129,6 +133,9 @@ pub struct SolveRankArgs {
     max_iter: usize,
     #[arg(long, default_value_t = 10)]
     check_every: usize,
+    /// CG: the single-reduction iteration.
+    #[arg(long)]
+    single_reduction: bool,
     #[arg(long, default_value_t = 0.85)]
     damping: f64,
     /// Directory for this rank's rows of the solution (`x.RANK`, f64 little-endian).
@@ -209,11 +216,18 @@ fn solve_t<T: DistScalar>(solver: Solver, c: &DistSolverCommonArgs) -> Result<()
     if c.gpus.is_empty() || c.gpus.contains(&0) {
         bail!("--gpus must list counts of at least 1");
     }
-    let name = solver_name(solver);
+    let name = if c.single_reduction {
+        "cg1"
+    } else {
+        solver_name(solver)
+    };
     let need = match solver {
         Solver::Cg => "CG (symmetric positive definite) needs a square matrix",
         Solver::PageRank { .. } => "PageRank (adjacency) needs a square matrix",
     };
+    if c.single_reduction && solver != Solver::Cg {
+        bail!("--single-reduction is a CG option");
+    }
     let loaded = input::load_square::<T>(&c.matrix, !c.part.no_cache, need)?;
     let a = &loaded.matrix;
     if let Solver::PageRank { damping } = solver {
@@ -416,7 +430,11 @@ fn simulate<T: PrepareFor>(
             let b = CgSystem::ones_solution(a).b;
             let mut op = SimRows::new(a, parts, &c.part.method, strategy)?;
             let strat = op.operator().strategy();
-            let (x, rep) = dsolve::cg(&mut op, &b, opts)?;
+            let (x, rep) = if c.single_reduction {
+                dsolve::cg_single_reduction(&mut op, &b, opts)?
+            } else {
+                dsolve::cg(&mut op, &b, opts)?
+            };
             (x, rep, strat)
         }
         Solver::PageRank { damping } => {
@@ -497,6 +515,9 @@ fn launch(
     if let Solver::PageRank { damping } = solver {
         args.push(format!("--damping={damping}"));
     }
+    if c.single_reduction {
+        args.push("--single-reduction".into());
+    }
     args.extend(c.part.forward());
     let spawned = spawn_ranks(
         &c.matrix,
@@ -568,6 +589,7 @@ fn rank_t<T: DistScalar>(a: &SolveRankArgs) -> Result<()> {
             ..SolveOptions::default()
         },
         connect_timeout: Duration::from_secs(a.part.connect_timeout),
+        single_reduction: a.single_reduction,
     };
     // CG ranks read only their rows when the source allows it; PageRank needs Aᵀ, whole
     let source = match cfg.solver {

@@ -123,6 +123,29 @@ fn ranks_take_their_place_from_standard_launchers() {
     assert_eq!(token.trim().len(), 32, "{token}");
 }
 
+/// `spmv dist solve cg --single-reduction` converges like CG on simulated ranks.
+#[test]
+fn simulated_single_reduction_cg_matches_cg() {
+    let plain = dist_json(&["solve", "cg", "poisson3d:12"], "3", &["--sim"]);
+    let one = dist_json(
+        &["solve", "cg", "poisson3d:12"],
+        "3",
+        &["--sim", "--single-reduction"],
+    );
+    let (a, b) = (&plain["runs"][0], &one["runs"][0]);
+    assert_eq!(b["stop"], "converged", "{one}");
+    let (ia, ib) = (
+        a["iterations"].as_u64().unwrap(),
+        b["iterations"].as_u64().unwrap(),
+    );
+    assert!(ia.abs_diff(ib) <= 2, "{ia} vs {ib}");
+    assert!(b["err_exact"].as_f64().unwrap() < 1e-6, "{one}");
+    spmv_fails(
+        &["dist", "pagerank", "kron:6", "--sim", "--single-reduction"],
+        "CG option",
+    );
+}
+
 /// `spmv dist ARGS --gpus GPUS --json EXTRA...`, its JSON.
 fn dist_json(args: &[&str], gpus: &str, extra: &[&str]) -> Value {
     let mut all = vec!["dist"];
@@ -220,6 +243,20 @@ fn two_gpu_solvers_match_the_reference() {
             assert_cg_converged(r, bound);
             let (it, launched) = iterations(r);
             assert!(launched >= it && launched % 10 == 0, "{r}");
+        }
+        // single-reduction CG: one all-reduce per iteration on every rank (plain CG: two), and
+        // ranks that read only their rows (the default) against --whole
+        for (flag, per_iter) in [("--single-reduction", 1.0), ("--whole", 2.0)] {
+            let v = dist_json(
+                &["solve", "cg", "poisson3d:32"],
+                "2",
+                &["--precision", precision, flag],
+            );
+            let r = &v["runs"][0];
+            assert_cg_converged(r, bound);
+            for rank in r["ranks"].as_array().unwrap() {
+                assert_eq!(rank["allreduces_per_iter"].as_f64(), Some(per_iter), "{rank}");
+            }
         }
         // both exchange strategies, and a convergence check after every iteration
         for (strategy, every) in [("halo", 1), ("allgather", 3)] {

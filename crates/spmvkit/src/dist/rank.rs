@@ -268,3 +268,60 @@ pub fn planned_strategy<T: Scalar>(
 ) -> Result<Strategy> {
     Ok(Distribution::new(a, world)?.choose(choice))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::local::RowSource;
+
+    /// One GPU rank built from its rows only (a cache file by byte range, a row-range
+    /// generator) checks y = αAx + βy against the oracle, as `spmv dist run --gpus 1` does.
+    #[test]
+    fn gpu_a_rank_from_its_rows_matches_the_oracle() {
+        let _guard = crate::methods::testmats::gpu_test_lock();
+        if crate::testing::gpu_or_skip("gpu_a_rank_from_its_rows_matches_the_oracle").is_none() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.spmvkit");
+        crate::io::write_cache(
+            &path,
+            &crate::gen::generate_f64("powerlaw:3000,7").unwrap(),
+            None,
+        )
+        .unwrap();
+        let cfg = RankConfig {
+            method: "auto".into(),
+            strategy: StrategyChoice::Auto,
+            alpha: 1.5,
+            beta: -0.75,
+            timing: TimingConfig {
+                warmup: 1,
+                calls: 2,
+                samples: 2,
+            },
+            connect_timeout: Duration::from_secs(5),
+        };
+        let env = RankEnv::new(0, 1, None, None);
+        for source in [
+            RowSource::<f64>::Cache(path.clone()),
+            RowSource::for_matrix("poisson3d:12", None, true)
+                .unwrap()
+                .unwrap(),
+        ] {
+            let local = source.load(0, 1).unwrap();
+            let r = run_rank_rows(&local, &env, &cfg).unwrap();
+            assert!(r.check_ok, "{}", r.max_rel_err);
+            assert_eq!(r.input, "rows");
+        }
+        let local = RowSource::<f32>::Cache(path).load(0, 1).unwrap();
+        assert!(run_rank_rows(&local, &env, &cfg).unwrap().check_ok);
+        // rows of another world are refused
+        let other = RowSource::<f64>::for_matrix("poisson3d:12", None, true)
+            .unwrap()
+            .unwrap()
+            .load(1, 2)
+            .unwrap();
+        assert!(run_rank_rows(&other, &env, &cfg).is_err());
+    }
+}

@@ -340,6 +340,9 @@ pub struct SolveRankConfig {
     pub opts: SolveOptions,
     /// How long to wait for the other ranks at start-up.
     pub connect_timeout: Duration,
+    /// CG: the single-reduction iteration ([`NcclRows::cg_single_reduction`], one all-reduce
+    /// per iteration) instead of [`NcclRows::cg`] (two).
+    pub single_reduction: bool,
 }
 
 /// One solver rank's results, printed by `spmv dist solve-rank` as one JSON line.
@@ -366,6 +369,9 @@ pub struct SolveRankReport {
     /// the device time shows in `us_per_iter`).
     pub spmv_us_per_iter: f64,
     pub allreduce_us_per_iter: f64,
+    /// All-reduces per enqueued iteration (CG 2, single-reduction CG and PageRank 1).
+    #[serde(default)]
+    pub allreduces_per_iter: f64,
     /// Method notes of the diagonal part (auto's choice), flattened as "key=value".
     pub diag_notes: Vec<String>,
     /// Building P = Aᵀ D⁻¹ (PageRank) and the right-hand side (CG), and partitioning.
@@ -417,6 +423,7 @@ pub fn run_solve_rank<T: DistScalar>(
                 solve: cfg.opts,
             },
         )?,
+        _ if cfg.single_reduction => rows_op.cg_single_reduction(&b, &cfg.opts)?,
         _ => rows_op.cg(&b, &cfg.opts)?,
     };
     finish_solve(gpu, env, strategy, rows_op, report_x, setup_s, nccl_init_s)
@@ -460,7 +467,11 @@ pub fn run_solve_rank_rows<T: DistScalar>(
     let op = DistOperator::new(gpu.clone(), comm, env.world, &block, &cfg.method)?;
     let n = *p.row_starts.last().unwrap_or(&0);
     let mut rows_op = NcclRows::new(op, rows, n);
-    let report_x = rows_op.cg(&b, &cfg.opts)?;
+    let report_x = if cfg.single_reduction {
+        rows_op.cg_single_reduction(&b, &cfg.opts)?
+    } else {
+        rows_op.cg(&b, &cfg.opts)?
+    };
     finish_solve(gpu, env, strategy, rows_op, report_x, setup_s, nccl_init_s)
 }
 
@@ -500,6 +511,11 @@ fn finish_solve<T: DistScalar>(
             us_per_iter: report.us_per_iter(),
             spmv_us_per_iter: per_iter(rows_op.spmv_s),
             allreduce_us_per_iter: per_iter(rows_op.allreduce_s),
+            allreduces_per_iter: if report.launched == 0 {
+                0.0
+            } else {
+                rows_op.allreduces as f64 / report.launched as f64
+            },
             diag_notes: flat_notes(&info.diag_notes),
             setup_s,
             nccl_init_s,
@@ -821,6 +837,85 @@ mod tests {
         assert_eq!((rep.stop, rep.iterations), (Stop::Converged, 0), "{what}");
         assert!(x.iter().all(|v| v.to_f64() == 0.0), "{what}");
         true
+    }
+
+    /// The device single-reduction CG on one rank (the NCCL rank's code with its all-reduce hook,
+    /// which sums nothing with one rank): converges like the device CG and the simulated
+    /// single-reduction CG, calls the hook once per enqueued iteration where CG calls it twice,
+    /// and stops at the iteration limit, on a zero right-hand side and on an indefinite matrix.
+    #[test]
+    fn gpu_device_single_reduction_cg_makes_one_all_reduce_per_iteration() {
+        fn check<T: DistScalar>(spec: &str, tol: f64, err: f64) -> bool {
+            let _guard = crate::methods::testmats::gpu_test_lock();
+            let test = "gpu_device_single_reduction_cg_makes_one_all_reduce_per_iteration";
+            let a = gen::generate::<T>(spec).unwrap();
+            let b = CgSystem::ones_solution(&a).b;
+            let Some(mut rows) = one_rank(&a, test) else {
+                return false;
+            };
+            let what = format!("{spec} {}", T::PRECISION);
+            for check_every in [1, 7] {
+                let opts = SolveOptions {
+                    tol,
+                    check_every,
+                    ..SolveOptions::default()
+                };
+                let (x0, r0) = rows.cg(&b, &opts).unwrap();
+                let plain = rows.allreduces;
+                let (x1, r1) = rows.cg_single_reduction(&b, &opts).unwrap();
+                let single = rows.allreduces;
+                let (want, wrep) = cg_single_reduction(
+                    &mut SimRows::new(&a, 2, "csr", StrategyChoice::Auto).unwrap(),
+                    &b,
+                    &opts,
+                )
+                .unwrap();
+                assert_eq!(
+                    (r0.stop, r1.stop),
+                    (Stop::Converged, Stop::Converged),
+                    "{what}"
+                );
+                assert!(r1.residual <= tol, "{what}: {}", r1.residual);
+                assert!(r1.iterations.abs_diff(r0.iterations) <= 2, "{what}");
+                assert!(r1.iterations.abs_diff(wrep.iterations) <= 1, "{what}");
+                assert!(
+                    max_diff(&x1, &x0) < err && max_diff(&x1, &want) < err,
+                    "{what}"
+                );
+                assert_eq!(plain, 2 * r0.launched, "{what}: CG's all-reduces");
+                assert_eq!(single, r1.launched, "{what}: one all-reduce per iteration");
+            }
+            let opts = SolveOptions {
+                max_iter: 3,
+                ..SolveOptions::default()
+            };
+            let (_, rep) = rows.cg_single_reduction(&b, &opts).unwrap();
+            assert_eq!(
+                (rep.stop, rep.iterations),
+                (Stop::MaxIterations, 3),
+                "{what}"
+            );
+            let zero = vec![T::zero(); b.len()];
+            let (x, rep) = rows
+                .cg_single_reduction(&zero, &SolveOptions::default())
+                .unwrap();
+            assert_eq!((rep.stop, rep.iterations), (Stop::Converged, 0), "{what}");
+            assert!(x.iter().all(|v| v.to_f64() == 0.0), "{what}");
+            true
+        }
+        if !check::<f64>("poisson3d:8", 1e-8, 1e-6) {
+            return;
+        }
+        check::<f64>("poisson2d:20", 1e-8, 1e-6);
+        check::<f32>("poisson3d:8", 1e-5, 1e-3);
+        let ind = Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -1.0]).unwrap();
+        let _guard = crate::methods::testmats::gpu_test_lock();
+        if let Some(mut rows) = one_rank(&ind, "gpu_device_single_reduction_cg") {
+            let (_, rep) = rows
+                .cg_single_reduction(&[0.0, 1.0], &SolveOptions::default())
+                .unwrap();
+            assert_eq!(rep.stop, Stop::Breakdown);
+        }
     }
 
     #[test]

@@ -480,6 +480,43 @@ mod tests {
         }
     }
 
+    /// Single-reduction CG through a plan: on the CPU always; on the GPU (graph and stream
+    /// launches) when one is present, against CG on the same plan.
+    #[test]
+    fn single_reduction_cg_matches_cg_on_cpu_and_gpu() {
+        let a = generate::<f64>("poisson3d:10").unwrap();
+        let b = CgSystem::ones_solution(&a).b;
+        let mut plan = cpu_plan("csr", &a);
+        let (x0, r0) = cg(&mut plan, &b, &SolveOptions::default()).unwrap();
+        let (x1, r1) = cg_single_reduction(&mut plan, &b, &SolveOptions::default()).unwrap();
+        assert_eq!(r1.stop, Stop::Converged);
+        assert!(r1.iterations.abs_diff(r0.iterations) <= 2);
+        assert!(x0.iter().zip(&x1).all(|(p, q)| (p - q).abs() < 1e-7));
+        let _guard = crate::methods::testmats::gpu_test_lock();
+        if crate::testing::gpu_or_skip("single_reduction_cg_matches_cg_on_cpu_and_gpu").is_none() {
+            return;
+        }
+        let mut gplan = Plan::new("csr-vector", &a, &PlanOptions::default()).unwrap();
+        for graph in [true, false] {
+            let opts = SolveOptions {
+                graph,
+                check_every: 7,
+                ..SolveOptions::default()
+            };
+            let (xg, rg) = cg_single_reduction(&mut gplan, &b, &opts).unwrap();
+            assert_eq!(
+                (rg.stop, rg.backend),
+                (Stop::Converged, Backend::Gpu),
+                "graph {graph}"
+            );
+            assert!(rg.iterations.abs_diff(r1.iterations) <= 1, "graph {graph}");
+            assert!(
+                xg.iter().zip(&x1).all(|(p, q)| (p - q).abs() < 1e-6),
+                "graph {graph}"
+            );
+        }
+    }
+
     #[test]
     fn cg_in_f32_reaches_its_tolerance() {
         let a = generate::<f32>("poisson3d:8").unwrap();
