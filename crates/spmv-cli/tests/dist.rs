@@ -255,7 +255,11 @@ fn two_gpu_solvers_match_the_reference() {
             let r = &v["runs"][0];
             assert_cg_converged(r, bound);
             for rank in r["ranks"].as_array().unwrap() {
-                assert_eq!(rank["allreduces_per_iter"].as_f64(), Some(per_iter), "{rank}");
+                assert_eq!(
+                    rank["allreduces_per_iter"].as_f64(),
+                    Some(per_iter),
+                    "{rank}"
+                );
             }
         }
         // both exchange strategies, and a convergence check after every iteration
