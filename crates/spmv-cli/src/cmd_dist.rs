@@ -270,6 +270,7 @@ impl Outcome {
             "apply_us": self.max(|r| r.apply_us),
             "exchange_us": self.max(|r| r.exchange_us),
             "compute_us": self.max(|r| r.compute_us),
+            "exchange_enqueue_us": self.max(|r| r.exchange_enqueue_us),
             "strategy": self.ranks.first().map(|r| r.strategy.clone()),
             "ranks": self.ranks,
             "sim": self.sim,
@@ -450,6 +451,13 @@ fn print_run(o: &Outcome, as_json: bool) -> Result<()> {
                 o.max(|r| r.exchange_us),
                 o.max(|r| r.compute_us)
             );
+            if o.gpus > 1 {
+                println!(
+                    "host time to enqueue one exchange: {:.1} µs (slowest rank; the exchange is \
+                     stream-ordered, so it should be far below the comm time)",
+                    o.max(|r| r.exchange_enqueue_us)
+                );
+            }
         }
     }
     if !o.ok() {

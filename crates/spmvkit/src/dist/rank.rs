@@ -53,6 +53,9 @@ pub struct RankReport {
     pub apply_us: f64,
     pub exchange_us: f64,
     pub compute_us: f64,
+    /// Mean host µs to enqueue one exchange ([`DistOperator::exchange_enqueue_us`]).
+    #[serde(default)]
+    pub exchange_enqueue_us: f64,
     pub partition_s: f64,
     pub nccl_init_s: f64,
     /// How the rank got its rows: `rows` (read or generated only its rows, issue #26) or
@@ -237,6 +240,7 @@ impl<T: DistScalar> Run<'_, T> {
             apply_us: apply.median_us,
             exchange_us: exchange,
             compute_us: compute.median_us,
+            exchange_enqueue_us: op.exchange_enqueue_us(),
             partition_s: self.partition_s,
             nccl_init_s,
             input: self.input.into(),

@@ -120,7 +120,7 @@ pub struct NcclRows<T: DistScalar> {
     /// time to enqueue them (the device work is asynchronous).
     pub spmv_s: f64,
     pub allreduce_s: f64,
-    /// All-reduces the device-resident solvers enqueued (one per call of the [`Reduce`] hook,
+    /// All-reduces the device-resident solvers enqueued (one per call of the `Reduce` hook,
     /// with one rank too, where it sums nothing): 2 per iteration for [`NcclRows::cg`], 1 for
     /// [`NcclRows::cg_single_reduction`].
     pub allreduces: usize,
@@ -372,6 +372,9 @@ pub struct SolveRankReport {
     /// All-reduces per enqueued iteration (CG 2, single-reduction CG and PageRank 1).
     #[serde(default)]
     pub allreduces_per_iter: f64,
+    /// Mean host µs to enqueue one x exchange (`DistOperator::exchange_enqueue_us`).
+    #[serde(default)]
+    pub exchange_enqueue_us: f64,
     /// Method notes of the diagonal part (auto's choice), flattened as "key=value".
     pub diag_notes: Vec<String>,
     /// Building P = Aᵀ D⁻¹ (PageRank) and the right-hand side (CG), and partitioning.
@@ -511,6 +514,7 @@ fn finish_solve<T: DistScalar>(
             us_per_iter: report.us_per_iter(),
             spmv_us_per_iter: per_iter(rows_op.spmv_s),
             allreduce_us_per_iter: per_iter(rows_op.allreduce_s),
+            exchange_enqueue_us: rows_op.operator().exchange_enqueue_us(),
             allreduces_per_iter: if report.launched == 0 {
                 0.0
             } else {

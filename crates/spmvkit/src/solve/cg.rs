@@ -347,7 +347,7 @@ impl<T: Scalar> Cg1Iteration<T> {
     }
 }
 
-/// Solves A x = b by single-reduction CG (Chronopoulos & Gear; [`Cg1Iteration`] on the GPU,
+/// Solves A x = b by single-reduction CG (Chronopoulos & Gear; `Cg1Iteration` on the GPU,
 /// [`super::rows::cg_single_reduction`] on the CPU) with the SpMV of `plan`, from x = 0: the
 /// iterates of [`cg`] with the two dot products of an iteration reduced together.
 ///
