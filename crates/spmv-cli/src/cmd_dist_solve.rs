@@ -11,11 +11,12 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
+use spmvkit::dist::local::simulate_blocks;
 use spmvkit::dist::nccl::DistScalar;
 use spmvkit::dist::solve::{
     self as dsolve, run_solve_rank, run_solve_rank_rows, SolveRankConfig, SolveRankReport, Solver,
 };
-use spmvkit::dist::{SimRows, StrategyChoice};
+use spmvkit::dist::{SimOperator, SimRows, StrategyChoice};
 use spmvkit::solve::{self, CgSystem, PageRankGraph, PageRankOptions, SolveOptions};
 use spmvkit::{Csr, Precision, PrepareFor, Scalar};
 
@@ -428,7 +429,16 @@ fn simulate<T: PrepareFor>(
     let (x, report, strat) = match solver {
         Solver::Cg => {
             let b = CgSystem::ones_solution(a).b;
-            let mut op = SimRows::new(a, parts, &c.part.method, strategy)?;
+            // the simulated ranks read only their rows when the source allows it, as GPU ranks do
+            let mut op = match c.part.row_source::<T>(&c.matrix)? {
+                Some(source) => {
+                    let (blocks, volumes) = simulate_blocks(&source, parts, strategy)?;
+                    let (m, n) = (a.nrows(), a.ncols());
+                    let sim = SimOperator::from_blocks(m, n, volumes, blocks, &c.part.method)?;
+                    SimRows::from_operator(sim)?
+                }
+                None => SimRows::new(a, parts, &c.part.method, strategy)?,
+            };
             let strat = op.operator().strategy();
             let (x, rep) = if c.single_reduction {
                 dsolve::cg_single_reduction(&mut op, &b, opts)?

@@ -338,7 +338,33 @@ fn two_gpus_match_the_oracle() {
                 assert_eq!(v["check_ok"], true, "{v}");
                 assert_eq!(v["gpus"], 2, "{v}");
                 assert_eq!(v["strategy"], strategy, "{v}");
+                // kron is generated whole; the others read only their rows (issue #26)
+                let input = if m.starts_with("kron") {
+                    "whole"
+                } else {
+                    "rows"
+                };
+                for r in v["ranks"].as_array().unwrap() {
+                    assert_eq!(r["input"], input, "{r}");
+                }
             }
         }
     }
+    // the whole-matrix path, and a cache file read by byte range
+    let dir = std::env::temp_dir().join(format!("spmv-dist-2gpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cache = dir.join("p.spmvkit");
+    let cache = cache.to_str().unwrap();
+    common::spmv_ok(&["gen", "powerlaw:200000,9", "-o", cache]);
+    for (m, extra, input) in [
+        ("poisson3d:64", "--whole", "whole"),
+        (cache, "--beta=0.25", "rows"),
+    ] {
+        let v = dist_json(&["run", m], "2", &[extra, "--reps", "3", "--samples", "2"]);
+        assert_eq!(v["check_ok"], true, "{v}");
+        for r in v["ranks"].as_array().unwrap() {
+            assert_eq!(r["input"], input, "{r}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

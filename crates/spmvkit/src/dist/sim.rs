@@ -117,6 +117,11 @@ impl<T: PrepareFor> SimOperator<T> {
         })
     }
 
+    /// (rows, columns) of the distributed matrix.
+    pub fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
     /// The exchange strategy in use.
     pub fn strategy(&self) -> Strategy {
         self.strategy

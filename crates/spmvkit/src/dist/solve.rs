@@ -73,6 +73,17 @@ impl<T: PrepareFor> SimRows<T> {
             op,
         })
     }
+    /// The simulation of a square operator built elsewhere, e.g. from ranks that read only
+    /// their rows ([`SimOperator::from_blocks`]).
+    pub fn from_operator(op: SimOperator<T>) -> Result<Self> {
+        let (n, ncols) = op.dims();
+        crate::matrix::check_square("a distributed solver needs a square matrix", n, ncols)?;
+        Ok(SimRows {
+            blocks: op.row_blocks(),
+            n,
+            op,
+        })
+    }
     /// The simulated operator (strategy, partition summary).
     pub fn operator(&self) -> &SimOperator<T> {
         &self.op
