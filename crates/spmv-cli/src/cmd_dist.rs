@@ -5,20 +5,19 @@
 
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
-use spmvkit::dist::bootstrap::{
-    RankEnv, Rendezvous, Token, ENV_RANK, ENV_ROOT, ENV_TOKEN, ENV_WORLD,
-};
+use spmvkit::dist::bootstrap::{Rendezvous, Token, ENV_RANK, ENV_ROOT, ENV_TOKEN, ENV_WORLD};
+use spmvkit::dist::local::simulate_blocks;
 use spmvkit::dist::nccl::DistScalar;
-use spmvkit::dist::rank::{run_rank, test_vectors, RankConfig, RankReport};
+use spmvkit::dist::rank::{run_rank, run_rank_rows, test_vectors, RankConfig, RankReport};
 use spmvkit::dist::{SimOperator, StrategyChoice};
 use spmvkit::gpu::TimingConfig;
 use spmvkit::Precision;
 
 use crate::dist_common::{
-    flags, parse_reports, rank_command, spawn_ranks, PartOptions, REPORT_PREFIX,
+    flags, parse_reports, rank_command, rank_env, spawn_ranks, PartOptions, REPORT_PREFIX,
 };
 use crate::input;
 
@@ -49,11 +48,13 @@ enum DistCommand {
     /// Serve NCCL's unique id to ranks started by hand (multi-host bootstrap); prints the
     /// rendezvous address and the launch token every rank needs.
     Rendezvous(RendezvousArgs),
-    /// One rank (started by `run`; reads SPMVKIT_DIST_RANK / _WORLD / _ROOT / _TOKEN).
-    #[command(hide = true)]
+    /// Print a fresh random launch token (32 hex digits) for SPMVKIT_DIST_TOKEN or
+    /// SPMVKIT_DIST_TOKEN_FILE, which ranks started by torchrun, mpirun or srun need.
+    Token,
+    /// One rank: started by `run` (SPMVKIT_DIST_RANK / _WORLD / _ROOT / _TOKEN), or by
+    /// torchrun, mpirun or srun (docs/multi-gpu.md); prints its report as one JSON line.
     Rank(RankArgs),
-    /// One solver rank (started by `solve cg` and `pagerank`).
-    #[command(hide = true)]
+    /// One solver rank: started by `solve cg` and `pagerank`, or by torchrun, mpirun or srun.
     SolveRank(crate::cmd_dist_solve::SolveRankArgs),
 }
 
@@ -167,6 +168,10 @@ pub fn run(args: DistArgs) -> Result<()> {
         DistCommand::Pagerank(a) => crate::cmd_dist_solve::run_pagerank(a),
         DistCommand::SolveRank(a) => crate::cmd_dist_solve::rank(a),
         DistCommand::Rendezvous(a) => rendezvous(&a),
+        DistCommand::Token => {
+            println!("{}", Token::random()?);
+            Ok(())
+        }
         DistCommand::Rank(a) => match a.common.part.precision.parse::<Precision>()? {
             Precision::F32 => rank::<f32>(&a),
             Precision::F64 => rank::<f64>(&a),
@@ -211,10 +216,7 @@ fn timing(c: &DistSpmvOptions) -> TimingConfig {
 }
 
 fn rank<T: DistScalar>(a: &RankArgs) -> Result<()> {
-    let env = RankEnv::from_env()?.ok_or_else(|| {
-        anyhow!("`spmv dist rank` is started by `spmv dist run` ({ENV_RANK} is not set)")
-    })?;
-    let loaded = input::load::<T>(&a.matrix, !a.common.part.no_cache)?;
+    let (env, server) = rank_env("`spmv dist run`")?;
     let cfg = RankConfig {
         method: a.common.part.method.clone(),
         strategy: a.common.part.strategy.parse::<StrategyChoice>()?,
@@ -223,9 +225,19 @@ fn rank<T: DistScalar>(a: &RankArgs) -> Result<()> {
         timing: timing(&a.common),
         connect_timeout: Duration::from_secs(a.common.part.connect_timeout),
     };
-    let report = run_rank(&loaded.matrix, &env, &cfg)
-        .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
+    let report = match a.common.part.row_source::<T>(&a.matrix)? {
+        Some(source) => source
+            .load(env.rank, env.world)
+            .and_then(|local| run_rank_rows(&local, &env, &cfg)),
+        None => input::load::<T>(&a.matrix, !a.common.part.no_cache)
+            .map_err(|e| spmvkit::Error::InvalidArgument(e.to_string()))
+            .and_then(|loaded| run_rank(&loaded.matrix, &env, &cfg)),
+    }
+    .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
     println!("{REPORT_PREFIX}{}", serde_json::to_string(&report)?);
+    if let Some(s) = server {
+        s.finish();
+    }
     Ok(())
 }
 
@@ -258,6 +270,7 @@ impl Outcome {
             "apply_us": self.max(|r| r.apply_us),
             "exchange_us": self.max(|r| r.exchange_us),
             "compute_us": self.max(|r| r.compute_us),
+            "exchange_enqueue_us": self.max(|r| r.exchange_enqueue_us),
             "strategy": self.ranks.first().map(|r| r.strategy.clone()),
             "ranks": self.ranks,
             "sim": self.sim,
@@ -285,8 +298,7 @@ fn launch(matrix: &str, gpus: usize, sim: bool, c: &DistSpmvOptions) -> Result<O
         gpus,
         visible,
         &rank_command(&["dist", "rank", matrix], c.forward()),
-        c.part.connect_timeout,
-        c.part.no_cache,
+        &c.part,
     )?;
     notes.extend(spawned.notes);
     let ranks: Vec<RankReport> = parse_reports(spawned.reports)?;
@@ -311,14 +323,35 @@ fn simulate(
         c: &DistSpmvOptions,
     ) -> Result<serde_json::Value> {
         let a = input::load::<T>(matrix, !c.part.no_cache)?.matrix;
-        let op = SimOperator::new(&a, parts, &c.part.method, c.part.strategy.parse()?)?;
+        let choice: StrategyChoice = c.part.strategy.parse()?;
+        // the ranks read only their rows when the source allows it, one thread per rank
+        // exchanging ghost requests, as GPU ranks do through NCCL
+        let (op, input) = match c.part.row_source::<T>(matrix)? {
+            Some(source) => {
+                let (blocks, volumes) = simulate_blocks(&source, parts, choice)?;
+                let op = SimOperator::from_blocks(
+                    a.nrows(),
+                    a.ncols(),
+                    volumes,
+                    blocks,
+                    &c.part.method,
+                )?;
+                (op, "rows")
+            }
+            None => (
+                SimOperator::new(&a, parts, &c.part.method, choice)?,
+                "whole",
+            ),
+        };
         let (x, y0) = test_vectors::<T>(a.nrows(), a.ncols());
         let (alpha, beta) = (T::from_f64(c.alpha), T::from_f64(c.beta));
         let mut y = y0.clone();
         op.apply(alpha, &x, beta, &mut y)?;
         let want = spmvkit::cpu::oracle_spmv_par(&a, alpha, &x, beta, &y0)?;
         let chk = spmvkit::cpu::check(&want, &y);
-        Ok(json!({ "check_ok": chk.ok, "max_rel_err": chk.max_rel_err, "summary": op.summary() }))
+        Ok(
+            json!({ "check_ok": chk.ok, "max_rel_err": chk.max_rel_err, "summary": op.summary(), "input": input }),
+        )
     }
     let sim = match c.part.precision.parse::<Precision>()? {
         Precision::F32 => go::<f32>(matrix, parts, c)?,
@@ -353,6 +386,14 @@ fn print_run(o: &Outcome, as_json: bool) -> Result<()> {
                 sum["allgather_recv"]
             );
             println!(
+                "ranks read {}",
+                if s["input"] == "rows" {
+                    "only their rows"
+                } else {
+                    "the whole matrix"
+                }
+            );
+            println!(
                 "check vs oracle: {} (max rel err {:.2e})",
                 if o.ok() { "ok" } else { "FAILED" },
                 s["max_rel_err"].as_f64().unwrap_or(f64::NAN)
@@ -368,6 +409,13 @@ fn print_run(o: &Outcome, as_json: bool) -> Result<()> {
                     .first()
                     .map(|r| r.diag_notes.join(" "))
                     .unwrap_or_default()
+            );
+            println!(
+                "  ranks read {}",
+                match o.ranks.first().map(|r| r.input.as_str()) {
+                    Some("rows") => "only their rows",
+                    _ => "the whole matrix",
+                }
             );
             println!(
                 "  {:>4} {:>10} {:>12} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10}  check",
@@ -403,6 +451,13 @@ fn print_run(o: &Outcome, as_json: bool) -> Result<()> {
                 o.max(|r| r.exchange_us),
                 o.max(|r| r.compute_us)
             );
+            if o.gpus > 1 {
+                println!(
+                    "host time to enqueue one exchange: {:.1} µs (slowest rank; the exchange is \
+                     stream-ordered, so it should be far below the comm time)",
+                    o.max(|r| r.exchange_enqueue_us)
+                );
+            }
         }
     }
     if !o.ok() {

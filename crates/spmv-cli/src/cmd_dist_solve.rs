@@ -11,17 +11,17 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
-use spmvkit::dist::bootstrap::{RankEnv, ENV_RANK};
+use spmvkit::dist::local::simulate_blocks;
 use spmvkit::dist::nccl::DistScalar;
 use spmvkit::dist::solve::{
-    self as dsolve, run_solve_rank, SolveRankConfig, SolveRankReport, Solver,
+    self as dsolve, run_solve_rank, run_solve_rank_rows, SolveRankConfig, SolveRankReport, Solver,
 };
-use spmvkit::dist::{SimRows, StrategyChoice};
+use spmvkit::dist::{SimOperator, SimRows, StrategyChoice};
 use spmvkit::solve::{self, CgSystem, PageRankGraph, PageRankOptions, SolveOptions};
 use spmvkit::{Csr, Precision, PrepareFor, Scalar};
 
 use crate::dist_common::{
-    flags, parse_reports, rank_command, spawn_ranks, PartOptions, REPORT_PREFIX,
+    flags, parse_reports, rank_command, rank_env, spawn_ranks, PartOptions, REPORT_PREFIX,
 };
 use crate::input;
 
@@ -53,6 +53,10 @@ pub struct DistSolverCommonArgs {
     /// Skip the CPU reference solve (for huge inputs).
     #[arg(long)]
     no_reference: bool,
+    /// CG only: the single-reduction iteration (Chronopoulos-Gear), one all-reduce of two dot
+    /// products per iteration instead of two all-reduces.
+    #[arg(long)]
+    single_reduction: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -130,6 +134,9 @@ pub struct SolveRankArgs {
     max_iter: usize,
     #[arg(long, default_value_t = 10)]
     check_every: usize,
+    /// CG: the single-reduction iteration.
+    #[arg(long)]
+    single_reduction: bool,
     #[arg(long, default_value_t = 0.85)]
     damping: f64,
     /// Directory for this rank's rows of the solution (`x.RANK`, f64 little-endian).
@@ -210,11 +217,18 @@ fn solve_t<T: DistScalar>(solver: Solver, c: &DistSolverCommonArgs) -> Result<()
     if c.gpus.is_empty() || c.gpus.contains(&0) {
         bail!("--gpus must list counts of at least 1");
     }
-    let name = solver_name(solver);
+    let name = if c.single_reduction {
+        "cg1"
+    } else {
+        solver_name(solver)
+    };
     let need = match solver {
         Solver::Cg => "CG (symmetric positive definite) needs a square matrix",
         Solver::PageRank { .. } => "PageRank (adjacency) needs a square matrix",
     };
+    if c.single_reduction && solver != Solver::Cg {
+        bail!("--single-reduction is a CG option");
+    }
     let loaded = input::load_square::<T>(&c.matrix, !c.part.no_cache, need)?;
     let a = &loaded.matrix;
     if let Solver::PageRank { damping } = solver {
@@ -415,9 +429,22 @@ fn simulate<T: PrepareFor>(
     let (x, report, strat) = match solver {
         Solver::Cg => {
             let b = CgSystem::ones_solution(a).b;
-            let mut op = SimRows::new(a, parts, &c.part.method, strategy)?;
+            // the simulated ranks read only their rows when the source allows it, as GPU ranks do
+            let mut op = match c.part.row_source::<T>(&c.matrix)? {
+                Some(source) => {
+                    let (blocks, volumes) = simulate_blocks(&source, parts, strategy)?;
+                    let (m, n) = (a.nrows(), a.ncols());
+                    let sim = SimOperator::from_blocks(m, n, volumes, blocks, &c.part.method)?;
+                    SimRows::from_operator(sim)?
+                }
+                None => SimRows::new(a, parts, &c.part.method, strategy)?,
+            };
             let strat = op.operator().strategy();
-            let (x, rep) = dsolve::cg(&mut op, &b, opts)?;
+            let (x, rep) = if c.single_reduction {
+                dsolve::cg_single_reduction(&mut op, &b, opts)?
+            } else {
+                dsolve::cg(&mut op, &b, opts)?
+            };
             (x, rep, strat)
         }
         Solver::PageRank { damping } => {
@@ -498,14 +525,16 @@ fn launch(
     if let Solver::PageRank { damping } = solver {
         args.push(format!("--damping={damping}"));
     }
+    if c.single_reduction {
+        args.push("--single-reduction".into());
+    }
     args.extend(c.part.forward());
     let spawned = spawn_ranks(
         &c.matrix,
         gpus,
         visible,
         &rank_command(&["dist", "solve-rank", &c.matrix], args),
-        c.part.connect_timeout,
-        c.part.no_cache,
+        &c.part,
     )?;
     let ranks: Vec<SolveRankReport> = parse_reports(spawned.reports)?;
     let mut x = vec![f64::NAN; n];
@@ -555,10 +584,7 @@ pub fn rank(a: SolveRankArgs) -> Result<()> {
 }
 
 fn rank_t<T: DistScalar>(a: &SolveRankArgs) -> Result<()> {
-    let env = RankEnv::from_env()?.ok_or_else(|| {
-        anyhow!("`spmv dist solve-rank` is started by `spmv dist solve cg` / `spmv dist pagerank` ({ENV_RANK} is not set)")
-    })?;
-    let loaded = input::load::<T>(&a.matrix, !a.part.no_cache)?;
+    let (env, server) = rank_env("`spmv dist solve cg` / `spmv dist pagerank`")?;
     let cfg = SolveRankConfig {
         solver: match a.solver.as_str() {
             "cg" => Solver::Cg,
@@ -573,12 +599,28 @@ fn rank_t<T: DistScalar>(a: &SolveRankArgs) -> Result<()> {
             ..SolveOptions::default()
         },
         connect_timeout: Duration::from_secs(a.part.connect_timeout),
+        single_reduction: a.single_reduction,
     };
-    let (report, x) = run_solve_rank(&loaded.matrix, &env, &cfg)
-        .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
+    // CG ranks read only their rows when the source allows it; PageRank needs Aᵀ, whole
+    let source = match cfg.solver {
+        Solver::Cg => a.part.row_source::<T>(&a.matrix)?,
+        Solver::PageRank { .. } => None,
+    };
+    let (report, x) = match source {
+        Some(source) => source
+            .load(env.rank, env.world)
+            .and_then(|local| run_solve_rank_rows(&local, &env, &cfg)),
+        None => input::load::<T>(&a.matrix, !a.part.no_cache)
+            .map_err(|e| spmvkit::Error::InvalidArgument(e.to_string()))
+            .and_then(|loaded| run_solve_rank(&loaded.matrix, &env, &cfg)),
+    }
+    .with_context(|| format!("rank {} of {}", env.rank, env.world))?;
     let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_f64().to_le_bytes()).collect();
     let f = solution_file(&a.solution_dir, env.rank);
     std::fs::write(&f, bytes).with_context(|| format!("writing {}", f.display()))?;
     println!("{REPORT_PREFIX}{}", serde_json::to_string(&report)?);
+    if let Some(s) = server {
+        s.finish();
+    }
     Ok(())
 }

@@ -10,7 +10,11 @@ use clap::Args;
 use serde::de::DeserializeOwned;
 use spmvkit::dist::launch::{self, Spawned};
 
-use crate::input;
+use spmvkit::dist::bootstrap::RankEnv;
+use spmvkit::dist::launchers;
+use spmvkit::dist::local::RowSource;
+use spmvkit::dist::nccl;
+use spmvkit::{Precision, Scalar};
 
 pub(crate) use spmvkit::dist::launch::REPORT_PREFIX;
 
@@ -30,6 +34,12 @@ pub(crate) struct PartOptions {
     /// Do not read or write the binary cache.
     #[arg(long)]
     pub(crate) no_cache: bool,
+    /// Every rank loads the whole matrix and keeps its rows. By default a rank reads only its
+    /// rows when the source allows it: a .spmvkit file or a Matrix Market file through its
+    /// cache (byte ranges), or a generator that builds row ranges (stencils, banded, uniform,
+    /// powerlaw, ...); kron, rgg and delaunay are always generated whole.
+    #[arg(long)]
+    pub(crate) whole: bool,
     /// Seconds to wait for all ranks at start-up.
     #[arg(long, default_value_t = 300)]
     pub(crate) connect_timeout: u64,
@@ -47,7 +57,19 @@ impl PartOptions {
         if self.no_cache {
             v.push("--no-cache".into());
         }
+        if self.whole {
+            v.push("--whole".into());
+        }
         v
+    }
+
+    /// Where a rank reads only its rows from, or `None` when it loads the whole matrix
+    /// (`--whole`, or a source that cannot give its rows alone).
+    pub(crate) fn row_source<T: Scalar>(&self, matrix: &str) -> Result<Option<RowSource<T>>> {
+        if self.whole {
+            return Ok(None);
+        }
+        Ok(RowSource::for_matrix(matrix, None, !self.no_cache)?)
     }
 }
 
@@ -72,13 +94,18 @@ pub(crate) fn spawn_ranks(
     gpus: usize,
     visible: usize,
     rank_args: &[String],
-    connect_timeout: u64,
-    no_cache: bool,
+    part: &PartOptions,
 ) -> Result<Spawned> {
+    let (connect_timeout, no_cache) = (part.connect_timeout, part.no_cache);
+    let precision: Precision = part.precision.parse()?;
     let world = launch::plan_world(gpus, visible)?;
-    // a matrix file: build the binary cache once here, so the ranks only read it
+    // a matrix file: build the binary cache (in the ranks' precision) once here, so the ranks
+    // only read it, by byte range
     if std::path::Path::new(matrix).exists() && !no_cache {
-        input::load::<f64>(matrix, true).map(|_| ())?;
+        match precision {
+            Precision::F32 => spmvkit::io::ensure_cache::<f32>(matrix, None).map(|_| ())?,
+            Precision::F64 => spmvkit::io::ensure_cache::<f64>(matrix, None).map(|_| ())?,
+        }
     }
     let exe = std::env::current_exe().context("finding the spmv executable")?;
     Ok(launch::spawn_ranks(
@@ -101,4 +128,69 @@ pub(crate) fn parse_reports<R: DeserializeOwned>(reports: Vec<Option<String>>) -
             serde_json::from_str::<R>(&j).with_context(|| format!("rank {r}'s report"))
         })
         .collect()
+}
+
+/// This process's rank environment under any launcher (`spmv dist run`, torchrun, mpirun,
+/// srun), with the process made ready for it before CUDA or NCCL start: the local rank's GPU
+/// (`CUDA_VISIBLE_DEVICES`), NVLink multicast off, NCCL's library directory on
+/// `LD_LIBRARY_PATH` (by restarting this process once, since the loader reads it at start), and
+/// on rank 0 of a standard launch the rendezvous served at the master address. `started_by`
+/// names the command that starts this rank, for the error when no launcher's variables are set.
+pub(crate) fn rank_env(started_by: &str) -> Result<(RankEnv, Option<Rendezvous0>)> {
+    let env = RankEnv::from_env()?.ok_or_else(|| {
+        anyhow!(
+            "this rank is started by {started_by} or by torchrun, mpirun or srun: none of \
+             {} is set (docs/multi-gpu.md)",
+            launchers::rank_variables()
+        )
+    })?;
+    if env.launcher != launchers::Launcher::Spmvkit {
+        let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+        if let Some(dev) = env.cuda_visible_devices(visible.as_deref())? {
+            std::env::set_var("CUDA_VISIBLE_DEVICES", dev);
+        }
+        if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
+            std::env::set_var("NCCL_NVLS_ENABLE", "0");
+        }
+        if env.world > 1 && !nccl::loadable() && std::env::var_os(REEXEC).is_none() {
+            if let Some(lp) = nccl::NcclSetup::detect().child_library_path() {
+                use std::os::unix::process::CommandExt;
+                let exe = std::env::current_exe().context("finding the spmv executable")?;
+                let err = std::process::Command::new(exe)
+                    .args(std::env::args_os().skip(1))
+                    .env("LD_LIBRARY_PATH", lp)
+                    .env(REEXEC, "1")
+                    .exec();
+                return Err(anyhow!("restarting with NCCL's library path: {err}"));
+            }
+        }
+    }
+    let timeout = Duration::from_secs(RENDEZVOUS_WAIT_S);
+    let server = env.start_rendezvous(timeout)?.map(Rendezvous0);
+    Ok((env, server))
+}
+
+/// Set in a rank restarted with NCCL's library path, so it restarts only once.
+const REEXEC: &str = "SPMVKIT_DIST_REEXEC";
+/// How long rank 0 serves the rendezvous of a standard launch for the other ranks.
+const RENDEZVOUS_WAIT_S: u64 = 600;
+
+/// The rendezvous rank 0 of a standard launch serves; [`Rendezvous0::finish`] reports what it
+/// dropped once the run is over.
+pub(crate) struct Rendezvous0(
+    std::thread::JoinHandle<spmvkit::Result<Vec<spmvkit::dist::bootstrap::Dropped>>>,
+);
+
+impl Rendezvous0 {
+    pub(crate) fn finish(self) {
+        match self.0.join() {
+            Ok(Ok(dropped)) => {
+                for d in dropped {
+                    eprintln!("rendezvous: dropped {d}");
+                }
+            }
+            Ok(Err(e)) => eprintln!("rendezvous: {e}"),
+            Err(_) => eprintln!("rendezvous: the serving thread panicked"),
+        }
+    }
 }

@@ -26,6 +26,126 @@ fn simulated_ranks_match_the_oracle() {
     spmv_fails(&["dist", "rank", "poisson3d:4"], "SPMVKIT_DIST_RANK");
 }
 
+/// Simulated ranks read only their rows (issue #26) from a cache file by byte range and from a
+/// row-range generator, and load the whole matrix under `--whole` or for `kron`; every way
+/// matches the oracle.
+#[test]
+fn simulated_ranks_read_only_their_rows() {
+    let dir = std::env::temp_dir().join(format!("spmv-dist-rows-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cache = dir.join("a.spmvkit");
+    let cache = cache.to_str().unwrap();
+    common::spmv_ok(&["gen", "powerlaw:2000,6", "-o", cache]);
+    for (matrix, extra, input) in [
+        (cache, None, "rows"),
+        (cache, Some("--whole"), "whole"),
+        ("poisson3d:10", None, "rows"),
+        ("uniform:2000,5", Some("--whole"), "whole"),
+        ("kron:8", None, "whole"),
+    ] {
+        let mut flags = vec!["--sim", "--strategy", "halo", "--precision", "f32"];
+        flags.extend(extra);
+        let v = dist_json(&["run", matrix], "3", &flags);
+        assert_eq!(v["check_ok"], true, "{matrix} {v}");
+        assert_eq!(v["sim"]["input"], input, "{matrix} {extra:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `spmv ARGS` with `vars` set and every launcher's variables removed: (success, stderr).
+fn spmv_with_env(args: &[&str], vars: &[(&str, &str)]) -> (bool, String) {
+    let mut cmd = std::process::Command::new(common::binary());
+    cmd.args(args);
+    for k in [
+        "SPMVKIT_DIST_RANK",
+        "SPMVKIT_DIST_WORLD",
+        "SPMVKIT_DIST_ROOT",
+        "SPMVKIT_DIST_TOKEN",
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "SLURM_PROCID",
+        "SLURM_NTASKS",
+    ] {
+        cmd.env_remove(k);
+    }
+    cmd.envs(vars.iter().copied());
+    let out = cmd.output().expect("running spmv");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A rank started by a standard launcher reads its place from the launcher's variables: a
+/// partial or inconsistent environment is refused naming the variables, before any GPU work;
+/// a complete one gets as far as the GPU (here: none, or it runs).
+#[test]
+fn ranks_take_their_place_from_standard_launchers() {
+    let rank = ["dist", "rank", "poisson2d:8"];
+    let (ok, err) = spmv_with_env(&rank, &[("RANK", "0")]);
+    assert!(!ok && err.contains("WORLD_SIZE"), "{err}");
+    let (ok, err) = spmv_with_env(
+        &rank,
+        &[("OMPI_COMM_WORLD_RANK", "2"), ("OMPI_COMM_WORLD_SIZE", "2")],
+    );
+    assert!(
+        !ok && err.contains("OMPI_COMM_WORLD_RANK=2") || err.contains("rank 2 of a world of 2"),
+        "{err}"
+    );
+    let (ok, err) = spmv_with_env(&rank, &[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2")]);
+    assert!(!ok && err.contains("MASTER_ADDR"), "{err}");
+    let (ok, err) = spmv_with_env(
+        &rank,
+        &[
+            ("RANK", "1"),
+            ("WORLD_SIZE", "2"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("MASTER_PORT", "1"),
+        ],
+    );
+    assert!(!ok && err.contains("SPMVKIT_DIST_TOKEN"), "{err}");
+    // one complete torchrun rank of a world of one: past the environment, to the GPU
+    let (ok, err) = spmv_with_env(
+        &rank,
+        &[("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")],
+    );
+    if spmvkit::gpu::device_count() == 0 {
+        assert!(!ok && !err.contains("WORLD_SIZE"), "{err}");
+    } else {
+        assert!(ok, "{err}");
+    }
+    let token = common::spmv_ok(&["dist", "token"]);
+    assert_eq!(token.trim().len(), 32, "{token}");
+}
+
+/// `spmv dist solve cg --single-reduction` converges like CG on simulated ranks.
+#[test]
+fn simulated_single_reduction_cg_matches_cg() {
+    let plain = dist_json(&["solve", "cg", "poisson3d:12"], "3", &["--sim"]);
+    let one = dist_json(
+        &["solve", "cg", "poisson3d:12"],
+        "3",
+        &["--sim", "--single-reduction"],
+    );
+    let (a, b) = (&plain["runs"][0], &one["runs"][0]);
+    assert_eq!(b["stop"], "converged", "{one}");
+    let (ia, ib) = (
+        a["iterations"].as_u64().unwrap(),
+        b["iterations"].as_u64().unwrap(),
+    );
+    assert!(ia.abs_diff(ib) <= 2, "{ia} vs {ib}");
+    assert!(b["err_exact"].as_f64().unwrap() < 1e-6, "{one}");
+    spmv_fails(
+        &["dist", "pagerank", "kron:6", "--sim", "--single-reduction"],
+        "CG option",
+    );
+}
+
 /// `spmv dist ARGS --gpus GPUS --json EXTRA...`, its JSON.
 fn dist_json(args: &[&str], gpus: &str, extra: &[&str]) -> Value {
     let mut all = vec!["dist"];
@@ -124,6 +244,24 @@ fn two_gpu_solvers_match_the_reference() {
             let (it, launched) = iterations(r);
             assert!(launched >= it && launched % 10 == 0, "{r}");
         }
+        // single-reduction CG: one all-reduce per iteration on every rank (plain CG: two), and
+        // ranks that read only their rows (the default) against --whole
+        for (flag, per_iter) in [("--single-reduction", 1.0), ("--whole", 2.0)] {
+            let v = dist_json(
+                &["solve", "cg", "poisson3d:32"],
+                "2",
+                &["--precision", precision, flag],
+            );
+            let r = &v["runs"][0];
+            assert_cg_converged(r, bound);
+            for rank in r["ranks"].as_array().unwrap() {
+                assert_eq!(
+                    rank["allreduces_per_iter"].as_f64(),
+                    Some(per_iter),
+                    "{rank}"
+                );
+            }
+        }
         // both exchange strategies, and a convergence check after every iteration
         for (strategy, every) in [("halo", 1), ("allgather", 3)] {
             let v = dist_json(
@@ -200,7 +338,33 @@ fn two_gpus_match_the_oracle() {
                 assert_eq!(v["check_ok"], true, "{v}");
                 assert_eq!(v["gpus"], 2, "{v}");
                 assert_eq!(v["strategy"], strategy, "{v}");
+                // kron is generated whole; the others read only their rows (issue #26)
+                let input = if m.starts_with("kron") {
+                    "whole"
+                } else {
+                    "rows"
+                };
+                for r in v["ranks"].as_array().unwrap() {
+                    assert_eq!(r["input"], input, "{r}");
+                }
             }
         }
     }
+    // the whole-matrix path, and a cache file read by byte range
+    let dir = std::env::temp_dir().join(format!("spmv-dist-2gpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cache = dir.join("p.spmvkit");
+    let cache = cache.to_str().unwrap();
+    common::spmv_ok(&["gen", "powerlaw:200000,9", "-o", cache]);
+    for (m, extra, input) in [
+        ("poisson3d:64", "--whole", "whole"),
+        (cache, "--beta=0.25", "rows"),
+    ] {
+        let v = dist_json(&["run", m], "2", &[extra, "--reps", "3", "--samples", "2"]);
+        assert_eq!(v["check_ok"], true, "{v}");
+        for r in v["ranks"].as_array().unwrap() {
+            assert_eq!(r["input"], input, "{r}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

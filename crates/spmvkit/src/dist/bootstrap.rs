@@ -40,9 +40,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::launchers::ENV_TOKEN_FILE;
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
-use crate::scalar::{Precision, Scalar};
+use crate::scalar::{Idx, Precision, Scalar};
 
 /// This process's rank (0-based).
 pub const ENV_RANK: &str = "SPMVKIT_DIST_RANK";
@@ -67,7 +68,8 @@ const MAX_PENDING: usize = 64;
 /// Matrix elements per checksum piece.
 const PIECE: usize = 1 << 18;
 
-/// Who this process is in a distributed run, from the environment a launcher set.
+/// Who this process is in a distributed run, from the environment a launcher set
+/// ([`super::launchers`]: spmvkit's own variables, `torchrun`, Open MPI or Slurm).
 #[derive(Clone, Debug)]
 pub struct RankEnv {
     pub rank: usize,
@@ -76,45 +78,36 @@ pub struct RankEnv {
     pub root: Option<String>,
     /// The launch's token (needed when world > 1).
     pub token: Option<Token>,
+    /// The rank among those of its host, when the launcher says.
+    pub local_rank: Option<usize>,
+    /// Whose conventions gave the rank its place.
+    pub launcher: super::launchers::Launcher,
+    /// Whether rank 0 serves the rendezvous itself at `root` (a standard launcher with no
+    /// [`ENV_ROOT`]: nobody else does).
+    pub serve_rendezvous: bool,
 }
 
 impl RankEnv {
-    /// Reads [`ENV_RANK`], [`ENV_WORLD`], [`ENV_ROOT`] and [`ENV_TOKEN`]; `None` when the rank
-    /// variable is unset.
-    pub fn from_env() -> Result<Option<RankEnv>> {
-        let Ok(rank) = std::env::var(ENV_RANK) else {
-            return Ok(None);
-        };
-        let num = |name: &str, v: &str| {
-            v.trim().parse::<usize>().map_err(|_| {
-                Error::InvalidArgument(format!("{name}='{v}' is not a non-negative integer"))
-            })
-        };
-        let rank = num(ENV_RANK, &rank)?;
-        let world = num(
-            ENV_WORLD,
-            &std::env::var(ENV_WORLD).map_err(|_| {
-                Error::InvalidArgument(format!("{ENV_RANK} is set but {ENV_WORLD} is not"))
-            })?,
-        )?;
-        let token = match std::env::var(ENV_TOKEN) {
-            Ok(t) => Some(
-                Token::parse(&t)
-                    .map_err(|e| Error::InvalidArgument(format!("{ENV_TOKEN}: {e}")))?,
-            ),
-            Err(_) => None,
-        };
-        let env = RankEnv {
+    /// A rank of a world that `spmv dist run` or `spmv dist rendezvous` serves.
+    pub fn new(rank: usize, world: usize, root: Option<String>, token: Option<Token>) -> RankEnv {
+        RankEnv {
             rank,
             world,
-            root: std::env::var(ENV_ROOT).ok(),
+            root,
             token,
-        };
-        env.validate()?;
-        Ok(Some(env))
+            local_rank: None,
+            launcher: super::launchers::Launcher::Spmvkit,
+            serve_rendezvous: false,
+        }
     }
 
-    fn validate(&self) -> Result<()> {
+    /// The rank environment of this process ([`RankEnv::from_vars`] over its variables);
+    /// `None` when no launcher's rank variables are set.
+    pub fn from_env() -> Result<Option<RankEnv>> {
+        Self::from_vars(&|k| std::env::var(k).ok())
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.world == 0 || self.rank >= self.world {
             return Err(Error::InvalidArgument(format!(
                 "rank {} of a world of {}: need 0 <= rank < world",
@@ -123,14 +116,16 @@ impl RankEnv {
         }
         if self.world > 1 && self.root.is_none() {
             return Err(Error::InvalidArgument(format!(
-                "{} ranks need the rendezvous address in {ENV_ROOT}",
+                "{} ranks need the rendezvous address in {ENV_ROOT} (or MASTER_ADDR and \
+                 MASTER_PORT under torchrun, mpirun or srun)",
                 self.world
             )));
         }
         if self.world > 1 && self.token.is_none() {
             return Err(Error::InvalidArgument(format!(
-                "{} ranks need the launch token in {ENV_TOKEN} (`spmv dist run` sets it; \
-                 `spmv dist rendezvous` prints it)",
+                "{} ranks need the launch token in {ENV_TOKEN} or a file named by \
+                 {ENV_TOKEN_FILE} (`spmv dist run` sets it; `spmv dist rendezvous` prints one; \
+                 `spmv dist token` makes one)",
                 self.world
             )));
         }
@@ -226,6 +221,36 @@ impl InputIdentity {
             ncols: a.ncols(),
             nnz: a.nnz(),
             precision: T::PRECISION,
+            checksum: h.finalize(),
+        }
+    }
+
+    /// The identity of a matrix a rank reads only its rows of (issue #26): its dimensions, nnz,
+    /// precision, and a CRC-32 of the dimensions, the whole row pointer array (what the
+    /// partition is computed from) and `source`, a checksum of where the rows come from (the
+    /// cache header's stored CRC of the whole file, or the CRC of a canonical GEN-SPEC). Ranks
+    /// that would partition differently, or read different files, differ.
+    pub fn of_rows(
+        ncols: usize,
+        row_ptr: &[Idx],
+        precision: Precision,
+        source: u32,
+    ) -> InputIdentity {
+        let nrows = row_ptr.len().saturating_sub(1);
+        let nnz = row_ptr.last().map_or(0, |&l| l as usize);
+        let mut h = crc32fast::Hasher::new();
+        for d in [nrows, ncols, nnz] {
+            h.update(&(d as u64).to_le_bytes());
+        }
+        crc_pieces(&mut h, row_ptr, |x, out| {
+            out.extend_from_slice(&x.to_le_bytes())
+        });
+        h.update(&source.to_le_bytes());
+        InputIdentity {
+            nrows,
+            ncols,
+            nnz,
+            precision,
             checksum: h.finalize(),
         }
     }
@@ -1198,11 +1223,8 @@ mod tests {
 
     #[test]
     fn rank_env_is_validated() {
-        let env = |rank, world, root: Option<&str>, token: Option<Token>| RankEnv {
-            rank,
-            world,
-            root: root.map(str::to_string),
-            token,
+        let env = |rank, world, root: Option<&str>, token: Option<Token>| {
+            RankEnv::new(rank, world, root.map(str::to_string), token)
         };
         let t = Token::random().unwrap();
         assert!(env(2, 2, Some("h:1"), Some(t.clone())).validate().is_err());

@@ -8,17 +8,23 @@
 //! - [`nccl`]: finding and loading `libnccl` (pip wheels ship `libnccl.so.2`, which cudarc does
 //!   not look for), the per-rank GPU operator (diagonal SpMV overlapping the exchange on a comm
 //!   stream, the off-diagonal part after it) and the all-reduce dot product for solvers.
+//! - [`local`]: ranks that read only their rows (cache byte ranges, row-range generators), the
+//!   partition from the row pointers alone, and the set-up exchange of ghost requests.
 //! - [`rank`]: one rank's run: distribute, connect, check against the oracle, time.
 //! - [`solve`]: distributed CG and PageRank, written once over [`RowOperator`]: the simulation
 //!   ([`SimRows`]) and one NCCL rank ([`NcclRows`]); dot products through the all-reduce.
 //! - [`bootstrap`]: the rank environment and the TCP rendezvous that admits the ranks bringing
 //!   the launch's token, checks that they hold the same input, and hands NCCL's unique id from
 //!   rank 0 to the others (one host through the `spmv dist` launcher, several hosts by hand).
+//! - [`launchers`]: the rank environment of standard launchers (`torchrun`, Open MPI, Slurm),
+//!   parsed from a map of variables, and rank 0 serving the rendezvous at the master address.
 //! - [`launch`]: that single-host launcher: one child process per GPU, supervised, their report
 //!   lines collected.
 
 pub mod bootstrap;
 pub mod launch;
+pub mod launchers;
+pub mod local;
 pub mod nccl;
 pub mod partition;
 pub mod rank;

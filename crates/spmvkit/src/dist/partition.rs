@@ -44,8 +44,23 @@ impl Partition {
                 "distribution: the number of ranks must be at least 1".into(),
             ));
         }
-        let (m, n, nnz) = (a.nrows(), a.ncols(), a.nnz());
-        let ptr = a.row_ptr();
+        Partition::from_row_ptr(a.ncols(), a.row_ptr(), parts)
+    }
+
+    /// [`Partition::by_nnz`] from the row pointers alone (nrows+1 entries, ending at nnz): what a
+    /// rank that reads only its rows computes before it reads them (issue #26).
+    pub fn from_row_ptr(ncols: usize, ptr: &[Idx], parts: usize) -> Result<Partition> {
+        if parts == 0 {
+            return Err(Error::InvalidArgument(
+                "distribution: the number of ranks must be at least 1".into(),
+            ));
+        }
+        let Some(&last) = ptr.last() else {
+            return Err(Error::InvalidArgument(
+                "distribution: row pointers need at least one entry".into(),
+            ));
+        };
+        let (m, n, nnz) = (ptr.len() - 1, ncols, last as usize);
         let mut row_starts = Vec::with_capacity(parts + 1);
         row_starts.push(0);
         for k in 1..parts {
@@ -158,6 +173,31 @@ pub struct Volumes {
     pub allgather_recv: usize,
 }
 
+impl Volumes {
+    /// The strategy: forced, or the halo when its largest per-rank volume is at most
+    /// [`HALO_FRACTION`] of the all-gather's. With one rank there is nothing to exchange and the
+    /// answer is `Halo` (empty).
+    pub fn choose(&self, choice: StrategyChoice) -> Strategy {
+        match choice {
+            StrategyChoice::Force(s) => s,
+            StrategyChoice::Auto => {
+                let halo = self
+                    .halo_recv
+                    .iter()
+                    .zip(&self.halo_send)
+                    .map(|(r, s)| *r.max(s))
+                    .max()
+                    .unwrap_or(0);
+                if halo as f64 <= HALO_FRACTION * self.allgather_recv as f64 {
+                    Strategy::Halo
+                } else {
+                    Strategy::AllGather
+                }
+            }
+        }
+    }
+}
+
 /// A matrix's distribution over P ranks: the partition and every rank's ghost columns.
 #[derive(Clone, Debug)]
 pub struct Distribution {
@@ -209,42 +249,14 @@ impl Distribution {
     /// [`HALO_FRACTION`] of the all-gather's. With one rank there is nothing to exchange and the
     /// answer is `Halo` (empty).
     pub fn choose(&self, choice: StrategyChoice) -> Strategy {
-        match choice {
-            StrategyChoice::Force(s) => s,
-            StrategyChoice::Auto => {
-                let v = self.volumes();
-                let halo = v
-                    .halo_recv
-                    .iter()
-                    .zip(&v.halo_send)
-                    .map(|(r, s)| *r.max(s))
-                    .max()
-                    .unwrap_or(0);
-                if halo as f64 <= HALO_FRACTION * v.allgather_recv as f64 {
-                    Strategy::Halo
-                } else {
-                    Strategy::AllGather
-                }
-            }
-        }
+        self.volumes().choose(choice)
     }
 
     /// Rank r's block of `a`, split for `strategy`.
     pub fn block<T: Scalar>(&self, a: &Csr<T>, r: usize, strategy: Strategy) -> RankBlock<T> {
         let part = &self.partition;
-        let p = part.parts();
-        let rows = part.rows(r);
         let cols = part.cols(r);
-        let ghosts = &self.ghosts[r];
-        let recv: Vec<Segment> = (0..p)
-            .filter(|&q| q != r)
-            .map(|q| Segment {
-                peer: q,
-                range: owned_range(ghosts, &part.cols(q)),
-            })
-            .filter(|s| !s.range.is_empty())
-            .collect();
-        let send: Vec<SendList> = (0..p)
+        let send: Vec<SendList> = (0..part.parts())
             .filter(|&q| q != r)
             .filter_map(|q| {
                 let g = &self.ghosts[q][owned_range(&self.ghosts[q], &cols)];
@@ -254,43 +266,69 @@ impl Distribution {
                 })
             })
             .collect();
-        // Column of each off-diagonal entry in the x the off-diagonal part reads: the ghost
-        // buffer (halo) or the padded all-gather buffer.
-        let chunk = part.max_cols();
-        let offd_cols: Vec<Idx> = match strategy {
-            Strategy::Halo => (0..ghosts.len() as Idx).collect(),
-            Strategy::AllGather => ghosts
-                .iter()
-                .map(|&j| {
-                    let q = part.owner_of_col(j as usize);
-                    (q * chunk + (j as usize - part.col_starts[q])) as Idx
-                })
-                .collect(),
-        };
-        let offd_ncols = match strategy {
-            Strategy::Halo => ghosts.len(),
-            Strategy::AllGather => p * chunk,
-        };
-        let (diag, offd) = split_rows(
+        assemble_block(
             a,
-            rows.clone(),
-            cols.clone(),
-            ghosts,
-            &offd_cols,
-            offd_ncols,
-        );
-        RankBlock {
-            rank: r,
-            rows,
-            cols,
-            strategy,
-            chunk,
-            diag,
-            offd,
-            ghosts: ghosts.clone(),
-            recv,
+            part.rows(r),
+            part,
+            r,
+            self.ghosts[r].clone(),
             send,
-        }
+            strategy,
+        )
+    }
+}
+
+/// Rank r's block from `a`'s rows `rows_in_a` (rank r's rows: the whole matrix's
+/// `part.rows(r)`, or `0..` of a matrix holding only them), its ghosts and its send lists.
+pub(crate) fn assemble_block<T: Scalar>(
+    a: &Csr<T>,
+    rows_in_a: Range<usize>,
+    part: &Partition,
+    r: usize,
+    ghosts: Vec<Idx>,
+    send: Vec<SendList>,
+    strategy: Strategy,
+) -> RankBlock<T> {
+    let p = part.parts();
+    let rows = part.rows(r);
+    let cols = part.cols(r);
+    let recv: Vec<Segment> = (0..p)
+        .filter(|&q| q != r)
+        .map(|q| Segment {
+            peer: q,
+            range: owned_range(&ghosts, &part.cols(q)),
+        })
+        .filter(|s| !s.range.is_empty())
+        .collect();
+    // Column of each off-diagonal entry in the x the off-diagonal part reads: the ghost
+    // buffer (halo) or the padded all-gather buffer.
+    let chunk = part.max_cols();
+    let offd_cols: Vec<Idx> = match strategy {
+        Strategy::Halo => (0..ghosts.len() as Idx).collect(),
+        Strategy::AllGather => ghosts
+            .iter()
+            .map(|&j| {
+                let q = part.owner_of_col(j as usize);
+                (q * chunk + (j as usize - part.col_starts[q])) as Idx
+            })
+            .collect(),
+    };
+    let offd_ncols = match strategy {
+        Strategy::Halo => ghosts.len(),
+        Strategy::AllGather => p * chunk,
+    };
+    let (diag, offd) = split_rows(a, rows_in_a, cols.clone(), &ghosts, &offd_cols, offd_ncols);
+    RankBlock {
+        rank: r,
+        rows,
+        cols,
+        strategy,
+        chunk,
+        diag,
+        offd,
+        ghosts,
+        recv,
+        send,
     }
 }
 
@@ -309,7 +347,7 @@ pub struct SendList {
 }
 
 /// One rank's share: its rows split into diagonal and off-diagonal parts, and its exchange lists.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RankBlock<T> {
     pub rank: usize,
     pub rows: Range<usize>,
@@ -332,19 +370,24 @@ pub struct RankBlock<T> {
 }
 
 /// The positions in a sorted ghost list of the columns in `cols`.
-fn owned_range(ghosts: &[Idx], cols: &Range<usize>) -> Range<usize> {
+pub(crate) fn owned_range(ghosts: &[Idx], cols: &Range<usize>) -> Range<usize> {
     let lo = ghosts.partition_point(|&j| (j as usize) < cols.start);
     let hi = ghosts.partition_point(|&j| (j as usize) < cols.end);
     lo..hi
 }
 
-/// Columns outside rank r's own x that its rows touch, ascending (a bitmap over all columns).
+/// Columns outside rank r's own x that its rows touch, ascending.
 fn ghost_columns<T: Scalar>(a: &Csr<T>, part: &Partition, r: usize) -> Vec<Idx> {
     let rows = part.rows(r);
-    let own = part.cols(r);
     let ptr = a.row_ptr();
     let entries = &a.col_idx()[ptr[rows.start] as usize..ptr[rows.end] as usize];
-    let words = a.ncols().div_ceil(64);
+    ghosts_of(entries, a.ncols(), part.cols(r))
+}
+
+/// The columns among `entries` outside `own`, ascending and distinct (a bitmap over all
+/// `ncols` columns: n/8 bytes, never the matrix).
+pub(crate) fn ghosts_of(entries: &[Idx], ncols: usize, own: Range<usize>) -> Vec<Idx> {
+    let words = ncols.div_ceil(64);
     let bits = entries
         .par_chunks(1 << 20)
         .fold(

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::partition::{Distribution, RankBlock, Strategy, StrategyChoice};
+use super::partition::{Distribution, Partition, RankBlock, Strategy, StrategyChoice, Volumes};
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
 use crate::methods::{find_variant, Layout, PrepareFor};
@@ -20,7 +20,8 @@ struct SimRank<T: PrepareFor> {
 
 /// A matrix distributed over P simulated ranks.
 pub struct SimOperator<T: PrepareFor> {
-    dist: Distribution,
+    partition: Partition,
+    volumes: Volumes,
     strategy: Strategy,
     ranks: Vec<SimRank<T>>,
     nrows: usize,
@@ -54,10 +55,46 @@ impl<T: PrepareFor> SimOperator<T> {
     pub fn new(a: &Csr<T>, parts: usize, method: &str, choice: StrategyChoice) -> Result<Self> {
         let dist = Distribution::new(a, parts)?;
         let strategy = dist.choose(choice);
+        let blocks = (0..parts).map(|r| dist.block(a, r, strategy)).collect();
+        Self::from_blocks(a.nrows(), a.ncols(), dist.volumes(), blocks, method)
+    }
+
+    /// The simulation of ranks whose blocks were built elsewhere, e.g. by ranks that read only
+    /// their rows ([`super::local`]); `blocks` in rank order, all for one strategy.
+    pub fn from_blocks(
+        nrows: usize,
+        ncols: usize,
+        volumes: Volumes,
+        blocks: Vec<RankBlock<T>>,
+        method: &str,
+    ) -> Result<Self> {
+        let first = blocks
+            .first()
+            .ok_or_else(|| Error::InvalidArgument("a simulation needs at least one rank".into()))?;
+        let strategy = first.strategy;
+        let mut row_starts = vec![0];
+        let mut col_starts = vec![0];
+        for (r, b) in blocks.iter().enumerate() {
+            if b.rank != r || b.strategy != strategy || b.rows.start != row_starts[r] {
+                return Err(Error::InvalidArgument(format!(
+                    "simulation: block {r} is rank {}'s, for {}, from row {}",
+                    b.rank, b.strategy, b.rows.start
+                )));
+            }
+            row_starts.push(b.rows.end);
+            col_starts.push(b.cols.end);
+        }
+        if row_starts.last() != Some(&nrows) || col_starts.last() != Some(&ncols) {
+            return Err(Error::InvalidArgument(format!(
+                "simulation: the blocks cover {:?} rows and {:?} columns of {nrows} × {ncols}",
+                row_starts.last(),
+                col_starts.last()
+            )));
+        }
         let (m, params) = find_variant(method)?;
-        let ranks = (0..parts)
-            .map(|r| {
-                let block = dist.block(a, r, strategy);
+        let ranks = blocks
+            .into_iter()
+            .map(|block| {
                 let diag = T::prepare_with(m, &block.diag, &params)?;
                 let offd = if block.offd.nnz() > 0 {
                     Some(T::prepare_with(m, &block.offd, &params)?)
@@ -68,12 +105,21 @@ impl<T: PrepareFor> SimOperator<T> {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(SimOperator {
-            dist,
+            partition: Partition {
+                row_starts,
+                col_starts,
+            },
+            volumes,
             strategy,
             ranks,
-            nrows: a.nrows(),
-            ncols: a.ncols(),
+            nrows,
+            ncols,
         })
+    }
+
+    /// (rows, columns) of the distributed matrix.
+    pub fn dims(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
     }
 
     /// The exchange strategy in use.
@@ -88,7 +134,7 @@ impl<T: PrepareFor> SimOperator<T> {
 
     /// Partition and volumes.
     pub fn summary(&self) -> SimSummary {
-        let v = self.dist.volumes();
+        let v = self.volumes.clone();
         SimSummary {
             ranks: self.ranks.len(),
             strategy: self.strategy,
@@ -134,7 +180,7 @@ impl<T: PrepareFor> SimOperator<T> {
     fn exchange(&self, local: &[&[T]]) -> Result<Vec<Vec<T>>> {
         match self.strategy {
             Strategy::AllGather => {
-                let chunk = self.dist.partition.max_cols();
+                let chunk = self.partition.max_cols();
                 // ncclAllGather: every rank contributes `chunk` entries (its x, zero-padded)
                 let mut all = vec![T::zero(); chunk * local.len()];
                 for (q, xq) in local.iter().enumerate() {

@@ -40,15 +40,15 @@ use super::nccl::{Communicator, DistOperator, DistScalar};
 use super::partition::{Distribution, StrategyChoice};
 use super::rank::{flat_notes, strategy_label};
 use super::sim::SimOperator;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::matrix::{check_square, Csr};
 use crate::methods::{Backend, PrepareFor};
 use crate::scalar::{Idx, Scalar};
-use crate::solve::cg::{relative, CgIteration};
+use crate::solve::cg::{relative, Cg1Iteration, CgIteration};
 use crate::solve::kernels::DistSumArgs;
 use crate::solve::pagerank::{PageRankIteration, RankVectors};
-pub use crate::solve::rows::{cg, pagerank, RowOperator};
+pub use crate::solve::rows::{cg, cg_single_reduction, pagerank, RowOperator};
 use crate::solve::rows::{cg_start, check_pagerank, local_dangling, note_breakdown};
 use crate::solve::{
     drive, initial_scalars, Driven, PageRankGraph, PageRankOptions, Reduce, SolveOptions,
@@ -70,6 +70,17 @@ impl<T: PrepareFor> SimRows<T> {
         Ok(SimRows {
             blocks: op.row_blocks(),
             n: a.nrows(),
+            op,
+        })
+    }
+    /// The simulation of a square operator built elsewhere, e.g. from ranks that read only
+    /// their rows ([`SimOperator::from_blocks`]).
+    pub fn from_operator(op: SimOperator<T>) -> Result<Self> {
+        let (n, ncols) = op.dims();
+        crate::matrix::check_square("a distributed solver needs a square matrix", n, ncols)?;
+        Ok(SimRows {
+            blocks: op.row_blocks(),
+            n,
             op,
         })
     }
@@ -120,6 +131,10 @@ pub struct NcclRows<T: DistScalar> {
     /// time to enqueue them (the device work is asynchronous).
     pub spmv_s: f64,
     pub allreduce_s: f64,
+    /// All-reduces the device-resident solvers enqueued (one per call of the `Reduce` hook,
+    /// with one rank too, where it sums nothing): 2 per iteration for [`NcclRows::cg`], 1 for
+    /// [`NcclRows::cg_single_reduction`].
+    pub allreduces: usize,
 }
 
 impl<T: DistScalar> NcclRows<T> {
@@ -131,6 +146,7 @@ impl<T: DistScalar> NcclRows<T> {
             n,
             spmv_s: 0.0,
             allreduce_s: 0.0,
+            allreduces: 0,
         }
     }
     pub fn operator(&self) -> &DistOperator<T> {
@@ -148,6 +164,32 @@ impl<T: DistScalar> NcclRows<T> {
         // p = b, in the operator's x
         self.op.set_x(b)?;
         let driven = self.drive(&it.s, opts, 1, |gpu, op, reduce| {
+            it.step(gpu, op.x(), op.y(), reduce)
+        })?;
+        let mut xh = vec![T::zero(); n];
+        gpu.download(&it.x, &mut xh)?;
+        let residual = relative(driven.s[S_RES], bb);
+        let mut report = driven.report(residual, Vec::new());
+        note_breakdown(&mut report);
+        Ok((xh, report))
+    }
+
+    /// Single-reduction CG as [`cg_single_reduction`] (Chronopoulos & Gear: one all-reduce of
+    /// rᵀr and wᵀr per iteration instead of two) with this rank's rows of x, r, w, p and q in
+    /// device memory: r is the operator's owned x (the exchange reads it), w = A·r its y. `b` is
+    /// the rank's rows of b; returns its rows of x. Every rank calls it together.
+    pub fn cg_single_reduction(
+        &mut self,
+        b: &[T],
+        opts: &SolveOptions,
+    ) -> Result<(Vec<T>, SolveReport)> {
+        let (bb, thresh) = cg_start(self, b, opts)?;
+        let n = b.len();
+        let gpu = self.op.gpu().clone();
+        let it = Cg1Iteration::new(&gpu, n, bb, thresh, opts, "dist cg: rows")?;
+        // r = b, in the operator's x
+        self.op.set_x(b)?;
+        let driven = self.drive(&it.s, opts, 2, |gpu, op, reduce| {
             it.step(gpu, op.x(), op.y(), reduce)
         })?;
         let mut xh = vec![T::zero(); n];
@@ -220,13 +262,22 @@ impl<T: DistScalar> NcclRows<T> {
         gpu.synchronize()?;
         self.spmv_s = 0.0;
         self.allreduce_s = 0.0;
-        let (op, spmv_s, allreduce_s) = (&mut self.op, &mut self.spmv_s, &mut self.allreduce_s);
+        self.allreduces = 0;
+        let (op, spmv_s, allreduce_s, count) = (
+            &mut self.op,
+            &mut self.spmv_s,
+            &mut self.allreduce_s,
+            &mut self.allreduces,
+        );
         drive(&gpu, s, opts.check_every, opts.max_iter, false, |_| {
             let t0 = Instant::now();
             op.apply(T::one(), T::zero())?;
             *spmv_s += t0.elapsed().as_secs_f64();
             let op = &*op;
-            let mut all_reduce = |red: &mut CudaSlice<f64>| all_reduce_device(op, red, allreduce_s);
+            let mut all_reduce = |red: &mut CudaSlice<f64>| {
+                *count += 1;
+                all_reduce_device(op, red, allreduce_s)
+            };
             let mut reduce = Reduce::Ranks {
                 k_sum: &k_sum,
                 red: &mut red,
@@ -300,6 +351,9 @@ pub struct SolveRankConfig {
     pub opts: SolveOptions,
     /// How long to wait for the other ranks at start-up.
     pub connect_timeout: Duration,
+    /// CG: the single-reduction iteration ([`NcclRows::cg_single_reduction`], one all-reduce
+    /// per iteration) instead of [`NcclRows::cg`] (two).
+    pub single_reduction: bool,
 }
 
 /// One solver rank's results, printed by `spmv dist solve-rank` as one JSON line.
@@ -326,6 +380,12 @@ pub struct SolveRankReport {
     /// the device time shows in `us_per_iter`).
     pub spmv_us_per_iter: f64,
     pub allreduce_us_per_iter: f64,
+    /// All-reduces per enqueued iteration (CG 2, single-reduction CG and PageRank 1).
+    #[serde(default)]
+    pub allreduces_per_iter: f64,
+    /// Mean host µs to enqueue one x exchange (`DistOperator::exchange_enqueue_us`).
+    #[serde(default)]
+    pub exchange_enqueue_us: f64,
     /// Method notes of the diagonal part (auto's choice), flattened as "key=value".
     pub diag_notes: Vec<String>,
     /// Building P = Aᵀ D⁻¹ (PageRank) and the right-hand side (CG), and partitioning.
@@ -368,9 +428,8 @@ pub fn run_solve_rank<T: DistScalar>(
     let comm = Communicator::connect_if_distributed(&gpu, env, a, cfg.connect_timeout)?;
     let nccl_init_s = comm.as_ref().map_or(0.0, |c| c.init_s);
     let op = DistOperator::new(gpu.clone(), comm, env.world, &block, &cfg.method)?;
-    let info = op.info().clone();
     let mut rows_op = NcclRows::new(op, rows.clone(), m.nrows());
-    let (x, report) = match (cfg.solver, &graph) {
+    let report_x = match (cfg.solver, &graph) {
         (Solver::PageRank { damping }, Some(g)) => rows_op.pagerank(
             &g.dangling,
             &PageRankOptions {
@@ -378,8 +437,70 @@ pub fn run_solve_rank<T: DistScalar>(
                 solve: cfg.opts,
             },
         )?,
+        _ if cfg.single_reduction => rows_op.cg_single_reduction(&b, &cfg.opts)?,
         _ => rows_op.cg(&b, &cfg.opts)?,
     };
+    finish_solve(gpu, env, strategy, rows_op, report_x, setup_s, nccl_init_s)
+}
+
+/// Runs this process's rank of a distributed CG from its own rows only (issue #26): the
+/// right-hand side A·1 from its rows, the block set up with the other ranks through NCCL
+/// ([`LocalRows::block`](super::local::LocalRows::block)). PageRank needs Aᵀ, so its ranks
+/// load the whole adjacency ([`run_solve_rank`]).
+pub fn run_solve_rank_rows<T: DistScalar>(
+    local: &super::local::LocalRows<T>,
+    env: &RankEnv,
+    cfg: &SolveRankConfig,
+) -> Result<(SolveRankReport, Vec<T>)> {
+    if cfg.solver != Solver::Cg {
+        return Err(Error::InvalidArgument(
+            "a PageRank rank needs the whole adjacency (Aᵀ), not only its rows".into(),
+        ));
+    }
+    let p = &local.partition;
+    if p.row_starts.last() != p.col_starts.last() {
+        return Err(Error::InvalidArgument(format!(
+            "CG needs a square matrix; this one is {}x{}",
+            p.row_starts.last().unwrap_or(&0),
+            p.col_starts.last().unwrap_or(&0)
+        )));
+    }
+    let gpu: Arc<Gpu> = Gpu::get()?;
+    let comm = super::rank::connect_rows(&gpu, env, local, cfg.connect_timeout)?;
+    let nccl_init_s = comm.as_ref().map_or(0.0, |c| c.init_s);
+    let t0 = Instant::now();
+    let block = super::rank::setup_block(&gpu, comm.as_ref(), local, cfg.strategy)?;
+    let strategy = block.strategy;
+    let rows = block.rows.clone();
+    let a = &local.rows;
+    let b: Vec<T> = (0..a.nrows())
+        .into_par_iter()
+        .map(|i| T::from_f64(a.row(i).1.iter().map(|v| v.to_f64()).sum()))
+        .collect();
+    let setup_s = t0.elapsed().as_secs_f64();
+    let op = DistOperator::new(gpu.clone(), comm, env.world, &block, &cfg.method)?;
+    let n = *p.row_starts.last().unwrap_or(&0);
+    let mut rows_op = NcclRows::new(op, rows, n);
+    let report_x = if cfg.single_reduction {
+        rows_op.cg_single_reduction(&b, &cfg.opts)?
+    } else {
+        rows_op.cg(&b, &cfg.opts)?
+    };
+    finish_solve(gpu, env, strategy, rows_op, report_x, setup_s, nccl_init_s)
+}
+
+/// A solver rank's report from its operator and its solve's outcome.
+fn finish_solve<T: DistScalar>(
+    gpu: Arc<Gpu>,
+    env: &RankEnv,
+    strategy: super::partition::Strategy,
+    rows_op: NcclRows<T>,
+    (x, report): (Vec<T>, SolveReport),
+    setup_s: f64,
+    nccl_init_s: f64,
+) -> Result<(SolveRankReport, Vec<T>)> {
+    let info = rows_op.operator().info().clone();
+    let rows = rows_op.rows.clone();
     let per_iter = |s: f64| {
         if report.launched == 0 {
             0.0
@@ -404,6 +525,12 @@ pub fn run_solve_rank<T: DistScalar>(
             us_per_iter: report.us_per_iter(),
             spmv_us_per_iter: per_iter(rows_op.spmv_s),
             allreduce_us_per_iter: per_iter(rows_op.allreduce_s),
+            exchange_enqueue_us: rows_op.operator().exchange_enqueue_us(),
+            allreduces_per_iter: if report.launched == 0 {
+                0.0
+            } else {
+                rows_op.allreduces as f64 / report.launched as f64
+            },
             diag_notes: flat_notes(&info.diag_notes),
             setup_s,
             nccl_init_s,
@@ -489,6 +616,111 @@ mod tests {
         check_cg::<f64>("poisson3d:8", 1e-8, 1e-6);
         check_cg::<f64>("poisson2d:20", 1e-8, 1e-6);
         check_cg::<f32>("poisson3d:8", 1e-5, 1e-3);
+    }
+
+    /// Counts the all-reduces a solver makes through a [`RowOperator`].
+    struct Counted<O> {
+        op: O,
+        reductions: usize,
+        applies: usize,
+    }
+
+    impl<T: Scalar, O: RowOperator<T>> RowOperator<T> for Counted<O> {
+        fn global_rows(&self) -> usize {
+            self.op.global_rows()
+        }
+        fn blocks(&self) -> Vec<Range<usize>> {
+            self.op.blocks()
+        }
+        fn apply(&mut self, x: &[T], y: &mut [T]) -> Result<()> {
+            self.applies += 1;
+            self.op.apply(x, y)
+        }
+        fn all_reduce_sum(&mut self, v: &mut [f64]) -> Result<()> {
+            self.reductions += 1;
+            self.op.all_reduce_sum(v)
+        }
+        fn backend(&self) -> Backend {
+            self.op.backend()
+        }
+    }
+
+    /// Single-reduction CG converges like plain CG (iterations within 2, the same solution
+    /// within the tolerance's reach) on the test problems, P = 1..4 simulated ranks, both
+    /// precisions, with one all-reduce per iteration where plain CG makes two.
+    #[test]
+    fn single_reduction_cg_converges_like_cg_with_one_reduction_per_iteration() {
+        fn check<T: PrepareFor>(spec: &str, tol: f64, err: f64) {
+            let a = gen::generate::<T>(spec).unwrap();
+            let b = CgSystem::ones_solution(&a).b;
+            let opts = SolveOptions {
+                tol,
+                ..SolveOptions::default()
+            };
+            for p in 1..=4 {
+                let sim = |p| SimRows::new(&a, p, "csr", StrategyChoice::Auto).unwrap();
+                let mut plain = Counted {
+                    op: sim(p),
+                    reductions: 0,
+                    applies: 0,
+                };
+                let (x0, r0) = cg(&mut plain, &b, &opts).unwrap();
+                let mut one = Counted {
+                    op: sim(p),
+                    reductions: 0,
+                    applies: 0,
+                };
+                let (x1, r1) = cg_single_reduction(&mut one, &b, &opts).unwrap();
+                let what = format!("{spec} {} P={p}", T::PRECISION);
+                assert_eq!(
+                    (r0.stop, r1.stop),
+                    (Stop::Converged, Stop::Converged),
+                    "{what}"
+                );
+                assert!(r1.residual <= tol, "{what}: {}", r1.residual);
+                let k = r1.iterations;
+                assert!(
+                    k.abs_diff(r0.iterations) <= 2,
+                    "{what}: {k} vs {}",
+                    r0.iterations
+                );
+                assert!(max_diff(&x0, &x1) < err, "{what}: {}", max_diff(&x0, &x1));
+                assert!(x1.iter().all(|v| (v.to_f64() - 1.0).abs() < err), "{what}");
+                // plain: ‖b‖², then two per iteration; single: ‖b‖², then one per iteration and
+                // one for the check that finds convergence
+                assert_eq!(plain.reductions, 1 + 2 * r0.iterations, "{what}");
+                assert_eq!(one.reductions, 1 + k + 1, "{what}");
+                assert_eq!(one.applies, k + 1, "{what}");
+            }
+        }
+        check::<f64>("poisson3d:8", 1e-10, 1e-7);
+        check::<f64>("poisson2d:20", 1e-10, 1e-7);
+        check::<f64>("varcoef27:6", 1e-10, 1e-7);
+        check::<f32>("poisson3d:8", 1e-5, 1e-3);
+    }
+
+    #[test]
+    fn single_reduction_cg_stops_like_cg() {
+        let a = gen::generate_f64("poisson2d:16").unwrap();
+        let b = CgSystem::ones_solution(&a).b;
+        let mut op = SimRows::new(&a, 2, "csr", StrategyChoice::Auto).unwrap();
+        let opts = SolveOptions {
+            max_iter: 3,
+            ..SolveOptions::default()
+        };
+        let (_, rep) = cg_single_reduction(&mut op, &b, &opts).unwrap();
+        let (_, plain) = cg(&mut op, &b, &opts).unwrap();
+        assert_eq!((rep.stop, rep.iterations), (Stop::MaxIterations, 3));
+        assert!((rep.residual - plain.residual).abs() < 1e-9 * plain.residual.max(1.0));
+        let (x, rep) =
+            cg_single_reduction(&mut op, &vec![0.0; 256], &SolveOptions::default()).unwrap();
+        assert_eq!((rep.stop, rep.iterations), (Stop::Converged, 0));
+        assert!(x.iter().all(|&v| v == 0.0));
+        let indefinite = Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -1.0]).unwrap();
+        let mut op = SimRows::new(&indefinite, 1, "csr", StrategyChoice::Auto).unwrap();
+        let (_, rep) = cg_single_reduction(&mut op, &[0.0, 1.0], &SolveOptions::default()).unwrap();
+        assert_eq!(rep.stop, Stop::Breakdown);
+        assert!(cg_single_reduction(&mut op, &[1.0], &SolveOptions::default()).is_err());
     }
 
     fn check_pagerank<T: PrepareFor>(name: &str, adj: &Csr<T>, tol: f64, err: f64) {
@@ -620,6 +852,85 @@ mod tests {
         assert_eq!((rep.stop, rep.iterations), (Stop::Converged, 0), "{what}");
         assert!(x.iter().all(|v| v.to_f64() == 0.0), "{what}");
         true
+    }
+
+    /// The device single-reduction CG on one rank (the NCCL rank's code with its all-reduce hook,
+    /// which sums nothing with one rank): converges like the device CG and the simulated
+    /// single-reduction CG, calls the hook once per enqueued iteration where CG calls it twice,
+    /// and stops at the iteration limit, on a zero right-hand side and on an indefinite matrix.
+    #[test]
+    fn gpu_device_single_reduction_cg_makes_one_all_reduce_per_iteration() {
+        fn check<T: DistScalar>(spec: &str, tol: f64, err: f64) -> bool {
+            let _guard = crate::methods::testmats::gpu_test_lock();
+            let test = "gpu_device_single_reduction_cg_makes_one_all_reduce_per_iteration";
+            let a = gen::generate::<T>(spec).unwrap();
+            let b = CgSystem::ones_solution(&a).b;
+            let Some(mut rows) = one_rank(&a, test) else {
+                return false;
+            };
+            let what = format!("{spec} {}", T::PRECISION);
+            for check_every in [1, 7] {
+                let opts = SolveOptions {
+                    tol,
+                    check_every,
+                    ..SolveOptions::default()
+                };
+                let (x0, r0) = rows.cg(&b, &opts).unwrap();
+                let plain = rows.allreduces;
+                let (x1, r1) = rows.cg_single_reduction(&b, &opts).unwrap();
+                let single = rows.allreduces;
+                let (want, wrep) = cg_single_reduction(
+                    &mut SimRows::new(&a, 2, "csr", StrategyChoice::Auto).unwrap(),
+                    &b,
+                    &opts,
+                )
+                .unwrap();
+                assert_eq!(
+                    (r0.stop, r1.stop),
+                    (Stop::Converged, Stop::Converged),
+                    "{what}"
+                );
+                assert!(r1.residual <= tol, "{what}: {}", r1.residual);
+                assert!(r1.iterations.abs_diff(r0.iterations) <= 2, "{what}");
+                assert!(r1.iterations.abs_diff(wrep.iterations) <= 1, "{what}");
+                assert!(
+                    max_diff(&x1, &x0) < err && max_diff(&x1, &want) < err,
+                    "{what}"
+                );
+                assert_eq!(plain, 2 * r0.launched, "{what}: CG's all-reduces");
+                assert_eq!(single, r1.launched, "{what}: one all-reduce per iteration");
+            }
+            let opts = SolveOptions {
+                max_iter: 3,
+                ..SolveOptions::default()
+            };
+            let (_, rep) = rows.cg_single_reduction(&b, &opts).unwrap();
+            assert_eq!(
+                (rep.stop, rep.iterations),
+                (Stop::MaxIterations, 3),
+                "{what}"
+            );
+            let zero = vec![T::zero(); b.len()];
+            let (x, rep) = rows
+                .cg_single_reduction(&zero, &SolveOptions::default())
+                .unwrap();
+            assert_eq!((rep.stop, rep.iterations), (Stop::Converged, 0), "{what}");
+            assert!(x.iter().all(|v| v.to_f64() == 0.0), "{what}");
+            true
+        }
+        if !check::<f64>("poisson3d:8", 1e-8, 1e-6) {
+            return;
+        }
+        check::<f64>("poisson2d:20", 1e-8, 1e-6);
+        check::<f32>("poisson3d:8", 1e-5, 1e-3);
+        let ind = Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -1.0]).unwrap();
+        let _guard = crate::methods::testmats::gpu_test_lock();
+        if let Some(mut rows) = one_rank(&ind, "gpu_device_single_reduction_cg") {
+            let (_, rep) = rows
+                .cg_single_reduction(&[0.0, 1.0], &SolveOptions::default())
+                .unwrap();
+            assert_eq!(rep.stop, Stop::Breakdown);
+        }
     }
 
     #[test]

@@ -3,6 +3,11 @@
 //! lengths, a chunked prefix sum turns them into row pointers (checking nnz against the 32-bit
 //! limit before the index and value arrays are allocated), and a second parallel pass fills each
 //! chunk's columns and values in place. No COO, no global sort.
+//!
+//! [`RowGen`] keeps a kind's two passes so that any row range can be built alone (issue #26):
+//! the chunks overlapping the range are filled from their own random streams, exactly as in
+//! the whole matrix, and the rows outside the range are dropped, so a rank of a distributed run
+//! builds its rows bit for bit as the whole generation would, holding only its share.
 
 use std::ops::Range;
 
@@ -83,17 +88,19 @@ pub(crate) fn lengths_to_ptr(ptr: &mut [Idx], chunk: usize) -> Result<u64> {
     Ok(total)
 }
 
-/// Splits `cols`/`vals` into the slices of each chunk of `chunk` rows.
+/// Splits `cols`/`vals` (the entries of rows `rows`, which starts on a chunk boundary) into the
+/// slices of each chunk of `chunk` rows.
 pub(crate) fn split_chunks<'a, T>(
-    nrows: usize,
+    rows: Range<usize>,
     chunk: usize,
     row_ptr: &'a [Idx],
     mut cols: &'a mut [Idx],
     mut vals: &'a mut [T],
 ) -> Vec<Chunk<'a, T>> {
-    let mut out = Vec::with_capacity(nrows.div_ceil(chunk.max(1)));
-    let mut start = 0;
-    let mut index = 0;
+    let nrows = rows.end;
+    let mut out = Vec::with_capacity(rows.len().div_ceil(chunk.max(1)));
+    let mut start = rows.start;
+    let mut index = rows.start / chunk.max(1);
     while start < nrows {
         let end = (start + chunk).min(nrows);
         let len = (row_ptr[end] - row_ptr[start]) as usize;
@@ -143,8 +150,114 @@ where
     let nnz = lengths_to_ptr(&mut row_ptr, chunk)? as usize;
     let mut cols: Vec<Idx> = try_vec("the column indices", nnz, 0)?;
     let mut vals: Vec<T> = try_vec("the values", nnz, T::zero())?;
-    split_chunks(nrows, chunk, &row_ptr, &mut cols, &mut vals)
+    split_chunks(0..nrows, chunk, &row_ptr, &mut cols, &mut vals)
         .into_par_iter()
         .for_each(|mut c| fill(&mut c));
     Ok(Csr::from_parts_unchecked(nrows, ncols, row_ptr, cols, vals))
+}
+
+/// The row-length pass of a generator: `(chunk index, rows, out)`.
+type LensFn = Box<dyn Fn(usize, Range<usize>, &mut [Idx]) + Sync + Send>;
+/// The fill pass of a generator.
+type FillFn<T> = Box<dyn Fn(&mut Chunk<'_, T>) + Sync + Send>;
+
+/// A generator kind's two passes ([`build_rows`]'s arguments), kept so that the whole matrix or
+/// any row range of it can be built.
+pub(crate) struct RowGen<T> {
+    pub nrows: usize,
+    pub ncols: usize,
+    chunk: usize,
+    lens: LensFn,
+    fill: FillFn<T>,
+}
+
+impl<T: Scalar> RowGen<T> {
+    pub(crate) fn new(
+        nrows: usize,
+        ncols: usize,
+        chunk: usize,
+        lens: impl Fn(usize, Range<usize>, &mut [Idx]) + Sync + Send + 'static,
+        fill: impl Fn(&mut Chunk<'_, T>) + Sync + Send + 'static,
+    ) -> Self {
+        RowGen {
+            nrows,
+            ncols,
+            chunk: chunk.max(1),
+            lens: Box::new(lens),
+            fill: Box::new(fill),
+        }
+    }
+
+    /// The whole matrix.
+    pub(crate) fn build(&self) -> Result<Csr<T>> {
+        build_rows(self.nrows, self.ncols, self.chunk, &self.lens, &self.fill)
+    }
+
+    /// The row pointers of the whole matrix (nrows+1 entries; the first pass only).
+    pub(crate) fn row_ptr(&self) -> Result<Vec<Idx>> {
+        let chunk = self.chunk;
+        let mut row_ptr: Vec<Idx> = try_vec("the row pointers", self.nrows + 1, 0)?;
+        row_ptr[1..]
+            .par_chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(c, out)| {
+                let start = c * chunk;
+                (self.lens)(c, start..start + out.len(), out)
+            });
+        lengths_to_ptr(&mut row_ptr, chunk)?;
+        Ok(row_ptr)
+    }
+
+    /// Rows `rows` as a `rows.len() × ncols` matrix, equal to those rows of [`RowGen::build`]:
+    /// the chunks overlapping the range are filled, the rows outside it dropped. `row_ptr` is
+    /// [`RowGen::row_ptr`]'s.
+    pub(crate) fn rows(&self, rows: Range<usize>, row_ptr: &[Idx]) -> Result<Csr<T>> {
+        if rows.start > rows.end || rows.end > self.nrows || row_ptr.len() != self.nrows + 1 {
+            return Err(Error::InvalidArgument(format!(
+                "generator rows {}..{} of a matrix of {} rows ({} row pointers given)",
+                rows.start,
+                rows.end,
+                self.nrows,
+                row_ptr.len()
+            )));
+        }
+        if rows.is_empty() {
+            return Ok(Csr::from_parts_unchecked(
+                0,
+                self.ncols,
+                vec![0],
+                Vec::new(),
+                Vec::new(),
+            ));
+        }
+        let chunk = self.chunk;
+        let first = rows.start / chunk * chunk;
+        let last = (rows.end.div_ceil(chunk) * chunk).min(self.nrows);
+        let base = row_ptr[first] as usize;
+        let len = row_ptr[last] as usize - base;
+        let mut cols: Vec<Idx> = try_vec("the column indices", len, 0)?;
+        let mut vals: Vec<T> = try_vec("the values", len, T::zero())?;
+        split_chunks(first..last, chunk, row_ptr, &mut cols, &mut vals)
+            .into_par_iter()
+            .for_each(|mut c| (self.fill)(&mut c));
+        let (lo, hi) = (
+            row_ptr[rows.start] as usize - base,
+            row_ptr[rows.end] as usize - base,
+        );
+        let local: Vec<Idx> = row_ptr[rows.start..=rows.end]
+            .iter()
+            .map(|&p| p - row_ptr[rows.start])
+            .collect();
+        cols.truncate(hi);
+        vals.truncate(hi);
+        cols.drain(..lo);
+        vals.drain(..lo);
+        Ok(Csr::from_parts_unchecked(
+            rows.len(),
+            self.ncols,
+            local,
+            cols,
+            vals,
+        ))
+    }
 }

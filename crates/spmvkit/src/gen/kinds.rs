@@ -4,7 +4,7 @@
 //! power-law, block-diagonal, one-huge-row, diagonal, identity, dense and empty matrices. Each is
 //! built directly in CSR by [`build_rows`], in parallel and deterministically.
 
-use super::build::{build_rows, chunk_rows};
+use super::build::{build_rows, chunk_rows, RowGen};
 use super::rng::{mix64, sample_distinct, Purpose, Rng};
 use crate::error::Result;
 use crate::matrix::Csr;
@@ -51,12 +51,7 @@ fn coefficient(seed: u64, i: usize, j: usize) -> f64 {
 /// edge ([`coefficient`]), and the diagonal Σ_j c_ij + 1: symmetric, strictly diagonally dominant
 /// in every row, hence SPD, with as many distinct values as edges (up to the 2^18 − 2^14 + 1
 /// coefficients and their row sums).
-pub(crate) fn stencil<T: Scalar>(
-    n: usize,
-    dims: u32,
-    full: bool,
-    var: Option<u64>,
-) -> Result<Csr<T>> {
+pub(crate) fn stencil<T: Scalar>(n: usize, dims: u32, full: bool, var: Option<u64>) -> RowGen<T> {
     let offs = stencil_offsets(dims, full);
     let diag = (offs.len() - 1) as f64;
     let nrows = if dims == 3 { n * n * n } else { n * n };
@@ -66,7 +61,7 @@ pub(crate) fn stencil<T: Scalar>(
     };
     let inside = move |c: i64| (0..ni).contains(&c);
     let offs_l = offs.clone();
-    build_rows::<T, _, _>(
+    RowGen::new(
         nrows,
         nrows,
         chunk_rows(offs.len() as f64),
@@ -107,7 +102,7 @@ pub(crate) fn stencil<T: Scalar>(
 
 /// Random banded n×n: row i samples `max(1, round(fill·w))` distinct columns of its band
 /// `[i−bw, i+bw] ∩ [0, n)` (w columns wide), always including the diagonal.
-pub(crate) fn banded<T: Scalar>(n: usize, bw: usize, fill: f64, seed: u64) -> Result<Csr<T>> {
+pub(crate) fn banded<T: Scalar>(n: usize, bw: usize, fill: f64, seed: u64) -> RowGen<T> {
     let band = move |i: usize| -> (usize, usize) {
         let lo = i.saturating_sub(bw);
         let hi = (i.saturating_add(bw)).min(n - 1);
@@ -115,7 +110,7 @@ pub(crate) fn banded<T: Scalar>(n: usize, bw: usize, fill: f64, seed: u64) -> Re
     };
     let len = move |w: usize| -> usize { ((fill * w as f64).round() as usize).clamp(1, w) };
     let mean = fill * (2.0 * bw as f64 + 1.0).min(n as f64);
-    build_rows::<T, _, _>(
+    RowGen::new(
         n,
         n,
         chunk_rows(mean),
@@ -183,8 +178,8 @@ fn consecutive_fill<T: Scalar>(
 }
 
 /// m×n with k distinct uniformly random columns in every row.
-pub(crate) fn uniform<T: Scalar>(m: usize, n: usize, k: usize, seed: u64) -> Result<Csr<T>> {
-    build_rows::<T, _, _>(
+pub(crate) fn uniform<T: Scalar>(m: usize, n: usize, k: usize, seed: u64) -> RowGen<T> {
+    RowGen::new(
         m,
         n,
         chunk_rows(k as f64),
@@ -219,7 +214,7 @@ fn pareto(rng: &mut Rng, alpha: f64, top: f64) -> f64 {
 
 /// n×n with power-law row lengths: weights w_i ~ p(x) ∝ x^−alpha on [1, n], scaled so that they
 /// sum to mean·n, rounded stochastically and capped at n; columns uniformly random.
-pub(crate) fn powerlaw<T: Scalar>(n: usize, mean: f64, alpha: f64, seed: u64) -> Result<Csr<T>> {
+pub(crate) fn powerlaw<T: Scalar>(n: usize, mean: f64, alpha: f64, seed: u64) -> RowGen<T> {
     let chunk = chunk_rows(mean);
     let nchunks = n.div_ceil(chunk);
     let top = n as f64;
@@ -240,7 +235,7 @@ pub(crate) fn powerlaw<T: Scalar>(n: usize, mean: f64, alpha: f64, seed: u64) ->
         .collect();
     let total: f64 = sums.iter().sum();
     let scale = mean * n as f64 / total.max(f64::MIN_POSITIVE);
-    build_rows::<T, _, _>(
+    RowGen::new(
         n,
         n,
         chunk,
@@ -258,9 +253,9 @@ pub(crate) fn powerlaw<T: Scalar>(n: usize, mean: f64, alpha: f64, seed: u64) ->
 }
 
 /// `nb` dense `bs×bs` blocks on the diagonal, random values.
-pub(crate) fn blockdiag<T: Scalar>(nb: usize, bs: usize, seed: u64) -> Result<Csr<T>> {
+pub(crate) fn blockdiag<T: Scalar>(nb: usize, bs: usize, seed: u64) -> RowGen<T> {
     let n = nb * bs;
-    build_rows::<T, _, _>(
+    RowGen::new(
         n,
         n,
         chunk_rows(bs as f64),
@@ -277,8 +272,8 @@ pub(crate) fn hugerow<T: Scalar>(
     l: usize,
     huge: usize,
     seed: u64,
-) -> Result<Csr<T>> {
-    build_rows::<T, _, _>(
+) -> RowGen<T> {
+    RowGen::new(
         n,
         ncols,
         chunk_rows(k as f64),
@@ -292,8 +287,8 @@ pub(crate) fn hugerow<T: Scalar>(
 }
 
 /// m×n dense (every entry stored), random values.
-pub(crate) fn dense<T: Scalar>(m: usize, n: usize, seed: u64) -> Result<Csr<T>> {
-    build_rows::<T, _, _>(
+pub(crate) fn dense<T: Scalar>(m: usize, n: usize, seed: u64) -> RowGen<T> {
+    RowGen::new(
         m,
         n,
         chunk_rows(n as f64),
@@ -303,8 +298,8 @@ pub(crate) fn dense<T: Scalar>(m: usize, n: usize, seed: u64) -> Result<Csr<T>> 
 }
 
 /// n×n diagonal with random values (`identity` = false) or ones.
-pub(crate) fn diagonal<T: Scalar>(n: usize, identity: bool, seed: u64) -> Result<Csr<T>> {
-    build_rows::<T, _, _>(
+pub(crate) fn diagonal<T: Scalar>(n: usize, identity: bool, seed: u64) -> RowGen<T> {
+    RowGen::new(
         n,
         n,
         chunk_rows(1.0),

@@ -536,17 +536,79 @@ fn parse_bool(s: &str) -> Option<bool> {
 /// crawl order do (`renumber=none`, the default, keeps the generator's numbering).
 pub const RENUMBER: &str = "renumber";
 
-/// Generates the matrix of a parsed spec, in precision `T`, renumbered when it asks for it.
-pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
-    let a = generate_kind::<T>(g)?;
-    let random = opt(g, RENUMBER, false, "random or none", |s| {
+/// Whether a spec asks for `renumber=random`.
+fn renumbered(g: &GenSpec) -> Result<bool> {
+    opt(g, RENUMBER, false, "random or none", |s| {
         match s.to_ascii_lowercase().as_str() {
             "random" => Some(true),
             "none" => Some(false),
             _ => None,
         }
-    })?;
-    if !random {
+    })
+}
+
+/// A generator that builds any row range of its matrix alone, equal to those rows of the whole
+/// generation (issue #26: a rank of a distributed run generates only its rows). The stencils,
+/// `banded`, `uniform`, `tall`, `wide`, `powerlaw`, `blockdiag`, `hugerow`, `diag`, `identity`
+/// and `dense` can; `kron`, `rgg`, `delaunay`, `empty` and `renumber=random` cannot
+/// ([`row_generator`] answers `None`).
+///
+/// ```
+/// let g = spmvkit::gen::row_generator::<f64>("poisson3d:6").unwrap().unwrap();
+/// let ptr = g.row_ptr().unwrap();
+/// let whole = spmvkit::gen::generate_f64("poisson3d:6").unwrap();
+/// assert_eq!(ptr, whole.row_ptr());
+/// assert_eq!(g.rows(50..120, &ptr).unwrap(), whole.slice_rows(50..120).unwrap());
+/// ```
+pub struct RowGenerator<T> {
+    inner: build::RowGen<T>,
+}
+
+impl<T: Scalar> RowGenerator<T> {
+    pub fn nrows(&self) -> usize {
+        self.inner.nrows
+    }
+    pub fn ncols(&self) -> usize {
+        self.inner.ncols
+    }
+    /// The whole matrix's row pointers (nrows+1 entries: what an nnz-balanced partition needs).
+    pub fn row_ptr(&self) -> Result<Vec<crate::scalar::Idx>> {
+        crate::memory::check_fits(
+            || "the generator's row pointers".into(),
+            4 * (self.nrows() as u128 + 1),
+        )?;
+        self.inner.row_ptr()
+    }
+    /// Rows `rows` (global column indices); `row_ptr` is [`RowGenerator::row_ptr`]'s.
+    pub fn rows(
+        &self,
+        rows: std::ops::Range<usize>,
+        row_ptr: &[crate::scalar::Idx],
+    ) -> Result<Csr<T>> {
+        self.inner.rows(rows, row_ptr)
+    }
+}
+
+/// The [`RowGenerator`] of a GEN-SPEC, or `None` for a kind that cannot build a row range alone.
+pub fn row_generator<T: Scalar>(spec: &str) -> Result<Option<RowGenerator<T>>> {
+    let g = parse_spec(spec)?;
+    if renumbered(&g)? {
+        return Ok(None);
+    }
+    Ok(match generate_kind::<T>(&g, false)? {
+        Made::Rows(inner) => Some(RowGenerator { inner }),
+        Made::Whole(_) | Made::NoRange => None,
+    })
+}
+
+/// Generates the matrix of a parsed spec, in precision `T`, renumbered when it asks for it.
+pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
+    let a = match generate_kind::<T>(g, true)? {
+        Made::Rows(r) => r.build()?,
+        Made::Whole(a) => a,
+        Made::NoRange => return Err(spec_err(&g.to_string(), "no matrix was generated")),
+    };
+    if !renumbered(g)? {
         return Ok(a);
     }
     check_square(
@@ -559,8 +621,18 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
     permute_symmetric(&a, &p)
 }
 
-/// Generates the matrix of a parsed spec in the generator's own numbering.
-fn generate_kind<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
+/// What [`generate_kind`] makes: a kind built row chunk by row chunk (whole or any row range),
+/// a whole matrix, or nothing (a kind that cannot give a row range, asked for one).
+enum Made<T> {
+    Rows(build::RowGen<T>),
+    Whole(Csr<T>),
+    NoRange,
+}
+
+/// Generates the matrix of a parsed spec in the generator's own numbering. With `whole` false
+/// the caller wants row ranges: the whole matrix's memory is not checked, and the kinds that
+/// cannot build a row range alone (`kron`, `rgg`, `delaunay`) answer [`Made::NoRange`].
+fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool) -> Result<Made<T>> {
     let a: Vec<u128> = g.args.iter().map(|&v| v as u128).collect();
     let spec = g.to_string();
     let d = find_kind(g.kind).ok_or_else(|| spec_err(&spec, "unknown kind"))?;
@@ -574,7 +646,14 @@ fn generate_kind<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
         Ok(())
     };
     let seed = g.seed;
-    match g.kind {
+    let fits = |g: &GenSpec, bytes: u128| {
+        if whole {
+            fits::<T>(g, bytes)
+        } else {
+            Ok(())
+        }
+    };
+    Ok(match g.kind {
         "poisson2d" | "poisson3d" | "stencil27" | "varcoef27" => {
             positive(&["N"])?;
             let n = a[0];
@@ -591,11 +670,11 @@ fn generate_kind<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
                 _ => (3 * n - 2).pow(3),
             };
             limit("nnz", nnz)?;
-            fits::<T>(g, csr_bytes::<T>(rows, nnz))?;
+            fits(g, csr_bytes::<T>(rows, nnz))?;
             let dims = if g.kind == "poisson2d" { 2 } else { 3 };
             let full = matches!(g.kind, "stencil27" | "varcoef27");
             let var = (g.kind == "varcoef27").then_some(seed);
-            kinds::stencil::<T>(n as usize, dims, full, var)
+            Made::Rows(kinds::stencil::<T>(n as usize, dims, full, var))
         }
         "rgg" | "delaunay" => {
             positive(&["N"])?;
@@ -607,16 +686,19 @@ fn generate_kind<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
                 "spatial or shuffled",
                 geo::Order::parse,
             )?;
-            if g.kind == "rgg" {
+            if !whole {
+                return Ok(Made::NoRange);
+            }
+            Made::Whole(if g.kind == "rgg" {
                 let nnz = geo::rgg_expected_nnz(n);
                 limit("nnz", nnz)?;
-                fits::<T>(g, rgg_bytes::<T>(n, nnz))?;
-                geo::rgg::<T>(n, order, seed)
+                fits(g, rgg_bytes::<T>(n, nnz))?;
+                geo::rgg::<T>(n, order, seed)?
             } else {
                 limit("nnz", 6 * a[0])?;
-                fits::<T>(g, delaunay_bytes::<T>(a[0]))?;
-                geo::delaunay::<T>(n, order, seed)
-            }
+                fits(g, delaunay_bytes::<T>(a[0]))?;
+                geo::delaunay::<T>(n, order, seed)?
+            })
         }
         "banded" => {
             positive(&["N"])?;
@@ -627,8 +709,13 @@ fn generate_kind<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             let n = limit("rows", n)?;
             let width = (2 * bw + 1).min(n as u128) as f64;
             let nnz = limit("nnz", (n as f64 * (fill * width).round().max(1.0)) as u128)?;
-            fits::<T>(g, csr_bytes::<T>(n as u128, nnz as u128))?;
-            kinds::banded::<T>(n, bw.min(n as u128) as usize, fill, seed)
+            fits(g, csr_bytes::<T>(n as u128, nnz as u128))?;
+            Made::Rows(kinds::banded::<T>(
+                n,
+                bw.min(n as u128) as usize,
+                fill,
+                seed,
+            ))
         }
         "uniform" | "tall" | "wide" => {
             let (m, n, k) = if a.len() == 2 {
@@ -650,8 +737,10 @@ fn generate_kind<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             limit("rows", m)?;
             limit("columns", n)?;
             limit("nnz", m * k)?;
-            fits::<T>(g, csr_bytes::<T>(m, m * k))?;
-            kinds::uniform::<T>(m as usize, n as usize, k as usize, seed)
+            fits(g, csr_bytes::<T>(m, m * k))?;
+            Made::Rows(kinds::uniform::<T>(
+                m as usize, n as usize, k as usize, seed,
+            ))
         }
         "powerlaw" => {
             positive(&["N", "MEAN"])?;
@@ -664,8 +753,8 @@ fn generate_kind<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             })?;
             limit("rows", n)?;
             limit("nnz", n * mean)?;
-            fits::<T>(g, csr_bytes::<T>(n, n * mean))?;
-            kinds::powerlaw::<T>(n as usize, mean as f64, alpha, seed)
+            fits(g, csr_bytes::<T>(n, n * mean))?;
+            Made::Rows(kinds::powerlaw::<T>(n as usize, mean as f64, alpha, seed))
         }
         "kron" => {
             let scale = a[0];
@@ -701,22 +790,25 @@ fn generate_kind<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             let entries = m * if symmetric { 2 } else { 1 };
             limit("rows", n)?;
             limit("nnz", entries)?;
-            fits::<T>(g, kron_bytes::<T>(n, m, entries))?;
-            kron::kron::<T>(kron::KronOptions {
+            if !whole {
+                return Ok(Made::NoRange);
+            }
+            fits(g, kron_bytes::<T>(n, m, entries))?;
+            Made::Whole(kron::kron::<T>(kron::KronOptions {
                 scale: scale as u32,
                 edge_factor: ef as u64,
                 symmetric,
                 loops,
                 random_values,
                 seed,
-            })
+            })?)
         }
         "blockdiag" => {
             let (nb, bs) = (a[0], a[1]);
             limit("rows", nb * bs)?;
             limit("nnz", nb * bs * bs)?;
-            fits::<T>(g, csr_bytes::<T>(nb * bs, nb * bs * bs))?;
-            kinds::blockdiag::<T>(nb as usize, bs as usize, seed)
+            fits(g, csr_bytes::<T>(nb * bs, nb * bs * bs))?;
+            Made::Rows(kinds::blockdiag::<T>(nb as usize, bs as usize, seed))
         }
         "hugerow" => {
             positive(&["N"])?;
@@ -736,41 +828,101 @@ fn generate_kind<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
             limit("rows", n)?;
             limit("columns", ncols)?;
             limit("nnz", (n - 1) * k + l)?;
-            fits::<T>(g, csr_bytes::<T>(n, (n - 1) * k + l))?;
-            kinds::hugerow::<T>(
+            fits(g, csr_bytes::<T>(n, (n - 1) * k + l))?;
+            Made::Rows(kinds::hugerow::<T>(
                 n as usize,
                 ncols as usize,
                 k as usize,
                 l as usize,
                 row as usize,
                 seed,
-            )
+            ))
         }
         "diag" | "identity" => {
             let n = limit("rows", a[0])?;
-            fits::<T>(g, csr_bytes::<T>(a[0], a[0]))?;
-            kinds::diagonal::<T>(n, g.kind == "identity", seed)
+            fits(g, csr_bytes::<T>(a[0], a[0]))?;
+            Made::Rows(kinds::diagonal::<T>(n, g.kind == "identity", seed))
         }
         "dense" => {
             limit("rows", a[0])?;
             limit("columns", a[1])?;
             limit("nnz", a[0] * a[1])?;
-            fits::<T>(g, csr_bytes::<T>(a[0], a[0] * a[1]))?;
-            kinds::dense::<T>(a[0] as usize, a[1] as usize, seed)
+            fits(g, csr_bytes::<T>(a[0], a[0] * a[1]))?;
+            Made::Rows(kinds::dense::<T>(a[0] as usize, a[1] as usize, seed))
         }
         "empty" => {
             let m = limit("rows", a[0])?;
             let n = limit("columns", a[1])?;
-            fits::<T>(g, csr_bytes::<T>(a[0], 0))?;
-            kinds::empty::<T>(m, n)
+            fits(g, csr_bytes::<T>(a[0], 0))?;
+            Made::Whole(kinds::empty::<T>(m, n)?)
         }
-        other => Err(spec_err(&spec, format!("unknown kind '{other}'"))),
-    }
+        other => return Err(spec_err(&spec, format!("unknown kind '{other}'"))),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every row-range kind builds any range equal to those rows of the whole matrix, in both
+    /// precisions, including ranges that cut chunks and empty ones.
+    #[test]
+    fn row_ranges_equal_the_whole_generation() {
+        for spec in [
+            "poisson2d:37",
+            "poisson3d:13",
+            "stencil27:9",
+            "varcoef27:8",
+            "banded:3000,7",
+            "uniform:5000,9",
+            "uniform:4000,300,5,seed=4",
+            "wide:30,5000,700",
+            "powerlaw:6000,5",
+            "blockdiag:100,7",
+            "hugerow:3000,3,ncols=500",
+            "diag:40000",
+            "dense:40,30",
+        ] {
+            let whole = generate_f64(spec).unwrap();
+            let g = row_generator::<f64>(spec).unwrap().unwrap();
+            assert_eq!((g.nrows(), g.ncols()), (whole.nrows(), whole.ncols()));
+            let ptr = g.row_ptr().unwrap();
+            assert_eq!(ptr, whole.row_ptr(), "{spec}");
+            let m = whole.nrows();
+            for (lo, hi) in [
+                (0, m),
+                (0, 1),
+                (m / 3, m / 3),
+                (m / 7, m / 2 + 5),
+                (m - 1, m),
+            ] {
+                let got = g.rows(lo..hi, &ptr).unwrap();
+                assert_eq!(
+                    got,
+                    whole.slice_rows(lo..hi).unwrap(),
+                    "{spec} rows {lo}..{hi}"
+                );
+            }
+            assert!(g.rows(0..m + 1, &ptr).is_err());
+        }
+        let g = row_generator::<f32>("uniform:3000,4").unwrap().unwrap();
+        let whole = generate::<f32>("uniform:3000,4").unwrap();
+        let ptr = g.row_ptr().unwrap();
+        assert_eq!(
+            g.rows(1000..2500, &ptr).unwrap(),
+            whole.slice_rows(1000..2500).unwrap()
+        );
+        for spec in [
+            "kron:8",
+            "rgg:100",
+            "delaunay:100",
+            "poisson2d:5,renumber=random",
+            "empty:3,3",
+        ] {
+            assert!(row_generator::<f64>(spec).unwrap().is_none(), "{spec}");
+        }
+        assert!(row_generator::<f64>("uniform:3,4").is_err());
+    }
 
     #[test]
     fn parses_and_prints() {

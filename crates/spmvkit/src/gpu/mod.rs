@@ -95,6 +95,49 @@ crate::kernel_args! {
     }
 }
 
+/// The loaded pack kernel `spmvkit_gather` ([`Gpu::gather_kernel`]).
+pub struct Gather<T: Scalar> {
+    k: Kernel<GatherArgs<'static, T>>,
+}
+
+impl<T: Scalar> Gather<T> {
+    /// [`Gpu::gather_on`] with this kernel.
+    ///
+    /// # Safety
+    ///
+    /// As [`Gpu::gather_on`].
+    pub unsafe fn run(
+        &self,
+        gpu: &Gpu,
+        stream: &CudaStream,
+        out: &mut CudaSlice<T>,
+        x: &CudaSlice<T>,
+        idx: &CudaSlice<u32>,
+        n: usize,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        if n > out.len() || n > idx.len() {
+            return Err(Error::DimensionMismatch {
+                what: "gather: n exceeds the output or index buffer".into(),
+                expected: out.len().min(idx.len()),
+                got: n,
+            });
+        }
+        let args = GatherArgs {
+            out: DevMut::new(out),
+            x: DevRef::new(x),
+            idx: DevRef::new(idx),
+            n: kernel_int("gather: element count", n)?,
+        };
+        let shape = Shape::grid_stride(n, UTIL_THREADS, gpu.sm_count * 32);
+        // SAFETY: n is within out and idx (checked above); the caller guarantees idx < x.len()
+        // and orders `stream` against Gpu::stream.
+        unsafe { gpu.launch_on(stream, &self.k, shape, &args) }
+    }
+}
+
 /// Kernels of the runtime itself (no method): `spmvkit_scale`, `spmvkit_gather`.
 pub const UTIL_KERNELS: Kernels = Kernels::new(
     "spmvkit-util",
@@ -528,7 +571,8 @@ impl Gpu {
 
     /// Enqueues `out[i] = x[idx[i]]` for `i < n` on `stream` (packing scattered entries, e.g. the
     /// send buffer of a halo exchange). `n` is checked against `out` and `idx`; the entries of
-    /// `idx` are not (that would need a pass over them).
+    /// `idx` are not (that would need a pass over them). A caller that packs on every call
+    /// loads the kernel once with [`Gpu::gather_kernel`] instead.
     ///
     /// # Safety
     ///
@@ -542,27 +586,15 @@ impl Gpu {
         idx: &CudaSlice<u32>,
         n: usize,
     ) -> Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
-        if n > out.len() || n > idx.len() {
-            return Err(Error::DimensionMismatch {
-                what: "gather: n exceeds the output or index buffer".into(),
-                expected: out.len().min(idx.len()),
-                got: n,
-            });
-        }
-        let k = self.kernel::<T, GatherArgs<T>>(&UTIL_KERNELS, "spmvkit_gather")?;
-        let args = GatherArgs {
-            out: DevMut::new(out),
-            x: DevRef::new(x),
-            idx: DevRef::new(idx),
-            n: kernel_int("gather: element count", n)?,
-        };
-        let shape = Shape::grid_stride(n, UTIL_THREADS, self.sm_count * 32);
-        // SAFETY: n is within out and idx (checked above); the caller guarantees idx < x.len()
-        // and orders `stream` against Gpu::stream.
-        unsafe { self.launch_on(stream, &k, shape, &args) }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.gather_kernel::<T>()?.run(self, stream, out, x, idx, n) }
+    }
+
+    /// The pack kernel of [`Gpu::gather_on`], loaded once (no module lookup per call).
+    pub fn gather_kernel<T: Scalar>(&self) -> Result<Gather<T>> {
+        Ok(Gather {
+            k: self.kernel::<T, GatherArgs<T>>(&UTIL_KERNELS, "spmvkit_gather")?,
+        })
     }
 
     /// The module of `k` in `precision`, compiled with the layout checks of `checked`'s argument

@@ -23,6 +23,7 @@
 //! and rebuilds it when it is stale or damaged.
 
 use std::io::{BufWriter, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -297,23 +298,164 @@ fn read_cache_checked<T: Scalar>(path: &Path, stamp: Option<(u64, u64)>) -> Resu
     let ptr = u32s("the cached row pointers", &b[po..co])?;
     let cols = u32s("the cached column indices", &b[co..co + 4 * nnz])?;
     let mut vals: Vec<T> = try_vec("the cached values", nnz, T::zero())?;
-    if h.precision == Precision::F32 {
-        vals.par_iter_mut()
-            .zip(b[vo..end].par_chunks_exact(4))
+    convert_values(h.precision, &b[vo..end], &mut vals);
+    Csr::new(h.nrows as usize, h.ncols as usize, ptr, cols, vals)
+        .map_err(|e| cache_err(path, format!("invalid CSR structure: {e}")))
+}
+
+/// A cache file opened for range reads (issue #26): a rank of a distributed run reads the
+/// header, the row pointers (to partition) and then only the byte ranges of its own rows'
+/// column indices and values, so P ranks on one host do not hold P copies of the matrix.
+///
+/// The file is mapped without reading it ahead; what a rank touches is what it reads. The
+/// header, the file length and the structure of every slice read are checked; the whole-file
+/// CRC is not (it would read everything), so the identity a rank brings to the rendezvous
+/// includes the header's stored checksum instead (`dist::bootstrap::InputIdentity::of_rows`).
+pub struct CacheRows {
+    path: PathBuf,
+    map: memmap2::Mmap,
+    header: CacheHeader,
+    /// Byte offsets of the row pointers, column indices and values.
+    ptr_off: usize,
+    col_off: usize,
+    val_off: usize,
+}
+
+impl CacheRows {
+    /// Opens `path` and checks its header and length.
+    pub fn open(path: impl AsRef<Path>) -> Result<CacheRows> {
+        let path = path.as_ref();
+        let (file, len) = super::open_file(path)?;
+        if len < HEADER_LEN as u64 {
+            return Err(cache_err(path, "file shorter than the 64-byte header"));
+        }
+        // SAFETY: read-only private mapping; the cache is only replaced by rename, never
+        // rewritten in place by spmvkit.
+        let map =
+            unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(|e| Error::io(path, e))?;
+        let header = parse_header(path, &map[..])?;
+        let (ptr_off, col_off, val_off, end) =
+            layout(header.nrows, header.nnz, header.precision.bytes() as u64)
+                .ok_or_else(|| cache_err(path, "sizes overflow"))?;
+        if end as u64 != len {
+            return Err(cache_err(
+                path,
+                format!("file is {len} bytes, the header implies {end} (truncated or damaged)"),
+            ));
+        }
+        Ok(CacheRows {
+            path: path.to_path_buf(),
+            map,
+            header,
+            ptr_off,
+            col_off,
+            val_off,
+        })
+    }
+
+    pub fn header(&self) -> &CacheHeader {
+        &self.header
+    }
+
+    /// The row pointers `ptr[rows.start..=rows.end]`, checked to be non-decreasing and within
+    /// nnz (`0..nrows` gives all nrows+1 of them, what an nnz-balanced partition needs).
+    pub fn row_ptr(&self, rows: Range<usize>) -> Result<Vec<Idx>> {
+        let m = self.header.nrows as usize;
+        if rows.start > rows.end || rows.end > m {
+            return Err(cache_err(
+                &self.path,
+                format!(
+                    "rows {}..{} outside the matrix's {m} rows",
+                    rows.start, rows.end
+                ),
+            ));
+        }
+        let b = &self.map[self.ptr_off + 4 * rows.start..self.ptr_off + 4 * (rows.end + 1)];
+        let mut v: Vec<Idx> = try_vec("the cached row pointers", rows.len() + 1, 0)?;
+        v.par_iter_mut()
+            .zip(b.par_chunks_exact(4))
+            .for_each(|(x, c)| *x = u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        let nnz = self.header.nnz;
+        let sorted = v.par_windows(2).all(|w| w[0] <= w[1]);
+        let bounded = v.last().is_none_or(|&l| l as u64 <= nnz);
+        let ends = rows.start != 0 || v[0] == 0;
+        let full = rows.end != m || v.last().is_some_and(|&l| l as u64 == nnz);
+        if !(sorted && bounded && ends && full) {
+            return Err(cache_err(
+                &self.path,
+                format!(
+                    "invalid row pointers in rows {}..{} (decreasing, or not from 0 to nnz)",
+                    rows.start, rows.end
+                ),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// Rows `rows` as an `rows.len() × ncols` matrix (global column indices): the row pointers
+    /// of the range, then the byte ranges of their column indices and values. Values stored in
+    /// the other precision are converted.
+    pub fn rows<T: Scalar>(&self, rows: Range<usize>) -> Result<Csr<T>> {
+        let ptr = self.row_ptr(rows.clone())?;
+        let (lo, hi) = (ptr[0] as usize, *ptr.last().unwrap_or(&0) as usize);
+        let nnz = hi - lo;
+        crate::memory::check_fits(
+            || {
+                format!(
+                    "reading rows {}..{} of {}",
+                    rows.start,
+                    rows.end,
+                    self.path.display()
+                )
+            },
+            4 * (rows.len() as u128 + 1) + nnz as u128 * (4 + T::BYTES as u128),
+        )?;
+        let local_ptr: Vec<Idx> = ptr.par_iter().map(|&p| p - ptr[0]).collect();
+        let cb = &self.map[self.col_off + 4 * lo..self.col_off + 4 * hi];
+        let mut cols: Vec<Idx> = try_vec("the cached column indices", nnz, 0)?;
+        cols.par_iter_mut()
+            .zip(cb.par_chunks_exact(4))
+            .for_each(|(x, c)| *x = u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        let vb = self.header.precision.bytes();
+        let bytes = &self.map[self.val_off + vb * lo..self.val_off + vb * hi];
+        let mut vals: Vec<T> = try_vec("the cached values", nnz, T::zero())?;
+        convert_values(self.header.precision, bytes, &mut vals);
+        Csr::new(
+            rows.len(),
+            self.header.ncols as usize,
+            local_ptr,
+            cols,
+            vals,
+        )
+        .map_err(|e| {
+            cache_err(
+                &self.path,
+                format!(
+                    "invalid CSR structure in rows {}..{}: {e}",
+                    rows.start, rows.end
+                ),
+            )
+        })
+    }
+}
+
+/// Values from their little-endian bytes in `stored` precision into `out`, in parallel.
+fn convert_values<T: Scalar>(stored: Precision, bytes: &[u8], out: &mut [T]) {
+    if stored == Precision::F32 {
+        out.par_iter_mut()
+            .zip(bytes.par_chunks_exact(4))
             .for_each(|(x, c)| {
                 *x = T::from_f64(f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
             });
     } else {
-        vals.par_iter_mut()
-            .zip(b[vo..end].par_chunks_exact(8))
+        out.par_iter_mut()
+            .zip(bytes.par_chunks_exact(8))
             .for_each(|(x, c)| {
                 let mut a = [0u8; 8];
                 a.copy_from_slice(c);
                 *x = T::from_f64(f64::from_le_bytes(a));
             });
     }
-    Csr::new(h.nrows as usize, h.ncols as usize, ptr, cols, vals)
-        .map_err(|e| cache_err(path, format!("invalid CSR structure: {e}")))
 }
 
 /// The default cache directory: `$SPMVKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/spmvkit`, else
@@ -386,6 +528,35 @@ pub fn load_cached_with_outcome<T: Scalar>(
     Ok((a, outcome))
 }
 
+/// The cache file a range reader should open for `path` (issue #26): `path` itself when it is
+/// a `.spmvkit` file; else the cache for it in `cache_dir` (default [`default_cache_dir`]),
+/// reused when its header records the source's current size and mtime, and otherwise built by
+/// one parse of the source (the one pass over Matrix Market text; the ranks then read ranges).
+/// With no cache directory it is an [`Error::Cache`] naming the file.
+pub fn ensure_cache<T: Scalar>(
+    path: impl AsRef<Path>,
+    cache_dir: Option<&Path>,
+) -> Result<PathBuf> {
+    let path = path.as_ref();
+    if is_cache_path(path) {
+        return Ok(path.to_path_buf());
+    }
+    let dir = cache_dir
+        .map(Path::to_path_buf)
+        .or_else(default_cache_dir)
+        .ok_or_else(|| cache_err(path, "no cache directory (set SPMVKIT_CACHE_DIR)"))?;
+    let stamp = source_stamp(path)?;
+    let cpath = cache_path_for::<T>(path, &dir);
+    let fresh = read_cache_header(&cpath)
+        .is_ok_and(|h| (h.source_size, h.source_mtime_ns) == stamp && h.precision == T::PRECISION);
+    if !fresh {
+        let a = super::read_matrix_market::<T>(path)?;
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        write_cache(&cpath, &a, Some(path))?;
+    }
+    Ok(cpath)
+}
+
 /// Loads a matrix through the binary cache: a valid cache for `path` in `cache_dir` (default
 /// [`default_cache_dir`]) is read; a missing, stale or damaged one is rebuilt from the source.
 /// Failing to write the cache is not an error (the parsed matrix is returned).
@@ -406,6 +577,61 @@ mod tests {
             vec![1.5, -2.0, 1e-300],
         )
         .unwrap()
+    }
+
+    #[test]
+    fn range_reads_equal_the_rows_of_the_whole_matrix() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = crate::gen::generate_f64("powerlaw:300,6,seed=3").unwrap();
+        let p = dir.path().join("a.spmvkit");
+        write_cache(&p, &a, None).unwrap();
+        let f = CacheRows::open(&p).unwrap();
+        assert_eq!(f.row_ptr(0..a.nrows()).unwrap(), a.row_ptr());
+        for (lo, hi) in [
+            (0, 0),
+            (0, 1),
+            (0, 300),
+            (17, 18),
+            (17, 140),
+            (299, 300),
+            (300, 300),
+        ] {
+            let got = f.rows::<f64>(lo..hi).unwrap();
+            let want = a.slice_rows(lo..hi).unwrap();
+            assert_eq!(got, want, "rows {lo}..{hi}");
+            // the other precision converts, as read_cache does
+            let g32 = f.rows::<f32>(lo..hi).unwrap();
+            assert_eq!(g32.col_idx(), want.col_idx());
+        }
+        assert!(matches!(f.rows::<f64>(10..301), Err(Error::Cache { .. })));
+        #[allow(clippy::reversed_empty_ranges)]
+        let backwards = 5..4;
+        assert!(matches!(f.rows::<f64>(backwards), Err(Error::Cache { .. })));
+        // a truncated file is refused at open
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() - 8]).unwrap();
+        assert!(matches!(CacheRows::open(&p), Err(Error::Cache { .. })));
+        // a damaged row pointer in the range is refused
+        let mut bad = bytes.clone();
+        bad[HEADER_LEN + 4 * 20..HEADER_LEN + 4 * 21].copy_from_slice(&u32::MAX.to_le_bytes());
+        std::fs::write(&p, &bad).unwrap();
+        let f = CacheRows::open(&p).unwrap();
+        assert!(matches!(f.rows::<f64>(10..30), Err(Error::Cache { .. })));
+        assert!(f.rows::<f64>(30..40).is_ok());
+    }
+
+    #[test]
+    fn ensure_cache_builds_once_then_reuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = crate::gen::generate_f64("poisson2d:9").unwrap();
+        let mtx = dir.path().join("a.mtx");
+        crate::io::write_matrix_market(&mtx, &a).unwrap();
+        let c = ensure_cache::<f64>(&mtx, Some(dir.path())).unwrap();
+        let t = std::fs::metadata(&c).unwrap().modified().unwrap();
+        assert_eq!(ensure_cache::<f64>(&mtx, Some(dir.path())).unwrap(), c);
+        assert_eq!(std::fs::metadata(&c).unwrap().modified().unwrap(), t);
+        assert_eq!(CacheRows::open(&c).unwrap().rows::<f64>(0..81).unwrap(), a);
+        assert_eq!(ensure_cache::<f64>(&c, None).unwrap(), c);
     }
 
     #[test]

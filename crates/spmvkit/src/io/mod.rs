@@ -26,8 +26,8 @@ pub mod writer;
 use std::path::Path;
 
 pub use cache::{
-    cache_path_for, default_cache_dir, load_cached, load_cached_with_outcome, read_cache,
-    read_cache_header, write_cache, CacheHeader, CacheOutcome,
+    cache_path_for, default_cache_dir, ensure_cache, load_cached, load_cached_with_outcome,
+    read_cache, read_cache_header, write_cache, CacheHeader, CacheOutcome, CacheRows,
 };
 pub use header::{
     parse_header_bytes, read_header, MatrixMarketHeader, MatrixMarketInfo, MmField, MmFormat,

@@ -293,6 +293,32 @@ impl<T: Scalar> Csr<T> {
         self.pattern.len(i)
     }
 
+    /// Rows `rows` as a `rows.len() × ncols` matrix (column indices unchanged): one rank's
+    /// share of a row-partitioned matrix (issue #26). Rows outside the matrix are an error.
+    pub fn slice_rows(&self, rows: std::ops::Range<usize>) -> Result<Csr<T>> {
+        if rows.start > rows.end || rows.end > self.nrows() {
+            return Err(Error::InvalidArgument(format!(
+                "rows {}..{} of a matrix of {} rows",
+                rows.start,
+                rows.end,
+                self.nrows()
+            )));
+        }
+        let ptr = self.row_ptr();
+        let (lo, hi) = (ptr[rows.start] as usize, ptr[rows.end] as usize);
+        let local: Vec<Idx> = ptr[rows.start..=rows.end]
+            .iter()
+            .map(|&p| p - ptr[rows.start])
+            .collect();
+        Ok(Csr::from_parts_unchecked(
+            rows.len(),
+            self.ncols(),
+            local,
+            self.col_idx()[lo..hi].to_vec(),
+            self.vals[lo..hi].to_vec(),
+        ))
+    }
+
     /// Converts the values to another precision.
     pub fn cast<U: Scalar>(&self) -> Csr<U> {
         Csr {

@@ -10,7 +10,10 @@
 use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
-use super::kernels::{CgDotArgs, CgPArgs, CgUpdateArgs, PartialsArgs};
+use super::kernels::{
+    Cg1DotsArgs, Cg1ScalarsArgs, Cg1UpdateArgs, CgDotArgs, CgPArgs, CgUpdateArgs, DistSum2Args,
+    PartialsArgs,
+};
 use super::{
     check_options, dist_sum, dot_cpu, drive, grid, grid_blocks, initial_scalars, Reduce,
     SolveOptions, SolveReport, KERNELS, S_DONE, S_RES,
@@ -230,6 +233,184 @@ impl<T: Scalar> CgIteration<T> {
     }
 }
 
+/// The device-resident single-reduction CG iteration (Chronopoulos & Gear 1989; the host form
+/// is [`super::rows::cg_single_reduction`]), written once for one GPU
+/// ([`cg_single_reduction`]) and the NCCL ranks (`dist::NcclRows::cg_single_reduction`). After
+/// w = A r: `cg1_dots` writes the partials of rᵀr and wᵀr, [`Reduce`] turns them into the two
+/// sums (on ranks: `dist_sum2`, then **one** all-reduce of both), `cg1_scalars` gives α, β and the
+/// stop flag, `cg1_update` does p = r + βp, q = w + βq, x += αp, r −= αq. r and w belong to the
+/// caller (on ranks they are the operator's x and y).
+pub(crate) struct Cg1Iteration<T: Scalar> {
+    k_dots: Kernel<Cg1DotsArgs<'static, T>>,
+    k_scalars: Kernel<Cg1ScalarsArgs<'static>>,
+    k_update: Kernel<Cg1UpdateArgs<'static, T>>,
+    k_sum2: Kernel<DistSum2Args<'static>>,
+    n_i: i32,
+    nb: usize,
+    /// The iterate, from 0.
+    pub x: CudaSlice<T>,
+    p: CudaSlice<T>,
+    q: CudaSlice<T>,
+    /// The partials of rᵀr (nb) then of wᵀr (nb).
+    part: CudaSlice<f64>,
+    /// The solver scalars ([`super::S_LEN`]).
+    pub s: CudaSlice<f64>,
+}
+
+impl<T: Scalar> Cg1Iteration<T> {
+    /// The kernels, x = p = q = 0 over `n` rows and the scalars for ‖b‖² = `bb` (done at once
+    /// when it is at most `thresh`).
+    pub(crate) fn new(
+        gpu: &Gpu,
+        n: usize,
+        bb: f64,
+        thresh: f64,
+        opts: &SolveOptions,
+        what: &'static str,
+    ) -> Result<Self> {
+        let nb = grid_blocks(n);
+        let mut s0 = initial_scalars(bb, thresh, opts.max_iter);
+        if bb <= thresh {
+            s0[S_DONE] = 1.0;
+        }
+        Ok(Cg1Iteration {
+            k_dots: gpu.kernel::<T, _>(&KERNELS, "cg1_dots")?,
+            k_scalars: gpu.kernel::<T, _>(&KERNELS, "cg1_scalars")?,
+            k_update: gpu.kernel::<T, _>(&KERNELS, "cg1_update")?,
+            k_sum2: gpu.kernel::<T, _>(&KERNELS, "dist_sum2")?,
+            n_i: kernel_int(what, n)?,
+            nb,
+            x: gpu.alloc_zeros(n)?,
+            p: gpu.alloc_zeros(n)?,
+            q: gpu.alloc_zeros(n)?,
+            part: gpu.alloc_zeros(2 * nb)?,
+            s: gpu.upload(&s0)?,
+        })
+    }
+
+    /// One iteration after w = A r (r and w hold at least n values; r is updated).
+    pub(crate) fn step(
+        &self,
+        gpu: &Gpu,
+        r: &CudaSlice<T>,
+        w: &CudaSlice<T>,
+        reduce: &mut Reduce<'_>,
+    ) -> Result<()> {
+        let (nb, n) = (self.nb, self.n_i);
+        // SAFETY (every launch below): x, r, p, q and w hold at least n elements, `part` 2·nb,
+        // the reduced buffer at least 2 and `s` S_LEN; the buffers written through a scratch
+        // pointer (x, r, p, q, `part`, `s`) are each lent once per launch.
+        let args = Cg1DotsArgs {
+            r: DevRef::new(r),
+            w: DevRef::new(w),
+            n,
+            part: DevMut::doubles_scratch(&self.part),
+            s: DevRef::doubles(&self.s),
+        };
+        unsafe { gpu.launch(&self.k_dots, grid(nb), &args) }?;
+        let scalars = |part: &CudaSlice<f64>, nb: usize, stride: usize| -> Result<()> {
+            let args = Cg1ScalarsArgs {
+                s: DevMut::doubles_scratch(&self.s),
+                part: DevRef::doubles(part),
+                nb: nb as i32,
+                stride: stride as i32,
+            };
+            unsafe { gpu.launch(&self.k_scalars, grid(1), &args) }
+        };
+        match reduce {
+            Reduce::Local => scalars(&self.part, nb, nb)?,
+            Reduce::Ranks {
+                red, all_reduce, ..
+            } => {
+                let args = DistSum2Args {
+                    dst: DevMut::doubles(red),
+                    part: DevRef::doubles(&self.part),
+                    nb: nb as i32,
+                    s: DevRef::doubles(&self.s),
+                };
+                unsafe { gpu.launch(&self.k_sum2, grid(1), &args) }?;
+                // the one all-reduce of the iteration: rᵀr and wᵀr together
+                all_reduce(red)?;
+                scalars(red, 1, 1)?;
+            }
+        }
+        let args = Cg1UpdateArgs {
+            x: DevMut::scratch(&self.x),
+            r: DevMut::scratch(r),
+            p: DevMut::scratch(&self.p),
+            q: DevMut::scratch(&self.q),
+            w: DevRef::new(w),
+            n,
+            s: DevRef::doubles(&self.s),
+        };
+        unsafe { gpu.launch(&self.k_update, grid(nb), &args) }
+    }
+}
+
+/// Solves A x = b by single-reduction CG (Chronopoulos & Gear; `Cg1Iteration` on the GPU,
+/// [`super::rows::cg_single_reduction`] on the CPU) with the SpMV of `plan`, from x = 0: the
+/// iterates of [`cg`] with the two dot products of an iteration reduced together.
+///
+/// ```
+/// use spmvkit::{gen, solve, Backend, Plan, PlanOptions};
+/// let a = gen::generate_f64("poisson3d:6").unwrap();
+/// let b = solve::CgSystem::ones_solution(&a).b;
+/// let opts = PlanOptions { backend: Some(Backend::Cpu), ..PlanOptions::default() };
+/// let mut plan = Plan::new("csr", &a, &opts).unwrap();
+/// let (x, report) = solve::cg_single_reduction(&mut plan, &b, &solve::SolveOptions::default()).unwrap();
+/// assert_eq!(report.stop, solve::Stop::Converged);
+/// assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-6));
+/// ```
+pub fn cg_single_reduction<T: PrepareFor>(
+    plan: &mut Plan<T>,
+    b: &[T],
+    opts: &SolveOptions,
+) -> Result<(Vec<T>, SolveReport)> {
+    check_options(opts)?;
+    let n = crate::matrix::check_square("CG needs a square matrix", plan.nrows(), plan.ncols())?;
+    if b.len() != n {
+        return Err(Error::DimensionMismatch {
+            what: "CG right-hand side b".into(),
+            expected: n,
+            got: b.len(),
+        });
+    }
+    let Some(gpu) = plan.gpu().cloned() else {
+        return super::rows::PlanRows::solve(plan, |rows| {
+            super::rows::cg_single_reduction(rows, b, opts)
+        });
+    };
+    let bb = dot_cpu(b, b);
+    let thresh = super::cg_threshold(bb, opts)?;
+    let permuted = plan.permutation().map(|perm| perm.apply(b)).transpose()?;
+    let b = permuted.as_deref().unwrap_or(b);
+    let it = Cg1Iteration::new(&gpu, n, bb, thresh, opts, "cg: rows")?;
+    let r = gpu.upload(b)?;
+    let mut w: CudaSlice<T> = gpu.alloc_zeros(n)?;
+    gpu.synchronize()?;
+    let driven = drive(
+        &gpu,
+        &it.s,
+        opts.check_every,
+        opts.max_iter,
+        opts.graph,
+        |_| {
+            plan.apply_device_permuted(T::one(), &r, T::zero(), &mut w)?;
+            it.step(&gpu, &r, &w, &mut Reduce::Local)
+        },
+    )?;
+    let mut xh = vec![T::zero(); n];
+    gpu.download(&it.x, &mut xh)?;
+    if let Some(perm) = plan.permutation() {
+        xh = perm.apply_inverse(&xh)?;
+    }
+    let residual = relative(driven.s[S_RES], bb);
+    let notes = plan.fallback_note().map(String::from).into_iter().collect();
+    let mut report = driven.report(residual, notes);
+    super::rows::note_breakdown(&mut report);
+    Ok((xh, report))
+}
+
 fn cg_gpu<T: PrepareFor>(
     plan: &Plan<T>,
     gpu: &Gpu,
@@ -296,6 +477,43 @@ mod tests {
             assert!(rep.iterations > 5 && rep.iterations < 200, "{method}");
             let err = x.iter().map(|v| (v - 1.0).abs()).fold(0.0, f64::max);
             assert!(err < 1e-6, "{method}: max error {err}");
+        }
+    }
+
+    /// Single-reduction CG through a plan: on the CPU always; on the GPU (graph and stream
+    /// launches) when one is present, against CG on the same plan.
+    #[test]
+    fn single_reduction_cg_matches_cg_on_cpu_and_gpu() {
+        let a = generate::<f64>("poisson3d:10").unwrap();
+        let b = CgSystem::ones_solution(&a).b;
+        let mut plan = cpu_plan("csr", &a);
+        let (x0, r0) = cg(&mut plan, &b, &SolveOptions::default()).unwrap();
+        let (x1, r1) = cg_single_reduction(&mut plan, &b, &SolveOptions::default()).unwrap();
+        assert_eq!(r1.stop, Stop::Converged);
+        assert!(r1.iterations.abs_diff(r0.iterations) <= 2);
+        assert!(x0.iter().zip(&x1).all(|(p, q)| (p - q).abs() < 1e-7));
+        let _guard = crate::methods::testmats::gpu_test_lock();
+        if crate::testing::gpu_or_skip("single_reduction_cg_matches_cg_on_cpu_and_gpu").is_none() {
+            return;
+        }
+        let mut gplan = Plan::new("csr-vector", &a, &PlanOptions::default()).unwrap();
+        for graph in [true, false] {
+            let opts = SolveOptions {
+                graph,
+                check_every: 7,
+                ..SolveOptions::default()
+            };
+            let (xg, rg) = cg_single_reduction(&mut gplan, &b, &opts).unwrap();
+            assert_eq!(
+                (rg.stop, rg.backend),
+                (Stop::Converged, Backend::Gpu),
+                "graph {graph}"
+            );
+            assert!(rg.iterations.abs_diff(r1.iterations) <= 1, "graph {graph}");
+            assert!(
+                xg.iter().zip(&x1).all(|(p, q)| (p - q).abs() < 1e-6),
+                "graph {graph}"
+            );
         }
     }
 

@@ -26,6 +26,8 @@
 #define S_MAXIT 6
 #define S_RES 7
 #define S_MASS 8
+// Single-reduction CG: set once the first iteration's scalars are computed.
+#define S_CG1 9
 
 // Stop codes in s[S_DONE].
 #define DONE_CONVERGED 1.0
@@ -140,6 +142,107 @@ extern "C" __global__ void cg_p(real_t* __restrict__ p, const real_t* __restrict
     for (unsigned i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < (unsigned)n;
          i += gridDim.x * SOLVE_THREADS) {
         p[i] = r[i] + b * p[i];
+    }
+}
+
+// ---- single-reduction CG (Chronopoulos & Gear 1989) -----------------------------------------
+//
+// One iteration after w = A r: `cg1_dots` writes the block partials of r·r (part[0..nb)) and of
+// w·r (part[nb..2nb)); one reduction (on NCCL ranks `dist_sum2` then one all-reduce of the two
+// sums) feeds `cg1_scalars` (gamma = r·r, delta = w·r; beta = gamma/gamma_old,
+// alpha = gamma/(delta - beta*gamma/alpha_old)); `cg1_update` does p = r + beta p,
+// q = w + beta q (q = A p by recurrence), x += alpha p, r -= alpha q.
+
+// part[block] = partials of r·r, part[nb + block] = partials of w·r (nb = gridDim.x).
+extern "C" __global__ void cg1_dots(const real_t* __restrict__ r, const real_t* __restrict__ w,
+                                    int n, double* __restrict__ part,
+                                    const double* __restrict__ s) {
+    if (s[S_DONE] != 0.0) return;
+    double g = 0.0, d = 0.0;
+    for (unsigned i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < (unsigned)n;
+         i += gridDim.x * SOLVE_THREADS) {
+        double ri = (double)r[i];
+        g += ri * ri;
+        d += (double)w[i] * ri;
+    }
+    double bg = block_sum(g);
+    __syncthreads();
+    double bd = block_sum(d);
+    if (threadIdx.x == 0) {
+        part[blockIdx.x] = bg;
+        part[gridDim.x + blockIdx.x] = bd;
+    }
+}
+
+// dst[0] = the sum of part[0..nb), dst[1] = the sum of part[nb..2nb), in a fixed order.
+extern "C" __global__ void dist_sum2(double* __restrict__ dst, const double* __restrict__ part,
+                                     int nb, const double* __restrict__ s) {
+    if (s[S_DONE] != 0.0) return;
+    double g = sum_partials(part, nb);
+    __syncthreads();
+    double d = sum_partials(part + nb, nb);
+    if (threadIdx.x == 0) {
+        dst[0] = g;
+        dst[1] = d;
+    }
+}
+
+// gamma = the sum of part[0..nb), delta = the sum of part[stride..stride+nb): after the first
+// iteration gamma is the residual of the last update (stop on gamma <= thresh); stop at the
+// iteration limit; else the next alpha and beta, and one more iteration. delta - beta*gamma/alpha
+// is p·A p: <= 0 is a breakdown.
+extern "C" __global__ void cg1_scalars(double* __restrict__ s, const double* __restrict__ part,
+                                       int nb, int stride) {
+    if (s[S_DONE] != 0.0) return;
+    double g = sum_partials(part, nb);
+    __syncthreads();
+    double d = sum_partials(part + stride, nb);
+    if (threadIdx.x != 0) return;
+    bool started = s[S_CG1] != 0.0;
+    if (started) {
+        s[S_RES] = g;
+        if (!(g < SOLVE_HUGE)) {
+            s[S_DONE] = DONE_BREAKDOWN;
+            return;
+        }
+        if (g <= s[S_THRESH]) {
+            s[S_DONE] = DONE_CONVERGED;
+            return;
+        }
+    }
+    if (s[S_ITER] >= s[S_MAXIT]) {
+        s[S_DONE] = DONE_MAXIT;
+        return;
+    }
+    double beta = started ? g / s[S_RHO] : 0.0;
+    double pap = started ? d - beta * g / s[S_ALPHA] : d;
+    if (!(pap > 0.0 && pap < SOLVE_HUGE)) {
+        s[S_DONE] = DONE_BREAKDOWN;
+        return;
+    }
+    s[S_ALPHA] = g / pap;
+    s[S_BETA] = beta;
+    s[S_RHO] = g;
+    s[S_CG1] = 1.0;
+    s[S_ITER] += 1.0;
+}
+
+// p = r + beta p, q = w + beta q, x += alpha p, r -= alpha q.
+extern "C" __global__ void cg1_update(real_t* __restrict__ x, real_t* __restrict__ r,
+                                      real_t* __restrict__ p, real_t* __restrict__ q,
+                                      const real_t* __restrict__ w, int n,
+                                      const double* __restrict__ s) {
+    if (s[S_DONE] != 0.0) return;
+    real_t a = (real_t)s[S_ALPHA];
+    real_t b = (real_t)s[S_BETA];
+    for (unsigned i = blockIdx.x * SOLVE_THREADS + threadIdx.x; i < (unsigned)n;
+         i += gridDim.x * SOLVE_THREADS) {
+        real_t pi = r[i] + b * p[i];
+        real_t qi = w[i] + b * q[i];
+        p[i] = pi;
+        q[i] = qi;
+        x[i] = x[i] + a * pi;
+        r[i] = r[i] - a * qi;
     }
 }
 

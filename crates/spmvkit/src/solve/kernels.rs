@@ -56,6 +56,51 @@ crate::kernel_args! {
 }
 
 crate::kernel_args! {
+    /// `cg1_dots`'s parameters: the block partials of rᵀr and wᵀr (single-reduction CG).
+    pub(crate) struct Cg1DotsArgs<'a, T> {
+        pub(crate) r: DevRef<'a, T>,
+        pub(crate) w: DevRef<'a, T>,
+        pub(crate) n: i32,
+        pub(crate) part: DevMut<'a, Double>,
+        pub(crate) s: DevRef<'a, Double>,
+    }
+}
+
+crate::kernel_args! {
+    /// `cg1_scalars`'s parameters: the scalars, and the `nb` partials of rᵀr at `part` and of
+    /// wᵀr `stride` values after them.
+    pub(crate) struct Cg1ScalarsArgs<'a> {
+        pub(crate) s: DevMut<'a, Double>,
+        pub(crate) part: DevRef<'a, Double>,
+        pub(crate) nb: i32,
+        pub(crate) stride: i32,
+    }
+}
+
+crate::kernel_args! {
+    /// `cg1_update`'s parameters: p = r + βp, q = w + βq, x += αp, r −= αq.
+    pub(crate) struct Cg1UpdateArgs<'a, T> {
+        pub(crate) x: DevMut<'a, T>,
+        pub(crate) r: DevMut<'a, T>,
+        pub(crate) p: DevMut<'a, T>,
+        pub(crate) q: DevMut<'a, T>,
+        pub(crate) w: DevRef<'a, T>,
+        pub(crate) n: i32,
+        pub(crate) s: DevRef<'a, Double>,
+    }
+}
+
+crate::kernel_args! {
+    /// `dist_sum2`'s parameters: dst[0..2] = the sums of the two halves of the 2·`nb` partials.
+    pub(crate) struct DistSum2Args<'a> {
+        pub(crate) dst: DevMut<'a, Double>,
+        pub(crate) part: DevRef<'a, Double>,
+        pub(crate) nb: i32,
+        pub(crate) s: DevRef<'a, Double>,
+    }
+}
+
+crate::kernel_args! {
     /// `pr_dangling`'s parameters: the partials of x over the dangling nodes.
     pub(crate) struct PrDanglingArgs<'a, T> {
         pub(crate) x: DevRef<'a, T>,
@@ -121,6 +166,10 @@ pub const KERNELS: Kernels = Kernels::new(
         CgUpdateArgs::params_entry("cg_update"),
         PartialsArgs::params_entry("cg_beta"),
         CgPArgs::params_entry("cg_p"),
+        Cg1DotsArgs::params_entry("cg1_dots"),
+        Cg1ScalarsArgs::params_entry("cg1_scalars"),
+        Cg1UpdateArgs::params_entry("cg1_update"),
+        DistSum2Args::params_entry("dist_sum2"),
         PrDanglingArgs::params_entry("pr_dangling"),
         PartialsArgs::params_entry("pr_mass"),
         PrUpdateArgs::params_entry("pr_update"),

@@ -31,7 +31,7 @@ use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use serde::Serialize;
 
-pub use cg::{cg, CgSystem};
+pub use cg::{cg, cg_single_reduction, CgSystem};
 pub use check::{
     cg_checks, cg_default_tol, cg_error_bound, cg_reference, l1_err, pagerank_checks,
     pagerank_default_tol, pagerank_error_bound, rel_err, within_bound, CG_MAX_ITER,

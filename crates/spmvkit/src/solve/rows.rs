@@ -170,6 +170,114 @@ pub fn cg<T: Scalar, O: RowOperator<T>>(
     Ok((x, report))
 }
 
+/// Single-reduction conjugate gradient (Chronopoulos & Gear, "s-step iterative methods for
+/// symmetric linear systems", J. Comput. Appl. Math. 25, 1989; issue #26): the same iterates as
+/// [`cg`] in exact arithmetic, with the two dot products of an iteration (rᵀr and wᵀr, w = A r)
+/// taken together, so each iteration makes **one** all-reduce of two values instead of two of
+/// one. It keeps s = A p by the recurrence s = w + β s instead of computing A p, so per
+/// iteration: w = A r, then (γ, δ) = (rᵀr, wᵀr) in one reduction, β = γ/γ_old,
+/// α = γ/(δ − βγ/α_old), p = r + βp, s = w + βs, x += αp, r −= αs. The stopping rule is [`cg`]'s
+/// (‖r‖/‖b‖ ≤ tol on the recurrence residual), and δ − βγ/α = pᵀAp ≤ 0 is a breakdown.
+///
+/// ```
+/// use spmvkit::{dist::{solve, SimRows, StrategyChoice}, gen, solve::{CgSystem, SolveOptions, Stop}};
+/// let a = gen::generate_f64("poisson3d:6").unwrap();
+/// let b = CgSystem::ones_solution(&a).b;
+/// let mut op = SimRows::new(&a, 3, "csr", StrategyChoice::Auto).unwrap();
+/// let (x, report) = solve::cg_single_reduction(&mut op, &b, &SolveOptions::default()).unwrap();
+/// assert_eq!(report.stop, Stop::Converged);
+/// assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-6));
+/// ```
+pub fn cg_single_reduction<T: Scalar, O: RowOperator<T>>(
+    op: &mut O,
+    b: &[T],
+    opts: &SolveOptions,
+) -> Result<(Vec<T>, SolveReport)> {
+    let (bb, thresh) = cg_start(op, b, opts)?;
+    let n = b.len();
+    let mut x = vec![T::zero(); n];
+    let mut r = b.to_vec();
+    let mut w = vec![T::zero(); n];
+    let mut p = vec![T::zero(); n];
+    let mut s = vec![T::zero(); n];
+    let mut gamma = bb;
+    let (mut gamma_old, mut alpha_old) = (1.0, 1.0);
+    let mut it = 0;
+    let t0 = Instant::now();
+    let stop = loop {
+        if gamma <= thresh {
+            break Stop::Converged;
+        }
+        if it >= opts.max_iter {
+            break Stop::MaxIterations;
+        }
+        op.apply(&r, &mut w)?;
+        // the one reduction of the iteration: γ = rᵀr and δ = wᵀr together
+        let sums = global_sums(op, 2, |l, _| {
+            vec![
+                dot_cpu(&r[l.clone()], &r[l.clone()]),
+                dot_cpu(&w[l.clone()], &r[l]),
+            ]
+        })?;
+        let (g, delta) = (sums[0], sums[1]);
+        if it > 0 {
+            gamma = g;
+            if gamma <= thresh {
+                break Stop::Converged;
+            }
+        }
+        if !gamma.is_finite() {
+            break Stop::Breakdown;
+        }
+        let beta = if it == 0 { 0.0 } else { gamma / gamma_old };
+        let pap = if it == 0 {
+            delta
+        } else {
+            delta - beta * gamma / alpha_old
+        };
+        if !(pap > 0.0 && pap.is_finite()) {
+            break Stop::Breakdown;
+        }
+        let alpha = gamma / pap;
+        let (at, bt) = (T::from_f64(alpha), T::from_f64(beta));
+        x.par_iter_mut()
+            .zip(r.par_iter_mut())
+            .zip(p.par_iter_mut().zip(s.par_iter_mut()))
+            .zip(w.par_iter())
+            .for_each(|(((xi, ri), (pi, si)), wi)| {
+                *pi = *ri + bt * *pi;
+                *si = *wi + bt * *si;
+                *xi += at * *pi;
+                *ri = *ri - at * *si;
+            });
+        gamma_old = gamma;
+        alpha_old = alpha;
+        it += 1;
+    };
+    // γ of the last iterate when the loop stopped before reducing it
+    let rho = if stop == Stop::MaxIterations && it > 0 {
+        dot(op, &r, &r)?
+    } else {
+        gamma
+    };
+    let mut report = SolveReport {
+        backend: op.backend(),
+        launch: launch_of(op.backend()),
+        iterations: it,
+        launched: it,
+        stop,
+        residual: if bb > 0.0 {
+            (rho / bb).max(0.0).sqrt()
+        } else {
+            0.0
+        },
+        seconds: t0.elapsed().as_secs_f64(),
+        notes: Vec::new(),
+    };
+    note_breakdown(&mut report);
+    Ok((x, report))
+}
+
 fn launch_of(b: Backend) -> Launch {
     match b {
         Backend::Cpu => Launch::Cpu,

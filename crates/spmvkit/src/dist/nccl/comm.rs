@@ -13,8 +13,10 @@ use cudarc::nccl::{Comm, Id, ReduceOp};
 use super::discovery::loadable;
 use super::DistScalar;
 use crate::dist::bootstrap::{exchange_id, Hello, InputIdentity, RankEnv, ID_BYTES};
+use crate::dist::local::SetupExchange;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::scalar::Idx;
 
 pub(super) fn nccl_err(what: &str) -> impl Fn(cudarc::nccl::result::NcclError) -> Error + '_ {
     move |e| Error::cuda(format!("NCCL {what}"), format!("{:?}", e.0))
@@ -137,6 +139,114 @@ impl Communicator {
     /// Waits until every rank got here (a one-element all-reduce, then a synchronise).
     pub fn barrier(&self, gpu: &Gpu) -> Result<()> {
         self.all_reduce_sum(gpu, &[0f32]).map(|_| ())
+    }
+}
+
+/// [`SetupExchange`] through a communicator (issue #26): the ghost requests of ranks that read
+/// only their rows, as PETSc's `VecScatterCreate` does: an all-gather of every rank's per-peer
+/// counts, then one grouped `ncclSend`/`ncclRecv` per peer with something to say, on the
+/// communicator's stream; the host waits for the answers (set-up only, once per run).
+pub struct CommSetup<'a> {
+    pub comm: &'a Communicator,
+    pub gpu: &'a Gpu,
+}
+
+impl CommSetup<'_> {
+    /// The all-gather of `mine` (equal lengths on every rank), flat in rank order.
+    fn gather_flat(&self, mine: &[u64]) -> Result<Vec<u64>> {
+        let (gpu, p) = (self.gpu, self.comm.world);
+        if mine.is_empty() {
+            return Ok(Vec::new());
+        }
+        let src = gpu.upload(mine)?;
+        let mut dst: CudaSlice<u64> = gpu.alloc_zeros(mine.len() * p)?;
+        let cs = self.comm.stream();
+        join(gpu.stream(), &cs)?;
+        self.comm
+            .comm
+            .all_gather(&src, &mut dst)
+            .map_err(nccl_err("set-up all-gather"))?;
+        join(&cs, gpu.stream())?;
+        let mut out = vec![0u64; mine.len() * p];
+        gpu.download(&dst, &mut out)?;
+        Ok(out)
+    }
+}
+
+impl SetupExchange for CommSetup<'_> {
+    fn rank(&self) -> usize {
+        self.comm.rank
+    }
+    fn world(&self) -> usize {
+        self.comm.world
+    }
+    fn all_gather(&mut self, mine: &[u64]) -> Result<Vec<Vec<u64>>> {
+        let flat = self.gather_flat(mine)?;
+        Ok(flat
+            .chunks(mine.len().max(1))
+            .map(<[u64]>::to_vec)
+            .collect())
+    }
+    fn all_to_all(&mut self, to: Vec<Vec<Idx>>) -> Result<Vec<Vec<Idx>>> {
+        let (gpu, p, r) = (self.gpu, self.comm.world, self.comm.rank);
+        if to.len() != p {
+            return Err(Error::DimensionMismatch {
+                what: "set-up exchange: lists per rank".into(),
+                expected: p,
+                got: to.len(),
+            });
+        }
+        let mine: Vec<u64> = (0..p)
+            .map(|q| if q == r { 0 } else { to[q].len() as u64 })
+            .collect();
+        // counts[q * p + r]: what rank q sends to rank r
+        let counts = self.gather_flat(&mine)?;
+        let incoming: Vec<usize> = (0..p).map(|q| counts[q * p + r] as usize).collect();
+        let mut flat: Vec<Idx> = Vec::new();
+        let mut sends = Vec::new();
+        for (q, list) in to.iter().enumerate() {
+            if q != r && !list.is_empty() {
+                sends.push((q, flat.len()..flat.len() + list.len()));
+                flat.extend_from_slice(list);
+            }
+        }
+        let total_in: usize = incoming.iter().sum();
+        let send_buf = gpu.upload(&flat)?;
+        let mut recv_buf: CudaSlice<Idx> = gpu.alloc_zeros(total_in)?;
+        let cs = self.comm.stream();
+        join(gpu.stream(), &cs)?;
+        cudarc::nccl::group_start().map_err(nccl_err("group start"))?;
+        for (q, range) in &sends {
+            self.comm
+                .comm
+                .send(&send_buf.slice(range.clone()), *q as i32)
+                .map_err(nccl_err("set-up send"))?;
+        }
+        let mut at = 0;
+        for (q, &n) in incoming.iter().enumerate() {
+            if q != r && n > 0 {
+                self.comm
+                    .comm
+                    .recv(&mut recv_buf.slice_mut(at..at + n), q as i32)
+                    .map_err(nccl_err("set-up recv"))?;
+                at += n;
+            }
+        }
+        cudarc::nccl::group_end().map_err(nccl_err("group end"))?;
+        join(&cs, gpu.stream())?;
+        let mut got = vec![0 as Idx; total_in];
+        gpu.download(&recv_buf, &mut got)?;
+        let mut from = Vec::with_capacity(p);
+        let mut at = 0;
+        for (q, &n) in incoming.iter().enumerate() {
+            if q == r {
+                from.push(Vec::new());
+            } else {
+                from.push(got[at..at + n].to_vec());
+                at += n;
+            }
+        }
+        Ok(from)
     }
 }
 

@@ -13,7 +13,7 @@ use super::comm::{nccl_err, Communicator};
 use super::DistScalar;
 use crate::dist::partition::{RankBlock, Strategy};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Gather, Gpu};
 use crate::methods::{find_variant, DeviceLayout};
 use crate::scalar::Idx;
 
@@ -53,6 +53,12 @@ pub struct DistOperator<T: DistScalar> {
     x_ready: CudaEvent,
     exchanged: CudaEvent,
     info: OperatorInfo,
+    /// The pack kernel, loaded once.
+    gather: Gather<T>,
+    /// Host seconds spent enqueuing exchanges, and how many: the exchange is stream-ordered, so
+    /// this is the host's cost per call, not the transfer's.
+    enqueue_s: f64,
+    enqueued: usize,
 }
 
 impl<T: DistScalar> DistOperator<T> {
@@ -121,6 +127,9 @@ impl<T: DistScalar> DistOperator<T> {
             recvs,
             x_ready: ev()?,
             exchanged: ev()?,
+            gather: gpu.gather_kernel()?,
+            enqueue_s: 0.0,
+            enqueued: 0,
             info: OperatorInfo {
                 rows: block.rows.len(),
                 owned_cols: block.cols.len(),
@@ -271,8 +280,32 @@ impl<T: DistScalar> DistOperator<T> {
         Ok(())
     }
 
-    /// Enqueues the exchange on the comm stream after the compute stream's work so far.
+    /// Mean host µs per enqueued exchange since the operator was built (0 before any): what
+    /// enqueuing the pack, the NCCL calls and the stream joins costs the host. The exchange is
+    /// stream-ordered, so a value near the transfer time would mean something in it blocks.
+    pub fn exchange_enqueue_us(&self) -> f64 {
+        if self.enqueued == 0 {
+            0.0
+        } else {
+            self.enqueue_s * 1e6 / self.enqueued as f64
+        }
+    }
+
+    /// Enqueues the exchange on the comm stream after the compute stream's work so far (timing
+    /// the host's part, [`DistOperator::exchange_enqueue_us`]).
     fn exchange(&mut self) -> Result<bool> {
+        let t0 = Instant::now();
+        let r = self.enqueue_exchange();
+        if let Ok(true) = r {
+            self.enqueue_s += t0.elapsed().as_secs_f64();
+            self.enqueued += 1;
+        }
+        r
+    }
+
+    /// The exchange itself: nothing waits for the device here (no synchronisation, no copy to
+    /// the host); the pack kernel and the NCCL calls go on the comm stream, ordered by events.
+    fn enqueue_exchange(&mut self) -> Result<bool> {
         let Some(comm) = &self.comm else {
             return Ok(false);
         };
@@ -302,7 +335,8 @@ impl<T: DistScalar> DistOperator<T> {
                     // built by the partition); the comm stream waited on x_ready above, and the
                     // compute stream waits on `exchanged` before it touches x again.
                     unsafe {
-                        self.gpu.gather_on(
+                        self.gather.run(
+                            &self.gpu,
                             &cs,
                             &mut self.send_buf,
                             &self.x,
@@ -310,6 +344,10 @@ impl<T: DistScalar> DistOperator<T> {
                             self.sends.last().map_or(0, |s| s.1.end).min(n),
                         )
                     }?;
+                }
+                if self.sends.is_empty() && self.recvs.is_empty() {
+                    ev(self.exchanged.record(&cs))?;
+                    return Ok(true);
                 }
                 cudarc::nccl::group_start().map_err(nccl_err("group start"))?;
                 for (peer, r) in &self.sends {
