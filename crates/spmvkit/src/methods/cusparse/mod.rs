@@ -30,7 +30,7 @@ use crate::matrix::Csr;
 use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::common::room::{forward, method};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
-use crate::methods::spmm::{MultiKernel, MultiSource};
+use crate::methods::spmm::{MultiKernel, MultiSource, SpmmTune};
 use crate::scalar::{Idx, Scalar};
 
 /// `cusparse-alg1`: `CUSPARSE_SPMV_CSR_ALG1`.
@@ -222,6 +222,7 @@ impl<T: Scalar> Layout<T> for CusparseLayout<T> {
         (!self.with_upload).then_some(MultiSource {
             kernel: MultiKernel::Cusparse,
             a: &self.a,
+            tune: SpmmTune::default(),
         })
     }
 }

@@ -124,7 +124,7 @@ impl<T: PrepareFor> Plan<T> {
                 let src = self.layout().multi().ok_or_else(|| {
                     Error::InvalidArgument("apply_multi: the layout lost its kernel".into())
                 })?;
-                run_row_split(src.a, alpha, x, beta, y, shape);
+                run_row_split(src.a, alpha, x, beta, y, shape, src.tune);
             }
             (MultiPath::Columns, DenseOrder::Col) => {
                 for c in 0..shape.k {
