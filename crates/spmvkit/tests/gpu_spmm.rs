@@ -2,8 +2,9 @@
 //! vectors (`spmvkit::methods::spmm::oracle_multi`): the row-split kernels (`csr-vector`),
 //! cuSPARSE SpMM (`cusparse`), the single-vector fallback (`merge`, and `csr-vector` reordered),
 //! on the edge corpus with k ∈ {1, 2, 3, 8, 33, 256}, both orders, β = 0 and β ≠ 0, f32 and f64;
-//! the row-split kernels bit for bit against their CPU mirror; device blocks, the timing loop
-//! checked after it, and the device length errors.
+//! the row-split kernels bit for bit against their CPU mirror (every row-major tile shape:
+//! variants of `csr-vector`'s `spmm_*` parameters, and an X aligned only to its elements);
+//! device blocks, the timing loop checked after it, and the device length errors.
 //!
 //! Without a GPU every test is skipped with a `skipped:` line (`spmvkit::testing`); with
 //! `SPMVKIT_REQUIRE_GPU=1` a missing GPU fails. The tests share one GPU stream, so they take a
@@ -134,19 +135,36 @@ fn gpu_spmm_every_path_matches_the_oracle_on_the_corpus() {
     assert!(p64 + p32 > 1000, "only {} cases ran", p64 + p32);
 }
 
-/// The row-split kernels give their CPU mirror's bits (both orders, several k, β ≠ 0).
+/// The row-major tiles the bitwise test runs: the rule's choice, and variants that take every
+/// vector width, 1 to 8 loads per lane and each unroll.
+const TILES: [&str; 5] = [
+    "csr-vector",
+    "csr-vector[spmm_cols=1;spmm_unroll=8]",
+    "csr-vector[spmm_cols=8;spmm_vec=8]",
+    "csr-vector[spmm_cols=4;spmm_unroll=2]",
+    "csr-vector[spmm_cols=8;spmm_vec=16;spmm_unroll=4]",
+];
+
+/// The row-split kernels give their CPU mirror's bits (both orders, several k, β ≠ 0, every
+/// tile of [`TILES`] row-major).
 fn row_split_bitwise<T: PrepareFor>() -> Vec<String> {
     let mut failures = Vec::new();
-    for spec in [
+    for (spec, method) in [
         "powerlaw:4000,12",
         "hugerow:300,3,1500,ncols=1500",
         "kron:10",
-    ] {
+    ]
+    .into_iter()
+    .flat_map(|s| TILES.iter().map(move |m| (s, *m)))
+    {
         let a = spmvkit::gen::generate::<T>(spec).unwrap();
-        let mut gpu = Plan::new("csr-vector", &a, &opts(Backend::Gpu)).unwrap();
-        let mut cpu = Plan::new("csr-vector", &a, &opts(Backend::Cpu)).unwrap();
-        for k in [1, 3, 32, 40, 257] {
+        let mut gpu = Plan::new(method, &a, &opts(Backend::Gpu)).unwrap();
+        let mut cpu = Plan::new(method, &a, &opts(Backend::Cpu)).unwrap();
+        for k in [1, 3, 8, 32, 40, 257] {
             for order in DenseOrder::ALL {
+                if order == DenseOrder::Col && method != TILES[0] {
+                    continue;
+                }
                 let shape = MultiShape { k, order };
                 let (x, y0) = blocks(&a, shape);
                 let (alpha, beta) = (T::from_f64(1.5), T::from_f64(-0.5));
@@ -156,7 +174,7 @@ fn row_split_bitwise<T: PrepareFor>() -> Vec<String> {
                 if let Some(i) = (0..yg.len()).find(|&i| yg[i].to_bits_u64() != yc[i].to_bits_u64())
                 {
                     failures.push(format!(
-                        "{spec} {} k={k} {order}: entry {i} {} on the GPU, {} on the CPU",
+                        "{spec} {method} {} k={k} {order}: entry {i} {} on the GPU, {} on the CPU",
                         T::PRECISION,
                         yg[i].to_f64(),
                         yc[i].to_f64()
@@ -177,6 +195,66 @@ fn gpu_spmm_row_split_matches_its_cpu_mirror_bitwise() {
     let _lock = gpu_lock();
     let mut failures = row_split_bitwise::<f64>();
     failures.extend(row_split_bitwise::<f32>());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A row-major X whose address is aligned only to its elements (a caller's block one element
+/// into an allocation) takes narrower loads and still gives the mirror's bits.
+fn unaligned_x<T: PrepareFor>(gpu: &std::sync::Arc<spmvkit::gpu::Gpu>) -> Vec<String> {
+    use cudarc::driver::DevicePtr;
+    let mut failures = Vec::new();
+    let a = spmvkit::gen::generate::<T>("powerlaw:3000,10").unwrap();
+    for method in ["csr-vector", "csr-vector[spmm_cols=8]"] {
+        let mut plan = Plan::new(method, &a, &opts(Backend::Gpu)).unwrap();
+        let mut cpu = Plan::new(method, &a, &opts(Backend::Cpu)).unwrap();
+        for k in [8, 32] {
+            let shape = MultiShape::row_major(k);
+            let (x, y0) = blocks(&a, shape);
+            let mut padded = vec![T::zero()];
+            padded.extend_from_slice(&x);
+            let dx = gpu.upload(&padded).unwrap();
+            let mut dy = gpu.upload(&y0).unwrap();
+            gpu.synchronize().unwrap();
+            let stream = gpu.stream();
+            let xp = dx.device_ptr(stream).0 + T::BYTES as u64;
+            // SAFETY: dx is a live buffer of x.len() + 1 elements on this context, dropped
+            // after the synchronisation below.
+            let ran = unsafe {
+                let bx = spmvkit::gpu::Borrowed::<T>::new(stream, xp, x.len()).unwrap();
+                plan.apply_multi_device(T::from_f64(1.5), &bx, T::from_f64(-0.5), &mut dy, shape)
+            };
+            if let Err(e) = ran {
+                failures.push(format!("{method} k={k}: unaligned X: {e}"));
+                continue;
+            }
+            let mut yg = vec![T::zero(); y0.len()];
+            stream.memcpy_dtoh(&dy, &mut yg).unwrap();
+            gpu.synchronize().unwrap();
+            let mut yc = y0.clone();
+            cpu.apply_multi(T::from_f64(1.5), &x, T::from_f64(-0.5), &mut yc, shape)
+                .unwrap();
+            if let Some(i) = (0..yg.len()).find(|&i| yg[i].to_bits_u64() != yc[i].to_bits_u64()) {
+                failures.push(format!(
+                    "{method} {} k={k}: unaligned X: entry {i} {} on the GPU, {} on the CPU",
+                    T::PRECISION,
+                    yg[i].to_f64(),
+                    yc[i].to_f64()
+                ));
+            }
+        }
+    }
+    failures
+}
+
+#[test]
+fn gpu_spmm_unaligned_x_takes_narrower_loads() {
+    let test = "gpu_spmm_unaligned_x_takes_narrower_loads";
+    let Some(gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let _lock = gpu_lock();
+    let mut failures = unaligned_x::<f64>(&gpu);
+    failures.extend(unaligned_x::<f32>(&gpu));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
