@@ -77,7 +77,7 @@ __device__ __forceinline__ void spmm_ldx<4>(const real_t* p, real_t* o) {
 // c0 + (t*lanes + lane)*V .. + V (t < A): each of its A loads of an X row is V values wide, and
 // the group's loads of one t cover lanes*V contiguous values (coalesced).
 // Per chunk of `lanes` nonzeros the group loads the (column, value) pairs coalesced, one per
-// lane, then broadcasts them by shuffles, U at a time: the U rows of X are loaded before their
+// lane and one chunk ahead, then broadcasts them by shuffles, U at a time: the U rows of X are loaded before their
 // fmas, so U*A loads per lane are in flight. Each (row, vector) stays one chain of fmas from zero
 // in CSR order (the CPU mirror's order, methods/spmm/cpu.rs). With `store`,
 // out[c] = alpha*sum (+ beta*out[c] fused when beta != 0); without, out[c] = sum.
@@ -97,13 +97,21 @@ __device__ __forceinline__ void spmm_rm_tile(const CsrArgs& a, unsigned long lon
             for (int e = 0; e < V; ++e) acc[t][e] = (real_t)0;
         }
         const real_t* xc = a.x + c0 + (unsigned long long)lane * V;
+        // the chunk's pairs, loaded one chunk ahead (the next chunk's loads overlap this one's
+        // gathers)
+        unsigned col_next = 0u;
+        real_t val_next = (real_t)0;
+        if (start + lane < end) {
+            col_next = (unsigned)ldg(a.col_idx + start + lane);
+            val_next = ldg(a.vals + start + lane);
+        }
         for (unsigned base = start; base < end; base += lanes) {
-            const unsigned j = base + lane;
-            unsigned col = 0u;
-            real_t val = (real_t)0;
-            if (j < end) {
-                col = (unsigned)ldg(a.col_idx + j);
-                val = ldg(a.vals + j);
+            const unsigned col = col_next;
+            const real_t val = val_next;
+            const unsigned jn = base + lanes + lane;
+            if (jn < end) {
+                col_next = (unsigned)ldg(a.col_idx + jn);
+                val_next = ldg(a.vals + jn);
             }
             const unsigned n = min(lanes, end - base);
             for (unsigned i = 0; i < n; i += U) {
