@@ -1,6 +1,7 @@
 //! GPU SpMM tests (issue #24): every multi-vector path on the GPU against the oracle for k
 //! vectors (`spmvkit::methods::spmm::oracle_multi`): the row-split kernels (`csr-vector`),
 //! cuSPARSE SpMM (`cusparse`), the single-vector fallback (`merge`, and `csr-vector` reordered),
+//! `auto`'s choice per shape,
 //! on the edge corpus with k ∈ {1, 2, 3, 8, 33, 256}, both orders, β = 0 and β ≠ 0, f32 and f64;
 //! the row-split kernels bit for bit against their CPU mirror (every row-major tile shape:
 //! variants of `csr-vector`'s `spmm_*` parameters, and an X aligned only to its elements);
@@ -50,15 +51,17 @@ fn corpus_on_gpu<T: PrepareFor>() -> (usize, Vec<String>) {
             (
                 "csr-vector",
                 opts(Backend::Gpu),
-                MultiPath::Kernel(MultiKernel::RowSplit),
+                Some(MultiPath::Kernel(MultiKernel::RowSplit)),
             ),
             (
                 "cusparse",
                 opts(Backend::Gpu),
-                MultiPath::Kernel(MultiKernel::Cusparse),
+                Some(MultiPath::Kernel(MultiKernel::Cusparse)),
             ),
-            ("merge", opts(Backend::Gpu), MultiPath::Columns),
-            ("csr-vector", rcm.clone(), MultiPath::Columns),
+            ("merge", opts(Backend::Gpu), Some(MultiPath::Columns)),
+            ("csr-vector", rcm.clone(), Some(MultiPath::Columns)),
+            // auto: whichever its trial keeps for the shape (never `auto` itself)
+            ("auto[mode=model]", opts(Backend::Gpu), None),
         ] {
             if o.reorder != Reorder::None && a.nrows() != a.ncols() {
                 continue;
@@ -88,9 +91,13 @@ fn corpus_on_gpu<T: PrepareFor>() -> (usize, Vec<String>) {
                             y0.clone()
                         };
                         match plan.apply_multi(alpha, &x, beta, &mut y, shape) {
-                            Ok(p) if p == *want => {}
+                            Ok(p)
+                                if want
+                                    .map_or(p != MultiPath::Kernel(MultiKernel::Auto), |w| {
+                                        p == w
+                                    }) => {}
                             Ok(p) => {
-                                failures.push(format!("{what}: path {p}, want {want}"));
+                                failures.push(format!("{what}: path {p}, want {want:?}"));
                                 continue;
                             }
                             Err(e) => {
@@ -256,6 +263,49 @@ fn gpu_spmm_unaligned_x_takes_narrower_loads() {
     let mut failures = unaligned_x::<f64>(&gpu);
     failures.extend(unaligned_x::<f32>(&gpu));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `auto` chooses per shape on the first call of a shape (or `prepare_multi`): before it the
+/// path says `auto`, after it a candidate's path with every candidate's time in the notes, the
+/// same path on later calls, and the answer the oracle's.
+#[test]
+fn gpu_spmm_auto_chooses_per_shape_and_keeps_it() {
+    let test = "gpu_spmm_auto_chooses_per_shape_and_keeps_it";
+    let Some(_gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let _lock = gpu_lock();
+    let a = spmvkit::gen::generate::<f64>("powerlaw:20000,12").unwrap();
+    let mut plan = Plan::new("auto", &a, &opts(Backend::Gpu)).unwrap();
+    for shape in [MultiShape::row_major(8), MultiShape::col_major(3)] {
+        assert_eq!(plan.multi_path(shape), MultiPath::Kernel(MultiKernel::Auto));
+        let chosen = plan.prepare_multi(shape).unwrap();
+        assert_ne!(chosen, MultiPath::Kernel(MultiKernel::Auto));
+        assert_eq!(plan.multi_path(shape), chosen);
+        let key = format!("spmm auto k={} {}", shape.k, shape.order);
+        let notes = plan.multi_notes();
+        let note = notes
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone());
+        let note = note.unwrap_or_else(|| panic!("no note {key}: {notes:?}"));
+        for cand in ["row-split", "cusparse-spmm", "columns"] {
+            assert!(note.contains(cand), "{note}");
+        }
+        let (x, y0) = blocks(&a, shape);
+        let refs = oracle_multi(&a, 1.5, &x, -0.5, &y0, shape).unwrap();
+        for _ in 0..2 {
+            let mut y = y0.clone();
+            let p = plan.apply_multi(1.5, &x, -0.5, &mut y, shape).unwrap();
+            assert_eq!(p, chosen);
+            let c = check_multi(&refs, &y, shape);
+            assert!(
+                c.check.ok,
+                "{shape:?}: vector {} row {}",
+                c.worst_vector, c.check.worst_row
+            );
+        }
+    }
 }
 
 /// Device blocks and the timing loop: `time_multi` in both modes on each path, Y checked

@@ -805,6 +805,11 @@ impl<T: PrepareFor> Plan<T> {
         crate::gpu::timing::time(gpu, mode, cfg, || layout.run(gpu, alpha, x, beta, y))
     }
 
+    /// The multi-vector state (`methods/spmm/`), read-only.
+    pub(crate) fn multi_state(&self) -> &MultiState<T> {
+        &self.multi
+    }
+
     /// Runs `f` with the plan and its multi-vector state (`methods/spmm/`), which is taken out
     /// of the plan for the call and put back after it.
     pub(crate) fn with_multi<R>(&mut self, f: impl FnOnce(&Self, &mut MultiState<T>) -> R) -> R {

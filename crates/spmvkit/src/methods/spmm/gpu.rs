@@ -248,6 +248,11 @@ impl<T: Scalar> DeviceMulti<T> {
                 tune: src.tune,
             },
             MultiKernel::Cusparse => DeviceMulti::Cusparse(CusparseSpmm::new(gpu, src.a)?),
+            MultiKernel::Auto => {
+                return Err(Error::InvalidArgument(
+                    "SpMM: auto is a choice between kernels, not one to upload".into(),
+                ))
+            }
         })
     }
 

@@ -82,6 +82,11 @@ pub enum MultiKernel {
     RowSplit,
     /// `cusparseSpMM` with the fastest CSR algorithm for the (k, order), timed when set up.
     Cusparse,
+    /// A layout's offer to let the plan choose per (k, order) (`auto`): on the GPU the first
+    /// call of a shape times [`MultiKernel::RowSplit`], [`MultiKernel::Cusparse`] and
+    /// [`MultiPath::Columns`] and keeps the fastest; on the CPU the row-split mirror. A call
+    /// never takes this path itself; [`Plan::multi_path`] says it until the shape is chosen.
+    Auto,
 }
 
 impl MultiKernel {
@@ -90,6 +95,7 @@ impl MultiKernel {
         match self {
             MultiKernel::RowSplit => "row-split",
             MultiKernel::Cusparse => "cusparse-spmm",
+            MultiKernel::Auto => "auto (chosen per shape on its first call)",
         }
     }
 }

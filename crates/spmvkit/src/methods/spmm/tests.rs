@@ -87,6 +87,8 @@ fn corpus_paths<T: PrepareFor>() {
             ("csr-vector", cpu(), row_split),
             ("merge", cpu(), MultiPath::Columns),
             ("csr", rcm.clone(), MultiPath::Columns),
+            // auto on the CPU: the row-split mirror on the chosen layout's CSR or its copy
+            ("auto", cpu(), row_split),
         ] {
             if opts.reorder == Reorder::None || a.nrows() == a.ncols() {
                 plans.push((Plan::new(method, &a, &opts).unwrap(), want));
