@@ -177,6 +177,34 @@ impl<T: PrepareFor> Plan<T> {
         Ok(path)
     }
 
+    /// [`Plan::apply_many`] through the multi-vector path as one column-major block, when
+    /// there are two or more pairs of the right lengths and the path of that block is a
+    /// kernel; `false` (nothing done) otherwise.
+    pub(crate) fn apply_many_as_block(
+        &mut self,
+        alpha: T,
+        xs: &[&[T]],
+        beta: T,
+        ys: &mut [&mut [T]],
+    ) -> Result<bool> {
+        let (m, n) = (self.nrows(), self.ncols());
+        let fits = xs.iter().all(|x| x.len() == n) && ys.iter().all(|y| y.len() == m);
+        if xs.len() < 2 || xs.len() != ys.len() || !fits {
+            return Ok(false);
+        }
+        let shape = MultiShape::col_major(xs.len());
+        if !matches!(self.prepare_multi(shape)?, MultiPath::Kernel(_)) {
+            return Ok(false);
+        }
+        let x: Vec<T> = xs.concat();
+        let mut y: Vec<T> = ys.iter().flat_map(|v| v.iter().copied()).collect();
+        self.apply_multi(alpha, &x, beta, &mut y, shape)?;
+        for (yc, block) in ys.iter_mut().zip(y.chunks_exact(m.max(1))) {
+            yc.copy_from_slice(&block[..m]);
+        }
+        Ok(true)
+    }
+
     /// Y = αAX + βY on device blocks: enqueued on [`Gpu::stream`], asynchronous. X needs at
     /// least `ncols·k` and Y at least `nrows·k` entries, laid out as `shape` says with the
     /// leading dimension of the matrix (column-major: ncols for X, nrows for Y; row-major: k).
