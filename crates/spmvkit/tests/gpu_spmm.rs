@@ -308,6 +308,51 @@ fn gpu_spmm_auto_chooses_per_shape_and_keeps_it() {
     }
 }
 
+/// `apply_many` on a GPU plan with an SpMM kernel goes through one column-major block: the
+/// multi-vector state exists after it, `csr-vector` keeps each vector's SpMV bits, `cusparse`
+/// is within the oracle's tolerance; `merge` (no kernel) makes no block state.
+#[test]
+fn gpu_spmm_apply_many_takes_the_block_path() {
+    let test = "gpu_spmm_apply_many_takes_the_block_path";
+    let Some(_gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let _lock = gpu_lock();
+    let a = spmvkit::gen::generate::<f64>("powerlaw:5000,9").unwrap();
+    let shape = MultiShape::col_major(3);
+    let (x, y0) = blocks(&a, shape);
+    let (m, n) = (a.nrows(), a.ncols());
+    let refs = oracle_multi(&a, 1.5, &x, -0.5, &y0, shape).unwrap();
+    for (method, block) in [("csr-vector", true), ("cusparse", true), ("merge", false)] {
+        let mut plan = Plan::new(method, &a, &opts(Backend::Gpu)).unwrap();
+        let mut singles = y0.clone();
+        for c in 0..3 {
+            let yc = &mut singles[c * m..(c + 1) * m];
+            plan.apply(1.5, &x[c * n..(c + 1) * n], -0.5, yc).unwrap();
+        }
+        let xs: Vec<&[f64]> = x.chunks(n).collect();
+        let mut ys: Vec<Vec<f64>> = y0.chunks(m).map(<[f64]>::to_vec).collect();
+        let mut yr: Vec<&mut [f64]> = ys.iter_mut().map(Vec::as_mut_slice).collect();
+        plan.apply_many(1.5, &xs, -0.5, &mut yr).unwrap();
+        let y = ys.concat();
+        assert_eq!(plan.multi_footprint_bytes() > 0, block, "{method}");
+        let c = check_multi(&refs, &y, shape);
+        assert!(
+            c.check.ok,
+            "{method}: vector {} row {}",
+            c.worst_vector, c.check.worst_row
+        );
+        if method != "cusparse" {
+            assert!(
+                y.iter()
+                    .zip(&singles)
+                    .all(|(p, q)| p.to_bits() == q.to_bits()),
+                "{method}: apply_many differs from single applies"
+            );
+        }
+    }
+}
+
 /// Device blocks and the timing loop: `time_multi` in both modes on each path, Y checked
 /// after the loop against the oracle's expectation after that many calls; `apply_multi_device`
 /// refuses short blocks before launching.

@@ -390,12 +390,12 @@ impl<T: PrepareFor> Plan<T> {
 
     /// y_k = αAx_k + βy_k for every pair (x_k, y_k) on the one prepared layout (nothing is
     /// analysed or uploaded again; on the GPU only the vectors move). With two or more pairs on
-    /// a plan whose multi-vector path is a kernel ([`Plan::multi_path`] of a column-major block:
-    /// `csr`, `csr-vector`, `cusparse*`, and `auto` where its trial keeps a kernel), the vectors
+    /// a GPU plan whose multi-vector path is a kernel ([`Plan::multi_path`] of a column-major
+    /// block: `csr-vector`, `cusparse*`, and `auto` where its trial keeps a kernel), the vectors
     /// go through [`Plan::apply_multi`] as one column-major block, which reads the matrix once
     /// (for `csr-vector` the column-major kernel gives each vector the bits of its SpMV;
-    /// otherwise the results are the SpMM kernel's, within the oracle's tolerance); otherwise
-    /// one after the other.
+    /// otherwise the results are the SpMM kernel's, within the oracle's tolerance); otherwise,
+    /// and on the CPU, one after the other.
     ///
     /// ```
     /// use spmvkit::{Csr, Plan, PlanOptions};

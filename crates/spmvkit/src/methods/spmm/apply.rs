@@ -177,9 +177,11 @@ impl<T: PrepareFor> Plan<T> {
         Ok(path)
     }
 
-    /// [`Plan::apply_many`] through the multi-vector path as one column-major block, when
-    /// there are two or more pairs of the right lengths and the path of that block is a
-    /// kernel; `false` (nothing done) otherwise.
+    /// [`Plan::apply_many`] through the multi-vector path as one column-major block, on a GPU
+    /// plan with two or more pairs of the right lengths whose path for that block is a kernel
+    /// (one upload and one kernel for the k vectors); `false` (nothing done) otherwise. CPU
+    /// plans keep k single calls: the column-major CPU mirror simulates the kernel's 32 lanes
+    /// per row for bitwise parity, slower than `csr`'s own loop.
     pub(crate) fn apply_many_as_block(
         &mut self,
         alpha: T,
@@ -189,7 +191,7 @@ impl<T: PrepareFor> Plan<T> {
     ) -> Result<bool> {
         let (m, n) = (self.nrows(), self.ncols());
         let fits = xs.iter().all(|x| x.len() == n) && ys.iter().all(|y| y.len() == m);
-        if xs.len() < 2 || xs.len() != ys.len() || !fits {
+        if self.backend() != Backend::Gpu || xs.len() < 2 || xs.len() != ys.len() || !fits {
             return Ok(false);
         }
         let shape = MultiShape::col_major(xs.len());

@@ -153,38 +153,6 @@ fn the_mirror_orders_are_the_kernels() {
     }
 }
 
-/// `apply_many` goes through the multi-vector path as one column-major block where the plan
-/// has a kernel (the block's bits), and one by one where it has none (each single call's bits).
-#[test]
-fn apply_many_takes_the_block_path_where_there_is_one() {
-    let a = crate::gen::generate::<f64>("powerlaw:1500,7").unwrap();
-    let shape = MultiShape::col_major(3);
-    let (x, y0) = blocks(&a, shape);
-    let (m, n) = (a.nrows(), a.ncols());
-    for (method, block) in [("csr", true), ("merge", false)] {
-        let mut plan = Plan::new(method, &a, &cpu()).unwrap();
-        let mut want = y0.clone();
-        if block {
-            plan.apply_multi(1.5, &x, -0.5, &mut want, shape).unwrap();
-        } else {
-            for c in 0..3 {
-                let yc = &mut want[c * m..(c + 1) * m];
-                plan.apply(1.5, &x[c * n..(c + 1) * n], -0.5, yc).unwrap();
-            }
-        }
-        let xs: Vec<&[f64]> = x.chunks(n).collect();
-        let mut ys: Vec<Vec<f64>> = y0.chunks(m).map(<[f64]>::to_vec).collect();
-        let mut yr: Vec<&mut [f64]> = ys.iter_mut().map(Vec::as_mut_slice).collect();
-        plan.apply_many(1.5, &xs, -0.5, &mut yr).unwrap();
-        let got: Vec<u64> = ys.concat().iter().map(|v| v.to_bits()).collect();
-        let want: Vec<u64> = want.iter().map(|v| v.to_bits()).collect();
-        assert!(
-            got == want,
-            "{method}: apply_many is not the expected path's bits"
-        );
-    }
-}
-
 /// A column-major block `b` of `n` rows and `k` vectors, row-major.
 fn transpose(b: &[f64], n: usize, k: usize) -> Vec<f64> {
     let mut out = vec![0.0; b.len()];
