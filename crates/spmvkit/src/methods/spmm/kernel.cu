@@ -242,12 +242,14 @@ extern "C" __global__ void spmm_fixup_rm(const SpmmFixupArgs a) {
     }
 }
 
-// Column-major X and Y (each vector contiguous). A warp per row, the vectors in a loop: for each
-// vector the 32 lanes stride over the row's nonzeros from the row start aligned down to 32 (as
-// csr-vector), and warp_reduce_sum adds their partials, so each vector's result is bitwise
-// csr-vector's SpMV. The row's indices and values are read from DRAM once and from L1/L2 for
-// the later vectors; the x gathers are the k SpMVs' own (column-major X has no contiguous rows
-// to read), which is why row-major is the faster order.
+// Column-major X and Y (each vector contiguous). A warp per row, the vectors SPMM_CM_VECS at a
+// time: for each group of vectors the 32 lanes stride over the row's nonzeros from the row start
+// aligned down to 32 (as csr-vector), each lane loading a nonzero's column and value once for the
+// group and issuing the group's independent x gathers together, and warp_reduce_sum adds each
+// vector's partials: each vector's result is bitwise csr-vector's SpMV. The row's indices and
+// values come from DRAM once and from L1/L2 for the later groups; the x gathers are the k SpMVs'
+// own (column-major X has no contiguous rows to read), which is why row-major is the faster order.
+#define SPMM_CM_VECS 8
 extern "C" __global__ void spmm_rows_cm(const SpmmArgs a) {
     const unsigned lane = threadIdx.x & 31u;
     const unsigned warps_per_block = blockDim.x >> 5;
@@ -258,18 +260,33 @@ extern "C" __global__ void spmm_rows_cm(const SpmmArgs a) {
          row += stride) {
         const unsigned start = (unsigned)ldg(a.csr.row_ptr + row);
         const unsigned end = (unsigned)ldg(a.csr.row_ptr + row + 1);
-        for (int c = 0; c < a.k; ++c) {
-            const real_t* x = a.csr.x + (unsigned long long)c * ncols;
-            real_t sum = (real_t)0;
-            unsigned j = (start & ~31u) + lane;
-            if (j >= start && j < end) sum = fma(ldg(a.csr.vals + j), ldg(x + ldg(a.csr.col_idx + j)), sum);
-            j += 32u;
-            for (; j < end; j += 32u) sum = fma(ldg(a.csr.vals + j), ldg(x + ldg(a.csr.col_idx + j)), sum);
-            sum = warp_reduce_sum(sum);
-            if (lane == 0) {
-                real_t* y = a.csr.y + (unsigned long long)c * nrows + row;
-                const real_t t = a.csr.alpha * sum;
-                *y = (a.csr.beta == (real_t)0) ? t : fma(a.csr.beta, *y, t);
+        for (int c0 = 0; c0 < a.k; c0 += SPMM_CM_VECS) {
+            real_t sum[SPMM_CM_VECS];
+#pragma unroll
+            for (int t = 0; t < SPMM_CM_VECS; ++t) sum[t] = (real_t)0;
+            for (unsigned j = (start & ~31u) + lane; j < end; j += 32u) {
+                if (j < start) continue;
+                const real_t v = ldg(a.csr.vals + j);
+                const unsigned long long col = (unsigned long long)(unsigned)ldg(a.csr.col_idx + j);
+                real_t xv[SPMM_CM_VECS];
+#pragma unroll
+                for (int t = 0; t < SPMM_CM_VECS; ++t) {
+                    if (c0 + t < a.k) xv[t] = ldg(a.csr.x + (unsigned long long)(c0 + t) * ncols + col);
+                }
+#pragma unroll
+                for (int t = 0; t < SPMM_CM_VECS; ++t) {
+                    if (c0 + t < a.k) sum[t] = fma(v, xv[t], sum[t]);
+                }
+            }
+#pragma unroll
+            for (int t = 0; t < SPMM_CM_VECS; ++t) {
+                if (c0 + t >= a.k) break;
+                const real_t s = warp_reduce_sum(sum[t]);
+                if (lane == 0) {
+                    real_t* y = a.csr.y + (unsigned long long)(c0 + t) * nrows + row;
+                    const real_t r = a.csr.alpha * s;
+                    *y = (a.csr.beta == (real_t)0) ? r : fma(a.csr.beta, *y, r);
+                }
             }
         }
     }
