@@ -143,13 +143,16 @@ fn gpu_spmm_every_path_matches_the_oracle_on_the_corpus() {
 }
 
 /// The row-major tiles the bitwise test runs: the rule's choice, and variants that take every
-/// vector width, 1 to 8 loads per lane and each unroll.
-const TILES: [&str; 5] = [
+/// vector width, 1 to 8 loads per lane, each unroll, and short pieces (many long rows, a piece
+/// length that is not a power of two).
+const TILES: [&str; 7] = [
     "csr-vector",
     "csr-vector[spmm_cols=1;spmm_unroll=8]",
     "csr-vector[spmm_cols=8;spmm_vec=8]",
     "csr-vector[spmm_cols=4;spmm_unroll=2]",
     "csr-vector[spmm_cols=8;spmm_vec=16;spmm_unroll=4]",
+    "csr-vector[spmm_piece=16]",
+    "csr-vector[spmm_piece=100;spmm_cols=1]",
 ];
 
 /// The row-split kernels give their CPU mirror's bits (both orders, several k, β ≠ 0, every

@@ -528,11 +528,26 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
         }
     }
     fn values_mut(&mut self) -> Option<&mut [T]> {
-        // With a CPU fallback or SpMM layout the values live twice; an update re-prepares.
-        if self.cpu_fallback.is_some() || self.spmm_csr.is_some() {
+        // With a CPU fallback layout the values live twice; an update re-prepares.
+        if self.cpu_fallback.is_some() {
             return None;
         }
         self.inner.values_mut()
+    }
+    /// `update_values` asks this first: the kept SpMM copy takes the new values (CSR order, as
+    /// given), and `None` lets the plan update the chosen layout as it would without the copy
+    /// (gather into [`Layout::values_mut`], else re-prepare, which makes a new copy).
+    fn reencode_values(
+        &mut self,
+        _pattern: &crate::matrix::Pattern,
+        vals: &[T],
+    ) -> Option<std::result::Result<(), String>> {
+        if let Some(v) = self.spmm_csr.as_mut().and_then(|c| c.values_mut()) {
+            if v.len() == vals.len() {
+                v.copy_from_slice(vals);
+            }
+        }
+        None
     }
     /// With `spmm=1`, the CSR matrix of the chosen layout, its CPU fallback or the kept copy,
     /// for [`MultiKernel::Auto`] (the plan times its candidates per shape); with `spmm=0`, the

@@ -677,9 +677,9 @@ fn the_cpu_fallback_is_built_only_when_asked() {
 }
 
 /// With `spmm=1` auto offers the multi-vector choice ([`MultiKernel::Auto`]) on the chosen
-/// layout's CSR, or on a kept `csr` copy when the choice has none (then an update of the
-/// values re-prepares, the copy would go stale); with `spmm=0` only the chosen layout's own
-/// kernel, and no copy.
+/// layout's CSR, or on a kept `csr` copy when the choice has none (the copy takes new values
+/// through `reencode_values`, which `update_values` calls first, and the chosen layout keeps
+/// its own update path); with `spmm=0` only the chosen layout's own kernel, and no copy.
 #[test]
 fn the_spmm_copy_is_kept_only_when_needed_and_asked() {
     use crate::methods::spmm::MultiKernel;
@@ -697,7 +697,13 @@ fn the_spmm_copy_is_kept_only_when_needed_and_asked() {
         let src = on.multi().expect("spmm=1 offers the choice");
         assert_eq!(src.kernel, MultiKernel::Auto);
         assert_eq!((src.a.nnz(), src.a.vals()), (a.nnz(), a.vals()));
-        assert_eq!(on.values_mut().is_some(), own.is_some(), "{name}");
+        assert!(on.values_mut().is_some(), "{name}: the chosen layout's update path");
+        let doubled: Vec<f64> = a.vals().iter().map(|v| 2.0 * v).collect();
+        assert!(on.reencode_values(a.pattern(), &doubled).is_none());
+        let src = on.multi().unwrap();
+        if own.is_none() {
+            assert_eq!(src.a.vals(), &doubled[..], "{name}: the copy took the new values");
+        }
         let off = finish(choice(), inner(), None, None, (false, false), &delegate).unwrap();
         assert_eq!(off.multi().map(|s| s.kernel), own, "{name}");
     }

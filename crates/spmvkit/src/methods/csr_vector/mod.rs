@@ -36,6 +36,10 @@ params! {
         /// SpMM row-major tile: nonzeros per unrolled step, auto (the lanes per row, 2 to 8 /
         /// loads per lane) or 2, 4, 8 (lowered to 8 / loads per lane)
         spmm_unroll: AutoOr<u32> = auto, in one_of([2, 4, 8]);
+        /// SpMM row-major: rows longer than this many nonzeros are cut into pieces of it, auto
+        /// (spmm::piece_nnz: 4 × the mean row, at least nnz / 2^16, a power of two in 64..=1024)
+        /// or 16..=65536
+        spmm_piece: AutoOr<u32> = auto, in 16..=65536;
     }
 }
 
@@ -55,6 +59,7 @@ method! {
                 cols: p.spmm_cols.value(),
                 vec_bytes: p.spmm_vec,
                 unroll: p.spmm_unroll.value(),
+                piece: p.spmm_piece.value(),
             },
         }))
     }

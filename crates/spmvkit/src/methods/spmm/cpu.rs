@@ -5,25 +5,22 @@
 //!
 //! The mirror's summation order is the kernels': row-major, each (row, vector) sums the row's
 //! nonzeros in CSR order with fused multiply-adds from zero, walked as the tile walks them
-//! (chunks of `lanes` nonzeros, `unroll` at a time, [`RmConfig`]), and a row longer than
-//! [`PIECE_NNZ`] is summed so per piece, the pieces' sums then added in order from zero;
+//! (chunks of `lanes` nonzeros, `unroll` at a time, [`RmConfig`]), and a row longer than the
+//! piece length ([`piece_nnz`]) is summed so per piece, the pieces' sums then added in order
+//! from zero;
 //! column-major, each vector is the
 //! `csr-vector` order (32 lanes from the 32-aligned row start, a butterfly). Both end with the
 //! kernels' store (`α·sum`, then `β·y` fused when β ≠ 0). The results are bitwise the GPU's.
 
 use rayon::prelude::*;
 
+use super::tile::piece_nnz;
 use super::{DenseOrder, MultiShape, RmConfig, SpmmTune};
 use crate::cpu::{check, oracle_spmv_par, Check, Reference};
 use crate::error::Result;
 use crate::matrix::Csr;
 use crate::methods::common::warp::{butterfly_sum, lane_partials, store};
 use crate::scalar::Scalar;
-
-/// The longest row the row-major kernel sums with one group of lanes; a longer row is cut into
-/// pieces of at most this many nonzeros, each summed by its own group, and a fix-up adds the
-/// pieces' partial sums in order (nnz balance for skewed rows; `kernel.cu`).
-pub const PIECE_NNZ: usize = 1024;
 
 /// The pieces [s, e) of a row [start, end) of more than `limit` nonzeros: `limit` each from the
 /// start, the last one shorter.
@@ -178,7 +175,8 @@ pub fn run_row_split<T: Scalar>(
     match shape.order {
         DenseOrder::Row => {
             let (cols, vals) = (a.col_idx(), a.vals());
-            let cfg = RmConfig::choose(k, T::BYTES, tune, 256);
+            let cfg = RmConfig::choose(k, T::BYTES, tune, 256, (m, 0));
+            let piece = piece_nnz(a.nnz(), m, tune);
             let (lanes, unroll) = (cfg.lanes as usize, cfg.unroll as usize);
             // acc = the fma chain from zero over nonzeros [s, e), per vector: chunks of `lanes`
             // nonzeros, each taken `unroll` at a time, as spmm_rm_tile
@@ -200,10 +198,10 @@ pub fn run_row_split<T: Scalar>(
                 || (vec![T::zero(); k], vec![T::zero(); k]),
                 |(acc, tot), (i, yrow)| {
                     let (s, e) = (rp[i] as usize, rp[i + 1] as usize);
-                    if e - s > PIECE_NNZ {
+                    if e - s > piece {
                         // the pieces' partials added in order from zero (the fix-up)
                         tot.iter_mut().for_each(|v| *v = T::zero());
-                        for (ps, pe) in pieces(s, e, PIECE_NNZ) {
+                        for (ps, pe) in pieces(s, e, piece) {
                             range(acc, ps, pe);
                             for (t, &p) in tot.iter_mut().zip(acc.iter()) {
                                 *t += p;

@@ -5,10 +5,10 @@
 //!
 //! Row-major, one tile entry per call ([`RmConfig`]: lanes per row, values per X load, loads
 //! per lane, unroll; chosen from k, the precision, X's alignment and the method's
-//! [`SpmmTune`]). Rows longer than [`PIECE_NNZ`] are cut into pieces ([`DeviceLong`]): after
-//! the rows (which skip them), the same entry in pieces mode writes each piece's partial sums
-//! and a fix-up adds them per row in order and stores; the partial sums' buffer is sized at
-//! `prepare` for the shape.
+//! [`SpmmTune`]). Rows longer than the piece length ([`piece_nnz`]) are cut into pieces
+//! ([`DeviceLong`]): the same launch takes the pieces first (each writes its partial sums) and
+//! then the other rows, and a fix-up adds each long row's partials in order and stores; the
+//! partial sums' buffer is sized at `prepare` for the shape.
 //!
 //! Grids: row-major, ⌈nrows·lanes / 256⌉ CTAs of 256 threads (a group of `lanes` per row),
 //! grid-striding past 2^20 CTAs; column-major, a warp per row as `csr-vector` (256 threads,
@@ -20,8 +20,8 @@ use cudarc::driver::CudaSlice;
 
 use cudarc::driver::DevicePtr;
 
-use super::cpu::{LongRows, PIECE_NNZ};
-use super::tile::{RmConfig, SpmmTune, RM_TILES};
+use super::cpu::LongRows;
+use super::tile::{piece_nnz, RmConfig, SpmmTune, RM_TILES};
 use super::{MultiKernel, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::cusparse::CusparseSpmm;
@@ -36,6 +36,8 @@ use crate::scalar::{Idx, Scalar};
 const THREADS: u32 = 256;
 /// The most CTAs of one launch (the kernels grid-stride past it).
 const MAX_CTAS: usize = 1 << 20;
+/// Resident threads per SM (sm_80 and sm_90), for the tile rule's fill ([`RmConfig::choose`]).
+const THREADS_PER_SM: usize = 2048;
 
 crate::kernel_args! {
     /// `spmm_rows_cm`: the CSR matrix with the blocks as its operands, the matrix's columns (X's
@@ -49,15 +51,14 @@ crate::kernel_args! {
 
 crate::kernel_args! {
     /// The row-major tiles `spmm_rm_v<V>a<A>u<U>`: the CSR matrix with the blocks as operands,
-    /// k, the lanes per row, and the mode: rows (`pieces` = 0; rows over `limit` skipped when
-    /// it is set) or the long rows' pieces (`pieces` = 1; a group per piece, partial sums to
-    /// `partial`). In rows mode the piece arrays and `partial` are not read.
+    /// k, the lanes per row, the piece length `limit` (rows over it are skipped), and the long
+    /// rows' pieces, which the same launch takes first (a group per piece, partial sums to
+    /// `partial`).
     pub(crate) struct SpmmRmArgs<'a, T> {
         csr: CsrArgs<'a, T>,
         k: i32,
         lanes: i32,
         limit: i32,
-        pieces: i32,
         piece_start: DevRef<'a, Idx>,
         piece_end: DevRef<'a, Idx>,
         npieces: i32,
@@ -82,6 +83,9 @@ crate::kernel_args! {
 /// rows mode's arguments point at them unread), with the fix-up and the partial sums' buffer
 /// (pieces × the largest k prepared).
 pub(super) struct DeviceLong<T: Scalar> {
+    /// The piece length ([`piece_nnz`]) and the matrix's rows.
+    piece: usize,
+    nrows: usize,
     npieces: usize,
     nlong: usize,
     rows: CudaSlice<Idx>,
@@ -93,9 +97,12 @@ pub(super) struct DeviceLong<T: Scalar> {
 }
 
 impl<T: Scalar> DeviceLong<T> {
-    fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Self> {
-        let l = LongRows::of(a, PIECE_NNZ);
+    fn upload(gpu: &Arc<Gpu>, a: &Csr<T>, tune: SpmmTune) -> Result<Self> {
+        let piece = piece_nnz(a.nnz(), a.nrows(), tune);
+        let l = LongRows::of(a, piece);
         Ok(DeviceLong {
+            piece,
+            nrows: a.nrows(),
             npieces: l.npieces(),
             nlong: l.rows.len(),
             rows: gpu.upload(&l.rows)?,
@@ -132,8 +139,8 @@ impl<T: Scalar> DeviceLong<T> {
     }
 
     /// Enqueues row-major Y = αAX + βY for `c`'s blocks of `k` vectors with the tile `cfg`
-    /// (`rm`, its entry): the rows up to [`PIECE_NNZ`] nonzeros, then, when there are longer
-    /// ones, their pieces and the fix-up.
+    /// (`rm`, its entry): the long rows' pieces and the other rows in one launch, then, when
+    /// there are long rows, the fix-up.
     fn run(
         &self,
         gpu: &Gpu,
@@ -157,32 +164,34 @@ impl<T: Scalar> DeviceLong<T> {
                 value: u64::MAX,
             })
         };
-        let npieces = kernel_int("SpMM pieces", self.npieces)?;
-        let tile = |c: &mut Call<'_, T>, pieces: bool, items: usize| -> Result<()> {
-            let args = SpmmRmArgs {
-                csr: a.args("SpMM nrows", c)?,
-                k: kk,
-                lanes,
-                limit: PIECE_NNZ as i32,
-                pieces: pieces as i32,
-                piece_start: DevRef::new(&self.start),
-                piece_end: DevRef::new(&self.end),
-                npieces,
-                partial: DevMut::scratch(partial),
-            };
-            let shape = Shape::grid_stride(groups(items)?, THREADS, MAX_CTAS);
-            // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz with column indices
-            // below ncols (a validated Csr); the pieces lie inside its rows (built from it); X
-            // holds ncols·k and Y nrows·k entries (checked by the caller), partial npieces·k
-            // (checked above); the tile's vector loads need X aligned to them (RmConfig::choose
-            // took X's address).
-            unsafe { gpu.launch(rm, shape, &args) }
+        let args = SpmmRmArgs {
+            csr: a.args("SpMM nrows", c)?,
+            k: kk,
+            lanes,
+            limit: kernel_int("SpMM piece length", self.piece)?,
+            piece_start: DevRef::new(&self.start),
+            piece_end: DevRef::new(&self.end),
+            npieces: kernel_int("SpMM pieces", self.npieces)?,
+            partial: DevMut::scratch(partial),
         };
-        tile(c, false, a.dims().0)?;
+        let items = a
+            .dims()
+            .0
+            .checked_add(self.npieces)
+            .ok_or(Error::TooLarge {
+                what: "SpMM work items (rows + pieces)",
+                value: u64::MAX,
+            })?;
+        let shape = Shape::grid_stride(groups(items)?, THREADS, MAX_CTAS);
+        // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz with column indices below
+        // ncols (a validated Csr); the pieces lie inside its rows (built from it); X holds
+        // ncols·k and Y nrows·k entries (checked by the caller), partial npieces·k (checked
+        // above); the tile's vector loads need X aligned to them (RmConfig::choose took X's
+        // address).
+        unsafe { gpu.launch(rm, shape, &args) }?;
         if self.nlong == 0 {
             return Ok(());
         }
-        tile(c, true, self.npieces)?;
         let args = SpmmFixupArgs {
             csr: a.args("SpMM nrows", c)?,
             k: kk,
@@ -226,7 +235,7 @@ pub(super) enum DeviceMulti<T: Scalar> {
         /// The row-major tiles, in the order of [`RM_TILES`].
         rm: Vec<Kernel<SpmmRmArgs<'static, T>>>,
         cm: Kernel<SpmmArgs<'static, T>>,
-        /// The rows longer than [`PIECE_NNZ`] (possibly none).
+        /// The rows longer than the piece length (possibly none).
         long: Box<DeviceLong<T>>,
         tune: SpmmTune,
     },
@@ -244,7 +253,7 @@ impl<T: Scalar> DeviceMulti<T> {
                     .map(|t| gpu.kernel::<T, _>(&KERNEL, t.3))
                     .collect::<Result<_>>()?,
                 cm: gpu.kernel::<T, _>(&KERNEL, "spmm_rows_cm")?,
-                long: Box::new(DeviceLong::upload(gpu, src.a)?),
+                long: Box::new(DeviceLong::upload(gpu, src.a, src.tune)?),
                 tune: src.tune,
             },
             MultiKernel::Cusparse => DeviceMulti::Cusparse(CusparseSpmm::new(gpu, src.a)?),
@@ -265,7 +274,8 @@ impl<T: Scalar> DeviceMulti<T> {
                     return Ok(Vec::new());
                 }
                 long.prepare(gpu, shape.k)?;
-                let cfg = RmConfig::choose(shape.k, T::BYTES, *tune, 256);
+                let fill = gpu.sm_count() * THREADS_PER_SM;
+                let cfg = RmConfig::choose(shape.k, T::BYTES, *tune, 256, (long.nrows, fill));
                 let mut notes = vec![(
                     format!("spmm tile k={}", shape.k),
                     format!("{cfg} (X aligned to 16 bytes; less aligned blocks load narrower)"),
@@ -274,8 +284,8 @@ impl<T: Scalar> DeviceMulti<T> {
                     notes.push((
                         "spmm long rows".into(),
                         format!(
-                            "{} rows over {PIECE_NNZ} nonzeros in {} pieces (row-major)",
-                            long.nlong, long.npieces
+                            "{} rows over {} nonzeros in {} pieces (row-major)",
+                            long.nlong, long.piece, long.npieces
                         ),
                     ));
                 }
@@ -333,7 +343,8 @@ impl<T: Scalar> DeviceMulti<T> {
                 if nrows == 0 {
                     return Ok(());
                 }
-                let cfg = RmConfig::choose(shape.k, T::BYTES, *tune, alignment(x));
+                let fill = gpu.sm_count() * THREADS_PER_SM;
+                let cfg = RmConfig::choose(shape.k, T::BYTES, *tune, alignment(x), (nrows, fill));
                 let mut c = Call {
                     nrows,
                     ncols,

@@ -13,18 +13,18 @@ struct SpmmArgs {
     int k;
 };
 
-// The argument struct of the row-major tile entries spmm_rm_v<V>a<A> (Rust twin: SpmmRmArgs,
-// whose RmConfig picks the entry and `lanes`). Two modes, one entry:
-// - rows (pieces == 0): a group per row, rows longer than `limit` (when limit > 0) skipped;
-// - pieces (pieces == 1): a group per piece [piece_start[p], piece_end[p]) of a long row, its k
-//   partial sums to partial[p * k + c] (added by spmm_fixup_rm). In rows mode the piece arrays
-//   and partial are never read.
+// The argument struct of the row-major tile entries spmm_rm_v<V>a<A>u<U> (Rust twin: SpmmRmArgs,
+// whose RmConfig picks the entry and `lanes`). One launch takes npieces + nrows work items, the
+// pieces first (the long work starts first):
+// - item p < npieces: the piece [piece_start[p], piece_end[p]) of a long row, its k partial sums
+//   to partial[p * k + c] (added by spmm_fixup_rm);
+// - item npieces + r: row r, unless it is longer than `limit` (the piece length; its pieces
+//   cover it).
 struct SpmmRmArgs {
     CsrArgs csr;
     int k;
     int lanes;
     int limit;
-    int pieces;
     const unsigned int* piece_start;
     const unsigned int* piece_end;
     int npieces;
@@ -159,7 +159,7 @@ __device__ __forceinline__ void spmm_rm_tile(const CsrArgs& a, unsigned long lon
 }
 
 // Row-major X and Y (a row's k values contiguous): groups of `lanes` lanes grid-stride over the
-// rows (rows mode) or over the long rows' pieces (pieces mode), each through spmm_rm_tile.
+// long rows' pieces, then the rows, each through spmm_rm_tile.
 template <int V, int A, int U>
 __device__ __forceinline__ void spmm_rm(const SpmmRmArgs& a) {
     const unsigned lanes = (unsigned)a.lanes;
@@ -169,18 +169,18 @@ __device__ __forceinline__ void spmm_rm(const SpmmRmArgs& a) {
     const unsigned long long k = (unsigned long long)a.k;
     const unsigned long long groups = (unsigned long long)gridDim.x * (blockDim.x / lanes);
     const unsigned long long first = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
-    if (a.pieces) {
-        for (unsigned long long p = first; p < (unsigned long long)a.npieces; p += groups) {
-            spmm_rm_tile<V, A, U>(a.csr, k, ldg(a.piece_start + p), ldg(a.piece_end + p), lane, lanes, mask,
-                               a.partial + p * k, false);
+    const unsigned long long npieces = (unsigned long long)a.npieces;
+    const unsigned long long items = npieces + (unsigned long long)a.csr.nrows;
+    for (unsigned long long it = first; it < items; it += groups) {
+        if (it < npieces) {
+            spmm_rm_tile<V, A, U>(a.csr, k, ldg(a.piece_start + it), ldg(a.piece_end + it), lane, lanes,
+                                  mask, a.partial + it * k, false);
+            continue;
         }
-        return;
-    }
-    const unsigned long long nrows = (unsigned long long)a.csr.nrows;
-    for (unsigned long long row = first; row < nrows; row += groups) {
+        const unsigned long long row = it - npieces;
         const unsigned start = (unsigned)ldg(a.csr.row_ptr + row);
         const unsigned end = (unsigned)ldg(a.csr.row_ptr + row + 1);
-        if (a.limit > 0 && end - start > (unsigned)a.limit) continue;
+        if (end - start > (unsigned)a.limit) continue;
         spmm_rm_tile<V, A, U>(a.csr, k, start, end, lane, lanes, mask, a.csr.y + row * k, true);
     }
 }

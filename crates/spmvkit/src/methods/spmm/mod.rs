@@ -35,7 +35,7 @@ pub use crate::matrix::{DenseOrder, MultiShape};
 pub(crate) use apply::MultiState;
 pub use apply::MultiTiming;
 pub use cpu::{check_multi, oracle_multi, MultiCheck};
-pub use tile::{RmConfig, SpmmTune};
+pub use tile::{piece_nnz, RmConfig, SpmmTune, PIECE_GROUPS};
 
 use crate::matrix::Csr;
 use crate::methods::common::room::room_kernel;

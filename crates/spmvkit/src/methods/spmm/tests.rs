@@ -153,6 +153,32 @@ fn the_mirror_orders_are_the_kernels() {
     }
 }
 
+/// After `update_values`, every path's multi-vector call uses the new values (`auto`'s SpMM
+/// copy included).
+#[test]
+fn multi_calls_see_updated_values() {
+    let a = crate::gen::generate::<f64>("powerlaw:1500,7").unwrap();
+    let doubled: Vec<f64> = a.vals().iter().map(|v| 2.0 * v).collect();
+    let a2 = Csr::with_pattern(a.pattern().clone(), doubled.clone()).unwrap();
+    let shape = MultiShape::row_major(5);
+    let (x, y0) = blocks(&a, shape);
+    let refs = oracle_multi(&a2, 1.0, &x, 0.5, &y0, shape).unwrap();
+    for method in ["csr", "csr-vector", "merge", "auto"] {
+        let mut plan = Plan::new(method, &a, &cpu()).unwrap();
+        let mut y = y0.clone();
+        plan.apply_multi(1.0, &x, 0.5, &mut y, shape).unwrap();
+        plan.update_values(&doubled).unwrap();
+        let mut y = y0.clone();
+        plan.apply_multi(1.0, &x, 0.5, &mut y, shape).unwrap();
+        let c = check_multi(&refs, &y, shape);
+        assert!(
+            c.check.ok,
+            "{method}: vector {} row {}",
+            c.worst_vector, c.check.worst_row
+        );
+    }
+}
+
 /// A column-major block `b` of `n` rows and `k` vectors, row-major.
 fn transpose(b: &[f64], n: usize, k: usize) -> Vec<f64> {
     let mut out = vec![0.0; b.len()];
