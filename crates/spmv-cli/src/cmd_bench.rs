@@ -333,7 +333,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
     crate::cmd_report::print_summary(&run, &json_path, &files);
     if files.spmm.is_some() {
         println!("\nSpMM:");
-        print!("{}", spmvkit::bench::multi::multi_table(&run.matrices));
+        print!(
+            "{}",
+            spmvkit::bench::multi::multi_table(&run.matrices, run.machine.probe.as_ref())
+        );
     }
     Ok(())
 }

@@ -1,9 +1,11 @@
 //! GPU SpMM tests (issue #24): every multi-vector path on the GPU against the oracle for k
 //! vectors (`spmvkit::methods::spmm::oracle_multi`): the row-split kernels (`csr-vector`),
 //! cuSPARSE SpMM (`cusparse`), the single-vector fallback (`merge`, and `csr-vector` reordered),
+//! `auto`'s choice per shape,
 //! on the edge corpus with k ∈ {1, 2, 3, 8, 33, 256}, both orders, β = 0 and β ≠ 0, f32 and f64;
-//! the row-split kernels bit for bit against their CPU mirror; device blocks, the timing loop
-//! checked after it, and the device length errors.
+//! the row-split kernels bit for bit against their CPU mirror (every row-major tile shape:
+//! variants of `csr-vector`'s `spmm_*` parameters, and an X aligned only to its elements);
+//! device blocks, the timing loop checked after it, and the device length errors.
 //!
 //! Without a GPU every test is skipped with a `skipped:` line (`spmvkit::testing`); with
 //! `SPMVKIT_REQUIRE_GPU=1` a missing GPU fails. The tests share one GPU stream, so they take a
@@ -49,15 +51,17 @@ fn corpus_on_gpu<T: PrepareFor>() -> (usize, Vec<String>) {
             (
                 "csr-vector",
                 opts(Backend::Gpu),
-                MultiPath::Kernel(MultiKernel::RowSplit),
+                Some(MultiPath::Kernel(MultiKernel::RowSplit)),
             ),
             (
                 "cusparse",
                 opts(Backend::Gpu),
-                MultiPath::Kernel(MultiKernel::Cusparse),
+                Some(MultiPath::Kernel(MultiKernel::Cusparse)),
             ),
-            ("merge", opts(Backend::Gpu), MultiPath::Columns),
-            ("csr-vector", rcm.clone(), MultiPath::Columns),
+            ("merge", opts(Backend::Gpu), Some(MultiPath::Columns)),
+            ("csr-vector", rcm.clone(), Some(MultiPath::Columns)),
+            // auto: whichever its trial keeps for the shape (never `auto` itself)
+            ("auto[mode=model]", opts(Backend::Gpu), None),
         ] {
             if o.reorder != Reorder::None && a.nrows() != a.ncols() {
                 continue;
@@ -87,9 +91,13 @@ fn corpus_on_gpu<T: PrepareFor>() -> (usize, Vec<String>) {
                             y0.clone()
                         };
                         match plan.apply_multi(alpha, &x, beta, &mut y, shape) {
-                            Ok(p) if p == *want => {}
+                            Ok(p)
+                                if want
+                                    .map_or(p != MultiPath::Kernel(MultiKernel::Auto), |w| {
+                                        p == w
+                                    }) => {}
                             Ok(p) => {
-                                failures.push(format!("{what}: path {p}, want {want}"));
+                                failures.push(format!("{what}: path {p}, want {want:?}"));
                                 continue;
                             }
                             Err(e) => {
@@ -134,19 +142,39 @@ fn gpu_spmm_every_path_matches_the_oracle_on_the_corpus() {
     assert!(p64 + p32 > 1000, "only {} cases ran", p64 + p32);
 }
 
-/// The row-split kernels give their CPU mirror's bits (both orders, several k, β ≠ 0).
+/// The row-major tiles the bitwise test runs: the rule's choice, and variants that take every
+/// vector width, 1 to 8 loads per lane, each unroll, and short pieces (many long rows, a piece
+/// length that is not a power of two).
+const TILES: [&str; 7] = [
+    "csr-vector",
+    "csr-vector[spmm_cols=1;spmm_unroll=8]",
+    "csr-vector[spmm_cols=8;spmm_vec=8]",
+    "csr-vector[spmm_cols=4;spmm_unroll=2]",
+    "csr-vector[spmm_cols=8;spmm_vec=16;spmm_unroll=4]",
+    "csr-vector[spmm_piece=16]",
+    "csr-vector[spmm_piece=100;spmm_cols=1]",
+];
+
+/// The row-split kernels give their CPU mirror's bits (both orders, several k, β ≠ 0, every
+/// tile of [`TILES`] row-major).
 fn row_split_bitwise<T: PrepareFor>() -> Vec<String> {
     let mut failures = Vec::new();
-    for spec in [
+    for (spec, method) in [
         "powerlaw:4000,12",
         "hugerow:300,3,1500,ncols=1500",
         "kron:10",
-    ] {
+    ]
+    .into_iter()
+    .flat_map(|s| TILES.iter().map(move |m| (s, *m)))
+    {
         let a = spmvkit::gen::generate::<T>(spec).unwrap();
-        let mut gpu = Plan::new("csr-vector", &a, &opts(Backend::Gpu)).unwrap();
-        let mut cpu = Plan::new("csr-vector", &a, &opts(Backend::Cpu)).unwrap();
-        for k in [1, 3, 32, 40, 257] {
+        let mut gpu = Plan::new(method, &a, &opts(Backend::Gpu)).unwrap();
+        let mut cpu = Plan::new(method, &a, &opts(Backend::Cpu)).unwrap();
+        for k in [1, 3, 8, 32, 40, 257] {
             for order in DenseOrder::ALL {
+                if order == DenseOrder::Col && method != TILES[0] {
+                    continue;
+                }
                 let shape = MultiShape { k, order };
                 let (x, y0) = blocks(&a, shape);
                 let (alpha, beta) = (T::from_f64(1.5), T::from_f64(-0.5));
@@ -156,7 +184,7 @@ fn row_split_bitwise<T: PrepareFor>() -> Vec<String> {
                 if let Some(i) = (0..yg.len()).find(|&i| yg[i].to_bits_u64() != yc[i].to_bits_u64())
                 {
                     failures.push(format!(
-                        "{spec} {} k={k} {order}: entry {i} {} on the GPU, {} on the CPU",
+                        "{spec} {method} {} k={k} {order}: entry {i} {} on the GPU, {} on the CPU",
                         T::PRECISION,
                         yg[i].to_f64(),
                         yc[i].to_f64()
@@ -178,6 +206,154 @@ fn gpu_spmm_row_split_matches_its_cpu_mirror_bitwise() {
     let mut failures = row_split_bitwise::<f64>();
     failures.extend(row_split_bitwise::<f32>());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A row-major X whose address is aligned only to its elements (a caller's block one element
+/// into an allocation) takes narrower loads and still gives the mirror's bits.
+fn unaligned_x<T: PrepareFor>(gpu: &std::sync::Arc<spmvkit::gpu::Gpu>) -> Vec<String> {
+    use cudarc::driver::DevicePtr;
+    let mut failures = Vec::new();
+    let a = spmvkit::gen::generate::<T>("powerlaw:3000,10").unwrap();
+    for method in ["csr-vector", "csr-vector[spmm_cols=8]"] {
+        let mut plan = Plan::new(method, &a, &opts(Backend::Gpu)).unwrap();
+        let mut cpu = Plan::new(method, &a, &opts(Backend::Cpu)).unwrap();
+        for k in [8, 32] {
+            let shape = MultiShape::row_major(k);
+            let (x, y0) = blocks(&a, shape);
+            let mut padded = vec![T::zero()];
+            padded.extend_from_slice(&x);
+            let dx = gpu.upload(&padded).unwrap();
+            let mut dy = gpu.upload(&y0).unwrap();
+            gpu.synchronize().unwrap();
+            let stream = gpu.stream();
+            let xp = dx.device_ptr(stream).0 + T::BYTES as u64;
+            // SAFETY: dx is a live buffer of x.len() + 1 elements on this context, dropped
+            // after the synchronisation below.
+            let ran = unsafe {
+                let bx = spmvkit::gpu::Borrowed::<T>::new(stream, xp, x.len()).unwrap();
+                plan.apply_multi_device(T::from_f64(1.5), &bx, T::from_f64(-0.5), &mut dy, shape)
+            };
+            if let Err(e) = ran {
+                failures.push(format!("{method} k={k}: unaligned X: {e}"));
+                continue;
+            }
+            let mut yg = vec![T::zero(); y0.len()];
+            stream.memcpy_dtoh(&dy, &mut yg).unwrap();
+            gpu.synchronize().unwrap();
+            let mut yc = y0.clone();
+            cpu.apply_multi(T::from_f64(1.5), &x, T::from_f64(-0.5), &mut yc, shape)
+                .unwrap();
+            if let Some(i) = (0..yg.len()).find(|&i| yg[i].to_bits_u64() != yc[i].to_bits_u64()) {
+                failures.push(format!(
+                    "{method} {} k={k}: unaligned X: entry {i} {} on the GPU, {} on the CPU",
+                    T::PRECISION,
+                    yg[i].to_f64(),
+                    yc[i].to_f64()
+                ));
+            }
+        }
+    }
+    failures
+}
+
+#[test]
+fn gpu_spmm_unaligned_x_takes_narrower_loads() {
+    let test = "gpu_spmm_unaligned_x_takes_narrower_loads";
+    let Some(gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let _lock = gpu_lock();
+    let mut failures = unaligned_x::<f64>(&gpu);
+    failures.extend(unaligned_x::<f32>(&gpu));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `auto` chooses per shape on the first call of a shape (or `prepare_multi`): before it the
+/// path says `auto`, after it a candidate's path with every candidate's time in the notes, the
+/// same path on later calls, and the answer the oracle's.
+#[test]
+fn gpu_spmm_auto_chooses_per_shape_and_keeps_it() {
+    let test = "gpu_spmm_auto_chooses_per_shape_and_keeps_it";
+    let Some(_gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let _lock = gpu_lock();
+    let a = spmvkit::gen::generate::<f64>("powerlaw:20000,12").unwrap();
+    let mut plan = Plan::new("auto", &a, &opts(Backend::Gpu)).unwrap();
+    for shape in [MultiShape::row_major(8), MultiShape::col_major(3)] {
+        assert_eq!(plan.multi_path(shape), MultiPath::Kernel(MultiKernel::Auto));
+        let chosen = plan.prepare_multi(shape).unwrap();
+        assert_ne!(chosen, MultiPath::Kernel(MultiKernel::Auto));
+        assert_eq!(plan.multi_path(shape), chosen);
+        let key = format!("spmm auto k={} {}", shape.k, shape.order);
+        let notes = plan.multi_notes();
+        let note = notes
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone());
+        let note = note.unwrap_or_else(|| panic!("no note {key}: {notes:?}"));
+        for cand in ["row-split", "cusparse-spmm", "columns"] {
+            assert!(note.contains(cand), "{note}");
+        }
+        let (x, y0) = blocks(&a, shape);
+        let refs = oracle_multi(&a, 1.5, &x, -0.5, &y0, shape).unwrap();
+        for _ in 0..2 {
+            let mut y = y0.clone();
+            let p = plan.apply_multi(1.5, &x, -0.5, &mut y, shape).unwrap();
+            assert_eq!(p, chosen);
+            let c = check_multi(&refs, &y, shape);
+            assert!(
+                c.check.ok,
+                "{shape:?}: vector {} row {}",
+                c.worst_vector, c.check.worst_row
+            );
+        }
+    }
+}
+
+/// `apply_many` on a GPU plan with an SpMM kernel goes through one column-major block: the
+/// multi-vector state exists after it, `csr-vector` keeps each vector's SpMV bits, `cusparse`
+/// is within the oracle's tolerance; `merge` (no kernel) makes no block state.
+#[test]
+fn gpu_spmm_apply_many_takes_the_block_path() {
+    let test = "gpu_spmm_apply_many_takes_the_block_path";
+    let Some(_gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let _lock = gpu_lock();
+    let a = spmvkit::gen::generate::<f64>("powerlaw:5000,9").unwrap();
+    let shape = MultiShape::col_major(3);
+    let (x, y0) = blocks(&a, shape);
+    let (m, n) = (a.nrows(), a.ncols());
+    let refs = oracle_multi(&a, 1.5, &x, -0.5, &y0, shape).unwrap();
+    for (method, block) in [("csr-vector", true), ("cusparse", true), ("merge", false)] {
+        let mut plan = Plan::new(method, &a, &opts(Backend::Gpu)).unwrap();
+        let mut singles = y0.clone();
+        for c in 0..3 {
+            let yc = &mut singles[c * m..(c + 1) * m];
+            plan.apply(1.5, &x[c * n..(c + 1) * n], -0.5, yc).unwrap();
+        }
+        let xs: Vec<&[f64]> = x.chunks(n).collect();
+        let mut ys: Vec<Vec<f64>> = y0.chunks(m).map(<[f64]>::to_vec).collect();
+        let mut yr: Vec<&mut [f64]> = ys.iter_mut().map(Vec::as_mut_slice).collect();
+        plan.apply_many(1.5, &xs, -0.5, &mut yr).unwrap();
+        let y = ys.concat();
+        assert_eq!(plan.multi_footprint_bytes() > 0, block, "{method}");
+        let c = check_multi(&refs, &y, shape);
+        assert!(
+            c.check.ok,
+            "{method}: vector {} row {}",
+            c.worst_vector, c.check.worst_row
+        );
+        if method != "cusparse" {
+            assert!(
+                y.iter()
+                    .zip(&singles)
+                    .all(|(p, q)| p.to_bits() == q.to_bits()),
+                "{method}: apply_many differs from single applies"
+            );
+        }
+    }
 }
 
 /// Device blocks and the timing loop: `time_multi` in both modes on each path, Y checked

@@ -11,7 +11,9 @@
 //! the byte model for k vectors ([`multi_bytes`]: the matrix once, X and Y k times) and its
 //! bytes per vector, the speed-up over k single-vector calls of the same method (its SpMV
 //! record's stream time × k) and over cuSPARSE SpMM (`cusparse`'s multi record at the same k,
-//! order and precision, when the run has one).
+//! order and precision, when the run has one), and the limit for k vectors ([`multi_limit`]):
+//! the SpMV limit of `bench::limits` (docs/limits.md) with the byte model for k vectors and the
+//! X sectors the block's gathers touch ([`block_sectors`]), against the run's probe.
 
 use std::time::Instant;
 
@@ -20,8 +22,9 @@ use serde::{Deserialize, Serialize};
 use super::{test_vector, LaterCheck, MatrixResult, MeasureOptions, Status, Timing};
 use crate::cpu::{check, oracle_spmv_par, Reference};
 use crate::error::Result;
+use crate::gpu::Probe;
 use crate::gpu::{TimingConfig, TimingMode};
-use crate::matrix::{Csr, DenseOrder, MultiShape};
+use crate::matrix::{Csr, DenseOrder, MultiShape, CHUNK_ROWS, SECTOR_BYTES};
 use crate::methods::spmm::cpu::column;
 use crate::methods::spmm::MultiPath;
 use crate::methods::{Backend, Plan, PrepareFor};
@@ -75,6 +78,10 @@ pub struct MultiRecord {
     pub speedup_vs_single: Option<f64>,
     /// cuSPARSE SpMM's time / this call's time.
     pub speedup_vs_cusparse: Option<f64>,
+    /// The 32-byte sectors of X the block's gathers touch ([`block_sectors`]): the gather term
+    /// of the limit ([`multi_limit`]); absent in older runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gathers: Option<u64>,
     pub notes: Vec<(String, String)>,
 }
 
@@ -83,6 +90,70 @@ pub struct MultiRecord {
 pub fn multi_bytes(nrows: usize, ncols: usize, nnz: usize, vb: usize, k: usize) -> u64 {
     let (r, c, z, vb, k) = (nrows as u64, ncols as u64, nnz as u64, vb as u64, k as u64);
     (vb + 4) * z + 4 * (r + 1) + k * vb * (c + r)
+}
+
+/// The 32-byte sectors of X a block's gathers touch, counted per chunk of [`CHUNK_ROWS`] rows
+/// (a warp's worth, as the SpMV x-sector count of `matrix::stats`) and summed over the chunks:
+/// row-major, X row j spans bytes [j·k·vb, (j+1)·k·vb), and each chunk touches the union of the
+/// sector ranges of its distinct columns (k·vb/32 sectors per column once k·vb ≥ 32 bytes);
+/// column-major, each vector is a separate x of the SpMV count, so k times that count. An
+/// upper bound on the L2 → SM traffic for X when no sector is reused across warps.
+pub fn block_sectors<T: Scalar>(a: &Csr<T>, shape: MultiShape, vb: usize) -> u64 {
+    use rayon::prelude::*;
+    let (rp, ci) = (a.row_ptr(), a.col_idx());
+    let (n, k, sb) = (a.nrows(), shape.k as u64, SECTOR_BYTES as u64);
+    // row-major: X row j's bytes; column-major: one vector's entry j
+    let span = match shape.order {
+        DenseOrder::Row => k * vb as u64,
+        DenseOrder::Col => vb as u64,
+    };
+    let per_chunk = (0..n.div_ceil(CHUNK_ROWS))
+        .into_par_iter()
+        .with_min_len(64)
+        .map_init(Vec::new, |cols: &mut Vec<u32>, c| {
+            let lo = rp[c * CHUNK_ROWS] as usize;
+            let hi = rp[((c + 1) * CHUNK_ROWS).min(n)] as usize;
+            cols.clear();
+            cols.extend_from_slice(&ci[lo..hi]);
+            cols.sort_unstable();
+            cols.dedup();
+            // the union of the sorted columns' sector ranges
+            let (mut count, mut last) = (0u64, None::<u64>);
+            for &j in cols.iter() {
+                let (s0, s1) = (j as u64 * span / sb, ((j as u64 + 1) * span - 1) / sb);
+                let from = last.map_or(s0, |l| s0.max(l + 1));
+                if s1 >= from {
+                    count += s1 - from + 1;
+                    last = Some(s1);
+                }
+            }
+            count
+        })
+        .sum::<u64>();
+    match shape.order {
+        DenseOrder::Row => per_chunk,
+        DenseOrder::Col => per_chunk * k,
+    }
+}
+
+/// The limit of a multi-vector record on the device of `probe` ([`super::limits::limit`]):
+/// bytes = the byte model for k vectors ([`multi_bytes`]: the matrix once, X read and Y
+/// written once), gathers = [`MultiRecord::gathers`] at the probe's gather rate for a table of
+/// X's size (ncols·k values of `vb` bytes). `None` without a usable read bandwidth.
+pub fn multi_limit(
+    probe: &Probe,
+    rec: &MultiRecord,
+    ncols: usize,
+    k: usize,
+    vb: usize,
+) -> Option<super::limits::Limit> {
+    super::limits::limit(
+        probe,
+        rec.bytes_model,
+        rec.gathers,
+        ncols.saturating_mul(k),
+        vb,
+    )
 }
 
 /// The vectors of a block of k whose results are checked against the oracle: 0, 1, 31, 32,
@@ -116,6 +187,8 @@ pub struct MultiProblem<T> {
     pub y0: Vec<T>,
     /// (vector, the oracle's answer for it).
     pub refs: Vec<(usize, Reference)>,
+    /// [`block_sectors`] of the matrix for this shape and precision.
+    pub gathers: u64,
 }
 
 impl<T: Scalar> MultiProblem<T> {
@@ -147,6 +220,7 @@ impl<T: Scalar> MultiProblem<T> {
             x,
             y0,
             refs,
+            gathers: block_sectors(a, shape, T::BYTES),
         })
     }
 
@@ -256,6 +330,7 @@ fn measure_on<T: PrepareFor>(
         later_checks: Vec::new(),
         speedup_vs_single: None,
         speedup_vs_cusparse: None,
+        gathers: Some(p.gathers),
         notes: Vec::new(),
     };
     match plan.backend() {
@@ -361,27 +436,45 @@ pub fn fill_speedups(m: &mut MatrixResult) {
 
 /// The multi-vector results of a run as a markdown table (empty when there are none): per
 /// matrix, method, precision, k and order, the path, µs per call, GFLOP/s, bytes per vector,
-/// and the two speed-ups.
-pub fn multi_table(matrices: &[MatrixResult]) -> String {
+/// the two speed-ups, and with a probe the limit ([`multi_limit`]) and the share of it the
+/// call reached (t_limit ÷ t, t the graph time where recorded, else the stream time) with the
+/// binding term.
+pub fn multi_table(matrices: &[MatrixResult], probe: Option<&Probe>) -> String {
     let mut out = String::new();
     for m in matrices.iter().filter(|m| !m.multi.is_empty()) {
         if out.is_empty() {
             out.push_str(
                 "| matrix | method | prec | k | order | path | µs/call | GFLOP/s | B/vector | \
-                 ×k SpMV | ×cuSPARSE SpMM | status |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+                 ×k SpMV | ×cuSPARSE SpMM | limit µs | % of limit | status |\n\
+                 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
             );
         }
         for r in &m.multi {
             let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
-            let (path, us, gf, bpv, s1, sc) = match &r.record {
-                Some(rec) => (
-                    rec.path.to_string(),
-                    format!("{:.2}", rec.time.median_us),
-                    format!("{:.1}", rec.gflops),
-                    format!("{:.0}", rec.bytes_per_vector),
-                    f(rec.speedup_vs_single),
-                    f(rec.speedup_vs_cusparse),
-                ),
+            let (path, us, gf, bpv, s1, sc, lim, pct) = match &r.record {
+                Some(rec) => {
+                    let limit = probe
+                        .filter(|_| rec.backend == Backend::Gpu && r.status == Status::Ok)
+                        .and_then(|p| multi_limit(p, rec, m.stats.ncols, r.k, r.precision.bytes()));
+                    let t = rec.graph_time.as_ref().unwrap_or(&rec.time).median_us;
+                    let (lim, pct) = match limit {
+                        Some(l) if t > 0.0 => (
+                            format!("{:.2}", l.t_us),
+                            format!("{:.0} % ({})", 100.0 * l.t_us / t, l.bound.name()),
+                        ),
+                        _ => ("-".into(), "-".into()),
+                    };
+                    (
+                        rec.path.to_string(),
+                        format!("{:.2}", rec.time.median_us),
+                        format!("{:.1}", rec.gflops),
+                        format!("{:.0}", rec.bytes_per_vector),
+                        f(rec.speedup_vs_single),
+                        f(rec.speedup_vs_cusparse),
+                        lim,
+                        pct,
+                    )
+                }
                 None => Default::default(),
             };
             let status = match &r.error {
@@ -389,7 +482,8 @@ pub fn multi_table(matrices: &[MatrixResult]) -> String {
                 None => r.status.name().to_string(),
             };
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {path} | {us} | {gf} | {bpv} | {s1} | {sc} | {status} |\n",
+                "| {} | {} | {} | {} | {} | {path} | {us} | {gf} | {bpv} | {s1} | {sc} | {lim} | \
+                 {pct} | {status} |\n",
                 m.name, r.method, r.precision, r.k, r.order
             ));
         }
@@ -425,6 +519,80 @@ mod tests {
             multi_bytes(10, 20, 100, 8, 1),
             crate::matrix::byte_model(10, 20, 100, 8)
         );
+    }
+
+    /// One vector gathers what the SpMV x-sector count says, in both orders; k column-major
+    /// vectors k times that; a row-major X row of 64 bytes (f64, k = 8) is two sectors per
+    /// distinct column of a chunk, so an identity matrix (one column per row) gathers 2 per row.
+    #[test]
+    fn block_sectors_extend_the_x_sector_count() {
+        let a = crate::gen::generate::<f64>("powerlaw:3000,9").unwrap();
+        let x = crate::matrix::x_sectors(&a);
+        for order in DenseOrder::ALL {
+            let one = MultiShape { k: 1, order };
+            assert_eq!(block_sectors(&a, one, 8), x.f64);
+            assert_eq!(block_sectors(&a, one, 4), x.f32);
+        }
+        assert_eq!(block_sectors(&a, MultiShape::col_major(5), 8), 5 * x.f64);
+        let id = Csr::<f64>::identity(100).unwrap();
+        assert_eq!(block_sectors(&id, MultiShape::row_major(8), 8), 200);
+        // k = 2 in f64: 16 bytes a row, two columns per sector; identity rows 0..100 touch 50
+        assert_eq!(block_sectors(&id, MultiShape::row_major(2), 8), 50);
+        let row = block_sectors(&a, MultiShape::row_major(32), 8);
+        assert!(row >= 8 * x.f64 && row <= 8 * a.nnz() as u64, "{row}");
+    }
+
+    /// The limit is the larger of the bytes and gathers terms of the probe; the table shows it.
+    #[test]
+    fn the_limit_of_a_record() {
+        let a = crate::gen::generate::<f64>("poisson2d:30").unwrap();
+        let opts = cpu_opts();
+        let shape = MultiShape::row_major(8);
+        let p = MultiProblem::new(&a, shape, opts.alpha, opts.beta).unwrap();
+        let rec = measure_multi(&a, "csr", &opts, &p).unwrap();
+        assert_eq!(rec.gathers, Some(block_sectors(&a, shape, 8)));
+        let probe = |rate_gps: f64| crate::gpu::Probe {
+            device: "test".into(),
+            copy_gbs: 1000.0,
+            read_gbs: 1000.0,
+            read_bytes: 1 << 30,
+            gathers_per_call: 1 << 20,
+            gather: vec![crate::gpu::GatherPoint {
+                table_bytes: 1 << 20,
+                elem_bytes: 8,
+                rate_gps,
+            }],
+            elapsed_ms: 1.0,
+        };
+        let bytes_us = rec.bytes_model as f64 / 1e12 * 1e6;
+        let gathers = rec.gathers.unwrap() as f64;
+        // a fast gather rate: the bytes bind; a slow one: the gathers
+        let l = multi_limit(&probe(1e6), &rec, a.ncols(), 8, 8).unwrap();
+        assert!((l.t_us - bytes_us).abs() < 1e-9 && l.bound == super::super::limits::Bound::Bytes);
+        let l = multi_limit(&probe(1e-3), &rec, a.ncols(), 8, 8).unwrap();
+        // 10^6 gathers/s: one µs each
+        assert!((l.t_us - gathers).abs() < 1e-6, "{l:?}");
+        assert_eq!(l.bound, super::super::limits::Bound::Gathers);
+        let mut m = MatrixResult {
+            name: "m".into(),
+            source: "m".into(),
+            stats: crate::matrix::MatrixStats::of(&a),
+            fits_l2: false,
+            results: Vec::new(),
+            multi: vec![MultiResult {
+                method: "csr".into(),
+                precision: Precision::F64,
+                k: 8,
+                order: DenseOrder::Row,
+                status: Status::Ok,
+                error: None,
+                record: Some(rec),
+            }],
+        };
+        // CPU records get no limit; a GPU one does
+        assert!(multi_table(std::slice::from_ref(&m), Some(&probe(1e-3))).contains("| - | - |"));
+        m.multi[0].record.as_mut().unwrap().backend = Backend::Gpu;
+        assert!(multi_table(&[m], Some(&probe(1e-3))).contains("(gathers)"));
     }
 
     /// The CPU measurement checks its call and its loop, and a wrong answer is caught.
@@ -500,6 +668,6 @@ mod tests {
         let r = m.multi[0].record.as_ref().unwrap();
         assert_eq!(r.speedup_vs_cusparse, Some(3.0));
         assert_eq!(r.speedup_vs_single, Some(single_us * 4.0 / 2.0));
-        assert!(multi_table(&[m]).contains("| m | csr | f64 | 4 | row |"));
+        assert!(multi_table(&[m], None).contains("| m | csr | f64 | 4 | row |"));
     }
 }

@@ -392,10 +392,14 @@ impl<T: PrepareFor> Plan<T> {
         }
     }
 
-    /// y_k = αAx_k + βy_k for every pair (x_k, y_k), one after the other, on the one prepared
-    /// layout (nothing is analysed or uploaded again; on the GPU only the vectors move). For a
-    /// block of vectors in one array, [`Plan::apply_multi`] (SpMM, `methods/spmm/`) reads the
-    /// matrix once; routing this call through it when that is faster is not done yet.
+    /// y_k = αAx_k + βy_k for every pair (x_k, y_k) on the one prepared layout (nothing is
+    /// analysed or uploaded again; on the GPU only the vectors move). With two or more pairs on
+    /// a GPU plan whose multi-vector path is a kernel ([`Plan::multi_path`] of a column-major
+    /// block: `csr-vector`, `cusparse*`, and `auto` where its trial keeps a kernel), the vectors
+    /// go through [`Plan::apply_multi`] as one column-major block, which reads the matrix once
+    /// (for `csr-vector` the column-major kernel gives each vector the bits of its SpMV;
+    /// otherwise the results are the SpMM kernel's, within the oracle's tolerance); otherwise,
+    /// and on the CPU, one after the other.
     ///
     /// ```
     /// use spmvkit::{Csr, Plan, PlanOptions};
@@ -419,6 +423,9 @@ impl<T: PrepareFor> Plan<T> {
                 expected: xs.len(),
                 got: ys.len(),
             });
+        }
+        if self.apply_many_as_block(alpha, xs, beta, ys)? {
+            return Ok(());
         }
         for (x, y) in xs.iter().zip(ys.iter_mut()) {
             self.apply(alpha, x, beta, y)?;
@@ -810,6 +817,11 @@ impl<T: PrepareFor> Plan<T> {
         d.order.settle(&d.gpu)?;
         let (gpu, layout, x, y) = (&d.gpu, d.layout.as_ref(), &d.x, &mut d.y);
         crate::gpu::timing::time(gpu, mode, cfg, || layout.run(gpu, alpha, x, beta, y))
+    }
+
+    /// The multi-vector state (`methods/spmm/`), read-only.
+    pub(crate) fn multi_state(&self) -> &MultiState<T> {
+        &self.multi
     }
 
     /// Runs `f` with the plan and its multi-vector state (`methods/spmm/`), which is taken out

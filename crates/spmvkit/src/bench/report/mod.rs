@@ -147,7 +147,9 @@ pub fn write_report_with(
         files.limits_csv = Some(path);
     }
     let matrices: Vec<_> = merged.matrices.iter().map(|m| m.matrix.clone()).collect();
-    let spmm = super::multi::multi_table(&matrices);
+    // the limits use the first run's probe (the runs of one report are on one machine)
+    let probe = merged.runs.iter().find_map(|(m, _)| m.probe.as_ref());
+    let spmm = super::multi::multi_table(&matrices, probe);
     if !spmm.is_empty() {
         let path = out_dir.join("spmm.md");
         let text = format!("# SpMM: multi-vector calls\n\n{spmm}");

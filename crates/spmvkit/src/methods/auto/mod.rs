@@ -46,6 +46,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{self, Gpu, TimingConfig};
 use crate::matrix::{x_sector_share, Csr, MatrixStats, RowStats, SHARE_SAMPLE_CHUNKS};
 use crate::methods::params::{declares, keywords, params, Flag, CPU_FALLBACK_PARAM};
+use crate::methods::spmm::{MultiKernel, MultiSource};
 use crate::methods::{find, DeviceLayout, Layout, Method, MethodInfo, ParamSpec, Params};
 use crate::scalar::{Precision, Scalar};
 
@@ -79,6 +80,11 @@ params! {
         /// the choice has no CPU executor (cuSPARSE) a csr layout is prepared too; a Plan on the
         /// GPU sets 0, since it never takes that path (saves a copy of the matrix)
         cpu_fallback: Flag = 1;
+        /// 1: apply_multi chooses per (k, order) by a timed trial on the device (spmvkit's
+        /// row-split SpMM, cuSPARSE SpMM, k calls of the chosen SpMV; docs/spmm.md), keeping a
+        /// csr copy of the matrix when the chosen method has no SpMM kernel of its own; 0: k
+        /// calls of the chosen method (no copy)
+        spmm: Flag = 1;
     }
 }
 
@@ -138,6 +144,7 @@ struct Opts {
     k: usize,
     trial: usize,
     cpu_fallback: bool,
+    spmm: bool,
 }
 
 fn parse(params: &Params) -> Result<Opts> {
@@ -149,6 +156,7 @@ fn parse(params: &Params) -> Result<Opts> {
         k: p.k,
         trial: p.trial,
         cpu_fallback: p.cpu_fallback.is_set(),
+        spmm: p.spmm.is_set(),
     })
 }
 
@@ -491,6 +499,10 @@ pub fn run_trial<T: Scalar>(
 struct AutoLayout<T: Scalar> {
     inner: Box<dyn Layout<T>>,
     cpu_fallback: Option<Box<dyn Layout<T>>>,
+    /// A `csr` layout kept for the multi-vector path when the chosen one has no SpMM kernel.
+    spmm_csr: Option<Box<dyn Layout<T>>>,
+    /// `spmm=1`: multi-vector calls choose per (k, order) ([`MultiKernel::Auto`]).
+    spmm: bool,
     /// The registered method named by `choice.method` ([`Layout::chosen`]).
     chosen: &'static dyn Method,
     choice: Choice,
@@ -521,6 +533,37 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
             return None;
         }
         self.inner.values_mut()
+    }
+    /// `update_values` asks this first: the kept SpMM copy takes the new values (CSR order, as
+    /// given), and `None` lets the plan update the chosen layout as it would without the copy
+    /// (gather into [`Layout::values_mut`], else re-prepare, which makes a new copy).
+    fn reencode_values(
+        &mut self,
+        _pattern: &crate::matrix::Pattern,
+        vals: &[T],
+    ) -> Option<std::result::Result<(), String>> {
+        if let Some(v) = self.spmm_csr.as_mut().and_then(|c| c.values_mut()) {
+            if v.len() == vals.len() {
+                v.copy_from_slice(vals);
+            }
+        }
+        None
+    }
+    /// With `spmm=1`, the CSR matrix of the chosen layout, its CPU fallback or the kept copy,
+    /// for [`MultiKernel::Auto`] (the plan times its candidates per shape); with `spmm=0`, the
+    /// chosen layout's own kernel, if any.
+    fn multi(&self) -> Option<MultiSource<'_, T>> {
+        let own = self.inner.multi();
+        if !self.spmm {
+            return own;
+        }
+        let src = own
+            .or_else(|| self.cpu_fallback.as_ref()?.multi())
+            .or_else(|| self.spmm_csr.as_ref()?.multi())?;
+        Some(MultiSource {
+            kernel: MultiKernel::Auto,
+            ..src
+        })
     }
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         let mut s = self.inner.prep_stages();
@@ -595,18 +638,19 @@ fn prepare<T: Scalar>(
     } else {
         (delegate(find(choice.method)?)?, None, None)
     };
-    let fallback = parse(params)?.cpu_fallback;
-    finish(choice, inner, trial, device, fallback, &delegate)
+    let o = parse(params)?;
+    finish(choice, inner, trial, device, (o.cpu_fallback, o.spmm), &delegate)
 }
 
 /// Wraps the chosen layout, adding a `csr` layout for the CPU path when the choice has no CPU
-/// executor.
+/// executor, and one for the multi-vector path (`spmm=1`) when the choice has no SpMM kernel
+/// and no CPU fallback was made (the fallback serves both).
 fn finish<T: Scalar>(
     choice: Choice,
     inner: Box<dyn Layout<T>>,
     trial: Option<(Vec<TrialEntry>, Duration)>,
     device: Option<Box<dyn DeviceLayout<T>>>,
-    want_fallback: bool,
+    (want_fallback, want_spmm): (bool, bool),
     delegate: &impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
 ) -> Result<Box<dyn Layout<T>>> {
     let chosen = find(choice.method)?;
@@ -615,9 +659,16 @@ fn finish<T: Scalar>(
     } else {
         Some(delegate(find("csr")?)?)
     };
+    let spmm_csr = if want_spmm && inner.multi().is_none() && cpu_fallback.is_none() {
+        Some(delegate(find("csr")?)?)
+    } else {
+        None
+    };
     Ok(Box::new(AutoLayout {
         inner,
         cpu_fallback,
+        spmm_csr,
+        spmm: want_spmm,
         chosen,
         choice,
         trial,

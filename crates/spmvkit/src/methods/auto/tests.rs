@@ -216,6 +216,8 @@ fn a_gpu_only_choice_runs_on_the_cpu_through_csr() {
                 .prepare_f64(&a, &Params::new())
                 .unwrap(),
         ),
+        spmm_csr: None,
+        spmm: false,
         chosen,
         choice: Choice {
             method: "cusparse",
@@ -315,6 +317,8 @@ fn a_trial_keeps_the_fastest_measured_layout_without_preparing_it_again() {
     let l = AutoLayout {
         inner: out.layout,
         cpu_fallback: None,
+        spmm_csr: None,
+        spmm: false,
         chosen: find(out.winner).unwrap(),
         choice: Choice {
             method: out.winner,
@@ -659,17 +663,50 @@ fn the_cpu_fallback_is_built_only_when_asked() {
     };
     let inner = || delegate(find("cusparse-alg1").unwrap()).unwrap();
     let x = vec![1.0; a.ncols()];
-    let with = finish(choice(), inner(), None, None, true, &delegate).unwrap();
+    let with = finish(choice(), inner(), None, None, (true, false), &delegate).unwrap();
     let mut y = vec![0.0; a.nrows()];
     with.run_cpu(1.0, &x, 0.0, &mut y).unwrap();
     let r = crate::cpu::oracle_spmv(&a, 1.0, &x, 0.0, &vec![0.0; a.nrows()]).unwrap();
     assert!(crate::cpu::check(&r, &y).ok);
-    let without = finish(choice(), inner(), None, None, false, &delegate).unwrap();
+    let without = finish(choice(), inner(), None, None, (false, false), &delegate).unwrap();
     assert!(matches!(
         without.run_cpu(1.0, &x, 0.0, &mut y),
         Err(Error::MethodUnsupported { .. })
     ));
     assert!(parse(&Params::parse(["cpu_fallback=maybe"]).unwrap()).is_err());
+}
+
+/// With `spmm=1` auto offers the multi-vector choice ([`MultiKernel::Auto`]) on the chosen
+/// layout's CSR, or on a kept `csr` copy when the choice has none (the copy takes new values
+/// through `reencode_values`, which `update_values` calls first, and the chosen layout keeps
+/// its own update path); with `spmm=0` only the chosen layout's own kernel, and no copy.
+#[test]
+fn the_spmm_copy_is_kept_only_when_needed_and_asked() {
+    use crate::methods::spmm::MultiKernel;
+    let a = crate::gen::generate::<f64>("powerlaw:2000,6").unwrap();
+    let delegate = |m: &'static dyn Method| m.prepare_f64(&a, &Params::new());
+    for (name, own) in [("merge", None), ("csr-vector", Some(MultiKernel::RowSplit))] {
+        let choice = || Choice {
+            method: find(name).unwrap().info().name,
+            predicted_us: None,
+            reason: "test".into(),
+            candidates: vec![],
+        };
+        let inner = || delegate(find(name).unwrap()).unwrap();
+        let mut on = finish(choice(), inner(), None, None, (false, true), &delegate).unwrap();
+        let src = on.multi().expect("spmm=1 offers the choice");
+        assert_eq!(src.kernel, MultiKernel::Auto);
+        assert_eq!((src.a.nnz(), src.a.vals()), (a.nnz(), a.vals()));
+        assert!(on.values_mut().is_some(), "{name}: the chosen layout's update path");
+        let doubled: Vec<f64> = a.vals().iter().map(|v| 2.0 * v).collect();
+        assert!(on.reencode_values(a.pattern(), &doubled).is_none());
+        let src = on.multi().unwrap();
+        if own.is_none() {
+            assert_eq!(src.a.vals(), &doubled[..], "{name}: the copy took the new values");
+        }
+        let off = finish(choice(), inner(), None, None, (false, false), &delegate).unwrap();
+        assert_eq!(off.multi().map(|s| s.kernel), own, "{name}");
+    }
 }
 
 /// The method `auto` chose is a typed value ([`Layout::chosen`], [`crate::Plan::chosen`]) that
@@ -688,7 +725,7 @@ fn autos_typed_choice_is_present_and_matches_the_note() {
             candidates: vec![],
         };
         let inner = delegate(find(name).unwrap()).unwrap();
-        let l = finish(choice, inner, None, None, true, &delegate).unwrap();
+        let l = finish(choice, inner, None, None, (true, false), &delegate).unwrap();
         let typed = l.chosen().expect("auto reports its choice").info().name;
         assert_eq!(typed, name);
         let noted: Vec<_> = l

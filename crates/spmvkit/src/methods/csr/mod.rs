@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::matrix::Csr;
 use crate::methods::common::room::{forward, method};
 use crate::methods::Layout;
-use crate::methods::spmm::{MultiKernel, MultiSource};
+use crate::methods::spmm::{MultiKernel, MultiSource, SpmmTune};
 use crate::scalar::Scalar;
 
 method! {
@@ -39,6 +39,7 @@ impl<T: Scalar> Layout<T> for CsrLayout<T> {
         Some(MultiSource {
             kernel: MultiKernel::RowSplit,
             a: &self.a,
+            tune: SpmmTune::default(),
         })
     }
 }

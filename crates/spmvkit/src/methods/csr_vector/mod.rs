@@ -16,9 +16,9 @@ use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
 use crate::methods::common::csr::CsrArgs;
 use crate::methods::common::room::{forward, method, room_kernel};
-use crate::methods::params::params;
+use crate::methods::params::{one_of, params, AutoOr};
 use crate::methods::Layout;
-use crate::methods::spmm::{MultiKernel, MultiSource};
+use crate::methods::spmm::{MultiKernel, MultiSource, SpmmTune};
 use crate::scalar::Scalar;
 
 room_kernel!("csr-vector", [CsrArgs::entry("csr_vector")]);
@@ -30,6 +30,18 @@ params! {
     struct CsrVectorParams {
         /// threads per block (a multiple of 32, at most 1024); one warp per row
         threads: u32 = 256, in THREADS;
+        /// SpMM row-major tile (docs/spmm.md): vectors per lane and pass, auto (the rule of
+        /// spmm::RmConfig: one 16-byte load's worth, more when k > 32 lanes' worth) or 1, 2, 4, 8
+        spmm_cols: AutoOr<u32> = auto, in one_of([1, 2, 4, 8]);
+        /// SpMM row-major tile: the widest load of an X row, bytes (4, 8, 16)
+        spmm_vec: u32 = 16, in one_of([4, 8, 16]);
+        /// SpMM row-major tile: nonzeros per unrolled step, auto (the lanes per row, 2 to 8 /
+        /// loads per lane) or 2, 4, 8 (lowered to 8 / loads per lane)
+        spmm_unroll: AutoOr<u32> = auto, in one_of([2, 4, 8]);
+        /// SpMM row-major: rows longer than this many nonzeros are cut into pieces of it, auto
+        /// (spmm::piece_nnz: 4 × the mean row, at least nnz / 2^16, a power of two in 64..=1024)
+        /// or 16..=65536
+        spmm_piece: AutoOr<u32> = auto, in 16..=65536;
     }
 }
 
@@ -45,14 +57,21 @@ method! {
         Ok(Box::new(CsrVectorLayout {
             a: csr.clone(),
             threads: p.threads,
+            tune: SpmmTune {
+                cols: p.spmm_cols.value(),
+                vec_bytes: p.spmm_vec,
+                unroll: p.spmm_unroll.value(),
+                piece: p.spmm_piece.value(),
+            },
         }))
     }
 }
 
-/// The layout of `csr-vector`: the CSR matrix and the block size.
+/// The layout of `csr-vector`: the CSR matrix, the block size and the SpMM tile's tuning.
 pub struct CsrVectorLayout<T> {
     a: Csr<T>,
     threads: u32,
+    tune: SpmmTune,
 }
 
 impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
@@ -65,6 +84,7 @@ impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
         Some(MultiSource {
             kernel: MultiKernel::RowSplit,
             a: &self.a,
+            tune: self.tune,
         })
     }
 }

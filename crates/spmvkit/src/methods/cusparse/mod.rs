@@ -31,7 +31,7 @@ use crate::methods::common::csr::DeviceCsr;
 use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::common::room::{forward, method};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
-use crate::methods::spmm::{MultiKernel, MultiSource};
+use crate::methods::spmm::{MultiKernel, MultiSource, SpmmTune};
 use crate::scalar::{Idx, Scalar};
 
 /// `cusparse-alg1`: `CUSPARSE_SPMV_CSR_ALG1`.
@@ -223,6 +223,7 @@ impl<T: Scalar> Layout<T> for CusparseLayout<T> {
         (!self.with_upload).then_some(MultiSource {
             kernel: MultiKernel::Cusparse,
             a: &self.a,
+            tune: SpmmTune::default(),
         })
     }
 }

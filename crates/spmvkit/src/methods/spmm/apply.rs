@@ -9,33 +9,74 @@ use cudarc::driver::CudaSlice;
 
 use super::cpu::{column, run_row_split, set_column};
 use super::gpu::{copy_strided, DeviceMulti, Strided, StridedCopyArgs};
-use super::{MultiKernel, MultiPath, MultiShape, KERNEL};
+use super::{MultiKernel, MultiPath, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Kernel, Timing, TimingConfig, TimingMode};
 use crate::matrix::DenseOrder;
 use crate::methods::{Backend, Plan, PrepareFor};
 use crate::scalar::Scalar;
 
-/// What a plan keeps for its multi-vector calls: the kernel's device state, the fallback's copy
-/// kernel and scratch vectors, the plan's own blocks (what [`Plan::time_multi`] runs on, and
-/// what [`Plan::apply_multi`] moves host blocks through), and notes for reports.
+/// What a plan keeps for its multi-vector calls: the kernels' device state (one per kernel
+/// made: `auto`'s candidates each), the fallback's copy kernel and scratch vectors, the plan's
+/// own blocks (what [`Plan::time_multi`] runs on, and what [`Plan::apply_multi`] moves host
+/// blocks through), `auto`'s choice per shape, and notes for reports.
 pub(crate) struct MultiState<T: Scalar> {
-    device: Option<DeviceMulti<T>>,
+    devices: Vec<(MultiKernel, DeviceMulti<T>)>,
     copy: Option<Kernel<StridedCopyArgs<'static, T>>>,
     scratch: Option<(CudaSlice<T>, CudaSlice<T>)>,
     blocks: Option<Blocks<T>>,
+    chosen: Vec<(MultiShape, MultiPath)>,
     notes: Vec<(String, String)>,
 }
 
 impl<T: Scalar> Default for MultiState<T> {
     fn default() -> Self {
         MultiState {
-            device: None,
+            devices: Vec::new(),
             copy: None,
             scratch: None,
             blocks: None,
+            chosen: Vec::new(),
             notes: Vec::new(),
         }
+    }
+}
+
+impl<T: Scalar> MultiState<T> {
+    fn device(&self, k: MultiKernel) -> Option<&DeviceMulti<T>> {
+        self.devices.iter().find(|(d, _)| *d == k).map(|(_, d)| d)
+    }
+
+    fn note(&mut self, key: String, value: String) {
+        self.notes.retain(|(k, _)| *k != key);
+        self.notes.push((key, value));
+    }
+}
+
+/// How `auto`'s candidates are timed on the first call of a shape: one warm-up call, then the
+/// median of 3 samples of 3 back-to-back calls (stream timing), on zeroed scratch blocks.
+const AUTO_TRIAL: TimingConfig = TimingConfig {
+    warmup: 1,
+    calls: 3,
+    samples: 3,
+};
+
+/// The path of `shape` on `plan` with multi-vector state `st` ([`Plan::multi_path`]).
+fn path_of<T: PrepareFor>(plan: &Plan<T>, st: &MultiState<T>, shape: MultiShape) -> MultiPath {
+    let kernel = plan.layout().multi().map(|s| s.kernel);
+    match (kernel, plan.permutation(), plan.backend()) {
+        (Some(MultiKernel::RowSplit), None, _) | (Some(MultiKernel::Auto), None, Backend::Cpu) => {
+            MultiPath::Kernel(MultiKernel::RowSplit)
+        }
+        (Some(MultiKernel::Auto), None, Backend::Gpu) => st
+            .chosen
+            .iter()
+            .find(|(s, _)| *s == shape)
+            .map_or(MultiPath::Kernel(MultiKernel::Auto), |(_, p)| *p),
+        (Some(MultiKernel::Cusparse), None, Backend::Gpu) => {
+            MultiPath::Kernel(MultiKernel::Cusparse)
+        }
+        _ => MultiPath::Columns,
     }
 }
 
@@ -63,18 +104,11 @@ fn no_gpu(plan_method: &str, what: &str) -> Error {
 impl<T: PrepareFor> Plan<T> {
     /// The path a multi-vector call of `shape` takes on this plan: the layout's multi-vector
     /// kernel ([`crate::methods::Layout::multi`]) when it has one that runs where the plan runs
-    /// and the plan does not reorder; otherwise k single-vector calls. The order of the block
-    /// does not change the path (both orders have a kernel where one exists).
+    /// and the plan does not reorder; otherwise k single-vector calls. For `auto` on the GPU,
+    /// the path its trial chose for the shape, or [`MultiKernel::Auto`] before the shape's
+    /// first call ([`Plan::prepare_multi`] makes the choice ahead).
     pub fn multi_path(&self, shape: MultiShape) -> MultiPath {
-        let _ = shape;
-        let kernel = self.layout().multi().map(|s| s.kernel);
-        match (kernel, self.permutation(), self.backend()) {
-            (Some(MultiKernel::RowSplit), None, _) => MultiPath::Kernel(MultiKernel::RowSplit),
-            (Some(MultiKernel::Cusparse), None, Backend::Gpu) => {
-                MultiPath::Kernel(MultiKernel::Cusparse)
-            }
-            _ => MultiPath::Columns,
-        }
+        path_of(self, self.multi_state(), shape)
     }
 
     /// Y = αAX + βY for host blocks of `shape.k` vectors in `shape.order`: X has exactly
@@ -124,7 +158,7 @@ impl<T: PrepareFor> Plan<T> {
                 let src = self.layout().multi().ok_or_else(|| {
                     Error::InvalidArgument("apply_multi: the layout lost its kernel".into())
                 })?;
-                run_row_split(src.a, alpha, x, beta, y, shape);
+                run_row_split(src.a, alpha, x, beta, y, shape, src.tune);
             }
             (MultiPath::Columns, DenseOrder::Col) => {
                 for c in 0..shape.k {
@@ -141,6 +175,36 @@ impl<T: PrepareFor> Plan<T> {
             }
         }
         Ok(path)
+    }
+
+    /// [`Plan::apply_many`] through the multi-vector path as one column-major block, on a GPU
+    /// plan with two or more pairs of the right lengths whose path for that block is a kernel
+    /// (one upload and one kernel for the k vectors); `false` (nothing done) otherwise. CPU
+    /// plans keep k single calls: the column-major CPU mirror simulates the kernel's 32 lanes
+    /// per row for bitwise parity, slower than `csr`'s own loop.
+    pub(crate) fn apply_many_as_block(
+        &mut self,
+        alpha: T,
+        xs: &[&[T]],
+        beta: T,
+        ys: &mut [&mut [T]],
+    ) -> Result<bool> {
+        let (m, n) = (self.nrows(), self.ncols());
+        let fits = xs.iter().all(|x| x.len() == n) && ys.iter().all(|y| y.len() == m);
+        if self.backend() != Backend::Gpu || xs.len() < 2 || xs.len() != ys.len() || !fits {
+            return Ok(false);
+        }
+        let shape = MultiShape::col_major(xs.len());
+        if !matches!(self.prepare_multi(shape)?, MultiPath::Kernel(_)) {
+            return Ok(false);
+        }
+        let x: Vec<T> = xs.concat();
+        let mut y: Vec<T> = ys.iter().flat_map(|v| v.iter().copied()).collect();
+        self.apply_multi(alpha, &x, beta, &mut y, shape)?;
+        for (yc, block) in ys.iter_mut().zip(y.chunks_exact(m.max(1))) {
+            yc.copy_from_slice(&block[..m]);
+        }
+        Ok(true)
     }
 
     /// Y = αAX + βY on device blocks: enqueued on [`Gpu::stream`], asynchronous. X needs at
@@ -173,12 +237,11 @@ impl<T: PrepareFor> Plan<T> {
         let dims = (self.nrows(), self.ncols());
         let (xl, yl) = (shape.len(dims.1)?, shape.len(dims.0)?);
         shape.check("prepare_multi", dims, xl, yl, true)?;
-        let path = self.multi_path(shape);
         if self.backend() == Backend::Gpu {
             self.settle_calls()?;
-            self.with_multi(|plan, st| ready(plan, st, shape, path))?;
+            self.with_multi(|plan, st| ready(plan, st, shape, path_of(plan, st, shape)))?;
         }
-        Ok(path)
+        Ok(self.multi_path(shape))
     }
 
     /// Notes of the multi-vector path for reports (cuSPARSE's algorithm per shape, the
@@ -189,7 +252,7 @@ impl<T: PrepareFor> Plan<T> {
 
     /// Device bytes the multi-vector path holds besides the blocks (its matrix copy, buffers).
     pub fn multi_footprint_bytes(&mut self) -> usize {
-        self.with_multi(|_, st| st.device.as_ref().map_or(0, |d| d.footprint_bytes()))
+        self.with_multi(|_, st| st.devices.iter().map(|(_, d)| d.footprint_bytes()).sum())
     }
 
     /// Sets the plan's own device blocks to `shape` (reallocating, zeroed, when the shape
@@ -311,7 +374,8 @@ impl<T: PrepareFor> Plan<T> {
     }
 }
 
-/// Makes what `path` needs for `shape` on a GPU plan (idempotent).
+/// Makes what `path` needs for `shape` on a GPU plan (idempotent); for
+/// [`MultiKernel::Auto`], the trial of the shape ([`choose`]) when it has not run.
 fn ready<T: PrepareFor>(
     plan: &Plan<T>,
     st: &mut MultiState<T>,
@@ -322,19 +386,23 @@ fn ready<T: PrepareFor>(
         .gpu()
         .ok_or_else(|| no_gpu(plan.info().name, "apply_multi_device"))?;
     match path {
-        MultiPath::Kernel(_) => {
-            if st.device.is_none() {
+        MultiPath::Kernel(MultiKernel::Auto) => choose(plan, st, shape),
+        MultiPath::Kernel(kernel) => {
+            if st.device(kernel).is_none() {
                 let src = plan.layout().multi().ok_or_else(|| {
                     Error::InvalidArgument("SpMM: the layout offers no kernel".into())
                 })?;
-                st.device = Some(DeviceMulti::upload(gpu, &src)?);
+                let src = MultiSource { kernel, ..src };
+                st.devices.push((kernel, DeviceMulti::upload(gpu, &src)?));
             }
-            if let Some(d) = &st.device {
-                for (k, v) in d.prepare(gpu, shape)? {
-                    st.notes.retain(|(key, _)| *key != k);
-                    st.notes.push((k, v));
-                }
+            let notes = match st.device(kernel) {
+                Some(d) => d.prepare(gpu, shape)?,
+                None => Vec::new(),
+            };
+            for (k, v) in notes {
+                st.note(k, v);
             }
+            Ok(())
         }
         MultiPath::Columns => {
             if st.copy.is_none() {
@@ -345,22 +413,79 @@ fn ready<T: PrepareFor>(
                     Error::InvalidArgument("SpMM: the GPU plan has no device vectors".into())
                 })?;
                 st.scratch = Some((gpu.alloc_zeros(x.len())?, gpu.alloc_zeros(y.len())?));
-                let key = "spmm fallback".to_string();
-                st.notes.retain(|(k, _)| *k != key);
-                st.notes.push((
-                    key,
+                st.note(
+                    "spmm fallback".into(),
                     "k single-vector calls, each column copied into and out of scratch \
                      vectors by a strided copy kernel"
                         .into(),
-                ));
+                );
             }
+            Ok(())
         }
     }
+}
+
+/// `auto`'s choice for `shape`: each candidate (spmvkit's row-split kernels, cuSPARSE SpMM, k
+/// calls of the plan's SpMV) made and timed ([`AUTO_TRIAL`]) on zeroed scratch blocks; the
+/// fastest is kept for the shape, the device state no shape chose is dropped, and the times
+/// go to the notes. A candidate that fails is skipped (its error in the notes); all failing is
+/// an error.
+fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiShape) -> Result<()> {
+    if st.chosen.iter().any(|(s, _)| *s == shape) {
+        return Ok(());
+    }
+    let gpu = plan
+        .gpu()
+        .cloned()
+        .ok_or_else(|| no_gpu(plan.info().name, "apply_multi_device"))?;
+    let (xl, yl) = (shape.len(plan.ncols())?, shape.len(plan.nrows())?);
+    gpu.ensure_fits("SpMM auto trial blocks", T::BYTES * (xl + yl))?;
+    let x = gpu.alloc_zeros::<T>(xl.max(1))?;
+    let mut y = gpu.alloc_zeros::<T>(yl.max(1))?;
+    let mut trials = Vec::new();
+    for path in [
+        MultiPath::Kernel(MultiKernel::RowSplit),
+        MultiPath::Kernel(MultiKernel::Cusparse),
+        MultiPath::Columns,
+    ] {
+        let timed = ready(plan, st, shape, path).and_then(|()| {
+            crate::gpu::timing::time(&gpu, TimingMode::Stream, &AUTO_TRIAL, || {
+                run_path(plan, st, path, T::one(), &x, T::zero(), &mut y, shape)
+            })
+        });
+        trials.push((path, timed.map(|t| t.median_us)));
+    }
+    let best = trials
+        .iter()
+        .filter_map(|(p, r)| r.as_ref().ok().map(|us| (*p, *us)))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let list = trials
+        .iter()
+        .map(|(p, r)| match r {
+            Ok(us) => format!("{p} {us:.2} µs"),
+            Err(e) => format!("{p} failed ({e})"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let Some((path, _)) = best else {
+        return Err(Error::InvalidArgument(format!(
+            "SpMM auto k={} {}: every candidate failed: {list}",
+            shape.k, shape.order
+        )));
+    };
+    st.note(
+        format!("spmm auto k={} {}", shape.k, shape.order),
+        format!("{path} kept; {list}"),
+    );
+    st.chosen.push((shape, path));
+    let kept: Vec<MultiPath> = st.chosen.iter().map(|(_, p)| *p).collect();
+    st.devices
+        .retain(|(k, _)| kept.contains(&MultiPath::Kernel(*k)));
     Ok(())
 }
 
 /// One multi-vector call on device blocks (lengths checked by the caller, again by the
-/// kernels and copies), on the path of the plan.
+/// kernels and copies), on the path of the plan (made first when it is not).
 fn run_device<T: PrepareFor>(
     plan: &Plan<T>,
     st: &mut MultiState<T>,
@@ -370,15 +495,34 @@ fn run_device<T: PrepareFor>(
     y: &mut CudaSlice<T>,
     shape: MultiShape,
 ) -> Result<MultiPath> {
-    let path = plan.multi_path(shape);
+    if path_of(plan, st, shape) == MultiPath::Kernel(MultiKernel::Auto) {
+        choose(plan, st, shape)?;
+    }
+    let path = path_of(plan, st, shape);
     ready(plan, st, shape, path)?;
+    run_path(plan, st, path, alpha, x, beta, y, shape)?;
+    Ok(path)
+}
+
+/// One multi-vector call on `path`, made ready before.
+#[allow(clippy::too_many_arguments)]
+fn run_path<T: PrepareFor>(
+    plan: &Plan<T>,
+    st: &mut MultiState<T>,
+    path: MultiPath,
+    alpha: T,
+    x: &CudaSlice<T>,
+    beta: T,
+    y: &mut CudaSlice<T>,
+    shape: MultiShape,
+) -> Result<()> {
     let gpu: &Gpu = plan
         .gpu()
         .ok_or_else(|| no_gpu(plan.info().name, "apply_multi_device"))?;
     let missing = || Error::InvalidArgument("SpMM: device state missing after setup".into());
     match path {
-        MultiPath::Kernel(_) => {
-            let d = st.device.as_ref().ok_or_else(missing)?;
+        MultiPath::Kernel(k) => {
+            let d = st.device(k).ok_or_else(missing)?;
             d.run(gpu, shape, alpha, x, beta, y)?;
         }
         MultiPath::Columns => {
@@ -399,7 +543,7 @@ fn run_device<T: PrepareFor>(
             }
         }
     }
-    Ok(path)
+    Ok(())
 }
 
 fn strided<T>(buf: &mut CudaSlice<T>, off: usize, stride: usize) -> Strided<&mut CudaSlice<T>> {

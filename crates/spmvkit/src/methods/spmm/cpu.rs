@@ -4,25 +4,23 @@
 //! is also the CPU path of the layouts that offer [`super::MultiKernel::RowSplit`].
 //!
 //! The mirror's summation order is the kernels': row-major, each (row, vector) sums the row's
-//! nonzeros in CSR order with fused multiply-adds from zero, and a row longer than
-//! [`PIECE_NNZ`] is summed so per piece, the pieces' sums then added in order from zero;
+//! nonzeros in CSR order with fused multiply-adds from zero, walked as the tile walks them
+//! (chunks of `lanes` nonzeros, `unroll` at a time, [`RmConfig`]), and a row longer than the
+//! piece length ([`piece_nnz`]) is summed so per piece, the pieces' sums then added in order
+//! from zero;
 //! column-major, each vector is the
 //! `csr-vector` order (32 lanes from the 32-aligned row start, a butterfly). Both end with the
 //! kernels' store (`α·sum`, then `β·y` fused when β ≠ 0). The results are bitwise the GPU's.
 
 use rayon::prelude::*;
 
-use super::{DenseOrder, MultiShape};
+use super::tile::piece_nnz;
+use super::{DenseOrder, MultiShape, RmConfig, SpmmTune};
 use crate::cpu::{check, oracle_spmv_par, Check, Reference};
 use crate::error::Result;
 use crate::matrix::Csr;
 use crate::methods::common::warp::{butterfly_sum, lane_partials, store};
 use crate::scalar::Scalar;
-
-/// The longest row the row-major kernel sums with one group of lanes; a longer row is cut into
-/// pieces of at most this many nonzeros, each summed by its own group, and a fix-up adds the
-/// pieces' partial sums in order (nnz balance for skewed rows; `kernel.cu`).
-pub const PIECE_NNZ: usize = 1024;
 
 /// The pieces [s, e) of a row [start, end) of more than `limit` nonzeros: `limit` each from the
 /// start, the last one shorter.
@@ -158,8 +156,8 @@ pub fn check_multi<T: Scalar>(refs: &[Reference], y: &[T], shape: MultiShape) ->
     out
 }
 
-/// Y = αAX + βY as the row-split kernels compute it (module doc), rows in parallel. Lengths are
-/// checked by the caller.
+/// Y = αAX + βY as the row-split kernels compute it (module doc) with the tile `tune` gives
+/// (host blocks count as aligned), rows in parallel. Lengths are checked by the caller.
 pub fn run_row_split<T: Scalar>(
     a: &Csr<T>,
     alpha: T,
@@ -167,6 +165,7 @@ pub fn run_row_split<T: Scalar>(
     beta: T,
     y: &mut [T],
     shape: MultiShape,
+    tune: SpmmTune,
 ) {
     let (m, k) = (a.nrows(), shape.k);
     if m == 0 {
@@ -176,13 +175,22 @@ pub fn run_row_split<T: Scalar>(
     match shape.order {
         DenseOrder::Row => {
             let (cols, vals) = (a.col_idx(), a.vals());
-            // acc = the fma chain from zero over nonzeros [s, e), per vector
+            let cfg = RmConfig::choose(k, T::BYTES, tune, 256, (m, 0));
+            let piece = piece_nnz(a.nnz(), m, tune);
+            let (lanes, unroll) = (cfg.lanes as usize, cfg.unroll as usize);
+            // acc = the fma chain from zero over nonzeros [s, e), per vector: chunks of `lanes`
+            // nonzeros, each taken `unroll` at a time, as spmm_rm_tile
             let range = |acc: &mut [T], s: usize, e: usize| {
                 acc.iter_mut().for_each(|v| *v = T::zero());
-                for j in s..e {
-                    let (c, v) = (cols[j] as usize, vals[j]);
-                    for (a, &xv) in acc.iter_mut().zip(&x[c * k..(c + 1) * k]) {
-                        *a = v.mul_add(xv, *a);
+                for base in (s..e).step_by(lanes) {
+                    let n = lanes.min(e - base);
+                    for i in (0..n).step_by(unroll) {
+                        for j in base + i..base + (i + unroll).min(n) {
+                            let (c, v) = (cols[j] as usize, vals[j]);
+                            for (a, &xv) in acc.iter_mut().zip(&x[c * k..(c + 1) * k]) {
+                                *a = v.mul_add(xv, *a);
+                            }
+                        }
                     }
                 }
             };
@@ -190,10 +198,10 @@ pub fn run_row_split<T: Scalar>(
                 || (vec![T::zero(); k], vec![T::zero(); k]),
                 |(acc, tot), (i, yrow)| {
                     let (s, e) = (rp[i] as usize, rp[i + 1] as usize);
-                    if e - s > PIECE_NNZ {
+                    if e - s > piece {
                         // the pieces' partials added in order from zero (the fix-up)
                         tot.iter_mut().for_each(|v| *v = T::zero());
-                        for (ps, pe) in pieces(s, e, PIECE_NNZ) {
+                        for (ps, pe) in pieces(s, e, piece) {
                             range(acc, ps, pe);
                             for (t, &p) in tot.iter_mut().zip(acc.iter()) {
                                 *t += p;

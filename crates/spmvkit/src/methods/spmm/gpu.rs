@@ -3,19 +3,25 @@
 //! ([`DeviceMulti`]: the row-split kernels on their CSR copy, or cuSPARSE SpMM) with their
 //! launches, and the strided column copy of the single-vector fallback.
 //!
-//! Row-major rows longer than [`PIECE_NNZ`] are cut into pieces ([`DeviceLong`]): after the
-//! row kernel (which skips them), a group per piece writes partial sums and a fix-up adds them
-//! per row in order and stores; the partial sums' buffer is sized at `prepare` for the shape.
+//! Row-major, one tile entry per call ([`RmConfig`]: lanes per row, values per X load, loads
+//! per lane, unroll; chosen from k, the precision, X's alignment and the method's
+//! [`SpmmTune`]). Rows longer than the piece length ([`piece_nnz`]) are cut into pieces
+//! ([`DeviceLong`]): the same launch takes the pieces first (each writes its partial sums) and
+//! then the other rows, and a fix-up adds each long row's partials in order and stores; the
+//! partial sums' buffer is sized at `prepare` for the shape.
 //!
-//! Grids: row-major, ⌈nrows·lanes / 256⌉ CTAs of 256 threads (a group of `lanes` per row,
-//! lanes = k rounded up to a power of two, at most 32), grid-striding past 2^20 CTAs;
-//! column-major, a warp per row as `csr-vector` (256 threads, the kernel strides).
+//! Grids: row-major, ⌈nrows·lanes / 256⌉ CTAs of 256 threads (a group of `lanes` per row),
+//! grid-striding past 2^20 CTAs; column-major, a warp per row as `csr-vector` (256 threads,
+//! the kernel strides).
 
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::CudaSlice;
 
-use super::cpu::{LongRows, PIECE_NNZ};
+use cudarc::driver::DevicePtr;
+
+use super::cpu::LongRows;
+use super::tile::{piece_nnz, RmConfig, SpmmTune, RM_TILES};
 use super::{MultiKernel, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::cusparse::CusparseSpmm;
@@ -30,26 +36,29 @@ use crate::scalar::{Idx, Scalar};
 const THREADS: u32 = 256;
 /// The most CTAs of one launch (the kernels grid-stride past it).
 const MAX_CTAS: usize = 1 << 20;
+/// Resident threads per SM (sm_80 and sm_90), for the tile rule's fill ([`RmConfig::choose`]).
+const THREADS_PER_SM: usize = 2048;
 
 crate::kernel_args! {
-    /// `spmm_rows_rm` / `spmm_rows_cm`: the CSR matrix with the blocks as its operands, the
-    /// matrix's columns (X's leading dimension, column-major), k, and the lanes per row
-    /// (row-major).
+    /// `spmm_rows_cm`: the CSR matrix with the blocks as its operands, the matrix's columns (X's
+    /// leading dimension) and k.
     pub(crate) struct SpmmArgs<'a, T> {
         csr: CsrArgs<'a, T>,
         ncols: i32,
         k: i32,
-        lanes: i32,
-        limit: i32,
     }
 }
 
 crate::kernel_args! {
-    /// `spmm_pieces_rm`: the long rows' pieces, a group each, their partial sums to `partial`.
-    pub(crate) struct SpmmPiecesArgs<'a, T> {
+    /// The row-major tiles `spmm_rm_v<V>a<A>u<U>`: the CSR matrix with the blocks as operands,
+    /// k, the lanes per row, the piece length `limit` (rows over it are skipped), and the long
+    /// rows' pieces, which the same launch takes first (a group per piece, partial sums to
+    /// `partial`).
+    pub(crate) struct SpmmRmArgs<'a, T> {
         csr: CsrArgs<'a, T>,
         k: i32,
         lanes: i32,
+        limit: i32,
         piece_start: DevRef<'a, Idx>,
         piece_end: DevRef<'a, Idx>,
         npieces: i32,
@@ -70,37 +79,39 @@ crate::kernel_args! {
     }
 }
 
-/// The long rows of a matrix on the device, with the kernels that take them and the partial
-/// sums' buffer (pieces × the largest k prepared).
+/// The long rows of a matrix on the device (none, one element each, when it has none: the
+/// rows mode's arguments point at them unread), with the fix-up and the partial sums' buffer
+/// (pieces × the largest k prepared).
 pub(super) struct DeviceLong<T: Scalar> {
+    /// The piece length ([`piece_nnz`]) and the matrix's rows.
+    piece: usize,
+    nrows: usize,
     npieces: usize,
     nlong: usize,
     rows: CudaSlice<Idx>,
     first: CudaSlice<Idx>,
     start: CudaSlice<Idx>,
     end: CudaSlice<Idx>,
-    pieces: Kernel<SpmmPiecesArgs<'static, T>>,
     fixup: Kernel<SpmmFixupArgs<'static, T>>,
     partial: Mutex<Option<CudaSlice<T>>>,
 }
 
 impl<T: Scalar> DeviceLong<T> {
-    fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Option<Box<Self>>> {
-        let l = LongRows::of(a, PIECE_NNZ);
-        if l.rows.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(Box::new(DeviceLong {
+    fn upload(gpu: &Arc<Gpu>, a: &Csr<T>, tune: SpmmTune) -> Result<Self> {
+        let piece = piece_nnz(a.nnz(), a.nrows(), tune);
+        let l = LongRows::of(a, piece);
+        Ok(DeviceLong {
+            piece,
+            nrows: a.nrows(),
             npieces: l.npieces(),
             nlong: l.rows.len(),
             rows: gpu.upload(&l.rows)?,
             first: gpu.upload(&l.first)?,
             start: gpu.upload(&l.start)?,
             end: gpu.upload(&l.end)?,
-            pieces: gpu.kernel::<T, _>(&KERNEL, "spmm_pieces_rm")?,
             fixup: gpu.kernel::<T, _>(&KERNEL, "spmm_fixup_rm")?,
             partial: Mutex::new(None),
-        })))
+        })
     }
 
     /// Grows the partial sums' buffer to hold `k` vectors of every piece.
@@ -127,9 +138,18 @@ impl<T: Scalar> DeviceLong<T> {
             + p.as_ref().map_or(0, |b| b.num_bytes())
     }
 
-    /// Enqueues the pieces and the fix-up for `c`'s block of `k` vectors (row-major).
-    fn run(&self, gpu: &Gpu, a: &DeviceCsr<T>, c: &mut Call<'_, T>, k: usize) -> Result<()> {
-        let lanes = lanes_for(k);
+    /// Enqueues row-major Y = αAX + βY for `c`'s blocks of `k` vectors with the tile `cfg`
+    /// (`rm`, its entry): the long rows' pieces and the other rows in one launch, then, when
+    /// there are long rows, the fix-up.
+    fn run(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceCsr<T>,
+        c: &mut Call<'_, T>,
+        k: usize,
+        rm: &Kernel<SpmmRmArgs<'static, T>>,
+        cfg: RmConfig,
+    ) -> Result<()> {
         let p = self.partial.lock().unwrap_or_else(|e| e.into_inner());
         let partial = p
             .as_ref()
@@ -137,30 +157,45 @@ impl<T: Scalar> DeviceLong<T> {
             .ok_or_else(|| {
                 Error::InvalidArgument(format!("SpMM: partial sums not prepared for k = {k}"))
             })?;
-        let (kk, lanes_i) = (kernel_int("SpMM k", k)?, lanes as i32);
+        let (kk, lanes) = (kernel_int("SpMM k", k)?, cfg.lanes as i32);
         let groups = |n: usize| {
-            n.checked_mul(lanes as usize).ok_or(Error::TooLarge {
+            n.checked_mul(cfg.lanes as usize).ok_or(Error::TooLarge {
                 what: "SpMM threads (groups × lanes)",
                 value: u64::MAX,
             })
         };
-        let args = SpmmPiecesArgs {
+        let args = SpmmRmArgs {
             csr: a.args("SpMM nrows", c)?,
             k: kk,
-            lanes: lanes_i,
+            lanes,
+            limit: kernel_int("SpMM piece length", self.piece)?,
             piece_start: DevRef::new(&self.start),
             piece_end: DevRef::new(&self.end),
             npieces: kernel_int("SpMM pieces", self.npieces)?,
             partial: DevMut::scratch(partial),
         };
-        let shape = Shape::grid_stride(groups(self.npieces)?, THREADS, MAX_CTAS);
-        // SAFETY: the pieces lie inside the rows of the validated Csr (built from it), X holds
-        // ncols·k entries (checked by the caller), and partial npieces·k (checked above).
-        unsafe { gpu.launch(&self.pieces, shape, &args) }?;
+        let items = a
+            .dims()
+            .0
+            .checked_add(self.npieces)
+            .ok_or(Error::TooLarge {
+                what: "SpMM work items (rows + pieces)",
+                value: u64::MAX,
+            })?;
+        let shape = Shape::grid_stride(groups(items)?, THREADS, MAX_CTAS);
+        // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz with column indices below
+        // ncols (a validated Csr); the pieces lie inside its rows (built from it); X holds
+        // ncols·k and Y nrows·k entries (checked by the caller), partial npieces·k (checked
+        // above); the tile's vector loads need X aligned to them (RmConfig::choose took X's
+        // address).
+        unsafe { gpu.launch(rm, shape, &args) }?;
+        if self.nlong == 0 {
+            return Ok(());
+        }
         let args = SpmmFixupArgs {
             csr: a.args("SpMM nrows", c)?,
             k: kk,
-            lanes: lanes_i,
+            lanes,
             long_row: DevRef::new(&self.rows),
             long_first: DevRef::new(&self.first),
             nlong: kernel_int("SpMM long rows", self.nlong)?,
@@ -186,20 +221,23 @@ crate::kernel_args! {
     }
 }
 
-/// Lanes per row of the row-major kernel for k vectors: k rounded up to a power of two, at
-/// most a warp.
-pub(crate) fn lanes_for(k: usize) -> u32 {
-    k.clamp(1, 32).next_power_of_two() as u32
+/// The address alignment of a device buffer, bytes (the largest power of two dividing it, at
+/// most 256).
+fn alignment<T>(s: &CudaSlice<T>) -> usize {
+    let (addr, _no_events) = s.device_ptr(s.stream());
+    1usize << addr.trailing_zeros().min(8)
 }
 
 /// A multi-vector kernel's state on the device.
 pub(super) enum DeviceMulti<T: Scalar> {
     RowSplit {
         a: DeviceCsr<T>,
-        rm: Kernel<SpmmArgs<'static, T>>,
+        /// The row-major tiles, in the order of [`RM_TILES`].
+        rm: Vec<Kernel<SpmmRmArgs<'static, T>>>,
         cm: Kernel<SpmmArgs<'static, T>>,
-        /// The rows longer than [`PIECE_NNZ`], when there are any.
-        long: Option<Box<DeviceLong<T>>>,
+        /// The rows longer than the piece length (possibly none).
+        long: Box<DeviceLong<T>>,
+        tune: SpmmTune,
     },
     Cusparse(CusparseSpmm<T>),
 }
@@ -210,11 +248,20 @@ impl<T: Scalar> DeviceMulti<T> {
         Ok(match src.kernel {
             MultiKernel::RowSplit => DeviceMulti::RowSplit {
                 a: DeviceCsr::upload(gpu, src.a)?,
-                rm: gpu.kernel::<T, _>(&KERNEL, "spmm_rows_rm")?,
+                rm: RM_TILES
+                    .iter()
+                    .map(|t| gpu.kernel::<T, _>(&KERNEL, t.3))
+                    .collect::<Result<_>>()?,
                 cm: gpu.kernel::<T, _>(&KERNEL, "spmm_rows_cm")?,
-                long: DeviceLong::upload(gpu, src.a)?,
+                long: Box::new(DeviceLong::upload(gpu, src.a, src.tune)?),
+                tune: src.tune,
             },
             MultiKernel::Cusparse => DeviceMulti::Cusparse(CusparseSpmm::new(gpu, src.a)?),
+            MultiKernel::Auto => {
+                return Err(Error::InvalidArgument(
+                    "SpMM: auto is a choice between kernels, not one to upload".into(),
+                ))
+            }
         })
     }
 
@@ -222,19 +269,28 @@ impl<T: Scalar> DeviceMulti<T> {
     /// for reports.
     pub(super) fn prepare(&self, gpu: &Gpu, shape: MultiShape) -> Result<Vec<(String, String)>> {
         match self {
-            DeviceMulti::RowSplit { long, .. } => match long {
-                Some(l) if shape.order == DenseOrder::Row => {
-                    l.prepare(gpu, shape.k)?;
-                    Ok(vec![(
+            DeviceMulti::RowSplit { long, tune, .. } => {
+                if shape.order != DenseOrder::Row {
+                    return Ok(Vec::new());
+                }
+                long.prepare(gpu, shape.k)?;
+                let fill = gpu.sm_count() * THREADS_PER_SM;
+                let cfg = RmConfig::choose(shape.k, T::BYTES, *tune, 256, (long.nrows, fill));
+                let mut notes = vec![(
+                    format!("spmm tile k={}", shape.k),
+                    format!("{cfg} (X aligned to 16 bytes; less aligned blocks load narrower)"),
+                )];
+                if long.nlong > 0 {
+                    notes.push((
                         "spmm long rows".into(),
                         format!(
-                            "{} rows over {PIECE_NNZ} nonzeros in {} pieces (row-major)",
-                            l.nlong, l.npieces
+                            "{} rows over {} nonzeros in {} pieces (row-major)",
+                            long.nlong, long.piece, long.npieces
                         ),
-                    )])
+                    ));
                 }
-                _ => Ok(Vec::new()),
-            },
+                Ok(notes)
+            }
             DeviceMulti::Cusparse(c) => Ok(c
                 .prepare(shape)?
                 .map(|choice| {
@@ -257,9 +313,7 @@ impl<T: Scalar> DeviceMulti<T> {
     /// Device bytes held.
     pub(super) fn footprint_bytes(&self) -> usize {
         match self {
-            DeviceMulti::RowSplit { a, long, .. } => {
-                a.num_bytes() + long.as_ref().map_or(0, |l| l.bytes())
-            }
+            DeviceMulti::RowSplit { a, long, .. } => a.num_bytes() + long.bytes(),
             DeviceMulti::Cusparse(c) => c.footprint_bytes(),
         }
     }
@@ -277,13 +331,20 @@ impl<T: Scalar> DeviceMulti<T> {
     ) -> Result<()> {
         match self {
             DeviceMulti::Cusparse(c) => c.run(shape, alpha, x, beta, y),
-            DeviceMulti::RowSplit { a, rm, cm, long } => {
+            DeviceMulti::RowSplit {
+                a,
+                rm,
+                cm,
+                long,
+                tune,
+            } => {
                 let (nrows, ncols) = a.dims();
                 shape.check("SpMM", (nrows, ncols), x.len(), y.len(), false)?;
                 if nrows == 0 {
                     return Ok(());
                 }
-                let lanes = lanes_for(shape.k);
+                let fill = gpu.sm_count() * THREADS_PER_SM;
+                let cfg = RmConfig::choose(shape.k, T::BYTES, *tune, alignment(x), (nrows, fill));
                 let mut c = Call {
                     nrows,
                     ncols,
@@ -292,34 +353,25 @@ impl<T: Scalar> DeviceMulti<T> {
                     beta,
                     y,
                 };
-                let row_major = shape.order == DenseOrder::Row;
-                let args = SpmmArgs {
-                    csr: a.args("SpMM nrows", &mut c)?,
-                    ncols: kernel_int("SpMM ncols", ncols)?,
-                    k: kernel_int("SpMM k", shape.k)?,
-                    lanes: lanes as i32,
-                    limit: if row_major { PIECE_NNZ as i32 } else { 0 },
-                };
-                let (kernel, grid) = match shape.order {
+                match shape.order {
                     DenseOrder::Row => {
-                        let threads = nrows.checked_mul(lanes as usize).ok_or(Error::TooLarge {
-                            what: "SpMM threads (rows × lanes)",
-                            value: u64::MAX,
+                        let at = cfg.tile().ok_or_else(|| {
+                            Error::InvalidArgument(format!("SpMM: no tile entry for {cfg}"))
                         })?;
-                        (rm, Shape::grid_stride(threads, THREADS, MAX_CTAS))
+                        long.run(gpu, a, &mut c, shape.k, &rm[at], cfg)
                     }
                     DenseOrder::Col => {
+                        let args = SpmmArgs {
+                            csr: a.args("SpMM nrows", &mut c)?,
+                            ncols: kernel_int("SpMM ncols", ncols)?,
+                            k: kernel_int("SpMM k", shape.k)?,
+                        };
                         let ctas = nrows.div_ceil((THREADS / 32) as usize).min(MAX_CTAS);
-                        (cm, Shape::ctas(ctas, THREADS))
+                        // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz with
+                        // column indices below ncols (a validated Csr); X holds ncols·k and Y
+                        // nrows·k entries (checked above), which is all the kernel indexes.
+                        unsafe { gpu.launch(cm, Shape::ctas(ctas, THREADS), &args) }
                     }
-                };
-                // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz with column
-                // indices below ncols (a validated Csr); X holds ncols·k and Y nrows·k entries
-                // (checked above), which is all the kernels index.
-                unsafe { gpu.launch(kernel, grid, &args) }?;
-                match long {
-                    Some(l) if row_major => l.run(gpu, a, &mut c, shape.k),
-                    _ => Ok(()),
                 }
             }
         }

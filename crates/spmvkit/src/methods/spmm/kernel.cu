@@ -1,104 +1,213 @@
 // SpMM, Y = alpha*A*X + beta*Y for X of k vectors (issue #24; docs/spmm.md): the row-split CSR
-// kernels for both block orders (row-major with its long rows cut into nnz-balanced pieces and a
-// deterministic fix-up), and the strided column copy of the single-vector fallback.
+// kernels for both block orders (row-major: GE-SpMM-style tiles, long rows cut into nnz-balanced
+// pieces and a deterministic fix-up), and the strided column copy of the single-vector fallback.
 // The CPU mirror (methods/spmm/cpu.rs) reproduces the arithmetic of both kernels bit for bit.
 // Block indices are 64-bit (rows * k may pass 2^32); row and nonzero indices are 32-bit as in
 // every CSR kernel.
 
-// The argument struct of the row-split entries (Rust twin: methods/spmm/gpu.rs, SpmmArgs): the
-// CSR matrix and the operands, x and y being the blocks X (ncols x k) and Y (nrows x k); the
-// lanes per row (row-major); `limit`, the longest row spmm_rows_rm takes (0: every row; longer
-// ones go through the pieces and the fix-up below).
+// The argument struct of the column-major entry (Rust twin: methods/spmm/gpu.rs, SpmmArgs): the
+// CSR matrix and the operands, x and y being the blocks X (ncols x k) and Y (nrows x k).
 struct SpmmArgs {
     CsrArgs csr;
     int ncols;
     int k;
-    int lanes;
-    int limit;
 };
 
-// Accumulators per lane of the row-major kernels: a pass covers lanes * SPMM_PER_LANE vectors
-// (256 with a full warp); larger k takes more passes over the range.
-#define SPMM_PER_LANE 8
-
-// The row-major core: the group's lane `lane` of `lanes` sums nonzeros [start, end) for its
-// vectors c = c0 + lane + t*lanes, each a chain of fmas from zero in CSR order, reading the k
-// contiguous values of X's row col_idx[j] per nonzero (coalesced across the group). With
-// `store`, out[c] = alpha*sum (+ beta*out[c] fused when beta != 0); without, out[c] = sum (a
-// piece's partial).
-__device__ __forceinline__ void spmm_rm_range(const CsrArgs& a, unsigned long long k, unsigned start,
-                                              unsigned end, unsigned lane, unsigned lanes,
-                                              real_t* out, bool store) {
-    for (unsigned long long c0 = 0; c0 < k; c0 += (unsigned long long)lanes * SPMM_PER_LANE) {
-        real_t acc[SPMM_PER_LANE];
-#pragma unroll
-        for (int t = 0; t < SPMM_PER_LANE; ++t) acc[t] = (real_t)0;
-        for (unsigned j = start; j < end; ++j) {
-            const real_t v = ldg(a.vals + j);
-            const real_t* xrow = a.x + (unsigned long long)(unsigned)ldg(a.col_idx + j) * k;
-#pragma unroll
-            for (int t = 0; t < SPMM_PER_LANE; ++t) {
-                const unsigned long long c = c0 + lane + (unsigned long long)t * lanes;
-                if (c < k) acc[t] = fma(v, ldg(xrow + c), acc[t]);
-            }
-        }
-#pragma unroll
-        for (int t = 0; t < SPMM_PER_LANE; ++t) {
-            const unsigned long long c = c0 + lane + (unsigned long long)t * lanes;
-            if (c < k) {
-                if (store) {
-                    const real_t s = a.alpha * acc[t];
-                    out[c] = (a.beta == (real_t)0) ? s : fma(a.beta, out[c], s);
-                } else {
-                    out[c] = acc[t];
-                }
-            }
-        }
-    }
-}
-
-// Row-major X and Y (a row's k values contiguous). A group of `lanes` lanes (a power of two, at
-// most 32, at least k when k < 32) takes a row: the gather of x becomes a gather of contiguous
-// rows of X. Rows longer than `limit` (when set) are left to the pieces below.
-extern "C" __global__ void spmm_rows_rm(const SpmmArgs a) {
-    const unsigned lanes = (unsigned)a.lanes;
-    const unsigned lane = threadIdx.x & (lanes - 1u);
-    const unsigned long long k = (unsigned long long)a.k;
-    const unsigned long long nrows = (unsigned long long)a.csr.nrows;
-    const unsigned long long groups = (unsigned long long)gridDim.x * (blockDim.x / lanes);
-    for (unsigned long long row = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
-         row < nrows; row += groups) {
-        const unsigned start = (unsigned)ldg(a.csr.row_ptr + row);
-        const unsigned end = (unsigned)ldg(a.csr.row_ptr + row + 1);
-        if (a.limit > 0 && end - start > (unsigned)a.limit) continue;
-        spmm_rm_range(a.csr, k, start, end, lane, lanes, a.csr.y + row * k, true);
-    }
-}
-
-// The long rows of row-major SpMM, nnz-balanced: each row longer than `limit` is cut into pieces
-// of at most `limit` nonzeros (piece_start/piece_end, consecutive per row); a group per piece
-// writes its k partial sums to partial[piece * k + c] (Rust twin: SpmmPiecesArgs).
-struct SpmmPiecesArgs {
+// The argument struct of the row-major tile entries spmm_rm_v<V>a<A>u<U> (Rust twin: SpmmRmArgs,
+// whose RmConfig picks the entry and `lanes`). One launch takes npieces + nrows work items, the
+// pieces first (the long work starts first):
+// - item p < npieces: the piece [piece_start[p], piece_end[p]) of a long row, its k partial sums
+//   to partial[p * k + c] (added by spmm_fixup_rm);
+// - item npieces + r: row r, unless it is longer than `limit` (the piece length; its pieces
+//   cover it).
+struct SpmmRmArgs {
     CsrArgs csr;
     int k;
     int lanes;
+    int limit;
     const unsigned int* piece_start;
     const unsigned int* piece_end;
     int npieces;
     real_t* partial;
 };
 
-extern "C" __global__ void spmm_pieces_rm(const SpmmPiecesArgs a) {
-    const unsigned lanes = (unsigned)a.lanes;
-    const unsigned lane = threadIdx.x & (lanes - 1u);
-    const unsigned long long k = (unsigned long long)a.k;
-    const unsigned long long groups = (unsigned long long)gridDim.x * (blockDim.x / lanes);
-    for (unsigned long long p = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
-         p < (unsigned long long)a.npieces; p += groups) {
-        spmm_rm_range(a.csr, k, ldg(a.piece_start + p), ldg(a.piece_end + p), lane, lanes,
-                      a.partial + p * k, false);
+// V consecutive values of a row of X in one load (8 or 16 bytes when V > 1): the caller
+// guarantees p is aligned to V values (k a multiple of V and X's base aligned, checked on the host).
+template <int V>
+__device__ __forceinline__ void spmm_ldx(const real_t* p, real_t* o);
+template <>
+__device__ __forceinline__ void spmm_ldx<1>(const real_t* p, real_t* o) { o[0] = ldg(p); }
+#ifdef SPMVKIT_REAL_F64
+template <>
+__device__ __forceinline__ void spmm_ldx<2>(const real_t* p, real_t* o) {
+    const double2 v = __ldg(reinterpret_cast<const double2*>(p));
+    o[0] = v.x;
+    o[1] = v.y;
+}
+template <>
+__device__ __forceinline__ void spmm_ldx<4>(const real_t* p, real_t* o) {
+    const double2 v = __ldg(reinterpret_cast<const double2*>(p));
+    const double2 w = __ldg(reinterpret_cast<const double2*>(p) + 1);
+    o[0] = v.x;
+    o[1] = v.y;
+    o[2] = w.x;
+    o[3] = w.y;
+}
+#else
+template <>
+__device__ __forceinline__ void spmm_ldx<2>(const real_t* p, real_t* o) {
+    const float2 v = __ldg(reinterpret_cast<const float2*>(p));
+    o[0] = v.x;
+    o[1] = v.y;
+}
+template <>
+__device__ __forceinline__ void spmm_ldx<4>(const real_t* p, real_t* o) {
+    const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+    o[0] = v.x;
+    o[1] = v.y;
+    o[2] = v.z;
+    o[3] = v.w;
+}
+#endif
+
+// The row-major tile (GE-SpMM's coalesced row caching and coarse-grained warp merging, Huang et
+// al. SC'20): a group of `lanes` lanes (a power of two, at most 32; `mask` its lanes in the
+// warp, `lane` the rank in it) sums nonzeros [start, end) for the vectors it owns. Lane `lane`
+// owns, per pass of lanes*V*A vectors from c0, the A runs of V consecutive vectors
+// c0 + (t*lanes + lane)*V .. + V (t < A): each of its A loads of an X row is V values wide, and
+// the group's loads of one t cover lanes*V contiguous values (coalesced).
+// Per chunk of `lanes` nonzeros the group loads the (column, value) pairs coalesced, one per
+// lane and one chunk ahead, then broadcasts them by shuffles, U at a time: the U rows of X are loaded before their
+// fmas, so U*A loads per lane are in flight. Each (row, vector) stays one chain of fmas from zero
+// in CSR order (the CPU mirror's order, methods/spmm/cpu.rs). With `store`,
+// out[c] = alpha*sum (+ beta*out[c] fused when beta != 0); without, out[c] = sum.
+template <int V, int A, int U>
+__device__ __forceinline__ void spmm_rm_tile(const CsrArgs& a, unsigned long long k, unsigned start,
+                                             unsigned end, unsigned lane, unsigned lanes,
+                                             unsigned mask, real_t* out, bool store) {
+    const unsigned long long pass = (unsigned long long)lanes * V * A;
+    for (unsigned long long c0 = 0; c0 < k; c0 += pass) {
+        real_t acc[A][V];
+        bool live[A];
+#pragma unroll
+        for (int t = 0; t < A; ++t) {
+            // k is a multiple of V when V > 1, so a run that starts below k ends inside it
+            live[t] = c0 + ((unsigned long long)t * lanes + lane) * V < k;
+#pragma unroll
+            for (int e = 0; e < V; ++e) acc[t][e] = (real_t)0;
+        }
+        const real_t* xc = a.x + c0 + (unsigned long long)lane * V;
+        // the chunk's pairs, loaded one chunk ahead (the next chunk's loads overlap this one's
+        // gathers)
+        unsigned col_next = 0u;
+        real_t val_next = (real_t)0;
+        if (start + lane < end) {
+            col_next = (unsigned)ldg(a.col_idx + start + lane);
+            val_next = ldg(a.vals + start + lane);
+        }
+        for (unsigned base = start; base < end; base += lanes) {
+            const unsigned col = col_next;
+            const real_t val = val_next;
+            const unsigned jn = base + lanes + lane;
+            if (jn < end) {
+                col_next = (unsigned)ldg(a.col_idx + jn);
+                val_next = ldg(a.vals + jn);
+            }
+            const unsigned n = min(lanes, end - base);
+            for (unsigned i = 0; i < n; i += U) {
+                real_t xv[U][A][V];
+                real_t vv[U];
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const unsigned cu = __shfl_sync(mask, col, (int)(i + u), (int)lanes);
+                    vv[u] = __shfl_sync(mask, val, (int)(i + u), (int)lanes);
+                    const real_t* xrow = xc + (unsigned long long)cu * k;
+#pragma unroll
+                    for (int t = 0; t < A; ++t) {
+                        if (i + u < n && live[t]) {
+                            spmm_ldx<V>(xrow + (unsigned long long)t * lanes * V, xv[u][t]);
+                        }
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+#pragma unroll
+                    for (int t = 0; t < A; ++t) {
+                        if (i + u < n && live[t]) {
+#pragma unroll
+                            for (int e = 0; e < V; ++e) acc[t][e] = fma(vv[u], xv[u][t][e], acc[t][e]);
+                        }
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < A; ++t) {
+            if (!live[t]) continue;
+            real_t* o = out + c0 + ((unsigned long long)t * lanes + lane) * V;
+#pragma unroll
+            for (int e = 0; e < V; ++e) {
+                if (store) {
+                    const real_t s = a.alpha * acc[t][e];
+                    o[e] = (a.beta == (real_t)0) ? s : fma(a.beta, o[e], s);
+                } else {
+                    o[e] = acc[t][e];
+                }
+            }
+        }
     }
 }
+
+// Row-major X and Y (a row's k values contiguous): groups of `lanes` lanes grid-stride over the
+// long rows' pieces, then the rows, each through spmm_rm_tile.
+template <int V, int A, int U>
+__device__ __forceinline__ void spmm_rm(const SpmmRmArgs& a) {
+    const unsigned lanes = (unsigned)a.lanes;
+    const unsigned lane = threadIdx.x & (lanes - 1u);
+    const unsigned mask =
+        lanes == 32u ? FULL_MASK : ((1u << lanes) - 1u) << ((threadIdx.x & 31u) & ~(lanes - 1u));
+    const unsigned long long k = (unsigned long long)a.k;
+    const unsigned long long groups = (unsigned long long)gridDim.x * (blockDim.x / lanes);
+    const unsigned long long first = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
+    const unsigned long long npieces = (unsigned long long)a.npieces;
+    const unsigned long long items = npieces + (unsigned long long)a.csr.nrows;
+    for (unsigned long long it = first; it < items; it += groups) {
+        if (it < npieces) {
+            spmm_rm_tile<V, A, U>(a.csr, k, ldg(a.piece_start + it), ldg(a.piece_end + it), lane, lanes,
+                                  mask, a.partial + it * k, false);
+            continue;
+        }
+        const unsigned long long row = it - npieces;
+        const unsigned start = (unsigned)ldg(a.csr.row_ptr + row);
+        const unsigned end = (unsigned)ldg(a.csr.row_ptr + row + 1);
+        if (end - start > (unsigned)a.limit) continue;
+        spmm_rm_tile<V, A, U>(a.csr, k, start, end, lane, lanes, mask, a.csr.y + row * k, true);
+    }
+}
+
+// The entries, one per (V, A, U) the host may pick (gpu.rs, RmConfig): V values per X load, A
+// loads per lane per nonzero (V*A <= 8 vectors per lane and pass), U nonzeros per unrolled step
+// (U*A <= 8 loads in flight per lane, U >= 2).
+#define SPMM_RM_ENTRY(V, A, U) \
+    extern "C" __global__ void spmm_rm_v##V##a##A##u##U(const SpmmRmArgs a) { spmm_rm<V, A, U>(a); }
+SPMM_RM_ENTRY(1, 1, 2)
+SPMM_RM_ENTRY(1, 1, 4)
+SPMM_RM_ENTRY(1, 1, 8)
+SPMM_RM_ENTRY(1, 2, 2)
+SPMM_RM_ENTRY(1, 2, 4)
+SPMM_RM_ENTRY(1, 4, 2)
+SPMM_RM_ENTRY(1, 8, 2)
+SPMM_RM_ENTRY(2, 1, 2)
+SPMM_RM_ENTRY(2, 1, 4)
+SPMM_RM_ENTRY(2, 1, 8)
+SPMM_RM_ENTRY(2, 2, 2)
+SPMM_RM_ENTRY(2, 2, 4)
+SPMM_RM_ENTRY(2, 4, 2)
+SPMM_RM_ENTRY(4, 1, 2)
+SPMM_RM_ENTRY(4, 1, 4)
+SPMM_RM_ENTRY(4, 1, 8)
+SPMM_RM_ENTRY(4, 2, 2)
+SPMM_RM_ENTRY(4, 2, 4)
 
 // The fix-up of the long rows: a group per long row adds its pieces' partials in piece order
 // (t = 0; t = t + partial, a fixed order: deterministic) and stores y = alpha*t (+ beta*y fused)
@@ -133,12 +242,14 @@ extern "C" __global__ void spmm_fixup_rm(const SpmmFixupArgs a) {
     }
 }
 
-// Column-major X and Y (each vector contiguous). A warp per row, the vectors in a loop: for each
-// vector the 32 lanes stride over the row's nonzeros from the row start aligned down to 32 (as
-// csr-vector), and warp_reduce_sum adds their partials, so each vector's result is bitwise
-// csr-vector's SpMV. The row's indices and values are read from DRAM once and from L1/L2 for
-// the later vectors; the x gathers are the k SpMVs' own (column-major X has no contiguous rows
-// to read), which is why row-major is the faster order.
+// Column-major X and Y (each vector contiguous). A warp per row, the vectors SPMM_CM_VECS at a
+// time: for each group of vectors the 32 lanes stride over the row's nonzeros from the row start
+// aligned down to 32 (as csr-vector), each lane loading a nonzero's column and value once for the
+// group and issuing the group's independent x gathers together, and warp_reduce_sum adds each
+// vector's partials: each vector's result is bitwise csr-vector's SpMV. The row's indices and
+// values come from DRAM once and from L1/L2 for the later groups; the x gathers are the k SpMVs'
+// own (column-major X has no contiguous rows to read), which is why row-major is the faster order.
+#define SPMM_CM_VECS 8
 extern "C" __global__ void spmm_rows_cm(const SpmmArgs a) {
     const unsigned lane = threadIdx.x & 31u;
     const unsigned warps_per_block = blockDim.x >> 5;
@@ -149,18 +260,33 @@ extern "C" __global__ void spmm_rows_cm(const SpmmArgs a) {
          row += stride) {
         const unsigned start = (unsigned)ldg(a.csr.row_ptr + row);
         const unsigned end = (unsigned)ldg(a.csr.row_ptr + row + 1);
-        for (int c = 0; c < a.k; ++c) {
-            const real_t* x = a.csr.x + (unsigned long long)c * ncols;
-            real_t sum = (real_t)0;
-            unsigned j = (start & ~31u) + lane;
-            if (j >= start && j < end) sum = fma(ldg(a.csr.vals + j), ldg(x + ldg(a.csr.col_idx + j)), sum);
-            j += 32u;
-            for (; j < end; j += 32u) sum = fma(ldg(a.csr.vals + j), ldg(x + ldg(a.csr.col_idx + j)), sum);
-            sum = warp_reduce_sum(sum);
-            if (lane == 0) {
-                real_t* y = a.csr.y + (unsigned long long)c * nrows + row;
-                const real_t t = a.csr.alpha * sum;
-                *y = (a.csr.beta == (real_t)0) ? t : fma(a.csr.beta, *y, t);
+        for (int c0 = 0; c0 < a.k; c0 += SPMM_CM_VECS) {
+            real_t sum[SPMM_CM_VECS];
+#pragma unroll
+            for (int t = 0; t < SPMM_CM_VECS; ++t) sum[t] = (real_t)0;
+            for (unsigned j = (start & ~31u) + lane; j < end; j += 32u) {
+                if (j < start) continue;
+                const real_t v = ldg(a.csr.vals + j);
+                const unsigned long long col = (unsigned long long)(unsigned)ldg(a.csr.col_idx + j);
+                real_t xv[SPMM_CM_VECS];
+#pragma unroll
+                for (int t = 0; t < SPMM_CM_VECS; ++t) {
+                    if (c0 + t < a.k) xv[t] = ldg(a.csr.x + (unsigned long long)(c0 + t) * ncols + col);
+                }
+#pragma unroll
+                for (int t = 0; t < SPMM_CM_VECS; ++t) {
+                    if (c0 + t < a.k) sum[t] = fma(v, xv[t], sum[t]);
+                }
+            }
+#pragma unroll
+            for (int t = 0; t < SPMM_CM_VECS; ++t) {
+                if (c0 + t >= a.k) break;
+                const real_t s = warp_reduce_sum(sum[t]);
+                if (lane == 0) {
+                    real_t* y = a.csr.y + (unsigned long long)(c0 + t) * nrows + row;
+                    const real_t r = a.csr.alpha * s;
+                    *y = (a.csr.beta == (real_t)0) ? r : fma(a.csr.beta, *y, r);
+                }
             }
         }
     }

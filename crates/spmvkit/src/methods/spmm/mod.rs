@@ -24,6 +24,7 @@
 mod apply;
 pub mod cpu;
 mod gpu;
+mod tile;
 
 #[cfg(test)]
 mod tests;
@@ -34,6 +35,7 @@ pub use crate::matrix::{DenseOrder, MultiShape};
 pub(crate) use apply::MultiState;
 pub use apply::MultiTiming;
 pub use cpu::{check_multi, oracle_multi, MultiCheck};
+pub use tile::{piece_nnz, RmConfig, SpmmTune, PIECE_GROUPS};
 
 use crate::matrix::Csr;
 use crate::methods::common::room::room_kernel;
@@ -41,14 +43,31 @@ use crate::methods::common::room::room_kernel;
 use crate::methods::{Layout, Plan};
 
 room_kernel!(
-    /// The SpMM kernels (`methods/spmm/kernel.cu`): the row-split kernels for both orders and
-    /// the strided column copy of the single-vector fallback.
+    /// The SpMM kernels (`methods/spmm/kernel.cu`): the row-major tiles (one entry per
+    /// (V, A, U) of `tile::RM_TILES`), the long rows' fix-up, the column-major kernel and the
+    /// strided column copy of the single-vector fallback.
     "spmm",
     [
-        gpu::SpmmArgs::entry("spmm_rows_rm"),
-        gpu::SpmmArgs::entry("spmm_rows_cm"),
-        gpu::SpmmPiecesArgs::entry("spmm_pieces_rm"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v1a1u2"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v1a1u4"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v1a1u8"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v1a2u2"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v1a2u4"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v1a4u2"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v1a8u2"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v2a1u2"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v2a1u4"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v2a1u8"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v2a2u2"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v2a2u4"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v2a4u2"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v4a1u2"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v4a1u4"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v4a1u8"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v4a2u2"),
+        gpu::SpmmRmArgs::entry("spmm_rm_v4a2u4"),
         gpu::SpmmFixupArgs::entry("spmm_fixup_rm"),
+        gpu::SpmmArgs::entry("spmm_rows_cm"),
         gpu::StridedCopyArgs::entry("spmm_copy_strided"),
     ]
 );
@@ -63,6 +82,11 @@ pub enum MultiKernel {
     RowSplit,
     /// `cusparseSpMM` with the fastest CSR algorithm for the (k, order), timed when set up.
     Cusparse,
+    /// A layout's offer to let the plan choose per (k, order) (`auto`): on the GPU the first
+    /// call of a shape times [`MultiKernel::RowSplit`], [`MultiKernel::Cusparse`] and
+    /// [`MultiPath::Columns`] and keeps the fastest; on the CPU the row-split mirror. A call
+    /// never takes this path itself; [`Plan::multi_path`] says it until the shape is chosen.
+    Auto,
 }
 
 impl MultiKernel {
@@ -71,6 +95,7 @@ impl MultiKernel {
         match self {
             MultiKernel::RowSplit => "row-split",
             MultiKernel::Cusparse => "cusparse-spmm",
+            MultiKernel::Auto => "auto (chosen per shape on its first call)",
         }
     }
 }
@@ -94,9 +119,11 @@ impl std::fmt::Display for MultiPath {
     }
 }
 
-/// What a layout offers [`Plan::apply_multi`] ([`Layout::multi`]): its multi-vector kernel and
-/// the CSR matrix that kernel runs on (the layout's own).
+/// What a layout offers [`Plan::apply_multi`] ([`Layout::multi`]): its multi-vector kernel,
+/// the CSR matrix that kernel runs on (the layout's own), and the row-major tile's tuning (the
+/// method's parameters; [`SpmmTune::default`] leaves it to the rule).
 pub struct MultiSource<'a, T> {
     pub kernel: MultiKernel,
     pub a: &'a Csr<T>,
+    pub tune: SpmmTune,
 }

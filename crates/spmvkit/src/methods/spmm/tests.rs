@@ -87,6 +87,8 @@ fn corpus_paths<T: PrepareFor>() {
             ("csr-vector", cpu(), row_split),
             ("merge", cpu(), MultiPath::Columns),
             ("csr", rcm.clone(), MultiPath::Columns),
+            // auto on the CPU: the row-split mirror on the chosen layout's CSR or its copy
+            ("auto", cpu(), row_split),
         ] {
             if opts.reorder == Reorder::None || a.nrows() == a.ncols() {
                 plans.push((Plan::new(method, &a, &opts).unwrap(), want));
@@ -148,6 +150,32 @@ fn the_mirror_orders_are_the_kernels() {
                 "k={k} vector {c}: row-major differs from its one-vector call"
             );
         }
+    }
+}
+
+/// After `update_values`, every path's multi-vector call uses the new values (`auto`'s SpMM
+/// copy included).
+#[test]
+fn multi_calls_see_updated_values() {
+    let a = crate::gen::generate::<f64>("powerlaw:1500,7").unwrap();
+    let doubled: Vec<f64> = a.vals().iter().map(|v| 2.0 * v).collect();
+    let a2 = Csr::with_pattern(a.pattern().clone(), doubled.clone()).unwrap();
+    let shape = MultiShape::row_major(5);
+    let (x, y0) = blocks(&a, shape);
+    let refs = oracle_multi(&a2, 1.0, &x, 0.5, &y0, shape).unwrap();
+    for method in ["csr", "csr-vector", "merge", "auto"] {
+        let mut plan = Plan::new(method, &a, &cpu()).unwrap();
+        let mut y = y0.clone();
+        plan.apply_multi(1.0, &x, 0.5, &mut y, shape).unwrap();
+        plan.update_values(&doubled).unwrap();
+        let mut y = y0.clone();
+        plan.apply_multi(1.0, &x, 0.5, &mut y, shape).unwrap();
+        let c = check_multi(&refs, &y, shape);
+        assert!(
+            c.check.ok,
+            "{method}: vector {} row {}",
+            c.worst_vector, c.check.worst_row
+        );
     }
 }
 

@@ -1,0 +1,251 @@
+//! The row-major SpMM tile's parameters as data (issue #24; docs/spmm.md, "The row-major
+//! kernel"): [`SpmmTune`], what a method exposes as parameters (`csr-vector`'s `spmm_cols`,
+//! `spmm_vec`, `spmm_unroll`), and [`RmConfig`], the tile one call runs with — lanes per row,
+//! values per X load, loads per lane, nonzeros per unrolled step — chosen from k, the precision
+//! and X's alignment by one rule ([`RmConfig::choose`]) that the kernels' launch and the CPU
+//! mirror share. Each (V, A, U) is one entry of `kernel.cu` ([`RM_TILES`]), as CUB keeps one
+//! policy struct per kernel.
+
+/// The (V, A, U) of each row-major tile entry `spmm_rm_v<V>a<A>u<U>` in `kernel.cu`: V values
+/// per X load (8 or 16 bytes when V > 1), A loads per lane per nonzero (V·A ≤ 8 vectors per
+/// lane and pass), U nonzeros per unrolled step (U·A ≤ 8 loads in flight per lane, U ≥ 2).
+pub(crate) const RM_TILES: [(u32, u32, u32, &str); 18] = [
+    (1, 1, 2, "spmm_rm_v1a1u2"),
+    (1, 1, 4, "spmm_rm_v1a1u4"),
+    (1, 1, 8, "spmm_rm_v1a1u8"),
+    (1, 2, 2, "spmm_rm_v1a2u2"),
+    (1, 2, 4, "spmm_rm_v1a2u4"),
+    (1, 4, 2, "spmm_rm_v1a4u2"),
+    (1, 8, 2, "spmm_rm_v1a8u2"),
+    (2, 1, 2, "spmm_rm_v2a1u2"),
+    (2, 1, 4, "spmm_rm_v2a1u4"),
+    (2, 1, 8, "spmm_rm_v2a1u8"),
+    (2, 2, 2, "spmm_rm_v2a2u2"),
+    (2, 2, 4, "spmm_rm_v2a2u4"),
+    (2, 4, 2, "spmm_rm_v2a4u2"),
+    (4, 1, 2, "spmm_rm_v4a1u2"),
+    (4, 1, 4, "spmm_rm_v4a1u4"),
+    (4, 1, 8, "spmm_rm_v4a1u8"),
+    (4, 2, 2, "spmm_rm_v4a2u2"),
+    (4, 2, 4, "spmm_rm_v4a2u4"),
+];
+
+/// The tuning of the row-major SpMM tile a layout asks for (method parameters; every field
+/// `None` or the default leaves the choice to [`RmConfig::choose`]'s rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpmmTune {
+    /// Vectors per lane and pass (1, 2, 4 or 8); `None`: the rule.
+    pub cols: Option<u32>,
+    /// The widest load of an X row, bytes (4, 8 or 16).
+    pub vec_bytes: u32,
+    /// Nonzeros per unrolled step (2, 4 or 8, lowered to what the tile allows); `None`: the rule.
+    pub unroll: Option<u32>,
+    /// The piece length: rows longer are cut into pieces of this many nonzeros ([`piece_nnz`]);
+    /// `None`: the rule.
+    pub piece: Option<u32>,
+}
+
+impl Default for SpmmTune {
+    fn default() -> Self {
+        SpmmTune {
+            cols: None,
+            vec_bytes: 16,
+            unroll: None,
+            piece: None,
+        }
+    }
+}
+
+/// Groups a matrix's nonzeros are shared among for the piece rule ([`piece_nnz`]): about the
+/// groups of 4 lanes an H200 keeps resident (132 SMs × 2048 threads / 4). A constant, not the
+/// device's, so that the pieces (and with them the bits) are the same on every machine and in
+/// the CPU mirror.
+pub const PIECE_GROUPS: usize = 1 << 16;
+
+/// The piece length of the row-major kernels for a matrix of `nnz` nonzeros in `nrows` rows:
+/// rows longer are cut into pieces of this many nonzeros, each summed by its own group, the
+/// pieces' sums added in order by a fix-up. The rule: the larger of 4 × the mean row length
+/// (rows of a regular matrix are never cut) and nnz / [`PIECE_GROUPS`] (an equal share of the
+/// device's groups: large matrices keep long pieces), rounded up to a power of two, between 64
+/// and 1024; `tune.piece` overrides it. Short pieces keep a row of hundreds of nonzeros in a
+/// small matrix from being one group's serial walk while the GPU idles.
+pub fn piece_nnz(nnz: usize, nrows: usize, tune: SpmmTune) -> usize {
+    if let Some(p) = tune.piece {
+        return (p as usize).max(1);
+    }
+    let mean = nnz.div_ceil(nrows.max(1));
+    (4 * mean)
+        .max(nnz / PIECE_GROUPS)
+        .next_power_of_two()
+        .clamp(64, 1024)
+}
+
+/// The tile of one row-major call: a group of `lanes` lanes per row (a power of two, at most
+/// 32), each lane owning `acc` runs of `vec` consecutive vectors per pass (lanes·vec·acc
+/// vectors a pass; larger k takes more passes over the row), `unroll` nonzeros per step of
+/// the chunk loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RmConfig {
+    pub lanes: u32,
+    pub vec: u32,
+    pub acc: u32,
+    pub unroll: u32,
+}
+
+impl RmConfig {
+    /// The tile for k vectors of `elem_bytes`-byte values with X's rows aligned to `x_align`
+    /// bytes (the base address's alignment; its rows start at multiples of k values), on a
+    /// matrix of `nrows` rows and a device that keeps `fill` threads resident (0: unknown, the
+    /// CPU mirror; the tile does not change the bits).
+    ///
+    /// The rule: vectors per lane `cols` = k / 8 rounded up to a power of two (8 lanes a row),
+    /// at least one 16-byte load's worth (2 in f64, 4 in f32: fewer lanes per row mean fewer
+    /// shuffles per multiply-add and more rows per warp) and at most 8 (registers), never past k
+    /// rounded up to a power of two; but 1 when the rows at that width would fill less than half
+    /// the device (nrows · lanes < fill / 2: a small matrix is latency-bound, and more lanes per
+    /// row shorten each row's chain). Chosen on the H200 A/B of the first tiles (docs/spmm.md).
+    /// `vec` = the widest load (at most `tune.vec_bytes` and 4 values) that divides k, `cols`
+    /// and X's alignment; `acc` = cols / vec; `lanes` = k / cols rounded up to a power of two,
+    /// at most 32; `unroll` = 8 / acc (at least 2), not above the lanes (a chunk holds `lanes`
+    /// nonzeros) unless that is below 2.
+    pub fn choose(
+        k: usize,
+        elem_bytes: usize,
+        tune: SpmmTune,
+        x_align: usize,
+        (nrows, fill): (usize, usize),
+    ) -> RmConfig {
+        let pow2 = |v: usize| v.max(1).next_power_of_two();
+        let k = k.max(1);
+        let eb = elem_bytes.max(1);
+        let min_cols = (16 / eb).max(1);
+        let wide = pow2(k.div_ceil(8)).clamp(min_cols, 8).min(pow2(k));
+        let wide_lanes = pow2(k.div_ceil(wide)).min(32);
+        let small = nrows.saturating_mul(wide_lanes) < fill / 2;
+        let auto = if small { 1 } else { wide };
+        let cols = tune
+            .cols
+            .map_or(auto, |c| (c as usize).clamp(1, 8))
+            .next_power_of_two();
+        let widest = (tune.vec_bytes as usize / eb).clamp(1, 4).min(cols);
+        let mut vec = widest.next_power_of_two();
+        while vec > widest || (vec > 1 && (k % vec != 0 || x_align % (vec * eb) != 0)) {
+            vec /= 2;
+        }
+        let acc = cols / vec;
+        let lanes = pow2(k.div_ceil(cols)).min(32);
+        let max_u = (8 / acc).max(2);
+        let unroll = tune
+            .unroll
+            .map_or(lanes.clamp(2, max_u), |u| pow2(u as usize).clamp(2, max_u));
+        RmConfig {
+            lanes: lanes as u32,
+            vec: vec as u32,
+            acc: acc as u32,
+            unroll: unroll as u32,
+        }
+    }
+
+    /// Vectors one pass over a row covers.
+    pub fn pass(&self) -> usize {
+        (self.lanes * self.vec * self.acc) as usize
+    }
+
+    /// This tile's index in [`RM_TILES`] (its `kernel.cu` entry); `None` for a tile
+    /// [`RmConfig::choose`] never makes.
+    pub(crate) fn tile(&self) -> Option<usize> {
+        RM_TILES
+            .iter()
+            .position(|t| (t.0, t.1, t.2) == (self.vec, self.acc, self.unroll))
+    }
+}
+
+impl std::fmt::Display for RmConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} lanes per row, {} values per X load, {} loads per lane, unroll {}",
+            self.lanes, self.vec, self.acc, self.unroll
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every tile the rule can pick over k, precision, alignment and tuning is an entry of
+    /// kernel.cu, and covers k with lanes ≤ 32.
+    #[test]
+    fn every_choice_is_an_entry() {
+        for k in 1..=300 {
+            for eb in [4, 8] {
+                for align in [eb, 2 * eb, 16, 256] {
+                    for cols in [None, Some(1), Some(2), Some(4), Some(8)] {
+                        for unroll in [None, Some(2), Some(4), Some(8)] {
+                            for vec_bytes in [4, 8, 16] {
+                                let tune = SpmmTune {
+                                    cols,
+                                    vec_bytes,
+                                    unroll,
+                                    piece: None,
+                                };
+                                let c = RmConfig::choose(k, eb, tune, align, (1 << 20, 0));
+                                assert!(
+                                    c.tile().is_some(),
+                                    "k={k} eb={eb} {tune:?}: {c:?} has no entry"
+                                );
+                                assert!(c.lanes.is_power_of_two() && c.lanes <= 32);
+                                assert!(k % c.vec as usize == 0 || c.vec == 1);
+                                assert_eq!(align % (c.vec as usize * eb), 0);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The defaults of the shapes that matter on a large matrix: f64 k = 8 takes 4 lanes of
+    /// 16-byte loads, k = 32 8 lanes of 2 × 16 bytes, k = 256 a warp with 8 vectors per lane; an
+    /// odd k falls back to 8-byte loads; a small matrix on a large device takes a lane per
+    /// vector (k = 8: 8 lanes, k = 32: a warp).
+    #[test]
+    fn the_rule_on_common_shapes() {
+        let d = SpmmTune::default();
+        let fill = 132 * 2048;
+        let c = |k, eb, align, nrows| {
+            let c = RmConfig::choose(k, eb, d, align, (nrows, fill));
+            (c.lanes, c.vec, c.acc, c.unroll)
+        };
+        let big = 1 << 22;
+        assert_eq!(c(8, 8, 256, big), (4, 2, 1, 4));
+        assert_eq!(c(32, 8, 256, big), (8, 2, 2, 4));
+        assert_eq!(c(256, 8, 256, big), (32, 2, 4, 2));
+        assert_eq!(c(32, 4, 256, big), (8, 4, 1, 8));
+        assert_eq!(c(3, 8, 256, big), (2, 1, 2, 2));
+        assert_eq!(c(1, 8, 256, big), (1, 1, 1, 2));
+        assert_eq!(c(8, 8, 8, big), (4, 1, 2, 4));
+        assert_eq!(c(8, 8, 256, 20_000), (8, 1, 1, 8));
+        assert_eq!(c(32, 8, 256, 10_000), (32, 1, 1, 8));
+        // the CPU mirror (fill 0) takes the large rule
+        assert_eq!(RmConfig::choose(8, 8, d, 256, (10, 0)).lanes, 4);
+    }
+
+    /// The piece rule: a regular matrix keeps its rows whole (4 × the mean), a small skewed one
+    /// gets short pieces (64), a large one long pieces (nnz / 2^16, at most 1024); the
+    /// parameter overrides it.
+    #[test]
+    fn the_piece_rule() {
+        let d = SpmmTune::default();
+        assert_eq!(piece_nnz(43_250, 6_833, d), 64);
+        assert_eq!(piece_nnz(28_518_400, 4_096_000, d), 512);
+        assert_eq!(piece_nnz(63_541_036, 2_097_152, d), 1024);
+        assert_eq!(piece_nnz(1_000_000, 2_000, d), 1024);
+        let t = SpmmTune {
+            piece: Some(300),
+            ..d
+        };
+        assert_eq!(piece_nnz(43_250, 6_833, t), 300);
+    }
+}
