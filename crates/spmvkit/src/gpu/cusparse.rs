@@ -11,6 +11,12 @@
 //! bindings lack `cusparseSpMV_preprocess` (cuSPARSE ≥ 12.4), which is looked up in the loaded
 //! library by name and skipped when absent.
 //!
+//! Values stored narrower than the vectors (issue #25, docs/precision.md:
+//! [`CusparseSpmv::new_stored`]) are set up as the matrix descriptor's data type (`CUDA_R_16F`,
+//! `CUDA_R_16BF`, `CUDA_R_32F`) with x, y and the compute type in the vectors' precision; what
+//! cuSPARSE refuses (its table of mixed-precision SpMV pairs A with x of the same type) comes
+//! back as [`Error::MethodUnsupported`] naming the combination.
+//!
 //! Determinism (cuSPARSE documentation, section "cusparseSpMV()", properties list: "Provides
 //! deterministic (bit-wise) results for each run only for CUSPARSE_SPMV_COO_ALG2 and
 //! CUSPARSE_SPMV_CSR_ALG2 algorithms, and opA == CUSPARSE_OPERATION_NON_TRANSPOSE";
@@ -31,10 +37,11 @@ mod spmm;
 
 pub use spmm::{CusparseSpmm, SpmmAlg};
 
+use super::stored::DeviceValues;
 use super::{Gpu, PinnedSource};
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
-use crate::scalar::{Precision, Scalar};
+use crate::scalar::{Precision, Scalar, ValueStorage};
 
 /// Which cuSPARSE CSR SpMV algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -287,7 +294,7 @@ pub struct CusparseSpmv<T: Scalar> {
     buffer: CudaSlice<u8>,
     row_ptr: CudaSlice<u32>,
     col_idx: CudaSlice<u32>,
-    vals: CudaSlice<T>,
+    vals: DeviceValues<T>,
     /// Buffers the vector descriptors point at during setup (before the first call).
     _setup_x: CudaSlice<T>,
     _setup_y: CudaSlice<T>,
@@ -301,13 +308,25 @@ impl<T: Scalar> CusparseSpmv<T> {
     /// Uploads `a` and prepares cuSPARSE SpMV with `alg`. A matrix without entries needs no
     /// cuSPARSE at all ([`CusparseSpmv::run`] then only scales y).
     pub fn new(gpu: &Arc<Gpu>, a: &Csr<T>, alg: SpmvAlg) -> Result<Self> {
+        Self::new_stored(gpu, a, alg, ValueStorage::Same)
+    }
+
+    /// As [`CusparseSpmv::new`], with `a`'s values (rounded to `values` already) stored as
+    /// `values` in the matrix descriptor and x, y and the compute type in `T`. A combination
+    /// cuSPARSE does not support is [`Error::MethodUnsupported`] naming it.
+    pub fn new_stored(
+        gpu: &Arc<Gpu>,
+        a: &Csr<T>,
+        alg: SpmvAlg,
+        values: ValueStorage,
+    ) -> Result<Self> {
         gpu.context()
             .bind_to_thread()
             .map_err(|e| Error::cuda("binding the context", e))?;
         let (nrows, ncols, nnz) = (a.nrows(), a.ncols(), a.nnz());
         let row_ptr = gpu.upload(a.row_ptr())?;
         let col_idx = gpu.upload(a.col_idx())?;
-        let vals = gpu.upload(a.vals())?;
+        let vals = DeviceValues::upload(gpu, a.vals(), values)?;
         let mut setup_x = gpu.alloc_zeros::<T>(ncols)?;
         let mut setup_y = gpu.alloc_zeros::<T>(nrows)?;
         let mut buffer = gpu.alloc_zeros::<u8>(1)?;
@@ -325,12 +344,11 @@ impl<T: Scalar> CusparseSpmv<T> {
                 h.stream.set(h.handle, stream)?;
                 let (rp, _g1) = row_ptr.device_ptr(stream);
                 let (ci, _g2) = col_idx.device_ptr(stream);
-                let (va, _g3) = vals.device_ptr(stream);
                 create_csr(
                     &mut h.mat,
                     (nrows as i64, ncols as i64, nnz as i64),
-                    (rp, ci, va),
-                    dt,
+                    (rp, ci, vals.address()),
+                    vals.data_type(),
                 )?;
                 let (xp, _g4) = setup_x.device_ptr_mut(stream);
                 create_dn_vec("CreateDnVec(x)", &mut h.x, ncols, xp, dt)?;
@@ -340,18 +358,29 @@ impl<T: Scalar> CusparseSpmv<T> {
                 h.y_ptr = yp;
                 let (one, zero) = (T::one(), T::zero());
                 let mut size = 0usize;
-                check(
-                    "SpMV_bufferSize",
-                    spmv_call!(
-                        sys::cusparseSpMV_bufferSize,
-                        h,
-                        &one,
-                        &zero,
-                        dt,
-                        alg,
-                        &mut size
-                    ),
-                )?;
+                let sized = spmv_call!(
+                    sys::cusparseSpMV_bufferSize,
+                    h,
+                    &one,
+                    &zero,
+                    dt,
+                    alg,
+                    &mut size
+                );
+                if values != ValueStorage::Same
+                    && sized == cusparseStatus_t::CUSPARSE_STATUS_NOT_SUPPORTED
+                {
+                    return Err(Error::MethodUnsupported {
+                        method: "cusparse".into(),
+                        reason: format!(
+                            "cuSPARSE SpMV does not support A in {:?} with x, y and compute \
+                             type {dt:?} ({sized:?}; its mixed-precision table pairs A with x \
+                             of the same type)",
+                            vals.data_type()
+                        ),
+                    });
+                }
+                check("SpMV_bufferSize", sized)?;
                 buffer = gpu.alloc_zeros::<u8>(size.max(1))?;
                 if let Some(pre) = preprocess_fn() {
                     let (bp, _g6) = buffer.device_ptr_mut(stream);
@@ -439,7 +468,13 @@ impl<T: Scalar> CusparseSpmv<T> {
             self.nnz,
             stream,
         )?;
-        vals.copy_range_async("cuSPARSE values", &self.vals, 0, self.nnz, stream)
+        let DeviceValues::Same(dst) = &self.vals else {
+            return Err(Error::MethodUnsupported {
+                method: "cusparse-e2e".into(),
+                reason: "the refill copies values as the vectors' precision".into(),
+            });
+        };
+        vals.copy_range_async("cuSPARSE values", dst, 0, self.nnz, stream)
     }
 
     /// Checks that x and y are long enough for this matrix (`DimensionMismatch` otherwise).

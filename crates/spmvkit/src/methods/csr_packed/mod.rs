@@ -125,6 +125,9 @@ method! {
         summary: "GPU: compressed CSR (delta-coded columns, value dictionary), a lane per row",
         source: "spmvkit (issue #19), after CSR-DU/CSR-VI (CF'08) and BRO (ICS'13)",
         deterministic: true,
+        // f16 and bf16 values have at most 2^16 distinct values: the dictionary of the stored
+        // values (in T) with codes of at most 16 bits (docs/precision.md)
+        values: &[crate::scalar::ValueStorage::F16, crate::scalar::ValueStorage::Bf16],
         params: PARAMS,
     }
     fn prepare(csr, params) {

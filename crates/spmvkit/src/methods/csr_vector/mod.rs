@@ -17,7 +17,7 @@ use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::params;
 use crate::methods::Layout;
 use crate::methods::spmm::{MultiKernel, MultiSource};
-use crate::scalar::Scalar;
+use crate::scalar::{Scalar, ValueStorage};
 
 room_kernel!("csr-vector", [CsrArgs::entry("csr_vector")]);
 
@@ -38,26 +38,34 @@ method! {
         summary: "GPU: CSR, one warp per row, shuffle reduction",
         source: "Bell & Garland, Implementing SpMV on throughput-oriented processors, SC'09 (CSR vector kernel)",
         deterministic: true,
+        values: &ValueStorage::NARROW,
     }
-    fn prepare(csr, p: CsrVectorParams) {
+    fn prepare(csr, p: CsrVectorParams, values) {
         Ok(Box::new(CsrVectorLayout {
             a: csr.clone(),
             threads: p.threads,
+            values,
         }))
     }
 }
 
-/// The layout of `csr-vector`: the CSR matrix and the block size.
+/// The layout of `csr-vector`: the CSR matrix and the block size, the values stored as
+/// `values` on the device (docs/precision.md).
 pub struct CsrVectorLayout<T> {
     a: Csr<T>,
     threads: u32,
+    values: ValueStorage,
 }
 
 impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
     forward! { values_mut of a, footprint_bytes of a, run_cpu of a, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
-        vec![("threads per block".into(), self.threads.to_string())]
+        let mut n = vec![("threads per block".into(), self.threads.to_string())];
+        if self.values != ValueStorage::Same {
+            n.push(("values stored in".into(), self.values.to_string()));
+        }
+        n
     }
     fn multi(&self) -> Option<MultiSource<'_, T>> {
         Some(MultiSource {
