@@ -233,6 +233,20 @@ impl ValueStorage {
     }
 }
 
+impl ValueStorage {
+    /// The value whose 16 bits a kernel of this storage reads, widened as the prelude's
+    /// `widen_val` widens it (bf16: the bits above 16 zero bits, an f32; f16: IEEE binary16 to
+    /// f32, subnormals included): the host twin of the device conversion, `None` for the other
+    /// storages.
+    pub fn widen16(self, bits: u16) -> Option<f32> {
+        match self {
+            ValueStorage::Bf16 => Some(f32::from_bits(u32::from(bits) << 16)),
+            ValueStorage::F16 => Some(half::f16::from_bits(bits).to_f32()),
+            _ => None,
+        }
+    }
+}
+
 impl Display for ValueStorage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

@@ -86,6 +86,31 @@ pub fn round_values<T: Scalar>(a: &Csr<T>, storage: ValueStorage) -> Result<(Csr
 mod tests {
     use super::*;
 
+    /// Every 16-bit pattern that is a number: widened as the kernels widen it
+    /// ([`ValueStorage::widen16`], the prelude's `widen_val`), it is a value the rounding keeps
+    /// and whose stored bits are the pattern again, so the device reads exactly the host's
+    /// rounded values.
+    #[test]
+    fn the_kernels_conversion_inverts_the_stored_bits() {
+        for storage in [ValueStorage::F16, ValueStorage::Bf16] {
+            for bits in 0..=u16::MAX {
+                let v = storage.widen16(bits).unwrap();
+                if v.is_nan() {
+                    continue;
+                }
+                assert_eq!(
+                    storage.round(v).to_bits(),
+                    v.to_bits(),
+                    "{storage} {bits:#06x}"
+                );
+                assert_eq!(storage.bits16(v), Some(bits), "{storage} {bits:#06x} ({v})");
+            }
+        }
+        assert_eq!(ValueStorage::Bf16.widen16(0x3fc0), Some(1.5));
+        assert_eq!(ValueStorage::F16.widen16(0x3e00), Some(1.5));
+        assert_eq!(ValueStorage::F16.widen16(0x0001), Some(2f32.powi(-24)));
+    }
+
     /// The rounding is round-to-nearest-even, the bits are the storage's, values at the limit
     /// pass and just past it are refused, and subnormals survive where the storage has them.
     #[test]
