@@ -289,6 +289,11 @@ fn the_harness_records_narrow_modes() {
         ]
     );
     let rec = m.results[0].record.as_ref().unwrap();
+    // the byte model counts 2 bytes per bf16 value and 4 per f32 vector entry
+    let (n, nnz) = (a.nrows() as u64, a.nnz() as u64);
+    assert_eq!(rec.bytes_model, 6 * nnz + 4 * (n + 1) + 8 * n);
+    let rec64 = m.results[3].record.as_ref().unwrap();
+    assert_eq!(rec64.bytes_model, 8 * nnz + 4 * (n + 1) + 16 * n);
     let note = |k: &str| {
         rec.notes
             .iter()

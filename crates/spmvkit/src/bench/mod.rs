@@ -255,6 +255,9 @@ pub fn measure_problem<T: PrepareFor>(
     let checked = check(&problem.reference, &y);
 
     let mut rec = RunRecord::new::<T>(a, &info, plan.backend(), plan.prep_times());
+    // values stored narrower than T move fewer bytes (docs/precision.md)
+    let stored = plan.precision_mode().values.bytes(T::PRECISION);
+    rec.bytes_model -= ((T::BYTES - stored) * a.nnz()) as u64;
     rec.method = method.trim().to_string();
     rec.max_rel_err = checked.max_rel_err;
     rec.verified = checked.ok;

@@ -61,11 +61,7 @@ impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
     forward! { values_mut of a, footprint_bytes of a, run_cpu of a, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
-        let mut n = vec![("threads per block".into(), self.threads.to_string())];
-        if self.values != ValueStorage::Same {
-            n.push(("values stored in".into(), self.values.to_string()));
-        }
-        n
+        vec![("threads per block".into(), self.threads.to_string())]
     }
     fn multi(&self) -> Option<MultiSource<'_, T>> {
         Some(MultiSource {
