@@ -306,3 +306,42 @@ fn the_harness_records_narrow_modes() {
         .expect("y's conversion error");
     assert!(err > 1e-5 && err < 1e-2, "bf16's y error {err}");
 }
+
+/// A matrix with a value beyond f16's range is refused in f16-f32 for every method, as
+/// unsupported, naming the entry; bf16-f32 takes it.
+#[test]
+fn the_harness_refuses_a_matrix_that_does_not_fit() {
+    let a = Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![1, 0], vec![1.0, 1.0e5]).unwrap();
+    let cfg = HarnessConfig {
+        methods: vec!["csr-vector".into(), "merge".into()],
+        precisions: vec!["f16-f32".parse().unwrap(), "bf16-f32".parse().unwrap()],
+        measure: MeasureOptions {
+            plan: PlanOptions {
+                backend: Some(Backend::Cpu),
+                ..Default::default()
+            },
+            warmup: 0,
+            reps: 1,
+            samples: 1,
+            ..Default::default()
+        },
+        use_cache: false,
+        multi: Vec::new(),
+    };
+    let m = run_matrix("big", "big", &a, &cfg, None, &mut Silent);
+    let status: Vec<Status> = m.results.iter().map(|r| r.status).collect();
+    assert_eq!(
+        status,
+        [
+            Status::Unsupported,
+            Status::Unsupported,
+            Status::Ok,
+            Status::Ok
+        ]
+    );
+    let why = m.results[0].error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("row 1, column 0") && why.contains("f16"),
+        "{why}"
+    );
+}

@@ -252,33 +252,40 @@ fn run_methods<T: PrepareFor>(
     progress: &mut dyn Progress,
     out: &mut Vec<MethodResult>,
 ) {
-    let (m, labels) = (&cfg.measure, || {
-        cfg.methods.iter().map(move |x| with_storage(x, storage))
-    });
-    let made = super::stored_problem(a, storage, m).and_then(|s| match s {
-        Some((stored, problem, notes)) => Ok((std::borrow::Cow::Owned(stored), problem, notes)),
-        None => Ok((
-            std::borrow::Cow::Borrowed(a),
-            Problem::new(a, m.alpha, m.beta)?,
-            Vec::new(),
+    let labels: Vec<String> = cfg
+        .methods
+        .iter()
+        .map(|m| with_storage(m, storage))
+        .collect();
+    let m = &cfg.measure;
+    // the matrix as the mode stores it (a value that does not fit refuses the mode for every
+    // method: unsupported, docs/precision.md), and the oracle of those values
+    let made = match super::stored_problem(a, storage, m) {
+        Ok(Some((stored, problem, notes))) => Ok((std::borrow::Cow::Owned(stored), problem, notes)),
+        Ok(None) => Problem::new(a, m.alpha, m.beta)
+            .map(|p| (std::borrow::Cow::Borrowed(a), p, Vec::new()))
+            .map_err(|e| (Status::Failed, format!("oracle: {e}"))),
+        Err(e) => Err((
+            Status::Unsupported,
+            format!("values stored in {storage}: {e}"),
         )),
-    });
+    };
     let (a, problem, notes) = match made {
         Ok(p) => p,
-        Err(e) => {
-            for method in labels() {
+        Err((status, e)) => {
+            for method in labels {
                 out.push(MethodResult {
                     method,
                     precision: T::PRECISION,
-                    status: Status::Failed,
-                    error: Some(format!("oracle: {e}")),
+                    status,
+                    error: Some(e.clone()),
                     record: None,
                 });
             }
             return;
         }
     };
-    for method in labels() {
+    for method in labels {
         progress.method(name, &method, T::PRECISION);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             measure_problem(&a, &method, &cfg.measure, &problem)
