@@ -80,6 +80,29 @@ pub(super) fn check(what: &str, s: cusparseStatus_t) -> Result<()> {
     }
 }
 
+/// [`check`], except that `CUSPARSE_STATUS_NOT_SUPPORTED` in a mixed-precision setup (`mixed`:
+/// the matrix's data type and the vectors' and compute type) is
+/// [`Error::MethodUnsupported`] naming the combination (issue #25, docs/precision.md).
+fn check_mixed(
+    what: &str,
+    s: cusparseStatus_t,
+    mixed: Option<(cudaDataType, cudaDataType)>,
+) -> Result<()> {
+    match mixed {
+        Some((a, v)) if s == cusparseStatus_t::CUSPARSE_STATUS_NOT_SUPPORTED => {
+            Err(Error::MethodUnsupported {
+                method: "cusparse".into(),
+                reason: format!(
+                    "cuSPARSE SpMV does not support A in {a:?} with x, y and compute type \
+                     {v:?} ({what}: {s:?}; its mixed-precision table pairs A with x of the same \
+                     type)"
+                ),
+            })
+        }
+        _ => check(what, s),
+    }
+}
+
 pub(super) fn data_type<T: Scalar>() -> cudaDataType {
     match T::PRECISION {
         Precision::F32 => cudaDataType::CUDA_R_32F,
@@ -367,27 +390,13 @@ impl<T: Scalar> CusparseSpmv<T> {
                     alg,
                     &mut size
                 );
-                if values != ValueStorage::Same
-                    && sized == cusparseStatus_t::CUSPARSE_STATUS_NOT_SUPPORTED
-                {
-                    return Err(Error::MethodUnsupported {
-                        method: "cusparse".into(),
-                        reason: format!(
-                            "cuSPARSE SpMV does not support A in {:?} with x, y and compute \
-                             type {dt:?} ({sized:?}; its mixed-precision table pairs A with x \
-                             of the same type)",
-                            vals.data_type()
-                        ),
-                    });
-                }
-                check("SpMV_bufferSize", sized)?;
+                let mixed = (values != ValueStorage::Same).then(|| (vals.data_type(), dt));
+                check_mixed("SpMV_bufferSize", sized, mixed)?;
                 buffer = gpu.alloc_zeros::<u8>(size.max(1))?;
                 if let Some(pre) = preprocess_fn() {
                     let (bp, _g6) = buffer.device_ptr_mut(stream);
-                    check(
-                        "SpMV_preprocess",
-                        spmv_call!(pre, h, &one, &zero, dt, alg, bp as *mut c_void),
-                    )?;
+                    let done = spmv_call!(pre, h, &one, &zero, dt, alg, bp as *mut c_void);
+                    check_mixed("SpMV_preprocess", done, mixed)?;
                     preprocessed = true;
                 }
             }
