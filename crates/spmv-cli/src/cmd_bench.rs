@@ -11,7 +11,7 @@ use spmvkit::bench::harness::{self, HarnessConfig, Progress};
 use spmvkit::bench::suites::{self, MatrixSource, SUITES};
 use spmvkit::bench::{BenchRun, MeasureOptions, Status};
 use spmvkit::matrix::{DenseOrder, MultiShape};
-use spmvkit::Precision;
+use spmvkit::{Precision, PrecisionMode};
 
 use crate::auto_args::AutoArgs;
 use crate::{args, text, usage};
@@ -38,7 +38,10 @@ pub struct BenchArgs {
     /// `fastload,fastload[height=2],cb-spmv[format=off,balance=off]` (quote it in the shell).
     #[arg(long, default_value = "all")]
     methods: String,
-    /// Comma-separated precisions.
+    /// Comma-separated precision modes: f64, f32, or values stored narrower than x and y
+    /// (f16-f32, bf16-f32, f32-f64; docs/precision.md). A narrower mode runs each method as
+    /// NAME[storage=...], recorded under that label; methods without that storage are recorded
+    /// unsupported.
     #[arg(long, default_value = "f64")]
     precision: String,
     /// Untimed warm-up calls per measurement.
@@ -267,7 +270,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let precisions = args
         .precision
         .split(',')
-        .map(|p| p.parse::<Precision>())
+        .map(|p| p.parse::<PrecisionMode>())
         .collect::<Result<Vec<_>, _>>()?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -301,7 +304,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             cfg.methods.len(),
             cfg.precisions
                 .iter()
-                .map(Precision::to_string)
+                .map(PrecisionMode::to_string)
                 .collect::<Vec<_>>()
                 .join(" and "),
             inputs.len()

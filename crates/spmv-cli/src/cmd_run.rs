@@ -6,7 +6,7 @@ use serde_json::json;
 use spmvkit::bench::{measure, MeasureOptions, RunRecord};
 use spmvkit::methods::{Backend, Params, PlanOptions};
 use spmvkit::reorder::Reorder;
-use spmvkit::{Csr, Precision, PrepareFor};
+use spmvkit::{Csr, Precision, PrecisionMode, PrepareFor, ValueStorage};
 
 use crate::args;
 use crate::auto_args::AutoArgs;
@@ -23,6 +23,8 @@ use crate::input;
 #[command(after_help = "Examples:
   spmv run poisson3d:64 --method csr
   spmv run kron:16 --method csr-vector --precision f32 --reps 50
+  spmv run poisson3d:160 --method csr-vector --precision bf16-f32
+                                                 values in bf16, x, y and sums in f32
   spmv run a.mtx.gz --method merge --param items_per_thread=7 --json
   spmv run rgg:1000000,order=shuffled --method csr-packed --reorder rcm
                                                  bring a shuffled graph's neighbours together
@@ -42,8 +44,10 @@ pub struct RunArgs {
     /// --methods` takes it (its values win over --param).
     #[arg(short, long)]
     method: String,
-    /// Value precision.
-    #[arg(short, long, default_value = "f64", value_parser = ["f32", "f64"])]
+    /// Precision mode: f64, f32, or the matrix values stored narrower than x, y and the
+    /// accumulation: f16-f32, bf16-f32, f32-f64 (docs/precision.md). The check is against the
+    /// oracle of the stored values; the notes give the conversion's own error.
+    #[arg(short, long, default_value = "f64", value_parser = ["f32", "f64", "f16-f32", "bf16-f32", "f32-f64"])]
     precision: String,
     /// Calls per timed sample (at least 1).
     #[arg(long, default_value_t = 20, value_parser = args::at_least_one)]
@@ -87,13 +91,14 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
-    match args.precision.parse::<Precision>()? {
-        Precision::F32 => run_t::<f32>(&args),
-        Precision::F64 => run_t::<f64>(&args),
+    let mode = args.precision.parse::<PrecisionMode>()?;
+    match mode.vectors {
+        Precision::F32 => run_t::<f32>(&args, mode.values),
+        Precision::F64 => run_t::<f64>(&args, mode.values),
     }
 }
 
-fn run_t<T: PrepareFor>(args: &RunArgs) -> Result<()> {
+fn run_t<T: PrepareFor>(args: &RunArgs, values: ValueStorage) -> Result<()> {
     let mut params = Params::parse(args.params.iter().map(String::as_str))?;
     args.auto.apply_run(&args.method, &mut params)?;
     let loaded = input::load::<T>(&args.matrix, !args.no_cache)?;
@@ -102,6 +107,7 @@ fn run_t<T: PrepareFor>(args: &RunArgs) -> Result<()> {
             params,
             backend: if args.cpu { Some(Backend::Cpu) } else { None },
             reorder: args.reorder,
+            values,
             ..Default::default()
         },
         warmup: args.warmup,
@@ -119,7 +125,10 @@ fn run_t<T: PrepareFor>(args: &RunArgs) -> Result<()> {
         if rec.backend == Backend::Gpu && !args.no_baseline && !args.method.starts_with("cusparse")
         {
             let base_opts = MeasureOptions {
-                plan: PlanOptions::default(),
+                plan: PlanOptions {
+                    values,
+                    ..Default::default()
+                },
                 ..opts.clone()
             };
             best_cusparse(&loaded.matrix, &base_opts)

@@ -142,3 +142,208 @@ impl FromStr for Precision {
         }
     }
 }
+
+/// How a layout stores its matrix values, apart from the precision of x, y and the
+/// accumulation (issue #25, docs/precision.md): `Same` (the vectors' precision, the default),
+/// or narrower: `F16` and `Bf16` under f32 vectors, `F32` under f64 vectors. The kernels that
+/// support a narrower storage widen each value exactly as they load it; the oracle computes from
+/// the stored values ([`crate::matrix::round_values`]).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueStorage {
+    /// The vectors' precision.
+    #[default]
+    Same,
+    /// IEEE binary16 (f16): 5 exponent bits, 10 fraction bits; finite up to 65504.
+    F16,
+    /// bfloat16: f32's 8 exponent bits, 7 fraction bits.
+    Bf16,
+    /// f32, under f64 vectors.
+    F32,
+}
+
+impl ValueStorage {
+    /// The narrower storages.
+    pub const NARROW: [ValueStorage; 3] =
+        [ValueStorage::F16, ValueStorage::Bf16, ValueStorage::F32];
+
+    /// Its name in a precision mode and the `values=` key: `same`, `f16`, `bf16`, `f32`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueStorage::Same => "same",
+            ValueStorage::F16 => "f16",
+            ValueStorage::Bf16 => "bf16",
+            ValueStorage::F32 => "f32",
+        }
+    }
+
+    /// Bytes of one stored value under vectors of precision `vectors`.
+    pub fn bytes(self, vectors: Precision) -> usize {
+        match self {
+            ValueStorage::Same => vectors.bytes(),
+            ValueStorage::F16 | ValueStorage::Bf16 => 2,
+            ValueStorage::F32 => 4,
+        }
+    }
+
+    /// Whether values stored this way go with x and y of precision `vectors` (narrower than
+    /// them by one step: f16 and bf16 under f32, f32 under f64).
+    pub fn fits(self, vectors: Precision) -> bool {
+        matches!(
+            (self, vectors),
+            (ValueStorage::Same, _)
+                | (ValueStorage::F16 | ValueStorage::Bf16, Precision::F32)
+                | (ValueStorage::F32, Precision::F64)
+        )
+    }
+
+    /// The largest finite stored value (`f64::MAX` for `Same`).
+    pub fn max_finite(self) -> f64 {
+        match self {
+            ValueStorage::Same => f64::MAX,
+            ValueStorage::F16 => half::f16::MAX.to_f64(),
+            ValueStorage::Bf16 => half::bf16::MAX.to_f64(),
+            ValueStorage::F32 => f32::MAX as f64,
+        }
+    }
+
+    /// `v` rounded to the storage (round to nearest, ties to even) and widened back, exactly,
+    /// to `T`. `v` is first a `T` (the matrix's value), so f16 and bf16 round from f32, f32 from
+    /// f64; values past [`ValueStorage::max_finite`] become infinite (callers refuse them first).
+    pub fn round<T: Scalar>(self, v: T) -> T {
+        match self {
+            ValueStorage::Same => v,
+            ValueStorage::F16 => T::from_f64(half::f16::from_f32(v.to_f64() as f32).to_f64()),
+            ValueStorage::Bf16 => T::from_f64(half::bf16::from_f32(v.to_f64() as f32).to_f64()),
+            ValueStorage::F32 => T::from_f64(v.to_f64() as f32 as f64),
+        }
+    }
+
+    /// The 16 bits of an f16 or bf16 storage of `v` (a value [`ValueStorage::round`] left
+    /// unchanged), what a kernel of that storage reads; `None` for the other storages.
+    pub fn bits16<T: Scalar>(self, v: T) -> Option<u16> {
+        let f = v.to_f64() as f32;
+        match self {
+            ValueStorage::F16 => Some(half::f16::from_f32(f).to_bits()),
+            ValueStorage::Bf16 => Some(half::bf16::from_f32(f).to_bits()),
+            _ => None,
+        }
+    }
+}
+
+impl ValueStorage {
+    /// The value whose 16 bits a kernel of this storage reads, widened as the prelude's
+    /// `widen_val` widens it (bf16: the bits above 16 zero bits, an f32; f16: IEEE binary16 to
+    /// f32, subnormals included): the host twin of the device conversion, `None` for the other
+    /// storages.
+    pub fn widen16(self, bits: u16) -> Option<f32> {
+        match self {
+            ValueStorage::Bf16 => Some(f32::from_bits(u32::from(bits) << 16)),
+            ValueStorage::F16 => Some(half::f16::from_bits(bits).to_f32()),
+            _ => None,
+        }
+    }
+}
+
+impl Display for ValueStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ValueStorage {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "same" => Ok(ValueStorage::Same),
+            "f16" | "fp16" | "half" => Ok(ValueStorage::F16),
+            "bf16" => Ok(ValueStorage::Bf16),
+            "f32" => Ok(ValueStorage::F32),
+            other => Err(crate::Error::InvalidArgument(format!(
+                "unknown value storage '{other}': expected same, f16, bf16 or f32"
+            ))),
+        }
+    }
+}
+
+/// A precision mode (issue #25): the precision of x, y and the accumulation, and how the matrix
+/// values are stored. Written `f32`, `f64` (values as the vectors) or `STORAGE-VECTORS`:
+/// `f16-f32`, `bf16-f32`, `f32-f64`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PrecisionMode {
+    /// x, y and the accumulation.
+    pub vectors: Precision,
+    /// The matrix values.
+    pub values: ValueStorage,
+}
+
+impl PrecisionMode {
+    /// Every mode, in listing order.
+    pub const ALL: [PrecisionMode; 5] = [
+        PrecisionMode::same(Precision::F64),
+        PrecisionMode::same(Precision::F32),
+        PrecisionMode {
+            vectors: Precision::F64,
+            values: ValueStorage::F32,
+        },
+        PrecisionMode {
+            vectors: Precision::F32,
+            values: ValueStorage::Bf16,
+        },
+        PrecisionMode {
+            vectors: Precision::F32,
+            values: ValueStorage::F16,
+        },
+    ];
+
+    /// Values stored as the vectors.
+    pub const fn same(vectors: Precision) -> Self {
+        PrecisionMode {
+            vectors,
+            values: ValueStorage::Same,
+        }
+    }
+}
+
+impl From<Precision> for PrecisionMode {
+    fn from(p: Precision) -> Self {
+        PrecisionMode::same(p)
+    }
+}
+
+impl Display for PrecisionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.values {
+            ValueStorage::Same => write!(f, "{}", self.vectors),
+            v => write!(f, "{v}-{}", self.vectors),
+        }
+    }
+}
+
+impl FromStr for PrecisionMode {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim().to_ascii_lowercase();
+        let Some((values, vectors)) = t.split_once('-') else {
+            return Ok(PrecisionMode::same(t.parse()?));
+        };
+        let bad = || {
+            crate::Error::InvalidArgument(format!(
+                "unknown precision mode '{s}': expected f32, f64, f16-f32, bf16-f32 or f32-f64"
+            ))
+        };
+        let vectors: Precision = vectors.parse().map_err(|_| bad())?;
+        let values: ValueStorage = values.parse().map_err(|_| bad())?;
+        let values = if values.name() == vectors.name() {
+            ValueStorage::Same
+        } else {
+            values
+        };
+        if !values.fits(vectors) {
+            return Err(bad());
+        }
+        Ok(PrecisionMode { vectors, values })
+    }
+}

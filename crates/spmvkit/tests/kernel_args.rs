@@ -80,6 +80,7 @@ fn declaration(decl: &str) -> (String, FieldKind) {
                 "unsigned long long" => Elem::U64,
                 "real_t" => Elem::Real,
                 "double" => Elem::Double,
+                "val_t" => Elem::Stored,
                 other => panic!("pointer to {other} in `{decl}`"),
             },
             writable: !is_const,

@@ -6,9 +6,11 @@
 //! `SPMVKIT_REQUIRE_NVRTC=1`. Without libnvrtc the tests are skipped, and fail under that variable
 //! or `SPMVKIT_REQUIRE_GPU=1` (`spmvkit::testing`).
 
-use spmvkit::gpu::{compile_checked_ptx, compile_ptx, nvrtc_version, KernelSource};
+use spmvkit::gpu::{
+    compile_checked_ptx, compile_checked_ptx_mode, compile_ptx, nvrtc_version, KernelSource,
+};
 use spmvkit::testing::nvrtc_or_skip;
-use spmvkit::{Error, Precision};
+use spmvkit::{Error, Precision, PrecisionMode};
 
 const ARCHS: [&str; 2] = ["sm_80", "sm_90"];
 
@@ -45,6 +47,49 @@ fn every_kernel_compiles_for_sm80_and_sm90_in_both_precisions() {
         "compiled {compiled} kernel builds ({} sources)",
         sources.len()
     );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The kernels that read values stored narrower than x and y (issue #25, docs/precision.md)
+/// compile, with their layout checks, in every narrower mode (`-DSPMVKIT_VAL_*`), and read the
+/// values through the conversion (a 16-bit load, or an f32 load widened to f64).
+#[test]
+fn stored_value_kernels_compile_in_every_narrow_mode() {
+    if !nvrtc_or_skip("stored_value_kernels_compile_in_every_narrow_mode") {
+        return;
+    }
+    use spmvkit::methods::{csr_light, csr_packed, csr_scalar, csr_vector, merge};
+    let rooms = [
+        (csr_vector::KERNEL, true),
+        (csr_scalar::KERNEL, true),
+        (merge::KERNEL, true),
+        (csr_light::KERNEL, true),
+        // csr-packed: f16 and bf16 only (16-bit codes widened, docs/precision.md)
+        (csr_packed::KERNEL, false),
+    ];
+    let mut failures = Vec::new();
+    for (k, csr) in &rooms {
+        for mode in PrecisionMode::ALL {
+            let name = k.source.name;
+            if !csr && mode.to_string() == "f32-f64" {
+                continue;
+            }
+            match compile_checked_ptx_mode(k, mode, "sm_90") {
+                Ok(ptx) => {
+                    let load = match mode.to_string().as_str() {
+                        "f16-f32" => "cvt.f32.f16",
+                        "bf16-f32" if *csr => ".u16",
+                        "f32-f64" => "cvt.f64.f32",
+                        _ => ".entry",
+                    };
+                    if !ptx.contains(load) {
+                        failures.push(format!("{name} {mode}: no {load} in the PTX"));
+                    }
+                }
+                Err(e) => failures.push(format!("{name} {mode}: {e}")),
+            }
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 

@@ -1,6 +1,12 @@
 //! The benchmark loop: every matrix × precision × method, side by side on one device in one run.
 //! A method that fails, panics, disagrees with the oracle or cannot run is recorded with its
 //! reason, never dropped.
+//!
+//! A precision mode with values stored narrower than x and y (`bf16-f32`, issue #25,
+//! docs/precision.md) runs each method as the variant `NAME[storage=bf16]` in the vectors'
+//! precision (its label in the run), checked against the oracle of the stored values, with the
+//! conversion's own error in the notes; methods that do not read that storage are recorded
+//! `unsupported`. Multi-vector calls run in the plain modes only.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -13,13 +19,14 @@ use super::{
 use crate::error::Error;
 use crate::matrix::{fits_l2, Csr, MatrixStats};
 use crate::methods::{Plan, PrepareFor};
-use crate::scalar::Precision;
+use crate::scalar::{Precision, PrecisionMode, ValueStorage};
 
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct HarnessConfig {
     pub methods: Vec<String>,
-    pub precisions: Vec<Precision>,
+    /// Precision modes (`f64`, `f32`, `bf16-f32`, ...).
+    pub precisions: Vec<PrecisionMode>,
     pub measure: MeasureOptions,
     /// Read and write the `.spmvkit` cache for files.
     pub use_cache: bool,
@@ -95,15 +102,20 @@ pub fn run_matrix(
     let fits_l2 = fits_l2(a.nrows(), a.ncols(), a.nnz(), l2_bytes);
     let (mut results, mut multi) = (Vec::new(), Vec::new());
     for &p in &cfg.precisions {
-        match p {
+        let plain = p.values == ValueStorage::Same;
+        match p.vectors {
             Precision::F64 => {
-                run_methods(name, a, cfg, progress, &mut results);
-                run_multi(name, a, cfg, progress, &mut multi);
+                run_methods(name, a, p.values, cfg, progress, &mut results);
+                if plain {
+                    run_multi(name, a, cfg, progress, &mut multi);
+                }
             }
             Precision::F32 => {
                 let a = a.cast::<f32>();
-                run_methods(name, &a, cfg, progress, &mut results);
-                run_multi(name, &a, cfg, progress, &mut multi);
+                run_methods(name, &a, p.values, cfg, progress, &mut results);
+                if plain {
+                    run_multi(name, &a, cfg, progress, &mut multi);
+                }
             }
         }
     }
@@ -218,35 +230,71 @@ fn run_multi<T: PrepareFor>(
     }
 }
 
+/// `method` (a name or a variant) with `storage=` added for a narrower value storage: the label
+/// a run records it under, and a spec that [`Plan::new`] takes.
+pub fn with_storage(method: &str, storage: ValueStorage) -> String {
+    let key = crate::methods::VALUES_PARAM;
+    let method = method.trim();
+    if storage == ValueStorage::Same {
+        method.to_string()
+    } else if let Some(inner) = method.strip_suffix(']') {
+        format!("{inner};{key}={storage}]")
+    } else {
+        format!("{method}[{key}={storage}]")
+    }
+}
+
 fn run_methods<T: PrepareFor>(
     name: &str,
     a: &Csr<T>,
+    storage: ValueStorage,
     cfg: &HarnessConfig,
     progress: &mut dyn Progress,
     out: &mut Vec<MethodResult>,
 ) {
-    let problem = match Problem::new(a, cfg.measure.alpha, cfg.measure.beta) {
+    let labels: Vec<String> = cfg
+        .methods
+        .iter()
+        .map(|m| with_storage(m, storage))
+        .collect();
+    let m = &cfg.measure;
+    // the matrix as the mode stores it (a value that does not fit refuses the mode for every
+    // method: unsupported, docs/precision.md), and the oracle of those values
+    let made = match super::stored_problem(a, storage, m) {
+        Ok(Some((stored, problem, notes))) => Ok((std::borrow::Cow::Owned(stored), problem, notes)),
+        Ok(None) => Problem::new(a, m.alpha, m.beta)
+            .map(|p| (std::borrow::Cow::Borrowed(a), p, Vec::new()))
+            .map_err(|e| (Status::Failed, format!("oracle: {e}"))),
+        Err(e) => Err((
+            Status::Unsupported,
+            format!("values stored in {storage}: {e}"),
+        )),
+    };
+    let (a, problem, notes) = match made {
         Ok(p) => p,
-        Err(e) => {
-            for method in &cfg.methods {
+        Err((status, e)) => {
+            for method in labels {
                 out.push(MethodResult {
-                    method: method.clone(),
+                    method,
                     precision: T::PRECISION,
-                    status: Status::Failed,
-                    error: Some(format!("oracle: {e}")),
+                    status,
+                    error: Some(e.clone()),
                     record: None,
                 });
             }
             return;
         }
     };
-    for method in &cfg.methods {
-        progress.method(name, method, T::PRECISION);
+    for method in labels {
+        progress.method(name, &method, T::PRECISION);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            measure_problem(a, method, &cfg.measure, &problem)
+            measure_problem(&a, &method, &cfg.measure, &problem)
         }));
         let (status, error, record) = match outcome {
-            Ok(Ok(rec)) if rec.verified => (Status::Ok, None, Some(rec)),
+            Ok(Ok(mut rec)) if rec.verified => {
+                rec.notes.extend(notes.iter().cloned());
+                (Status::Ok, None, Some(rec))
+            }
             Ok(Ok(rec)) => (Status::Wrong, Some(wrong_reason(&rec)), Some(rec)),
             Ok(Err(e)) => (status_of(&e), Some(e.to_string()), None),
             Err(panic) => (
@@ -256,7 +304,7 @@ fn run_methods<T: PrepareFor>(
             ),
         };
         out.push(MethodResult {
-            method: method.clone(),
+            method,
             precision: T::PRECISION,
             status,
             error,
@@ -369,7 +417,7 @@ mod tests {
         let a = Csr::<f64>::identity(5).unwrap();
         let cfg = HarnessConfig {
             methods: vec!["csr".into(), "no-such-method".into()],
-            precisions: vec![Precision::F64, Precision::F32],
+            precisions: vec![Precision::F64.into(), Precision::F32.into()],
             measure: MeasureOptions {
                 warmup: 0,
                 reps: 1,

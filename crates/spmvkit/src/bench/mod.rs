@@ -11,6 +11,10 @@
 //! after that many calls ([`Reference::after_calls`]), so a method that keeps state across calls
 //! (tickets, workspace rows, flags) or takes another path inside a graph capture is caught when a
 //! later call goes wrong ([`LaterCheck`]).
+//!
+//! With values stored narrower than x and y ([`PlanOptions::values`], issue #25,
+//! docs/precision.md) the oracle computes from the stored values ([`stored_problem`]), and what
+//! the rounding did to the input is a set of notes of its own ([`conversion_notes`]).
 
 pub mod auto;
 pub mod harness;
@@ -35,9 +39,9 @@ use std::time::Instant;
 use crate::cpu::{check, oracle_spmv_par, Reference};
 use crate::error::Result;
 use crate::gpu::{TimingConfig, TimingMode};
-use crate::matrix::Csr;
+use crate::matrix::{round_values, Conversion, Csr};
 use crate::methods::{Backend, Plan, PlanOptions, PrepareFor};
-use crate::scalar::Scalar;
+use crate::scalar::{Scalar, ValueStorage};
 
 /// How to measure.
 #[derive(Clone, Debug)]
@@ -167,13 +171,73 @@ fn check_later<T: Scalar>(
 }
 
 /// Prepares `method` on `a`, checks one call against the oracle, then times repeated calls.
+/// With [`PlanOptions::values`] narrower than `T` the check is against the oracle of the stored
+/// values, and the record's notes say what storing them cost ([`conversion_notes`]).
 pub fn measure<T: PrepareFor>(
     a: &Csr<T>,
     method: &str,
     opts: &MeasureOptions,
 ) -> Result<RunRecord> {
-    let problem = Problem::new(a, opts.alpha, opts.beta)?;
-    measure_problem(a, method, opts, &problem)
+    let Some((stored, problem, notes)) = stored_problem(a, opts.plan.values, opts)? else {
+        let problem = Problem::new(a, opts.alpha, opts.beta)?;
+        return measure_problem(a, method, opts, &problem);
+    };
+    let mut rec = measure_problem(&stored, method, opts, &problem)?;
+    rec.notes.extend(notes);
+    Ok(rec)
+}
+
+/// For values stored as `storage` (not `Same`): `a` with its values rounded to it
+/// ([`round_values`], an error naming the entry that does not fit), the problem whose oracle
+/// computes from those values, and the notes of [`conversion_notes`]. `None` for `Same`.
+#[allow(clippy::type_complexity)]
+pub fn stored_problem<T: Scalar>(
+    a: &Csr<T>,
+    storage: ValueStorage,
+    opts: &MeasureOptions,
+) -> Result<Option<(Csr<T>, Problem<T>, Vec<(String, String)>)>> {
+    if storage == ValueStorage::Same || storage.name() == T::PRECISION.name() {
+        return Ok(None);
+    }
+    let (stored, conv) = round_values(a, storage)?;
+    let problem = Problem::new(&stored, opts.alpha, opts.beta)?;
+    let exact = oracle_spmv_par(a, problem.alpha, &problem.x, problem.beta, &problem.y0)?;
+    let notes = conversion_notes(storage, &conv, &exact, &problem.reference);
+    Ok(Some((stored, problem, notes)))
+}
+
+/// What storing the values as `storage` did to the input, for a record's notes: the entries
+/// the rounding changed, those that became zero, the largest relative change of a value, and
+/// the resulting error of y, max_i |y_stored − y_given| / max_i |y_given| between the oracles
+/// of the stored and the given values (on the problem's x and y0). A method's own error is
+/// checked against the stored values' oracle; this is the input's, apart (issue #25).
+pub fn conversion_notes(
+    storage: ValueStorage,
+    conv: &Conversion,
+    given: &Reference,
+    stored: &Reference,
+) -> Vec<(String, String)> {
+    let top = given.y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let diff = given
+        .y
+        .iter()
+        .zip(&stored.y)
+        .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
+    let y_err = if top > 0.0 { diff / top } else { diff };
+    vec![
+        ("values stored in".into(), storage.to_string()),
+        (
+            "conversion".into(),
+            format!(
+                "{} entries rounded, {} to zero; max relative change of a value {:.3e}",
+                conv.changed, conv.to_zero, conv.max_rel_err
+            ),
+        ),
+        (
+            "conversion error of y".into(),
+            format!("{y_err:.3e} (max |y_stored - y_given| / max |y_given|, f64 oracles)"),
+        ),
+    ]
 }
 
 /// [`measure`] with the oracle's answer already computed.
@@ -191,6 +255,9 @@ pub fn measure_problem<T: PrepareFor>(
     let checked = check(&problem.reference, &y);
 
     let mut rec = RunRecord::new::<T>(a, &info, plan.backend(), plan.prep_times());
+    // values stored narrower than T move fewer bytes (docs/precision.md)
+    let stored = plan.precision_mode().values.bytes(T::PRECISION);
+    rec.bytes_model -= ((T::BYTES - stored) * a.nnz()) as u64;
     rec.method = method.trim().to_string();
     rec.max_rel_err = checked.max_rel_err;
     rec.verified = checked.ok;

@@ -11,6 +11,12 @@
 //! bindings lack `cusparseSpMV_preprocess` (cuSPARSE ≥ 12.4), which is looked up in the loaded
 //! library by name and skipped when absent.
 //!
+//! Values stored narrower than the vectors (issue #25, docs/precision.md:
+//! [`CusparseSpmv::new_stored`]) are set up as the matrix descriptor's data type (`CUDA_R_16F`,
+//! `CUDA_R_16BF`, `CUDA_R_32F`) with x, y and the compute type in the vectors' precision; what
+//! cuSPARSE refuses (its table of mixed-precision SpMV pairs A with x of the same type) comes
+//! back as [`Error::MethodUnsupported`] naming the combination.
+//!
 //! Determinism (cuSPARSE documentation, section "cusparseSpMV()", properties list: "Provides
 //! deterministic (bit-wise) results for each run only for CUSPARSE_SPMV_COO_ALG2 and
 //! CUSPARSE_SPMV_CSR_ALG2 algorithms, and opA == CUSPARSE_OPERATION_NON_TRANSPOSE";
@@ -31,10 +37,11 @@ mod spmm;
 
 pub use spmm::{CusparseSpmm, SpmmAlg};
 
+use super::stored::DeviceValues;
 use super::{Gpu, PinnedSource};
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
-use crate::scalar::{Precision, Scalar};
+use crate::scalar::{Precision, Scalar, ValueStorage};
 
 /// Which cuSPARSE CSR SpMV algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +77,29 @@ pub(super) fn check(what: &str, s: cusparseStatus_t) -> Result<()> {
         Ok(())
     } else {
         Err(Error::cuda(format!("cuSPARSE {what}"), format!("{s:?}")))
+    }
+}
+
+/// [`check`], except that `CUSPARSE_STATUS_NOT_SUPPORTED` in a mixed-precision setup (`mixed`:
+/// the matrix's data type and the vectors' and compute type) is
+/// [`Error::MethodUnsupported`] naming the combination (issue #25, docs/precision.md).
+fn check_mixed(
+    what: &str,
+    s: cusparseStatus_t,
+    mixed: Option<(cudaDataType, cudaDataType)>,
+) -> Result<()> {
+    match mixed {
+        Some((a, v)) if s == cusparseStatus_t::CUSPARSE_STATUS_NOT_SUPPORTED => {
+            Err(Error::MethodUnsupported {
+                method: "cusparse".into(),
+                reason: format!(
+                    "cuSPARSE SpMV does not support A in {a:?} with x, y and compute type \
+                     {v:?} ({what}: {s:?}; its mixed-precision table pairs A with x of the same \
+                     type)"
+                ),
+            })
+        }
+        _ => check(what, s),
     }
 }
 
@@ -280,7 +310,7 @@ enum Arrays<T> {
     Own {
         row_ptr: CudaSlice<u32>,
         col_idx: CudaSlice<u32>,
-        vals: CudaSlice<T>,
+        vals: DeviceValues<T>,
     },
     /// Someone else's, which outlive this ([`CusparseSpmv::on_device_arrays`]), of this many
     /// bytes.
@@ -312,19 +342,32 @@ impl<T: Scalar> CusparseSpmv<T> {
     /// Uploads `a` and prepares cuSPARSE SpMV with `alg`. A matrix without entries needs no
     /// cuSPARSE at all ([`CusparseSpmv::run`] then only scales y).
     pub fn new(gpu: &Arc<Gpu>, a: &Csr<T>, alg: SpmvAlg) -> Result<Self> {
+        Self::new_stored(gpu, a, alg, ValueStorage::Same)
+    }
+
+    /// As [`CusparseSpmv::new`], with `a`'s values (rounded to `values` already) stored as
+    /// `values` in the matrix descriptor and x, y and the compute type in `T`. A combination
+    /// cuSPARSE does not support is [`Error::MethodUnsupported`] naming it.
+    pub fn new_stored(
+        gpu: &Arc<Gpu>,
+        a: &Csr<T>,
+        alg: SpmvAlg,
+        values: ValueStorage,
+    ) -> Result<Self> {
         gpu.context()
             .bind_to_thread()
             .map_err(|e| Error::cuda("binding the context", e))?;
         let (nrows, ncols, nnz) = (a.nrows(), a.ncols(), a.nnz());
         let row_ptr = gpu.upload(a.row_ptr())?;
         let col_idx = gpu.upload(a.col_idx())?;
-        let vals = gpu.upload(a.vals())?;
+        let vals = DeviceValues::upload(gpu, a.vals(), values)?;
         let stream = gpu.stream();
         let addrs = (
             row_ptr.device_ptr(stream).0,
             col_idx.device_ptr(stream).0,
-            vals.device_ptr(stream).0,
+            vals.address(),
         );
+        let val_type = vals.data_type();
         let arrays = Arrays::Own {
             row_ptr,
             col_idx,
@@ -332,7 +375,7 @@ impl<T: Scalar> CusparseSpmv<T> {
         };
         // SAFETY: the arrays of a validated Csr, owned by the result (dropped after its
         // descriptors, field order).
-        unsafe { Self::setup(gpu, (nrows, ncols, nnz), addrs, arrays, alg) }
+        unsafe { Self::setup(gpu, (nrows, ncols, nnz), addrs, val_type, arrays, alg) }
     }
 
     /// [`CusparseSpmv::new`] on CSR arrays already on the device (a [`crate::Plan`] built from a
@@ -362,13 +405,15 @@ impl<T: Scalar> CusparseSpmv<T> {
                 gpu,
                 (nrows, ncols, nnz),
                 (row_ptr, col_idx, vals),
+                data_type::<T>(),
                 Arrays::Lent(bytes),
                 alg,
             )
         }
     }
 
-    /// The descriptors, work buffer and preprocessing on the arrays at the three addresses.
+    /// The descriptors, work buffer and preprocessing on the arrays at the three addresses, the
+    /// values of cuSPARSE type `val_type` (x, y and the compute type in `T`).
     ///
     /// # Safety
     ///
@@ -377,6 +422,7 @@ impl<T: Scalar> CusparseSpmv<T> {
         gpu: &Arc<Gpu>,
         (nrows, ncols, nnz): (usize, usize, usize),
         (rp, ci, va): (u64, u64, u64),
+        val_type: cudaDataType,
         arrays: Arrays<T>,
         alg: SpmvAlg,
     ) -> Result<Self> {
@@ -399,7 +445,7 @@ impl<T: Scalar> CusparseSpmv<T> {
                     &mut h.mat,
                     (nrows as i64, ncols as i64, nnz as i64),
                     (rp, ci, va),
-                    dt,
+                    val_type,
                 )?;
                 let (xp, _g4) = setup_x.device_ptr_mut(stream);
                 create_dn_vec("CreateDnVec(x)", &mut h.x, ncols, xp, dt)?;
@@ -409,25 +455,22 @@ impl<T: Scalar> CusparseSpmv<T> {
                 h.y_ptr = yp;
                 let (one, zero) = (T::one(), T::zero());
                 let mut size = 0usize;
-                check(
-                    "SpMV_bufferSize",
-                    spmv_call!(
-                        sys::cusparseSpMV_bufferSize,
-                        h,
-                        &one,
-                        &zero,
-                        dt,
-                        alg,
-                        &mut size
-                    ),
-                )?;
+                let sized = spmv_call!(
+                    sys::cusparseSpMV_bufferSize,
+                    h,
+                    &one,
+                    &zero,
+                    dt,
+                    alg,
+                    &mut size
+                );
+                let mixed = (val_type != dt).then_some((val_type, dt));
+                check_mixed("SpMV_bufferSize", sized, mixed)?;
                 buffer = gpu.alloc_zeros::<u8>(size.max(1))?;
                 if let Some(pre) = preprocess_fn() {
                     let (bp, _g6) = buffer.device_ptr_mut(stream);
-                    check(
-                        "SpMV_preprocess",
-                        spmv_call!(pre, h, &one, &zero, dt, alg, bp as *mut c_void),
-                    )?;
+                    let done = spmv_call!(pre, h, &one, &zero, dt, alg, bp as *mut c_void);
+                    check_mixed("SpMV_preprocess", done, mixed)?;
                     preprocessed = true;
                 }
             }
@@ -515,7 +558,13 @@ impl<T: Scalar> CusparseSpmv<T> {
         };
         let stream = gpu.stream();
         col_idx.copy_range_async("cuSPARSE column indices", dst_idx, 0, self.nnz, stream)?;
-        vals.copy_range_async("cuSPARSE values", dst_vals, 0, self.nnz, stream)
+        let DeviceValues::Same(dst) = dst_vals else {
+            return Err(Error::MethodUnsupported {
+                method: "cusparse-e2e".into(),
+                reason: "the refill copies values as the vectors' precision".into(),
+            });
+        };
+        vals.copy_range_async("cuSPARSE values", dst, 0, self.nnz, stream)
     }
 
     /// Checks that x and y are long enough for this matrix (`DimensionMismatch` otherwise).

@@ -76,6 +76,11 @@ pub struct DevRef<'a, E> {
 }
 
 impl<'a, E> DevRef<'a, E> {
+    /// The device address.
+    pub(crate) fn address(&self) -> u64 {
+        self.addr
+    }
+
     /// The address of `s`'s first element.
     pub fn new(s: &'a CudaSlice<E>) -> Self {
         DevRef {
@@ -208,6 +213,27 @@ pub enum Elem {
     Real,
     /// `double` in both precisions ([`Double`]).
     Double,
+    /// `val_t`, the matrix values as the layout stores them ([`Stored`]; `real_t` unless the
+    /// module is compiled for a narrower storage, docs/precision.md).
+    Stored,
+}
+
+/// The element type of a pointer to the matrix values as a layout stores them: C `val_t`
+/// (`gpu/prelude.cu`), which is `real_t` in a module compiled for values as the vectors and
+/// the storage's type in one compiled for a narrower storage
+/// ([`Gpu::kernel_stored`](super::Gpu::kernel_stored), issue #25).
+#[derive(Clone, Copy, Debug)]
+pub struct Stored;
+
+impl<'a> DevRef<'a, Stored> {
+    /// The address of `s`'s first element, the values in their stored type (`T`, `u16` bits of
+    /// an f16 or bf16, `f32`), which the kernel reads as `const val_t*`.
+    pub fn stored<E>(s: &'a CudaSlice<E>) -> Self {
+        DevRef {
+            addr: address(s),
+            _slice: PhantomData,
+        }
+    }
 }
 
 /// A type that may stand behind a [`DevRef`] or [`DevMut`].
@@ -232,6 +258,7 @@ const_impls!(KernelElem::ELEM: Elem {
     i32 => Elem::Word,
     u64 => Elem::U64,
     Double => Elem::Double,
+    Stored => Elem::Stored,
 });
 impl<T: Scalar> KernelElem for T {
     const ELEM: Elem = Elem::Real;
@@ -1059,6 +1086,8 @@ fn type_test(ty: &str, kind: FieldKind) -> (String, &'static str) {
                 (Elem::Real, true) => ("same<PE, real_t>::value", "real_t*"),
                 (Elem::Double, false) => ("same<PE, double>::value", "const double*"),
                 (Elem::Double, true) => ("same<PE, double>::value", "double*"),
+                (Elem::Stored, false) => ("same<PE, val_t>::value", "const val_t*"),
+                (Elem::Stored, true) => ("same<PE, val_t>::value", "val_t*"),
             };
             let elem_test = format!(
                 "spmvkit_args::{}",

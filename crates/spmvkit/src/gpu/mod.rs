@@ -42,6 +42,7 @@ mod memory;
 pub mod nvrtc;
 pub mod probe;
 mod props;
+pub(crate) mod stored;
 pub mod timing;
 
 use std::collections::HashMap;
@@ -55,9 +56,13 @@ pub use foreign::Borrowed;
 pub(crate) use foreign::CallOrder;
 pub use launch::{
     Abi, ByMode, DevMut, DevRef, Double, Entry, Kernel, KernelArgs, Kernels, LaunchMode, Shape,
+    Stored,
 };
 pub use memory::{PinnedBuffer, PinnedSource};
-pub use nvrtc::{compile_checked_ptx, compile_ptx, nvrtc_present, nvrtc_version, PRELUDE};
+pub use nvrtc::{
+    compile_checked_ptx, compile_checked_ptx_mode, compile_ptx, nvrtc_present, nvrtc_version,
+    PRELUDE,
+};
 pub use probe::{run_probe, GatherPoint, Probe, ProbeOptions};
 pub use timing::{
     capture_graph, measure_copy_bandwidth, time_graph, time_stream, Timing, TimingConfig,
@@ -65,7 +70,7 @@ pub use timing::{
 };
 
 use crate::error::{Error, Result};
-use crate::scalar::{Precision, Scalar};
+use crate::scalar::{PrecisionMode, Scalar, ValueStorage};
 
 /// A method's kernel source: header-free CUDA C++ compiled at run time by NVRTC.
 #[derive(Clone, Copy, Debug)]
@@ -197,7 +202,7 @@ const UTIL_THREADS: u32 = 256;
 
 /// Loaded modules, keyed by (kernel text, precision, the entry list whose layout checks were
 /// compiled in: [`Kernels::key`], none for [`Gpu::function`]).
-type ModuleCache = HashMap<(&'static str, Precision, Option<u64>), Arc<CudaModule>>;
+type ModuleCache = HashMap<(&'static str, PrecisionMode, Option<u64>), Arc<CudaModule>>;
 
 /// One GPU: its context, the stream spmvkit works on, and its properties.
 ///
@@ -453,6 +458,22 @@ impl Gpu {
     /// precision `T` with the layout checks of `k`'s argument structs appended (see [`launch`]):
     /// `entry` must be in `k`'s list, taking `A`. Cached as [`Gpu::function`] is.
     pub fn kernel<T: Scalar, A: KernelArgs>(&self, k: &Kernels, entry: &str) -> Result<Kernel<A>> {
+        self.kernel_stored::<T, A>(k, entry, ValueStorage::Same)
+    }
+
+    /// As [`Gpu::kernel`], compiled for matrix values stored as `values` (the prelude's `val_t`,
+    /// read through [`launch::Stored`] pointers; issue #25, docs/precision.md): one module per
+    /// (source, precision mode).
+    pub fn kernel_stored<T: Scalar, A: KernelArgs>(
+        &self,
+        k: &Kernels,
+        entry: &str,
+        values: ValueStorage,
+    ) -> Result<Kernel<A>> {
+        let mode = PrecisionMode {
+            vectors: T::PRECISION,
+            values,
+        };
         let decl = k.entry(entry).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "{}: entry '{entry}' is not in its Kernels list",
@@ -470,13 +491,12 @@ impl Gpu {
                 T::PRECISION
             )));
         }
-        let module = self.module(&k.source, T::PRECISION, Some(k))?;
+        let module = self.module(&k.source, mode, Some(k))?;
         let f = module.load_function(entry).map_err(|e| {
             Error::cuda(
                 format!(
-                    "{}: finding entry point '{entry}' for {}",
-                    k.source.name,
-                    T::PRECISION
+                    "{}: finding entry point '{entry}' for {mode}",
+                    k.source.name
                 ),
                 e,
             )
@@ -602,14 +622,17 @@ impl Gpu {
     fn module(
         &self,
         k: &KernelSource,
-        precision: Precision,
+        precision: impl Into<PrecisionMode>,
         checked: Option<&Kernels>,
     ) -> Result<Arc<CudaModule>> {
+        let precision = precision.into();
         let key = (k.source, precision, checked.map(Kernels::key));
         if let Some(m) = self.lock_modules().get(&key) {
             return Ok(m.clone());
         }
-        let checks = checked.map_or(String::new(), |c| launch::layout_checks(c, precision));
+        let checks = checked.map_or(String::new(), |c| {
+            launch::layout_checks(c, precision.vectors)
+        });
         let compiled = nvrtc::compile(k, &checks, precision, &self.arch())?;
         let image = match &compiled.cubin {
             Some(cubin) => cudarc::nvrtc::Ptx::from_binary(cubin.clone()),

@@ -22,7 +22,7 @@ use cudarc::nvrtc::{result, sys};
 use super::launch::{layout_checks, Kernels};
 use super::KernelSource;
 use crate::error::{Error, Result};
-use crate::scalar::Precision;
+use crate::scalar::{Precision, PrecisionMode, ValueStorage};
 
 /// The shared device helpers every kernel sees (`real_t`, warp reductions, cp.async wrappers).
 pub const PRELUDE: &str = include_str!("prelude.cu");
@@ -34,8 +34,8 @@ pub(crate) struct Compiled {
     pub cubin: Option<Vec<u8>>,
 }
 
-/// Compiled code by (kernel text, precision, arch, appended layout checks).
-type CompileCache = HashMap<(&'static str, Precision, String, String), Arc<Compiled>>;
+/// Compiled code by (kernel text, precision mode, arch, appended layout checks).
+type CompileCache = HashMap<(&'static str, PrecisionMode, String, String), Arc<Compiled>>;
 
 fn cache() -> &'static Mutex<CompileCache> {
     static CACHE: OnceLock<Mutex<CompileCache>> = OnceLock::new();
@@ -64,7 +64,21 @@ pub fn nvrtc_version() -> Option<(i32, i32)> {
 
 /// The NVRTC options used for `precision` on `arch`.
 pub fn options(precision: Precision, arch: &str) -> Vec<String> {
-    vec![
+    options_mode(PrecisionMode::same(precision), arch)
+}
+
+/// The NVRTC options used for the precision mode `mode` on `arch`: [`options`] and, for values
+/// stored narrower than the vectors, the define that sets the prelude's `val_t`
+/// (`-DSPMVKIT_VAL_F16`, `-DSPMVKIT_VAL_BF16`, `-DSPMVKIT_VAL_F32`; issue #25).
+pub fn options_mode(mode: PrecisionMode, arch: &str) -> Vec<String> {
+    let precision = mode.vectors;
+    let values = match mode.values {
+        ValueStorage::Same => None,
+        ValueStorage::F16 => Some("-DSPMVKIT_VAL_F16"),
+        ValueStorage::Bf16 => Some("-DSPMVKIT_VAL_BF16"),
+        ValueStorage::F32 => Some("-DSPMVKIT_VAL_F32"),
+    };
+    let mut opts = vec![
         format!("--gpu-architecture={arch}"),
         match precision {
             Precision::F64 => "-DSPMVKIT_REAL_F64".to_string(),
@@ -72,7 +86,9 @@ pub fn options(precision: Precision, arch: &str) -> Vec<String> {
         },
         "--std=c++17".to_string(),
         "--device-as-default-execution-space".to_string(),
-    ]
+    ];
+    opts.extend(values.map(str::to_string));
+    opts
 }
 
 /// The full translation unit NVRTC sees: prelude, then the kernel, with `#line` markers so the
@@ -110,16 +126,25 @@ pub fn compile_checked_ptx(k: &Kernels, precision: Precision, arch: &str) -> Res
     )
 }
 
-/// Compiles (or finds in the cache) `k` with `checks` appended for `arch` in `precision`.
+/// As [`compile_checked_ptx`], in the precision mode `mode` (values stored narrower than the
+/// vectors, issue #25).
+pub fn compile_checked_ptx_mode(k: &Kernels, mode: PrecisionMode, arch: &str) -> Result<String> {
+    let checks = layout_checks(k, mode.vectors);
+    Ok(compile(&k.source, &checks, mode, arch)?.ptx.clone())
+}
+
+/// Compiles (or finds in the cache) `k` with `checks` appended for `arch` in `mode` (a
+/// [`Precision`] is the mode of values as the vectors).
 pub(crate) fn compile(
     k: &KernelSource,
     checks: &str,
-    precision: Precision,
+    mode: impl Into<PrecisionMode>,
     arch: &str,
 ) -> Result<Arc<Compiled>> {
     if !nvrtc_present() {
         return Err(Error::GpuUnavailable("libnvrtc not found".into()));
     }
+    let precision = mode.into();
     let key = (k.source, precision, arch.to_string(), checks.to_string());
     if let Some(c) = lock(cache()).get(&key) {
         return Ok(c.clone());
@@ -146,7 +171,7 @@ impl Drop for Program {
 fn compile_uncached(
     k: &KernelSource,
     checks: &str,
-    precision: Precision,
+    precision: PrecisionMode,
     arch: &str,
 ) -> Result<Compiled> {
     let fail = |log: String| Error::Nvrtc {
@@ -162,7 +187,7 @@ fn compile_uncached(
         result::create_program(&src, Some(&name))
             .map_err(|e| fail(format!("nvrtcCreateProgram: {e}")))?,
     );
-    let opts = options(precision, arch);
+    let opts = options_mode(precision, arch);
     // SAFETY: prog is a live program; src and name outlive it.
     let compiled = unsafe { result::compile_program(prog.0, &opts) };
     if let Err(e) = compiled {

@@ -10,6 +10,33 @@ typedef float real_t;
 #define SPMVKIT_REAL_BYTES 4
 #endif
 
+// The matrix values as a layout stores them (issue #25, docs/precision.md): val_t, widened
+// exactly to real_t by widen_val as they are loaded (ldg_val). Without a define val_t is real_t
+// and widen_val the identity. -DSPMVKIT_VAL_F16 / -DSPMVKIT_VAL_BF16: the 16 bits of an IEEE
+// binary16 / a bfloat16 (with real_t float); -DSPMVKIT_VAL_F32: float (with real_t double).
+// CPU twin: ValueStorage::round (values kept rounded, widened, on the host).
+#if defined(SPMVKIT_VAL_F16) || defined(SPMVKIT_VAL_BF16)
+typedef unsigned short val_t;
+#elif defined(SPMVKIT_VAL_F32)
+typedef float val_t;
+#else
+typedef real_t val_t;
+#endif
+
+__device__ __forceinline__ real_t widen_val(val_t v) {
+#if defined(SPMVKIT_VAL_BF16)
+    return __uint_as_float(((unsigned)v) << 16);
+#elif defined(SPMVKIT_VAL_F16)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+    return f;
+#else
+    return (real_t)v;
+#endif
+}
+
+__device__ __forceinline__ real_t ldg_val(const val_t* p) { return widen_val(__ldg(p)); }
+
 #define FULL_MASK 0xffffffffu
 #define WARP_SIZE 32
 
@@ -127,13 +154,13 @@ __device__ __forceinline__ real_t cta_gather_sum(const real_t* __restrict__ vals
 }
 
 // The argument struct of entries that take a CSR matrix and the SpMV operands (csr-scalar,
-// csr-vector; the first field of csr-light's and merge's structs): its Rust twin is
+// csr-vector; the first field of csr-light's and merge's structs; vals as stored, val_t): its Rust twin is
 // methods::common::csr::CsrArgs, and the launch layer checks the two layouts at compile time.
 struct CsrArgs {
     int nrows;
     const int* row_ptr;
     const int* col_idx;
-    const real_t* vals;
+    const val_t* vals;
     const real_t* x;
     real_t* y;
     real_t alpha;

@@ -7,6 +7,7 @@ mod coo;
 mod csc;
 mod csr;
 mod stats;
+mod stored;
 
 pub use block::{DenseOrder, MultiShape};
 pub(crate) use coo::sort_merge_row;
@@ -18,6 +19,7 @@ pub use stats::{
     byte_model, fits_l2, x_sector_share, x_sectors, LengthStats, MatrixStats, RowStats, XSectors,
     CHUNK_ROWS, SECTOR_BYTES, SHARE_SAMPLE_CHUNKS,
 };
+pub use stored::{round_values, Conversion};
 
 use crate::error::{check_index_range, Error, Result};
 

@@ -276,6 +276,11 @@ impl<T: PrepareFor> Plan<T> {
         if opts.windows > 1 || params.take(super::WINDOWS_PARAM).is_some() {
             return refuse("x windows");
         }
+        if opts.values != crate::scalar::ValueStorage::Same
+            || params.take(super::VALUES_PARAM).is_some()
+        {
+            return refuse("values stored narrower than the vectors (a precision mode)");
+        }
         let own = Gpu::get()?;
         if !own.same_context(gpu.context()) {
             return Err(Error::InvalidArgument(format!(
@@ -433,11 +438,17 @@ impl<T: PrepareFor> Plan<T> {
         let own = own.clone();
         // The old layout is gone, so the plan holds the only reference to its arrays.
         let copied = match Arc::get_mut(&mut source.csr) {
-            Some(csr) if nnz > 0 => gpu
-                .stream()
-                .memcpy_dtod(&vals.slice(0..nnz), &mut csr.vals_mut().slice_mut(0..nnz))
-                .map_err(|e| Error::cuda("copying the new values", e))
-                .and_then(|()| gpu.synchronize()),
+            Some(csr) if nnz > 0 => match csr.vals_mut() {
+                Some(dst) => gpu
+                    .stream()
+                    .memcpy_dtod(&vals.slice(0..nnz), &mut dst.slice_mut(0..nnz))
+                    .map_err(|e| Error::cuda("copying the new values", e))
+                    .and_then(|()| gpu.synchronize()),
+                None => Err(Error::InvalidArgument(format!(
+                    "update_values_device ({name}): the plan stores its values narrower than \
+                     its vectors"
+                ))),
+            },
             Some(_) => Ok(()),
             None => Err(Error::InvalidArgument(format!(
                 "update_values_device ({name}): the plan's arrays are still shared"

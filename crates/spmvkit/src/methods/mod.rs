@@ -23,7 +23,7 @@ use std::time::Duration;
 use cudarc::driver::CudaSlice;
 
 pub use from_device::{DeviceCsrRef, DEVICE_METHODS};
-pub use params::{ParamSpec, Params, REORDER_PARAM, WINDOWS_PARAM};
+pub use params::{ParamSpec, Params, REORDER_PARAM, VALUES_PARAM, WINDOWS_PARAM};
 pub use plan::{Backend, Plan, PlanOptions, PrepTimes, ValueUpdate};
 
 use crate::error::{Error, Result};
@@ -49,6 +49,17 @@ pub struct MethodInfo {
     pub cpu: bool,
     /// Tunable parameters with defaults.
     pub params: &'static [ParamSpec],
+    /// The narrower value storages the method supports besides values in the vectors'
+    /// precision (issue #25, docs/precision.md); a plan asking another one is refused
+    /// ([`Error::MethodUnsupported`]).
+    pub values: &'static [crate::scalar::ValueStorage],
+}
+
+impl MethodInfo {
+    /// Whether the method runs with its values stored as `storage` (`Same` always).
+    pub fn supports(&self, storage: crate::scalar::ValueStorage) -> bool {
+        storage == crate::scalar::ValueStorage::Same || self.values.contains(&storage)
+    }
 }
 
 /// A prepared layout on the host.

@@ -41,6 +41,12 @@ pub const REORDER_PARAM: &str = "reorder";
 /// [`crate::PlanOptions::windows`]): a key of the plan, like [`REORDER_PARAM`].
 pub const WINDOWS_PARAM: &str = "windows";
 
+/// The key by which a variant or `--param` sets how the Plan stores the matrix values
+/// (`csr-vector[storage=bf16]`, [`crate::PlanOptions::values`], docs/precision.md): a key of
+/// the plan, like [`REORDER_PARAM`]; a method that does not support the storage refuses it.
+/// (`values` is `csr-packed`'s own key: dictionary or raw.)
+pub const VALUES_PARAM: &str = "storage";
+
 /// User-given parameter overrides, `key=value`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Params(BTreeMap<String, String>);
@@ -84,13 +90,13 @@ impl Params {
         self.0.remove(key)
     }
 
-    /// Rejects keys the method does not declare ([`REORDER_PARAM`] and [`WINDOWS_PARAM`], the
-    /// Plan's own keys, are every method's).
+    /// Rejects keys the method does not declare ([`REORDER_PARAM`], [`WINDOWS_PARAM`] and
+    /// [`VALUES_PARAM`], the Plan's own keys, are every method's).
     pub fn check_known(&self, method: &str, specs: &[ParamSpec]) -> Result<()> {
         for k in self
             .0
             .keys()
-            .filter(|k| *k != REORDER_PARAM && *k != WINDOWS_PARAM)
+            .filter(|k| ![REORDER_PARAM, WINDOWS_PARAM, VALUES_PARAM].contains(&k.as_str()))
         {
             if !specs.iter().any(|s| s.key == k) {
                 let known: Vec<&str> = specs.iter().map(|s| s.key).collect();

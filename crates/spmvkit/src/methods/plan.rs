@@ -27,6 +27,10 @@
 //!   re-upload of the device layout (copies only). A method whose layout transforms values (no
 //!   `values_mut`, or a probe that is not a clean permutation) re-prepares, and the plan says so
 //!   ([`Plan::value_update_note`]); it is never silently wrong.
+//! - [`PlanOptions::values`]: the matrix values stored narrower than x and y (f16 or bf16
+//!   under f32, f32 under f64; issue #25, docs/precision.md). The plan rounds the values
+//!   ([`crate::matrix::round_values`]) and prepares a method that supports the storage
+//!   ([`MethodInfo::values`]) on them; any other method is refused.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,7 +40,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::from_device::DeviceSource;
-use super::params::{CPU_FALLBACK_PARAM, REORDER_PARAM, WINDOWS_PARAM};
+use super::params::{CPU_FALLBACK_PARAM, REORDER_PARAM, VALUES_PARAM, WINDOWS_PARAM};
 use super::reordered::{reorder, Reordered};
 use super::spmm::MultiState;
 use super::windows::Windowed;
@@ -45,7 +49,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{CallOrder, Gpu, Timing, TimingConfig, TimingMode};
 use crate::matrix::{check_vectors, Csr, Pattern, VectorFit};
 use crate::reorder::{Ordering, Reorder};
-use crate::scalar::Scalar;
+use crate::scalar::{PrecisionMode, Scalar, ValueStorage};
 
 /// Where a plan runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +82,9 @@ pub struct PlanOptions {
     /// run one after the other in every call (`methods/windows.rs`); 0 or 1: none. A variant's
     /// `windows=...` takes precedence.
     pub windows: usize,
+    /// How the matrix values are stored (`Same`: as x and y, the default; docs/precision.md).
+    /// A variant's `storage=...` takes precedence.
+    pub values: ValueStorage,
 }
 
 /// Preprocessing cost, reported apart from the SpMV time.
@@ -172,6 +179,8 @@ pub struct Plan<T: PrepareFor> {
     multi: MultiState<T>,
     /// The device arrays of a plan built from them (`methods/from_device.rs`).
     source: Option<DeviceSource<T>>,
+    /// How the layout stores the values, and what rounding to it changed (issue #25).
+    values: (ValueStorage, Option<crate::matrix::Conversion>),
 }
 
 impl<T: PrepareFor> Plan<T> {
@@ -194,7 +203,13 @@ impl<T: PrepareFor> Plan<T> {
     /// ```
     pub fn new(method: &str, a: &Csr<T>, opts: &PlanOptions) -> Result<Self> {
         let (m, params) = resolve(method, &opts.params)?;
-        Self::build(m, a, params, opts.backend, (opts.reorder, opts.windows))
+        Self::build(
+            m,
+            a,
+            params,
+            opts.backend,
+            (opts.reorder, opts.windows, opts.values),
+        )
     }
 
     /// As [`Plan::new`], with a method already looked up (its parameters are `opts.params`).
@@ -208,7 +223,7 @@ impl<T: PrepareFor> Plan<T> {
             a,
             opts.params.clone(),
             opts.backend,
-            (opts.reorder, opts.windows),
+            (opts.reorder, opts.windows, opts.values),
         )
     }
 
@@ -217,7 +232,7 @@ impl<T: PrepareFor> Plan<T> {
         a: &Csr<T>,
         mut params: Params,
         backend: Option<Backend>,
-        (mut how, mut windows): (Reorder, usize),
+        (mut how, mut windows, mut values): (Reorder, usize, ValueStorage),
     ) -> Result<Self> {
         let info = method.info();
         params.check_known(info.name, info.params)?;
@@ -235,10 +250,18 @@ impl<T: PrepareFor> Plan<T> {
             let need = format!("reorder={how} needs a square matrix");
             crate::matrix::check_square(&need, a.nrows(), a.ncols())?;
         }
+        if let Some(v) = params.take(VALUES_PARAM) {
+            values = v.parse()?;
+        }
+        if values.name() == T::PRECISION.name() {
+            values = ValueStorage::Same;
+        }
+        check_storage::<T>(&info, values)?;
         let (backend, gpu, note) = choose_backend(&info, backend)?;
         if how == Reorder::Auto && backend == Backend::Gpu {
             let given = Some(Backend::Gpu);
-            let plain = Self::build(method, a, params.clone(), given, (Reorder::None, windows))?;
+            let plain = (Reorder::None, windows, values);
+            let plain = Self::build(method, a, params.clone(), given, plain)?;
             return plain.trial_reorder(a, params);
         }
         let declares_fallback = info.params.iter().any(|p| p.key == CPU_FALLBACK_PARAM);
@@ -248,6 +271,15 @@ impl<T: PrepareFor> Plan<T> {
         {
             params.set(CPU_FALLBACK_PARAM, "0");
         }
+        let (stored, conversion) = match values {
+            ValueStorage::Same => (None, None),
+            v => {
+                let (r, c) = crate::matrix::round_values(a, v)?;
+                params.set(VALUES_PARAM, v.name());
+                (Some(r), Some(c))
+            }
+        };
+        let a = stored.as_ref().unwrap_or(a);
         let decision = reorder(a, how)?;
         let (reordered, a) = match decision.kept {
             Some((r, b)) => (Some(r), std::borrow::Cow::Owned(b)),
@@ -309,6 +341,7 @@ impl<T: PrepareFor> Plan<T> {
             windows,
             multi: MultiState::default(),
             source: None,
+            values: (values, conversion),
         })
     }
 
@@ -326,8 +359,8 @@ impl<T: PrepareFor> Plan<T> {
         let t0 = Instant::now();
         let backend = Some(Backend::Gpu);
         let rcm = Reorder::By(Ordering::Rcm);
-        let mut ordered =
-            Self::build(self.method, a, params.clone(), backend, (rcm, self.windows))?;
+        let how = (rcm, self.windows, self.values.0);
+        let mut ordered = Self::build(self.method, a, params.clone(), backend, how)?;
         let (one, zero) = (T::one(), T::zero());
         let plain_us = self.time(TimingMode::Stream, &TRIAL, one, zero)?.median_us;
         let ordered_us = ordered
@@ -541,10 +574,21 @@ impl<T: PrepareFor> Plan<T> {
     /// Replaces the matrix values (CSR order of the matrix the plan was made from, same
     /// pattern) without re-analysis when the layout allows it (see the module doc). Returns how
     /// the update was done; [`Plan::value_update_note`] says why when it re-prepared.
+    /// With [`PlanOptions::values`] narrower than `T`, the new values are rounded to it first
+    /// (and refused, as at [`Plan::new`], when one does not fit).
     pub fn update_values(&mut self, vals: &[T]) -> Result<ValueUpdate> {
         if let Some(nnz) = self.source.as_ref().map(DeviceSource::nnz) {
             return self.update_values_from_host(vals, nnz);
         }
+        let rounded;
+        let vals = match self.values.0 {
+            ValueStorage::Same => vals,
+            v => {
+                let a = Csr::with_pattern(self.pattern.clone(), vals.to_vec())?;
+                rounded = crate::matrix::round_values(&a, v)?.0;
+                rounded.vals()
+            }
+        };
         let permuted;
         let vals = match &self.reordered {
             Some(r) if vals.len() == self.pattern.nnz() => {
@@ -666,6 +710,21 @@ impl<T: PrepareFor> Plan<T> {
                 "{name}'s value slots are not a plain permutation of the CSR values; update_values re-prepares"
             )),
         })
+    }
+
+    /// The precision mode: x, y and the accumulation in `T`, the values as
+    /// [`PlanOptions::values`] asked.
+    pub fn precision_mode(&self) -> PrecisionMode {
+        PrecisionMode {
+            vectors: T::PRECISION,
+            values: self.values.0,
+        }
+    }
+
+    /// What rounding the values to a narrower storage changed (`None` when they are stored as
+    /// `T`).
+    pub fn conversion(&self) -> Option<crate::matrix::Conversion> {
+        self.values.1
     }
 
     /// The method's description.
@@ -939,6 +998,38 @@ fn upload<T: PrepareFor>(
     })
 }
 
+/// Refuses a value storage that does not go with `T` or that the method does not support.
+fn check_storage<T: Scalar>(info: &MethodInfo, values: ValueStorage) -> Result<()> {
+    if !values.fits(T::PRECISION) {
+        return Err(Error::InvalidArgument(format!(
+            "storage={values} does not go with x and y in {}: the precision modes are {}",
+            T::PRECISION,
+            PrecisionMode::ALL.map(|m| m.to_string()).join(", ")
+        )));
+    }
+    if !info.supports(values) {
+        let mode = PrecisionMode {
+            vectors: T::PRECISION,
+            values,
+        };
+        let able: Vec<&str> = super::registry()
+            .iter()
+            .map(|m| m.info())
+            .filter(|i| i.supports(values))
+            .map(|i| i.name)
+            .collect();
+        return Err(Error::MethodUnsupported {
+            method: info.name.into(),
+            reason: format!(
+                "unsupported precision mode {mode}: it does not read values stored in {values}; \
+                 methods that do: {}",
+                able.join(", ")
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn name_method(e: Error, name: &str) -> Error {
     match e {
         Error::MethodUnsupported { reason, .. } => Error::MethodUnsupported {
@@ -1037,6 +1128,7 @@ impl<T: PrepareFor> Plan<T> {
             windows: 0,
             multi: MultiState::default(),
             source: Some(source),
+            values: (ValueStorage::Same, None),
         })
     }
 

@@ -229,6 +229,7 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
     let share = sampled_x_share(a, T::PRECISION, fits);
     let features = Features::from_rows(&rows, fits, share);
     let mut choice = explain_features(features, rows.nnz, T::PRECISION, params)?.choice;
+    keep_storage_capable(&mut choice, crate::methods::common::stored::storage_of(params)?);
     if o.cpu_fallback && choice.candidates.len() > 1 {
         // The layout may run on the CPU (a Plan on the CPU, or a direct prepare): a trial would
         // time GPU kernels for it, and make two such plans of one matrix choose differently.
@@ -238,6 +239,27 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
             .push_str("; no trial: the layout may run on the CPU (cpu_fallback=1)");
     }
     Ok(choice)
+}
+
+/// Keeps the candidates that read values stored as `storage` (issue #25, docs/precision.md);
+/// when the model's choice does not, the first that does, or `csr-vector` when none does.
+fn keep_storage_capable(choice: &mut Choice, storage: crate::scalar::ValueStorage) {
+    let able = |m: &str| find(m).is_ok_and(|m| m.info().supports(storage));
+    if able(choice.method) {
+        choice.candidates.retain(|m| able(m));
+        return;
+    }
+    let before = choice.method;
+    choice.candidates.retain(|m| able(m));
+    if choice.candidates.is_empty() {
+        choice.candidates.push("csr-vector");
+    }
+    choice.method = choice.candidates[0];
+    choice.predicted_us = None;
+    choice.reason.push_str(&format!(
+        "; {before} does not read values stored in {storage}: {} instead",
+        choice.method
+    ));
 }
 
 /// The x share (x sectors per nonzero in `precision`) that `auto` feeds its model, estimated from
@@ -686,16 +708,28 @@ impl Method for Auto {
             gpu: true,
             cpu: true,
             params: PARAMS,
+            values: &crate::scalar::ValueStorage::NARROW,
         }
     }
 
     fn prepare_f32(&self, csr: &Csr<f32>, params: &Params) -> Result<Box<dyn Layout<f32>>> {
-        prepare(csr, params, |m| m.prepare_f32(csr, &Params::new()))
+        let given = storage_params(params);
+        prepare(csr, params, |m| m.prepare_f32(csr, &given))
     }
 
     fn prepare_f64(&self, csr: &Csr<f64>, params: &Params) -> Result<Box<dyn Layout<f64>>> {
-        prepare(csr, params, |m| m.prepare_f64(csr, &Params::new()))
+        let given = storage_params(params);
+        prepare(csr, params, |m| m.prepare_f64(csr, &given))
     }
+}
+
+/// What `auto` passes on to the method it chose: the plan's `storage=` (docs/precision.md), only.
+fn storage_params(params: &Params) -> Params {
+    let mut p = Params::new();
+    if let Some(v) = params.get(crate::methods::VALUES_PARAM) {
+        p.set(crate::methods::VALUES_PARAM, v);
+    }
+    p
 }
 
 #[cfg(test)]

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, DevicePtr};
 
 use crate::error::Result;
-use crate::gpu::{kernel_int, DevRef, Gpu};
+use crate::gpu::stored::DeviceValues;
+use crate::gpu::{kernel_int, DevRef, Gpu, Stored};
 use crate::matrix::Csr;
 use crate::methods::common::gpu::{Axpby, Call};
-use crate::scalar::{Idx, Scalar};
+use crate::scalar::{Idx, Scalar, ValueStorage};
 
 crate::kernel_args! {
     /// A CSR matrix and the operands of y = α·A·x + β·y.
@@ -18,7 +19,7 @@ crate::kernel_args! {
         nrows: i32,
         row_ptr: DevRef<'a, Idx>,
         col_idx: DevRef<'a, Idx>,
-        vals: DevRef<'a, T>,
+        vals: DevRef<'a, Stored>,
         axpby: Axpby<'a, T>,
     }
 }
@@ -30,19 +31,25 @@ pub(crate) struct DeviceCsr<T: Scalar> {
     nnz: usize,
     row_ptr: CudaSlice<Idx>,
     col_idx: CudaSlice<Idx>,
-    vals: CudaSlice<T>,
+    vals: DeviceValues<T>,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
     /// Uploads `a`'s arrays (an empty one as one zero element).
     pub(crate) fn upload(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Self> {
+        Self::upload_stored(gpu, a, ValueStorage::Same)
+    }
+
+    /// Uploads `a`'s arrays with its values (rounded to `values` already) stored as `values`
+    /// (issue #25), for kernels compiled for that storage.
+    pub(crate) fn upload_stored(gpu: &Arc<Gpu>, a: &Csr<T>, values: ValueStorage) -> Result<Self> {
         Ok(DeviceCsr {
             nrows: a.nrows(),
             ncols: a.ncols(),
             nnz: a.nnz(),
             row_ptr: gpu.upload(a.row_ptr())?,
             col_idx: gpu.upload(a.col_idx())?,
-            vals: gpu.upload(a.vals())?,
+            vals: DeviceValues::upload(gpu, a.vals(), values)?,
         })
     }
 
@@ -61,24 +68,28 @@ impl<T: Scalar> DeviceCsr<T> {
             nnz,
             row_ptr,
             col_idx,
-            vals,
+            vals: DeviceValues::Same(vals),
         }
     }
 
-    /// The values, to be rewritten in place (same pattern).
-    pub(crate) fn vals_mut(&mut self) -> &mut CudaSlice<T> {
-        &mut self.vals
+    /// The values, to be rewritten in place (same pattern), when they are stored in the vectors'
+    /// precision (always so for a plan built from device arrays).
+    pub(crate) fn vals_mut(&mut self) -> Option<&mut CudaSlice<T>> {
+        match &mut self.vals {
+            DeviceValues::Same(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// The device addresses of row_ptr, col_idx and vals, and the number of entries.
     pub(crate) fn addresses(&self) -> ((u64, u64, u64), usize) {
-        let s = self.vals.stream();
+        let s = self.row_ptr.stream();
         let addr = |p: (u64, _)| p.0;
         (
             (
                 addr(self.row_ptr.device_ptr(s)),
                 addr(self.col_idx.device_ptr(s)),
-                addr(self.vals.device_ptr(s)),
+                self.vals.address(),
             ),
             self.nnz,
         )
@@ -105,7 +116,7 @@ impl<T: Scalar> DeviceCsr<T> {
             nrows: kernel_int(what, self.nrows)?,
             row_ptr: DevRef::new(&self.row_ptr),
             col_idx: DevRef::new(&self.col_idx),
-            vals: DevRef::new(&self.vals),
+            vals: self.vals.dev_ref(),
             axpby: c.axpby(),
         })
     }

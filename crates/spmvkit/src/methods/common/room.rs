@@ -124,6 +124,10 @@ pub(crate) use forward;
 /// }
 /// ```
 ///
+/// A method that supports narrower value storages (`values: &ValueStorage::NARROW`, issue #25)
+/// names a third argument, `fn prepare(csr, p: XParams, values)`, which is the
+/// [`ValueStorage`](crate::ValueStorage) the plan asks (`Same` without `storage=`).
+///
 /// A method whose parameters are one `params!` struct names it instead of `params`: its `SPECS`
 /// are the method's, and the body gets the parameters parsed and checked under the method's name
 /// (`from_params(name, ..)`, before anything else).
@@ -143,6 +147,21 @@ pub(crate) use forward;
 /// }
 /// ```
 macro_rules! method {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $method:ident { name: $name:expr, $($info:tt)* }
+        fn prepare($csr:ident, $p:ident: $ptype:ty, $values:ident) $body:block
+    ) => {
+        $crate::methods::common::room::method! {
+            $(#[$meta])*
+            $vis struct $method { name: $name, $($info)* params: <$ptype>::SPECS, }
+            fn prepare($csr, params) {
+                let $p = <$ptype>::from_params($name, params)?;
+                let $values = $crate::methods::common::stored::storage_of(params)?;
+                $body
+            }
+        }
+    };
     (
         $(#[$meta:meta])*
         $vis:vis struct $method:ident { name: $name:expr, $($info:tt)* }
@@ -166,6 +185,7 @@ macro_rules! method {
             deterministic: $det:expr,
             $(gpu: $gpu:expr,)?
             $(cpu: $cpu:expr,)?
+            $(values: $values:expr,)?
             $(params: $params_spec:expr,)?
         }
         fn prepare($csr:ident, $params:ident) $body:block
@@ -182,6 +202,7 @@ macro_rules! method {
                 gpu: $crate::methods::common::room::method!(@or [true] $($gpu)?),
                 cpu: $crate::methods::common::room::method!(@or [true] $($cpu)?),
                 params: $crate::methods::common::room::method!(@or [&[]] $($params_spec)?),
+                values: $crate::methods::common::room::method!(@or [&[]] $($values)?),
             };
 
             fn prepare<T: $crate::Scalar>(

@@ -17,6 +17,8 @@ method! {
         source: "spmvkit (CPU production path)",
         deterministic: true,
         gpu: false,
+        // on the CPU the values stay widened to the vectors' precision (docs/precision.md)
+        values: &crate::scalar::ValueStorage::NARROW,
     }
     fn prepare(csr, _params) {
         Ok(Box::new(CsrLayout { a: csr.clone() }))

@@ -17,7 +17,7 @@
 template <int V>
 __device__ __forceinline__ void light_rows(int nrows, const int* __restrict__ row_ptr,
                                            const int* __restrict__ col_idx,
-                                           const real_t* __restrict__ vals,
+                                           const val_t* __restrict__ vals,
                                            const real_t* __restrict__ x, real_t* __restrict__ y,
                                            real_t alpha, real_t beta, unsigned* ctr, int grab) {
     const unsigned lane = threadIdx.x & 31u;
@@ -43,14 +43,14 @@ __device__ __forceinline__ void light_rows(int nrows, const int* __restrict__ ro
                 if (V == 32) {
                     j = (start & ~31u) + lane;
                     if (j >= start && j < end)
-                        sum = fma(ldg(vals + j), ldg(x + ldg(col_idx + j)), sum);
+                        sum = fma(ldg_val(vals + j), ldg(x + ldg(col_idx + j)), sum);
                     j += 32u;
                 } else {
                     j = start + vlane;
                 }
 #pragma unroll 4
                 for (; j < end; j += (unsigned)V)
-                    sum = fma(ldg(vals + j), ldg(x + ldg(col_idx + j)), sum);
+                    sum = fma(ldg_val(vals + j), ldg(x + ldg(col_idx + j)), sum);
             }
             sum = warp_reduce_sum_width(sum, V);
             if (vlane == 0 && row < n) {

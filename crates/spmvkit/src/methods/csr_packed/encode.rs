@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::matrix::{Csr, Pattern};
 use crate::methods::params::{keywords, Switch};
 use crate::methods::Params;
-use crate::scalar::{Idx, Scalar};
+use crate::scalar::{Idx, Scalar, ValueStorage};
 
 /// The most distinct values a dictionary holds (16-bit codes).
 pub(crate) const MAX_DICT: usize = 1 << 16;
@@ -118,6 +118,9 @@ pub(crate) struct Config {
     pub window: usize,
     pub values: ValuesMode,
     pub prefetch: bool,
+    /// How the plan stores the values (`storage=`, docs/precision.md): f16 and bf16 values take
+    /// their own 16 bits as 16-bit codes ([`dictionary`]).
+    pub storage: ValueStorage,
 }
 
 impl Config {
@@ -134,6 +137,7 @@ impl Config {
             window: p.window,
             values: p.values,
             prefetch: p.prefetch.is_on(),
+            storage: crate::methods::common::stored::storage_of(params)?,
         })
     }
 }
@@ -292,21 +296,49 @@ fn pad_dict<T: Scalar>(dict: &mut Vec<T>) {
 /// The value mode, dictionary and code map for `vals`.
 type ValuePlan<T> = (ValueCodes, Vec<T>, HashMap<u64, u32>, Option<usize>);
 
-fn plan_values<T: Scalar>(vals: &[T], mode: ValuesMode) -> Result<ValuePlan<T>> {
+/// The dictionary and code map of the distinct values `d` (sorted by bits) at code width `vc`:
+/// entry i is the i-th distinct value; except that 16-bit codes of values stored in f16 or bf16
+/// are their own 16 bits, and the dictionary holds every 16-bit pattern widened (what the
+/// kernel, compiled for that storage, decodes with `widen_val` instead of a table load; the CPU
+/// mirror reads the table).
+fn dictionary<T: Scalar>(
+    d: Vec<(u64, T)>,
+    vc: ValueCodes,
+    storage: ValueStorage,
+) -> (Vec<T>, HashMap<u64, u32>) {
+    if vc == ValueCodes::Bits(16) && storage.widen16(0).is_some() {
+        let code = d
+            .iter()
+            .map(|&(b, v)| (b, u32::from(storage.bits16(v).unwrap_or_default())))
+            .collect();
+        let dict = (0..=u16::MAX)
+            .map(|b| T::from_f64(storage.widen16(b).map_or(0.0, f64::from)))
+            .collect();
+        return (dict, code);
+    }
+    let code: HashMap<u64, u32> = d
+        .iter()
+        .enumerate()
+        .map(|(i, &(b, _))| (b, i as u32))
+        .collect();
+    let mut dict: Vec<T> = d.into_iter().map(|(_, v)| v).collect();
+    pad_dict(&mut dict);
+    (dict, code)
+}
+
+fn plan_values<T: Scalar>(
+    vals: &[T],
+    mode: ValuesMode,
+    storage: ValueStorage,
+) -> Result<ValuePlan<T>> {
     if mode == ValuesMode::Raw {
         return Ok((ValueCodes::Raw, Vec::new(), HashMap::new(), None));
     }
     match distinct_values(vals, MAX_DICT) {
         Some(d) => {
             let vc = ValueCodes::for_distinct(d.len()).unwrap_or(ValueCodes::Raw);
-            let code: HashMap<u64, u32> = d
-                .iter()
-                .enumerate()
-                .map(|(i, &(b, _))| (b, i as u32))
-                .collect();
-            let mut dict: Vec<T> = d.into_iter().map(|(_, v)| v).collect();
-            let n = dict.len();
-            pad_dict(&mut dict);
+            let n = d.len();
+            let (dict, code) = dictionary(d, vc, storage);
             Ok((vc, dict, code, Some(n)))
         }
         None if mode == ValuesMode::Dict => Err(Error::Param {
@@ -516,7 +548,7 @@ pub(crate) fn encode<T: Scalar>(a: &Csr<T>, cfg: &Config) -> Result<PackedLayout
     };
 
     let t = Instant::now();
-    let (vcodes, dict, code, distinct) = plan_values(a.vals(), cfg.values)?;
+    let (vcodes, dict, code, distinct) = plan_values(a.vals(), cfg.values, cfg.storage)?;
     let value_block = vcodes.block_bytes(T::BYTES);
     facts.distinct = distinct;
     facts.vcodes = Some(vcodes);
@@ -734,6 +766,7 @@ pub(crate) fn encode<T: Scalar>(a: &Csr<T>, cfg: &Config) -> Result<PackedLayout
         long_vals,
         facts,
         prefetch: cfg.prefetch,
+        storage: cfg.storage,
     })
 }
 
@@ -754,14 +787,8 @@ pub(crate) fn reencode_values<T: Scalar>(
         None => (Vec::new(), HashMap::new(), l.facts.distinct),
         Some(cap) => match distinct_values(vals, cap) {
             Some(d) => {
-                let code = d
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &(b, _))| (b, i as u32))
-                    .collect::<HashMap<_, _>>();
                 let n = d.len();
-                let mut dict: Vec<T> = d.into_iter().map(|(_, v)| v).collect();
-                pad_dict(&mut dict);
+                let (dict, code) = dictionary(d, l.vcodes, l.storage);
                 (dict, code, Some(n))
             }
             None => {

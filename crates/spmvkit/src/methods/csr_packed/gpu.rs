@@ -54,7 +54,7 @@ device_room! {
         let items = l.nslices() + l.long_rows.len();
         kernel_int("csr-packed work items (slices + long rows)", items)?;
         crate::gpu::check_int_loops("csr-packed", l.nrows, l.long_cols.len())?;
-        let k = gpu.kernel::<T, _>(&KERNEL, l.vcodes.entry(l.prefetch))?;
+        let k = gpu.kernel_stored::<T, _>(&KERNEL, l.vcodes.entry(l.prefetch), l.storage)?;
         // Persistent warps: as many blocks as stay resident on every SM at once.
         let max_blocks = k.resident_ctas(gpu, BLOCK, 0)?;
     }

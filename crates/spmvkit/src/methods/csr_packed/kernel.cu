@@ -115,6 +115,10 @@ __device__ __forceinline__ real_t value_of(const unsigned (&v)[4], const real_t 
             const real_t hi = (code & 1u) ? d[3] : d[2];
             return (code & 2u) ? hi : lo;
         } else {
+#if defined(SPMVKIT_VAL_F16) || defined(SPMVKIT_VAL_BF16)
+            // values stored in f16 or bf16: a 16-bit code is the value's own bits
+            if constexpr (V == 16) return widen_val((val_t)code);
+#endif
             return ldg(dict + code);
         }
     }

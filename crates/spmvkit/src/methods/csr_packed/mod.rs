@@ -14,7 +14,9 @@
 //!   warp reads 256 or 512 contiguous bytes of whole sectors;
 //! - **values**: none for a matrix with one distinct value; a dictionary of the distinct values
 //!   with 1-, 2-, 4-, 8- or 16-bit codes (8 codes form one block of 1–16 bytes, lane-interleaved
-//!   like the columns) when at most 2^16 distinct values occur; raw values otherwise (blocks of
+//!   like the columns) when at most 2^16 distinct values occur (with values stored in f16 or
+//!   bf16, `storage=`, 16-bit codes are the values' own bits, which the kernel widens instead of
+//!   looking them up; docs/precision.md); raw values otherwise (blocks of
 //!   32 or 64 bytes, interleaved in 16-byte units like the 32-bit column codes). The
 //!   dictionary stays in global memory and is read through the read-only L1 path;
 //! - **row lengths** as one byte per lane (at most 248 entries, 255 = the lane has no row here);
@@ -125,6 +127,9 @@ method! {
         summary: "GPU: compressed CSR (delta-coded columns, value dictionary), a lane per row",
         source: "spmvkit (issue #19), after CSR-DU/CSR-VI (CF'08) and BRO (ICS'13)",
         deterministic: true,
+        // f16 and bf16 values have at most 2^16 distinct values: the dictionary of the stored
+        // values (in T) with codes of at most 16 bits (docs/precision.md)
+        values: &[crate::scalar::ValueStorage::F16, crate::scalar::ValueStorage::Bf16],
         params: PARAMS,
     }
     fn prepare(csr, params) {
@@ -170,6 +175,9 @@ pub struct PackedLayout<T> {
     pub(crate) facts: encode::Facts,
     /// Whether the kernel prefetches the next slice (`prefetch=on`).
     pub(crate) prefetch: bool,
+    /// How the plan stores the values (docs/precision.md): the kernel is compiled for it, and
+    /// with f16 or bf16 its 16-bit codes are the values' own bits.
+    pub(crate) storage: crate::scalar::ValueStorage,
 }
 
 impl<T> PackedLayout<T> {

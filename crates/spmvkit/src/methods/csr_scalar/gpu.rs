@@ -22,8 +22,8 @@ device_room! {
         a: Arc<DeviceCsr<T>> = Arc::new(a),
     }
     fn upload(l: &CsrScalarLayout<T>, gpu) -> Resident(a.dims(), a.num_bytes()) {
-        let k = gpu.kernel::<T, _>(&KERNEL, "csr_scalar")?;
-        let a = DeviceCsr::upload(gpu, &l.a)?;
+        let k = gpu.kernel_stored::<T, _>(&KERNEL, "csr_scalar", l.values)?;
+        let a = DeviceCsr::upload_stored(gpu, &l.a, l.values)?;
     }
 }
 

@@ -12,7 +12,7 @@ use crate::matrix::Csr;
 use crate::methods::common::csr::CsrArgs;
 use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::Layout;
-use crate::scalar::Scalar;
+use crate::scalar::{Scalar, ValueStorage};
 
 room_kernel!("csr-scalar", [CsrArgs::entry("csr_scalar")]);
 
@@ -23,15 +23,19 @@ method! {
         summary: "GPU: one thread per CSR row (scalar CSR kernel)",
         source: "Bell & Garland, SC'09, CSR (scalar) kernel",
         deterministic: true,
+        values: &ValueStorage::NARROW,
     }
-    fn prepare(csr, _params) {
-        Ok(Box::new(CsrScalarLayout { a: csr.clone() }))
+    fn prepare(csr, params) {
+        let values = crate::methods::common::stored::storage_of(params)?;
+        Ok(Box::new(CsrScalarLayout { a: csr.clone(), values }))
     }
 }
 
-/// The layout of `csr-scalar`: the matrix as given.
+/// The layout of `csr-scalar`: the matrix as given, its values stored as `values` on the
+/// device (docs/precision.md).
 pub struct CsrScalarLayout<T> {
     a: Csr<T>,
+    values: ValueStorage,
 }
 
 impl<T: Scalar> Layout<T> for CsrScalarLayout<T> {

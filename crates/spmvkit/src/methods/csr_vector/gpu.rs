@@ -16,9 +16,9 @@ use crate::scalar::Scalar;
 device_room! {
     /// The device copy of a csr-vector layout.
     pub(super) struct DeviceCsrVector<T> {
-        k: Kernel<CsrArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "csr_vector")?,
+        k: Kernel<CsrArgs<'static, T>> = gpu.kernel_stored::<T, _>(&KERNEL, "csr_vector", l.values)?,
         threads: u32 = l.threads,
-        a: Arc<DeviceCsr<T>> = Arc::new(DeviceCsr::upload(gpu, &l.a)?),
+        a: Arc<DeviceCsr<T>> = Arc::new(DeviceCsr::upload_stored(gpu, &l.a, l.values)?),
     }
     fn upload(l: &CsrVectorLayout<T>, gpu) -> Resident((l.a.nrows(), l.a.ncols()), l.a.bytes());
 }

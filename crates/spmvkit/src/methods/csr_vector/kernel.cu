@@ -2,7 +2,8 @@
 // Lane l takes the row's entries j ≡ l (mod 32), starting from the row start aligned down to a
 // multiple of 32 (whole-sector loads), accumulating with fma in order; the butterfly
 // warp_reduce_sum adds the 32 partials in a fixed order, so the result is deterministic.
-// The CPU mirror (cpu.rs) reproduces this arithmetic exactly.
+// The CPU mirror (cpu.rs) reproduces this arithmetic exactly. Values are read as stored (ldg_val:
+// val_t widened exactly, docs/precision.md).
 
 // The entry's one argument: CsrArgs (prelude), checked against its Rust twin at compile time.
 extern "C" __global__ void csr_vector(const CsrArgs a) {
@@ -15,10 +16,10 @@ extern "C" __global__ void csr_vector(const CsrArgs a) {
         const unsigned end = (unsigned)ldg(a.row_ptr + row + 1);
         real_t sum = (real_t)0;
         unsigned j = (start & ~31u) + lane;
-        if (j >= start && j < end) sum = fma(ldg(a.vals + j), ldg(a.x + ldg(a.col_idx + j)), sum);
+        if (j >= start && j < end) sum = fma(ldg_val(a.vals + j), ldg(a.x + ldg(a.col_idx + j)), sum);
         j += 32u;
 #pragma unroll 4
-        for (; j < end; j += 32u) sum = fma(ldg(a.vals + j), ldg(a.x + ldg(a.col_idx + j)), sum);
+        for (; j < end; j += 32u) sum = fma(ldg_val(a.vals + j), ldg(a.x + ldg(a.col_idx + j)), sum);
         sum = warp_reduce_sum(sum);
         if (lane == 0) {
             const real_t t = a.alpha * sum;

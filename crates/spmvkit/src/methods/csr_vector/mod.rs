@@ -19,7 +19,7 @@ use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{one_of, params, AutoOr};
 use crate::methods::Layout;
 use crate::methods::spmm::{MultiKernel, MultiSource, SpmmTune};
-use crate::scalar::Scalar;
+use crate::scalar::{Scalar, ValueStorage};
 
 room_kernel!("csr-vector", [CsrArgs::entry("csr_vector")]);
 
@@ -52,8 +52,9 @@ method! {
         summary: "GPU: CSR, one warp per row, shuffle reduction",
         source: "Bell & Garland, Implementing SpMV on throughput-oriented processors, SC'09 (CSR vector kernel)",
         deterministic: true,
+        values: &ValueStorage::NARROW,
     }
-    fn prepare(csr, p: CsrVectorParams) {
+    fn prepare(csr, p: CsrVectorParams, values) {
         Ok(Box::new(CsrVectorLayout {
             a: csr.clone(),
             threads: p.threads,
@@ -63,15 +64,18 @@ method! {
                 unroll: p.spmm_unroll.value(),
                 piece: p.spmm_piece.value(),
             },
+            values,
         }))
     }
 }
 
-/// The layout of `csr-vector`: the CSR matrix, the block size and the SpMM tile's tuning.
+/// The layout of `csr-vector`: the CSR matrix, the block size, the SpMM tile's tuning, and the
+/// values stored as `values` on the device (docs/precision.md).
 pub struct CsrVectorLayout<T> {
     a: Csr<T>,
     threads: u32,
     tune: SpmmTune,
+    values: ValueStorage,
 }
 
 impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {

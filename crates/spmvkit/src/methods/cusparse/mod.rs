@@ -31,8 +31,9 @@ use crate::methods::common::csr::DeviceCsr;
 use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::common::room::{forward, method};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
+use crate::methods::common::stored::storage_of;
 use crate::methods::spmm::{MultiKernel, MultiSource, SpmmTune};
-use crate::scalar::{Idx, Scalar};
+use crate::scalar::{Idx, Scalar, ValueStorage};
 
 /// `cusparse-alg1`: `CUSPARSE_SPMV_CSR_ALG1`.
 pub struct CusparseAlg1;
@@ -55,6 +56,7 @@ const fn info(name: &'static str, summary: &'static str, deterministic: bool) ->
         gpu: true,
         cpu: false,
         params: &[],
+        values: &ValueStorage::NARROW,
     }
 }
 
@@ -63,14 +65,16 @@ fn prepare<T: Scalar>(
     csr: &Csr<T>,
     choice: Choice,
     with_upload: bool,
-) -> Box<dyn Layout<T>> {
-    Box::new(CusparseLayout {
+    params: &Params,
+) -> Result<Box<dyn Layout<T>>> {
+    Ok(Box::new(CusparseLayout {
         name,
         a: csr.clone(),
         choice,
         with_upload,
+        values: storage_of(params)?,
         notes: Mutex::new(Vec::new()),
-    })
+    }))
 }
 
 impl GenericMethod for CusparseAlg1 {
@@ -79,13 +83,9 @@ impl GenericMethod for CusparseAlg1 {
         "GPU: cuSPARSE SpMV, CSR_ALG1 (preprocessed once)",
         false,
     );
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
-        Ok(prepare(
-            "cusparse-alg1",
-            csr,
-            Choice::Fixed(SpmvAlg::CsrAlg1),
-            false,
-        ))
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        let alg = Choice::Fixed(SpmvAlg::CsrAlg1);
+        prepare("cusparse-alg1", csr, alg, false, params)
     }
 }
 
@@ -95,13 +95,9 @@ impl GenericMethod for CusparseAlg2 {
         "GPU: cuSPARSE SpMV, CSR_ALG2 (deterministic; preprocessed once)",
         true,
     );
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
-        Ok(prepare(
-            "cusparse-alg2",
-            csr,
-            Choice::Fixed(SpmvAlg::CsrAlg2),
-            false,
-        ))
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        let alg = Choice::Fixed(SpmvAlg::CsrAlg2);
+        prepare("cusparse-alg2", csr, alg, false, params)
     }
 }
 
@@ -111,8 +107,8 @@ impl GenericMethod for CusparseAuto {
         "GPU: cuSPARSE SpMV, the faster of CSR_ALG1/ALG2 timed at upload",
         false,
     );
-    fn prepare<T: Scalar>(&self, csr: &Csr<T>, _params: &Params) -> Result<Box<dyn Layout<T>>> {
-        Ok(prepare("cusparse", csr, Choice::Fastest, false))
+    fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        prepare("cusparse", csr, Choice::Fastest, false, params)
     }
 }
 
@@ -129,8 +125,8 @@ method! {
         deterministic: false,
         cpu: false,
     }
-    fn prepare(csr, _params) {
-        Ok(prepare("cusparse-e2e", csr, Choice::Fastest, true))
+    fn prepare(csr, params) {
+        prepare("cusparse-e2e", csr, Choice::Fastest, true, params)
     }
 }
 
@@ -141,6 +137,8 @@ pub struct CusparseLayout<T> {
     a: Csr<T>,
     choice: Choice,
     with_upload: bool,
+    /// How the descriptor stores the values (docs/precision.md).
+    values: ValueStorage,
     notes: Mutex<Vec<(String, String)>>,
 }
 
@@ -175,14 +173,23 @@ impl<T: Scalar> Layout<T> for CusparseLayout<T> {
     }
 
     fn upload(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceLayout<T>>> {
+        let new = |alg| {
+            CusparseSpmv::new_stored(gpu, &self.a, alg, self.values).map_err(|e| match e {
+                Error::MethodUnsupported { reason, .. } => Error::MethodUnsupported {
+                    method: self.name.into(),
+                    reason,
+                },
+                e => e,
+            })
+        };
         let spmv = match self.choice {
-            Choice::Fixed(alg) => CusparseSpmv::new(gpu, &self.a, alg)?,
+            Choice::Fixed(alg) => new(alg)?,
             Choice::Fastest => {
                 let x = gpu.upload(&vec![T::one(); self.a.ncols()])?;
-                let alg1 = CusparseSpmv::new(gpu, &self.a, SpmvAlg::CsrAlg1)?;
+                let alg1 = new(SpmvAlg::CsrAlg1)?;
                 let t1 = quick_time(gpu, &alg1, &x)?;
                 drop(alg1);
-                let alg2 = CusparseSpmv::new(gpu, &self.a, SpmvAlg::CsrAlg2)?;
+                let alg2 = new(SpmvAlg::CsrAlg2)?;
                 let t2 = quick_time(gpu, &alg2, &x)?;
                 self.note("alg1_us", format!("{t1:.2}"));
                 self.note("alg2_us", format!("{t2:.2}"));
@@ -190,7 +197,7 @@ impl<T: Scalar> Layout<T> for CusparseLayout<T> {
                     alg2
                 } else {
                     drop(alg2);
-                    CusparseSpmv::new(gpu, &self.a, SpmvAlg::CsrAlg1)?
+                    new(SpmvAlg::CsrAlg1)?
                 }
             }
         };

@@ -48,14 +48,16 @@ crate::device_args! {
 device_room! {
     /// The device copy of a merge layout.
     pub(super) struct DeviceMerge<T> {
-        spmv: Kernel<MergeArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "merge_spmv")?,
-        fixup: Kernel<MergeFixupArgs<'static, T>> = gpu.kernel::<T, _>(&KERNEL, "merge_fixup")?,
+        spmv: Kernel<MergeArgs<'static, T>> =
+            gpu.kernel_stored::<T, _>(&KERNEL, "merge_spmv", l.values)?,
+        fixup: Kernel<MergeFixupArgs<'static, T>> =
+            gpu.kernel_stored::<T, _>(&KERNEL, "merge_fixup", l.values)?,
         threads: u32 = l.threads,
         ntiles: usize = l.ntiles(),
         smem: u32 = smem_bytes::<T>(l.tile_items()) as u32,
         /// The fix-up's CTAs: a thread per short carry run, then a warp per long one.
         fix_ctas: usize = short_blocks + long_blocks,
-        a: DeviceCsr<T> = DeviceCsr::upload(gpu, &l.a)?,
+        a: DeviceCsr<T> = DeviceCsr::upload_stored(gpu, &l.a, l.values)?,
         tiles: TileArrays<T> = TileArrays::upload(gpu, l)?,
         runs: RunArrays<T> = RunArrays::upload(gpu, l)?,
     }

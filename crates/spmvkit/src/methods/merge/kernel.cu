@@ -62,7 +62,7 @@ extern "C" __global__ void merge_spmv(const MergeArgs a) {
 #pragma unroll 4
     for (int i = tid; i < tile_nnz; i += blockDim.x) {
         const int k = nz0 + i;
-        s_prod[i] = ldg(a.csr.vals + k) * ldg(a.csr.x + ldg(a.csr.col_idx + k));
+        s_prod[i] = ldg_val(a.csr.vals + k) * ldg(a.csr.x + ldg(a.csr.col_idx + k));
     }
     __syncthreads();
 

@@ -30,7 +30,7 @@ use crate::methods::common::checks::THREADS;
 use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{params, AutoOr};
 use crate::methods::Layout;
-use crate::scalar::{Idx, Precision, Scalar};
+use crate::scalar::{Idx, Precision, Scalar, ValueStorage};
 
 room_kernel!(
     "merge",
@@ -66,8 +66,9 @@ method! {
         summary: "GPU: merge-path CSR, equal shares of rows + nnz per thread, carry fix-up pass",
         source: "Merrill & Garland, Merge-based parallel SpMV, SC'16 (merge-based CsrMV)",
         deterministic: true,
+        values: &ValueStorage::NARROW,
     }
-    fn prepare(csr, p: MergeParams) {
+    fn prepare(csr, p: MergeParams, values) {
         let double = T::PRECISION == Precision::F64;
         let threads = p.threads.value().unwrap_or(if double { 64 } else { 128 });
         let items = p.items.value().unwrap_or(if double { 6 } else { 7 });
@@ -82,7 +83,9 @@ method! {
                 ),
             ));
         }
-        Ok(Box::new(MergeLayout::build(csr, threads, items)))
+        let mut l = MergeLayout::build(csr, threads, items);
+        l.values = values;
+        Ok(Box::new(l))
     }
 }
 
@@ -119,6 +122,8 @@ pub(crate) fn path_coordinate(row_ptr: &[Idx], diag: u64) -> (u64, u64) {
 /// The layout of `merge`: the CSR matrix, the tile start coordinates and the carry runs.
 pub struct MergeLayout<T> {
     a: Csr<T>,
+    /// How the device keeps the values (docs/precision.md).
+    values: ValueStorage,
     threads: u32,
     items: u32,
     /// Row coordinate of each tile start (ntiles + 1 entries; the last is nrows).
@@ -182,6 +187,7 @@ impl<T: Scalar> MergeLayout<T> {
         let stages = vec![("tile coordinates", t1 - t0), ("carry runs", t1.elapsed())];
         MergeLayout {
             a: a.clone(),
+            values: ValueStorage::Same,
             threads,
             items,
             tile_row,
