@@ -543,6 +543,12 @@ def test_device_matrices_unsorted_int64_and_malformed(cupy, torch):
     assert plan.built_from_device
     want = np.array([[2.0, 0.0, 4.0], [0.0, 4.0, 0.0]]) @ np.array([1.0, 10.0, 100.0])
     np.testing.assert_allclose((plan @ np.array([1.0, 10.0, 100.0])), want)
+    # the same as CuPy arrays
+    plan = spmvkit.Plan((cupy.asarray(np.array([0, 3, 4], dtype=np.int32)),
+                         cupy.asarray(np.array([2, 0, 2, 1], dtype=np.int32)),
+                         cupy.asarray(np.array([1.0, 2.0, 3.0, 4.0])), (2, 3)), method="csr-vector")
+    assert plan.built_from_device
+    np.testing.assert_allclose((plan @ np.array([1.0, 10.0, 100.0])), want)
     # a column out of range: the device check names the row
     bad = cupy.asarray(np.array([0, 5, 1], dtype=np.int32))
     with pytest.raises(ValueError, match="row 0 has a column index >= ncols"):

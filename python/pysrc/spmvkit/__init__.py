@@ -244,7 +244,15 @@ def _canonical(kind, A):
         return c.tocsr()
     import torch
 
-    return _torch_coo(A, torch).coalesce().to_sparse_csr()
+    # A COO tensor made from the CSR arrays: PyTorch marks one converted from CSR as coalesced
+    # already, so coalesce() would neither sort nor sum it.
+    col, crow = A.col_indices(), A.crow_indices()
+    rows = torch.repeat_interleave(
+        torch.arange(A.shape[0], device=col.device, dtype=col.dtype), crow.diff(),
+        output_size=col.numel(),
+    )
+    coo = torch.sparse_coo_tensor(torch.stack([rows, col]), A.values(), size=tuple(A.shape))
+    return coo.coalesce().to_sparse_csr()
 
 
 def _torch_coo(A, torch):
