@@ -305,7 +305,7 @@ impl Drop for Handles {
 }
 
 /// The CSR arrays a [`CusparseSpmv`]'s descriptor points at.
-enum Arrays<T> {
+enum Arrays<T: Scalar> {
     /// Uploaded from a host matrix and owned.
     Own {
         row_ptr: CudaSlice<u32>,
