@@ -138,22 +138,40 @@ pub fn block_sectors<T: Scalar>(a: &Csr<T>, shape: MultiShape, vb: usize) -> u64
 
 /// The limit of a multi-vector record on the device of `probe` ([`super::limits::limit`]):
 /// bytes = the byte model for k vectors ([`multi_bytes`]: the matrix once, X read and Y
-/// written once), gathers = [`MultiRecord::gathers`] at the probe's gather rate for a table of
-/// X's size (ncols·k values of `vb` bytes). `None` without a usable read bandwidth.
+/// written once), gathers = the random accesses to X ([`random_accesses`] of
+/// [`MultiRecord::gathers`]) at the probe's gather rate for a table of X's size (ncols·k values
+/// of `vb` bytes). `None` without a usable read bandwidth.
 pub fn multi_limit(
     probe: &Probe,
     rec: &MultiRecord,
     ncols: usize,
-    k: usize,
+    (k, order): (usize, DenseOrder),
     vb: usize,
 ) -> Option<super::limits::Limit> {
     super::limits::limit(
         probe,
         rec.bytes_model,
-        rec.gathers,
+        rec.gathers.map(|g| random_accesses(g, k, order, vb)),
         ncols.saturating_mul(k),
         vb,
     )
+}
+
+/// The random accesses to X behind `sectors` touched ([`block_sectors`]): column-major, each
+/// sector (a vector's entries are gathered one by one, as in SpMV); row-major, one per X row
+/// once a row spans more than a sector (its k·vb bytes come as one contiguous run, which the
+/// byte term counts, not as independent gathers), that is sectors × 32 ÷ (k·vb), rounded up.
+/// Counting every sector of a long row as a gather at the probe's rate for 8-byte gathers
+/// overstated the time a call needs (cuSPARSE SpMM ran at 296 % of that figure on kron:21 at
+/// k = 32), so it was no lower bound; one access per row is.
+pub fn random_accesses(sectors: u64, k: usize, order: DenseOrder, vb: usize) -> u64 {
+    let row = (k as u64).saturating_mul(vb as u64);
+    match order {
+        DenseOrder::Row if row > SECTOR_BYTES as u64 => {
+            (sectors.saturating_mul(SECTOR_BYTES as u64)).div_ceil(row)
+        }
+        _ => sectors,
+    }
 }
 
 /// The vectors of a block of k whose results are checked against the oracle: 0, 1, 31, 32,
@@ -455,7 +473,9 @@ pub fn multi_table(matrices: &[MatrixResult], probe: Option<&Probe>) -> String {
                 Some(rec) => {
                     let limit = probe
                         .filter(|_| rec.backend == Backend::Gpu && r.status == Status::Ok)
-                        .and_then(|p| multi_limit(p, rec, m.stats.ncols, r.k, r.precision.bytes()));
+                        .and_then(|p| {
+                            multi_limit(p, rec, m.stats.ncols, (r.k, r.order), r.precision.bytes())
+                        });
                     let t = rec.graph_time.as_ref().unwrap_or(&rec.time).median_us;
                     let (lim, pct) = match limit {
                         Some(l) if t > 0.0 => (
@@ -565,11 +585,19 @@ mod tests {
             elapsed_ms: 1.0,
         };
         let bytes_us = rec.bytes_model as f64 / 1e12 * 1e6;
-        let gathers = rec.gathers.unwrap() as f64;
+        // rows of 8 × 8 = 64 bytes, two sectors each: one random access per row
+        let sectors = rec.gathers.unwrap();
+        let gathers = random_accesses(sectors, 8, DenseOrder::Row, 8) as f64;
+        assert_eq!(gathers as u64, sectors.div_ceil(2));
+        // column-major, or rows within a sector: every sector is a gather
+        assert_eq!(random_accesses(100, 8, DenseOrder::Col, 8), 100);
+        assert_eq!(random_accesses(100, 4, DenseOrder::Row, 8), 100);
+        assert_eq!(random_accesses(100, 32, DenseOrder::Row, 8), 13);
+        let kr = (8, DenseOrder::Row);
         // a fast gather rate: the bytes bind; a slow one: the gathers
-        let l = multi_limit(&probe(1e6), &rec, a.ncols(), 8, 8).unwrap();
+        let l = multi_limit(&probe(1e6), &rec, a.ncols(), kr, 8).unwrap();
         assert!((l.t_us - bytes_us).abs() < 1e-9 && l.bound == super::super::limits::Bound::Bytes);
-        let l = multi_limit(&probe(1e-3), &rec, a.ncols(), 8, 8).unwrap();
+        let l = multi_limit(&probe(1e-3), &rec, a.ncols(), kr, 8).unwrap();
         // 10^6 gathers/s: one µs each
         assert!((l.t_us - gathers).abs() < 1e-6, "{l:?}");
         assert_eq!(l.bound, super::super::limits::Bound::Gathers);
