@@ -229,14 +229,12 @@ fn overflow_underflow_and_updates_follow_the_rule() {
     ));
 }
 
-/// The harness runs a narrower mode as `NAME[storage=...]`: readers verified against the
-/// stored values' oracle with the conversion in their notes, others unsupported.
-#[test]
-fn the_harness_records_narrow_modes() {
-    let a = spmvkit::gen::generate::<f64>("powerlaw:2000,6").unwrap();
-    let cfg = HarnessConfig {
-        methods: vec!["csr-vector".into(), "csr5".into(), "merge[items=3]".into()],
-        precisions: vec!["bf16-f32".parse().unwrap(), "f32-f64".parse().unwrap()],
+/// A harness on the CPU, no warm-up and one call per sample: `methods` in the precision
+/// modes `modes`, with β = `beta`.
+fn cpu_harness(methods: &[&str], modes: &[&str], beta: f64) -> HarnessConfig {
+    HarnessConfig {
+        methods: methods.iter().map(|m| m.to_string()).collect(),
+        precisions: modes.iter().map(|m| m.parse().unwrap()).collect(),
         measure: MeasureOptions {
             plan: PlanOptions {
                 backend: Some(Backend::Cpu),
@@ -245,12 +243,24 @@ fn the_harness_records_narrow_modes() {
             warmup: 0,
             reps: 1,
             samples: 1,
-            beta: 0.5,
+            beta,
             ..Default::default()
         },
         use_cache: false,
         multi: Vec::new(),
-    };
+    }
+}
+
+/// The harness runs a narrower mode as `NAME[storage=...]`: readers verified against the
+/// stored values' oracle with the conversion in their notes, others unsupported.
+#[test]
+fn the_harness_records_narrow_modes() {
+    let a = spmvkit::gen::generate::<f64>("powerlaw:2000,6").unwrap();
+    let cfg = cpu_harness(
+        &["csr-vector", "csr5", "merge[items=3]"],
+        &["bf16-f32", "f32-f64"],
+        0.5,
+    );
     let m = run_matrix("pl", "powerlaw", &a, &cfg, None, &mut Silent);
     let got: Vec<(String, Precision, Status)> = m
         .results
@@ -312,22 +322,7 @@ fn the_harness_records_narrow_modes() {
 #[test]
 fn the_harness_refuses_a_matrix_that_does_not_fit() {
     let a = Csr::<f64>::new(2, 2, vec![0, 1, 2], vec![1, 0], vec![1.0, 1.0e5]).unwrap();
-    let cfg = HarnessConfig {
-        methods: vec!["csr-vector".into(), "merge".into()],
-        precisions: vec!["f16-f32".parse().unwrap(), "bf16-f32".parse().unwrap()],
-        measure: MeasureOptions {
-            plan: PlanOptions {
-                backend: Some(Backend::Cpu),
-                ..Default::default()
-            },
-            warmup: 0,
-            reps: 1,
-            samples: 1,
-            ..Default::default()
-        },
-        use_cache: false,
-        multi: Vec::new(),
-    };
+    let cfg = cpu_harness(&["csr-vector", "merge"], &["f16-f32", "bf16-f32"], 0.0);
     let m = run_matrix("big", "big", &a, &cfg, None, &mut Silent);
     let status: Vec<Status> = m.results.iter().map(|r| r.status).collect();
     assert_eq!(
