@@ -242,42 +242,25 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
 }
 
 /// Keeps the candidates that read values stored as `storage` (issue #25, docs/precision.md);
-/// when the model's choice does not, the first that does, or `csr-vector` when none does. In a
-/// narrower mode spmvkit's kernels come before cuSPARSE, and one of them is always there:
-/// cuSPARSE may refuse the combination only at setup (its mixed-precision table pairs A with x
-/// of the same type), and a trial of cuSPARSE entries alone would then have nothing to keep.
+/// when the model's choice does not, the first that does, or `csr-vector` when none does.
 fn keep_storage_capable(choice: &mut Choice, storage: crate::scalar::ValueStorage) {
     let able = |m: &str| find(m).is_ok_and(|m| m.info().supports(storage));
+    if able(choice.method) {
+        choice.candidates.retain(|m| able(m));
+        return;
+    }
     let before = choice.method;
     choice.candidates.retain(|m| able(m));
-    if storage != crate::scalar::ValueStorage::Same {
-        let library = |m: &&str| m.starts_with("cusparse");
-        if choice.candidates.iter().all(library) {
-            choice.candidates.push(NARROW_FALLBACK);
-        }
-        choice.candidates.sort_by_key(library);
-    } else if choice.candidates.is_empty() {
+    if choice.candidates.is_empty() {
         choice.candidates.push("csr-vector");
-    }
-    if choice.candidates[0] == before {
-        return;
     }
     choice.method = choice.candidates[0];
     choice.predicted_us = None;
-    let why = if able(before) {
-        "may be refused by cuSPARSE"
-    } else {
-        "is not read by it"
-    };
     choice.reason.push_str(&format!(
-        "; {before}: values stored in {storage} {why}: {} first",
+        "; {before} does not read values stored in {storage}: {} instead",
         choice.method
     ));
 }
-
-/// The kernel `auto` adds in a narrower precision mode when the model's candidates are all
-/// cuSPARSE entries: nnz-balanced, so it suits any row distribution, and it reads every mode.
-const NARROW_FALLBACK: &str = "merge";
 
 /// The x share (x sectors per nonzero in `precision`) that `auto` feeds its model, estimated from
 /// at most [`SHARE_SAMPLE_CHUNKS`] chunks so that its cost does not grow with the matrix; None

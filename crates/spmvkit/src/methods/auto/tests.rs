@@ -810,11 +810,12 @@ fn gpu_a_layout_that_may_run_on_the_cpu_is_not_trialled() {
     assert!(gpu.candidates.len() > 1, "{:?}", gpu.candidates);
 }
 
-/// In a narrower precision mode, a model's choice of cuSPARSE entries alone still leaves a
-/// kernel to fall back on, tried first (cuSPARSE refuses bf16 A under f32 x at setup, which made
-/// such a trial fail on the H200); in the plain modes the model's order stands.
+/// In bf16-f32 a model's choice of cuSPARSE entries alone leaves a kernel to run: cuSPARSE does
+/// not declare that storage (it refuses bf16 A under f32 x at setup, which made such a trial fail
+/// on the H200), so its entries are dropped and `csr-vector` takes their place; in f32-f64, which
+/// cuSPARSE runs, they stay, and in the plain modes the model's choice stands.
 #[test]
-fn narrow_modes_keep_a_kernel_before_cusparse() {
+fn narrow_modes_choose_among_methods_that_run_them() {
     use crate::scalar::ValueStorage;
     let choice = |c: &[&'static str]| Choice {
         method: c[0],
@@ -823,17 +824,17 @@ fn narrow_modes_keep_a_kernel_before_cusparse() {
         candidates: c.to_vec(),
     };
     let lib = ["cusparse-alg1", "cusparse-alg2", "cusparse"];
-    let mut c = choice(&lib);
+    for storage in [ValueStorage::Bf16, ValueStorage::F16] {
+        let mut c = choice(&lib);
+        keep_storage_capable(&mut c, storage);
+        assert_eq!((c.method, &c.candidates[..]), ("csr-vector", &["csr-vector"][..]));
+    }
+    let mut c = choice(&["cusparse-alg1", "merge", "teb"]);
     keep_storage_capable(&mut c, ValueStorage::Bf16);
-    assert_eq!(c.method, NARROW_FALLBACK);
-    assert_eq!(c.candidates[0], NARROW_FALLBACK);
-    assert!(c.candidates[1..].iter().all(|m| m.starts_with("cusparse")));
-    assert!(c.reason.contains("may be refused by cuSPARSE"), "{}", c.reason);
-    let mut c = choice(&["cusparse-alg1", "csr-vector", "teb"]);
-    keep_storage_capable(&mut c, ValueStorage::F16);
-    assert_eq!(c.candidates, ["csr-vector", "cusparse-alg1"]);
-    let mut c = choice(&lib);
-    keep_storage_capable(&mut c, ValueStorage::Same);
-    assert_eq!((c.method, &c.candidates[..]), ("cusparse-alg1", &lib[..]));
-    assert_eq!(c.predicted_us, Some(1.0));
+    assert_eq!(c.candidates, ["merge"]);
+    for storage in [ValueStorage::F32, ValueStorage::Same] {
+        let mut c = choice(&lib);
+        keep_storage_capable(&mut c, storage);
+        assert_eq!((c.method, &c.candidates[..]), ("cusparse-alg1", &lib[..]));
+    }
 }
