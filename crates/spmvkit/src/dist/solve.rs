@@ -45,11 +45,11 @@ use crate::gpu::Gpu;
 use crate::matrix::{check_square, Csr};
 use crate::methods::{Backend, PrepareFor};
 use crate::scalar::{Idx, Scalar};
-use crate::solve::cg::{relative, Cg1Iteration, CgIteration};
+use crate::solve::cg::{Cg1Iteration, CgIteration, DeviceCg};
 use crate::solve::kernels::DistSumArgs;
 use crate::solve::pagerank::{PageRankIteration, RankVectors};
 pub use crate::solve::rows::{cg, cg_single_reduction, pagerank, RowOperator};
-use crate::solve::rows::{cg_start, check_pagerank, local_dangling, note_breakdown};
+use crate::solve::rows::{cg_start, check_pagerank, local_dangling};
 use crate::solve::{
     drive, initial_scalars, Driven, PageRankGraph, PageRankOptions, Reduce, SolveOptions,
     SolveReport, KERNELS, S_DONE, S_ITER, S_MASS, S_RES,
@@ -157,21 +157,7 @@ impl<T: DistScalar> NcclRows<T> {
     /// of x, r, p and q in device memory: p is the operator's owned x, q = A·p its y. `b` is the
     /// rank's rows of b; returns its rows of x. Every rank calls it together.
     pub fn cg(&mut self, b: &[T], opts: &SolveOptions) -> Result<(Vec<T>, SolveReport)> {
-        let (bb, thresh) = cg_start(self, b, opts)?;
-        let n = b.len();
-        let gpu = self.op.gpu().clone();
-        let it = CgIteration::new(&gpu, b, bb, thresh, opts, "dist cg: rows")?;
-        // p = b, in the operator's x
-        self.op.set_x(b)?;
-        let driven = self.drive(&it.s, opts, 1, |gpu, op, reduce| {
-            it.step(gpu, op.x(), op.y(), reduce)
-        })?;
-        let mut xh = vec![T::zero(); n];
-        gpu.download(&it.x, &mut xh)?;
-        let residual = relative(driven.s[S_RES], bb);
-        let mut report = driven.report(residual, Vec::new());
-        note_breakdown(&mut report);
-        Ok((xh, report))
+        self.device_cg::<CgIteration<T>>(b, opts)
     }
 
     /// Single-reduction CG as [`cg_single_reduction`] (Chronopoulos & Gear: one all-reduce of
@@ -183,21 +169,25 @@ impl<T: DistScalar> NcclRows<T> {
         b: &[T],
         opts: &SolveOptions,
     ) -> Result<(Vec<T>, SolveReport)> {
+        self.device_cg::<Cg1Iteration<T>>(b, opts)
+    }
+
+    /// The device CG iteration `I` on this rank: its u (p or r) is the operator's owned x, from
+    /// b, and v = A·u its y; the sums of an iteration go through `I::SUMS`-long all-reduces.
+    fn device_cg<I: DeviceCg<T>>(
+        &mut self,
+        b: &[T],
+        opts: &SolveOptions,
+    ) -> Result<(Vec<T>, SolveReport)> {
         let (bb, thresh) = cg_start(self, b, opts)?;
-        let n = b.len();
         let gpu = self.op.gpu().clone();
-        let it = Cg1Iteration::new(&gpu, n, bb, thresh, opts, "dist cg: rows")?;
-        // r = b, in the operator's x
+        let it = I::new(&gpu, b, bb, thresh, opts, "dist cg: rows")?;
         self.op.set_x(b)?;
-        let driven = self.drive(&it.s, opts, 2, |gpu, op, reduce| {
+        let s = it.state().scalars();
+        let driven = self.drive(s, opts, I::SUMS, |gpu, op, reduce| {
             it.step(gpu, op.x(), op.y(), reduce)
         })?;
-        let mut xh = vec![T::zero(); n];
-        gpu.download(&it.x, &mut xh)?;
-        let residual = relative(driven.s[S_RES], bb);
-        let mut report = driven.report(residual, Vec::new());
-        note_breakdown(&mut report);
-        Ok((xh, report))
+        it.state().finish(&gpu, driven, bb, Vec::new())
     }
 
     /// PageRank as [`pagerank`] (`self` holds the rank's rows of P = Aᵀ D⁻¹, `dangling` is the
