@@ -27,6 +27,7 @@
 //! CG needs two all-reduces per iteration (pᵀq, then rᵀr); PageRank one (the L1 change of this
 //! iteration together with the dangling mass for the next).
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bootstrap::RankEnv;
 use super::nccl::{Communicator, DistOperator, DistScalar};
+use super::ordered::{Ordered, OrderedSummary};
 use super::partition::{Distribution, StrategyChoice};
 use super::rank::{flat_notes, strategy_label};
 use super::sim::SimOperator;
@@ -44,6 +46,7 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::matrix::{check_square, Csr};
 use crate::methods::{Backend, PrepareFor};
+use crate::reorder::Ordering;
 use crate::scalar::{Idx, Scalar};
 use crate::solve::cg::{Cg1Iteration, CgIteration, DeviceCg};
 use crate::solve::kernels::DistSumArgs;
@@ -344,6 +347,18 @@ pub struct SolveRankConfig {
     /// CG: the single-reduction iteration ([`NcclRows::cg_single_reduction`], one all-reduce
     /// per iteration) instead of [`NcclRows::cg`] (two).
     pub single_reduction: bool,
+    /// Solve in this ordering's numbering ([`Ordered`]): ranks that hold the whole matrix only
+    /// ([`run_solve_rank`]; [`run_solve_rank_rows`] refuses it).
+    pub reorder: Option<Ordering>,
+}
+
+/// A rank's rows of the solution.
+pub struct RankSolution<T> {
+    /// The values, in the order of the rank's rows.
+    pub x: Vec<T>,
+    /// Where each value belongs in the matrix's own numbering when the solve was reordered
+    /// (the rank's rows are rows of PAPᵀ); `None`: the report's rows `row_start..row_end`.
+    pub rows: Option<Vec<Idx>>,
 }
 
 /// One solver rank's results, printed by `spmv dist solve-rank` as one JSON line.
@@ -383,16 +398,24 @@ pub struct SolveRankReport {
     pub nccl_init_s: f64,
     pub prepare_s: f64,
     pub upload_s: f64,
+    /// The reordering ([`SolveRankConfig::reorder`]): its time (preprocessing, apart from
+    /// `setup_s`) and the halo volume before and after.
+    #[serde(default)]
+    pub reorder: Option<OrderedSummary>,
     pub notes: Vec<String>,
 }
 
 /// Runs this process's rank of a distributed solve of `a` (the system matrix for CG, the
 /// adjacency for PageRank) on its GPU; returns the report and the rank's rows of the solution.
+/// With [`SolveRankConfig::reorder`] the rank orders the matrix it distributes (A, or PageRank's
+/// transition matrix) as every rank does, the same way ([`Ordered`]), and solves on its rows of
+/// PAPᵀ: CG's b from those rows is Pb, PageRank's dangling nodes are renumbered, and the
+/// solution says which of A's rows its values are.
 pub fn run_solve_rank<T: DistScalar>(
     a: &Csr<T>,
     env: &RankEnv,
     cfg: &SolveRankConfig,
-) -> Result<(SolveRankReport, Vec<T>)> {
+) -> Result<(SolveRankReport, RankSolution<T>)> {
     square(a)?;
     let gpu: Arc<Gpu> = Gpu::get()?;
     let t0 = Instant::now();
@@ -400,37 +423,58 @@ pub fn run_solve_rank<T: DistScalar>(
         Solver::Cg => None,
         Solver::PageRank { .. } => Some(PageRankGraph::from_adjacency(a)?),
     };
-    let m = graph.as_ref().map_or(a, |g| &g.transition);
+    let given = graph.as_ref().map_or(a, |g| &g.transition);
+    let t_order = Instant::now();
+    let ordered = cfg
+        .reorder
+        .map(|o| Ordered::new(given, env.world, o))
+        .transpose()?;
+    let order_s = t_order.elapsed().as_secs_f64();
+    let m = ordered.as_ref().map_or(given, |o| &o.matrix);
     let dist = Distribution::new(m, env.world)?;
     let strategy = dist.choose(cfg.strategy);
     let block = dist.block(m, env.rank, strategy);
     let rows = block.rows.clone();
+    // CG's b = A·1 on these rows: with a reordering B·1 = P(A·1), the rows of Pb
     let b: Vec<T> = match cfg.solver {
         Solver::Cg => rows
             .clone()
             .into_par_iter()
-            .map(|i| T::from_f64(a.row(i).1.iter().map(|v| v.to_f64()).sum()))
+            .map(|i| T::from_f64(m.row(i).1.iter().map(|v| v.to_f64()).sum()))
             .collect(),
         Solver::PageRank { .. } => Vec::new(),
     };
-    let setup_s = t0.elapsed().as_secs_f64();
+    let setup_s = t0.elapsed().as_secs_f64() - order_s;
     // the input as loaded, before PageRank's transform: what every rank must agree on
     let comm = Communicator::connect_if_distributed(&gpu, env, a, cfg.connect_timeout)?;
     let nccl_init_s = comm.as_ref().map_or(0.0, |c| c.init_s);
     let op = DistOperator::new(gpu.clone(), comm, env.world, &block, &cfg.method)?;
     let mut rows_op = NcclRows::new(op, rows.clone(), m.nrows());
     let report_x = match (cfg.solver, &graph) {
-        (Solver::PageRank { damping }, Some(g)) => rows_op.pagerank(
-            &g.dangling,
-            &PageRankOptions {
+        (Solver::PageRank { damping }, Some(g)) => {
+            let dangling = match &ordered {
+                Some(o) => Cow::Owned(o.set(&g.dangling)?),
+                None => Cow::Borrowed(&g.dangling[..]),
+            };
+            let opts = PageRankOptions {
                 damping,
                 solve: cfg.opts,
-            },
-        )?,
+            };
+            rows_op.pagerank(&dangling, &opts)?
+        }
         _ if cfg.single_reduction => rows_op.cg_single_reduction(&b, &cfg.opts)?,
         _ => rows_op.cg(&b, &cfg.opts)?,
     };
-    finish_solve(gpu, env, strategy, rows_op, report_x, setup_s, nccl_init_s)
+    let times = (setup_s, nccl_init_s);
+    let (mut report, x) = finish_solve(gpu, env, strategy, rows_op, report_x, times)?;
+    if let Some(o) = &ordered {
+        if env.rank == 0 {
+            report.notes.push(o.summary.note());
+        }
+        report.reorder = Some(o.summary.clone());
+    }
+    let rows = ordered.as_ref().map(|o| o.rows_of(rows));
+    Ok((report, RankSolution { x, rows }))
 }
 
 /// Runs this process's rank of a distributed CG from its own rows only (issue #26): the
@@ -441,7 +485,13 @@ pub fn run_solve_rank_rows<T: DistScalar>(
     local: &super::local::LocalRows<T>,
     env: &RankEnv,
     cfg: &SolveRankConfig,
-) -> Result<(SolveRankReport, Vec<T>)> {
+) -> Result<(SolveRankReport, RankSolution<T>)> {
+    if let Some(o) = cfg.reorder {
+        return Err(Error::InvalidArgument(format!(
+            "reorder={o}: a rank that reads only its rows cannot order the matrix (an ordering \
+             needs the whole graph); load the whole matrix on every rank (--whole) to reorder"
+        )));
+    }
     if cfg.solver != Solver::Cg {
         return Err(Error::InvalidArgument(
             "a PageRank rank needs the whole adjacency (Aᵀ), not only its rows".into(),
@@ -476,7 +526,9 @@ pub fn run_solve_rank_rows<T: DistScalar>(
     } else {
         rows_op.cg(&b, &cfg.opts)?
     };
-    finish_solve(gpu, env, strategy, rows_op, report_x, setup_s, nccl_init_s)
+    let times = (setup_s, nccl_init_s);
+    let (report, x) = finish_solve(gpu, env, strategy, rows_op, report_x, times)?;
+    Ok((report, RankSolution { x, rows: None }))
 }
 
 /// A solver rank's report from its operator and its solve's outcome.
@@ -486,8 +538,7 @@ fn finish_solve<T: DistScalar>(
     strategy: super::partition::Strategy,
     rows_op: NcclRows<T>,
     (x, report): (Vec<T>, SolveReport),
-    setup_s: f64,
-    nccl_init_s: f64,
+    (setup_s, nccl_init_s): (f64, f64),
 ) -> Result<(SolveRankReport, Vec<T>)> {
     let info = rows_op.operator().info().clone();
     let rows = rows_op.rows.clone();
@@ -526,6 +577,7 @@ fn finish_solve<T: DistScalar>(
             nccl_init_s,
             prepare_s: info.prepare_s,
             upload_s: info.upload_s,
+            reorder: None,
             notes: report.notes,
         },
         x,
