@@ -182,30 +182,18 @@ fn simulated_solvers_reorder_once_and_shrink_the_halo() {
         let notes = r["notes"].to_string();
         assert!(notes.contains("halo volume"), "{notes}");
     }
-    spmv_fails(
-        &[
+    for (ordering, says) in [("rcm", "add --whole"), ("metis", "rcm, bisection")] {
+        let args = [
             "dist",
             "solve",
             "cg",
             "poisson3d:8",
             "--sim",
             "--reorder",
-            "rcm",
-        ],
-        "add --whole",
-    );
-    spmv_fails(
-        &[
-            "dist",
-            "solve",
-            "cg",
-            "poisson3d:8",
-            "--sim",
-            "--reorder",
-            "metis",
-        ],
-        "rcm, bisection",
-    );
+            ordering,
+        ];
+        spmv_fails(&args, says);
+    }
 }
 
 /// The same on one GPU rank (skipped without a GPU): the rank orders the whole matrix it

@@ -48,7 +48,7 @@ use crate::matrix::{check_square, Csr};
 use crate::methods::{Backend, PrepareFor};
 use crate::reorder::Ordering;
 use crate::scalar::{Idx, Scalar};
-use crate::solve::cg::{Cg1Iteration, CgIteration, DeviceCg};
+use crate::solve::cg::{Cg1Iteration, CgIteration, CgStart, DeviceCg};
 use crate::solve::kernels::DistSumArgs;
 use crate::solve::pagerank::{PageRankIteration, RankVectors};
 pub use crate::solve::rows::{cg, cg_single_reduction, pagerank, RowOperator};
@@ -184,7 +184,8 @@ impl<T: DistScalar> NcclRows<T> {
     ) -> Result<(Vec<T>, SolveReport)> {
         let (bb, thresh) = cg_start(self, b, opts)?;
         let gpu = self.op.gpu().clone();
-        let it = I::new(&gpu, b, bb, thresh, opts, "dist cg: rows")?;
+        let start = CgStart::new(bb, thresh, opts, "dist cg: rows");
+        let it = I::new(&gpu, b, &start)?;
         self.op.set_x(b)?;
         let s = it.state().scalars();
         let driven = self.drive(s, opts, I::SUMS, |gpu, op, reduce| {

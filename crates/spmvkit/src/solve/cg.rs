@@ -129,6 +129,26 @@ pub(crate) fn relative(rho: f64, bb: f64) -> f64 {
     }
 }
 
+/// How a device CG starts: ‖b‖², the stopping threshold on ρ ([`super::cg_threshold`]), the
+/// options, and what names the rows in errors.
+pub(crate) struct CgStart<'o> {
+    pub(crate) bb: f64,
+    pub(crate) thresh: f64,
+    pub(crate) opts: &'o SolveOptions,
+    pub(crate) what: &'static str,
+}
+
+impl<'o> CgStart<'o> {
+    pub(crate) fn new(bb: f64, thresh: f64, opts: &'o SolveOptions, what: &'static str) -> Self {
+        CgStart {
+            bb,
+            thresh,
+            opts,
+            what,
+        }
+    }
+}
+
 /// What both device CG iterations ([`CgIteration`], [`Cg1Iteration`]) hold alike: the row
 /// count as the kernels take it, the reduction grid, the iterate and the solver scalars.
 pub(crate) struct CgState<T: Scalar> {
@@ -141,22 +161,16 @@ pub(crate) struct CgState<T: Scalar> {
 }
 
 impl<T: Scalar> CgState<T> {
-    /// x = 0 over `n` rows and the scalars for ‖b‖² = `bb` (done at once when it is at most
-    /// `thresh`); `what` names the rows in errors.
-    fn new(
-        gpu: &Gpu,
-        n: usize,
-        bb: f64,
-        thresh: f64,
-        opts: &SolveOptions,
-        what: &'static str,
-    ) -> Result<Self> {
-        let mut s0 = initial_scalars(bb, thresh, opts.max_iter);
+    /// x = 0 over `n` rows and the scalars of `start` (done at once when ‖b‖² is at most the
+    /// threshold).
+    fn new(gpu: &Gpu, n: usize, start: &CgStart<'_>) -> Result<Self> {
+        let CgStart { bb, thresh, .. } = *start;
+        let mut s0 = initial_scalars(bb, thresh, start.opts.max_iter);
         if bb <= thresh {
             s0[S_DONE] = 1.0;
         }
         Ok(CgState {
-            n_i: kernel_int(what, n)?,
+            n_i: kernel_int(start.what, n)?,
             nb: grid_blocks(n),
             x: gpu.alloc_zeros(n)?,
             s: gpu.upload(&s0)?,
@@ -193,15 +207,9 @@ impl<T: Scalar> CgState<T> {
 pub(crate) trait DeviceCg<T: Scalar>: Sized {
     /// The sums one all-reduce carries on ranks (the length of `Reduce::Ranks`'s buffer).
     const SUMS: usize;
-    /// The kernels and vectors for the right-hand side `b` (this process's rows), ‖b‖² = `bb`.
-    fn new(
-        gpu: &Gpu,
-        b: &[T],
-        bb: f64,
-        thresh: f64,
-        opts: &SolveOptions,
-        what: &'static str,
-    ) -> Result<Self>;
+    /// The kernels and vectors for the right-hand side `b` (this process's rows), started as
+    /// `start` says.
+    fn new(gpu: &Gpu, b: &[T], start: &CgStart<'_>) -> Result<Self>;
     /// One iteration after v = A u (u and v hold at least the rows).
     fn step(
         &self,
@@ -277,15 +285,8 @@ impl<T: Scalar> DeviceCg<T> for CgIteration<T> {
     const SUMS: usize = 1;
 
     /// The kernels, x = 0, r = b and the scalars.
-    fn new(
-        gpu: &Gpu,
-        b: &[T],
-        bb: f64,
-        thresh: f64,
-        opts: &SolveOptions,
-        what: &'static str,
-    ) -> Result<Self> {
-        let st = CgState::new(gpu, b.len(), bb, thresh, opts, what)?;
+    fn new(gpu: &Gpu, b: &[T], start: &CgStart<'_>) -> Result<Self> {
+        let st = CgState::new(gpu, b.len(), start)?;
         Ok(CgIteration {
             k_dot: gpu.kernel::<T, _>(&KERNELS, "cg_dot_pq")?,
             k_alpha: gpu.kernel::<T, _>(&KERNELS, "cg_alpha")?,
@@ -367,16 +368,9 @@ impl<T: Scalar> DeviceCg<T> for Cg1Iteration<T> {
     const SUMS: usize = 2;
 
     /// The kernels, x = p = q = 0 over b's rows and the scalars (r = b is the caller's).
-    fn new(
-        gpu: &Gpu,
-        b: &[T],
-        bb: f64,
-        thresh: f64,
-        opts: &SolveOptions,
-        what: &'static str,
-    ) -> Result<Self> {
+    fn new(gpu: &Gpu, b: &[T], start: &CgStart<'_>) -> Result<Self> {
         let n = b.len();
-        let st = CgState::new(gpu, n, bb, thresh, opts, what)?;
+        let st = CgState::new(gpu, n, start)?;
         Ok(Cg1Iteration {
             k_dots: gpu.kernel::<T, _>(&KERNELS, "cg1_dots")?,
             k_scalars: gpu.kernel::<T, _>(&KERNELS, "cg1_scalars")?,
@@ -466,7 +460,8 @@ fn cg_device<T: PrepareFor, I: DeviceCg<T>>(
     let thresh = super::cg_threshold(bb, opts)?;
     let to = Renumbering(plan.permutation());
     let b = to.vector(b)?;
-    let it = I::new(gpu, &b, bb, thresh, opts, "cg: rows")?;
+    let start = CgStart::new(bb, thresh, opts, "cg: rows");
+    let it = I::new(gpu, &b, &start)?;
     let u = gpu.upload(&b)?;
     let mut v: CudaSlice<T> = gpu.alloc_zeros(b.len())?;
     gpu.synchronize()?;

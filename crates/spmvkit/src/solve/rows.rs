@@ -80,6 +80,16 @@ pub(crate) fn cg_start<T: Scalar, O: RowOperator<T>>(
     Ok((bb, super::cg_threshold(bb, opts)?))
 }
 
+/// [`cg_start`], then the host CGs' iterate x = 0 and residual r = b.
+fn host_start<T: Scalar, O: RowOperator<T>>(
+    op: &mut O,
+    b: &[T],
+    opts: &SolveOptions,
+) -> Result<(f64, f64, Vec<T>, Vec<T>)> {
+    let (bb, thresh) = cg_start(op, b, opts)?;
+    Ok((bb, thresh, vec![T::zero(); b.len()], b.to_vec()))
+}
+
 pub(crate) fn check_local<T: Scalar, O: RowOperator<T>>(
     op: &O,
     what: &str,
@@ -113,21 +123,16 @@ pub fn cg<T: Scalar, O: RowOperator<T>>(
     b: &[T],
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    let (bb, thresh) = cg_start(op, b, opts)?;
+    let (bb, thresh, mut x, mut r) = host_start(op, b, opts)?;
     let n = b.len();
-    let mut x = vec![T::zero(); n];
-    let mut r = b.to_vec();
     let mut p = b.to_vec();
     let mut q = vec![T::zero(); n];
     let mut rho = bb;
     let mut it = 0;
     let t0 = Instant::now();
     let stop = loop {
-        if rho <= thresh {
-            break Stop::Converged;
-        }
-        if it >= opts.max_iter {
-            break Stop::MaxIterations;
+        if let Some(stop) = stop_before(rho, thresh, it, opts.max_iter) {
+            break stop;
         }
         op.apply(&p, &mut q)?;
         let pq = dot(op, &p, &q)?;
@@ -180,10 +185,8 @@ pub fn cg_single_reduction<T: Scalar, O: RowOperator<T>>(
     b: &[T],
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    let (bb, thresh) = cg_start(op, b, opts)?;
+    let (bb, thresh, mut x, mut r) = host_start(op, b, opts)?;
     let n = b.len();
-    let mut x = vec![T::zero(); n];
-    let mut r = b.to_vec();
     let mut w = vec![T::zero(); n];
     let mut p = vec![T::zero(); n];
     let mut s = vec![T::zero(); n];
@@ -192,11 +195,8 @@ pub fn cg_single_reduction<T: Scalar, O: RowOperator<T>>(
     let mut it = 0;
     let t0 = Instant::now();
     let stop = loop {
-        if gamma <= thresh {
-            break Stop::Converged;
-        }
-        if it >= opts.max_iter {
-            break Stop::MaxIterations;
+        if let Some(stop) = stop_before(gamma, thresh, it, opts.max_iter) {
+            break stop;
         }
         op.apply(&r, &mut w)?;
         // the one reduction of the iteration: γ = rᵀr and δ = wᵀr together
@@ -248,6 +248,18 @@ pub fn cg_single_reduction<T: Scalar, O: RowOperator<T>>(
         gamma
     };
     Ok((x, cg_report(op, it, stop, rho, bb, t0)))
+}
+
+/// CG's checks before an iteration (both host CGs): converged when ρ = rᵀr is at most the
+/// threshold, else stopped when `it` iterations reached the limit.
+fn stop_before(rho: f64, thresh: f64, it: usize, max_iter: usize) -> Option<Stop> {
+    if rho <= thresh {
+        Some(Stop::Converged)
+    } else if it >= max_iter {
+        Some(Stop::MaxIterations)
+    } else {
+        None
+    }
 }
 
 /// The report of a host iteration over `op`: `it` iterations since `t0`, stopped by `stop` at
