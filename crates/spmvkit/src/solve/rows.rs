@@ -401,7 +401,7 @@ pub(crate) fn l1_distance<T: Scalar>(a: &[T], b: &[T]) -> f64 {
 
 /// One rank holding every row: a plan's executor, with nothing to reduce over. Its SpMV is in
 /// the plan's own numbering ([`Plan::apply_permuted`]): with a reordering P it is B = PAPᵀ's,
-/// and [`PlanRows::solve`] moves the solver's input into that numbering once and the answer back
+/// and the single-plan solvers move their input into that numbering once and the answer back
 /// once.
 pub struct PlanRows<'a, T: PrepareFor>(pub &'a mut Plan<T>);
 
