@@ -171,6 +171,15 @@ fn gpu_a_reordered_plan_computes_ax_in_the_matrix_numbering() {
             let reference = oracle_spmv(&a, 2.0, &x, -1.0, &y0).unwrap();
             let c = check(&reference, &y);
             assert!(c.ok, "{method} apply_device on {spec}: row {}", c.worst_row);
+            // the permuted-space call has apply_device's checks and error text
+            let short = gpu.upload(&x[..x.len() - 1]).unwrap();
+            let e = plan
+                .apply_device_permuted(1.0, &short, 0.0, &mut dy)
+                .unwrap_err()
+                .to_string();
+            let n = a.nrows();
+            let says = format!("apply_device_permuted ({method}, a {n}x{n} matrix)");
+            assert!(e.contains(&says), "{e}");
         }
     }
 }
