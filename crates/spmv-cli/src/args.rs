@@ -50,6 +50,11 @@ pub fn reorder(s: &str) -> Result<spmvkit::reorder::Reorder, String> {
     s.trim().parse().map_err(|e: spmvkit::Error| e.to_string())
 }
 
+/// An ordering: `rcm` or `bisection` (the error lists them).
+pub fn ordering(s: &str) -> Result<spmvkit::reorder::Ordering, String> {
+    s.trim().parse().map_err(|e: spmvkit::Error| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,10 +13,13 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 use spmvkit::dist::local::simulate_blocks;
 use spmvkit::dist::nccl::DistScalar;
+use spmvkit::dist::ordered::{Ordered, OrderedSummary};
 use spmvkit::dist::solve::{
-    self as dsolve, run_solve_rank, run_solve_rank_rows, SolveRankConfig, SolveRankReport, Solver,
+    self as dsolve, run_solve_rank, run_solve_rank_rows, RankSolution, SolveRankConfig,
+    SolveRankReport, Solver,
 };
 use spmvkit::dist::{SimOperator, SimRows, StrategyChoice};
+use spmvkit::reorder::Ordering;
 use spmvkit::solve::{self, CgSystem, PageRankGraph, PageRankOptions, SolveOptions};
 use spmvkit::{Csr, Precision, PrepareFor, Scalar};
 
@@ -57,6 +60,13 @@ pub struct DistSolverCommonArgs {
     /// products per iteration instead of two all-reduces.
     #[arg(long)]
     single_reduction: bool,
+    /// Reorder the matrix (rcm or bisection) before cutting it into the ranks' row blocks: the
+    /// solver runs on PAPᵀ, its input permuted once at the start and the answer once back at
+    /// the end. Prints the ordering's time (preprocessing) and the halo volume before and after.
+    /// The ordering needs the whole matrix on every rank: where ranks would read only their
+    /// rows (CG on a cache file or a row-range generator), add --whole.
+    #[arg(long, value_parser = crate::args::ordering)]
+    reorder: Option<Ordering>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -88,7 +98,8 @@ Vectors and scalars stay on each rank's GPU; the host checks for convergence eve
 Examples:
   spmv dist solve cg poisson3d:160 --gpus 1,2        1 and 2 GPUs, speedup
   spmv dist solve cg poisson3d:160 --gpus 2 --strategy halo --json
-  spmv dist solve cg poisson3d:32 --gpus 3 --sim     3 simulated ranks, no GPU needed"
+  spmv dist solve cg poisson3d:32 --gpus 3 --sim     3 simulated ranks, no GPU needed
+  spmv dist solve cg poisson3d:128,renumber=random --gpus 2 --whole --reorder rcm"
 )]
 pub struct DistCgArgs {
     #[command(flatten)]
@@ -109,7 +120,8 @@ Vectors and scalars stay on each rank's GPU; the host checks for convergence eve
 Examples:
   spmv dist pagerank kron:20 --gpus 1,2
   spmv dist pagerank kron:20 --gpus 2 --precision f32 --damping 0.9 --json
-  spmv dist pagerank kron:12 --gpus 4 --sim"
+  spmv dist pagerank kron:12 --gpus 4 --sim
+  spmv dist pagerank rgg:1000000,order=shuffled --gpus 2 --reorder rcm"
 )]
 pub struct DistPageRankArgs {
     #[command(flatten)]
@@ -137,6 +149,9 @@ pub struct SolveRankArgs {
     /// CG: the single-reduction iteration.
     #[arg(long)]
     single_reduction: bool,
+    /// Solve on PAPᵀ for this ordering.
+    #[arg(long, value_parser = crate::args::ordering)]
+    reorder: Option<Ordering>,
     #[arg(long, default_value_t = 0.85)]
     damping: f64,
     /// Directory for this rank's rows of the solution (`x.RANK`, f64 little-endian).
@@ -199,6 +214,8 @@ struct DistSolverRun {
     seconds: f64,
     x: Vec<f64>,
     ranks: Vec<SolveRankReport>,
+    /// What the reordering did (`--reorder`).
+    reorder: Option<OrderedSummary>,
     notes: Vec<String>,
 }
 
@@ -228,6 +245,15 @@ fn solve_t<T: DistScalar>(solver: Solver, c: &DistSolverCommonArgs) -> Result<()
     };
     if c.single_reduction && solver != Solver::Cg {
         bail!("--single-reduction is a CG option");
+    }
+    if let (Some(o), Solver::Cg) = (c.reorder, solver) {
+        if c.part.row_source::<T>(&c.matrix)?.is_some() {
+            bail!(
+                "--reorder {o}: the ranks would read only their rows of {}, and an ordering \
+                 needs the whole graph; add --whole so that every rank loads the whole matrix",
+                c.matrix
+            );
+        }
     }
     let loaded = input::load_square::<T>(&c.matrix, !c.part.no_cache, need)?;
     let a = &loaded.matrix;
@@ -286,6 +312,7 @@ fn solve_t<T: DistScalar>(solver: Solver, c: &DistSolverCommonArgs) -> Result<()
                     "us_per_iter": r.us_per_iter(),
                     "speedup": speedup(base, r.us_per_iter()),
                     "notes": r.notes,
+                    "reorder": r.reorder,
                     "ranks": r.ranks,
                 });
                 for (k, x) in ch {
@@ -417,7 +444,8 @@ fn checks(solver: Solver, x: &[f64], reference: Option<&[f64]>) -> Vec<(&'static
     }
 }
 
-/// The solver on `parts` simulated ranks in this process.
+/// The solver on `parts` simulated ranks in this process; with `--reorder` on the ranks' blocks
+/// of PAPᵀ, its input permuted once and its answer once back.
 fn simulate<T: PrepareFor>(
     solver: Solver,
     a: &Csr<T>,
@@ -426,18 +454,26 @@ fn simulate<T: PrepareFor>(
     strategy: StrategyChoice,
     opts: &SolveOptions,
 ) -> Result<DistSolverRun> {
-    let (x, report, strat) = match solver {
+    let method = &c.part.method;
+    let order = |m: &Csr<T>| c.reorder.map(|o| Ordered::new(m, parts, o)).transpose();
+    let (x, report, strat, ordered) = match solver {
         Solver::Cg => {
             let b = CgSystem::ones_solution(a).b;
+            let ordered = order(a)?;
             // the simulated ranks read only their rows when the source allows it, as GPU ranks do
-            let mut op = match c.part.row_source::<T>(&c.matrix)? {
-                Some(source) => {
+            let mut op = match (&ordered, c.part.row_source::<T>(&c.matrix)?) {
+                (Some(o), _) => o.sim(parts, method, strategy)?,
+                (None, Some(source)) => {
                     let (blocks, volumes) = simulate_blocks(&source, parts, strategy)?;
                     let (m, n) = (a.nrows(), a.ncols());
-                    let sim = SimOperator::from_blocks(m, n, volumes, blocks, &c.part.method)?;
+                    let sim = SimOperator::from_blocks(m, n, volumes, blocks, method)?;
                     SimRows::from_operator(sim)?
                 }
-                None => SimRows::new(a, parts, &c.part.method, strategy)?,
+                (None, None) => SimRows::new(a, parts, method, strategy)?,
+            };
+            let b = match &ordered {
+                Some(o) => o.vector(&b)?,
+                None => b,
             };
             let strat = op.operator().strategy();
             let (x, rep) = if c.single_reduction {
@@ -445,20 +481,34 @@ fn simulate<T: PrepareFor>(
             } else {
                 dsolve::cg(&mut op, &b, opts)?
             };
-            (x, rep, strat)
+            (x, rep, strat, ordered)
         }
         Solver::PageRank { damping } => {
             let g = PageRankGraph::from_adjacency(a)?;
-            let mut op = SimRows::new(&g.transition, parts, &c.part.method, strategy)?;
+            let ordered = order(&g.transition)?;
+            let (mut op, dangling) = match &ordered {
+                Some(o) => (o.sim(parts, method, strategy)?, o.set(&g.dangling)?),
+                None => (
+                    SimRows::new(&g.transition, parts, method, strategy)?,
+                    g.dangling.clone(),
+                ),
+            };
             let strat = op.operator().strategy();
             let po = PageRankOptions {
                 damping,
                 solve: *opts,
             };
-            let (x, rep) = dsolve::pagerank(&mut op, &g.dangling, &po)?;
-            (x, rep, strat)
+            let (x, rep) = dsolve::pagerank(&mut op, &dangling, &po)?;
+            (x, rep, strat, ordered)
         }
     };
+    let x = match &ordered {
+        Some(o) => o.back(x)?,
+        None => x,
+    };
+    let mut notes = report.notes;
+    let reorder = ordered.map(|o| o.summary);
+    notes.extend(reorder.as_ref().map(OrderedSummary::note));
     Ok(DistSolverRun {
         gpus: parts,
         simulated: true,
@@ -474,7 +524,8 @@ fn simulate<T: PrepareFor>(
         seconds: report.seconds,
         x: x.iter().map(|v| v.to_f64()).collect(),
         ranks: Vec::new(),
-        notes: report.notes,
+        reorder,
+        notes,
     })
 }
 
@@ -505,6 +556,25 @@ fn solution_file(dir: &Path, rank: usize) -> PathBuf {
     dir.join(format!("x.{rank}"))
 }
 
+/// A reordered rank's file of the matrix rows its solution values belong to (u32
+/// little-endian, one per value).
+fn rows_file(dir: &Path, rank: usize) -> PathBuf {
+    dir.join(format!("rows.{rank}"))
+}
+
+/// A rank's file read whole, `width`-byte little-endian values, `len` of them expected.
+fn read_values(f: &Path, rank: usize, width: usize, len: usize) -> Result<Vec<Vec<u8>>> {
+    let bytes = std::fs::read(f).with_context(|| format!("reading {}", f.display()))?;
+    if bytes.len() != width * len {
+        bail!(
+            "rank {rank}'s {} holds {} bytes for {len} rows",
+            f.display(),
+            bytes.len()
+        );
+    }
+    Ok(bytes.chunks_exact(width).map(<[u8]>::to_vec).collect())
+}
+
 /// The solver on `gpus` NCCL ranks (spawned processes), the solution assembled from their files.
 fn launch(
     solver: Solver,
@@ -528,6 +598,9 @@ fn launch(
     if c.single_reduction {
         args.push("--single-reduction".into());
     }
+    if let Some(o) = c.reorder {
+        args.extend(flags([("--reorder", o.to_string())]));
+    }
     args.extend(c.part.forward());
     let spawned = spawn_ranks(
         &c.matrix,
@@ -539,20 +612,26 @@ fn launch(
     let ranks: Vec<SolveRankReport> = parse_reports(spawned.reports)?;
     let mut x = vec![f64::NAN; n];
     for r in &ranks {
-        let f = solution_file(&scratch.0, r.rank);
-        let bytes = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
         let rows = r.row_start..r.row_end;
-        if r.row_end > n || bytes.len() != 8 * rows.len() {
-            bail!(
-                "rank {}'s solution file holds {} bytes for rows {rows:?} of {n}",
-                r.rank,
-                bytes.len()
-            );
+        if r.row_end > n || r.row_start > r.row_end {
+            bail!("rank {} reports rows {rows:?} of {n}", r.rank);
         }
-        for (xi, b) in x[rows].iter_mut().zip(bytes.chunks_exact(8)) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(b);
-            *xi = f64::from_le_bytes(w);
+        let values = read_values(&solution_file(&scratch.0, r.rank), r.rank, 8, rows.len())?;
+        let value = |b: &[u8]| f64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+        // a reordered rank's rows are rows of PAPᵀ: its file says which of A's rows they are
+        let targets: Vec<usize> = if r.reorder.is_some() {
+            read_values(&rows_file(&scratch.0, r.rank), r.rank, 4, rows.len())?
+                .iter()
+                .map(|b| u32::from_le_bytes(b[..4].try_into().unwrap_or([0; 4])) as usize)
+                .collect()
+        } else {
+            rows.collect()
+        };
+        for (&i, b) in targets.iter().zip(&values) {
+            let slot = x
+                .get_mut(i)
+                .ok_or_else(|| anyhow!("rank {} names row {i} of {n}", r.rank))?;
+            *slot = value(b);
         }
     }
     let first = ranks
@@ -560,6 +639,7 @@ fn launch(
         .ok_or_else(|| anyhow!("the launch returned no rank"))?;
     let mut notes = spawned.notes;
     notes.extend(ranks.iter().flat_map(|r| r.notes.iter().cloned()));
+    let reorder = first.reorder.clone();
     Ok(DistSolverRun {
         gpus: spawned.world,
         simulated: false,
@@ -570,6 +650,7 @@ fn launch(
         residual: first.residual,
         seconds: ranks.iter().map(|r| r.seconds).fold(0.0, f64::max),
         x,
+        reorder,
         notes,
         ranks,
     })
@@ -600,13 +681,14 @@ fn rank_t<T: DistScalar>(a: &SolveRankArgs) -> Result<()> {
         },
         connect_timeout: Duration::from_secs(a.part.connect_timeout),
         single_reduction: a.single_reduction,
+        reorder: a.reorder,
     };
     // CG ranks read only their rows when the source allows it; PageRank needs Aᵀ, whole
     let source = match cfg.solver {
         Solver::Cg => a.part.row_source::<T>(&a.matrix)?,
         Solver::PageRank { .. } => None,
     };
-    let (report, x) = match source {
+    let (report, RankSolution { x, rows }) = match source {
         Some(source) => source
             .load(env.rank, env.world)
             .and_then(|local| run_solve_rank_rows(&local, &env, &cfg)),
@@ -618,6 +700,11 @@ fn rank_t<T: DistScalar>(a: &SolveRankArgs) -> Result<()> {
     let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_f64().to_le_bytes()).collect();
     let f = solution_file(&a.solution_dir, env.rank);
     std::fs::write(&f, bytes).with_context(|| format!("writing {}", f.display()))?;
+    if let Some(rows) = rows {
+        let bytes: Vec<u8> = rows.iter().flat_map(|i| i.to_le_bytes()).collect();
+        let f = rows_file(&a.solution_dir, env.rank);
+        std::fs::write(&f, bytes).with_context(|| format!("writing {}", f.display()))?;
+    }
     println!("{REPORT_PREFIX}{}", serde_json::to_string(&report)?);
     if let Some(s) = server {
         s.finish();

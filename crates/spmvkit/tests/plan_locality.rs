@@ -4,7 +4,8 @@
 //! y = αAx + βy in the matrix's own numbering, on the CPU and (gated) on the GPU, for β = 0 and
 //! β ≠ 0; new values given in the matrix's order reach the reordered layout; `auto` keeps RCM on
 //! a shuffled mesh and declines it on random columns; the ordering's time is preprocessing; a
-//! rectangular matrix is refused with its shape; CG runs in the permuted space.
+//! rectangular matrix is refused with its shape; CG and PageRank run in the permuted space
+//! (no call permutes vectors, the answer permuted back once).
 //!
 //! `PlanOptions::windows`: the column panels add up to the matrix; a windowed plan computes
 //! y = αAx + βy (β applied once, by the first panel), alone and with a reordering; values can be
@@ -170,6 +171,15 @@ fn gpu_a_reordered_plan_computes_ax_in_the_matrix_numbering() {
             let reference = oracle_spmv(&a, 2.0, &x, -1.0, &y0).unwrap();
             let c = check(&reference, &y);
             assert!(c.ok, "{method} apply_device on {spec}: row {}", c.worst_row);
+            // the permuted-space call has apply_device's checks and error text
+            let short = gpu.upload(&x[..x.len() - 1]).unwrap();
+            let e = plan
+                .apply_device_permuted(1.0, &short, 0.0, &mut dy)
+                .unwrap_err()
+                .to_string();
+            let n = a.nrows();
+            let says = format!("apply_device_permuted ({method}, a {n}x{n} matrix)");
+            assert!(e.contains(&says), "{e}");
         }
     }
 }
@@ -215,26 +225,41 @@ fn gpu_auto_reorder_times_both_numberings_and_stays_correct() {
     }
 }
 
-/// CG through a reordered plan (on the GPU in the permuted space, on the CPU through `apply`)
-/// reaches the same solution in about as many iterations as without the reordering.
+/// CG and single-reduction CG through a reordered plan run in the permuted space (from Pb, no
+/// call permutes vectors, the answer permuted back once) and reach the same solution in about
+/// as many iterations as without the reordering. The exact solution is not constant, so an
+/// answer left in the new numbering is wrong.
 fn cg_with_and_without_reordering(backend: Backend) {
-    use spmvkit::solve::{cg, CgSystem, SolveOptions, Stop};
+    use spmvkit::solve::{cg, cg_single_reduction, SolveOptions, Stop};
     let a = generate_f64("poisson3d:14,renumber=random").unwrap();
-    let b = CgSystem::ones_solution(&a).b;
-    let run = |method: &str| {
-        let mut plan = Plan::new(method, &a, &opts(backend, Reorder::None)).unwrap();
-        let (x, report) = cg(&mut plan, &b, &SolveOptions::default()).unwrap();
-        assert_eq!(report.stop, Stop::Converged, "{method}");
-        assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-6), "{method}");
-        (plan.ordering(), report.iterations)
-    };
-    let (none, plain) = run("csr-packed");
-    let (rcm, reordered) = run("csr-packed[reorder=rcm]");
-    assert_eq!((none, rcm), (None, Some(Ordering::Rcm)));
-    assert!(
-        plain.abs_diff(reordered) <= 2,
-        "{plain} against {reordered}"
-    );
+    let want: Vec<f64> = (0..a.nrows()).map(|i| 1.0 + (i % 7) as f64 * 0.1).collect();
+    let b = oracle_spmv(&a, 1.0, &want, 0.0, &vec![0.0; a.nrows()])
+        .unwrap()
+        .y;
+    for single in [false, true] {
+        let run = |method: &str| {
+            let mut plan = Plan::new(method, &a, &opts(backend, Reorder::None)).unwrap();
+            let solve = if single { cg_single_reduction } else { cg };
+            let (x, report) = solve(&mut plan, &b, &SolveOptions::default()).unwrap();
+            let what = format!("{method}, single reduction {single}, {backend:?}");
+            assert_eq!(report.stop, Stop::Converged, "{what}");
+            let err = x
+                .iter()
+                .zip(&want)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0.0, f64::max);
+            assert!(err < 1e-6, "{what}: max error {err}");
+            assert_eq!(plan.permuting_calls(), 0, "{what}: a call permuted x and y");
+            (plan.ordering(), report.iterations)
+        };
+        let (none, plain) = run("csr-packed");
+        let (rcm, reordered) = run("csr-packed[reorder=rcm]");
+        assert_eq!((none, rcm), (None, Some(Ordering::Rcm)));
+        assert!(
+            plain.abs_diff(reordered) <= 2,
+            "{plain} against {reordered}"
+        );
+    }
 }
 
 #[test]
@@ -250,6 +275,73 @@ fn gpu_cg_runs_in_the_permuted_space_and_converges_to_the_same_solution() {
         return;
     };
     cg_with_and_without_reordering(Backend::Gpu);
+}
+
+/// PageRank through a reordered plan iterates on QPQᵀ (dangling nodes renumbered once, no call
+/// permutes vectors) and gives the ranks of the plain plan, in the graph's numbering, within the
+/// tolerance; on the GPU with graph and stream launches.
+fn pagerank_with_and_without_reordering(backend: Backend) {
+    use spmvkit::solve::{pagerank, PageRankGraph, PageRankOptions, SolveOptions, Stop};
+    let adj = generate_f64("kron:10").unwrap();
+    let g = PageRankGraph::from_adjacency(&adj).unwrap();
+    assert!(
+        !g.dangling.is_empty(),
+        "the test graph needs dangling nodes"
+    );
+    for graph in [true, false] {
+        let opts_pr = PageRankOptions {
+            solve: SolveOptions {
+                tol: 1e-10,
+                graph,
+                check_every: 5,
+                ..PageRankOptions::default().solve
+            },
+            ..PageRankOptions::default()
+        };
+        let run = |method: &str| {
+            let mut plan = Plan::new(method, &g.transition, &opts(backend, Reorder::None)).unwrap();
+            let (x, report) = pagerank(&mut plan, &g.dangling, &opts_pr).unwrap();
+            let what = format!("{method}, graph {graph}, {backend:?}");
+            assert_eq!(report.stop, Stop::Converged, "{what}");
+            assert_eq!(plan.permuting_calls(), 0, "{what}: a call permuted x and y");
+            let moved = plan.permutation().map_or(0, |p| {
+                p.new_of_old()
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, &k)| i != k as usize)
+                    .count()
+            });
+            (x, report.iterations, moved)
+        };
+        let (plain, it0, _) = run("csr-vector");
+        let (reordered, it1, moved) = run("csr-vector[reorder=rcm]");
+        assert!(moved > adj.nrows() / 2, "RCM moved only {moved} nodes");
+        assert!(it0.abs_diff(it1) <= 1, "{it0} against {it1} iterations");
+        let l1: f64 = plain
+            .iter()
+            .zip(&reordered)
+            .map(|(p, q)| (p - q).abs())
+            .sum();
+        assert!(l1 < 1e-8, "graph {graph}, {backend:?}: L1 difference {l1}");
+        if backend == Backend::Cpu {
+            break;
+        }
+    }
+}
+
+#[test]
+fn pagerank_through_a_reordered_plan_gives_the_same_ranks() {
+    pagerank_with_and_without_reordering(Backend::Cpu);
+}
+
+#[test]
+fn gpu_pagerank_runs_in_the_permuted_space_and_gives_the_same_ranks() {
+    let Some((_gpu, _g)) =
+        common::gpu_or_skip("gpu_pagerank_runs_in_the_permuted_space_and_gives_the_same_ranks")
+    else {
+        return;
+    };
+    pagerank_with_and_without_reordering(Backend::Gpu);
 }
 
 fn windowed(backend: Backend, windows: usize) -> PlanOptions {

@@ -10,6 +10,9 @@
 //!   stream, the off-diagonal part after it) and the all-reduce dot product for solvers.
 //! - [`local`]: ranks that read only their rows (cache byte ranges, row-range generators), the
 //!   partition from the row pointers alone, and the set-up exchange of ghost requests.
+//! - [`ordered`]: the distributed solvers in a reordered numbering where every rank holds the
+//!   whole matrix: PAPᵀ partitioned, the input permuted once, the answer once back, the halo
+//!   volume before and after (issue #22).
 //! - [`rank`]: one rank's run: distribute, connect, check against the oracle, time.
 //! - [`solve`]: distributed CG and PageRank, written once over [`RowOperator`]: the simulation
 //!   ([`SimRows`]) and one NCCL rank ([`NcclRows`]); dot products through the all-reduce.
@@ -26,6 +29,7 @@ pub mod launch;
 pub mod launchers;
 pub mod local;
 pub mod nccl;
+pub mod ordered;
 pub mod partition;
 pub mod rank;
 pub mod sim;

@@ -27,6 +27,7 @@
 //! CG needs two all-reduces per iteration (pᵀq, then rᵀr); PageRank one (the L1 change of this
 //! iteration together with the dangling mass for the next).
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bootstrap::RankEnv;
 use super::nccl::{Communicator, DistOperator, DistScalar};
+use super::ordered::{Ordered, OrderedSummary};
 use super::partition::{Distribution, StrategyChoice};
 use super::rank::{flat_notes, strategy_label};
 use super::sim::SimOperator;
@@ -44,12 +46,13 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::matrix::{check_square, Csr};
 use crate::methods::{Backend, PrepareFor};
+use crate::reorder::Ordering;
 use crate::scalar::{Idx, Scalar};
-use crate::solve::cg::{relative, Cg1Iteration, CgIteration};
+use crate::solve::cg::{Cg1Iteration, CgIteration, CgStart, DeviceCg};
 use crate::solve::kernels::DistSumArgs;
 use crate::solve::pagerank::{PageRankIteration, RankVectors};
 pub use crate::solve::rows::{cg, cg_single_reduction, pagerank, RowOperator};
-use crate::solve::rows::{cg_start, check_pagerank, local_dangling, note_breakdown};
+use crate::solve::rows::{cg_start, check_pagerank, local_dangling};
 use crate::solve::{
     drive, initial_scalars, Driven, PageRankGraph, PageRankOptions, Reduce, SolveOptions,
     SolveReport, KERNELS, S_DONE, S_ITER, S_MASS, S_RES,
@@ -157,21 +160,7 @@ impl<T: DistScalar> NcclRows<T> {
     /// of x, r, p and q in device memory: p is the operator's owned x, q = A·p its y. `b` is the
     /// rank's rows of b; returns its rows of x. Every rank calls it together.
     pub fn cg(&mut self, b: &[T], opts: &SolveOptions) -> Result<(Vec<T>, SolveReport)> {
-        let (bb, thresh) = cg_start(self, b, opts)?;
-        let n = b.len();
-        let gpu = self.op.gpu().clone();
-        let it = CgIteration::new(&gpu, b, bb, thresh, opts, "dist cg: rows")?;
-        // p = b, in the operator's x
-        self.op.set_x(b)?;
-        let driven = self.drive(&it.s, opts, 1, |gpu, op, reduce| {
-            it.step(gpu, op.x(), op.y(), reduce)
-        })?;
-        let mut xh = vec![T::zero(); n];
-        gpu.download(&it.x, &mut xh)?;
-        let residual = relative(driven.s[S_RES], bb);
-        let mut report = driven.report(residual, Vec::new());
-        note_breakdown(&mut report);
-        Ok((xh, report))
+        self.device_cg::<CgIteration<T>>(b, opts)
     }
 
     /// Single-reduction CG as [`cg_single_reduction`] (Chronopoulos & Gear: one all-reduce of
@@ -183,21 +172,26 @@ impl<T: DistScalar> NcclRows<T> {
         b: &[T],
         opts: &SolveOptions,
     ) -> Result<(Vec<T>, SolveReport)> {
+        self.device_cg::<Cg1Iteration<T>>(b, opts)
+    }
+
+    /// The device CG iteration `I` on this rank: its u (p or r) is the operator's owned x, from
+    /// b, and v = A·u its y; the sums of an iteration go through `I::SUMS`-long all-reduces.
+    fn device_cg<I: DeviceCg<T>>(
+        &mut self,
+        b: &[T],
+        opts: &SolveOptions,
+    ) -> Result<(Vec<T>, SolveReport)> {
         let (bb, thresh) = cg_start(self, b, opts)?;
-        let n = b.len();
         let gpu = self.op.gpu().clone();
-        let it = Cg1Iteration::new(&gpu, n, bb, thresh, opts, "dist cg: rows")?;
-        // r = b, in the operator's x
+        let start = CgStart::new(bb, thresh, opts, "dist cg: rows");
+        let it = I::new(&gpu, b, &start)?;
         self.op.set_x(b)?;
-        let driven = self.drive(&it.s, opts, 2, |gpu, op, reduce| {
+        let s = it.state().scalars();
+        let driven = self.drive(s, opts, I::SUMS, |gpu, op, reduce| {
             it.step(gpu, op.x(), op.y(), reduce)
         })?;
-        let mut xh = vec![T::zero(); n];
-        gpu.download(&it.x, &mut xh)?;
-        let residual = relative(driven.s[S_RES], bb);
-        let mut report = driven.report(residual, Vec::new());
-        note_breakdown(&mut report);
-        Ok((xh, report))
+        it.state().finish(&gpu, driven, bb, Vec::new())
     }
 
     /// PageRank as [`pagerank`] (`self` holds the rank's rows of P = Aᵀ D⁻¹, `dangling` is the
@@ -354,6 +348,18 @@ pub struct SolveRankConfig {
     /// CG: the single-reduction iteration ([`NcclRows::cg_single_reduction`], one all-reduce
     /// per iteration) instead of [`NcclRows::cg`] (two).
     pub single_reduction: bool,
+    /// Solve in this ordering's numbering ([`Ordered`]): ranks that hold the whole matrix only
+    /// ([`run_solve_rank`]; [`run_solve_rank_rows`] refuses it).
+    pub reorder: Option<Ordering>,
+}
+
+/// A rank's rows of the solution.
+pub struct RankSolution<T> {
+    /// The values, in the order of the rank's rows.
+    pub x: Vec<T>,
+    /// Where each value belongs in the matrix's own numbering when the solve was reordered
+    /// (the rank's rows are rows of PAPᵀ); `None`: the report's rows `row_start..row_end`.
+    pub rows: Option<Vec<Idx>>,
 }
 
 /// One solver rank's results, printed by `spmv dist solve-rank` as one JSON line.
@@ -393,16 +399,24 @@ pub struct SolveRankReport {
     pub nccl_init_s: f64,
     pub prepare_s: f64,
     pub upload_s: f64,
+    /// The reordering ([`SolveRankConfig::reorder`]): its time (preprocessing, apart from
+    /// `setup_s`) and the halo volume before and after.
+    #[serde(default)]
+    pub reorder: Option<OrderedSummary>,
     pub notes: Vec<String>,
 }
 
 /// Runs this process's rank of a distributed solve of `a` (the system matrix for CG, the
 /// adjacency for PageRank) on its GPU; returns the report and the rank's rows of the solution.
+/// With [`SolveRankConfig::reorder`] the rank orders the matrix it distributes (A, or PageRank's
+/// transition matrix) as every rank does, the same way ([`Ordered`]), and solves on its rows of
+/// PAPᵀ: CG's b from those rows is Pb, PageRank's dangling nodes are renumbered, and the
+/// solution says which of A's rows its values are.
 pub fn run_solve_rank<T: DistScalar>(
     a: &Csr<T>,
     env: &RankEnv,
     cfg: &SolveRankConfig,
-) -> Result<(SolveRankReport, Vec<T>)> {
+) -> Result<(SolveRankReport, RankSolution<T>)> {
     square(a)?;
     let gpu: Arc<Gpu> = Gpu::get()?;
     let t0 = Instant::now();
@@ -410,37 +424,58 @@ pub fn run_solve_rank<T: DistScalar>(
         Solver::Cg => None,
         Solver::PageRank { .. } => Some(PageRankGraph::from_adjacency(a)?),
     };
-    let m = graph.as_ref().map_or(a, |g| &g.transition);
+    let given = graph.as_ref().map_or(a, |g| &g.transition);
+    let t_order = Instant::now();
+    let ordered = cfg
+        .reorder
+        .map(|o| Ordered::new(given, env.world, o))
+        .transpose()?;
+    let order_s = t_order.elapsed().as_secs_f64();
+    let m = ordered.as_ref().map_or(given, |o| &o.matrix);
     let dist = Distribution::new(m, env.world)?;
     let strategy = dist.choose(cfg.strategy);
     let block = dist.block(m, env.rank, strategy);
     let rows = block.rows.clone();
+    // CG's b = A·1 on these rows: with a reordering B·1 = P(A·1), the rows of Pb
     let b: Vec<T> = match cfg.solver {
         Solver::Cg => rows
             .clone()
             .into_par_iter()
-            .map(|i| T::from_f64(a.row(i).1.iter().map(|v| v.to_f64()).sum()))
+            .map(|i| T::from_f64(m.row(i).1.iter().map(|v| v.to_f64()).sum()))
             .collect(),
         Solver::PageRank { .. } => Vec::new(),
     };
-    let setup_s = t0.elapsed().as_secs_f64();
+    let setup_s = t0.elapsed().as_secs_f64() - order_s;
     // the input as loaded, before PageRank's transform: what every rank must agree on
     let comm = Communicator::connect_if_distributed(&gpu, env, a, cfg.connect_timeout)?;
     let nccl_init_s = comm.as_ref().map_or(0.0, |c| c.init_s);
     let op = DistOperator::new(gpu.clone(), comm, env.world, &block, &cfg.method)?;
     let mut rows_op = NcclRows::new(op, rows.clone(), m.nrows());
     let report_x = match (cfg.solver, &graph) {
-        (Solver::PageRank { damping }, Some(g)) => rows_op.pagerank(
-            &g.dangling,
-            &PageRankOptions {
+        (Solver::PageRank { damping }, Some(g)) => {
+            let dangling = match &ordered {
+                Some(o) => Cow::Owned(o.set(&g.dangling)?),
+                None => Cow::Borrowed(&g.dangling[..]),
+            };
+            let opts = PageRankOptions {
                 damping,
                 solve: cfg.opts,
-            },
-        )?,
+            };
+            rows_op.pagerank(&dangling, &opts)?
+        }
         _ if cfg.single_reduction => rows_op.cg_single_reduction(&b, &cfg.opts)?,
         _ => rows_op.cg(&b, &cfg.opts)?,
     };
-    finish_solve(gpu, env, strategy, rows_op, report_x, setup_s, nccl_init_s)
+    let times = (setup_s, nccl_init_s);
+    let (mut report, x) = finish_solve(gpu, env, strategy, rows_op, report_x, times)?;
+    if let Some(o) = &ordered {
+        if env.rank == 0 {
+            report.notes.push(o.summary.note());
+        }
+        report.reorder = Some(o.summary.clone());
+    }
+    let rows = ordered.as_ref().map(|o| o.rows_of(rows));
+    Ok((report, RankSolution { x, rows }))
 }
 
 /// Runs this process's rank of a distributed CG from its own rows only (issue #26): the
@@ -451,7 +486,13 @@ pub fn run_solve_rank_rows<T: DistScalar>(
     local: &super::local::LocalRows<T>,
     env: &RankEnv,
     cfg: &SolveRankConfig,
-) -> Result<(SolveRankReport, Vec<T>)> {
+) -> Result<(SolveRankReport, RankSolution<T>)> {
+    if let Some(o) = cfg.reorder {
+        return Err(Error::InvalidArgument(format!(
+            "reorder={o}: a rank that reads only its rows cannot order the matrix (an ordering \
+             needs the whole graph); load the whole matrix on every rank (--whole) to reorder"
+        )));
+    }
     if cfg.solver != Solver::Cg {
         return Err(Error::InvalidArgument(
             "a PageRank rank needs the whole adjacency (Aᵀ), not only its rows".into(),
@@ -486,7 +527,9 @@ pub fn run_solve_rank_rows<T: DistScalar>(
     } else {
         rows_op.cg(&b, &cfg.opts)?
     };
-    finish_solve(gpu, env, strategy, rows_op, report_x, setup_s, nccl_init_s)
+    let times = (setup_s, nccl_init_s);
+    let (report, x) = finish_solve(gpu, env, strategy, rows_op, report_x, times)?;
+    Ok((report, RankSolution { x, rows: None }))
 }
 
 /// A solver rank's report from its operator and its solve's outcome.
@@ -496,8 +539,7 @@ fn finish_solve<T: DistScalar>(
     strategy: super::partition::Strategy,
     rows_op: NcclRows<T>,
     (x, report): (Vec<T>, SolveReport),
-    setup_s: f64,
-    nccl_init_s: f64,
+    (setup_s, nccl_init_s): (f64, f64),
 ) -> Result<(SolveRankReport, Vec<T>)> {
     let info = rows_op.operator().info().clone();
     let rows = rows_op.rows.clone();
@@ -536,6 +578,7 @@ fn finish_solve<T: DistScalar>(
             nccl_init_s,
             prepare_s: info.prepare_s,
             upload_s: info.upload_s,
+            reorder: None,
             notes: report.notes,
         },
         x,

@@ -115,6 +115,27 @@ struct DevicePlan<T: PrepareFor> {
     order: CallOrder,
 }
 
+impl<T: PrepareFor> DevicePlan<T> {
+    /// The layout a call runs: the plan's own (vectors in the matrix's numbering), or with
+    /// `permuted` B = PAPᵀ's unwrapped layout where the plan reorders (the plan's own otherwise).
+    fn layout(&self, permuted: bool) -> &dyn DeviceLayout<T> {
+        Self::pick(self.layout.as_ref(), self.permuted.as_ref(), permuted)
+    }
+
+    /// [`DevicePlan::layout`] from the two layouts, so that a caller can borrow the vectors
+    /// beside it.
+    fn pick<'a>(
+        own: &'a dyn DeviceLayout<T>,
+        inner: Option<&'a Arc<dyn DeviceLayout<T>>>,
+        permuted: bool,
+    ) -> &'a dyn DeviceLayout<T> {
+        match inner.filter(|_| permuted) {
+            Some(inner) => inner.as_ref(),
+            None => own,
+        }
+    }
+}
+
 impl<T: PrepareFor> Drop for DevicePlan<T> {
     fn drop(&mut self) {
         // The buffers are freed on the plan's own stream: after the last call, wherever it ran.
@@ -391,6 +412,40 @@ impl<T: PrepareFor> Plan<T> {
 
     /// y = αAx + βy with host vectors.
     pub fn apply(&mut self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
+        self.apply_host(false, alpha, x, beta, y)
+    }
+
+    /// As [`Plan::apply`], in the plan's own numbering: with a reordering P, y = αBx + βy for
+    /// B = PAPᵀ, with no permutation (a solver that starts from P's image of its input and
+    /// permutes its answer back once stays there in between; [`Plan::permutation`] gives P);
+    /// without one, the same as [`Plan::apply`]. On a GPU plan the host vectors are copied
+    /// through the plan's device vectors, as in [`Plan::apply`].
+    ///
+    /// ```
+    /// use spmvkit::{reorder::{Ordering, Reorder}, gen, Backend, Plan, PlanOptions};
+    /// let a = gen::generate_f64("poisson2d:6,renumber=random").unwrap();
+    /// let opts = PlanOptions { reorder: Reorder::By(Ordering::Rcm), backend: Some(Backend::Cpu), ..Default::default() };
+    /// let mut plan = Plan::new("csr", &a, &opts).unwrap();
+    /// let x: Vec<f64> = (0..a.ncols()).map(|i| i as f64).collect();
+    /// let (mut y, mut yp) = (vec![0.0; a.nrows()], vec![0.0; a.nrows()]);
+    /// plan.apply(1.0, &x, 0.0, &mut y).unwrap();
+    /// let p = plan.permutation().unwrap().clone();
+    /// plan.apply_permuted(1.0, &p.apply(&x).unwrap(), 0.0, &mut yp).unwrap(); // B(Px) = P(Ax)
+    /// assert_eq!(p.apply_inverse(&yp).unwrap(), y);
+    /// ```
+    pub fn apply_permuted(&mut self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
+        self.apply_host(true, alpha, x, beta, y)
+    }
+
+    /// [`Plan::apply`] (`permuted` false) or [`Plan::apply_permuted`] (true).
+    fn apply_host(
+        &mut self,
+        permuted: bool,
+        alpha: T,
+        x: &[T],
+        beta: T,
+        y: &mut [T],
+    ) -> Result<()> {
         check_vectors(
             "",
             (self.nrows, self.ncols),
@@ -399,7 +454,7 @@ impl<T: PrepareFor> Plan<T> {
             VectorFit::Exact,
         )?;
         match &mut self.device {
-            None => match &self.reordered {
+            None => match self.reordered.as_ref().filter(|_| !permuted) {
                 Some(r) => r.apply_cpu(alpha, x, beta, y, |a, x, b, y| {
                     self.layout.run_cpu(a, x, b, y)
                 }),
@@ -419,7 +474,8 @@ impl<T: PrepareFor> Plan<T> {
                         .memcpy_htod(&*y, &mut d.y)
                         .map_err(|e| Error::cuda("copy y", e))?;
                 }
-                d.layout.run(&d.gpu, alpha, &d.x, beta, &mut d.y)?;
+                let layout = DevicePlan::pick(d.layout.as_ref(), d.permuted.as_ref(), permuted);
+                layout.run(&d.gpu, alpha, &d.x, beta, &mut d.y)?;
                 d.gpu.download(&d.y, y)
             }
         }
@@ -503,30 +559,64 @@ impl<T: PrepareFor> Plan<T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
-        let d = self.device_ref("apply_device")?;
+        self.device_call("apply_device", gpu, false, alpha, x, beta, y)
+    }
+
+    /// As [`Plan::apply_device`], in the plan's own numbering: with a reordering P, y = αBx + βy
+    /// for B = PAPᵀ, with no permutation (a solver that works on Pb and returns Pᵀx stays there
+    /// between the two); without one, the same as [`Plan::apply_device`]. The same checks and
+    /// errors as [`Plan::apply_device`].
+    pub fn apply_device_permuted(
+        &self,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let d = self.device_ref("apply_device_permuted")?;
+        self.device_call("apply_device_permuted", &d.gpu, true, alpha, x, beta, y)
+    }
+
+    /// One call of the device layout (B's own with `permuted`, see [`DevicePlan::layout`]) on
+    /// `gpu`'s stream, in the plan's call order: x, y and the stream checked to belong to the
+    /// plan's context, a length mismatch named with the call (`what`), the method and the
+    /// matrix's shape.
+    #[allow(clippy::too_many_arguments)]
+    fn device_call(
+        &self,
+        what: &str,
+        gpu: &Gpu,
+        permuted: bool,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let d = self.device_ref(what)?;
         let foreign = [("the stream", gpu.context()), ("x", x.context())]
             .into_iter()
             .chain([("y", y.context())])
             .find(|(_, c)| !d.gpu.same_context(c));
-        if let Some((what, _)) = foreign {
+        if let Some((which, _)) = foreign {
             return Err(Error::InvalidArgument(format!(
-                "apply_device ({}): {what} belongs to another CUDA context than the plan's \
+                "{what} ({}): {which} belongs to another CUDA context than the plan's \
                  (device {}, {})",
                 self.method.info().name,
                 d.gpu.ordinal(),
                 d.gpu.name()
             )));
         }
+        let layout = d.layout(permuted);
         d.order
-            .call(gpu, &d.gpu, || d.layout.run(gpu, alpha, x, beta, y))
+            .call(gpu, &d.gpu, || layout.run(gpu, alpha, x, beta, y))
             .map_err(|e| match e {
                 Error::DimensionMismatch {
-                    what,
+                    what: inner,
                     expected,
                     got,
                 } => Error::DimensionMismatch {
                     what: format!(
-                        "apply_device ({}, a {}x{} matrix): {what}",
+                        "{what} ({}, a {}x{} matrix): {inner}",
                         self.method.info().name,
                         self.nrows,
                         self.ncols
@@ -538,32 +628,19 @@ impl<T: PrepareFor> Plan<T> {
             })
     }
 
-    /// As [`Plan::apply_device`], in the plan's own numbering: with a reordering P, y = αBx + βy
-    /// for B = PAPᵀ, with no permutation (a solver that works on Pb and returns Pᵀx stays there
-    /// between the two); without one, the same as [`Plan::apply_device`].
-    pub fn apply_device_permuted(
-        &self,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        match self
-            .device
-            .as_ref()
-            .and_then(|d| d.permuted.as_ref().map(|p| (d, p)))
-        {
-            Some((d, inner)) => d.order.call(&d.gpu, &d.gpu, || {
-                inner.as_ref().run(&d.gpu, alpha, x, beta, y)
-            }),
-            None => self.apply_device(alpha, x, beta, y),
-        }
-    }
-
     /// The plan's reordering P ([`PlanOptions::reorder`]), when it applies one: the numbering of
     /// [`Plan::apply_device_permuted`].
     pub fn permutation(&self) -> Option<&crate::reorder::Permutation> {
         self.reordered.as_ref().map(|r| &r.perm)
+    }
+
+    /// The calls so far that permuted their vectors into and out of a reordering's numbering
+    /// (0 without one): [`Plan::apply`] and its kin on a reordered plan, counted when enqueued
+    /// (a CUDA graph's replays are not). A solver in the permuted space makes none.
+    pub fn permuting_calls(&self) -> usize {
+        self.reordered
+            .as_ref()
+            .map_or(0, Reordered::permuting_calls)
     }
 
     /// The GPU the plan runs on, when it does.

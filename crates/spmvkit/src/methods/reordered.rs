@@ -12,6 +12,7 @@
 //! The ordering's time is preprocessing ([`super::PrepTimes::reorder`]); the plan's note
 //! gives its stages ([`crate::reorder::order_timed`]) and PAPᵀ's time.
 
+use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,9 @@ pub(crate) struct Reordered {
     pub(crate) perm: Permutation,
     /// Entry k of B (CSR order) is entry `map[k]` of A.
     map: Vec<Idx>,
+    /// Calls that permuted their vectors (on the CPU, or enqueued on the GPU; a CUDA graph's
+    /// replays are not counted): what shows that a solver stays in B's numbering.
+    permuting: Arc<AtomicUsize>,
 }
 
 /// What [`reorder`] decided: the ordering and B when one is applied, the time it took, and a
@@ -85,6 +89,7 @@ pub(crate) fn reorder<T: Scalar>(a: &Csr<T>, how: Reorder) -> Result<Decision<T>
                 ordering,
                 perm,
                 map,
+                permuting: Arc::default(),
             },
             b,
         )),
@@ -126,6 +131,7 @@ impl Reordered {
         y: &mut [T],
         run_b: impl FnOnce(T, &[T], T, &mut [T]) -> Result<()>,
     ) -> Result<()> {
+        self.permuting.fetch_add(1, Atomic::Relaxed);
         let xp = self.perm.apply(x)?;
         let mut yp = if beta == T::zero() {
             vec![T::zero(); y.len()]
@@ -136,6 +142,12 @@ impl Reordered {
         let back = self.perm.apply_inverse(&yp)?;
         y.copy_from_slice(&back);
         Ok(())
+    }
+
+    /// The calls so far that permuted their vectors around B (the CPU's [`Reordered::apply_cpu`]
+    /// and the device layout of [`Reordered::wrap`], counted when enqueued).
+    pub(crate) fn permuting_calls(&self) -> usize {
+        self.permuting.load(Atomic::Relaxed)
     }
 
     /// Wraps B's device layout so that it takes and returns vectors in A's numbering.
@@ -153,6 +165,7 @@ impl Reordered {
             new_of_old: gpu.upload(self.perm.new_of_old())?,
             scratch: Mutex::new((gpu.alloc_zeros::<T>(x_len)?, gpu.alloc_zeros::<T>(y_len)?)),
             inner,
+            permuting: self.permuting.clone(),
         };
         Ok(Resident::boxed((n, n), bytes, room))
     }
@@ -168,6 +181,8 @@ struct PermutedDevice<T: Scalar> {
     new_of_old: CudaSlice<u32>,
     /// x and y in B's numbering, as long as B's layout wants them.
     scratch: Mutex<(CudaSlice<T>, CudaSlice<T>)>,
+    /// The plan's count of permuting calls ([`Reordered::permuting_calls`]).
+    permuting: Arc<AtomicUsize>,
 }
 
 impl<T: Scalar> Launches<T> for PermutedDevice<T> {
@@ -175,6 +190,7 @@ impl<T: Scalar> Launches<T> for PermutedDevice<T> {
         let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let (xp, yp) = &mut *guard;
         let s = gpu.stream();
+        self.permuting.fetch_add(1, Atomic::Relaxed);
         // SAFETY: both index arrays are permutations of 0..n (uploaded from a checked
         // Permutation), so every index is < n <= x.len(), y.len(), xp.len() and yp.len() (the
         // caller's contract and the scratch's padded lengths); all on Gpu::stream.

@@ -158,6 +158,32 @@ impl Permutation {
         Ok(self.new_of_old.par_iter().map(|&k| y[k as usize]).collect())
     }
 
+    /// The new indices of a set of old ones, ascending (a set of vertices, such as PageRank's
+    /// dangling nodes, in the new numbering). An error naming the first index outside 0..n.
+    ///
+    /// ```
+    /// use spmvkit::reorder::Permutation;
+    /// let p = Permutation::from_order(vec![2, 0, 1])?; // old 0 → new 1, 1 → 2, 2 → 0
+    /// assert_eq!(p.apply_to_set(&[0, 2])?, vec![0, 1]);
+    /// assert!(p.apply_to_set(&[3]).is_err());
+    /// # Ok::<(), spmvkit::Error>(())
+    /// ```
+    pub fn apply_to_set(&self, set: &[Idx]) -> Result<Vec<Idx>> {
+        let mut out = set
+            .iter()
+            .map(|&i| {
+                self.new_of_old.get(i as usize).copied().ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "index {i} is outside the permutation's 0..{}",
+                        self.len()
+                    ))
+                })
+            })
+            .collect::<Result<Vec<Idx>>>()?;
+        out.par_sort_unstable();
+        Ok(out)
+    }
+
     fn check_len(&self, what: &str, got: usize) -> Result<()> {
         if got == self.len() {
             Ok(())

@@ -14,9 +14,10 @@ use super::kernels::{
     Cg1DotsArgs, Cg1ScalarsArgs, Cg1UpdateArgs, CgDotArgs, CgPArgs, CgUpdateArgs, DistSum2Args,
     PartialsArgs,
 };
+use super::rows::PlanRows;
 use super::{
-    check_options, dist_sum, dot_cpu, drive, grid, grid_blocks, initial_scalars, Reduce,
-    SolveOptions, SolveReport, KERNELS, S_DONE, S_RES,
+    check_options, dist_sum, dot_cpu, drive, grid, grid_blocks, initial_scalars, Driven, Reduce,
+    Renumbering, SolveOptions, SolveReport, KERNELS, S_DONE, S_RES,
 };
 use crate::error::{Error, Result};
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel};
@@ -48,6 +49,8 @@ impl<T: Scalar> CgSystem<T> {
 }
 
 /// Solves A x = b by conjugate gradient with the SpMV of `plan` (on its backend), from x = 0.
+/// Through a reordered plan ([`crate::PlanOptions::reorder`], P) it iterates on B = PAPᵀ from
+/// Pb and permutes the answer back once: no permutation inside the loop.
 ///
 /// ```
 /// use spmvkit::{gen, solve, Backend, Plan, PlanOptions};
@@ -64,292 +67,13 @@ pub fn cg<T: PrepareFor>(
     b: &[T],
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    check_options(opts)?;
-    let n = crate::matrix::check_square("CG needs a square matrix", plan.nrows(), plan.ncols())?;
-    if b.len() != n {
-        return Err(Error::DimensionMismatch {
-            what: "CG right-hand side b".into(),
-            expected: n,
-            got: b.len(),
-        });
-    }
-    let bb = dot_cpu(b, b);
-    let thresh = super::cg_threshold(bb, opts)?;
-    match plan.gpu().cloned() {
-        Some(gpu) => {
-            let (x, mut report) = cg_gpu(plan, &gpu, b, bb, thresh, opts)?;
-            super::rows::note_breakdown(&mut report);
-            Ok((x, report))
-        }
-        // The CPU path: the host iteration over the whole plan as one rank.
-        None => super::rows::PlanRows::solve(plan, |rows| super::rows::cg(rows, b, opts)),
-    }
-}
-
-/// ‖r‖/‖b‖ from ρ = rᵀr and ‖b‖² (0 for b = 0).
-pub(crate) fn relative(rho: f64, bb: f64) -> f64 {
-    if bb > 0.0 {
-        (rho / bb).max(0.0).sqrt()
-    } else {
-        0.0
-    }
-}
-
-/// The device-resident CG iteration after q = A p, written once for the single-GPU solver
-/// ([`cg`]) and the distributed one (`dist::NcclRows::cg`): `cg_dot_pq` writes the block
-/// partials of pᵀq, `cg_alpha` gives α; `cg_update` (x += αp, r −= αq, partials of rᵀr), then
-/// `cg_beta` gives β and the stop flag; `cg_p` does p = r + βp. Between a dot product's partials
-/// and the kernel that reads them sits [`Reduce`]: nothing on one GPU, a sum over the ranks on
-/// NCCL ranks.
-pub(crate) struct CgIteration<T: Scalar> {
-    k_dot: Kernel<CgDotArgs<'static, T>>,
-    k_alpha: Kernel<PartialsArgs<'static>>,
-    k_update: Kernel<CgUpdateArgs<'static, T>>,
-    k_beta: Kernel<PartialsArgs<'static>>,
-    k_p: Kernel<CgPArgs<'static, T>>,
-    n_i: i32,
-    nb: usize,
-    /// The iterate, from 0.
-    pub x: CudaSlice<T>,
-    /// The residual, from b.
-    pub r: CudaSlice<T>,
-    part: CudaSlice<f64>,
-    /// The solver scalars ([`super::S_LEN`]).
-    pub s: CudaSlice<f64>,
-}
-
-impl<T: Scalar> CgIteration<T> {
-    /// The kernels, x = 0, r = b and the scalars for ‖b‖² = `bb` (done at once when it is at most
-    /// `thresh`).
-    pub(crate) fn new(
-        gpu: &Gpu,
-        b: &[T],
-        bb: f64,
-        thresh: f64,
-        opts: &SolveOptions,
-        what: &'static str,
-    ) -> Result<Self> {
-        let n = b.len();
-        let nb = grid_blocks(n);
-        let mut s0 = initial_scalars(bb, thresh, opts.max_iter);
-        if bb <= thresh {
-            s0[S_DONE] = 1.0;
-        }
-        Ok(CgIteration {
-            k_dot: gpu.kernel::<T, _>(&KERNELS, "cg_dot_pq")?,
-            k_alpha: gpu.kernel::<T, _>(&KERNELS, "cg_alpha")?,
-            k_update: gpu.kernel::<T, _>(&KERNELS, "cg_update")?,
-            k_beta: gpu.kernel::<T, _>(&KERNELS, "cg_beta")?,
-            k_p: gpu.kernel::<T, _>(&KERNELS, "cg_p")?,
-            n_i: kernel_int(what, n)?,
-            nb,
-            x: gpu.alloc_zeros(n)?,
-            r: gpu.upload(b)?,
-            part: gpu.alloc_zeros(nb)?,
-            s: gpu.upload(&s0)?,
-        })
-    }
-
-    /// The partials of the last dot product as the next kernel reads them: the array and its
-    /// length.
-    fn reduced<'s>(
-        &'s self,
-        gpu: &Gpu,
-        reduce: &'s mut Reduce<'_>,
-    ) -> Result<(&'s CudaSlice<f64>, i32)> {
-        match reduce {
-            Reduce::Local => Ok((&self.part, self.nb as i32)),
-            Reduce::Ranks {
-                k_sum,
-                red,
-                all_reduce,
-            } => {
-                dist_sum(gpu, k_sum, red, 0, &self.part, self.nb, &self.s)?;
-                all_reduce(red)?;
-                Ok((&**red, 1))
-            }
-        }
-    }
-
-    /// Launches `k`, the one-block kernel (`cg_alpha` or `cg_beta`) that turns the partials of
-    /// the last dot product into the scalars in `s`.
-    fn scalar_kernel(
-        &self,
-        gpu: &Gpu,
-        reduce: &mut Reduce<'_>,
-        k: &Kernel<PartialsArgs<'static>>,
-    ) -> Result<()> {
-        let (sum, len) = self.reduced(gpu, reduce)?;
-        let args = PartialsArgs {
-            s: DevMut::doubles_scratch(&self.s),
-            part: DevRef::doubles(sum),
-            nb: len,
-        };
-        // SAFETY: the reduced array holds `len` values and `s` S_LEN; `s` is lent once.
-        unsafe { gpu.launch(k, grid(1), &args) }
-    }
-
-    /// One iteration after q = A p (p and q hold at least n values; p becomes r + βp).
-    pub(crate) fn step(
-        &self,
-        gpu: &Gpu,
-        p: &CudaSlice<T>,
-        q: &CudaSlice<T>,
-        reduce: &mut Reduce<'_>,
-    ) -> Result<()> {
-        let nb = self.nb;
-        let n = self.n_i;
-        // SAFETY (every launch below): x, r, p and q hold at least n elements, `part` nb and `s`
-        // S_LEN; the buffers written through a scratch pointer (x, r, p, `part`, `s`) are each
-        // lent once per launch.
-        let args = CgDotArgs {
-            p: DevRef::new(p),
-            q: DevRef::new(q),
-            n,
-            part: DevMut::doubles_scratch(&self.part),
-            s: DevRef::doubles(&self.s),
-        };
-        unsafe { gpu.launch(&self.k_dot, grid(nb), &args) }?;
-        self.scalar_kernel(gpu, reduce, &self.k_alpha)?;
-        let args = CgUpdateArgs {
-            x: DevMut::scratch(&self.x),
-            r: DevMut::scratch(&self.r),
-            p: DevRef::new(p),
-            q: DevRef::new(q),
-            n,
-            part: DevMut::doubles_scratch(&self.part),
-            s: DevRef::doubles(&self.s),
-        };
-        unsafe { gpu.launch(&self.k_update, grid(nb), &args) }?;
-        self.scalar_kernel(gpu, reduce, &self.k_beta)?;
-        let args = CgPArgs {
-            p: DevMut::scratch(p),
-            r: DevRef::new(&self.r),
-            n,
-            s: DevRef::doubles(&self.s),
-        };
-        unsafe { gpu.launch(&self.k_p, grid(nb), &args) }?;
-        Ok(())
-    }
-}
-
-/// The device-resident single-reduction CG iteration (Chronopoulos & Gear 1989; the host form
-/// is [`super::rows::cg_single_reduction`]), written once for one GPU
-/// ([`cg_single_reduction`]) and the NCCL ranks (`dist::NcclRows::cg_single_reduction`). After
-/// w = A r: `cg1_dots` writes the partials of rᵀr and wᵀr, [`Reduce`] turns them into the two
-/// sums (on ranks: `dist_sum2`, then **one** all-reduce of both), `cg1_scalars` gives α, β and the
-/// stop flag, `cg1_update` does p = r + βp, q = w + βq, x += αp, r −= αq. r and w belong to the
-/// caller (on ranks they are the operator's x and y).
-pub(crate) struct Cg1Iteration<T: Scalar> {
-    k_dots: Kernel<Cg1DotsArgs<'static, T>>,
-    k_scalars: Kernel<Cg1ScalarsArgs<'static>>,
-    k_update: Kernel<Cg1UpdateArgs<'static, T>>,
-    k_sum2: Kernel<DistSum2Args<'static>>,
-    n_i: i32,
-    nb: usize,
-    /// The iterate, from 0.
-    pub x: CudaSlice<T>,
-    p: CudaSlice<T>,
-    q: CudaSlice<T>,
-    /// The partials of rᵀr (nb) then of wᵀr (nb).
-    part: CudaSlice<f64>,
-    /// The solver scalars ([`super::S_LEN`]).
-    pub s: CudaSlice<f64>,
-}
-
-impl<T: Scalar> Cg1Iteration<T> {
-    /// The kernels, x = p = q = 0 over `n` rows and the scalars for ‖b‖² = `bb` (done at once
-    /// when it is at most `thresh`).
-    pub(crate) fn new(
-        gpu: &Gpu,
-        n: usize,
-        bb: f64,
-        thresh: f64,
-        opts: &SolveOptions,
-        what: &'static str,
-    ) -> Result<Self> {
-        let nb = grid_blocks(n);
-        let mut s0 = initial_scalars(bb, thresh, opts.max_iter);
-        if bb <= thresh {
-            s0[S_DONE] = 1.0;
-        }
-        Ok(Cg1Iteration {
-            k_dots: gpu.kernel::<T, _>(&KERNELS, "cg1_dots")?,
-            k_scalars: gpu.kernel::<T, _>(&KERNELS, "cg1_scalars")?,
-            k_update: gpu.kernel::<T, _>(&KERNELS, "cg1_update")?,
-            k_sum2: gpu.kernel::<T, _>(&KERNELS, "dist_sum2")?,
-            n_i: kernel_int(what, n)?,
-            nb,
-            x: gpu.alloc_zeros(n)?,
-            p: gpu.alloc_zeros(n)?,
-            q: gpu.alloc_zeros(n)?,
-            part: gpu.alloc_zeros(2 * nb)?,
-            s: gpu.upload(&s0)?,
-        })
-    }
-
-    /// One iteration after w = A r (r and w hold at least n values; r is updated).
-    pub(crate) fn step(
-        &self,
-        gpu: &Gpu,
-        r: &CudaSlice<T>,
-        w: &CudaSlice<T>,
-        reduce: &mut Reduce<'_>,
-    ) -> Result<()> {
-        let (nb, n) = (self.nb, self.n_i);
-        // SAFETY (every launch below): x, r, p, q and w hold at least n elements, `part` 2·nb,
-        // the reduced buffer at least 2 and `s` S_LEN; the buffers written through a scratch
-        // pointer (x, r, p, q, `part`, `s`) are each lent once per launch.
-        let args = Cg1DotsArgs {
-            r: DevRef::new(r),
-            w: DevRef::new(w),
-            n,
-            part: DevMut::doubles_scratch(&self.part),
-            s: DevRef::doubles(&self.s),
-        };
-        unsafe { gpu.launch(&self.k_dots, grid(nb), &args) }?;
-        let scalars = |part: &CudaSlice<f64>, nb: usize, stride: usize| -> Result<()> {
-            let args = Cg1ScalarsArgs {
-                s: DevMut::doubles_scratch(&self.s),
-                part: DevRef::doubles(part),
-                nb: nb as i32,
-                stride: stride as i32,
-            };
-            unsafe { gpu.launch(&self.k_scalars, grid(1), &args) }
-        };
-        match reduce {
-            Reduce::Local => scalars(&self.part, nb, nb)?,
-            Reduce::Ranks {
-                red, all_reduce, ..
-            } => {
-                let args = DistSum2Args {
-                    dst: DevMut::doubles(red),
-                    part: DevRef::doubles(&self.part),
-                    nb: nb as i32,
-                    s: DevRef::doubles(&self.s),
-                };
-                unsafe { gpu.launch(&self.k_sum2, grid(1), &args) }?;
-                // the one all-reduce of the iteration: rᵀr and wᵀr together
-                all_reduce(red)?;
-                scalars(red, 1, 1)?;
-            }
-        }
-        let args = Cg1UpdateArgs {
-            x: DevMut::scratch(&self.x),
-            r: DevMut::scratch(r),
-            p: DevMut::scratch(&self.p),
-            q: DevMut::scratch(&self.q),
-            w: DevRef::new(w),
-            n,
-            s: DevRef::doubles(&self.s),
-        };
-        unsafe { gpu.launch(&self.k_update, grid(nb), &args) }
-    }
+    solve_cg::<T, CgIteration<T>>(plan, b, opts, |rows, b| super::rows::cg(rows, b, opts))
 }
 
 /// Solves A x = b by single-reduction CG (Chronopoulos & Gear; `Cg1Iteration` on the GPU,
 /// [`super::rows::cg_single_reduction`] on the CPU) with the SpMV of `plan`, from x = 0: the
-/// iterates of [`cg`] with the two dot products of an iteration reduced together.
+/// iterates of [`cg`] with the two dot products of an iteration reduced together; in the
+/// permuted space of a reordered plan as [`cg`].
 ///
 /// ```
 /// use spmvkit::{gen, solve, Backend, Plan, PlanOptions};
@@ -366,6 +90,20 @@ pub fn cg_single_reduction<T: PrepareFor>(
     b: &[T],
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
+    solve_cg::<T, Cg1Iteration<T>>(plan, b, opts, |rows, b| {
+        super::rows::cg_single_reduction(rows, b, opts)
+    })
+}
+
+/// Either CG through a plan: the checks of the system, then on the GPU the device iteration `I`
+/// ([`cg_device`]), on the CPU `host` (the host iteration over [`PlanRows`] with b in the plan's
+/// numbering).
+fn solve_cg<T: PrepareFor, I: DeviceCg<T>>(
+    plan: &mut Plan<T>,
+    b: &[T],
+    opts: &SolveOptions,
+    host: impl FnOnce(&mut PlanRows<'_, T>, &[T]) -> Result<(Vec<T>, SolveReport)>,
+) -> Result<(Vec<T>, SolveReport)> {
     check_options(opts)?;
     let n = crate::matrix::check_square("CG needs a square matrix", plan.nrows(), plan.ncols())?;
     if b.len() != n {
@@ -375,78 +113,366 @@ pub fn cg_single_reduction<T: PrepareFor>(
             got: b.len(),
         });
     }
-    let Some(gpu) = plan.gpu().cloned() else {
-        return super::rows::PlanRows::solve(plan, |rows| {
-            super::rows::cg_single_reduction(rows, b, opts)
-        });
-    };
-    let bb = dot_cpu(b, b);
-    let thresh = super::cg_threshold(bb, opts)?;
-    let permuted = plan.permutation().map(|perm| perm.apply(b)).transpose()?;
-    let b = permuted.as_deref().unwrap_or(b);
-    let it = Cg1Iteration::new(&gpu, n, bb, thresh, opts, "cg: rows")?;
-    let r = gpu.upload(b)?;
-    let mut w: CudaSlice<T> = gpu.alloc_zeros(n)?;
-    gpu.synchronize()?;
-    let driven = drive(
-        &gpu,
-        &it.s,
-        opts.check_every,
-        opts.max_iter,
-        opts.graph,
-        |_| {
-            plan.apply_device_permuted(T::one(), &r, T::zero(), &mut w)?;
-            it.step(&gpu, &r, &w, &mut Reduce::Local)
-        },
-    )?;
-    let mut xh = vec![T::zero(); n];
-    gpu.download(&it.x, &mut xh)?;
-    if let Some(perm) = plan.permutation() {
-        xh = perm.apply_inverse(&xh)?;
+    match plan.gpu().cloned() {
+        Some(gpu) => cg_device::<T, I>(plan, &gpu, b, opts),
+        // The CPU path: the host iteration over the whole plan as one rank.
+        None => PlanRows::solve(plan, |rows, to| host(rows, &to.vector(b)?)),
     }
-    let residual = relative(driven.s[S_RES], bb);
-    let notes = plan.fallback_note().map(String::from).into_iter().collect();
-    let mut report = driven.report(residual, notes);
-    super::rows::note_breakdown(&mut report);
-    Ok((xh, report))
 }
 
-fn cg_gpu<T: PrepareFor>(
+/// ‖r‖/‖b‖ from ρ = rᵀr and ‖b‖² (0 for b = 0).
+pub(crate) fn relative(rho: f64, bb: f64) -> f64 {
+    if bb > 0.0 {
+        (rho / bb).max(0.0).sqrt()
+    } else {
+        0.0
+    }
+}
+
+/// How a device CG starts: ‖b‖², the stopping threshold on ρ ([`super::cg_threshold`]), the
+/// options, and what names the rows in errors.
+pub(crate) struct CgStart<'o> {
+    pub(crate) bb: f64,
+    pub(crate) thresh: f64,
+    pub(crate) opts: &'o SolveOptions,
+    pub(crate) what: &'static str,
+}
+
+impl<'o> CgStart<'o> {
+    pub(crate) fn new(bb: f64, thresh: f64, opts: &'o SolveOptions, what: &'static str) -> Self {
+        CgStart {
+            bb,
+            thresh,
+            opts,
+            what,
+        }
+    }
+}
+
+/// What both device CG iterations ([`CgIteration`], [`Cg1Iteration`]) hold alike: the row
+/// count as the kernels take it, the reduction grid, the iterate and the solver scalars.
+pub(crate) struct CgState<T: Scalar> {
+    n_i: i32,
+    nb: usize,
+    /// The iterate, from 0.
+    x: CudaSlice<T>,
+    /// The solver scalars ([`super::S_LEN`]).
+    s: CudaSlice<f64>,
+}
+
+impl<T: Scalar> CgState<T> {
+    /// x = 0 over `n` rows and the scalars of `start` (done at once when ‖b‖² is at most the
+    /// threshold).
+    fn new(gpu: &Gpu, n: usize, start: &CgStart<'_>) -> Result<Self> {
+        let CgStart { bb, thresh, .. } = *start;
+        let mut s0 = initial_scalars(bb, thresh, start.opts.max_iter);
+        if bb <= thresh {
+            s0[S_DONE] = 1.0;
+        }
+        Ok(CgState {
+            n_i: kernel_int(start.what, n)?,
+            nb: grid_blocks(n),
+            x: gpu.alloc_zeros(n)?,
+            s: gpu.upload(&s0)?,
+        })
+    }
+
+    /// The scalars, which [`super::drive`] watches.
+    pub(crate) fn scalars(&self) -> &CudaSlice<f64> {
+        &self.s
+    }
+
+    /// The iterate, downloaded, and the report of a driven solve of ‖b‖² = `bb` (`notes`
+    /// first; the breakdown's explanation when it broke down).
+    pub(crate) fn finish(
+        &self,
+        gpu: &Gpu,
+        driven: Driven,
+        bb: f64,
+        notes: Vec<String>,
+    ) -> Result<(Vec<T>, SolveReport)> {
+        let mut x = vec![T::zero(); self.x.len()];
+        gpu.download(&self.x, &mut x)?;
+        let residual = relative(driven.s[S_RES], bb);
+        let mut report = driven.report(residual, notes);
+        super::rows::note_breakdown(&mut report);
+        Ok((x, report))
+    }
+}
+
+/// A device-resident CG iteration, written once for one GPU ([`cg_device`]) and the NCCL
+/// ranks (`dist::NcclRows::cg`, `cg_single_reduction`): after v = A u, [`DeviceCg::step`]
+/// updates u (CG's p, single-reduction CG's r) and its own vectors, reducing its dot products
+/// through [`Reduce`]. Both start with u = b.
+pub(crate) trait DeviceCg<T: Scalar>: Sized {
+    /// The sums one all-reduce carries on ranks (the length of `Reduce::Ranks`'s buffer).
+    const SUMS: usize;
+    /// The kernels and vectors for the right-hand side `b` (this process's rows), started as
+    /// `start` says.
+    fn new(gpu: &Gpu, b: &[T], start: &CgStart<'_>) -> Result<Self>;
+    /// One iteration after v = A u (u and v hold at least the rows).
+    fn step(
+        &self,
+        gpu: &Gpu,
+        u: &CudaSlice<T>,
+        v: &CudaSlice<T>,
+        reduce: &mut Reduce<'_>,
+    ) -> Result<()>;
+    /// The iterate and the scalars.
+    fn state(&self) -> &CgState<T>;
+}
+
+/// The device-resident CG iteration after q = A p, written once for the single-GPU solver
+/// ([`cg`]) and the distributed one (`dist::NcclRows::cg`): `cg_dot_pq` writes the block
+/// partials of pᵀq, `cg_alpha` gives α; `cg_update` (x += αp, r −= αq, partials of rᵀr), then
+/// `cg_beta` gives β and the stop flag; `cg_p` does p = r + βp. Between a dot product's partials
+/// and the kernel that reads them sits [`Reduce`]: nothing on one GPU, a sum over the ranks on
+/// NCCL ranks.
+pub(crate) struct CgIteration<T: Scalar> {
+    k_dot: Kernel<CgDotArgs<'static, T>>,
+    k_alpha: Kernel<PartialsArgs<'static>>,
+    k_update: Kernel<CgUpdateArgs<'static, T>>,
+    k_beta: Kernel<PartialsArgs<'static>>,
+    k_p: Kernel<CgPArgs<'static, T>>,
+    st: CgState<T>,
+    /// The residual, from b.
+    r: CudaSlice<T>,
+    part: CudaSlice<f64>,
+}
+
+impl<T: Scalar> CgIteration<T> {
+    /// The partials of the last dot product as the next kernel reads them: the array and its
+    /// length.
+    fn reduced<'s>(
+        &'s self,
+        gpu: &Gpu,
+        reduce: &'s mut Reduce<'_>,
+    ) -> Result<(&'s CudaSlice<f64>, i32)> {
+        match reduce {
+            Reduce::Local => Ok((&self.part, self.st.nb as i32)),
+            Reduce::Ranks {
+                k_sum,
+                red,
+                all_reduce,
+            } => {
+                dist_sum(gpu, k_sum, red, 0, &self.part, self.st.nb, &self.st.s)?;
+                all_reduce(red)?;
+                Ok((&**red, 1))
+            }
+        }
+    }
+
+    /// Launches `k`, the one-block kernel (`cg_alpha` or `cg_beta`) that turns the partials of
+    /// the last dot product into the scalars in `s`.
+    fn scalar_kernel(
+        &self,
+        gpu: &Gpu,
+        reduce: &mut Reduce<'_>,
+        k: &Kernel<PartialsArgs<'static>>,
+    ) -> Result<()> {
+        let (sum, len) = self.reduced(gpu, reduce)?;
+        let args = PartialsArgs {
+            s: DevMut::doubles_scratch(&self.st.s),
+            part: DevRef::doubles(sum),
+            nb: len,
+        };
+        // SAFETY: the reduced array holds `len` values and `s` S_LEN; `s` is lent once.
+        unsafe { gpu.launch(k, grid(1), &args) }
+    }
+}
+
+impl<T: Scalar> DeviceCg<T> for CgIteration<T> {
+    const SUMS: usize = 1;
+
+    /// The kernels, x = 0, r = b and the scalars.
+    fn new(gpu: &Gpu, b: &[T], start: &CgStart<'_>) -> Result<Self> {
+        let st = CgState::new(gpu, b.len(), start)?;
+        Ok(CgIteration {
+            k_dot: gpu.kernel::<T, _>(&KERNELS, "cg_dot_pq")?,
+            k_alpha: gpu.kernel::<T, _>(&KERNELS, "cg_alpha")?,
+            k_update: gpu.kernel::<T, _>(&KERNELS, "cg_update")?,
+            k_beta: gpu.kernel::<T, _>(&KERNELS, "cg_beta")?,
+            k_p: gpu.kernel::<T, _>(&KERNELS, "cg_p")?,
+            r: gpu.upload(b)?,
+            part: gpu.alloc_zeros(st.nb)?,
+            st,
+        })
+    }
+
+    /// One iteration after q = A p (p and q hold at least n values; p becomes r + βp).
+    fn step(
+        &self,
+        gpu: &Gpu,
+        p: &CudaSlice<T>,
+        q: &CudaSlice<T>,
+        reduce: &mut Reduce<'_>,
+    ) -> Result<()> {
+        let (nb, n, s) = (self.st.nb, self.st.n_i, &self.st.s);
+        // SAFETY (every launch below): x, r, p and q hold at least n elements, `part` nb and `s`
+        // S_LEN; the buffers written through a scratch pointer (x, r, p, `part`, `s`) are each
+        // lent once per launch.
+        let args = CgDotArgs {
+            p: DevRef::new(p),
+            q: DevRef::new(q),
+            n,
+            part: DevMut::doubles_scratch(&self.part),
+            s: DevRef::doubles(s),
+        };
+        unsafe { gpu.launch(&self.k_dot, grid(nb), &args) }?;
+        self.scalar_kernel(gpu, reduce, &self.k_alpha)?;
+        let args = CgUpdateArgs {
+            x: DevMut::scratch(&self.st.x),
+            r: DevMut::scratch(&self.r),
+            p: DevRef::new(p),
+            q: DevRef::new(q),
+            n,
+            part: DevMut::doubles_scratch(&self.part),
+            s: DevRef::doubles(s),
+        };
+        unsafe { gpu.launch(&self.k_update, grid(nb), &args) }?;
+        self.scalar_kernel(gpu, reduce, &self.k_beta)?;
+        let args = CgPArgs {
+            p: DevMut::scratch(p),
+            r: DevRef::new(&self.r),
+            n,
+            s: DevRef::doubles(s),
+        };
+        unsafe { gpu.launch(&self.k_p, grid(nb), &args) }
+    }
+
+    fn state(&self) -> &CgState<T> {
+        &self.st
+    }
+}
+
+/// The device-resident single-reduction CG iteration (Chronopoulos & Gear 1989; the host form
+/// is [`super::rows::cg_single_reduction`]), written once for one GPU
+/// ([`cg_single_reduction`]) and the NCCL ranks (`dist::NcclRows::cg_single_reduction`). After
+/// w = A r: `cg1_dots` writes the partials of rᵀr and wᵀr, [`Reduce`] turns them into the two
+/// sums (on ranks: `dist_sum2`, then **one** all-reduce of both), `cg1_scalars` gives α, β and the
+/// stop flag, `cg1_update` does p = r + βp, q = w + βq, x += αp, r −= αq. r and w belong to the
+/// caller (on ranks they are the operator's x and y).
+pub(crate) struct Cg1Iteration<T: Scalar> {
+    k_dots: Kernel<Cg1DotsArgs<'static, T>>,
+    k_scalars: Kernel<Cg1ScalarsArgs<'static>>,
+    k_update: Kernel<Cg1UpdateArgs<'static, T>>,
+    k_sum2: Kernel<DistSum2Args<'static>>,
+    st: CgState<T>,
+    p: CudaSlice<T>,
+    q: CudaSlice<T>,
+    /// The partials of rᵀr (nb) then of wᵀr (nb).
+    part: CudaSlice<f64>,
+}
+
+impl<T: Scalar> DeviceCg<T> for Cg1Iteration<T> {
+    const SUMS: usize = 2;
+
+    /// The kernels, x = p = q = 0 over b's rows and the scalars (r = b is the caller's).
+    fn new(gpu: &Gpu, b: &[T], start: &CgStart<'_>) -> Result<Self> {
+        let n = b.len();
+        let st = CgState::new(gpu, n, start)?;
+        Ok(Cg1Iteration {
+            k_dots: gpu.kernel::<T, _>(&KERNELS, "cg1_dots")?,
+            k_scalars: gpu.kernel::<T, _>(&KERNELS, "cg1_scalars")?,
+            k_update: gpu.kernel::<T, _>(&KERNELS, "cg1_update")?,
+            k_sum2: gpu.kernel::<T, _>(&KERNELS, "dist_sum2")?,
+            p: gpu.alloc_zeros(n)?,
+            q: gpu.alloc_zeros(n)?,
+            part: gpu.alloc_zeros(2 * st.nb)?,
+            st,
+        })
+    }
+
+    /// One iteration after w = A r (r and w hold at least n values; r is updated).
+    fn step(
+        &self,
+        gpu: &Gpu,
+        r: &CudaSlice<T>,
+        w: &CudaSlice<T>,
+        reduce: &mut Reduce<'_>,
+    ) -> Result<()> {
+        let (nb, n, s) = (self.st.nb, self.st.n_i, &self.st.s);
+        // SAFETY (every launch below): x, r, p, q and w hold at least n elements, `part` 2·nb,
+        // the reduced buffer at least 2 and `s` S_LEN; the buffers written through a scratch
+        // pointer (x, r, p, q, `part`, `s`) are each lent once per launch.
+        let args = Cg1DotsArgs {
+            r: DevRef::new(r),
+            w: DevRef::new(w),
+            n,
+            part: DevMut::doubles_scratch(&self.part),
+            s: DevRef::doubles(s),
+        };
+        unsafe { gpu.launch(&self.k_dots, grid(nb), &args) }?;
+        let scalars = |part: &CudaSlice<f64>, nb: usize, stride: usize| -> Result<()> {
+            let args = Cg1ScalarsArgs {
+                s: DevMut::doubles_scratch(s),
+                part: DevRef::doubles(part),
+                nb: nb as i32,
+                stride: stride as i32,
+            };
+            unsafe { gpu.launch(&self.k_scalars, grid(1), &args) }
+        };
+        match reduce {
+            Reduce::Local => scalars(&self.part, nb, nb)?,
+            Reduce::Ranks {
+                red, all_reduce, ..
+            } => {
+                let args = DistSum2Args {
+                    dst: DevMut::doubles(red),
+                    part: DevRef::doubles(&self.part),
+                    nb: nb as i32,
+                    s: DevRef::doubles(s),
+                };
+                unsafe { gpu.launch(&self.k_sum2, grid(1), &args) }?;
+                // the one all-reduce of the iteration: rᵀr and wᵀr together
+                all_reduce(red)?;
+                scalars(red, 1, 1)?;
+            }
+        }
+        let args = Cg1UpdateArgs {
+            x: DevMut::scratch(&self.st.x),
+            r: DevMut::scratch(r),
+            p: DevMut::scratch(&self.p),
+            q: DevMut::scratch(&self.q),
+            w: DevRef::new(w),
+            n,
+            s: DevRef::doubles(s),
+        };
+        unsafe { gpu.launch(&self.k_update, grid(nb), &args) }
+    }
+
+    fn state(&self) -> &CgState<T> {
+        &self.st
+    }
+}
+
+/// A device CG iteration `I` through `plan` on one GPU: with a reordering P it runs on
+/// B = PAPᵀ, B(Px) = Pb, so it starts from Pb and gives Px, permuted back once at the end (no
+/// permutation inside the loop). `check_every` iterations per check, captured into a CUDA
+/// graph when `opts.graph`.
+fn cg_device<T: PrepareFor, I: DeviceCg<T>>(
     plan: &Plan<T>,
     gpu: &Gpu,
     b: &[T],
-    bb: f64,
-    thresh: f64,
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    let n = b.len();
-    // With a reordering P the iteration runs on B = PAPᵀ: B(Px) = Pb, so it starts from Pb and
-    // gives Px, permuted back once at the end (no permutation inside the loop).
-    let permuted = plan.permutation().map(|perm| perm.apply(b)).transpose()?;
-    let b = permuted.as_deref().unwrap_or(b);
-    let it = CgIteration::new(gpu, b, bb, thresh, opts, "cg: rows")?;
-    let p = gpu.upload(b)?;
-    let mut q: CudaSlice<T> = gpu.alloc_zeros(n)?;
+    let bb = dot_cpu(b, b);
+    let thresh = super::cg_threshold(bb, opts)?;
+    let to = Renumbering(plan.permutation());
+    let b = to.vector(b)?;
+    let start = CgStart::new(bb, thresh, opts, "cg: rows");
+    let it = I::new(gpu, &b, &start)?;
+    let u = gpu.upload(&b)?;
+    let mut v: CudaSlice<T> = gpu.alloc_zeros(b.len())?;
     gpu.synchronize()?;
-    let driven = drive(
-        gpu,
-        &it.s,
-        opts.check_every,
-        opts.max_iter,
-        opts.graph,
-        |_| {
-            plan.apply_device_permuted(T::one(), &p, T::zero(), &mut q)?;
-            it.step(gpu, &p, &q, &mut Reduce::Local)
-        },
-    )?;
-    let mut xh = vec![T::zero(); n];
-    gpu.download(&it.x, &mut xh)?;
-    if let Some(perm) = plan.permutation() {
-        xh = perm.apply_inverse(&xh)?;
-    }
-    let residual = relative(driven.s[S_RES], bb);
+    let s = it.state().scalars();
+    let driven = drive(gpu, s, opts.check_every, opts.max_iter, opts.graph, |_| {
+        plan.apply_device_permuted(T::one(), &u, T::zero(), &mut v)?;
+        it.step(gpu, &u, &v, &mut Reduce::Local)
+    })?;
     let notes = plan.fallback_note().map(String::from).into_iter().collect();
-    Ok((xh, driven.report(residual, notes)))
+    let (x, report) = it.state().finish(gpu, driven, bb, notes)?;
+    Ok((to.back(x)?, report))
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub(crate) mod kernels;
 pub mod pagerank;
 pub mod rows;
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
@@ -42,7 +43,8 @@ pub use pagerank::{pagerank, pagerank_reference, PageRankGraph, PageRankOptions}
 use crate::error::{Error, Result};
 use crate::gpu::{DevMut, DevRef, Gpu, Kernel, Kernels, Shape};
 use crate::methods::Backend;
-use crate::scalar::Scalar;
+use crate::reorder::Permutation;
+use crate::scalar::{Idx, Scalar};
 
 use kernels::DistSumArgs;
 pub use kernels::KERNELS;
@@ -170,6 +172,39 @@ impl SolveReport {
             self.launched as f64 / self.seconds
         } else {
             0.0
+        }
+    }
+}
+
+/// A solver's way into and out of a reordered numbering (issue #22: solvers in the permuted
+/// space): with a permutation P (a reordered plan's, [`crate::Plan::permutation`], or a
+/// distributed solve's ordering) what the solver starts from is permuted once (a vector v to Pv,
+/// a set of nodes to their new indices) and its answer once back; it iterates on B = PAPᵀ in
+/// between. Without P each is the identity and copies nothing.
+pub(crate) struct Renumbering<'p>(pub(crate) Option<&'p Permutation>);
+
+impl Renumbering<'_> {
+    /// Pv (v itself without P).
+    pub(crate) fn vector<'a, V: Copy + Send + Sync>(&self, v: &'a [V]) -> Result<Cow<'a, [V]>> {
+        Ok(match self.0 {
+            Some(p) => Cow::Owned(p.apply(v)?),
+            None => Cow::Borrowed(v),
+        })
+    }
+
+    /// The new indices of a set of nodes, ascending ([`Permutation::apply_to_set`]).
+    pub(crate) fn set<'a>(&self, nodes: &'a [Idx]) -> Result<Cow<'a, [Idx]>> {
+        Ok(match self.0 {
+            Some(p) => Cow::Owned(p.apply_to_set(nodes)?),
+            None => Cow::Borrowed(nodes),
+        })
+    }
+
+    /// Pᵀv: the answer in the matrix's own numbering.
+    pub(crate) fn back<V: Copy + Send + Sync>(&self, v: Vec<V>) -> Result<Vec<V>> {
+        match self.0 {
+            Some(p) => p.apply_inverse(&v),
+            None => Ok(v),
         }
     }
 }

@@ -17,8 +17,8 @@ use super::kernels::{
     DistPrCheckArgs, DistPrUpdateArgs, PartialsArgs, PrDanglingArgs, PrUpdateArgs,
 };
 use super::{
-    dist_sum, drive, grid, grid_blocks, initial_scalars, Reduce, SolveOptions, SolveReport,
-    KERNELS, S_ITER, S_RES,
+    dist_sum, drive, grid, grid_blocks, initial_scalars, Reduce, Renumbering, SolveOptions,
+    SolveReport, KERNELS, S_ITER, S_RES,
 };
 use crate::error::Result;
 use crate::gpu::{kernel_int, DevMut, DevRef, Double, Gpu, Kernel};
@@ -136,6 +136,10 @@ pub fn pagerank_reference<T: Scalar>(adj: &Csr<T>, opts: &PageRankOptions) -> (V
 
 /// PageRank with the SpMV of `plan`, a plan of the transition matrix P
 /// ([`PageRankGraph::transition`]), on the plan's backend. Returns the ranks (summing to 1).
+/// Through a reordered plan ([`crate::PlanOptions::reorder`], Q) it iterates on QPQᵀ in the
+/// new numbering: the dangling nodes are renumbered once (the start and teleport vectors are
+/// uniform, the same in any numbering), no permutation runs inside the loop, and the ranks are
+/// permuted back once at the end.
 ///
 /// ```
 /// use spmvkit::{gen, solve, Backend, Plan, PlanOptions};
@@ -162,7 +166,9 @@ pub fn pagerank<T: PrepareFor>(
     match plan.gpu().cloned() {
         Some(gpu) if n > 0 => pagerank_gpu(plan, &gpu, dangling, opts),
         // The CPU path: the host iteration over the whole plan as one rank.
-        _ => super::rows::PlanRows::solve(plan, |rows| super::rows::pagerank(rows, dangling, opts)),
+        _ => super::rows::PlanRows::solve(plan, |rows, to| {
+            super::rows::pagerank(rows, &to.set(dangling)?, opts)
+        }),
     }
 }
 
@@ -350,7 +356,10 @@ fn pagerank_gpu<T: PrepareFor>(
     let k = opts.solve.check_every.div_ceil(2) * 2;
     let s0 = initial_scalars(0.0, opts.solve.tol, opts.solve.max_iter);
     let what = ["pagerank: nodes", "pagerank: dangling nodes"];
-    let it = PageRankIteration::new(gpu, n, n, dangling, opts.damping, &s0, what)?;
+    // with a reordering the iteration runs in the plan's numbering, from there to the end
+    let to = Renumbering(plan.permutation());
+    let dangling = to.set(dangling)?;
+    let it = PageRankIteration::new(gpu, n, n, &dangling, opts.damping, &s0, what)?;
     let start = vec![T::from_f64(1.0 / n as f64); n];
     let mut bufs: [CudaSlice<T>; 2] = [gpu.upload(&start)?, gpu.upload(&start)?];
     let mut y: CudaSlice<T> = gpu.alloc_zeros(n)?;
@@ -364,7 +373,7 @@ fn pagerank_gpu<T: PrepareFor>(
         } else {
             (&hi[0], &mut lo[0])
         };
-        plan.apply_device(T::one(), old, T::zero(), &mut y)?;
+        plan.apply_device_permuted(T::one(), old, T::zero(), &mut y)?;
         let ranks = RankVectors::Alternate { old, new };
         it.step(gpu, &y, ranks, &mut Reduce::Local)
     })?;
@@ -379,7 +388,7 @@ fn pagerank_gpu<T: PrepareFor>(
             "check interval rounded up to {k} (the two rank buffers alternate)"
         ));
     }
-    Ok((x, report))
+    Ok((to.back(x)?, report))
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{check_options, dot_cpu, Launch, PageRankOptions, SolveOptions, SolveReport, Stop};
+use super::{
+    check_options, dot_cpu, Launch, PageRankOptions, Renumbering, SolveOptions, SolveReport, Stop,
+};
 use crate::error::{Error, Result};
 use crate::methods::{Backend, Plan, PrepareFor};
 use crate::scalar::{Idx, Scalar};
@@ -78,6 +80,16 @@ pub(crate) fn cg_start<T: Scalar, O: RowOperator<T>>(
     Ok((bb, super::cg_threshold(bb, opts)?))
 }
 
+/// [`cg_start`], then the host CGs' iterate x = 0 and residual r = b.
+fn host_start<T: Scalar, O: RowOperator<T>>(
+    op: &mut O,
+    b: &[T],
+    opts: &SolveOptions,
+) -> Result<(f64, f64, Vec<T>, Vec<T>)> {
+    let (bb, thresh) = cg_start(op, b, opts)?;
+    Ok((bb, thresh, vec![T::zero(); b.len()], b.to_vec()))
+}
+
 pub(crate) fn check_local<T: Scalar, O: RowOperator<T>>(
     op: &O,
     what: &str,
@@ -111,21 +123,16 @@ pub fn cg<T: Scalar, O: RowOperator<T>>(
     b: &[T],
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    let (bb, thresh) = cg_start(op, b, opts)?;
+    let (bb, thresh, mut x, mut r) = host_start(op, b, opts)?;
     let n = b.len();
-    let mut x = vec![T::zero(); n];
-    let mut r = b.to_vec();
     let mut p = b.to_vec();
     let mut q = vec![T::zero(); n];
     let mut rho = bb;
     let mut it = 0;
     let t0 = Instant::now();
     let stop = loop {
-        if rho <= thresh {
-            break Stop::Converged;
-        }
-        if it >= opts.max_iter {
-            break Stop::MaxIterations;
+        if let Some(stop) = stop_before(rho, thresh, it, opts.max_iter) {
+            break stop;
         }
         op.apply(&p, &mut q)?;
         let pq = dot(op, &p, &q)?;
@@ -152,22 +159,7 @@ pub fn cg<T: Scalar, O: RowOperator<T>>(
             .zip(r.par_iter())
             .for_each(|(pi, ri)| *pi = *ri + beta * *pi);
     };
-    let mut report = SolveReport {
-        backend: op.backend(),
-        launch: launch_of(op.backend()),
-        iterations: it,
-        launched: it,
-        stop,
-        residual: if bb > 0.0 {
-            (rho / bb).max(0.0).sqrt()
-        } else {
-            0.0
-        },
-        seconds: t0.elapsed().as_secs_f64(),
-        notes: Vec::new(),
-    };
-    note_breakdown(&mut report);
-    Ok((x, report))
+    Ok((x, cg_report(op, it, stop, rho, bb, t0)))
 }
 
 /// Single-reduction conjugate gradient (Chronopoulos & Gear, "s-step iterative methods for
@@ -193,10 +185,8 @@ pub fn cg_single_reduction<T: Scalar, O: RowOperator<T>>(
     b: &[T],
     opts: &SolveOptions,
 ) -> Result<(Vec<T>, SolveReport)> {
-    let (bb, thresh) = cg_start(op, b, opts)?;
+    let (bb, thresh, mut x, mut r) = host_start(op, b, opts)?;
     let n = b.len();
-    let mut x = vec![T::zero(); n];
-    let mut r = b.to_vec();
     let mut w = vec![T::zero(); n];
     let mut p = vec![T::zero(); n];
     let mut s = vec![T::zero(); n];
@@ -205,11 +195,8 @@ pub fn cg_single_reduction<T: Scalar, O: RowOperator<T>>(
     let mut it = 0;
     let t0 = Instant::now();
     let stop = loop {
-        if gamma <= thresh {
-            break Stop::Converged;
-        }
-        if it >= opts.max_iter {
-            break Stop::MaxIterations;
+        if let Some(stop) = stop_before(gamma, thresh, it, opts.max_iter) {
+            break stop;
         }
         op.apply(&r, &mut w)?;
         // the one reduction of the iteration: γ = rᵀr and δ = wᵀr together
@@ -260,29 +247,58 @@ pub fn cg_single_reduction<T: Scalar, O: RowOperator<T>>(
     } else {
         gamma
     };
-    let mut report = SolveReport {
+    Ok((x, cg_report(op, it, stop, rho, bb, t0)))
+}
+
+/// CG's checks before an iteration (both host CGs): converged when ρ = rᵀr is at most the
+/// threshold, else stopped when `it` iterations reached the limit.
+fn stop_before(rho: f64, thresh: f64, it: usize, max_iter: usize) -> Option<Stop> {
+    if rho <= thresh {
+        Some(Stop::Converged)
+    } else if it >= max_iter {
+        Some(Stop::MaxIterations)
+    } else {
+        None
+    }
+}
+
+/// The report of a host iteration over `op`: `it` iterations since `t0`, stopped by `stop` at
+/// the stopping measure `residual`.
+fn host_report<T: Scalar, O: RowOperator<T>>(
+    op: &O,
+    it: usize,
+    stop: Stop,
+    residual: f64,
+    t0: Instant,
+) -> SolveReport {
+    SolveReport {
         backend: op.backend(),
-        launch: launch_of(op.backend()),
+        launch: match op.backend() {
+            Backend::Cpu => Launch::Cpu,
+            Backend::Gpu => Launch::Stream,
+        },
         iterations: it,
         launched: it,
         stop,
-        residual: if bb > 0.0 {
-            (rho / bb).max(0.0).sqrt()
-        } else {
-            0.0
-        },
+        residual,
         seconds: t0.elapsed().as_secs_f64(),
         notes: Vec::new(),
-    };
-    note_breakdown(&mut report);
-    Ok((x, report))
+    }
 }
 
-fn launch_of(b: Backend) -> Launch {
-    match b {
-        Backend::Cpu => Launch::Cpu,
-        Backend::Gpu => Launch::Stream,
-    }
+/// A host CG's report ([`host_report`]): the residual ‖r‖/‖b‖ from ρ = rᵀr and ‖b‖² = `bb`, and
+/// the breakdown's explanation when it broke down.
+fn cg_report<T: Scalar, O: RowOperator<T>>(
+    op: &O,
+    it: usize,
+    stop: Stop,
+    rho: f64,
+    bb: f64,
+    t0: Instant,
+) -> SolveReport {
+    let mut report = host_report(op, it, stop, super::cg::relative(rho, bb), t0);
+    note_breakdown(&mut report);
+    report
 }
 
 /// PageRank by power iteration with `op` the distributed transition matrix P = Aᵀ D⁻¹
@@ -345,19 +361,8 @@ pub fn pagerank<T: Scalar, O: RowOperator<T>>(
             break Stop::Breakdown;
         }
     };
-    Ok((
-        x,
-        SolveReport {
-            backend: op.backend(),
-            launch: launch_of(op.backend()),
-            iterations: it,
-            launched: it,
-            stop,
-            residual: if it == 0 { 0.0 } else { err },
-            seconds: t0.elapsed().as_secs_f64(),
-            notes: Vec::new(),
-        },
-    ))
+    let residual = if it == 0 { 0.0 } else { err };
+    Ok((x, host_report(op, it, stop, residual, t0)))
 }
 
 /// The local indices of the dangling nodes among the rows `off..off + len`.
@@ -394,7 +399,10 @@ pub(crate) fn l1_distance<T: Scalar>(a: &[T], b: &[T]) -> f64 {
     super::chunked_sum(a, b, |p, q| (p - q).abs())
 }
 
-/// One rank holding every row: a plan's CPU executor, with nothing to reduce over.
+/// One rank holding every row: a plan's executor, with nothing to reduce over. Its SpMV is in
+/// the plan's own numbering ([`Plan::apply_permuted`]): with a reordering P it is B = PAPᵀ's,
+/// and the single-plan solvers move their input into that numbering once and the answer back
+/// once.
 pub struct PlanRows<'a, T: PrepareFor>(pub &'a mut Plan<T>);
 
 impl<T: PrepareFor> RowOperator<T> for PlanRows<'_, T> {
@@ -406,7 +414,7 @@ impl<T: PrepareFor> RowOperator<T> for PlanRows<'_, T> {
         vec![all]
     }
     fn apply(&mut self, x: &[T], y: &mut [T]) -> Result<()> {
-        self.0.apply(T::one(), x, T::zero(), y)
+        self.0.apply_permuted(T::one(), x, T::zero(), y)
     }
     fn all_reduce_sum(&mut self, _v: &mut [f64]) -> Result<()> {
         Ok(())
@@ -417,16 +425,20 @@ impl<T: PrepareFor> RowOperator<T> for PlanRows<'_, T> {
 }
 
 impl<'a, T: PrepareFor> PlanRows<'a, T> {
-    /// Runs `solve` over `plan` as one rank, then adds the plan's fallback note (when it has
-    /// one) to the report: the CPU path of the single-plan solvers.
+    /// Runs `solve` over `plan` as one rank, in the plan's own numbering: `solve` moves its input
+    /// in through the [`Renumbering`] it is given (P's, when the plan reorders), and its answer
+    /// is permuted back here, once. Then adds the plan's fallback note (when it has one) to the
+    /// report: the CPU path of the single-plan solvers.
     pub(crate) fn solve(
         plan: &'a mut Plan<T>,
-        solve: impl FnOnce(&mut Self) -> Result<(Vec<T>, SolveReport)>,
+        solve: impl FnOnce(&mut Self, &Renumbering<'_>) -> Result<(Vec<T>, SolveReport)>,
     ) -> Result<(Vec<T>, SolveReport)> {
         let note = plan.fallback_note().map(String::from);
-        let (x, mut report) = solve(&mut PlanRows(plan))?;
+        let perm = plan.permutation().cloned();
+        let to = Renumbering(perm.as_ref());
+        let (x, mut report) = solve(&mut PlanRows(plan), &to)?;
         report.notes.extend(note);
-        Ok((x, report))
+        Ok((to.back(x)?, report))
     }
 }
 
