@@ -38,7 +38,7 @@ pub(crate) use apply::MultiState;
 pub use apply::MultiTiming;
 pub use cpu::{check_multi, oracle_multi, MultiCheck};
 pub use merge::{merge_share, MAX_SHARE, MIN_SHARE};
-pub use tile::{piece_nnz, RmConfig, SpmmTune, PIECE_GROUPS};
+pub use tile::{piece_nnz, RmConfig, SpmmTune, PIECE_GROUPS, SMALL_SHARE};
 
 use crate::matrix::Csr;
 use crate::methods::common::room::room_kernel;
