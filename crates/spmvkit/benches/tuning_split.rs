@@ -8,7 +8,13 @@
 //!   epilogue everywhere, and `cb-spmv[epilogue=atomic]`);
 //! - fastload's one-launch cut (`fastload::GRID_MAX_NNZ`) from the run that timed both launch
 //!   modes on every matrix (`2026-11-22b/explore5`: `fastload` with the grid mode up to 2M
-//!   nonzeros, and `fastload[fuse=two]`).
+//!   nonzeros, and `fastload[fuse=two]`);
+//! - the SpMM row-major tile default per k (`spmm::RmConfig::choose`: vectors per lane, and at
+//!   k = 32 the matrix size below which a lane takes one vector) and the long rows' piece
+//!   length (`spmm::piece_nnz`), from the run that timed the tile variants on the shared suite
+//!   (`2026-11-25/spmm-second/shared-row-f64`: `csr-vector`, `csr-vector[spmm_cols=1]`,
+//!   `csr-vector[spmm_cols=4]`, `csr-vector[spmm_piece=1024]`, f64 row-major, k = 8 and 32;
+//!   issue #24), each against cuSPARSE SpMM in the same run (graph timing).
 //!
 //! A value other than the current one is chosen only when it is strictly better on the tuning
 //! split. Prints markdown; needs no GPU. Run: `cargo bench -p spmvkit --bench tuning_split`
@@ -23,8 +29,10 @@ use spmvkit::bench::auto::eval::{
 use spmvkit::bench::auto::table::load_committed_runs;
 use spmvkit::bench::report::{merge_runs, method_time_us};
 use spmvkit::gpu::TimingMode;
+use spmvkit::matrix::DenseOrder;
 use spmvkit::methods::auto::model::{split_of, Knobs, Model, Split, FEATURE_NAMES, NFEATURES};
 use spmvkit::methods::auto::{DEFAULT_TRIAL, TRIAL_BUDGET};
+use spmvkit::methods::spmm::SMALL_SHARE;
 use spmvkit::methods::{cb_spmv, fastload};
 use spmvkit::scalar::Precision;
 
@@ -181,7 +189,165 @@ fn choose_cut(
     best
 }
 
+/// Per matrix of the SpMM runs `files` (f64, row-major, `k` vectors): (name, rows, graph µs of
+/// cuSPARSE SpMM, graph µs of each of `methods`), for the matrices where every one is recorded.
+fn spmm_data(files: &[PathBuf], k: usize, methods: &[&str]) -> Vec<(String, usize, f64, Vec<f64>)> {
+    let runs = match load_committed_runs(files) {
+        Ok(r) => r,
+        Err(e) => {
+            println!("(runs not readable: {e})\n");
+            return Vec::new();
+        }
+    };
+    let merged = merge_runs(&runs);
+    let mut out = Vec::new();
+    for mm in &merged.matrices {
+        let m = &mm.matrix;
+        let t = |name: &str| {
+            let r = m.multi.iter().find(|r| {
+                r.method == name
+                    && r.k == k
+                    && r.order == DenseOrder::Row
+                    && r.precision == Precision::F64
+            })?;
+            let rec = r.record.as_ref().filter(|rec| rec.verified)?;
+            Some(rec.graph_time.as_ref().unwrap_or(&rec.time).median_us)
+        };
+        let ts: Option<Vec<f64>> = methods.iter().map(|n| t(n)).collect();
+        if let (Some(c), Some(ts)) = (t("cusparse"), ts) {
+            out.push((m.name.clone(), m.stats.nrows, c, ts));
+        }
+    }
+    out
+}
+
+/// Geomean over cuSPARSE SpMM on the matrices of `split`, each timed by `pick` (its entry of
+/// the method times, given its rows).
+fn spmm_geomean(
+    data: &[(String, usize, f64, Vec<f64>)],
+    split: Split,
+    pick: impl Fn(usize, &[f64]) -> f64,
+) -> (f64, usize) {
+    let sel: Vec<_> = data.iter().filter(|d| split_of(&d.0) == split).collect();
+    let logs: f64 = sel
+        .iter()
+        .map(|(_, r, c, ts)| (c / pick(*r, ts)).ln())
+        .sum();
+    ((logs / sel.len().max(1) as f64).exp(), sel.len())
+}
+
+/// An SpMM candidate default: its label and its time on a matrix (rows, the method times).
+type Candidate = (String, Box<dyn Fn(usize, &[f64]) -> f64>);
+
+/// Resident threads of the H200 the run was on (132 SMs × 2048), for the small-matrix switch.
+const H200_FILL: usize = 132 * 2048;
+
+/// One SpMM default on the tuning split: the candidates, the first the current one, printed
+/// with tune and test geomeans; another is chosen only when strictly better on tune. Returns
+/// the chosen index.
+fn choose_spmm(data: &[(String, usize, f64, Vec<f64>)], cands: &[Candidate]) -> usize {
+    println!("| candidate | tune | test |\n|---|---|---|");
+    let mut best = 0;
+    let mut best_tune = spmm_geomean(data, Split::Tune, &cands[0].1).0;
+    for (i, (label, pick)) in cands.iter().enumerate() {
+        let ((tune, nt), (test, ns)) = (
+            spmm_geomean(data, Split::Tune, pick),
+            spmm_geomean(data, Split::Test, pick),
+        );
+        let mark = if i == 0 { " (current)" } else { "" };
+        println!("| {label}{mark} | {tune:.3}× ({nt}) | {test:.3}× ({ns}) |");
+        if tune > best_tune + 1e-12 {
+            best = i;
+            best_tune = tune;
+        }
+    }
+    let test = |i: usize| spmm_geomean(data, Split::Test, &cands[i].1).0;
+    println!(
+        "\nChosen on tune: **{}** (tune {best_tune:.3}×). On test: **{:.3}×** (current {:.3}×).\n",
+        cands[best].0,
+        test(best),
+        test(0)
+    );
+    best
+}
+
+/// The SpMM defaults (issue #24) chosen on the tuning split from the tile A/B run.
+fn spmm_defaults(dir: &Path) {
+    let files = [dir.join("2026-11-25/spmm-second/shared-row-f64")];
+    let methods = [
+        "csr-vector",
+        "csr-vector[spmm_cols=1]",
+        "csr-vector[spmm_cols=4]",
+        "csr-vector[spmm_piece=1024]",
+    ];
+    println!("## SpMM: the row-major tile and the piece length (issue #24)\n");
+    println!("From `2026-11-25/spmm-second/shared-row-f64` (the shared suite, f64 row-major, graph timing): geomean of cuSPARSE SpMM's time over the candidate's, matrices in parentheses. The current rule (`RmConfig::choose`): k / 8 vectors per lane (at least 2 in f64), but one when the rows would fill less than half the device (nrows · lanes < 132 · 2048 / 2; at k = 32 in f64 that is fewer than 16,896 rows: 8 lanes of 4 vectors a row above, `spmm_cols=4`, a warp of one vector each below, `spmm_cols=1`).\n");
+    for k in [8, 32] {
+        let data = spmm_data(&files, k, &methods);
+        if data.is_empty() {
+            continue;
+        }
+        println!("### k = {k}: vectors per lane\n");
+        let mut cands: Vec<Candidate> = vec![
+            ("the rule (`csr-vector`)".into(), Box::new(|_, t| t[0])),
+            (
+                "one vector per lane (`spmm_cols=1`)".into(),
+                Box::new(|_, t| t[1]),
+            ),
+            (
+                "4 vectors per lane (`spmm_cols=4`)".into(),
+                Box::new(|_, t| t[2]),
+            ),
+        ];
+        // the small-matrix switch as data: one vector per lane when nrows · lanes < share ·
+        // the H200's resident threads, each side timed by its own records. At k = 32 the wide
+        // side is `spmm_cols=4` (8 lanes), timed on every matrix, so any share can be judged;
+        // at k = 8 it is the rule's 2 vectors per lane (4 lanes), timed only above the current
+        // cut, so only larger shares can
+        let (lanes, shares): (usize, &[f64]) = match k {
+            32 => (8, &[0.5, 1.0, 0.25, 0.125, 0.0625, 0.03125]),
+            _ => (4, &[0.5, 1.0, 2.0, 4.0]),
+        };
+        for &share in shares {
+            let cut = (share * H200_FILL as f64) as usize / lanes;
+            let wide = if k == 32 { 2 } else { 0 };
+            let label = format!(
+                "one vector per lane below share {share} of the device ({cut} rows){}",
+                if share == 0.5 {
+                    " (the rule, from the variants' records)"
+                } else {
+                    ""
+                }
+            );
+            cands.push((
+                label,
+                Box::new(move |r, t| if r < cut { t[1] } else { t[wide] }),
+            ));
+        }
+        let chosen = choose_spmm(&data, &cands);
+        let shipped = SMALL_SHARE.iter().rev().find(|(from, _)| k >= *from);
+        println!(
+            "Shipped (`spmm::SMALL_SHARE`): one vector per lane below share {} of the device; the run's `csr-vector` used 0.5 (the rule before the split). Chosen above: {}.\n",
+            shipped.map_or(0.5, |s| s.1),
+            cands[chosen].0
+        );
+        println!("### k = {k}: the piece length\n");
+        let cands: Vec<Candidate> = vec![
+            (
+                "the rule (`csr-vector`: 4 × the mean row, ≥ nnz / 2^16, 64..1024)".into(),
+                Box::new(|_, t| t[0]),
+            ),
+            ("1024 (`spmm_piece=1024`)".into(), Box::new(|_, t| t[3])),
+        ];
+        choose_spmm(&data, &cands);
+    }
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--spmm") {
+        spmm_defaults(&results_dir());
+        return;
+    }
     let m = Model::shipped().unwrap_or_else(|e| {
         eprintln!("tuning_split: {e}");
         std::process::exit(1)
@@ -458,4 +624,5 @@ fn main() {
             &grid,
         );
     }
+    spmm_defaults(&dir);
 }

@@ -1,10 +1,12 @@
 //! GPU SpMM tests (issue #24): every multi-vector path on the GPU against the oracle for k
-//! vectors (`spmvkit::methods::spmm::oracle_multi`): the row-split kernels (`csr-vector`),
-//! cuSPARSE SpMM (`cusparse`), the single-vector fallback (`merge`, and `csr-vector` reordered),
+//! vectors (`spmvkit::methods::spmm::oracle_multi`): the row-split kernels (`csr-vector`), the
+//! merge-path kernels (`merge`, also with shares of 3 steps: most rows span teams), cuSPARSE
+//! SpMM (`cusparse`), the single-vector fallback (`csr-scalar`, and `csr-vector` reordered),
 //! `auto`'s choice per shape,
 //! on the edge corpus with k ∈ {1, 2, 3, 8, 33, 256}, both orders, β = 0 and β ≠ 0, f32 and f64;
-//! the row-split kernels bit for bit against their CPU mirror (every row-major tile shape:
-//! variants of `csr-vector`'s `spmm_*` parameters, and an X aligned only to its elements);
+//! the row-split and merge-path kernels bit for bit against their CPU mirror (every row-major
+//! tile shape: variants of `csr-vector`'s `spmm_*` parameters; the merge path's tiles and shares
+//! in both orders; and an X aligned only to its elements);
 //! device blocks, the timing loop checked after it, and the device length errors.
 //!
 //! Without a GPU every test is skipped with a `skipped:` line (`spmvkit::testing`); with
@@ -58,7 +60,17 @@ fn corpus_on_gpu<T: PrepareFor>() -> (usize, Vec<String>) {
                 opts(Backend::Gpu),
                 Some(MultiPath::Kernel(MultiKernel::Cusparse)),
             ),
-            ("merge", opts(Backend::Gpu), Some(MultiPath::Columns)),
+            (
+                "merge",
+                opts(Backend::Gpu),
+                Some(MultiPath::Kernel(MultiKernel::Merge)),
+            ),
+            (
+                "merge[spmm_share=3]",
+                opts(Backend::Gpu),
+                Some(MultiPath::Kernel(MultiKernel::Merge)),
+            ),
+            ("csr-scalar", opts(Backend::Gpu), Some(MultiPath::Columns)),
             ("csr-vector", rcm.clone(), Some(MultiPath::Columns)),
             // auto: whichever its trial keeps for the shape (never `auto` itself)
             ("auto[mode=model]", opts(Backend::Gpu), None),
@@ -155,9 +167,20 @@ const TILES: [&str; 7] = [
     "csr-vector[spmm_piece=100;spmm_cols=1]",
 ];
 
-/// The row-split kernels give their CPU mirror's bits (both orders, several k, β ≠ 0, every
-/// tile of [`TILES`] row-major).
-fn row_split_bitwise<T: PrepareFor>() -> Vec<String> {
+/// The merge-path variants the bitwise test runs, each in both orders: the rules' choice, short
+/// shares (most rows span teams, long carry runs through the long rows), and each vectors per
+/// lane.
+const MERGE: [&str; 5] = [
+    "merge",
+    "merge[spmm_share=3]",
+    "merge[spmm_share=7;spmm_cols=1]",
+    "merge[spmm_cols=8]",
+    "merge[spmm_cols=2;spmm_share=100]",
+];
+
+/// The kernels of `methods` give their CPU mirror's bits (several k, β ≠ 0; row-major, and
+/// column-major for the first method and every merge-path one).
+fn kernels_bitwise<T: PrepareFor>(methods: &'static [&'static str]) -> Vec<String> {
     let mut failures = Vec::new();
     for (spec, method) in [
         "powerlaw:4000,12",
@@ -165,14 +188,15 @@ fn row_split_bitwise<T: PrepareFor>() -> Vec<String> {
         "kron:10",
     ]
     .into_iter()
-    .flat_map(|s| TILES.iter().map(move |m| (s, *m)))
+    .flat_map(|s| methods.iter().map(move |m| (s, *m)))
     {
         let a = spmvkit::gen::generate::<T>(spec).unwrap();
         let mut gpu = Plan::new(method, &a, &opts(Backend::Gpu)).unwrap();
         let mut cpu = Plan::new(method, &a, &opts(Backend::Cpu)).unwrap();
         for k in [1, 3, 8, 32, 40, 257] {
             for order in DenseOrder::ALL {
-                if order == DenseOrder::Col && method != TILES[0] {
+                if order == DenseOrder::Col && method != methods[0] && !method.starts_with("merge")
+                {
                     continue;
                 }
                 let shape = MultiShape { k, order };
@@ -203,8 +227,20 @@ fn gpu_spmm_row_split_matches_its_cpu_mirror_bitwise() {
         return;
     };
     let _lock = gpu_lock();
-    let mut failures = row_split_bitwise::<f64>();
-    failures.extend(row_split_bitwise::<f32>());
+    let mut failures = kernels_bitwise::<f64>(&TILES);
+    failures.extend(kernels_bitwise::<f32>(&TILES));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn gpu_spmm_merge_path_matches_its_cpu_mirror_bitwise() {
+    let test = "gpu_spmm_merge_path_matches_its_cpu_mirror_bitwise";
+    let Some(_gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let _lock = gpu_lock();
+    let mut failures = kernels_bitwise::<f64>(&MERGE);
+    failures.extend(kernels_bitwise::<f32>(&MERGE));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -214,7 +250,7 @@ fn unaligned_x<T: PrepareFor>(gpu: &std::sync::Arc<spmvkit::gpu::Gpu>) -> Vec<St
     use cudarc::driver::DevicePtr;
     let mut failures = Vec::new();
     let a = spmvkit::gen::generate::<T>("powerlaw:3000,10").unwrap();
-    for method in ["csr-vector", "csr-vector[spmm_cols=8]"] {
+    for method in ["csr-vector", "csr-vector[spmm_cols=8]", "merge"] {
         let mut plan = Plan::new(method, &a, &opts(Backend::Gpu)).unwrap();
         let mut cpu = Plan::new(method, &a, &opts(Backend::Cpu)).unwrap();
         for k in [8, 32] {
@@ -292,7 +328,7 @@ fn gpu_spmm_auto_chooses_per_shape_and_keeps_it() {
             .find(|(k, _)| *k == key)
             .map(|(_, v)| v.clone());
         let note = note.unwrap_or_else(|| panic!("no note {key}: {notes:?}"));
-        for cand in ["row-split", "cusparse-spmm", "columns"] {
+        for cand in ["row-split", "merge-path", "cusparse-spmm", "columns"] {
             assert!(note.contains(cand), "{note}");
         }
         let (x, y0) = blocks(&a, shape);
@@ -313,7 +349,8 @@ fn gpu_spmm_auto_chooses_per_shape_and_keeps_it() {
 
 /// `apply_many` on a GPU plan with an SpMM kernel goes through one column-major block: the
 /// multi-vector state exists after it, `csr-vector` keeps each vector's SpMV bits, `cusparse`
-/// is within the oracle's tolerance; `merge` (no kernel) makes no block state.
+/// and `merge` (its SpMM sums differently from its SpMV) are within the oracle's tolerance;
+/// `csr-scalar` (no kernel) makes no block state and keeps its SpMV bits.
 #[test]
 fn gpu_spmm_apply_many_takes_the_block_path() {
     let test = "gpu_spmm_apply_many_takes_the_block_path";
@@ -326,7 +363,12 @@ fn gpu_spmm_apply_many_takes_the_block_path() {
     let (x, y0) = blocks(&a, shape);
     let (m, n) = (a.nrows(), a.ncols());
     let refs = oracle_multi(&a, 1.5, &x, -0.5, &y0, shape).unwrap();
-    for (method, block) in [("csr-vector", true), ("cusparse", true), ("merge", false)] {
+    for (method, block) in [
+        ("csr-vector", true),
+        ("cusparse", true),
+        ("merge", true),
+        ("csr-scalar", false),
+    ] {
         let mut plan = Plan::new(method, &a, &opts(Backend::Gpu)).unwrap();
         let mut singles = y0.clone();
         for c in 0..3 {
@@ -345,7 +387,7 @@ fn gpu_spmm_apply_many_takes_the_block_path() {
             "{method}: vector {} row {}",
             c.worst_vector, c.check.worst_row
         );
-        if method != "cusparse" {
+        if !["cusparse", "merge"].contains(&method) {
             assert!(
                 y.iter()
                     .zip(&singles)
@@ -372,7 +414,7 @@ fn gpu_spmm_timed_loops_are_checked_and_short_blocks_refused() {
         calls: 3,
         samples: 2,
     };
-    for method in ["csr-vector", "cusparse", "merge"] {
+    for method in ["csr-vector", "cusparse", "merge", "csr-scalar"] {
         let mut plan = Plan::new(method, &a, &opts(Backend::Gpu)).unwrap();
         for shape in [MultiShape::row_major(8), MultiShape::col_major(5)] {
             let (x, y0) = blocks(&a, shape);

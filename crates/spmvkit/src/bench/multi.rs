@@ -632,7 +632,8 @@ mod tests {
             let p = MultiProblem::new(&a, shape, opts.alpha, opts.beta).unwrap();
             for (method, path) in [
                 ("csr", MultiPath::Kernel(MultiKernel::RowSplit)),
-                ("merge", MultiPath::Columns),
+                ("merge", MultiPath::Kernel(MultiKernel::Merge)),
+                ("csr-scalar", MultiPath::Columns),
             ] {
                 let rec = measure_multi(&a, method, &opts, &p).unwrap();
                 assert!(rec.verified, "{method} {shape:?}: {rec:?}");

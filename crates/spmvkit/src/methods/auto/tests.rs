@@ -685,7 +685,11 @@ fn the_spmm_copy_is_kept_only_when_needed_and_asked() {
     use crate::methods::spmm::MultiKernel;
     let a = crate::gen::generate::<f64>("powerlaw:2000,6").unwrap();
     let delegate = |m: &'static dyn Method| m.prepare_f64(&a, &Params::new());
-    for (name, own) in [("merge", None), ("csr-vector", Some(MultiKernel::RowSplit))] {
+    for (name, own) in [
+        ("csr-scalar", None),
+        ("merge", Some(MultiKernel::Merge)),
+        ("csr-vector", Some(MultiKernel::RowSplit)),
+    ] {
         let choice = || Choice {
             method: find(name).unwrap().info().name,
             predicted_us: None,

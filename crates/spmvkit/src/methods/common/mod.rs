@@ -14,11 +14,14 @@
 //!   methods (`method!`), the `Layout` methods that only forward to its mirror, its upload or
 //!   its matrix (`forward!`), and its device struct with the upload that makes it
 //!   (`device_room!`).
+//! - [`merge_path`]: the merge path's shares and carry runs (Merrill & Garland), cut once for
+//!   `merge`'s SpMV tiles and the merge-path SpMM's teams.
 //! - [`stored`]: the `values=` (f16, bf16, f32 under f64; issue #25) a room is prepared for.
 
 pub(crate) mod checks;
 pub(crate) mod csr;
 pub(crate) mod gpu;
+pub(crate) mod merge_path;
 pub(crate) mod room;
 pub(crate) mod stored;
 pub(crate) mod warp;

@@ -16,19 +16,24 @@
 //! them once) and the list of carry runs (row, first tile, end tile) that the fix-up walks.
 //! Defaults for `threads` × `items` follow CUB's sm_50 SpMV policy: 64 × 6 for f64, 128 × 7 for
 //! f32.
+//!
+//! Blocks of k vectors (issue #24) take the merge-path SpMM (`methods/spmm/merge.rs`): the same
+//! path cut into teams of lanes over the k vectors (`spmm_share`, `spmm_cols`).
 
 mod cpu;
 mod gpu;
 
 use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
-
 use crate::error::Error;
 use crate::matrix::Csr;
 use crate::methods::common::checks::THREADS;
+#[cfg(test)]
+use crate::methods::common::merge_path::path_coordinate;
+use crate::methods::common::merge_path::{carry_runs, share_starts};
 use crate::methods::common::room::{forward, method, room_kernel};
-use crate::methods::params::{params, AutoOr};
+use crate::methods::params::{one_of, params, AutoOr};
+use crate::methods::spmm::{MultiKernel, MultiSource, SpmmTune};
 use crate::methods::Layout;
 use crate::scalar::{Idx, Precision, Scalar, ValueStorage};
 
@@ -49,6 +54,12 @@ params! {
         threads: AutoOr<u32> = auto, in THREADS;
         /// merge-path steps per thread (1..=64); auto: 6 for f64, 7 for f32
         items: AutoOr<u32> = auto, in 1..=64;
+        /// SpMM (docs/spmm.md): merge-path steps per team, auto (spmm::merge_share: (rows +
+        /// nnz) / 2^16, a power of two in 32..=1024) or 1..=65536
+        spmm_share: AutoOr<u32> = auto, in 1..=65536;
+        /// SpMM tile: vectors per lane and pass, auto (the rule of spmm::RmConfig, the teams as
+        /// its rows) or 1, 2, 4, 8
+        spmm_cols: AutoOr<u32> = auto, in one_of([1, 2, 4, 8]);
     }
 }
 
@@ -85,6 +96,11 @@ method! {
         }
         let mut l = MergeLayout::build(csr, threads, items);
         l.values = values;
+        l.tune = SpmmTune {
+            cols: p.spmm_cols.value(),
+            piece: p.spmm_share.value(),
+            ..SpmmTune::default()
+        };
         Ok(Box::new(l))
     }
 }
@@ -100,23 +116,6 @@ fn param_err(key: &str, msg: String) -> Error {
 /// Dynamic shared memory of one CTA: the tile's products (or row sums), then its row ends.
 pub(crate) fn smem_bytes<T: Scalar>(tile: usize) -> usize {
     tile * T::BYTES + (tile + 1) * 4
-}
-
-/// The merge-path coordinate (rows finished, nonzeros consumed) after `diag` steps: the binary
-/// search of Merrill & Garland Alg. 3 on the diagonal, row ends first on ties.
-pub(crate) fn path_coordinate(row_ptr: &[Idx], diag: u64) -> (u64, u64) {
-    let nrows = (row_ptr.len() - 1) as u64;
-    let nnz = row_ptr[row_ptr.len() - 1] as u64;
-    let (mut lo, mut hi) = (diag.saturating_sub(nnz), diag.min(nrows));
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if (row_ptr[mid as usize + 1] as u64) < diag - mid {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    (lo, diag - lo)
 }
 
 /// The layout of `merge`: the CSR matrix, the tile start coordinates and the carry runs.
@@ -139,40 +138,17 @@ pub struct MergeLayout<T> {
     nshort: usize,
     /// Preprocessing time by stage.
     stages: Vec<(&'static str, Duration)>,
+    /// The merge-path SpMM's tile and share (`spmm_cols`, `spmm_share` as `piece`).
+    tune: SpmmTune,
 }
 
 impl<T: Scalar> MergeLayout<T> {
     fn build(a: &Csr<T>, threads: u32, items: u32) -> Self {
         let rp = a.row_ptr();
-        let nrows = a.nrows();
-        let tile = (threads * items) as u64;
-        let total = (nrows + a.nnz()) as u64;
-        let ntiles = total.div_ceil(tile) as usize;
         let t0 = Instant::now();
-        let (tile_row, tile_nz): (Vec<Idx>, Vec<Idx>) = (0..=ntiles as u64)
-            .into_par_iter()
-            .map(|t| {
-                let (r, k) = path_coordinate(rp, (t * tile).min(total));
-                (r as Idx, k as Idx)
-            })
-            .unzip();
+        let (tile_row, tile_nz) = share_starts(rp, (threads * items) as u64);
         let t1 = Instant::now();
-        // Carries: tile t carries into row tile_row[t + 1] the nonzeros of that row it consumed.
-        let mut runs: Vec<(Idx, Idx, Idx)> = Vec::new();
-        for t in 0..ntiles {
-            let row = tile_row[t + 1] as usize;
-            if row >= nrows {
-                continue;
-            }
-            let from = rp[row].max(tile_nz[t]);
-            if tile_nz[t + 1] <= from {
-                continue;
-            }
-            match runs.last_mut() {
-                Some(last) if last.0 as usize == row && last.2 as usize == t => last.2 += 1,
-                _ => runs.push((row as Idx, t as Idx, t as Idx + 1)),
-            }
-        }
+        let runs = carry_runs(rp, &tile_row, &tile_nz);
         let (short, long): (Vec<_>, Vec<_>) = runs
             .into_iter()
             .partition(|r| ((r.2 - r.1) as usize) <= SHORT_RUN);
@@ -197,6 +173,7 @@ impl<T: Scalar> MergeLayout<T> {
             run_end,
             nshort,
             stages,
+            tune: SpmmTune::default(),
         }
     }
 
@@ -229,6 +206,15 @@ impl<T: Scalar> Layout<T> for MergeLayout<T> {
 
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         self.stages.clone()
+    }
+
+    /// The merge-path SpMM kernels (`methods/spmm/merge.rs`) on the layout's CSR matrix.
+    fn multi(&self) -> Option<MultiSource<'_, T>> {
+        Some(MultiSource {
+            kernel: MultiKernel::Merge,
+            a: &self.a,
+            tune: self.tune,
+        })
     }
 
     fn notes(&self) -> Vec<(String, String)> {

@@ -7,7 +7,7 @@
 
 use cudarc::driver::CudaSlice;
 
-use super::cpu::{column, run_row_split, set_column};
+use super::cpu::{column, run_merge, run_row_split, set_column};
 use super::gpu::{copy_strided, DeviceMulti, Strided, StridedCopyArgs};
 use super::{MultiKernel, MultiPath, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
@@ -68,6 +68,7 @@ fn path_of<T: PrepareFor>(plan: &Plan<T>, st: &MultiState<T>, shape: MultiShape)
         (Some(MultiKernel::RowSplit), None, _) | (Some(MultiKernel::Auto), None, Backend::Cpu) => {
             MultiPath::Kernel(MultiKernel::RowSplit)
         }
+        (Some(MultiKernel::Merge), None, _) => MultiPath::Kernel(MultiKernel::Merge),
         (Some(MultiKernel::Auto), None, Backend::Gpu) => st
             .chosen
             .iter()
@@ -154,11 +155,15 @@ impl<T: PrepareFor> Plan<T> {
         }
         let (m, n) = dims;
         match (path, shape.order) {
-            (MultiPath::Kernel(_), _) => {
+            (MultiPath::Kernel(kernel), _) => {
                 let src = self.layout().multi().ok_or_else(|| {
                     Error::InvalidArgument("apply_multi: the layout lost its kernel".into())
                 })?;
-                run_row_split(src.a, alpha, x, beta, y, shape, src.tune);
+                let run = match kernel {
+                    MultiKernel::Merge => run_merge,
+                    _ => run_row_split,
+                };
+                run(src.a, alpha, x, beta, y, shape, src.tune);
             }
             (MultiPath::Columns, DenseOrder::Col) => {
                 for c in 0..shape.k {
@@ -252,7 +257,7 @@ impl<T: PrepareFor> Plan<T> {
 
     /// Device bytes the multi-vector path holds besides the blocks (its matrix copy, buffers).
     pub fn multi_footprint_bytes(&mut self) -> usize {
-        self.with_multi(|_, st| st.devices.iter().map(|(_, d)| d.footprint_bytes()).sum())
+        self.with_multi(|_, st| DeviceMulti::footprint_bytes(st.devices.iter().map(|(_, d)| d)))
     }
 
     /// Sets the plan's own device blocks to `shape` (reallocating, zeroed, when the shape
@@ -393,7 +398,9 @@ fn ready<T: PrepareFor>(
                     Error::InvalidArgument("SpMM: the layout offers no kernel".into())
                 })?;
                 let src = MultiSource { kernel, ..src };
-                st.devices.push((kernel, DeviceMulti::upload(gpu, &src)?));
+                let shared = st.devices.iter().find_map(|(_, d)| d.csr().cloned());
+                st.devices
+                    .push((kernel, DeviceMulti::upload(gpu, &src, shared)?));
             }
             let notes = match st.device(kernel) {
                 Some(d) => d.prepare(gpu, shape)?,
@@ -425,10 +432,12 @@ fn ready<T: PrepareFor>(
     }
 }
 
-/// `auto`'s choice for `shape`: each candidate (spmvkit's row-split kernels, cuSPARSE SpMM, k
-/// calls of the plan's SpMV) made and timed ([`AUTO_TRIAL`]) on zeroed scratch blocks; the
-/// fastest is kept for the shape, the device state no shape chose is dropped, and the times
-/// go to the notes. A candidate that fails is skipped (its error in the notes); all failing is
+/// `auto`'s choice for `shape`: each candidate (spmvkit's row-split and merge-path kernels,
+/// cuSPARSE SpMM, k calls of the plan's SpMV) made and timed ([`AUTO_TRIAL`]) on zeroed scratch
+/// blocks; the fastest is kept for the shape, the device state no shape chose is dropped, and
+/// the times go to the notes. The merge path is always a candidate: it shares the row-split
+/// kernels' CSR copy, so it adds only its teams (8 bytes each), its carries (teams × k values)
+/// and 10 calls to the trial. A candidate that fails is skipped (its error in the notes); all failing is
 /// an error.
 fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiShape) -> Result<()> {
     if st.chosen.iter().any(|(s, _)| *s == shape) {
@@ -445,6 +454,7 @@ fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiSha
     let mut trials = Vec::new();
     for path in [
         MultiPath::Kernel(MultiKernel::RowSplit),
+        MultiPath::Kernel(MultiKernel::Merge),
         MultiPath::Kernel(MultiKernel::Cusparse),
         MultiPath::Columns,
     ] {

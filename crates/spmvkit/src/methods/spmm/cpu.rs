@@ -11,9 +11,15 @@
 //! column-major, each vector is the
 //! `csr-vector` order (32 lanes from the 32-aligned row start, a butterfly). Both end with the
 //! kernels' store (`α·sum`, then `β·y` fused when β ≠ 0). The results are bitwise the GPU's.
+//!
+//! The merge-path kernels' mirror ([`run_merge`]) cuts the same teams (`merge.rs`) and sums each
+//! of a team's row parts as one fma chain from zero in CSR order (whatever the tile, as above),
+//! stores the rows it closes, and adds each spanning row's carries in team order (the fix-up:
+//! `s = c_first`, `s = s + c` for each next team, `y = α·s + y` fused).
 
 use rayon::prelude::*;
 
+use super::merge::{merge_share, MergeTeams};
 use super::tile::piece_nnz;
 use super::{DenseOrder, MultiShape, RmConfig, SpmmTune};
 use crate::cpu::{check, oracle_spmv_par, Check, Reference};
@@ -231,6 +237,83 @@ pub fn run_row_split<T: Scalar>(
                         store(yi, alpha, butterfly_sum(&mut lanes), beta);
                     });
             });
+        }
+    }
+}
+
+/// Y = αAX + βY as the merge-path kernels compute it (module doc), both orders, teams in
+/// parallel. Lengths are checked by the caller.
+pub fn run_merge<T: Scalar>(
+    a: &Csr<T>,
+    alpha: T,
+    x: &[T],
+    beta: T,
+    y: &mut [T],
+    shape: MultiShape,
+    tune: SpmmTune,
+) {
+    let (m, n, k) = (a.nrows(), a.ncols(), shape.k);
+    if m == 0 {
+        return;
+    }
+    let t = MergeTeams::of(a.row_ptr(), merge_share(m, a.nnz(), tune));
+    let (rp, cols, vals) = (a.row_ptr(), a.col_idx(), a.vals());
+    // entry (j, c) of a block of n rows
+    let at = |j: usize, c: usize, n: usize| match shape.order {
+        DenseOrder::Row => j * k + c,
+        DenseOrder::Col => c * n + j,
+    };
+    // acc = the fma chain from zero over nonzeros [s, e), per vector
+    let chain = |acc: &mut [T], s: usize, e: usize| {
+        acc.iter_mut().for_each(|v| *v = T::zero());
+        for j in s..e {
+            let (col, v) = (cols[j] as usize, vals[j]);
+            for (c, acc) in acc.iter_mut().enumerate() {
+                *acc = v.mul_add(x[at(col, c, n)], *acc);
+            }
+        }
+    };
+    // each team's closed rows (row-major, in row order) and its carry
+    let mut sums = vec![T::zero(); m * k];
+    let mut carry = vec![T::zero(); t.nteams() * k];
+    let mut parts = Vec::with_capacity(t.nteams());
+    let mut rest = sums.as_mut_slice();
+    for w in t.row.windows(2) {
+        let (part, tail) = rest.split_at_mut((w[1] - w[0]) as usize * k);
+        parts.push(part);
+        rest = tail;
+    }
+    parts
+        .into_par_iter()
+        .zip(carry.par_chunks_mut(k))
+        .enumerate()
+        .for_each(|(i, (part, cy))| {
+            let (r0, z1) = (t.row[i] as usize, t.nz[i + 1] as usize);
+            let mut s = t.nz[i] as usize;
+            for (r, out) in (r0..).zip(part.chunks_mut(k)) {
+                let e = rp[r + 1] as usize;
+                chain(out, s, e);
+                s = e;
+            }
+            if s < z1 {
+                chain(cy, s, z1);
+            }
+        });
+    for r in 0..m {
+        for c in 0..k {
+            store(&mut y[at(r, c, m)], alpha, sums[r * k + c], beta);
+        }
+    }
+    // the fix-up: each spanning row's carries in team order
+    for ((&row, &first), &end) in t.run_row.iter().zip(&t.run_first).zip(&t.run_end) {
+        let (row, first, end) = (row as usize, first as usize, end as usize);
+        for c in 0..k {
+            let mut s = carry[first * k + c];
+            for team in first + 1..end {
+                s += carry[team * k + c];
+            }
+            let yi = &mut y[at(row, c, m)];
+            *yi = alpha.mul_add(s, *yi);
         }
     }
 }

@@ -1,7 +1,11 @@
 //! The device side of SpMM (issue #24): the argument structs of `kernel.cu`'s entries (one per
 //! kernel, CUB's parameter-struct rule), the multi-vector kernels' device state
-//! ([`DeviceMulti`]: the row-split kernels on their CSR copy, or cuSPARSE SpMM) with their
-//! launches, and the strided column copy of the single-vector fallback.
+//! ([`DeviceMulti`]: the row-split or the merge-path kernels on their CSR copy, or cuSPARSE
+//! SpMM) with their launches, and the strided column copy of the single-vector fallback.
+//!
+//! Merge path ([`DeviceMerge`]): one launch of a group of `lanes` lanes per team (the tile the
+//! row-split rule picks with the teams as its work items), then, when rows span teams, the
+//! fix-up, a group per spanning row.
 //!
 //! Row-major, one tile entry per call ([`RmConfig`]: lanes per row, values per X load, loads
 //! per lane, unroll; chosen from k, the precision, X's alignment and the method's
@@ -21,6 +25,7 @@ use cudarc::driver::CudaSlice;
 use cudarc::driver::DevicePtr;
 
 use super::cpu::LongRows;
+use super::merge::{merge_share, MergeTeams};
 use super::tile::{piece_nnz, RmConfig, SpmmTune, RM_TILES};
 use super::{MultiKernel, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
@@ -76,6 +81,192 @@ crate::kernel_args! {
         long_first: DevRef<'a, Idx>,
         nlong: i32,
         partial: DevRef<'a, T>,
+    }
+}
+
+crate::device_args! {
+    /// The merge path's teams on the device ([`MergeTeams`]): each share's start coordinate.
+    pub(super) struct TeamArrays<T> from l: &MergeTeams;
+    /// The merge-path entries `spmm_merge_rm_v<V>a<A>u<U>` and `spmm_merge_cm_v1a<A>u<U>`: the
+    /// CSR matrix with the blocks as operands, k, the lanes per team, X's leading dimension
+    /// when column-major, the teams, and the carries (nteams × k, sized when a shape is
+    /// prepared).
+    pub(crate) struct SpmmMergeArgs<'a, T> {
+        csr: CsrArgs<'a, T>,
+        k: i32,
+        lanes: i32,
+        ncols: i32,
+        team_row: &[Idx] = &l.row,
+        team_nz: &[Idx] = &l.nz,
+        nteams: i32 = kernel_int("SpMM merge teams", l.nteams())?,
+        carry: DevMut<'a, T>,
+    }
+}
+
+crate::device_args! {
+    /// The merge path's carry runs on the device.
+    pub(super) struct RunArrays<T> from l: &MergeTeams;
+    /// `spmm_merge_fixup`: each spanning row's carries added in team order, α times the sum
+    /// added to Y (`col_major`: the blocks' order).
+    pub(crate) struct SpmmMergeFixupArgs<'a, T> {
+        csr: CsrArgs<'a, T>,
+        k: i32,
+        lanes: i32,
+        col_major: i32,
+        run_row: &[Idx],
+        run_first: &[Idx],
+        run_end: &[Idx],
+        nruns: i32 = kernel_int("SpMM merge carry runs", l.nruns())?,
+        carry: DevRef<'a, T>,
+    }
+}
+
+/// The merge-path SpMM on the device (`kernel.cu`'s `spmm_merge_*`): the teams and carry
+/// runs, the entries (row-major: one per tile of [`RM_TILES`]; column-major: the tiles of one
+/// value per load, `None` at the others), the fix-up, and the carries (nteams × the largest k
+/// prepared).
+pub(super) struct DeviceMerge<T: Scalar> {
+    share: usize,
+    nteams: usize,
+    nruns: usize,
+    teams: TeamArrays<T>,
+    runs: RunArrays<T>,
+    rm: Vec<Kernel<SpmmMergeArgs<'static, T>>>,
+    cm: Vec<Option<Kernel<SpmmMergeArgs<'static, T>>>>,
+    fixup: Kernel<SpmmMergeFixupArgs<'static, T>>,
+    carry: Mutex<Option<CudaSlice<T>>>,
+}
+
+impl<T: Scalar> DeviceMerge<T> {
+    fn upload(gpu: &Arc<Gpu>, a: &Csr<T>, tune: SpmmTune) -> Result<Self> {
+        let t = MergeTeams::of(a.row_ptr(), merge_share(a.nrows(), a.nnz(), tune));
+        let entry = |order: &str, tile: &str| {
+            let name = format!("spmm_merge_{order}_{}", &tile["spmm_rm_".len()..]);
+            gpu.kernel::<T, _>(&KERNEL, &name)
+        };
+        Ok(DeviceMerge {
+            share: t.share,
+            nteams: t.nteams(),
+            nruns: t.nruns(),
+            teams: TeamArrays::upload(gpu, &t)?,
+            runs: RunArrays::upload(gpu, &t)?,
+            rm: RM_TILES
+                .iter()
+                .map(|tile| entry("rm", tile.3))
+                .collect::<Result<_>>()?,
+            cm: RM_TILES
+                .iter()
+                .map(|tile| (tile.0 == 1).then(|| entry("cm", tile.3)).transpose())
+                .collect::<Result<_>>()?,
+            fixup: gpu.kernel::<T, _>(&KERNEL, "spmm_merge_fixup")?,
+            carry: Mutex::new(None),
+        })
+    }
+
+    /// The tile of a call: the row-split rule with the teams as its work items, one value per
+    /// load when column-major.
+    fn tile(
+        &self,
+        gpu: &Gpu,
+        tune: SpmmTune,
+        k: usize,
+        order: DenseOrder,
+        align: usize,
+    ) -> RmConfig {
+        let tune = match order {
+            DenseOrder::Row => tune,
+            DenseOrder::Col => SpmmTune {
+                vec_bytes: T::BYTES as u32,
+                ..tune
+            },
+        };
+        let fill = gpu.sm_count() * THREADS_PER_SM;
+        RmConfig::choose(k, T::BYTES, tune, align, (self.nteams, fill))
+    }
+
+    /// Grows the carries' buffer to hold `k` vectors of every team.
+    fn prepare(&self, gpu: &Gpu, k: usize) -> Result<()> {
+        let len = self.nteams.checked_mul(k).ok_or(Error::TooLarge {
+            what: "SpMM merge carries (teams × k)",
+            value: u64::MAX,
+        })?;
+        let mut c = self.carry.lock().unwrap_or_else(|e| e.into_inner());
+        if c.as_ref().is_none_or(|b| b.len() < len) {
+            *c = None;
+            gpu.ensure_fits("SpMM merge-path carries", len * T::BYTES)?;
+            *c = Some(gpu.alloc_zeros(len.max(1))?);
+        }
+        Ok(())
+    }
+
+    fn bytes(&self) -> usize {
+        let c = self.carry.lock().unwrap_or_else(|e| e.into_inner());
+        (self.teams.team_row.num_bytes() + self.teams.team_nz.num_bytes())
+            + (self.runs.run_row.num_bytes() + self.runs.run_first.num_bytes())
+            + self.runs.run_end.num_bytes()
+            + c.as_ref().map_or(0, |b| b.num_bytes())
+    }
+
+    /// Enqueues Y = αAX + βY for `c`'s blocks of `shape` with the tile `cfg`: the teams, then,
+    /// when a row spans teams, the fix-up.
+    fn run(
+        &self,
+        gpu: &Gpu,
+        a: &DeviceCsr<T>,
+        c: &mut Call<'_, T>,
+        shape: MultiShape,
+        cfg: RmConfig,
+    ) -> Result<()> {
+        let carry = self.carry.lock().unwrap_or_else(|e| e.into_inner());
+        let k = shape.k;
+        let carry = carry
+            .as_ref()
+            .filter(|b| b.len() >= self.nteams * k)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("SpMM merge: carries not prepared for k = {k}"))
+            })?;
+        let no_entry = || Error::InvalidArgument(format!("SpMM merge: no entry for {cfg}"));
+        let at = cfg.tile().ok_or_else(no_entry)?;
+        let (kernel, col_major) = match shape.order {
+            DenseOrder::Row => (&self.rm[at], 0),
+            DenseOrder::Col => (self.cm[at].as_ref().ok_or_else(no_entry)?, 1),
+        };
+        let (kk, lanes) = (kernel_int("SpMM k", k)?, cfg.lanes as i32);
+        let ncols = kernel_int("SpMM ncols", a.dims().1)?;
+        let args = self.teams.args(
+            a.args("SpMM nrows", c)?,
+            kk,
+            lanes,
+            ncols,
+            DevMut::scratch(carry),
+        );
+        let threads = |n: usize| {
+            n.checked_mul(cfg.lanes as usize).ok_or(Error::TooLarge {
+                what: "SpMM merge threads (teams × lanes)",
+                value: u64::MAX,
+            })
+        };
+        let grid = Shape::grid_stride(threads(self.nteams)?, THREADS, MAX_CTAS);
+        // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz with column indices below
+        // ncols (a validated Csr); the teams' coordinates lie on its merge path (built from it),
+        // nteams + 1 of them; X holds ncols·k and Y nrows·k entries (checked by the caller),
+        // carry nteams·k (checked above); the row-major tile's vector loads need X aligned to
+        // them (the tile was chosen from X's address), the column-major ones take one value.
+        unsafe { gpu.launch(kernel, grid, &args) }?;
+        if self.nruns == 0 {
+            return Ok(());
+        }
+        let args = self.runs.args(
+            a.args("SpMM nrows", c)?,
+            kk,
+            lanes,
+            col_major,
+            DevRef::new(carry),
+        );
+        let grid = Shape::grid_stride(threads(self.nruns)?, THREADS, MAX_CTAS);
+        // SAFETY: the runs hold rows below nrows and team ranges inside 0..nteams; carry holds
+        // nteams·k entries and Y nrows·k (checked by the caller).
+        unsafe { gpu.launch(&self.fixup, grid, &args) }
     }
 }
 
@@ -228,10 +419,11 @@ fn alignment<T>(s: &CudaSlice<T>) -> usize {
     1usize << addr.trailing_zeros().min(8)
 }
 
-/// A multi-vector kernel's state on the device.
+/// A multi-vector kernel's state on the device. The spmvkit kernels' CSR copy is shared
+/// between them (`auto`'s trial makes both on the same matrix).
 pub(super) enum DeviceMulti<T: Scalar> {
     RowSplit {
-        a: DeviceCsr<T>,
+        a: Arc<DeviceCsr<T>>,
         /// The row-major tiles, in the order of [`RM_TILES`].
         rm: Vec<Kernel<SpmmRmArgs<'static, T>>>,
         cm: Kernel<SpmmArgs<'static, T>>,
@@ -239,21 +431,37 @@ pub(super) enum DeviceMulti<T: Scalar> {
         long: Box<DeviceLong<T>>,
         tune: SpmmTune,
     },
+    Merge {
+        a: Arc<DeviceCsr<T>>,
+        merge: Box<DeviceMerge<T>>,
+        tune: SpmmTune,
+    },
     Cusparse(CusparseSpmm<T>),
 }
 
 impl<T: Scalar> DeviceMulti<T> {
-    /// Uploads the source's matrix for its kernel.
-    pub(super) fn upload(gpu: &Arc<Gpu>, src: &MultiSource<'_, T>) -> Result<Self> {
+    /// Uploads the source's matrix for its kernel; spmvkit's kernels take `shared`, the CSR
+    /// copy of another kernel on the same matrix, when there is one.
+    pub(super) fn upload(
+        gpu: &Arc<Gpu>,
+        src: &MultiSource<'_, T>,
+        shared: Option<Arc<DeviceCsr<T>>>,
+    ) -> Result<Self> {
+        let csr = || shared.map_or_else(|| DeviceCsr::upload(gpu, src.a).map(Arc::new), Ok);
         Ok(match src.kernel {
             MultiKernel::RowSplit => DeviceMulti::RowSplit {
-                a: DeviceCsr::upload(gpu, src.a)?,
+                a: csr()?,
                 rm: RM_TILES
                     .iter()
                     .map(|t| gpu.kernel::<T, _>(&KERNEL, t.3))
                     .collect::<Result<_>>()?,
                 cm: gpu.kernel::<T, _>(&KERNEL, "spmm_rows_cm")?,
                 long: Box::new(DeviceLong::upload(gpu, src.a, src.tune)?),
+                tune: src.tune,
+            },
+            MultiKernel::Merge => DeviceMulti::Merge {
+                a: csr()?,
+                merge: Box::new(DeviceMerge::upload(gpu, src.a, src.tune)?),
                 tune: src.tune,
             },
             MultiKernel::Cusparse => DeviceMulti::Cusparse(CusparseSpmm::new(gpu, src.a)?),
@@ -291,6 +499,17 @@ impl<T: Scalar> DeviceMulti<T> {
                 }
                 Ok(notes)
             }
+            DeviceMulti::Merge { merge, tune, .. } => {
+                merge.prepare(gpu, shape.k)?;
+                let cfg = merge.tile(gpu, *tune, shape.k, shape.order, 256);
+                Ok(vec![(
+                    format!("spmm merge k={} {}", shape.k, shape.order),
+                    format!(
+                        "{} teams of {} merge-path steps, {} rows across teams; {cfg}",
+                        merge.nteams, merge.share, merge.nruns
+                    ),
+                )])
+            }
             DeviceMulti::Cusparse(c) => Ok(c
                 .prepare(shape)?
                 .map(|choice| {
@@ -310,12 +529,33 @@ impl<T: Scalar> DeviceMulti<T> {
         }
     }
 
-    /// Device bytes held.
-    pub(super) fn footprint_bytes(&self) -> usize {
+    /// The CSR copy of spmvkit's kernels (shared between them).
+    pub(super) fn csr(&self) -> Option<&Arc<DeviceCsr<T>>> {
         match self {
-            DeviceMulti::RowSplit { a, long, .. } => a.num_bytes() + long.bytes(),
-            DeviceMulti::Cusparse(c) => c.footprint_bytes(),
+            DeviceMulti::RowSplit { a, .. } | DeviceMulti::Merge { a, .. } => Some(a),
+            DeviceMulti::Cusparse(_) => None,
         }
+    }
+
+    /// Device bytes held by `devices`, a shared CSR copy once.
+    pub(super) fn footprint_bytes<'a>(devices: impl Iterator<Item = &'a Self>) -> usize
+    where
+        T: 'a,
+    {
+        let mut csrs: Vec<&Arc<DeviceCsr<T>>> = Vec::new();
+        let mut bytes = 0;
+        for d in devices {
+            bytes += match d {
+                DeviceMulti::RowSplit { long, .. } => long.bytes(),
+                DeviceMulti::Merge { merge, .. } => merge.bytes(),
+                DeviceMulti::Cusparse(c) => c.footprint_bytes(),
+            };
+            if let Some(a) = d.csr().filter(|a| !csrs.iter().any(|c| Arc::ptr_eq(c, a))) {
+                bytes += a.num_bytes();
+                csrs.push(a);
+            }
+        }
+        bytes
     }
 
     /// Enqueues Y = αAX + βY for a prepared `shape`, after checking X (at least ncols·k) and Y
@@ -331,6 +571,23 @@ impl<T: Scalar> DeviceMulti<T> {
     ) -> Result<()> {
         match self {
             DeviceMulti::Cusparse(c) => c.run(shape, alpha, x, beta, y),
+            DeviceMulti::Merge { a, merge, tune } => {
+                let (nrows, ncols) = a.dims();
+                shape.check("SpMM", (nrows, ncols), x.len(), y.len(), false)?;
+                if nrows == 0 {
+                    return Ok(());
+                }
+                let cfg = merge.tile(gpu, *tune, shape.k, shape.order, alignment(x));
+                let mut c = Call {
+                    nrows,
+                    ncols,
+                    alpha,
+                    x,
+                    beta,
+                    y,
+                };
+                merge.run(gpu, a, &mut c, shape, cfg)
+            }
             DeviceMulti::RowSplit {
                 a,
                 rm,

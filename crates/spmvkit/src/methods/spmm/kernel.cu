@@ -1,6 +1,8 @@
 // SpMM, Y = alpha*A*X + beta*Y for X of k vectors (issue #24; docs/spmm.md): the row-split CSR
 // kernels for both block orders (row-major: GE-SpMM-style tiles, long rows cut into nnz-balanced
-// pieces and a deterministic fix-up), and the strided column copy of the single-vector fallback.
+// pieces and a deterministic fix-up), the merge-path kernels (equal shares of rows + nonzeros per
+// team, both orders, carries fixed up in order), and the strided column copy of the
+// single-vector fallback.
 // The CPU mirror (methods/spmm/cpu.rs) reproduces the arithmetic of both kernels bit for bit.
 // Block indices are 64-bit (rows * k may pass 2^32); row and nonzero indices are 32-bit as in
 // every CSR kernel.
@@ -81,10 +83,18 @@ __device__ __forceinline__ void spmm_ldx<4>(const real_t* p, real_t* o) {
 // fmas, so U*A loads per lane are in flight. Each (row, vector) stays one chain of fmas from zero
 // in CSR order (the CPU mirror's order, methods/spmm/cpu.rs). With `store`,
 // out[c] = alpha*sum (+ beta*out[c] fused when beta != 0); without, out[c] = sum.
-template <int V, int A, int U>
+// CM (the merge path's column-major teams, V = 1): X column-major (vector c of X's row j at
+// x[c*ldx + j]) and vector c of `out` at out[c*ldo]; the same walk and the same bits.
+template <int V, int A, int U, bool CM = false>
 __device__ __forceinline__ void spmm_rm_tile(const CsrArgs& a, unsigned long long k, unsigned start,
                                              unsigned end, unsigned lane, unsigned lanes,
-                                             unsigned mask, real_t* out, bool store) {
+                                             unsigned mask, real_t* out, bool store,
+                                             unsigned long long ldx = 0,
+                                             unsigned long long ldo = 1) {
+    static_assert(!CM || V == 1, "column-major X takes one value per load");
+    // X: the stride between vectors and between rows of X; out: between vectors
+    const unsigned long long xv_step = CM ? ldx : 1ull, xr_step = CM ? 1ull : k;
+    const unsigned long long ov_step = CM ? ldo : 1ull;
     const unsigned long long pass = (unsigned long long)lanes * V * A;
     for (unsigned long long c0 = 0; c0 < k; c0 += pass) {
         real_t acc[A][V];
@@ -96,7 +106,7 @@ __device__ __forceinline__ void spmm_rm_tile(const CsrArgs& a, unsigned long lon
 #pragma unroll
             for (int e = 0; e < V; ++e) acc[t][e] = (real_t)0;
         }
-        const real_t* xc = a.x + c0 + (unsigned long long)lane * V;
+        const real_t* xc = a.x + (c0 + (unsigned long long)lane * V) * xv_step;
         // the chunk's pairs, loaded one chunk ahead (the next chunk's loads overlap this one's
         // gathers)
         unsigned col_next = 0u;
@@ -121,11 +131,11 @@ __device__ __forceinline__ void spmm_rm_tile(const CsrArgs& a, unsigned long lon
                 for (int u = 0; u < U; ++u) {
                     const unsigned cu = __shfl_sync(mask, col, (int)(i + u), (int)lanes);
                     vv[u] = __shfl_sync(mask, val, (int)(i + u), (int)lanes);
-                    const real_t* xrow = xc + (unsigned long long)cu * k;
+                    const real_t* xrow = xc + (unsigned long long)cu * xr_step;
 #pragma unroll
                     for (int t = 0; t < A; ++t) {
                         if (i + u < n && live[t]) {
-                            spmm_ldx<V>(xrow + (unsigned long long)t * lanes * V, xv[u][t]);
+                            spmm_ldx<V>(xrow + (unsigned long long)t * lanes * V * xv_step, xv[u][t]);
                         }
                     }
                 }
@@ -144,7 +154,7 @@ __device__ __forceinline__ void spmm_rm_tile(const CsrArgs& a, unsigned long lon
 #pragma unroll
         for (int t = 0; t < A; ++t) {
             if (!live[t]) continue;
-            real_t* o = out + c0 + ((unsigned long long)t * lanes + lane) * V;
+            real_t* o = out + (c0 + ((unsigned long long)t * lanes + lane) * V) * ov_step;
 #pragma unroll
             for (int e = 0; e < V; ++e) {
                 if (store) {
@@ -208,6 +218,124 @@ SPMM_RM_ENTRY(4, 1, 4)
 SPMM_RM_ENTRY(4, 1, 8)
 SPMM_RM_ENTRY(4, 2, 2)
 SPMM_RM_ENTRY(4, 2, 4)
+
+// The merge-path SpMM (methods/spmm/merge.rs; Merrill & Garland's merge path, SC'16, with lanes
+// over the k vectors): team t (a group of `lanes` lanes) takes the share of the path from
+// (team_row[t], team_nz[t]) to (team_row[t + 1], team_nz[t + 1]) (Rust twin: SpmmMergeArgs). It
+// sums each row it closes from where its share starts (spmm_rm_tile, stored: y = alpha*sum
+// (+ beta*y)), and the part of the row still open at its end, its carry, to carry[t * k + c]
+// unscaled; spmm_merge_fixup then adds each spanning row's carries in team order and
+// alpha times that to y. No atomics: deterministic.
+struct SpmmMergeArgs {
+    CsrArgs csr;
+    int k;
+    int lanes;
+    int ncols;
+    const unsigned int* team_row;
+    const unsigned int* team_nz;
+    int nteams;
+    real_t* carry;
+};
+
+// CM: column-major X and Y (ncols and nrows the leading dimensions), V = 1.
+template <int V, int A, int U, bool CM>
+__device__ __forceinline__ void spmm_merge(const SpmmMergeArgs& a) {
+    const unsigned lanes = (unsigned)a.lanes;
+    const unsigned lane = threadIdx.x & (lanes - 1u);
+    const unsigned mask =
+        lanes == 32u ? FULL_MASK : ((1u << lanes) - 1u) << ((threadIdx.x & 31u) & ~(lanes - 1u));
+    const unsigned long long k = (unsigned long long)a.k;
+    const unsigned long long ldx = (unsigned long long)a.ncols;
+    const unsigned long long ldy = (unsigned long long)a.csr.nrows;
+    const unsigned long long groups = (unsigned long long)gridDim.x * (blockDim.x / lanes);
+    const unsigned long long first = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
+    for (unsigned long long t = first; t < (unsigned long long)a.nteams; t += groups) {
+        const unsigned r0 = ldg(a.team_row + t), r1 = ldg(a.team_row + t + 1);
+        const unsigned z1 = ldg(a.team_nz + t + 1);
+        unsigned s = ldg(a.team_nz + t);
+        for (unsigned r = r0; r < r1; ++r) {
+            const unsigned e = (unsigned)ldg(a.csr.row_ptr + r + 1);
+            real_t* out = CM ? a.csr.y + r : a.csr.y + (unsigned long long)r * k;
+            spmm_rm_tile<V, A, U, CM>(a.csr, k, s, e, lane, lanes, mask, out, true, ldx, ldy);
+            s = e;
+        }
+        if (s < z1) {
+            spmm_rm_tile<V, A, U, CM>(a.csr, k, s, z1, lane, lanes, mask, a.carry + t * k, false, ldx,
+                                      1ull);
+        }
+    }
+}
+
+// The entries, one per row-major tile (the (V, A, U) of spmm_rm_v*) and one per column-major
+// tile (V = 1).
+#define SPMM_MERGE_RM_ENTRY(V, A, U)                                                 \
+    extern "C" __global__ void spmm_merge_rm_v##V##a##A##u##U(const SpmmMergeArgs a) { \
+        spmm_merge<V, A, U, false>(a);                                               \
+    }
+#define SPMM_MERGE_CM_ENTRY(A, U)                                                 \
+    extern "C" __global__ void spmm_merge_cm_v1a##A##u##U(const SpmmMergeArgs a) { \
+        spmm_merge<1, A, U, true>(a);                                             \
+    }
+SPMM_MERGE_RM_ENTRY(1, 1, 2)
+SPMM_MERGE_RM_ENTRY(1, 1, 4)
+SPMM_MERGE_RM_ENTRY(1, 1, 8)
+SPMM_MERGE_RM_ENTRY(1, 2, 2)
+SPMM_MERGE_RM_ENTRY(1, 2, 4)
+SPMM_MERGE_RM_ENTRY(1, 4, 2)
+SPMM_MERGE_RM_ENTRY(1, 8, 2)
+SPMM_MERGE_RM_ENTRY(2, 1, 2)
+SPMM_MERGE_RM_ENTRY(2, 1, 4)
+SPMM_MERGE_RM_ENTRY(2, 1, 8)
+SPMM_MERGE_RM_ENTRY(2, 2, 2)
+SPMM_MERGE_RM_ENTRY(2, 2, 4)
+SPMM_MERGE_RM_ENTRY(2, 4, 2)
+SPMM_MERGE_RM_ENTRY(4, 1, 2)
+SPMM_MERGE_RM_ENTRY(4, 1, 4)
+SPMM_MERGE_RM_ENTRY(4, 1, 8)
+SPMM_MERGE_RM_ENTRY(4, 2, 2)
+SPMM_MERGE_RM_ENTRY(4, 2, 4)
+SPMM_MERGE_CM_ENTRY(1, 2)
+SPMM_MERGE_CM_ENTRY(1, 4)
+SPMM_MERGE_CM_ENTRY(1, 8)
+SPMM_MERGE_CM_ENTRY(2, 2)
+SPMM_MERGE_CM_ENTRY(2, 4)
+SPMM_MERGE_CM_ENTRY(4, 2)
+SPMM_MERGE_CM_ENTRY(8, 2)
+
+// The merge path's fix-up (Rust twin: SpmmMergeFixupArgs): a group of `lanes` lanes per
+// spanning row (run i: the row run_row[i], carried by teams run_first[i] .. run_end[i]), lanes
+// over the k vectors: s = carry of the first team, s = s + carry of each next one in team order,
+// then y = alpha*s + y (fused; the closing team stored its own part, beta applied, before).
+struct SpmmMergeFixupArgs {
+    CsrArgs csr;
+    int k;
+    int lanes;
+    int col_major;
+    const unsigned int* run_row;
+    const unsigned int* run_first;
+    const unsigned int* run_end;
+    int nruns;
+    const real_t* carry;
+};
+
+extern "C" __global__ void spmm_merge_fixup(const SpmmMergeFixupArgs a) {
+    const unsigned lanes = (unsigned)a.lanes;
+    const unsigned lane = threadIdx.x & (lanes - 1u);
+    const unsigned long long k = (unsigned long long)a.k;
+    const unsigned long long groups = (unsigned long long)gridDim.x * (blockDim.x / lanes);
+    for (unsigned long long i = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
+         i < (unsigned long long)a.nruns; i += groups) {
+        const unsigned long long row = ldg(a.run_row + i);
+        const unsigned first = ldg(a.run_first + i), end = ldg(a.run_end + i);
+        for (unsigned long long c = lane; c < k; c += lanes) {
+            real_t s = ldg(a.carry + (unsigned long long)first * k + c);
+            for (unsigned t = first + 1; t < end; ++t) s = s + ldg(a.carry + (unsigned long long)t * k + c);
+            real_t* y = a.col_major ? a.csr.y + c * (unsigned long long)a.csr.nrows + row
+                                    : a.csr.y + row * k + c;
+            *y = fma(a.csr.alpha, s, *y);
+        }
+    }
+}
 
 // The fix-up of the long rows: a group per long row adds its pieces' partials in piece order
 // (t = 0; t = t + partial, a fixed order: deterministic) and stores y = alpha*t (+ beta*y fused)

@@ -8,7 +8,8 @@
 //! - **Who has a multi-vector kernel.** A layout says so through [`Layout::multi`]
 //!   ([`MultiSource`]: which kernel, on which CSR matrix): `csr` (CPU) and `csr-vector` run
 //!   spmvkit's row-split kernels ([`MultiKernel::RowSplit`], `kernel.cu`, mirrored on the CPU in
-//!   `cpu.rs`); `cusparse`, `cusparse-alg1` and `cusparse-alg2` run `cusparseSpMM`
+//!   `cpu.rs`); `merge` the merge-path kernels ([`MultiKernel::Merge`], `merge.rs`, the same
+//!   files); `cusparse`, `cusparse-alg1` and `cusparse-alg2` run `cusparseSpMM`
 //!   ([`MultiKernel::Cusparse`], [`crate::gpu::cusparse::CusparseSpmm`]).
 //! - **Every other plan** (any other method, a reordered plan, x windows) runs k single-vector
 //!   calls of its own SpMV ([`MultiPath::Columns`]): on the host directly on each column of a
@@ -24,6 +25,7 @@
 mod apply;
 pub mod cpu;
 mod gpu;
+mod merge;
 mod tile;
 
 #[cfg(test)]
@@ -35,7 +37,8 @@ pub use crate::matrix::{DenseOrder, MultiShape};
 pub(crate) use apply::MultiState;
 pub use apply::MultiTiming;
 pub use cpu::{check_multi, oracle_multi, MultiCheck};
-pub use tile::{piece_nnz, RmConfig, SpmmTune, PIECE_GROUPS};
+pub use merge::{merge_share, MAX_SHARE, MIN_SHARE};
+pub use tile::{piece_nnz, RmConfig, SpmmTune, PIECE_GROUPS, SMALL_SHARE};
 
 use crate::matrix::Csr;
 use crate::methods::common::room::room_kernel;
@@ -44,8 +47,9 @@ use crate::methods::{Layout, Plan};
 
 room_kernel!(
     /// The SpMM kernels (`methods/spmm/kernel.cu`): the row-major tiles (one entry per
-    /// (V, A, U) of `tile::RM_TILES`), the long rows' fix-up, the column-major kernel and the
-    /// strided column copy of the single-vector fallback.
+    /// (V, A, U) of `tile::RM_TILES`), the merge path's entries (one per tile row-major, one per
+    /// tile of one value per load column-major) and its fix-up, the long rows' fix-up, the
+    /// column-major kernel and the strided column copy of the single-vector fallback.
     "spmm",
     [
         gpu::SpmmRmArgs::entry("spmm_rm_v1a1u2"),
@@ -66,6 +70,32 @@ room_kernel!(
         gpu::SpmmRmArgs::entry("spmm_rm_v4a1u8"),
         gpu::SpmmRmArgs::entry("spmm_rm_v4a2u2"),
         gpu::SpmmRmArgs::entry("spmm_rm_v4a2u4"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v1a1u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v1a1u4"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v1a1u8"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v1a2u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v1a2u4"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v1a4u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v1a8u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v2a1u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v2a1u4"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v2a1u8"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v2a2u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v2a2u4"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v2a4u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v4a1u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v4a1u4"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v4a1u8"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v4a2u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_rm_v4a2u4"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_cm_v1a1u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_cm_v1a1u4"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_cm_v1a1u8"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_cm_v1a2u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_cm_v1a2u4"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_cm_v1a4u2"),
+        gpu::SpmmMergeArgs::entry("spmm_merge_cm_v1a8u2"),
+        gpu::SpmmMergeFixupArgs::entry("spmm_merge_fixup"),
         gpu::SpmmFixupArgs::entry("spmm_fixup_rm"),
         gpu::SpmmArgs::entry("spmm_rows_cm"),
         gpu::StridedCopyArgs::entry("spmm_copy_strided"),
@@ -82,18 +112,23 @@ pub enum MultiKernel {
     RowSplit,
     /// `cusparseSpMM` with the fastest CSR algorithm for the (k, order), timed when set up.
     Cusparse,
+    /// spmvkit's merge-path kernels (`merge.rs`, `kernel.cu`): each team of lanes an equal
+    /// share of the matrix's rows + nonzeros, lanes over the k vectors, rows that span teams
+    /// added by a fix-up in team order; both orders. On the CPU their mirror.
+    Merge,
     /// A layout's offer to let the plan choose per (k, order) (`auto`): on the GPU the first
-    /// call of a shape times [`MultiKernel::RowSplit`], [`MultiKernel::Cusparse`] and
-    /// [`MultiPath::Columns`] and keeps the fastest; on the CPU the row-split mirror. A call
+    /// call of a shape times [`MultiKernel::RowSplit`], [`MultiKernel::Merge`],
+    /// [`MultiKernel::Cusparse`] and [`MultiPath::Columns`] and keeps the fastest; on the CPU the row-split mirror. A call
     /// never takes this path itself; [`Plan::multi_path`] says it until the shape is chosen.
     Auto,
 }
 
 impl MultiKernel {
-    /// `row-split` or `cusparse-spmm`.
+    /// `row-split`, `merge-path` or `cusparse-spmm`.
     pub fn name(self) -> &'static str {
         match self {
             MultiKernel::RowSplit => "row-split",
+            MultiKernel::Merge => "merge-path",
             MultiKernel::Cusparse => "cusparse-spmm",
             MultiKernel::Auto => "auto (chosen per shape on its first call)",
         }

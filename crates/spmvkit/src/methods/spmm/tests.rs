@@ -1,7 +1,9 @@
-//! SpMM on the CPU (issue #24): every path of [`Plan::apply_multi`] against the oracle for k
-//! vectors on the edge corpus, k ∈ {1, 2, 3, 8, 33, 256}, both orders, β = 0 and β ≠ 0, f32 and
-//! f64; the row-split mirror bit for bit against single-vector runs where the orders agree; and
-//! the validation errors.
+//! SpMM on the CPU (issue #24): every path of [`Plan::apply_multi`] (the row-split and
+//! merge-path mirrors, the latter with shares small enough that most rows span teams, and the
+//! single-vector fallback) against the oracle for k vectors on the edge corpus, k ∈ {1, 2, 3,
+//! 8, 33, 256}, both orders, β = 0 and β ≠ 0, f32 and f64; the row-split mirror bit for bit
+//! against single-vector runs where the orders agree; the merge path's teams; and the
+//! validation errors.
 
 use super::cpu::{check_multi, column, oracle_multi};
 use super::{DenseOrder, MultiKernel, MultiPath, MultiShape};
@@ -81,11 +83,16 @@ fn corpus_paths<T: PrepareFor>() {
     for (name, a) in crate::gen::corpus::edge_cases() {
         let a = a.cast::<T>();
         let row_split = MultiPath::Kernel(MultiKernel::RowSplit);
+        let merge = MultiPath::Kernel(MultiKernel::Merge);
         let mut plans = Vec::new();
         for (method, opts, want) in [
             ("csr", cpu(), row_split),
             ("csr-vector", cpu(), row_split),
-            ("merge", cpu(), MultiPath::Columns),
+            ("merge", cpu(), merge),
+            // shares of 3 and 7 steps: most rows span teams (the carries and their fix-up)
+            ("merge[spmm_share=3]", cpu(), merge),
+            ("merge[spmm_share=7]", cpu(), merge),
+            ("csr-scalar", cpu(), MultiPath::Columns),
             ("csr", rcm.clone(), MultiPath::Columns),
             // auto on the CPU: the row-split mirror on the chosen layout's CSR or its copy
             ("auto", cpu(), row_split),
@@ -163,7 +170,7 @@ fn multi_calls_see_updated_values() {
     let shape = MultiShape::row_major(5);
     let (x, y0) = blocks(&a, shape);
     let refs = oracle_multi(&a2, 1.0, &x, 0.5, &y0, shape).unwrap();
-    for method in ["csr", "csr-vector", "merge", "auto"] {
+    for method in ["csr", "csr-vector", "merge", "csr-scalar", "auto"] {
         let mut plan = Plan::new(method, &a, &cpu()).unwrap();
         let mut y = y0.clone();
         plan.apply_multi(1.0, &x, 0.5, &mut y, shape).unwrap();
@@ -286,4 +293,96 @@ fn long_rows_are_cut_into_consecutive_pieces() {
     assert_eq!(l.start, [s1, s1 + 1024, s1 + 2048, s3, s3 + 1024]);
     assert_eq!(l.end, [s1 + 1024, s1 + 2048, rp[2], s3 + 1024, rp[4]]);
     assert_eq!(LongRows::of(&a, 4000).npieces(), 0);
+}
+
+/// The merge path's teams cover every nonzero once, in order, and close every row once (rows
+/// that span teams have one run of consecutive teams), for shares from 1 step to the rule's.
+#[test]
+fn merge_teams_cover_each_nonzero_and_close_each_row_once() {
+    use super::merge::MergeTeams;
+    use super::{merge_share, SpmmTune};
+    for (name, a) in crate::gen::corpus::edge_cases() {
+        let rp = a.row_ptr();
+        let rule = merge_share(a.nrows(), a.nnz(), SpmmTune::default());
+        for share in [1, 2, 5, 32, rule] {
+            let t = MergeTeams::of(rp, share);
+            let (mut next_nz, mut next_row) = (0usize, 0usize);
+            let mut spans = Vec::new();
+            for i in 0..t.nteams() {
+                let (r0, r1) = (t.row[i] as usize, t.row[i + 1] as usize);
+                let (z0, z1) = (t.nz[i] as usize, t.nz[i + 1] as usize);
+                assert_eq!(
+                    (r0, z0),
+                    (next_row, next_nz),
+                    "{name} share {share} team {i}"
+                );
+                assert!(r1 - r0 + z1 - z0 <= share, "{name} share {share} team {i}");
+                // the closed rows' parts, then the carry
+                let mut s = z0;
+                for r in r0..r1 {
+                    s = rp[r + 1] as usize;
+                }
+                if s < z1 {
+                    spans.push((r1, i));
+                }
+                (next_row, next_nz) = (r1, z1);
+            }
+            assert_eq!(
+                (next_row, next_nz),
+                (a.nrows(), a.nnz()),
+                "{name} share {share}"
+            );
+            let mut runs = Vec::new();
+            for (r, i) in spans {
+                match runs.last_mut() {
+                    Some((row, _, end)) if *row == r && *end == i => *end += 1,
+                    _ => runs.push((r, i, i + 1)),
+                }
+            }
+            let got: Vec<_> = (0..t.nruns())
+                .map(|i| {
+                    let f = |v: &[u32]| v[i] as usize;
+                    (f(&t.run_row), f(&t.run_first), f(&t.run_end))
+                })
+                .collect();
+            assert_eq!(got, runs, "{name} share {share}");
+        }
+    }
+}
+
+/// The merge-path mirror: its two orders give the same bits (the same chains and fix-up), and
+/// with no row spanning teams it is the row-split mirror's bits where that cuts no row.
+#[test]
+fn the_merge_mirror_orders_agree_and_match_row_split_without_spans() {
+    let a = crate::gen::generate::<f64>("powerlaw:3000,9").unwrap();
+    let (m, n) = (a.nrows(), a.ncols());
+    for (spec, vs_row_split) in [
+        ("merge[spmm_share=5]", false),
+        ("merge[spmm_share=65536]", true),
+    ] {
+        let mut merge = Plan::new(spec, &a, &cpu()).unwrap();
+        let mut csr = Plan::new("csr-vector[spmm_piece=65536]", &a, &cpu()).unwrap();
+        for k in [1, 6, 33] {
+            let col = MultiShape::col_major(k);
+            let (x, y0) = blocks(&a, col);
+            let mut y = y0.clone();
+            merge.apply_multi(1.5, &x, -0.5, &mut y, col).unwrap();
+            let row = MultiShape::row_major(k);
+            let (xr, yr0) = (transpose(&x, n, k), transpose(&y0, m, k));
+            let (mut yr, mut ys) = (yr0.clone(), yr0.clone());
+            merge.apply_multi(1.5, &xr, -0.5, &mut yr, row).unwrap();
+            let same =
+                |p: &[f64], q: &[f64]| p.iter().zip(q).all(|(p, q)| p.to_bits() == q.to_bits());
+            assert!(
+                same(&transpose(&y, m, k), &yr),
+                "{spec} k={k}: the orders differ"
+            );
+            csr.apply_multi(1.5, &xr, -0.5, &mut ys, row).unwrap();
+            assert_eq!(
+                same(&yr, &ys),
+                vs_row_split,
+                "{spec} k={k}: against row-split"
+            );
+        }
+    }
 }

@@ -80,6 +80,24 @@ pub fn piece_nnz(nnz: usize, nrows: usize, tune: SpmmTune) -> usize {
         .clamp(64, 1024)
 }
 
+/// The small-matrix switch of [`RmConfig::choose`] as data, by k: (the smallest k it applies
+/// to, the share of the device's resident threads). A call takes one vector per lane when the
+/// rows at the wide tile's lanes would fill less than that share (nrows · lanes < share ·
+/// fill). Chosen on the tuning split of the shared suite (`benches/tuning_split.rs`,
+/// docs/results/tuning-split.md; f64 row-major on an H200): at k = 8 the first rule's half of
+/// the device (no other share did better there), at k = 32 an eighth (4,224 rows: 0.945× cuSPARSE
+/// SpMM on tune against 0.936× with a half; test 0.989× against 0.978×).
+pub const SMALL_SHARE: [(usize, f64); 2] = [(1, 0.5), (32, 0.125)];
+
+/// The share of [`SMALL_SHARE`] for k vectors.
+fn small_share(k: usize) -> f64 {
+    SMALL_SHARE
+        .iter()
+        .rev()
+        .find(|(from, _)| k >= *from)
+        .map_or(0.5, |(_, s)| *s)
+}
+
 /// The tile of one row-major call: a group of `lanes` lanes per row (a power of two, at most
 /// 32), each lane owning `acc` runs of `vec` consecutive vectors per pass (lanes·vec·acc
 /// vectors a pass; larger k takes more passes over the row), `unroll` nonzeros per step of
@@ -101,9 +119,10 @@ impl RmConfig {
     /// The rule: vectors per lane `cols` = k / 8 rounded up to a power of two (8 lanes a row),
     /// at least one 16-byte load's worth (2 in f64, 4 in f32: fewer lanes per row mean fewer
     /// shuffles per multiply-add and more rows per warp) and at most 8 (registers), never past k
-    /// rounded up to a power of two; but 1 when the rows at that width would fill less than half
-    /// the device (nrows · lanes < fill / 2: a small matrix is latency-bound, and more lanes per
-    /// row shorten each row's chain). Chosen on the H200 A/B of the first tiles (docs/spmm.md).
+    /// rounded up to a power of two; but 1 when the rows at that width would fill less than a
+    /// share of the device ([`SMALL_SHARE`]: nrows · lanes < share · fill; a small matrix is
+    /// latency-bound, and more lanes per row shorten each row's chain). Chosen on the H200 A/B
+    /// of the first tiles (docs/spmm.md), the share on the tuning split.
     /// `vec` = the widest load (at most `tune.vec_bytes` and 4 values) that divides k, `cols`
     /// and X's alignment; `acc` = cols / vec; `lanes` = k / cols rounded up to a power of two,
     /// at most 32; `unroll` = 8 / acc (at least 2), not above the lanes (a chunk holds `lanes`
@@ -121,7 +140,7 @@ impl RmConfig {
         let min_cols = (16 / eb).max(1);
         let wide = pow2(k.div_ceil(8)).clamp(min_cols, 8).min(pow2(k));
         let wide_lanes = pow2(k.div_ceil(wide)).min(32);
-        let small = nrows.saturating_mul(wide_lanes) < fill / 2;
+        let small = (nrows.saturating_mul(wide_lanes) as f64) < small_share(k) * fill as f64;
         let auto = if small { 1 } else { wide };
         let cols = tune
             .cols
@@ -209,7 +228,7 @@ mod tests {
     /// The defaults of the shapes that matter on a large matrix: f64 k = 8 takes 4 lanes of
     /// 16-byte loads, k = 32 8 lanes of 2 × 16 bytes, k = 256 a warp with 8 vectors per lane; an
     /// odd k falls back to 8-byte loads; a small matrix on a large device takes a lane per
-    /// vector (k = 8: 8 lanes, k = 32: a warp).
+    /// vector (k = 8: 8 lanes below 33,792 rows, k = 32: a warp below 4,224 rows).
     #[test]
     fn the_rule_on_common_shapes() {
         let d = SpmmTune::default();
@@ -227,7 +246,9 @@ mod tests {
         assert_eq!(c(1, 8, 256, big), (1, 1, 1, 2));
         assert_eq!(c(8, 8, 8, big), (4, 1, 2, 4));
         assert_eq!(c(8, 8, 256, 20_000), (8, 1, 1, 8));
-        assert_eq!(c(32, 8, 256, 10_000), (32, 1, 1, 8));
+        assert_eq!(c(8, 8, 256, 34_000), (4, 2, 1, 4));
+        assert_eq!(c(32, 8, 256, 4_000), (32, 1, 1, 8));
+        assert_eq!(c(32, 8, 256, 10_000), (8, 2, 2, 4));
         // the CPU mirror (fill 0) takes the large rule
         assert_eq!(RmConfig::choose(8, 8, d, 256, (10, 0)).lanes, 4);
     }
