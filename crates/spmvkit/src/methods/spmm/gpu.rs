@@ -22,7 +22,7 @@ use cudarc::driver::DevicePtr;
 
 use super::cpu::LongRows;
 use super::tile::{piece_nnz, RmConfig, SpmmTune, RM_TILES};
-use super::{MultiKernel, MultiShape, MultiSource, KERNEL};
+use super::{DeviceMultiLayout, MultiKernel, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::cusparse::CusparseSpmm;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
@@ -223,7 +223,7 @@ crate::kernel_args! {
 
 /// The address alignment of a device buffer, bytes (the largest power of two dividing it, at
 /// most 256).
-fn alignment<T>(s: &CudaSlice<T>) -> usize {
+pub(crate) fn alignment<T>(s: &CudaSlice<T>) -> usize {
     let (addr, _no_events) = s.device_ptr(s.stream());
     1usize << addr.trailing_zeros().min(8)
 }
@@ -240,6 +240,8 @@ pub(super) enum DeviceMulti<T: Scalar> {
         tune: SpmmTune,
     },
     Cusparse(CusparseSpmm<T>),
+    /// A layout's own kernel on its own arrays ([`super::MultiLayout`]).
+    Own(Box<dyn DeviceMultiLayout<T>>),
 }
 
 impl<T: Scalar> DeviceMulti<T> {
@@ -260,6 +262,11 @@ impl<T: Scalar> DeviceMulti<T> {
             MultiKernel::Auto => {
                 return Err(Error::InvalidArgument(
                     "SpMM: auto is a choice between kernels, not one to upload".into(),
+                ))
+            }
+            MultiKernel::Packed => {
+                return Err(Error::InvalidArgument(
+                    "SpMM: csr-packed's kernel runs on its layout (MultiLayout), not on CSR".into(),
                 ))
             }
         })
@@ -307,6 +314,7 @@ impl<T: Scalar> DeviceMulti<T> {
                     vec![(key, format!("{} kept; {tried}", choice.alg.name()))]
                 })
                 .unwrap_or_default()),
+            DeviceMulti::Own(d) => d.prepare(gpu, shape),
         }
     }
 
@@ -315,6 +323,7 @@ impl<T: Scalar> DeviceMulti<T> {
         match self {
             DeviceMulti::RowSplit { a, long, .. } => a.num_bytes() + long.bytes(),
             DeviceMulti::Cusparse(c) => c.footprint_bytes(),
+            DeviceMulti::Own(d) => d.footprint_bytes(),
         }
     }
 
@@ -331,6 +340,7 @@ impl<T: Scalar> DeviceMulti<T> {
     ) -> Result<()> {
         match self {
             DeviceMulti::Cusparse(c) => c.run(shape, alpha, x, beta, y),
+            DeviceMulti::Own(d) => d.run(gpu, shape, alpha, x, beta, y),
             DeviceMulti::RowSplit {
                 a,
                 rm,
