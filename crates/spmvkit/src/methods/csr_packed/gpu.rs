@@ -94,10 +94,10 @@ crate::kernel_args! {
         packed: PackedArgs<'a, T>,
         k: u32,
         npasses: u32,
-        x_col: u64,
-        x_vec: u64,
-        y_row: u64,
-        y_vec: u64,
+        x_col: u32,
+        x_vec: u32,
+        y_row: u32,
+        y_vec: u32,
         xvec: i32,
     }
 }
@@ -221,12 +221,13 @@ impl<T: Scalar> DeviceMultiLayout<T> for PackedMultiDevice<T> {
         };
         let args = PackedMultiArgs {
             packed: self.arrays.args(call.axpby()),
+            // k ≤ 2^31 − 1 (MultiShape::check), nrows and ncols < 2^31 (the matrix)
             k: k as u32,
             npasses: npasses as u32,
-            x_col: x_col as u64,
-            x_vec: x_vec as u64,
-            y_row: y_row as u64,
-            y_vec: y_vec as u64,
+            x_col: x_col as u32,
+            x_vec: x_vec as u32,
+            y_row: y_row as u32,
+            y_vec: y_vec as u32,
             xvec: xvec as i32,
         };
         // SAFETY: the streams were built by encode.rs, whose offsets, lengths and codes stay

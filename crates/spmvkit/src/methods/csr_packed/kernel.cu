@@ -368,7 +368,7 @@ extern "C" __global__ void __launch_bounds__(256) csr_packed_raw_flat(PACKED_PAR
 
 // Strides and pass of one item: the X and Y strides, k, the first vector and the count.
 struct MmPass {
-    size_t x_col, x_vec, y_row, y_vec;
+    unsigned x_col, x_vec, y_row, y_vec;
     unsigned c0, nv;
     int xvec;
 };
@@ -418,10 +418,12 @@ __device__ __forceinline__ void mm_gather(const real_t* __restrict__ x, unsigned
     for (int c = 0; c < C; ++c) out[c] = ((unsigned)c < q.nv) ? ldg(x + base + (size_t)c * q.x_vec) : (real_t)0;
 }
 
-// Slots of a group whose gathers are issued together: about 16 values in flight per lane.
+// Slots of a group whose gathers are issued together: 64 bytes of X in flight per lane and
+// slot batch (8 values in f64, 16 in f32), at most the group's 8 slots. More held registers
+// for the gathers made ptxas spill (f64, C = 2, 16 values in flight).
 template <int C>
 __device__ __forceinline__ constexpr int mm_slots() {
-    return C <= 2 ? 8 : 16 / C;
+    return (64 / SPMVKIT_REAL_BYTES) / C < 8 ? (64 / SPMVKIT_REAL_BYTES) / C : 8;
 }
 
 // group_sum for C vectors: the columns decoded, the values looked up, then the gathers of
@@ -514,9 +516,8 @@ __device__ __forceinline__ void csr_packed_mm(unsigned nslices, unsigned nlong,
                                               const real_t* __restrict__ long_vals,
                                               const real_t* __restrict__ x, real_t* __restrict__ y,
                                               real_t alpha, real_t beta, unsigned k,
-                                              unsigned npasses, unsigned long long x_col,
-                                              unsigned long long x_vec, unsigned long long y_row,
-                                              unsigned long long y_vec, int xvec) {
+                                              unsigned npasses, unsigned x_col, unsigned x_vec,
+                                              unsigned y_row, unsigned y_vec, int xvec) {
     const unsigned warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const unsigned nwarps = gridDim.x * (blockDim.x >> 5);
     const int lane = threadIdx.x & 31;
@@ -586,35 +587,37 @@ __device__ __forceinline__ void csr_packed_mm(unsigned nslices, unsigned nlong,
                             beta, k, npasses, x_col, x_vec, y_row, y_vec, xvec);                 \
     }
 // The k-vector entries' parameters: the SpMV entries' (X and Y as x and y), then the block's
-// (PackedMultiArgs in gpu.rs).
+// (PackedMultiArgs in gpu.rs). __launch_bounds__(256, 2): with the block size alone ptxas
+// capped some entries at 32, 64 or 80 registers and spilled (scripts/sass.py); asking for two
+// resident blocks leaves it up to 128 and no entry spills (f64 54-96, f32 46-86 registers).
 #define PACKED_MM_PARAMS(R)                                                                       \
-    PACKED_PARAMS(R), unsigned k, unsigned npasses, unsigned long long x_col,                    \
-        unsigned long long x_vec, unsigned long long y_row, unsigned long long y_vec, int xvec
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v0_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 1)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v0_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 2)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v0_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 4)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v0_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 8)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v1_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 1)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v1_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 2)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v1_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 4)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v1_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 8)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v2_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 1)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v2_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 2)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v2_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 4)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v2_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 8)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v4_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 1)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v4_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 2)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v4_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 4)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v4_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 8)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v8_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 1)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v8_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 2)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v8_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 4)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v8_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 8)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v16_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 1)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v16_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 2)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v16_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 4)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_v16_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 8)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_raw_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 1)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_raw_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 2)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_raw_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 4)
-extern "C" __global__ void __launch_bounds__(256) csr_packed_mm_raw_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 8)
+    PACKED_PARAMS(R), unsigned k, unsigned npasses, unsigned x_col, unsigned x_vec,              \
+        unsigned y_row, unsigned y_vec, int xvec
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v0_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v0_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v0_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v0_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v1_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v1_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v1_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v1_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v2_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v2_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v2_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v2_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v4_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v4_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v4_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v4_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v8_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v8_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v8_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v8_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v16_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v16_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v16_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v16_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_raw_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_raw_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_raw_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_raw_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 8)
