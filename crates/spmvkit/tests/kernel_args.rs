@@ -116,15 +116,28 @@ fn expand(src: &str, call: &str) -> String {
     let end = at + def.len() + formals.len() + 1;
     let body = &src[end..end + src[end..].find('\n').unwrap_or(src.len() - end)];
     let actuals: Vec<&str> = parenthesised(call, open).split(',').collect();
-    let mut out = format!(" {body} ");
-    for (f, a) in formals
+    let subst: Vec<(&str, &str)> = formals
         .split(',')
-        .zip(actuals.iter().chain(std::iter::repeat(&"")))
-    {
-        let f = f.trim();
-        if !f.is_empty() {
-            out = out.replace(&format!(" {f} "), &format!(" {} ", a.trim()));
+        .map(str::trim)
+        .zip(
+            actuals
+                .iter()
+                .map(|a| a.trim())
+                .chain(std::iter::repeat("")),
+        )
+        .filter(|(f, _)| !f.is_empty())
+        .collect();
+    // the formals replaced as whole identifiers (`PACKED_PARAMS(R)` passes R on)
+    let mut out = String::from(" ");
+    let mut word = String::new();
+    for c in body.chars().chain([' ']) {
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
         }
+        let w = std::mem::take(&mut word);
+        out.push_str(subst.iter().find(|(f, _)| *f == w).map_or(&w, |(_, a)| a));
+        out.push(c);
     }
     out
 }
@@ -148,15 +161,26 @@ fn entry_params(src: &str, name: &str) -> Vec<(String, FieldKind)> {
             at + base.len() + src[at + base.len()..].find('(').expect("parameters")
         }
     };
-    let list = parenthesised(src, open);
-    let list = if list.contains(',') {
-        list.to_string()
-    } else {
-        expand(src, list)
-    };
+    declarations(src, parenthesised(src, open))
+        .iter()
+        .map(|d| declaration(d))
+        .collect()
+}
+
+/// The declarations of a parameter list, each piece that calls a one-argument function-like
+/// macro of the source (`PACKED_PARAMS(__restrict__)`) expanded in place, recursively.
+fn declarations(src: &str, list: &str) -> Vec<String> {
     list.split(',')
-        .filter(|d| !d.trim().is_empty())
-        .map(declaration)
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .flat_map(|d| {
+            let e = expand(src, d);
+            if e.trim() == d {
+                vec![d.to_string()]
+            } else {
+                declarations(src, &e)
+            }
+        })
         .collect()
 }
 

@@ -8,7 +8,8 @@
 //! in host memory; the tests check every vector.
 //!
 //! Figures: time per call (stream and graph, [`Plan::time_multi`]), GFLOP/s = 2·nnz·k / t,
-//! the byte model for k vectors ([`multi_bytes`]: the matrix once, X and Y k times) and its
+//! the byte model for k vectors ([`multi_bytes`]: the matrix once, X and Y k times; a kernel on
+//! a layout's own arrays, `csr-packed`, counts that layout's bytes: [`multi_bytes_of`]) and its
 //! bytes per vector, the speed-up over k single-vector calls of the same method (its SpMV
 //! record's stream time × k) and over cuSPARSE SpMM (`cusparse`'s multi record at the same k,
 //! order and precision, when the run has one), and the limit for k vectors ([`multi_limit`]):
@@ -88,8 +89,15 @@ pub struct MultiRecord {
 /// Bytes a multi-vector call must move at least: the CSR matrix once (values, column indices,
 /// row pointers), X (ncols × k) read and Y (nrows × k) written, `vb` bytes per value.
 pub fn multi_bytes(nrows: usize, ncols: usize, nnz: usize, vb: usize, k: usize) -> u64 {
-    let (r, c, z, vb, k) = (nrows as u64, ncols as u64, nnz as u64, vb as u64, k as u64);
-    (vb + 4) * z + 4 * (r + 1) + k * vb * (c + r)
+    let csr = (vb as u64 + 4) * nnz as u64 + 4 * (nrows as u64 + 1);
+    multi_bytes_of(csr, nrows, ncols, vb, k)
+}
+
+/// [`multi_bytes`] with the matrix's own bytes `matrix` in place of CSR's: a kernel on a
+/// layout's own arrays (`csr-packed`) reads those once.
+pub fn multi_bytes_of(matrix: u64, nrows: usize, ncols: usize, vb: usize, k: usize) -> u64 {
+    let (r, c, vb, k) = (nrows as u64, ncols as u64, vb as u64, k as u64);
+    matrix + k * vb * (c + r)
 }
 
 /// The 32-byte sectors of X a block's gathers touch, counted per chunk of [`CHUNK_ROWS`] rows
@@ -330,7 +338,20 @@ fn measure_on<T: PrepareFor>(
     let mut y = p.y0.clone();
     let path = plan.apply_multi(p.alpha, &p.x, p.beta, &mut y, shape)?;
     let first = p.check(&y, 1);
-    let bytes = multi_bytes(a.nrows(), a.ncols(), a.nnz(), T::BYTES, shape.k);
+    // a kernel on the layout's own arrays (csr-packed) moves the layout's bytes, not CSR's
+    let own = match path {
+        MultiPath::Kernel(k) => plan
+            .layout()
+            .multi_layout()
+            .filter(|o| o.kernel() == k)
+            .map(|_| plan.layout().footprint_bytes() as u64),
+        MultiPath::Columns => None,
+    };
+    let (m, n, vb, k) = (a.nrows(), a.ncols(), T::BYTES, shape.k);
+    let bytes = own.map_or_else(
+        || multi_bytes(m, n, a.nnz(), vb, k),
+        |b| multi_bytes_of(b, m, n, vb, k),
+    );
     let mut rec = MultiRecord {
         path,
         backend: plan.backend(),
@@ -634,10 +655,21 @@ mod tests {
                 ("csr", MultiPath::Kernel(MultiKernel::RowSplit)),
                 ("merge", MultiPath::Kernel(MultiKernel::Merge)),
                 ("csr-scalar", MultiPath::Columns),
+                ("csr-packed", MultiPath::Kernel(MultiKernel::Packed)),
             ] {
                 let rec = measure_multi(&a, method, &opts, &p).unwrap();
                 assert!(rec.verified, "{method} {shape:?}: {rec:?}");
                 assert_eq!(rec.path, path);
+                // the packed kernel's byte model counts the packed bytes, the others CSR's
+                let matrix = match method {
+                    "csr-packed" => Plan::new(method, &a, &opts.plan)
+                        .unwrap()
+                        .layout()
+                        .footprint_bytes() as u64,
+                    _ => 12 * a.nnz() as u64 + 4 * (a.nrows() as u64 + 1),
+                };
+                let (m, n) = (a.nrows(), a.ncols());
+                assert_eq!(rec.bytes_model, multi_bytes_of(matrix, m, n, 8, shape.k));
                 assert_eq!(rec.later_checks.len(), 1);
                 assert!(rec.later_checks[0].ok && rec.gflops > 0.0);
             }

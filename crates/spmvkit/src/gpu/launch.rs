@@ -658,7 +658,10 @@ macro_rules! kernel_args {
 /// device struct beside its kernels and grid, and launches with
 /// `gpu.launch(&self.k, shape, &self.arrays.args(c.axpby()))`. A second kernel of the room
 /// declares its own pair; an array both kernels see is declared in one and given to the other
-/// (`long_part: DevRef<'a, T>`, `DevRef::new(&self.arrays.long_part)` at the launch).
+/// (`long_part: DevRef<'a, T>`, `DevRef::new(&self.arrays.long_part)` at the launch). Declared
+/// `flat struct`, the argument struct is a flat group: a second entry that takes the same
+/// arrays and more parameters declares a struct of it and its extra fields (`csr-packed`'s
+/// k-vector entries).
 #[macro_export]
 macro_rules! device_args {
     (
@@ -668,7 +671,19 @@ macro_rules! device_args {
         $vis:vis struct $name:ident<$a:lifetime, $t2:ident> { $($fields:tt)* }
     ) => {
         $crate::device_args!(@field [gpu arrays $l $a]
-            [$(#[$dmeta])* $dvis $dev $t $layout] [$(#[$meta])* $vis $name]
+            [$(#[$dmeta])* $dvis $dev $t $layout] [$(#[$meta])* [struct] $vis $name]
+            {} {} {} {} {} $($fields)*);
+    };
+    // `flat struct`: the argument struct is a flat group (`kernel_args! { flat struct .. }`),
+    // so another struct can take its fields in place (an entry with more parameters).
+    (
+        $(#[$dmeta:meta])*
+        $dvis:vis struct $dev:ident<$t:ident> from $l:ident : &$layout:ty;
+        $(#[$meta:meta])*
+        $vis:vis flat struct $name:ident<$a:lifetime, $t2:ident> { $($fields:tt)* }
+    ) => {
+        $crate::device_args!(@field [gpu arrays $l $a]
+            [$(#[$dmeta])* $dvis $dev $t $layout] [$(#[$meta])* [flat struct] $vis $name]
             {} {} {} {} {} $($fields)*);
     };
     // `name: &[E] = expr`: read by the kernel, uploaded from `expr`.
@@ -738,12 +753,12 @@ macro_rules! device_args {
     };
     (@field [$gpu:ident $d:ident $l:ident $a:lifetime]
         [$(#[$dmeta:meta])* $dvis:vis $dev:ident $t:ident $layout:ty]
-        [$(#[$meta:meta])* $vis:vis $name:ident]
+        [$(#[$meta:meta])* [$($kw:tt)+] $vis:vis $name:ident]
         {$($args:tt)*} {$($keep:tt)*} {$($up:tt)*} {$($given:tt)*} {$($new:tt)*}
     ) => {
         $crate::kernel_args! {
             $(#[$meta])*
-            $vis struct $name<$a, $t> { $($args)* }
+            $vis $($kw)+ $name<$a, $t> { $($args)* }
         }
 
         $(#[$dmeta])*

@@ -127,6 +127,13 @@ pub trait Layout<T: Scalar>: Send + Sync {
     fn multi(&self) -> Option<spmm::MultiSource<'_, T>> {
         None
     }
+
+    /// The layout's multi-vector kernel on its own arrays ([`spmm::MultiLayout`]: `csr-packed`),
+    /// when it has one. [`Plan::apply_multi`] takes it when [`Layout::multi`] offers nothing,
+    /// and `auto`'s trial times it beside the CSR kernels. `None` (the default): none.
+    fn multi_layout(&self) -> Option<&dyn spmm::MultiLayout<T>> {
+        None
+    }
 }
 
 /// A layout resident on the GPU.

@@ -587,6 +587,11 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
             ..src
         })
     }
+    /// The chosen layout's own multi-vector kernel (`csr-packed`): the path with `spmm=0`, one
+    /// more candidate of the trial with `spmm=1`.
+    fn multi_layout(&self) -> Option<&dyn crate::methods::spmm::MultiLayout<T>> {
+        self.inner.multi_layout()
+    }
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         let mut s = self.inner.prep_stages();
         if let Some((_, d)) = &self.trial {

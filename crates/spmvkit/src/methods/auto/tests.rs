@@ -713,6 +713,29 @@ fn the_spmm_copy_is_kept_only_when_needed_and_asked() {
     }
 }
 
+/// When auto chose `csr-packed`, its layout's own k-vector kernel is offered
+/// ([`Layout::multi_layout`]): the path with `spmm=0`, one more candidate of the trial with
+/// `spmm=1`; a choice without one offers none.
+#[test]
+fn the_chosen_layouts_own_spmm_kernel_is_offered() {
+    use crate::methods::spmm::MultiKernel;
+    let a = crate::gen::generate::<f64>("poisson2d:30").unwrap();
+    let delegate = |m: &'static dyn Method| m.prepare_f64(&a, &Params::new());
+    for (name, own) in [("csr-packed", Some(MultiKernel::Packed)), ("merge", None)] {
+        let choice = || Choice {
+            method: find(name).unwrap().info().name,
+            predicted_us: None,
+            reason: "test".into(),
+            candidates: vec![],
+        };
+        for spmm in [false, true] {
+            let inner = delegate(find(name).unwrap()).unwrap();
+            let l = finish(choice(), inner, None, None, (false, spmm), &delegate).unwrap();
+            assert_eq!(l.multi_layout().map(|o| o.kernel()), own, "{name} spmm={spmm}");
+        }
+    }
+}
+
 /// The method `auto` chose is a typed value ([`Layout::chosen`], [`crate::Plan::chosen`]) that
 /// agrees with the `auto chose` note people read, for choices the model can make on any machine
 /// (built as `prepare` builds them, through `finish`), and through a CPU plan, whose

@@ -121,6 +121,8 @@ pub(crate) struct Config {
     /// How the plan stores the values (`storage=`, docs/precision.md): f16 and bf16 values take
     /// their own 16 bits as 16-bit codes ([`dictionary`]).
     pub storage: ValueStorage,
+    /// `spmm_cols`: the k-vector kernel's vectors per pass (`None`: the rule).
+    pub spmm_cols: Option<u32>,
 }
 
 impl Config {
@@ -138,6 +140,7 @@ impl Config {
             values: p.values,
             prefetch: p.prefetch.is_on(),
             storage: crate::methods::common::stored::storage_of(params)?,
+            spmm_cols: p.spmm_cols.value(),
         })
     }
 }
@@ -767,6 +770,7 @@ pub(crate) fn encode<T: Scalar>(a: &Csr<T>, cfg: &Config) -> Result<PackedLayout
         facts,
         prefetch: cfg.prefetch,
         storage: cfg.storage,
+        spmm_cols: cfg.spmm_cols,
     })
 }
 

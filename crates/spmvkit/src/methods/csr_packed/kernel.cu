@@ -350,3 +350,274 @@ extern "C" __global__ void __launch_bounds__(256) csr_packed_v4_flat(PACKED_PARA
 extern "C" __global__ void __launch_bounds__(256) csr_packed_v8_flat(PACKED_PARAMS(__restrict__)) PACKED_BODY(8, false)
 extern "C" __global__ void __launch_bounds__(256) csr_packed_v16_flat(PACKED_PARAMS(__restrict__)) PACKED_BODY(16, false)
 extern "C" __global__ void __launch_bounds__(256) csr_packed_raw_flat(PACKED_PARAMS(__restrict__)) PACKED_BODY(V_RAW, false)
+
+// ---- k vectors: Y = alpha*A*X + beta*Y (SpMM, issue #24; docs/spmm.md, "csr-packed") ----------
+// The same streams and the same lane per row. A work item is (slice, pass): pass p takes the C
+// vectors p*C .. p*C+C-1 (fewer in the last pass, nv of them), and its lane decodes the row
+// once for them, gathering each nonzero's C values of X and keeping C sums in registers. The
+// passes of a slice are consecutive items, so their warps re-read the slice's codes from L1/L2
+// while DRAM sends them once; the matrix bytes per vector fall by C against k SpMV calls.
+// X entry (column j, vector c) is x[j*x_col + c*x_vec] and Y entry (row i, vector c) is
+// y[i*y_row + c*y_vec]: row-major x_col = k, x_vec = 1; column-major x_col = 1, x_vec = ncols
+// (Y likewise), so one kernel takes both orders. Row-major X rows are read with loads of XV
+// values (xvec: 2 or 4 when k, C and X's address allow it, else 1).
+// Each (row, vector) is summed exactly as the SpMV kernel sums that vector (a slice row left to
+// right with fma from zero; a long row by cta_gather_sum's order), then stored as it stores, so
+// every column of the result is bitwise csr-packed's SpMV of that column (the CPU mirror,
+// csr_packed/multi.rs, runs the SpMV mirror per column).
+
+// Strides and pass of one item: the X and Y strides, k, the first vector and the count.
+struct MmPass {
+    unsigned x_col, x_vec, y_row, y_vec;
+    unsigned c0, nv;
+    int xvec;
+};
+
+// The C values of X row `col` for the pass (vectors c0 .. c0 + nv - 1; zero past nv).
+template <int C>
+__device__ __forceinline__ void mm_gather(const real_t* __restrict__ x, unsigned col,
+                                          const MmPass& q, real_t (&out)[C]) {
+    const size_t base = (size_t)col * q.x_col + (size_t)q.c0 * q.x_vec;
+#ifdef SPMVKIT_REAL_F64
+    if constexpr (C >= 2) {
+        if (q.xvec == 2) {
+            const double2* p = reinterpret_cast<const double2*>(x + base);
+#pragma unroll
+            for (int h = 0; h < C / 2; ++h) {
+                const double2 a = (2u * h < q.nv) ? ldg(p + h) : make_double2(0.0, 0.0);
+                out[2 * h] = a.x; out[2 * h + 1] = a.y;
+            }
+            return;
+        }
+    }
+#else
+    if constexpr (C >= 4) {
+        if (q.xvec == 4) {
+            const float4* p = reinterpret_cast<const float4*>(x + base);
+#pragma unroll
+            for (int h = 0; h < C / 4; ++h) {
+                const float4 a = (4u * h < q.nv) ? ldg(p + h) : make_float4(0.f, 0.f, 0.f, 0.f);
+                out[4 * h] = a.x; out[4 * h + 1] = a.y; out[4 * h + 2] = a.z; out[4 * h + 3] = a.w;
+            }
+            return;
+        }
+    }
+    if constexpr (C >= 2) {
+        if (q.xvec == 2) {
+            const float2* p = reinterpret_cast<const float2*>(x + base);
+#pragma unroll
+            for (int h = 0; h < C / 2; ++h) {
+                const float2 a = (2u * h < q.nv) ? ldg(p + h) : make_float2(0.f, 0.f);
+                out[2 * h] = a.x; out[2 * h + 1] = a.y;
+            }
+            return;
+        }
+    }
+#endif
+#pragma unroll
+    for (int c = 0; c < C; ++c) out[c] = ((unsigned)c < q.nv) ? ldg(x + base + (size_t)c * q.x_vec) : (real_t)0;
+}
+
+// Slots of a group whose gathers are issued together: 64 bytes of X in flight per lane and
+// slot batch (8 values in f64, 16 in f32), at most the group's 8 slots. More held registers
+// for the gathers made ptxas spill (f64, C = 2, 16 values in flight).
+template <int C>
+__device__ __forceinline__ constexpr int mm_slots() {
+    return (64 / SPMVKIT_REAL_BYTES) / C < 8 ? (64 / SPMVKIT_REAL_BYTES) / C : 8;
+}
+
+// group_sum for C vectors: the columns decoded, the values looked up, then the gathers of
+// mm_slots<C>() slots at a time and their fmas in entry order. As in group_sum, every slot
+// gathers (a slot past m re-reads the row's last column) and only slots below m add.
+template <int W, int V, int C>
+__device__ __forceinline__ void mm_group(unsigned& prev, unsigned m, const unsigned (&c)[8],
+                                         const unsigned (&v)[4], const real_t (&r)[8],
+                                         const real_t* __restrict__ dict, const real_t (&d)[4],
+                                         const real_t* __restrict__ x, const MmPass& q,
+                                         real_t (&acc)[C]) {
+    if (m == 0u) return;
+    unsigned col[8];
+    real_t av[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        prev += col_code<W>(c, j);
+        col[j] = prev;
+        av[j] = ((unsigned)j < m) ? value_of<V>(v, r, j, dict, d) : (real_t)0;
+    }
+    constexpr int S = mm_slots<C>();
+#pragma unroll
+    for (int j0 = 0; j0 < 8; j0 += S) {
+        real_t xv[S][C];
+#pragma unroll
+        for (int j = 0; j < S; ++j) mm_gather<C>(x, col[j0 + j], q, xv[j]);
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+            if ((unsigned)(j0 + j) < m) {
+#pragma unroll
+                for (int e = 0; e < C; ++e) acc[e] = fma(av[j0 + j], xv[j][e], acc[e]);
+            }
+        }
+    }
+}
+
+// One slice row of a lane for a pass at code width W: its C sums, left to right from zero.
+template <int W, int V, int C>
+__device__ __forceinline__ void mm_row(const SliceMeta& m, int lane,
+                                       const unsigned* __restrict__ cols,
+                                       const unsigned char* __restrict__ vs,
+                                       const real_t* __restrict__ raw,
+                                       const real_t* __restrict__ dict, const real_t (&d)[4],
+                                       const real_t* __restrict__ x, const MmPass& q,
+                                       real_t (&acc)[C]) {
+    const unsigned* words = cols + (size_t)m.off * 4;
+    const size_t blk0 = (size_t)m.grp * 32;
+    unsigned prev = m.row - packed_bias<W>();
+    for (unsigned g = 0; g * 8 < m.len; ++g) {
+        unsigned c[8];
+        load_cols<W>(words + (size_t)g * 32 * (W / 4), lane, c);
+        unsigned v[4];
+        real_t r[8];
+        load_vals<V>(vs, raw, blk0 + (size_t)g * 32 + lane, v, r);
+        mm_group<W, V, C>(prev, m.len - g * 8, c, v, r, dict, d, x, q, acc);
+    }
+}
+
+// Y entries (row, c0 + e) for e < nv: alpha*sum, or fma(alpha, sum, beta*y) (the SpMV store).
+template <int C>
+__device__ __forceinline__ void mm_store(real_t* __restrict__ y, unsigned row, const MmPass& q,
+                                         const real_t (&acc)[C], real_t alpha, real_t beta) {
+#pragma unroll
+    for (int e = 0; e < C; ++e) {
+        if ((unsigned)e < q.nv) {
+            real_t* p = y + (size_t)row * q.y_row + (size_t)(q.c0 + e) * q.y_vec;
+            *p = (beta == (real_t)0) ? alpha * acc[e] : fma(alpha, acc[e], beta * *p);
+        }
+    }
+}
+
+// Persistent warps over the items (slice s, pass p), item = s * npasses + p; then every block
+// takes the (long row, pass) items b, b + gridDim.x, ... (cta_gather_sum's order per vector:
+// 256 strided threads with fma from zero, a butterfly per warp, warp 0's butterfly over the
+// warp sums).
+template <int V, int C>
+__device__ __forceinline__ void csr_packed_mm(unsigned nslices, unsigned nlong,
+                                              const unsigned char* __restrict__ lens,
+                                              const unsigned* __restrict__ rows, int has_rows,
+                                              const unsigned* __restrict__ grp,
+                                              const unsigned* __restrict__ col_off,
+                                              const unsigned char* __restrict__ col_w,
+                                              const unsigned* __restrict__ cols,
+                                              const unsigned char* __restrict__ vs,
+                                              const real_t* __restrict__ raw,
+                                              const real_t* __restrict__ dict,
+                                              const unsigned* __restrict__ long_rows,
+                                              const unsigned* __restrict__ long_ptr,
+                                              const unsigned* __restrict__ long_cols,
+                                              const real_t* __restrict__ long_vals,
+                                              const real_t* __restrict__ x, real_t* __restrict__ y,
+                                              real_t alpha, real_t beta, unsigned k,
+                                              unsigned npasses, unsigned x_col, unsigned x_vec,
+                                              unsigned y_row, unsigned y_vec, int xvec) {
+    const unsigned warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const unsigned nwarps = gridDim.x * (blockDim.x >> 5);
+    const int lane = threadIdx.x & 31;
+    real_t d[4] = {(real_t)0, (real_t)0, (real_t)0, (real_t)0};
+    if constexpr (V == 0 || V == 1 || V == 2) {
+#pragma unroll
+        for (int i = 0; i < (V == 2 ? 4 : (V == 1 ? 2 : 1)); ++i) d[i] = ldg(dict + i);
+    }
+    MmPass q;
+    q.x_col = x_col; q.x_vec = x_vec; q.y_row = y_row; q.y_vec = y_vec; q.xvec = xvec;
+    const unsigned items = nslices * npasses;
+    for (unsigned it = warp; it < items; it += nwarps) {
+        const unsigned s = it / npasses, p = it - s * npasses;
+        q.c0 = p * C;
+        q.nv = min((unsigned)C, k - q.c0);
+        const SliceMeta m = load_meta(s, lane, lens, rows, has_rows, grp, col_off, col_w);
+        if (m.len == PACKED_SKIP) continue;
+        real_t acc[C];
+#pragma unroll
+        for (int e = 0; e < C; ++e) acc[e] = (real_t)0;
+        if (m.w == 16) {
+            mm_row<16, V, C>(m, lane, cols, vs, raw, dict, d, x, q, acc);
+        } else if (m.w == 8) {
+            mm_row<8, V, C>(m, lane, cols, vs, raw, dict, d, x, q, acc);
+        } else {
+            mm_row<32, V, C>(m, lane, cols, vs, raw, dict, d, x, q, acc);
+        }
+        mm_store<C>(y, m.row, q, acc, alpha, beta);
+    }
+    __shared__ real_t wsum[C][32];
+    const int wl = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const unsigned litems = nlong * npasses;
+    for (unsigned it = blockIdx.x; it < litems; it += gridDim.x) {
+        const unsigned i = it / npasses, p = it - i * npasses;
+        q.c0 = p * C;
+        q.nv = min((unsigned)C, k - q.c0);
+        const int start = (int)ldg(long_ptr + i), end = (int)ldg(long_ptr + i + 1);
+        real_t acc[C];
+#pragma unroll
+        for (int e = 0; e < C; ++e) acc[e] = (real_t)0;
+        for (int j = start + (int)threadIdx.x; j < end; j += (int)blockDim.x) {
+            const real_t a = ldg(long_vals + j);
+            real_t xv[C];
+            mm_gather<C>(x, ldg(long_cols + j), q, xv);
+#pragma unroll
+            for (int e = 0; e < C; ++e) acc[e] = fma(a, xv[e], acc[e]);
+        }
+#pragma unroll
+        for (int e = 0; e < C; ++e) {
+            const real_t w = warp_reduce_sum(acc[e]);
+            if (lane == 0) wsum[e][wl] = w;
+        }
+        __syncthreads();
+        if (wl == 0) {
+#pragma unroll
+            for (int e = 0; e < C; ++e) acc[e] = warp_reduce_sum(lane < nw ? wsum[e][lane] : (real_t)0);
+            if (threadIdx.x == 0) mm_store<C>(y, ldg(long_rows + i), q, acc, alpha, beta);
+        }
+        __syncthreads();
+    }
+}
+
+#define PACKED_MM_BODY(V, C)                                                                      \
+    {                                                                                             \
+        csr_packed_mm<V, C>(nslices, nlong, lens, rows, has_rows, grp, col_off, col_w, cols, vs, \
+                            raw, dict, long_rows, long_ptr, long_cols, long_vals, x, y, alpha,   \
+                            beta, k, npasses, x_col, x_vec, y_row, y_vec, xvec);                 \
+    }
+// The k-vector entries' parameters: the SpMV entries' (X and Y as x and y), then the block's
+// (PackedMultiArgs in gpu.rs). __launch_bounds__(256, 2): with the block size alone ptxas
+// capped some entries at 32, 64 or 80 registers and spilled (scripts/sass.py); asking for two
+// resident blocks leaves it up to 128 and no entry spills (f64 54-96, f32 46-86 registers).
+#define PACKED_MM_PARAMS(R)                                                                       \
+    PACKED_PARAMS(R), unsigned k, unsigned npasses, unsigned x_col, unsigned x_vec,              \
+        unsigned y_row, unsigned y_vec, int xvec
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v0_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v0_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v0_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v0_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(0, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v1_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v1_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v1_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v1_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(1, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v2_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v2_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v2_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v2_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(2, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v4_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v4_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v4_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v4_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(4, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v8_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v8_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v8_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v8_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(8, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v16_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v16_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v16_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_v16_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(16, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_raw_c1(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 1)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_raw_c2(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 2)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_raw_c4(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 4)
+extern "C" __global__ void __launch_bounds__(256, 2) csr_packed_mm_raw_c8(PACKED_MM_PARAMS(__restrict__)) PACKED_MM_BODY(V_RAW, 8)

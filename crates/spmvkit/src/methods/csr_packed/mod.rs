@@ -34,13 +34,14 @@
 mod cpu;
 mod encode;
 mod gpu;
+mod multi;
 
 use std::time::Duration;
 
 use crate::error::Result;
 use crate::matrix::Pattern;
 use crate::methods::common::room::{forward, method, room_kernel};
-use crate::methods::params::{multiple_of, params, AutoOr, OnOff, Switch};
+use crate::methods::params::{multiple_of, one_of, params, AutoOr, OnOff, Switch};
 use crate::methods::{Layout, ParamSpec};
 use crate::scalar::{Idx, Scalar};
 use encode::ValuesMode;
@@ -48,7 +49,8 @@ use encode::ValuesMode;
 pub(crate) use encode::ValueCodes;
 
 room_kernel!(
-    /// The kernel of `csr-packed`: an entry per value mode, with and without the prefetch.
+    /// The kernel of `csr-packed`: an entry per value mode, with and without the prefetch; the
+    /// k-vector entries per value mode and vectors per pass (`multi.rs`).
     "csr-packed",
     [
         gpu::PackedArgs::params_entry("csr_packed_v0"),
@@ -65,6 +67,34 @@ room_kernel!(
         gpu::PackedArgs::params_entry("csr_packed_v8_flat"),
         gpu::PackedArgs::params_entry("csr_packed_v16_flat"),
         gpu::PackedArgs::params_entry("csr_packed_raw_flat"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v0_c1"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v0_c2"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v0_c4"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v0_c8"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v1_c1"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v1_c2"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v1_c4"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v1_c8"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v2_c1"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v2_c2"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v2_c4"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v2_c8"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v4_c1"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v4_c2"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v4_c4"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v4_c8"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v8_c1"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v8_c2"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v8_c4"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v8_c8"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v16_c1"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v16_c2"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v16_c4"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_v16_c8"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_raw_c1"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_raw_c2"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_raw_c4"),
+        gpu::PackedMultiArgs::params_entry("csr_packed_mm_raw_c8"),
     ]
 );
 
@@ -114,7 +144,10 @@ params! {
         /// auto (a dictionary when at most 65536 distinct values occur, else raw), dict (refuse a
         /// matrix with more), or raw
         values: ValuesMode = auto;
-
+        /// SpMM (k vectors, docs/spmm.md): vectors per pass, whose sums each lane keeps in
+        /// registers while it decodes its row once for them; auto (32 bytes of an X row per
+        /// nonzero: 4 in f64, 8 in f32, at most k rounded up to a power of two) or 1, 2, 4, 8
+        spmm_cols: AutoOr<u32> = auto, in one_of([1, 2, 4, 8]);
     }
 }
 
@@ -178,6 +211,8 @@ pub struct PackedLayout<T> {
     /// How the plan stores the values (docs/precision.md): the kernel is compiled for it, and
     /// with f16 or bf16 its 16-bit codes are the values' own bits.
     pub(crate) storage: crate::scalar::ValueStorage,
+    /// `spmm_cols`: the vectors per pass of the k-vector kernel (`None`: the rule, `multi.rs`).
+    pub(crate) spmm_cols: Option<u32>,
 }
 
 impl<T> PackedLayout<T> {
@@ -227,6 +262,10 @@ impl<T: Scalar> Layout<T> for PackedLayout<T> {
 
     fn reencode_values(&mut self, pattern: &Pattern, vals: &[T]) -> Option<Result<(), String>> {
         Some(encode::reencode_values(self, pattern, vals))
+    }
+
+    fn multi_layout(&self) -> Option<&dyn crate::methods::spmm::MultiLayout<T>> {
+        Some(self)
     }
 }
 

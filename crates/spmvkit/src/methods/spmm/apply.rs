@@ -64,6 +64,7 @@ const AUTO_TRIAL: TimingConfig = TimingConfig {
 /// The path of `shape` on `plan` with multi-vector state `st` ([`Plan::multi_path`]).
 fn path_of<T: PrepareFor>(plan: &Plan<T>, st: &MultiState<T>, shape: MultiShape) -> MultiPath {
     let kernel = plan.layout().multi().map(|s| s.kernel);
+    let kernel = kernel.or_else(|| plan.layout().multi_layout().map(|o| o.kernel()));
     match (kernel, plan.permutation(), plan.backend()) {
         (Some(MultiKernel::RowSplit), None, _) | (Some(MultiKernel::Auto), None, Backend::Cpu) => {
             MultiPath::Kernel(MultiKernel::RowSplit)
@@ -77,6 +78,7 @@ fn path_of<T: PrepareFor>(plan: &Plan<T>, st: &MultiState<T>, shape: MultiShape)
         (Some(MultiKernel::Cusparse), None, Backend::Gpu) => {
             MultiPath::Kernel(MultiKernel::Cusparse)
         }
+        (Some(MultiKernel::Packed), None, _) => MultiPath::Kernel(MultiKernel::Packed),
         _ => MultiPath::Columns,
     }
 }
@@ -152,6 +154,12 @@ impl<T: PrepareFor> Plan<T> {
             })?;
             self.read_multi_y(y)?;
             return Ok(path);
+        }
+        if let MultiPath::Kernel(k) = path {
+            if let Some(own) = self.layout().multi_layout().filter(|o| o.kernel() == k) {
+                own.run_cpu_multi(alpha, x, beta, y, shape);
+                return Ok(path);
+            }
         }
         let (m, n) = dims;
         match (path, shape.order) {
@@ -394,13 +402,18 @@ fn ready<T: PrepareFor>(
         MultiPath::Kernel(MultiKernel::Auto) => choose(plan, st, shape),
         MultiPath::Kernel(kernel) => {
             if st.device(kernel).is_none() {
-                let src = plan.layout().multi().ok_or_else(|| {
-                    Error::InvalidArgument("SpMM: the layout offers no kernel".into())
-                })?;
-                let src = MultiSource { kernel, ..src };
-                let shared = st.devices.iter().find_map(|(_, d)| d.csr().cloned());
-                st.devices
-                    .push((kernel, DeviceMulti::upload(gpu, &src, shared)?));
+                let own = plan.layout().multi_layout();
+                let dev = match own.filter(|o| o.kernel() == kernel) {
+                    Some(own) => DeviceMulti::Own(own.upload_multi(gpu)?),
+                    None => {
+                        let src = plan.layout().multi().ok_or_else(|| {
+                            Error::InvalidArgument("SpMM: the layout offers no kernel".into())
+                        })?;
+                        let shared = st.devices.iter().find_map(|(_, d)| d.csr().cloned());
+                        DeviceMulti::upload(gpu, &MultiSource { kernel, ..src }, shared)?
+                    }
+                };
+                st.devices.push((kernel, dev));
             }
             let notes = match st.device(kernel) {
                 Some(d) => d.prepare(gpu, shape)?,
@@ -433,11 +446,12 @@ fn ready<T: PrepareFor>(
 }
 
 /// `auto`'s choice for `shape`: each candidate (spmvkit's row-split and merge-path kernels,
-/// cuSPARSE SpMM, k calls of the plan's SpMV) made and timed ([`AUTO_TRIAL`]) on zeroed scratch
-/// blocks; the fastest is kept for the shape, the device state no shape chose is dropped, and
-/// the times go to the notes. The merge path is always a candidate: it shares the row-split
-/// kernels' CSR copy, so it adds only its teams (8 bytes each), its carries (teams × k values)
-/// and 10 calls to the trial. A candidate that fails is skipped (its error in the notes); all failing is
+/// cuSPARSE SpMM, k calls of the plan's SpMV, and the chosen layout's own kernel when it has
+/// one) made and timed ([`AUTO_TRIAL`]) on zeroed scratch blocks; the fastest is kept for the
+/// shape, the device state no shape chose is dropped, and the times go to the notes. The merge
+/// path is always a candidate: it shares the row-split kernels' CSR copy, so it adds only its
+/// teams (8 bytes each), its carries (teams × k values) and 10 calls to the trial. A candidate
+/// that fails is skipped (its error in the notes); all failing is
 /// an error.
 fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiShape) -> Result<()> {
     if st.chosen.iter().any(|(s, _)| *s == shape) {
@@ -452,12 +466,20 @@ fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiSha
     let x = gpu.alloc_zeros::<T>(xl.max(1))?;
     let mut y = gpu.alloc_zeros::<T>(yl.max(1))?;
     let mut trials = Vec::new();
+    // the chosen layout's own kernel (csr-packed) is one more candidate
+    let own = plan
+        .layout()
+        .multi_layout()
+        .map(|o| MultiPath::Kernel(o.kernel()));
     for path in [
         MultiPath::Kernel(MultiKernel::RowSplit),
         MultiPath::Kernel(MultiKernel::Merge),
         MultiPath::Kernel(MultiKernel::Cusparse),
         MultiPath::Columns,
-    ] {
+    ]
+    .into_iter()
+    .chain(own)
+    {
         let timed = ready(plan, st, shape, path).and_then(|()| {
             crate::gpu::timing::time(&gpu, TimingMode::Stream, &AUTO_TRIAL, || {
                 run_path(plan, st, path, T::one(), &x, T::zero(), &mut y, shape)

@@ -27,7 +27,7 @@ use cudarc::driver::DevicePtr;
 use super::cpu::LongRows;
 use super::merge::{merge_share, MergeTeams};
 use super::tile::{piece_nnz, RmConfig, SpmmTune, RM_TILES};
-use super::{MultiKernel, MultiShape, MultiSource, KERNEL};
+use super::{DeviceMultiLayout, MultiKernel, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::cusparse::CusparseSpmm;
 use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
@@ -414,7 +414,7 @@ crate::kernel_args! {
 
 /// The address alignment of a device buffer, bytes (the largest power of two dividing it, at
 /// most 256).
-fn alignment<T>(s: &CudaSlice<T>) -> usize {
+pub(crate) fn alignment<T>(s: &CudaSlice<T>) -> usize {
     let (addr, _no_events) = s.device_ptr(s.stream());
     1usize << addr.trailing_zeros().min(8)
 }
@@ -437,6 +437,8 @@ pub(super) enum DeviceMulti<T: Scalar> {
         tune: SpmmTune,
     },
     Cusparse(CusparseSpmm<T>),
+    /// A layout's own kernel on its own arrays ([`super::MultiLayout`]).
+    Own(Box<dyn DeviceMultiLayout<T>>),
 }
 
 impl<T: Scalar> DeviceMulti<T> {
@@ -468,6 +470,11 @@ impl<T: Scalar> DeviceMulti<T> {
             MultiKernel::Auto => {
                 return Err(Error::InvalidArgument(
                     "SpMM: auto is a choice between kernels, not one to upload".into(),
+                ))
+            }
+            MultiKernel::Packed => {
+                return Err(Error::InvalidArgument(
+                    "SpMM: csr-packed's kernel runs on its layout (MultiLayout), not on CSR".into(),
                 ))
             }
         })
@@ -526,6 +533,7 @@ impl<T: Scalar> DeviceMulti<T> {
                     vec![(key, format!("{} kept; {tried}", choice.alg.name()))]
                 })
                 .unwrap_or_default()),
+            DeviceMulti::Own(d) => d.prepare(gpu, shape),
         }
     }
 
@@ -533,7 +541,7 @@ impl<T: Scalar> DeviceMulti<T> {
     pub(super) fn csr(&self) -> Option<&Arc<DeviceCsr<T>>> {
         match self {
             DeviceMulti::RowSplit { a, .. } | DeviceMulti::Merge { a, .. } => Some(a),
-            DeviceMulti::Cusparse(_) => None,
+            DeviceMulti::Cusparse(_) | DeviceMulti::Own(_) => None,
         }
     }
 
@@ -549,6 +557,7 @@ impl<T: Scalar> DeviceMulti<T> {
                 DeviceMulti::RowSplit { long, .. } => long.bytes(),
                 DeviceMulti::Merge { merge, .. } => merge.bytes(),
                 DeviceMulti::Cusparse(c) => c.footprint_bytes(),
+                DeviceMulti::Own(d) => d.footprint_bytes(),
             };
             if let Some(a) = d.csr().filter(|a| !csrs.iter().any(|c| Arc::ptr_eq(c, a))) {
                 bytes += a.num_bytes();
@@ -588,6 +597,7 @@ impl<T: Scalar> DeviceMulti<T> {
                 };
                 merge.run(gpu, a, &mut c, shape, cfg)
             }
+            DeviceMulti::Own(d) => d.run(gpu, shape, alpha, x, beta, y),
             DeviceMulti::RowSplit {
                 a,
                 rm,

@@ -37,13 +37,21 @@ pub use crate::matrix::{DenseOrder, MultiShape};
 pub(crate) use apply::MultiState;
 pub use apply::MultiTiming;
 pub use cpu::{check_multi, oracle_multi, MultiCheck};
+pub(crate) use gpu::alignment;
 pub use merge::{merge_share, MAX_SHARE, MIN_SHARE};
 pub use tile::{piece_nnz, RmConfig, SpmmTune, PIECE_GROUPS, SMALL_SHARE};
 
+use std::sync::Arc;
+
+use cudarc::driver::CudaSlice;
+
+use crate::error::Result;
+use crate::gpu::Gpu;
 use crate::matrix::Csr;
 use crate::methods::common::room::room_kernel;
 #[allow(unused_imports)] // the links of the module doc
 use crate::methods::{Layout, Plan};
+use crate::scalar::Scalar;
 
 room_kernel!(
     /// The SpMM kernels (`methods/spmm/kernel.cu`): the row-major tiles (one entry per
@@ -116,6 +124,9 @@ pub enum MultiKernel {
     /// share of the matrix's rows + nonzeros, lanes over the k vectors, rows that span teams
     /// added by a fix-up in team order; both orders. On the CPU their mirror.
     Merge,
+    /// `csr-packed`'s kernel on its compressed layout ([`MultiLayout`]): a lane per row decodes
+    /// the row once per pass of `spmm_cols` vectors; each vector bitwise csr-packed's SpMV.
+    Packed,
     /// A layout's offer to let the plan choose per (k, order) (`auto`): on the GPU the first
     /// call of a shape times [`MultiKernel::RowSplit`], [`MultiKernel::Merge`],
     /// [`MultiKernel::Cusparse`] and [`MultiPath::Columns`] and keeps the fastest; on the CPU the row-split mirror. A call
@@ -124,12 +135,13 @@ pub enum MultiKernel {
 }
 
 impl MultiKernel {
-    /// `row-split`, `merge-path` or `cusparse-spmm`.
+    /// `row-split`, `merge-path`, `cusparse-spmm` or `csr-packed`.
     pub fn name(self) -> &'static str {
         match self {
             MultiKernel::RowSplit => "row-split",
             MultiKernel::Merge => "merge-path",
             MultiKernel::Cusparse => "cusparse-spmm",
+            MultiKernel::Packed => "csr-packed",
             MultiKernel::Auto => "auto (chosen per shape on its first call)",
         }
     }
@@ -161,4 +173,40 @@ pub struct MultiSource<'a, T> {
     pub kernel: MultiKernel,
     pub a: &'a Csr<T>,
     pub tune: SpmmTune,
+}
+
+/// A layout whose multi-vector kernel runs on the layout's own arrays, not on a CSR matrix
+/// ([`Layout::multi_layout`]; `csr-packed`, issue #24): its CPU mirror and its device state.
+/// A plan takes it when the layout offers no [`MultiSource`] (or, for `auto`, as one more
+/// candidate of its trial).
+pub trait MultiLayout<T: Scalar>: Send + Sync {
+    /// Which kernel it is (the path calls report).
+    fn kernel(&self) -> MultiKernel;
+
+    /// Y = αAX + βY on the CPU as the kernel computes it, bit for bit; lengths checked by the
+    /// caller ([`MultiShape::check`], exact).
+    fn run_cpu_multi(&self, alpha: T, x: &[T], beta: T, y: &mut [T], shape: MultiShape);
+
+    /// Uploads what the kernel reads.
+    fn upload_multi(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceMultiLayout<T>>>;
+}
+
+/// A [`MultiLayout`] on the device.
+pub trait DeviceMultiLayout<T: Scalar>: Send + Sync {
+    /// Makes what `shape` needs ahead of its calls, with notes for reports.
+    fn prepare(&self, gpu: &Gpu, shape: MultiShape) -> Result<Vec<(String, String)>>;
+
+    /// Enqueues Y = αAX + βY after checking X (at least ncols·k) and Y (at least nrows·k).
+    fn run(
+        &self,
+        gpu: &Gpu,
+        shape: MultiShape,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()>;
+
+    /// Device bytes held.
+    fn footprint_bytes(&self) -> usize;
 }
