@@ -15,6 +15,9 @@
 //! With values stored narrower than x and y ([`PlanOptions::values`], issue #25,
 //! docs/precision.md) the oracle computes from the stored values ([`stored_problem`]), and what
 //! the rounding did to the input is a set of notes of its own ([`conversion_notes`]).
+//!
+//! A matrix of either row-offset width is measured the same way (`Csr<T, O>`, docs/offsets.md);
+//! a plan with 64-bit offsets says so in a note and its byte model counts 8-byte offsets.
 
 pub mod auto;
 pub mod harness;
@@ -41,7 +44,7 @@ use crate::error::Result;
 use crate::gpu::{TimingConfig, TimingMode};
 use crate::matrix::{round_values, Conversion, Csr};
 use crate::methods::{Backend, Plan, PlanOptions, PrepareFor};
-use crate::scalar::{Scalar, ValueStorage};
+use crate::scalar::{Offset, OffsetWidth, Scalar, ValueStorage};
 
 /// How to measure.
 #[derive(Clone, Debug)]
@@ -88,6 +91,9 @@ impl Default for MeasureOptions {
     }
 }
 
+/// The note a record of a plan with 64-bit row offsets carries (`64-bit`; docs/offsets.md).
+pub const OFFSETS_NOTE: &str = "row offsets";
+
 /// Deterministic test vector with entries in [-1, 1] (a fixed-seed SplitMix64 stream).
 pub fn test_vector<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
@@ -116,7 +122,7 @@ pub struct Problem<T> {
 impl<T: Scalar> Problem<T> {
     /// Deterministic x and y0 in [-1, 1] and the oracle's y = αAx + βy0. α and β must be finite
     /// in `T` (a NaN would make every method look wrong).
-    pub fn new(a: &Csr<T>, alpha: f64, beta: f64) -> Result<Self> {
+    pub fn new<O: Offset>(a: &Csr<T, O>, alpha: f64, beta: f64) -> Result<Self> {
         for (name, v) in [("alpha", alpha), ("beta", beta)] {
             if !T::from_f64(v).to_f64().is_finite() {
                 return Err(crate::error::Error::InvalidArgument(format!(
@@ -173,8 +179,8 @@ fn check_later<T: Scalar>(
 /// Prepares `method` on `a`, checks one call against the oracle, then times repeated calls.
 /// With [`PlanOptions::values`] narrower than `T` the check is against the oracle of the stored
 /// values, and the record's notes say what storing them cost ([`conversion_notes`]).
-pub fn measure<T: PrepareFor>(
-    a: &Csr<T>,
+pub fn measure<T: PrepareFor, O: Offset>(
+    a: &Csr<T, O>,
     method: &str,
     opts: &MeasureOptions,
 ) -> Result<RunRecord> {
@@ -191,11 +197,11 @@ pub fn measure<T: PrepareFor>(
 /// ([`round_values`], an error naming the entry that does not fit), the problem whose oracle
 /// computes from those values, and the notes of [`conversion_notes`]. `None` for `Same`.
 #[allow(clippy::type_complexity)]
-pub fn stored_problem<T: Scalar>(
-    a: &Csr<T>,
+pub fn stored_problem<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
     storage: ValueStorage,
     opts: &MeasureOptions,
-) -> Result<Option<(Csr<T>, Problem<T>, Vec<(String, String)>)>> {
+) -> Result<Option<(Csr<T, O>, Problem<T>, Vec<(String, String)>)>> {
     if storage == ValueStorage::Same || storage.name() == T::PRECISION.name() {
         return Ok(None);
     }
@@ -241,8 +247,8 @@ pub fn conversion_notes(
 }
 
 /// [`measure`] with the oracle's answer already computed.
-pub fn measure_problem<T: PrepareFor>(
-    a: &Csr<T>,
+pub fn measure_problem<T: PrepareFor, O: Offset>(
+    a: &Csr<T, O>,
     method: &str,
     opts: &MeasureOptions,
     problem: &Problem<T>,
@@ -254,15 +260,21 @@ pub fn measure_problem<T: PrepareFor>(
     plan.apply(alpha, x, beta, &mut y)?;
     let checked = check(&problem.reference, &y);
 
-    let mut rec = RunRecord::new::<T>(a, &info, plan.backend(), plan.prep_times());
+    let mut rec = RunRecord::new::<T, O>(a, &info, plan.backend(), plan.prep_times());
     // values stored narrower than T move fewer bytes (docs/precision.md)
     let stored = plan.precision_mode().values.bytes(T::PRECISION);
     rec.bytes_model -= ((T::BYTES - stored) * a.nnz()) as u64;
+    if plan.offsets() == OffsetWidth::W64 {
+        rec.bytes_model += 4 * (a.nrows() as u64 + 1);
+    }
     rec.method = method.trim().to_string();
     rec.max_rel_err = checked.max_rel_err;
     rec.verified = checked.ok;
     rec.y_digest = Some(crate::hash::y_digest(&y));
     rec.notes = plan.layout().notes();
+    if plan.offsets() == OffsetWidth::W64 {
+        rec.notes.push((OFFSETS_NOTE.into(), "64-bit".into()));
+    }
     if let Some(note) = plan.reorder_note() {
         rec.notes
             .insert(0, ("reorder".to_string(), note.to_string()));

@@ -27,7 +27,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::matrix::{check_vectors, Csr, VectorFit};
-use crate::scalar::Scalar;
+use crate::scalar::{Offset, Scalar};
 
 /// The oracle's answer: y in f64 and each row's magnitude for tolerances.
 #[derive(Clone, Debug)]
@@ -53,8 +53,8 @@ pub struct Check {
 }
 
 /// Serial f64 SpMV: returns y = αAx + βy0 without touching `y0`.
-pub fn oracle_spmv<T: Scalar>(
-    a: &Csr<T>,
+pub fn oracle_spmv<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
     alpha: T,
     x: &[T],
     beta: T,
@@ -70,8 +70,8 @@ pub fn oracle_spmv<T: Scalar>(
 /// The same oracle with rows spread over threads: each row is still summed serially in f64 in
 /// column order, so the result is bitwise the one of [`oracle_spmv`], only sooner on big
 /// matrices (the benchmark harness uses it).
-pub fn oracle_spmv_par<T: Scalar>(
-    a: &Csr<T>,
+pub fn oracle_spmv_par<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
     alpha: T,
     x: &[T],
     beta: T,
@@ -82,8 +82,8 @@ pub fn oracle_spmv_par<T: Scalar>(
 
 /// The oracle on rows `rows` of `a` only (one rank's share of a distributed SpMV), in parallel
 /// as [`oracle_spmv_par`]: `y0` and the answer hold those rows, from `rows.start`.
-pub fn oracle_spmv_rows<T: Scalar>(
-    a: &Csr<T>,
+pub fn oracle_spmv_rows<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
     rows: std::ops::Range<usize>,
     alpha: T,
     x: &[T],
@@ -120,8 +120,8 @@ pub fn oracle_spmv_rows<T: Scalar>(
 
 /// Row i of the oracle: (y_i, scale_i, α·Σ a_ij·x_j).
 #[inline]
-fn oracle_row<T: Scalar>(
-    a: &Csr<T>,
+fn oracle_row<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
     alpha: T,
     x: &[T],
     beta: T,
@@ -205,7 +205,7 @@ impl Reference {
         })
     }
 
-    fn from_rows<T: Scalar>(a: &Csr<T>, rows: Vec<(f64, f64, f64)>) -> Self {
+    fn from_rows<T: Scalar, O: Offset>(a: &Csr<T, O>, rows: Vec<(f64, f64, f64)>) -> Self {
         Self::from_parts(rows, (0..a.nrows()).map(|i| a.row_len(i) as u32).collect())
     }
 
@@ -316,6 +316,10 @@ impl Check {
     }
 }
 
-pub(crate) fn check_lengths<T: Scalar>(a: &Csr<T>, xlen: usize, ylen: usize) -> Result<()> {
+pub(crate) fn check_lengths<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
+    xlen: usize,
+    ylen: usize,
+) -> Result<()> {
     check_vectors("", (a.nrows(), a.ncols()), xlen, ylen, VectorFit::Exact)
 }

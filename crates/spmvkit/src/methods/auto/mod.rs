@@ -709,6 +709,7 @@ impl Method for Auto {
             cpu: true,
             params: PARAMS,
             values: &crate::scalar::ValueStorage::NARROW,
+            offsets64: true,
         }
     }
 

@@ -60,6 +60,7 @@ const fn info(name: &'static str, summary: &'static str, deterministic: bool) ->
         // f32 x (CUSPARSE_STATUS_NOT_SUPPORTED on an H200 with CUDA 13.0, docs/precision.md);
         // f32 A under f64 x is accepted.
         values: &[ValueStorage::F32],
+        offsets64: true,
     }
 }
 
