@@ -70,6 +70,21 @@ fn cgroup_room() -> Option<u64> {
     Some(max.saturating_sub(current))
 }
 
+/// The peak resident memory of this process so far (`VmHWM` in `/proc/self/status`), for the
+/// figures of a large run (docs/offsets.md); `None` where the file says nothing.
+pub fn peak_resident() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kb.checked_mul(1024)
+}
+
 /// The memory this process may still allocate, or `None` when nothing says.
 pub fn available() -> Option<Available> {
     let candidates = [

@@ -39,7 +39,7 @@ pub use suites::MatrixSource;
 
 use std::time::Instant;
 
-use crate::cpu::{check, oracle_spmv_par, Reference};
+use crate::cpu::{check, check_sampled, oracle_spmv_par, sample_rows, Reference};
 use crate::error::Result;
 use crate::gpu::{TimingConfig, TimingMode};
 use crate::matrix::{round_values, Conversion, Csr};
@@ -61,6 +61,9 @@ pub struct MeasureOptions {
     /// Upper bound on one timed sample, ms: `reps` (and `warmup`) shrink for slow calls so a
     /// pathological method on a huge matrix cannot stall a run (at least one call per sample).
     pub max_sample_ms: f64,
+    /// Rows checked a second time by the serial oracle alone ([`check_sampled`]), besides the
+    /// full y against the parallel oracle; 0: none (the `sampled check` note says how it went).
+    pub sample_rows: usize,
 }
 
 impl MeasureOptions {
@@ -87,9 +90,13 @@ impl Default for MeasureOptions {
             alpha: 1.0,
             beta: 0.0,
             max_sample_ms: 200.0,
+            sample_rows: 0,
         }
     }
 }
+
+/// The note of the sampled check ([`MeasureOptions::sample_rows`]).
+pub const SAMPLED_CHECK: &str = "sampled check";
 
 /// The note a record of a plan with 64-bit row offsets carries (`64-bit`; docs/offsets.md).
 pub const OFFSETS_NOTE: &str = "row offsets";
@@ -184,13 +191,26 @@ pub fn measure<T: PrepareFor, O: Offset>(
     method: &str,
     opts: &MeasureOptions,
 ) -> Result<RunRecord> {
+    Ok(measure_staged(a, method, opts)?.0)
+}
+
+/// [`measure`], and the time the oracle took (its answer for the full y, and the stored values'
+/// rounding when there is one): the `oracle` stage of a large run's figures.
+pub fn measure_staged<T: PrepareFor, O: Offset>(
+    a: &Csr<T, O>,
+    method: &str,
+    opts: &MeasureOptions,
+) -> Result<(RunRecord, std::time::Duration)> {
+    let t = Instant::now();
     let Some((stored, problem, notes)) = stored_problem(a, opts.plan.values, opts)? else {
         let problem = Problem::new(a, opts.alpha, opts.beta)?;
-        return measure_problem(a, method, opts, &problem);
+        let oracle = t.elapsed();
+        return Ok((measure_problem(a, method, opts, &problem)?, oracle));
     };
+    let oracle = t.elapsed();
     let mut rec = measure_problem(&stored, method, opts, &problem)?;
     rec.notes.extend(notes);
-    Ok(rec)
+    Ok((rec, oracle))
 }
 
 /// For values stored as `storage` (not `Same`): `a` with its values rounded to it
@@ -259,6 +279,13 @@ pub fn measure_problem<T: PrepareFor, O: Offset>(
     let mut y = problem.y0.clone();
     plan.apply(alpha, x, beta, &mut y)?;
     let checked = check(&problem.reference, &y);
+    let sampled = (opts.sample_rows > 0)
+        .then(|| {
+            let rows = sample_rows(a.nrows(), opts.sample_rows);
+            let c = check_sampled(a, alpha, x, beta, &problem.y0, &y, &rows)?;
+            Ok::<_, crate::Error>((rows.len(), c))
+        })
+        .transpose()?;
 
     let mut rec = RunRecord::new::<T, O>(a, &info, plan.backend(), plan.prep_times());
     // values stored narrower than T move fewer bytes (docs/precision.md)
@@ -274,6 +301,18 @@ pub fn measure_problem<T: PrepareFor, O: Offset>(
     rec.notes = plan.layout().notes();
     if plan.offsets() == OffsetWidth::W64 {
         rec.notes.push((OFFSETS_NOTE.into(), "64-bit".into()));
+    }
+    if let Some((n, c)) = sampled {
+        rec.verified &= c.ok;
+        rec.notes.push((
+            SAMPLED_CHECK.into(),
+            format!(
+                "{n} rows, serial oracle: max relative error {:.3e} at row {} ({})",
+                c.max_rel_err,
+                c.worst_row,
+                if c.ok { "ok" } else { "WRONG" }
+            ),
+        ));
     }
     if let Some(note) = plan.reorder_note() {
         rec.notes

@@ -1,7 +1,7 @@
 //! A CSR matrix on the device and the argument struct of the kernels that take it with the SpMV
 //! operands (`CsrArgs` in `gpu/prelude.cu`): csr-scalar and csr-vector launch with it, csr-light
 //! and merge carry it as the first field of their own structs. The row offsets are of either
-//! width ([`DeviceOffsets`], docs/offsets.md); a kernel launched on a [`DeviceCsr`] is compiled
+//! width (`gpu::stored::DeviceOffsets`, docs/offsets.md); a kernel launched on a [`DeviceCsr`] is compiled
 //! for its width ([`DeviceCsr::offsets`], `Gpu::kernel_mode`).
 
 use std::sync::Arc;
@@ -9,11 +9,11 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, DevicePtr};
 
 use crate::error::Result;
-use crate::gpu::stored::DeviceValues;
+use crate::gpu::stored::{DeviceOffsets, DeviceValues};
 use crate::gpu::{kernel_int, DevRef, Gpu, RowOffsets, Stored};
 use crate::matrix::Csr;
 use crate::methods::common::gpu::{Axpby, Call};
-use crate::scalar::{Idx, Offset, OffsetSlice, OffsetWidth, Scalar, ValueStorage};
+use crate::scalar::{Idx, Offset, OffsetWidth, Scalar, ValueStorage};
 
 crate::kernel_args! {
     /// A CSR matrix and the operands of y = α·A·x + β·y.
@@ -23,51 +23,6 @@ crate::kernel_args! {
         col_idx: DevRef<'a, Idx>,
         vals: DevRef<'a, Stored>,
         axpby: Axpby<'a, T>,
-    }
-}
-
-/// CSR row offsets on the device, 32 or 64 bits wide.
-pub(crate) enum DeviceOffsets {
-    W32(CudaSlice<u32>),
-    W64(CudaSlice<u64>),
-}
-
-impl DeviceOffsets {
-    /// Uploads `ptr` in its own width.
-    pub(crate) fn upload<O: Offset>(gpu: &Arc<Gpu>, ptr: &[O]) -> Result<Self> {
-        Ok(match O::slice(ptr) {
-            OffsetSlice::W32(s) => DeviceOffsets::W32(gpu.upload(s)?),
-            OffsetSlice::W64(s) => DeviceOffsets::W64(gpu.upload(s)?),
-        })
-    }
-
-    /// The width.
-    pub(crate) fn width(&self) -> OffsetWidth {
-        match self {
-            DeviceOffsets::W32(_) => OffsetWidth::W32,
-            DeviceOffsets::W64(_) => OffsetWidth::W64,
-        }
-    }
-
-    /// The pointer a kernel compiled for [`DeviceOffsets::width`] reads as `const off_t*`.
-    pub(crate) fn dev_ref(&self) -> DevRef<'_, RowOffsets> {
-        match self {
-            DeviceOffsets::W32(s) => DevRef::offsets(s),
-            DeviceOffsets::W64(s) => DevRef::offsets(s),
-        }
-    }
-
-    /// The device address of the first offset.
-    pub(crate) fn address(&self) -> u64 {
-        self.dev_ref().address()
-    }
-
-    /// Device bytes.
-    pub(crate) fn num_bytes(&self) -> usize {
-        match self {
-            DeviceOffsets::W32(s) => s.num_bytes(),
-            DeviceOffsets::W64(s) => s.num_bytes(),
-        }
     }
 }
 
