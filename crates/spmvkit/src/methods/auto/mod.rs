@@ -752,7 +752,8 @@ const WIDE_CANDIDATES: [&str; 3] = ["csr-vector", "cusparse-alg2", "cusparse-alg
 
 /// `auto` on a matrix with 64-bit row offsets (docs/offsets.md): its model's table holds no such
 /// matrix, so it skips every method that does not take them ([`MethodInfo::offsets64`]) and
-/// times the first `trial` of [`WIDE_CANDIDATES`] (`mode=trial` on a GPU), or takes the first
+/// times the first `trial` of [`WIDE_CANDIDATES`] that read the value storage (`mode=trial` on a
+/// GPU), or takes the first
 /// (`mode=model`, or no GPU). No CPU fallback and no SpMM copy: both would be 32-bit layouts.
 fn prepare_wide<T: Scalar>(
     params: &Params,
@@ -760,12 +761,13 @@ fn prepare_wide<T: Scalar>(
     delegate: impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
 ) -> Result<Box<dyn Layout<T>>> {
     let o = parse(params)?;
+    let storage = crate::methods::common::stored::storage_of(params)?;
     let mut candidates: Vec<&'static str> = WIDE_CANDIDATES
         .into_iter()
         .filter(|n| {
             find(n).is_ok_and(|m| {
                 let i = m.info();
-                i.offsets64 && (!o.deterministic || i.deterministic)
+                i.offsets64 && i.supports(storage) && (!o.deterministic || i.deterministic)
             })
         })
         .collect();
