@@ -12,9 +12,7 @@ mod common;
 use spmvkit::cpu::{check, oracle_spmv};
 use spmvkit::matrix::round_values;
 use spmvkit::methods::registry;
-use spmvkit::{
-    Backend, Csr, OffsetWidth, Offsets, Plan, PlanOptions, PrepareFor, Scalar, ValueStorage,
-};
+use spmvkit::{Backend, Csr, OffsetWidth, Offsets, Plan, PlanOptions, PrepareFor, ValueStorage};
 
 fn opts(w: OffsetWidth, values: ValueStorage) -> PlanOptions {
     PlanOptions {
