@@ -9,7 +9,6 @@
 
 mod common;
 
-use spmvkit::cpu::{check, oracle_spmv};
 use spmvkit::matrix::round_values;
 use spmvkit::methods::registry;
 use spmvkit::{Backend, Csr, OffsetWidth, Offsets, Plan, PlanOptions, PrepareFor, ValueStorage};
@@ -56,41 +55,7 @@ fn wide<T: PrepareFor>(method: &str, values: ValueStorage) {
         }
         let mut p32 =
             bitwise.then(|| Plan::new(method, &a, &opts(OffsetWidth::W32, values)).unwrap());
-        let x: Vec<T> = (0..a.ncols())
-            .map(|j| T::from_f64(((j * 7919) % 201) as f64 / 100.0 - 1.0))
-            .collect();
-        let y0: Vec<T> = (0..a.nrows())
-            .map(|i| T::from_f64(((i * 104_729) % 199) as f64 / 99.0 - 1.0))
-            .collect();
-        for (alpha, beta) in [(1.5, 0.0), (-0.75, 0.5)] {
-            let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
-            let start = if beta == T::zero() {
-                vec![T::from_f64(f64::NAN); a.nrows()]
-            } else {
-                y0.clone()
-            };
-            let mut y = start.clone();
-            p64.apply(alpha, &x, beta, &mut y)
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let want = oracle_spmv(&stored, alpha, &x, beta, &start).unwrap();
-            let c = check(&want, &y);
-            assert!(
-                c.ok,
-                "{what} α={alpha} β={beta}: row {} off by {:.3e}",
-                c.worst_row, c.max_rel_err
-            );
-            if let Some(p) = p32.as_mut() {
-                let mut y32 = start.clone();
-                p.apply(alpha, &x, beta, &mut y32).unwrap();
-                if let Some(i) = (0..y.len()).find(|&i| y[i].to_bits_u64() != y32[i].to_bits_u64())
-                {
-                    panic!(
-                        "{what}: row {i}: {} with 64-bit offsets, {} with 32",
-                        y[i], y32[i]
-                    );
-                }
-            }
-        }
+        common::check_calls(&what, &mut p64, p32.as_mut(), &stored);
     }
 }
 

@@ -3,9 +3,12 @@
 //! oracle and bit for bit against 32 bits, the refusal of every method that does not take them
 //! (in the harness too), and the limits past 2^31−1 nonzeros checked without allocating them.
 
+#[allow(dead_code)]
+mod common;
+
 use spmvkit::bench::harness::{run_matrix, HarnessConfig, Silent};
 use spmvkit::bench::{MeasureOptions, Status};
-use spmvkit::cpu::{check, oracle_spmv, oracle_spmv_par};
+use spmvkit::cpu::{oracle_spmv, oracle_spmv_par};
 use spmvkit::methods::registry;
 use spmvkit::{
     Backend, Csr, Error, OffsetWidth, Offsets, Plan, PlanOptions, PrepareFor, ValueStorage,
@@ -29,12 +32,7 @@ fn edge_case_plans<T: PrepareFor>(values: ValueStorage) {
         let w = a.with_offsets::<u64>().unwrap();
         assert_eq!(w.with_offsets::<u32>().unwrap(), a, "{case}: round trip");
         assert_eq!(w.row_ptr().len(), a.nrows() + 1, "{case}");
-        let x: Vec<T> = (0..a.ncols())
-            .map(|j| T::from_f64(((j * 7919) % 201) as f64 / 100.0 - 1.0))
-            .collect();
-        let y0: Vec<T> = (0..a.nrows())
-            .map(|i| T::from_f64(((i * 104_729) % 199) as f64 / 99.0 - 1.0))
-            .collect();
+        let (x, y0) = common::test_xy::<T>(a.ncols(), a.nrows());
         let (alpha, beta) = (T::from_f64(1.5), T::from_f64(-0.5));
         // the oracle reads either width alike
         let r32 = oracle_spmv(&a, alpha, &x, beta, &y0).unwrap();
@@ -42,33 +40,14 @@ fn edge_case_plans<T: PrepareFor>(values: ValueStorage) {
         assert_eq!(r32.y, r64.y, "{case}: oracle");
         for m in WIDE_CPU {
             let what = format!("{m} {values}-{} on {case}", T::PRECISION);
-            let run = |plan: &mut Plan<T>| {
-                let mut y = y0.clone();
-                plan.apply(alpha, &x, beta, &mut y)
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
-                y
-            };
             let mut p64 = Plan::new(m, &a, &forced(OffsetWidth::W64, values)).unwrap();
             assert_eq!(p64.offsets(), OffsetWidth::W64, "{what}");
             let mut p32 = Plan::new(m, &w, &forced(OffsetWidth::W32, values)).unwrap();
             assert_eq!(p32.offsets(), OffsetWidth::W32, "{what}");
-            let (y64, y32) = (run(&mut p64), run(&mut p32));
             let stored = spmvkit::matrix::round_values(&a, values).unwrap().0;
-            let want = oracle_spmv(&stored, alpha, &x, beta, &y0).unwrap();
-            let c = check(&want, &y64);
-            assert!(
-                c.ok,
-                "{what}: row {} off by {:.3e}",
-                c.worst_row, c.max_rel_err
-            );
-            if m == "auto" {
-                continue; // its 32-bit choice may be another method
-            }
-            let same = y64
-                .iter()
-                .zip(&y32)
-                .all(|(p, q)| p.to_bits_u64() == q.to_bits_u64());
-            assert!(same, "{what}: 64-bit and 32-bit offsets differ");
+            // auto's 32-bit choice may be another method: no bitwise twin
+            let twin = (m != "auto").then_some(&mut p32);
+            common::check_calls(&what, &mut p64, twin, &stored);
         }
     }
 }

@@ -280,14 +280,7 @@ impl<T: PrepareFor> Plan<T> {
         }
         let (values, backend, gpu, note) =
             Self::storage_and_backend(&info, &mut params, values, backend)?;
-        let (stored, conversion) = match values {
-            ValueStorage::Same => (None, None),
-            v => {
-                let (r, c) = crate::matrix::round_values(a, v)?;
-                params.set(VALUES_PARAM, v.name());
-                (Some(r), Some(c))
-            }
-        };
+        let (stored, conversion) = round_for(a, values, &mut params)?;
         let a = stored.as_ref().unwrap_or(a);
         let t0 = Instant::now();
         let layout = T::prepare_wide_with(method, a, &params)?;
@@ -297,34 +290,14 @@ impl<T: PrepareFor> Plan<T> {
             upload: Duration::ZERO,
         };
         let dims = (a.nrows(), a.ncols());
-        let (device, prep) = device_plan(
-            layout.as_ref(),
-            gpu.filter(|_| backend == Backend::Gpu),
-            None,
-            &info,
-            dims,
-            prep,
-        )?;
-        Ok(Plan {
-            method,
-            params,
-            // no 32-bit pattern: update_values refuses a plan with 64-bit offsets
-            pattern: Arc::new(Pattern::new("CSR", 0, 0, vec![0], Vec::new())?),
-            nrows: a.nrows(),
-            ncols: a.ncols(),
-            layout,
-            device,
-            prep,
-            note,
-            value_map: None,
-            reordered: None,
-            reorder_note: None,
-            windows: 0,
-            multi: MultiState::default(),
-            source: None,
-            values: (values, conversion),
-            offsets: OffsetWidth::W64,
-        })
+        let gpu = gpu.filter(|_| backend == Backend::Gpu);
+        let (device, prep) = device_plan(layout.as_ref(), gpu, None, &info, dims, prep)?;
+        // no 32-bit pattern: update_values refuses a plan with 64-bit offsets
+        let empty = Arc::new(Pattern::new("CSR", 0, 0, vec![0], Vec::new())?);
+        let mut plan = Self::assemble(method, params, (empty, dims), (layout, device, prep), note);
+        plan.values = (values, conversion);
+        plan.offsets = OffsetWidth::W64;
+        Ok(plan)
     }
 
     /// The value storage (a variant's `storage=` over `values`, `Same` when it is `T`'s own,
@@ -385,14 +358,7 @@ impl<T: PrepareFor> Plan<T> {
             let plain = Self::build(method, a, params.clone(), given, plain)?;
             return plain.trial_reorder(a, params);
         }
-        let (stored, conversion) = match values {
-            ValueStorage::Same => (None, None),
-            v => {
-                let (r, c) = crate::matrix::round_values(a, v)?;
-                params.set(VALUES_PARAM, v.name());
-                (Some(r), Some(c))
-            }
-        };
+        let (stored, conversion) = round_for(a, values, &mut params)?;
         let a = stored.as_ref().unwrap_or(a);
         let decision = reorder(a, how)?;
         let (reordered, a) = match decision.kept {
@@ -412,25 +378,45 @@ impl<T: PrepareFor> Plan<T> {
         let dims = (a.nrows(), a.ncols());
         let (device, prep) =
             device_plan(layout.as_ref(), gpu, reordered.as_ref(), &info, dims, prep)?;
-        Ok(Plan {
+        let shape = (a.pattern().clone(), dims);
+        let mut plan = Self::assemble(method, params, shape, (layout, device, prep), note);
+        plan.reordered = reordered;
+        plan.reorder_note = decision.note;
+        plan.windows = windows;
+        plan.values = (values, conversion);
+        Ok(plan)
+    }
+
+    /// A plan of `method` on `pattern` (of `dims`) with its host layout, device side and
+    /// preparation times, everything else at its start: no value map, no reordering, no
+    /// windows, values as the vectors, 32-bit offsets.
+    #[allow(clippy::type_complexity)]
+    fn assemble(
+        method: &'static dyn Method,
+        params: Params,
+        (pattern, (nrows, ncols)): (Arc<Pattern>, (usize, usize)),
+        (layout, device, prep): (Box<dyn Layout<T>>, Option<DevicePlan<T>>, PrepTimes),
+        note: Option<String>,
+    ) -> Self {
+        Plan {
             method,
             params,
-            pattern: a.pattern().clone(),
-            nrows: a.nrows(),
-            ncols: a.ncols(),
+            pattern,
+            nrows,
+            ncols,
             layout,
             device,
             prep,
             note,
             value_map: None,
-            reordered,
-            reorder_note: decision.note,
-            windows,
+            reordered: None,
+            reorder_note: None,
+            windows: 0,
             multi: MultiState::default(),
             source: None,
-            values: (values, conversion),
+            values: (ValueStorage::Same, None),
             offsets: OffsetWidth::W32,
-        })
+        }
     }
 
     /// `reorder=auto` on the GPU: the same method prepared on PAPᵀ (RCM) is timed against this
@@ -1079,6 +1065,22 @@ fn prepare<T: PrepareFor>(
     }
 }
 
+/// `a` with its values rounded to `values` (none for `Same`) and what that changed; the storage
+/// goes into `params` (`storage=`) for the method's `prepare`.
+#[allow(clippy::type_complexity)]
+fn round_for<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
+    values: ValueStorage,
+    params: &mut Params,
+) -> Result<(Option<Csr<T, O>>, Option<crate::matrix::Conversion>)> {
+    if values == ValueStorage::Same {
+        return Ok((None, None));
+    }
+    let (r, c) = crate::matrix::round_values(a, values)?;
+    params.set(VALUES_PARAM, values.name());
+    Ok((Some(r), Some(c)))
+}
+
 /// The device side of a plan on `gpu` (none without one): the layout uploaded (after checking
 /// that it fits), the plan's own x and y, and the upload's time added to `prep`.
 fn device_plan<T: PrepareFor>(
@@ -1242,33 +1244,20 @@ impl<T: PrepareFor> Plan<T> {
         source: DeviceSource<T>,
         prep: PrepTimes,
     ) -> Result<Self> {
-        Ok(Plan {
-            method,
-            params: Params::new(),
-            // No host pattern: the only reader, update_values, goes to the device source.
-            pattern: Arc::new(Pattern::new("CSR", 0, 0, vec![0], Vec::new())?),
-            nrows,
-            ncols,
-            layout: host,
-            device: Some(DevicePlan {
-                order: CallOrder::new(&gpu),
-                gpu,
-                layout: dl,
-                permuted: None,
-                x,
-                y,
-            }),
-            prep,
-            note: None,
-            value_map: None,
-            reordered: None,
-            reorder_note: None,
-            windows: 0,
-            multi: MultiState::default(),
-            source: Some(source),
-            values: (ValueStorage::Same, None),
-            offsets: OffsetWidth::W32,
-        })
+        let device = Some(DevicePlan {
+            order: CallOrder::new(&gpu),
+            gpu,
+            layout: dl,
+            permuted: None,
+            x,
+            y,
+        });
+        // No host pattern: the only reader, update_values, goes to the device source.
+        let empty = Arc::new(Pattern::new("CSR", 0, 0, vec![0], Vec::new())?);
+        let shape = (empty, (nrows, ncols));
+        let mut plan = Self::assemble(method, Params::new(), shape, (host, device, prep), None);
+        plan.source = Some(source);
+        Ok(plan)
     }
 
     /// The device arrays of a plan built from them.
