@@ -55,6 +55,11 @@ pub fn ordering(s: &str) -> Result<spmvkit::reorder::Ordering, String> {
     s.trim().parse().map_err(|e: spmvkit::Error| e.to_string())
 }
 
+/// Row offsets: `auto`, `32` or `64` (docs/offsets.md).
+pub fn offsets(s: &str) -> Result<spmvkit::Offsets, String> {
+    s.trim().parse().map_err(|e: spmvkit::Error| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +76,7 @@ mod tests {
         assert_eq!(at_least_one("3"), Ok(3));
         assert!(at_least_one("0").is_err());
         assert!(at_least_one("-1").is_err());
+        assert!(offsets("64").is_ok() && offsets("auto").is_ok());
+        assert!(offsets("48").is_err());
     }
 }

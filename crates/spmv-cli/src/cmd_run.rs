@@ -1,12 +1,18 @@
 //! `spmv run`: one method on one matrix, checked against the oracle and timed.
 
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
 use anyhow::{bail, Result};
 use clap::Args;
+use indicatif::ProgressBar;
 use serde_json::json;
-use spmvkit::bench::{measure, MeasureOptions, RunRecord};
+use spmvkit::bench::{measure, measure_staged, MeasureOptions, RunRecord, OFFSETS_NOTE};
 use spmvkit::methods::{Backend, Params, PlanOptions};
 use spmvkit::reorder::Reorder;
-use spmvkit::{Csr, Precision, PrecisionMode, PrepareFor, ValueStorage};
+use spmvkit::{
+    Csr, Offset, OffsetWidth, Offsets, Precision, PrecisionMode, PrepareFor, ValueStorage,
+};
 
 use crate::args;
 use crate::auto_args::AutoArgs;
@@ -28,6 +34,14 @@ use crate::input;
   spmv run a.mtx.gz --method merge --param items_per_thread=7 --json
   spmv run rgg:1000000,order=shuffled --method csr-packed --reorder rcm
                                                  bring a shuffled graph's neighbours together
+
+More than 2^31-1 nonzeros (64-bit row offsets, docs/offsets.md):
+  spmv run uniform:20000000,110 --precision f32 --method csr-vector --sample-rows 100000 --stages
+                                                 2.2e9 nonzeros, checked on sampled rows and the
+                                                 full y, with each stage's time and memory
+  spmv run uniform:15000000,100 --precision f32 --method csr-vector --offsets 64 --stages
+                                                 the same 1.5e9-nonzero matrix with 64-bit offsets
+                                                 (against --offsets 32): the A/B per nonzero
 
 Choosing a method (auto):
   spmv run a.mtx --method auto --param calls=100000
@@ -88,6 +102,19 @@ pub struct RunArgs {
     /// Do not read or write the binary cache.
     #[arg(long)]
     no_cache: bool,
+    /// Row offsets: auto (32-bit up to 2^31-1 nonzeros, 64-bit above), 32, or 64 (forced, also
+    /// on a small matrix; only the methods that take them run, docs/offsets.md). A GEN-SPEC is
+    /// generated in the width used.
+    #[arg(long, default_value = "auto", value_parser = args::offsets)]
+    offsets: Offsets,
+    /// Also check this many rows (spread over the matrix) against the serial oracle alone,
+    /// besides the full y against the parallel oracle.
+    #[arg(long, default_value_t = 0)]
+    sample_rows: usize,
+    /// Report each stage on stderr as it runs (load or generation, oracle and measurement) and
+    /// print the stages' times and the memory used (host peak, matrix and device bytes).
+    #[arg(long)]
+    stages: bool,
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -99,15 +126,86 @@ pub fn run(args: RunArgs) -> Result<()> {
 }
 
 fn run_t<T: PrepareFor>(args: &RunArgs, values: ValueStorage) -> Result<()> {
+    let use_cache = !args.no_cache;
+    let load32 = || {
+        stage(args.stages, "load", || {
+            input::load::<T>(&args.matrix, use_cache)
+        })
+    };
+    let load64 = || {
+        stage(args.stages, "load", || {
+            input::load_as::<T, u64>(&args.matrix, use_cache)
+        })
+    };
+    match args.offsets {
+        Offsets::Forced(OffsetWidth::W64) => run_o(args, values, load64()?),
+        Offsets::Forced(OffsetWidth::W32) => run_o(args, values, load32()?),
+        Offsets::Auto => match load32() {
+            Ok(loaded) => run_o(args, values, loaded),
+            // past 2^31-1 nonzeros: generated again with 64-bit offsets (the count is checked
+            // before anything large is allocated)
+            Err(e) if too_many_nonzeros(&e) => run_o(args, values, load64()?),
+            Err(e) => Err(e),
+        },
+    }
+}
+
+/// Whether loading failed on nnz above the 32-bit limit.
+fn too_many_nonzeros(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<spmvkit::Error>(),
+        Some(spmvkit::Error::TooLarge { what: "nnz", .. })
+    )
+}
+
+/// Runs `f` as the stage `what`: with `on`, a line (or a spinner on a terminal) while it runs
+/// and its time after. Returns its result and the seconds it took.
+fn stage<R>(on: bool, what: &str, f: impl FnOnce() -> Result<R>) -> Result<(R, f64)> {
+    let t = Instant::now();
+    let bar = (on && std::io::stderr().is_terminal()).then(|| {
+        let b = ProgressBar::new_spinner().with_message(format!("{what} ..."));
+        b.enable_steady_tick(Duration::from_millis(200));
+        b
+    });
+    if on && bar.is_none() {
+        eprintln!("stage {what} ...");
+    }
+    let r = f();
+    let secs = t.elapsed().as_secs_f64();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if on {
+        eprintln!("stage {what}: {secs:.2} s");
+    }
+    Ok((r?, secs))
+}
+
+/// What `--stages` reports besides the record: each stage's seconds and the memory used.
+struct Figures {
+    load_s: f64,
+    oracle_s: f64,
+    measure_s: f64,
+    offsets: u32,
+    matrix_bytes: usize,
+    device_bytes: Option<usize>,
+    host_peak: Option<u64>,
+}
+
+fn run_o<T: PrepareFor, O: Offset>(
+    args: &RunArgs,
+    values: ValueStorage,
+    (loaded, load_s): (input::Loaded<T, O>, f64),
+) -> Result<()> {
     let mut params = Params::parse(args.params.iter().map(String::as_str))?;
     args.auto.apply_run(&args.method, &mut params)?;
-    let loaded = input::load::<T>(&args.matrix, !args.no_cache)?;
     let opts = MeasureOptions {
         plan: PlanOptions {
             params,
             backend: if args.cpu { Some(Backend::Cpu) } else { None },
             reorder: args.reorder,
             values,
+            offsets: args.offsets,
             ..Default::default()
         },
         warmup: args.warmup,
@@ -115,30 +213,51 @@ fn run_t<T: PrepareFor>(args: &RunArgs, values: ValueStorage) -> Result<()> {
         samples: args.samples,
         alpha: args.alpha,
         beta: args.beta,
+        sample_rows: args.sample_rows,
         ..Default::default()
     };
-    let rec = measure(&loaded.matrix, &args.method, &opts)?;
+    let a = &loaded.matrix;
+    let ((rec, oracle), measure_s) =
+        stage(args.stages, "oracle, prepare, upload, check, time", || {
+            Ok(measure_staged(a, &args.method, &opts)?)
+        })?;
     if let Some(note) = &rec.fallback_note {
         eprintln!("note: {note}");
     }
+    let wide = rec.notes.iter().any(|(k, _)| k == OFFSETS_NOTE);
+    let figures = Figures {
+        load_s,
+        oracle_s: oracle.as_secs_f64(),
+        measure_s,
+        offsets: if wide { 64 } else { 32 },
+        matrix_bytes: a.bytes(),
+        device_bytes: (rec.backend == Backend::Gpu)
+            .then(|| rec.footprint_bytes + T::BYTES * (a.nrows() + a.ncols())),
+        host_peak: spmvkit::memory::peak_resident(),
+    };
     let baseline =
         if rec.backend == Backend::Gpu && !args.no_baseline && !args.method.starts_with("cusparse")
         {
             let base_opts = MeasureOptions {
                 plan: PlanOptions {
                     values,
+                    offsets: args.offsets,
                     ..Default::default()
                 },
                 ..opts.clone()
             };
-            best_cusparse(&loaded.matrix, &base_opts)
+            stage(args.stages, "cuSPARSE baseline", || {
+                Ok(best_cusparse(a, &base_opts))
+            })?
+            .0
         } else {
             None
         };
+    let figures = args.stages.then_some(&figures);
     if args.json {
-        print_json(&loaded.name, &rec, baseline.as_ref())?;
+        print_json(&loaded.name, &rec, baseline.as_ref(), figures)?;
     } else {
-        print_text(&loaded.name, &rec, baseline.as_ref());
+        print_text(&loaded.name, &rec, baseline.as_ref(), figures);
     }
     if !rec.verified {
         bail!(
@@ -161,9 +280,14 @@ fn speedup(rec: &RunRecord, base: Option<&RunRecord>) -> (Option<f64>, Option<f6
     (stream, graph)
 }
 
-fn print_json(name: &str, rec: &RunRecord, base: Option<&RunRecord>) -> Result<()> {
+fn print_json(
+    name: &str,
+    rec: &RunRecord,
+    base: Option<&RunRecord>,
+    figures: Option<&Figures>,
+) -> Result<()> {
     let (s, g) = speedup(rec, base);
-    let v = json!({
+    let mut v = json!({
         "matrix": name,
         "method": rec.method,
         "precision": rec.precision,
@@ -189,13 +313,30 @@ fn print_json(name: &str, rec: &RunRecord, base: Option<&RunRecord>) -> Result<(
         "graph_speedup_vs_cusparse": g,
         "notes": rec.notes,
     });
+    if let Some(f) = figures {
+        v["stages"] = json!({
+            "load_s": f.load_s,
+            "oracle_s": f.oracle_s,
+            "measure_s": f.measure_s,
+            "prepare_ms": rec.prep_ms,
+            "upload_ms": rec.upload_ms,
+            "time_per_nnz_ns": rec.time.median_us * 1e3 / rec.nnz.max(1) as f64,
+            "offset_bits": f.offsets,
+            "matrix_bytes": f.matrix_bytes,
+            "device_bytes": f.device_bytes,
+            "host_peak_bytes": f.host_peak,
+        });
+    }
     println!("{}", serde_json::to_string(&v)?);
     Ok(())
 }
 
 /// The cuSPARSE baseline: ALG1 and ALG2 each measured with its own setup, the faster per timing
 /// mode (the one-call `cusparse` entry would add its upload-time trial of both algorithms).
-fn best_cusparse<T: PrepareFor>(a: &Csr<T>, opts: &MeasureOptions) -> Option<RunRecord> {
+fn best_cusparse<T: PrepareFor, O: Offset>(
+    a: &Csr<T, O>,
+    opts: &MeasureOptions,
+) -> Option<RunRecord> {
     let mut runs: Vec<RunRecord> = ["cusparse-alg1", "cusparse-alg2"]
         .into_iter()
         .filter_map(|m| match measure(a, m, opts) {
@@ -220,7 +361,7 @@ fn best_cusparse<T: PrepareFor>(a: &Csr<T>, opts: &MeasureOptions) -> Option<Run
     Some(best)
 }
 
-fn print_text(name: &str, rec: &RunRecord, base: Option<&RunRecord>) {
+fn print_text(name: &str, rec: &RunRecord, base: Option<&RunRecord>, figures: Option<&Figures>) {
     let gpu = rec.backend == Backend::Gpu;
     println!(
         "{name}: {} x {}, {} nnz, {} on {}",
@@ -288,6 +429,33 @@ fn print_text(name: &str, rec: &RunRecord, base: Option<&RunRecord>) {
         ),
     );
     row("footprint", format!("{} bytes", rec.footprint_bytes));
+    if let Some(f) = figures {
+        let bytes = |b: u64| spmvkit::memory::Bytes(b).to_string();
+        row(
+            "stages",
+            format!(
+                "load {:.2} s, oracle {:.2} s, prepare + upload + check + timing {:.2} s",
+                f.load_s, f.oracle_s, f.measure_s
+            ),
+        );
+        row(
+            "per nonzero",
+            format!(
+                "{:.4} ns per call, {}-bit row offsets",
+                rec.time.median_us * 1e3 / rec.nnz.max(1) as f64,
+                f.offsets
+            ),
+        );
+        row(
+            "memory",
+            format!(
+                "matrix {} on the host, host peak {}, device {} (layout and x, y)",
+                bytes(f.matrix_bytes as u64),
+                f.host_peak.map_or("unknown".into(), bytes),
+                f.device_bytes.map_or("none".into(), |b| bytes(b as u64))
+            ),
+        );
+    }
     if !rec.notes.is_empty() {
         println!("  notes:");
         for (k, v) in &rec.notes {

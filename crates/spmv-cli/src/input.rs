@@ -5,20 +5,32 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use spmvkit::bench::MatrixSource;
-use spmvkit::{Csr, PrepareFor};
+use spmvkit::{Csr, Idx, Offset, PrepareFor};
 
 /// Where a matrix came from, for reports.
-pub struct Loaded<T> {
+pub struct Loaded<T, O: Offset = Idx> {
     pub name: String,
-    pub matrix: Csr<T>,
+    pub matrix: Csr<T, O>,
     pub seconds: f64,
 }
 
 /// Loads MATRIX in precision T: a file through the binary cache, or a generated GEN-SPEC.
 pub fn load<T: PrepareFor>(arg: &str, use_cache: bool) -> Result<Loaded<T>> {
+    load_with(arg, |s| s.load::<T>(use_cache))
+}
+
+/// [`load`] with row offsets of type `O` (docs/offsets.md: a GEN-SPEC past 2^31−1 nonzeros).
+pub fn load_as<T: PrepareFor, O: Offset>(arg: &str, use_cache: bool) -> Result<Loaded<T, O>> {
+    load_with(arg, |s| s.load_as::<T, O>(use_cache))
+}
+
+fn load_with<T: PrepareFor, O: Offset>(
+    arg: &str,
+    load: impl FnOnce(&MatrixSource) -> spmvkit::Result<Csr<T, O>>,
+) -> Result<Loaded<T, O>> {
     let t = Instant::now();
     let path = Path::new(arg);
-    let matrix = MatrixSource::from_arg(arg)?.load::<T>(use_cache)?;
+    let matrix = load(&MatrixSource::from_arg(arg)?)?;
     let name = path
         .file_name()
         .filter(|_| path.exists())

@@ -157,6 +157,21 @@ impl Error {
     }
 }
 
+/// Checks nnz against what row offsets of width `w` hold: [`Error::TooLarge`] above 2^31−1 with
+/// 32-bit offsets, [`Error::InvalidArgument`] naming the limit above 2^40 with 64-bit ones.
+pub fn check_nnz(w: crate::scalar::OffsetWidth, nnz: u64) -> Result<()> {
+    match w {
+        crate::scalar::OffsetWidth::W32 => check_index_range("nnz", nnz),
+        crate::scalar::OffsetWidth::W64 if nnz > crate::scalar::MAX_WIDE_NNZ => {
+            Err(Error::InvalidArgument(format!(
+                "nnz = {nnz} exceeds the limit of 2^40 = {} with 64-bit row offsets",
+                crate::scalar::MAX_WIDE_NNZ
+            )))
+        }
+        crate::scalar::OffsetWidth::W64 => Ok(()),
+    }
+}
+
 /// Checks that a count fits the 32-bit index range.
 pub fn check_index_range(what: &'static str, value: u64) -> Result<()> {
     if value > crate::MAX_INDEX {

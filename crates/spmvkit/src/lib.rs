@@ -37,4 +37,7 @@ pub mod testing;
 pub use error::{Error, Result};
 pub use matrix::{Coo, Csc, Csr, MatrixStats, Pattern};
 pub use methods::{Backend, Plan, PlanOptions, PrepareFor, ValueUpdate};
-pub use scalar::{Idx, Precision, PrecisionMode, Scalar, ValueStorage, MAX_INDEX};
+pub use scalar::{
+    Idx, Offset, OffsetWidth, Offsets, Precision, PrecisionMode, Scalar, ValueStorage, MAX_INDEX,
+    MAX_WIDE_NNZ,
+};

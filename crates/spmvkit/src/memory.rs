@@ -47,17 +47,22 @@ pub fn parse_size(s: &str) -> Option<u64> {
     n.checked_mul(1u64 << shift)
 }
 
-fn meminfo_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+/// The field `key` (`MemAvailable:`, `VmHWM:`) of a `/proc` file of `key  N kB` lines, in bytes.
+fn proc_kb(path: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
     let kb: u64 = line
-        .trim_start_matches("MemAvailable:")
+        .trim_start_matches(key)
         .trim()
         .trim_end_matches("kB")
         .trim()
         .parse()
         .ok()?;
     kb.checked_mul(1024)
+}
+
+fn meminfo_available() -> Option<u64> {
+    proc_kb("/proc/meminfo", "MemAvailable:")
 }
 
 fn cgroup_room() -> Option<u64> {
@@ -68,6 +73,12 @@ fn cgroup_room() -> Option<u64> {
         .and_then(|s| s.trim().parse::<u64>().ok())
         .unwrap_or(0);
     Some(max.saturating_sub(current))
+}
+
+/// The peak resident memory of this process so far (`VmHWM` in `/proc/self/status`), for the
+/// figures of a large run (docs/offsets.md); `None` where the file says nothing.
+pub fn peak_resident() -> Option<u64> {
+    proc_kb("/proc/self/status", "VmHWM:")
 }
 
 /// The memory this process may still allocate, or `None` when nothing says.

@@ -1,4 +1,5 @@
-//! The value types spmvkit computes in: `f32` and `f64`, with 32-bit indices everywhere.
+//! The value types spmvkit computes in: `f32` and `f64`, with 32-bit column indices and row
+//! offsets of 32 or 64 bits ([`Offset`], issue #25, docs/offsets.md).
 //!
 //! `Scalar` carries what generic code needs from a precision: conversion to and from `f64` (the
 //! oracle accumulates in `f64`), the machine epsilon that scales oracle tolerances, and the name
@@ -14,8 +15,190 @@ use serde::{Deserialize, Serialize};
 pub type Idx = u32;
 
 /// The largest row count, column count or nnz that spmvkit accepts (2^31−1, the `int` range
-/// cuSPARSE and the kernels index with).
+/// cuSPARSE and the kernels index with); nnz may reach [`MAX_WIDE_NNZ`] with 64-bit row offsets.
 pub const MAX_INDEX: u64 = i32::MAX as u64;
+
+/// The largest nnz a matrix with 64-bit row offsets may have (2^40; docs/offsets.md): rows and
+/// columns stay within [`MAX_INDEX`], so the column indices stay 32-bit.
+pub const MAX_WIDE_NNZ: u64 = 1 << 40;
+
+/// The type of a CSR matrix's row offsets: `u32` (nnz ≤ 2^31−1, every method) or `u64` (nnz up
+/// to [`MAX_WIDE_NNZ`], the methods whose `MethodInfo::offsets64` says so; issue #25,
+/// docs/offsets.md). Column indices stay [`Idx`] either way. Sealed: only these two.
+pub trait Offset:
+    Copy
+    + Send
+    + Sync
+    + Default
+    + Ord
+    + Debug
+    + Display
+    + cudarc::driver::DeviceRepr
+    + cudarc::driver::ValidAsZeroBits
+    + sealed::Sealed
+    + 'static
+{
+    /// Which width this is.
+    const WIDTH: OffsetWidth;
+    /// Size in bytes.
+    const BYTES: usize;
+    /// The largest nnz these offsets hold.
+    const MAX_NNZ: u64;
+    /// The offset as an index (it fits: nnz ≤ [`Offset::MAX_NNZ`] was checked).
+    fn to_usize(self) -> usize;
+    /// An offset from a count ≤ [`Offset::MAX_NNZ`] (checked by the caller; truncates otherwise).
+    fn from_u64(v: u64) -> Self;
+    /// The offsets as a slice of their own width.
+    fn slice(s: &[Self]) -> OffsetSlice<'_>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
+}
+
+impl Offset for u32 {
+    const WIDTH: OffsetWidth = OffsetWidth::W32;
+    const BYTES: usize = 4;
+    const MAX_NNZ: u64 = MAX_INDEX;
+    #[inline]
+    fn to_usize(self) -> usize {
+        self as usize
+    }
+    #[inline]
+    fn from_u64(v: u64) -> Self {
+        v as u32
+    }
+    fn slice(s: &[Self]) -> OffsetSlice<'_> {
+        OffsetSlice::W32(s)
+    }
+}
+
+impl Offset for u64 {
+    const WIDTH: OffsetWidth = OffsetWidth::W64;
+    const BYTES: usize = 8;
+    const MAX_NNZ: u64 = MAX_WIDE_NNZ;
+    #[inline]
+    fn to_usize(self) -> usize {
+        self as usize
+    }
+    #[inline]
+    fn from_u64(v: u64) -> Self {
+        v
+    }
+    fn slice(s: &[Self]) -> OffsetSlice<'_> {
+        OffsetSlice::W64(s)
+    }
+}
+
+/// Row offsets of either width, borrowed (what code that is not generic over [`Offset`] reads).
+#[derive(Clone, Copy, Debug)]
+pub enum OffsetSlice<'a> {
+    W32(&'a [u32]),
+    W64(&'a [u64]),
+}
+
+impl OffsetSlice<'_> {
+    /// Offset `i` as an index.
+    #[inline]
+    pub fn get(&self, i: usize) -> usize {
+        match self {
+            OffsetSlice::W32(s) => s[i] as usize,
+            OffsetSlice::W64(s) => s[i] as usize,
+        }
+    }
+    /// The number of offsets.
+    pub fn len(&self) -> usize {
+        match self {
+            OffsetSlice::W32(s) => s.len(),
+            OffsetSlice::W64(s) => s.len(),
+        }
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The width of row offsets: 32 or 64 bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum OffsetWidth {
+    /// `u32` offsets, nnz ≤ 2^31−1.
+    #[serde(rename = "32")]
+    W32,
+    /// `u64` offsets, nnz ≤ 2^40.
+    #[serde(rename = "64")]
+    W64,
+}
+
+impl OffsetWidth {
+    /// 32 or 64.
+    pub fn bits(self) -> u32 {
+        match self {
+            OffsetWidth::W32 => 32,
+            OffsetWidth::W64 => 64,
+        }
+    }
+    /// Bytes of one offset.
+    pub fn bytes(self) -> usize {
+        self.bits() as usize / 8
+    }
+    /// The largest nnz offsets of this width hold.
+    pub fn max_nnz(self) -> u64 {
+        match self {
+            OffsetWidth::W32 => MAX_INDEX,
+            OffsetWidth::W64 => MAX_WIDE_NNZ,
+        }
+    }
+}
+
+/// Which row offsets a plan uses ([`crate::PlanOptions::offsets`], `--offsets`): `Auto` (32-bit
+/// when nnz ≤ 2^31−1, 64-bit above), or one width forced (64 on a small matrix: the tests and
+/// the A/B of docs/offsets.md; 32 on a matrix above 2^31−1 nonzeros is an error).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Offsets {
+    #[default]
+    Auto,
+    Forced(OffsetWidth),
+}
+
+impl Offsets {
+    /// The width for a matrix of `nnz` entries; a forced width that cannot hold them is
+    /// [`crate::Error::TooLarge`] (32 bits) or [`crate::Error::InvalidArgument`] (64 bits).
+    pub fn width_for(self, nnz: usize) -> crate::Result<OffsetWidth> {
+        let w = match self {
+            Offsets::Auto if nnz as u64 <= MAX_INDEX => OffsetWidth::W32,
+            Offsets::Auto => OffsetWidth::W64,
+            Offsets::Forced(w) => w,
+        };
+        crate::error::check_nnz(w, nnz as u64)?;
+        Ok(w)
+    }
+}
+
+impl Display for Offsets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Offsets::Auto => f.write_str("auto"),
+            Offsets::Forced(w) => write!(f, "{}", w.bits()),
+        }
+    }
+}
+
+impl FromStr for Offsets {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Offsets::Auto),
+            "32" | "u32" => Ok(Offsets::Forced(OffsetWidth::W32)),
+            "64" | "u64" => Ok(Offsets::Forced(OffsetWidth::W64)),
+            other => Err(crate::Error::InvalidArgument(format!(
+                "unknown row offsets '{other}': expected 32, 64 or auto"
+            ))),
+        }
+    }
+}
 
 /// A floating-point value type: `f32` or `f64`.
 pub trait Scalar:

@@ -55,42 +55,8 @@ fn method_in_mode<T: PrepareFor>(method: &str, storage: ValueStorage) -> bool {
         let mut mirror = info
             .cpu
             .then(|| Plan::new(method, &a, &opts(Backend::Cpu, storage)).unwrap());
-        let (x, y0): (Vec<T>, Vec<T>) = (
-            (0..a.ncols())
-                .map(|j| T::from_f64(((j * 7919) % 201) as f64 / 100.0 - 1.0))
-                .collect(),
-            (0..a.nrows())
-                .map(|i| T::from_f64(((i * 104_729) % 199) as f64 / 99.0 - 1.0))
-                .collect(),
-        );
-        for (alpha, beta) in [(1.5, 0.0), (-0.75, 0.5)] {
-            let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
-            let start = if beta == T::zero() {
-                vec![T::from_f64(f64::NAN); a.nrows()]
-            } else {
-                y0.clone()
-            };
-            let mut y = start.clone();
-            plan.apply(alpha, &x, beta, &mut y)
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let want = oracle_spmv(&stored, alpha, &x, beta, &start).unwrap();
-            let c = check(&want, &y);
-            assert!(
-                c.ok,
-                "{what} α={alpha} β={beta}: row {} off by {:.3e} against the stored values' oracle",
-                c.worst_row, c.max_rel_err
-            );
-            if let (Some(m), true) = (mirror.as_mut(), info.deterministic) {
-                let mut ym = start.clone();
-                m.apply(alpha, &x, beta, &mut ym).unwrap();
-                if let Some(i) = (0..y.len()).find(|&i| y[i].to_bits_u64() != ym[i].to_bits_u64()) {
-                    panic!(
-                        "{what} α={alpha} β={beta}: row {i}: GPU {} but CPU mirror {}",
-                        y[i], ym[i]
-                    );
-                }
-            }
-        }
+        let twin = mirror.as_mut().filter(|_| info.deterministic);
+        common::check_calls(&what, &mut plan, twin, &stored);
     }
     true
 }

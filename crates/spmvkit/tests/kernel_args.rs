@@ -81,6 +81,7 @@ fn declaration(decl: &str) -> (String, FieldKind) {
                 "real_t" => Elem::Real,
                 "double" => Elem::Double,
                 "val_t" => Elem::Stored,
+                "off_t" => Elem::Offsets,
                 other => panic!("pointer to {other} in `{decl}`"),
             },
             writable: !is_const,

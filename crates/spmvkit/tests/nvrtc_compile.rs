@@ -93,6 +93,36 @@ fn stored_value_kernels_compile_in_every_narrow_mode() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// The kernels that take 64-bit row offsets compile with them in every precision mode, loading
+/// the row pointers 64 bits wide (docs/offsets.md); in 32 bits they load no 64-bit word.
+#[test]
+fn kernels_compile_with_64_bit_offsets() {
+    if !nvrtc_or_skip("kernels_compile_with_64_bit_offsets") {
+        return;
+    }
+    use spmvkit::gpu::KernelMode;
+    use spmvkit::methods::{csr_scalar, csr_vector};
+    let mut failures = Vec::new();
+    for k in [csr_vector::KERNEL, csr_scalar::KERNEL] {
+        for precision in PrecisionMode::ALL {
+            for offsets in [spmvkit::OffsetWidth::W32, spmvkit::OffsetWidth::W64] {
+                let mode = KernelMode { precision, offsets };
+                let name = k.source.name;
+                match compile_checked_ptx_mode(&k, mode, "sm_90") {
+                    Ok(ptx) => {
+                        let wide = ptx.contains("ld.global.nc.u64");
+                        if wide != (offsets == spmvkit::OffsetWidth::W64) {
+                            failures.push(format!("{name} {mode}: 64-bit loads {wide}"));
+                        }
+                    }
+                    Err(e) => failures.push(format!("{name} {mode}: {e}")),
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
 /// Every prelude helper instantiated in both precisions, so a prelude error shows even before
 /// any room uses the helper.
 const PRELUDE_USER: KernelSource = KernelSource {

@@ -15,6 +15,9 @@
 //! With values stored narrower than x and y ([`PlanOptions::values`], issue #25,
 //! docs/precision.md) the oracle computes from the stored values ([`stored_problem`]), and what
 //! the rounding did to the input is a set of notes of its own ([`conversion_notes`]).
+//!
+//! A matrix of either row-offset width is measured the same way (`Csr<T, O>`, docs/offsets.md);
+//! a plan with 64-bit offsets says so in a note and its byte model counts 8-byte offsets.
 
 pub mod auto;
 pub mod harness;
@@ -36,12 +39,12 @@ pub use suites::MatrixSource;
 
 use std::time::Instant;
 
-use crate::cpu::{check, oracle_spmv_par, Reference};
+use crate::cpu::{check, check_sampled, oracle_spmv_par, sample_rows, Reference};
 use crate::error::Result;
 use crate::gpu::{TimingConfig, TimingMode};
 use crate::matrix::{round_values, Conversion, Csr};
 use crate::methods::{Backend, Plan, PlanOptions, PrepareFor};
-use crate::scalar::{Scalar, ValueStorage};
+use crate::scalar::{Offset, OffsetWidth, Scalar, ValueStorage};
 
 /// How to measure.
 #[derive(Clone, Debug)]
@@ -58,6 +61,9 @@ pub struct MeasureOptions {
     /// Upper bound on one timed sample, ms: `reps` (and `warmup`) shrink for slow calls so a
     /// pathological method on a huge matrix cannot stall a run (at least one call per sample).
     pub max_sample_ms: f64,
+    /// Rows checked a second time by the serial oracle alone ([`check_sampled`]), besides the
+    /// full y against the parallel oracle; 0: none (the `sampled check` note says how it went).
+    pub sample_rows: usize,
 }
 
 impl MeasureOptions {
@@ -84,9 +90,16 @@ impl Default for MeasureOptions {
             alpha: 1.0,
             beta: 0.0,
             max_sample_ms: 200.0,
+            sample_rows: 0,
         }
     }
 }
+
+/// The note of the sampled check ([`MeasureOptions::sample_rows`]).
+pub const SAMPLED_CHECK: &str = "sampled check";
+
+/// The note a record of a plan with 64-bit row offsets carries (`64-bit`; docs/offsets.md).
+pub const OFFSETS_NOTE: &str = "row offsets";
 
 /// Deterministic test vector with entries in [-1, 1] (a fixed-seed SplitMix64 stream).
 pub fn test_vector<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
@@ -116,7 +129,7 @@ pub struct Problem<T> {
 impl<T: Scalar> Problem<T> {
     /// Deterministic x and y0 in [-1, 1] and the oracle's y = αAx + βy0. α and β must be finite
     /// in `T` (a NaN would make every method look wrong).
-    pub fn new(a: &Csr<T>, alpha: f64, beta: f64) -> Result<Self> {
+    pub fn new<O: Offset>(a: &Csr<T, O>, alpha: f64, beta: f64) -> Result<Self> {
         for (name, v) in [("alpha", alpha), ("beta", beta)] {
             if !T::from_f64(v).to_f64().is_finite() {
                 return Err(crate::error::Error::InvalidArgument(format!(
@@ -173,29 +186,42 @@ fn check_later<T: Scalar>(
 /// Prepares `method` on `a`, checks one call against the oracle, then times repeated calls.
 /// With [`PlanOptions::values`] narrower than `T` the check is against the oracle of the stored
 /// values, and the record's notes say what storing them cost ([`conversion_notes`]).
-pub fn measure<T: PrepareFor>(
-    a: &Csr<T>,
+pub fn measure<T: PrepareFor, O: Offset>(
+    a: &Csr<T, O>,
     method: &str,
     opts: &MeasureOptions,
 ) -> Result<RunRecord> {
+    Ok(measure_staged(a, method, opts)?.0)
+}
+
+/// [`measure`], and the time the oracle took (its answer for the full y, and the stored values'
+/// rounding when there is one): the `oracle` stage of a large run's figures.
+pub fn measure_staged<T: PrepareFor, O: Offset>(
+    a: &Csr<T, O>,
+    method: &str,
+    opts: &MeasureOptions,
+) -> Result<(RunRecord, std::time::Duration)> {
+    let t = Instant::now();
     let Some((stored, problem, notes)) = stored_problem(a, opts.plan.values, opts)? else {
         let problem = Problem::new(a, opts.alpha, opts.beta)?;
-        return measure_problem(a, method, opts, &problem);
+        let oracle = t.elapsed();
+        return Ok((measure_problem(a, method, opts, &problem)?, oracle));
     };
+    let oracle = t.elapsed();
     let mut rec = measure_problem(&stored, method, opts, &problem)?;
     rec.notes.extend(notes);
-    Ok(rec)
+    Ok((rec, oracle))
 }
 
 /// For values stored as `storage` (not `Same`): `a` with its values rounded to it
 /// ([`round_values`], an error naming the entry that does not fit), the problem whose oracle
 /// computes from those values, and the notes of [`conversion_notes`]. `None` for `Same`.
 #[allow(clippy::type_complexity)]
-pub fn stored_problem<T: Scalar>(
-    a: &Csr<T>,
+pub fn stored_problem<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
     storage: ValueStorage,
     opts: &MeasureOptions,
-) -> Result<Option<(Csr<T>, Problem<T>, Vec<(String, String)>)>> {
+) -> Result<Option<(Csr<T, O>, Problem<T>, Vec<(String, String)>)>> {
     if storage == ValueStorage::Same || storage.name() == T::PRECISION.name() {
         return Ok(None);
     }
@@ -241,8 +267,8 @@ pub fn conversion_notes(
 }
 
 /// [`measure`] with the oracle's answer already computed.
-pub fn measure_problem<T: PrepareFor>(
-    a: &Csr<T>,
+pub fn measure_problem<T: PrepareFor, O: Offset>(
+    a: &Csr<T, O>,
     method: &str,
     opts: &MeasureOptions,
     problem: &Problem<T>,
@@ -253,16 +279,41 @@ pub fn measure_problem<T: PrepareFor>(
     let mut y = problem.y0.clone();
     plan.apply(alpha, x, beta, &mut y)?;
     let checked = check(&problem.reference, &y);
+    let sampled = (opts.sample_rows > 0)
+        .then(|| {
+            let rows = sample_rows(a.nrows(), opts.sample_rows);
+            let c = check_sampled(a, alpha, x, beta, &problem.y0, &y, &rows)?;
+            Ok::<_, crate::Error>((rows.len(), c))
+        })
+        .transpose()?;
 
-    let mut rec = RunRecord::new::<T>(a, &info, plan.backend(), plan.prep_times());
+    let mut rec = RunRecord::new::<T, O>(a, &info, plan.backend(), plan.prep_times());
     // values stored narrower than T move fewer bytes (docs/precision.md)
     let stored = plan.precision_mode().values.bytes(T::PRECISION);
     rec.bytes_model -= ((T::BYTES - stored) * a.nnz()) as u64;
+    if plan.offsets() == OffsetWidth::W64 {
+        rec.bytes_model += 4 * (a.nrows() as u64 + 1);
+    }
     rec.method = method.trim().to_string();
     rec.max_rel_err = checked.max_rel_err;
     rec.verified = checked.ok;
     rec.y_digest = Some(crate::hash::y_digest(&y));
     rec.notes = plan.layout().notes();
+    if plan.offsets() == OffsetWidth::W64 {
+        rec.notes.push((OFFSETS_NOTE.into(), "64-bit".into()));
+    }
+    if let Some((n, c)) = sampled {
+        rec.verified &= c.ok;
+        rec.notes.push((
+            SAMPLED_CHECK.into(),
+            format!(
+                "{n} rows, serial oracle: max relative error {:.3e} at row {} ({})",
+                c.max_rel_err,
+                c.worst_row,
+                if c.ok { "ok" } else { "WRONG" }
+            ),
+        ));
+    }
     if let Some(note) = plan.reorder_note() {
         rec.notes
             .insert(0, ("reorder".to_string(), note.to_string()));

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::matrix::{byte_model, Csr};
 use crate::methods::{Backend, MethodInfo, PrepTimes};
-use crate::scalar::{Precision, Scalar};
+use crate::scalar::{Offset, Precision, Scalar};
 use crate::stats::sample_stats;
 
 /// Per-call time statistics over samples, in µs.
@@ -103,8 +103,8 @@ pub struct LaterCheck {
 }
 
 impl RunRecord {
-    pub(crate) fn new<T: Scalar>(
-        a: &Csr<T>,
+    pub(crate) fn new<T: Scalar, O: Offset>(
+        a: &Csr<T, O>,
         info: &MethodInfo,
         backend: Backend,
         prep: PrepTimes,

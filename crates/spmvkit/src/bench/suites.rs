@@ -55,6 +55,19 @@ impl MatrixSource {
         }
     }
 
+    /// [`MatrixSource::load`] with row offsets of type `O` (docs/offsets.md): a spec is generated
+    /// in that width (past 2^31−1 nonzeros with `u64`), a file is read and then converted (a
+    /// copy; files hold at most 2^31−1 nonzeros).
+    pub fn load_as<T: Scalar, O: crate::Offset>(&self, use_cache: bool) -> Result<Csr<T, O>> {
+        match self {
+            MatrixSource::File(p) if use_cache => {
+                crate::io::load_cached::<T>(p, None)?.with_offsets()
+            }
+            MatrixSource::File(p) => crate::io::load::<T>(p)?.with_offsets(),
+            MatrixSource::Spec(s) => crate::gen::generate_as::<T, O>(s),
+        }
+    }
+
     /// The file path or spec, as written in reports.
     pub fn label(&self) -> String {
         match self {

@@ -7,7 +7,7 @@ mod parallel;
 
 pub use exact::{check_exact, failing_rows_exact, ExactProblem};
 pub use oracle::{
-    check, failing_rows, oracle_spmv, oracle_spmv_par, oracle_spmv_rows, tolerance_factor, Check,
-    Reference, SQRT_FACTOR,
+    check, check_sampled, failing_rows, oracle_spmv, oracle_spmv_par, oracle_spmv_rows,
+    sample_rows, tolerance_factor, Check, Reference, SQRT_FACTOR,
 };
 pub use parallel::{balanced_row_splits, par_csr_spmv};

@@ -27,7 +27,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::matrix::{check_vectors, Csr, VectorFit};
-use crate::scalar::Scalar;
+use crate::scalar::{Offset, Scalar};
 
 /// The oracle's answer: y in f64 and each row's magnitude for tolerances.
 #[derive(Clone, Debug)]
@@ -53,8 +53,8 @@ pub struct Check {
 }
 
 /// Serial f64 SpMV: returns y = αAx + βy0 without touching `y0`.
-pub fn oracle_spmv<T: Scalar>(
-    a: &Csr<T>,
+pub fn oracle_spmv<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
     alpha: T,
     x: &[T],
     beta: T,
@@ -70,8 +70,8 @@ pub fn oracle_spmv<T: Scalar>(
 /// The same oracle with rows spread over threads: each row is still summed serially in f64 in
 /// column order, so the result is bitwise the one of [`oracle_spmv`], only sooner on big
 /// matrices (the benchmark harness uses it).
-pub fn oracle_spmv_par<T: Scalar>(
-    a: &Csr<T>,
+pub fn oracle_spmv_par<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
     alpha: T,
     x: &[T],
     beta: T,
@@ -82,8 +82,8 @@ pub fn oracle_spmv_par<T: Scalar>(
 
 /// The oracle on rows `rows` of `a` only (one rank's share of a distributed SpMV), in parallel
 /// as [`oracle_spmv_par`]: `y0` and the answer hold those rows, from `rows.start`.
-pub fn oracle_spmv_rows<T: Scalar>(
-    a: &Csr<T>,
+pub fn oracle_spmv_rows<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
     rows: std::ops::Range<usize>,
     alpha: T,
     x: &[T],
@@ -118,10 +118,65 @@ pub fn oracle_spmv_rows<T: Scalar>(
     ))
 }
 
+/// `n` rows of a matrix of `nrows` spread over it for a sampled check: the first and last rows
+/// and evenly spaced ones between, each moved by a fixed pseudo-random step inside its stretch
+/// (so a sample is not only every k-th row), ascending and distinct; every row when `n ≥ nrows`.
+pub fn sample_rows(nrows: usize, n: usize) -> Vec<usize> {
+    if n >= nrows {
+        return (0..nrows).collect();
+    }
+    let stretch = nrows as f64 / n as f64;
+    let mut rows: Vec<usize> = (0..n)
+        .map(|k| {
+            let jitter = (crate::hash::fnv1a(&(k as u64).to_le_bytes()) % 1024) as f64 / 1024.0;
+            ((k as f64 + jitter) * stretch) as usize
+        })
+        .chain([0, nrows.saturating_sub(1)])
+        .filter(|&r| r < nrows)
+        .collect();
+    rows.sort_unstable();
+    rows.dedup();
+    rows
+}
+
+/// The serial oracle on the rows `rows` alone, each summed in f64 in column order, and `y`
+/// (all rows) checked against it on those rows with the rule of [`check`]: the sampled check of
+/// a large run, independent of the parallel oracle that checks the full y. The reported row is
+/// the matrix's.
+#[allow(clippy::too_many_arguments)]
+pub fn check_sampled<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
+    alpha: T,
+    x: &[T],
+    beta: T,
+    y0: &[T],
+    y: &[T],
+    rows: &[usize],
+) -> Result<Check> {
+    check_lengths(a, x.len(), y0.len())?;
+    check_lengths(a, x.len(), y.len())?;
+    if let Some(&bad) = rows.iter().find(|&&r| r >= a.nrows()) {
+        return Err(Error::InvalidArgument(format!(
+            "sampled row {bad} outside a matrix of {} rows",
+            a.nrows()
+        )));
+    }
+    let parts: Vec<(f64, f64, f64)> = rows
+        .iter()
+        .map(|&i| oracle_row(a, alpha, x, beta, y0[i], i))
+        .collect();
+    let reference =
+        Reference::from_parts(parts, rows.iter().map(|&i| a.row_len(i) as u32).collect());
+    let ys: Vec<T> = rows.iter().map(|&i| y[i]).collect();
+    let mut c = check(&reference, &ys);
+    c.worst_row = rows.get(c.worst_row).copied().unwrap_or(0);
+    Ok(c)
+}
+
 /// Row i of the oracle: (y_i, scale_i, α·Σ a_ij·x_j).
 #[inline]
-fn oracle_row<T: Scalar>(
-    a: &Csr<T>,
+fn oracle_row<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
     alpha: T,
     x: &[T],
     beta: T,
@@ -205,7 +260,7 @@ impl Reference {
         })
     }
 
-    fn from_rows<T: Scalar>(a: &Csr<T>, rows: Vec<(f64, f64, f64)>) -> Self {
+    fn from_rows<T: Scalar, O: Offset>(a: &Csr<T, O>, rows: Vec<(f64, f64, f64)>) -> Self {
         Self::from_parts(rows, (0..a.nrows()).map(|i| a.row_len(i) as u32).collect())
     }
 
@@ -316,6 +371,10 @@ impl Check {
     }
 }
 
-pub(crate) fn check_lengths<T: Scalar>(a: &Csr<T>, xlen: usize, ylen: usize) -> Result<()> {
+pub(crate) fn check_lengths<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
+    xlen: usize,
+    ylen: usize,
+) -> Result<()> {
     check_vectors("", (a.nrows(), a.ncols()), xlen, ylen, VectorFit::Exact)
 }

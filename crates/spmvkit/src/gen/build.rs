@@ -2,7 +2,9 @@
 //! of a size fixed by the spec (never by the thread count); a first parallel pass writes row
 //! lengths, a chunked prefix sum turns them into row pointers (checking nnz against the 32-bit
 //! limit before the index and value arrays are allocated), and a second parallel pass fills each
-//! chunk's columns and values in place. No COO, no global sort.
+//! chunk's columns and values in place. No COO, no global sort. The row pointers are of either
+//! offset width ([`Offset`]: `u32`, or `u64` above 2^31−1 nonzeros, docs/offsets.md); the
+//! kinds' passes see row lengths and chunk-local spans, never the width.
 //!
 //! [`RowGen`] keeps a kind's two passes so that any row range can be built alone (issue #26):
 //! the chunks overlapping the range are filled from their own random streams, exactly as in
@@ -16,7 +18,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
 use crate::memory::try_vec;
-use crate::scalar::{Idx, Scalar, MAX_INDEX};
+use crate::scalar::{Idx, Offset, OffsetSlice, Scalar};
 
 /// Entries aimed at per chunk: enough work to amortise scheduling, small enough to balance.
 const TARGET_CHUNK_NNZ: u64 = 1 << 15;
@@ -30,11 +32,11 @@ pub(crate) fn chunk_rows(mean_len: f64) -> usize {
 }
 
 /// One chunk of rows handed to a fill callback: its index, its rows, the matrix's row pointers
-/// (absolute) and the chunk's slices of the column and value arrays.
+/// (absolute, of either width) and the chunk's slices of the column and value arrays.
 pub(crate) struct Chunk<'a, T> {
     pub index: usize,
     pub rows: Range<usize>,
-    pub row_ptr: &'a [Idx],
+    row_ptr: OffsetSlice<'a>,
     pub cols: &'a mut [Idx],
     pub vals: &'a mut [T],
 }
@@ -43,22 +45,44 @@ impl<T> Chunk<'_, T> {
     /// The chunk-local range of row `i`'s entries.
     #[inline]
     pub fn span(&self, i: usize) -> Range<usize> {
-        let base = self.row_ptr[self.rows.start] as usize;
-        self.row_ptr[i] as usize - base..self.row_ptr[i + 1] as usize - base
+        let base = self.row_ptr.get(self.rows.start);
+        self.row_ptr.get(i) - base..self.row_ptr.get(i + 1) - base
     }
 }
 
+/// Writes the row lengths of each chunk of `chunk` rows into `ptr[1..]` through `lens` (which
+/// writes `u32` lengths: a row has at most 2^31−1 entries whatever the offsets' width).
+fn write_lengths<O: Offset>(
+    ptr: &mut [O],
+    chunk: usize,
+    lens: &(impl Fn(usize, Range<usize>, &mut [Idx]) + Sync),
+) {
+    ptr[1..].par_chunks_mut(chunk).enumerate().for_each_init(
+        Vec::new,
+        |buf: &mut Vec<Idx>, (c, out)| {
+            let start = c * chunk;
+            buf.clear();
+            buf.resize(out.len(), 0);
+            lens(c, start..start + out.len(), buf);
+            for (o, &l) in out.iter_mut().zip(buf.iter()) {
+                *o = O::from_u64(u64::from(l));
+            }
+        },
+    );
+}
+
 /// Turns row lengths stored at `ptr[1..]` into row pointers in place. Chunk-local scans run in
-/// parallel; the total is checked against 2^31−1 before anything relies on it.
-pub(crate) fn lengths_to_ptr(ptr: &mut [Idx], chunk: usize) -> Result<u64> {
-    ptr[0] = 0;
+/// parallel; the total is checked against what offsets of type `O` hold (2^31−1 or 2^40) before
+/// anything relies on it.
+pub(crate) fn lengths_to_ptr<O: Offset>(ptr: &mut [O], chunk: usize) -> Result<u64> {
+    ptr[0] = O::default();
     let sums: Vec<u64> = ptr[1..]
         .par_chunks_mut(chunk)
         .map(|c| {
             let mut acc = 0u64;
             for v in c.iter_mut() {
-                acc += *v as u64;
-                *v = acc as u32;
+                acc += v.to_usize() as u64;
+                *v = O::from_u64(acc);
             }
             acc
         })
@@ -69,19 +93,14 @@ pub(crate) fn lengths_to_ptr(ptr: &mut [Idx], chunk: usize) -> Result<u64> {
         offsets.push(total);
         total += s;
     }
-    if total > MAX_INDEX {
-        return Err(Error::TooLarge {
-            what: "nnz",
-            value: total,
-        });
-    }
+    crate::error::check_nnz(O::WIDTH, total)?;
     ptr[1..]
         .par_chunks_mut(chunk)
         .zip(offsets.par_iter())
         .for_each(|(c, &off)| {
             if off > 0 {
                 for v in c.iter_mut() {
-                    *v += off as u32;
+                    *v = O::from_u64(v.to_usize() as u64 + off);
                 }
             }
         });
@@ -90,10 +109,10 @@ pub(crate) fn lengths_to_ptr(ptr: &mut [Idx], chunk: usize) -> Result<u64> {
 
 /// Splits `cols`/`vals` (the entries of rows `rows`, which starts on a chunk boundary) into the
 /// slices of each chunk of `chunk` rows.
-pub(crate) fn split_chunks<'a, T>(
+pub(crate) fn split_chunks<'a, T, O: Offset>(
     rows: Range<usize>,
     chunk: usize,
-    row_ptr: &'a [Idx],
+    row_ptr: &'a [O],
     mut cols: &'a mut [Idx],
     mut vals: &'a mut [T],
 ) -> Vec<Chunk<'a, T>> {
@@ -103,7 +122,7 @@ pub(crate) fn split_chunks<'a, T>(
     let mut index = rows.start / chunk.max(1);
     while start < nrows {
         let end = (start + chunk).min(nrows);
-        let len = (row_ptr[end] - row_ptr[start]) as usize;
+        let len = row_ptr[end].to_usize() - row_ptr[start].to_usize();
         let (c, rest_c) = std::mem::take(&mut cols).split_at_mut(len);
         let (v, rest_v) = std::mem::take(&mut vals).split_at_mut(len);
         cols = rest_c;
@@ -111,7 +130,7 @@ pub(crate) fn split_chunks<'a, T>(
         out.push(Chunk {
             index,
             rows: start..end,
-            row_ptr,
+            row_ptr: O::slice(row_ptr),
             cols: c,
             vals: v,
         });
@@ -121,32 +140,28 @@ pub(crate) fn split_chunks<'a, T>(
     out
 }
 
-/// Builds an `nrows × ncols` CSR matrix row chunk by row chunk.
+/// Builds an `nrows × ncols` CSR matrix with row offsets of type `O`, row chunk by row chunk.
 ///
 /// `lens(chunk_index, rows, out)` writes the length of each row of the chunk; `fill(chunk)`
 /// writes each row's strictly increasing columns and its values. Both must depend only on their
-/// arguments (and the seed they capture) for the result to be deterministic.
-pub(crate) fn build_rows<T, L, F>(
+/// arguments (and the seed they capture) for the result to be deterministic, and neither sees
+/// the offsets' width: the same spec gives the same matrix in both widths.
+pub(crate) fn build_rows<T, O, L, F>(
     nrows: usize,
     ncols: usize,
     chunk: usize,
     lens: L,
     fill: F,
-) -> Result<Csr<T>>
+) -> Result<Csr<T, O>>
 where
     T: Scalar,
+    O: Offset,
     L: Fn(usize, Range<usize>, &mut [Idx]) + Sync,
     F: Fn(&mut Chunk<'_, T>) + Sync,
 {
     let chunk = chunk.max(1);
-    let mut row_ptr: Vec<Idx> = try_vec("the row pointers", nrows + 1, 0)?;
-    row_ptr[1..]
-        .par_chunks_mut(chunk)
-        .enumerate()
-        .for_each(|(c, out)| {
-            let start = c * chunk;
-            lens(c, start..start + out.len(), out)
-        });
+    let mut row_ptr: Vec<O> = try_vec("the row pointers", nrows + 1, O::default())?;
+    write_lengths(&mut row_ptr, chunk, &lens);
     let nnz = lengths_to_ptr(&mut row_ptr, chunk)? as usize;
     let mut cols: Vec<Idx> = try_vec("the column indices", nnz, 0)?;
     let mut vals: Vec<T> = try_vec("the values", nnz, T::zero())?;
@@ -188,8 +203,8 @@ impl<T: Scalar> RowGen<T> {
         }
     }
 
-    /// The whole matrix.
-    pub(crate) fn build(&self) -> Result<Csr<T>> {
+    /// The whole matrix, with row offsets of type `O`.
+    pub(crate) fn build<O: Offset>(&self) -> Result<Csr<T, O>> {
         build_rows(self.nrows, self.ncols, self.chunk, &self.lens, &self.fill)
     }
 
@@ -197,13 +212,7 @@ impl<T: Scalar> RowGen<T> {
     pub(crate) fn row_ptr(&self) -> Result<Vec<Idx>> {
         let chunk = self.chunk;
         let mut row_ptr: Vec<Idx> = try_vec("the row pointers", self.nrows + 1, 0)?;
-        row_ptr[1..]
-            .par_chunks_mut(chunk)
-            .enumerate()
-            .for_each(|(c, out)| {
-                let start = c * chunk;
-                (self.lens)(c, start..start + out.len(), out)
-            });
+        write_lengths(&mut row_ptr, chunk, &self.lens);
         lengths_to_ptr(&mut row_ptr, chunk)?;
         Ok(row_ptr)
     }

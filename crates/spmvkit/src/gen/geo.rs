@@ -261,7 +261,7 @@ pub(crate) fn rgg<T: Scalar>(n: usize, order: Order, seed: u64) -> Result<Csr<T>
         .map(|_| Mutex::new(Vec::new()))
         .collect();
     let (pts, grid, found) = (&pts, &grid, &found);
-    build_rows::<T, _, _>(
+    build_rows::<T, crate::scalar::Idx, _, _>(
         n,
         n,
         chunk,
@@ -369,7 +369,7 @@ fn csr_from_sorted_entries<T: Scalar>(n: usize, keys: &[u64]) -> Result<Csr<T>> 
             .map(move |(j, &k)| (k, j + lo > 0 && keys[j + lo - 1] == k))
     };
     let mean = keys.len() as f64 / n.max(1) as f64;
-    build_rows::<T, _, _>(
+    build_rows::<T, crate::scalar::Idx, _, _>(
         n,
         n,
         chunk_rows(mean),

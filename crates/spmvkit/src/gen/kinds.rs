@@ -75,10 +75,9 @@ pub(crate) fn stencil<T: Scalar>(n: usize, dims: u32, full: bool, var: Option<u6
             }
         },
         move |c| {
-            let base = c.row_ptr[c.rows.start] as usize;
             for r in c.rows.clone() {
                 let (z, y, x) = coord(r);
-                let mut k = c.row_ptr[r] as usize - base;
+                let mut k = c.span(r).start;
                 let (mut kd, mut sum) = (k, 0.0);
                 for &(dz, dy, dx) in &offs {
                     if inside(z + dz) && inside(y + dy) && inside(x + dx) {
@@ -191,7 +190,7 @@ pub(crate) fn uniform<T: Scalar>(m: usize, n: usize, k: usize, seed: u64) -> Row
 /// `lengths.len()`×ncols with the given row lengths, random distinct columns and values.
 pub(crate) fn with_lengths<T: Scalar>(lengths: &[Idx], ncols: usize, seed: u64) -> Result<Csr<T>> {
     let mean = lengths.iter().map(|&l| l as f64).sum::<f64>() / lengths.len().max(1) as f64;
-    build_rows::<T, _, _>(
+    build_rows::<T, Idx, _, _>(
         lengths.len(),
         ncols,
         chunk_rows(mean),

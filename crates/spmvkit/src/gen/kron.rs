@@ -232,16 +232,15 @@ pub(crate) fn kron<T: Scalar>(o: KronOptions) -> Result<Csr<T>> {
     let raw = &raw;
     let raw_ptr = &raw_ptr;
     let unique = &unique;
-    build_rows::<T, _, _>(
+    build_rows::<T, crate::scalar::Idx, _, _>(
         n,
         n,
         row_chunk,
         move |_, rows, out| out.copy_from_slice(&unique[rows]),
         move |c| {
-            let base = c.row_ptr[c.rows.start] as usize;
             for i in c.rows.clone() {
                 let row = &raw[raw_ptr[i] as usize..raw_ptr[i + 1] as usize];
-                let mut k = c.row_ptr[i] as usize - base;
+                let mut k = c.span(i).start;
                 let mut j = 0;
                 while j < row.len() {
                     let col = row[j];

@@ -39,7 +39,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::matrix::{check_square, Csr};
 use crate::reorder::{permute_symmetric, Permutation};
-use crate::scalar::{Scalar, MAX_INDEX};
+use crate::scalar::{Idx, Offset, OffsetWidth, Scalar, MAX_INDEX};
 
 pub use geo::rgg_radius;
 
@@ -434,9 +434,30 @@ pub fn generate<T: Scalar>(spec: &str) -> Result<Csr<T>> {
     generate_from(&parse_spec(spec)?)
 }
 
+/// Generates the matrix a GEN-SPEC names, in precision `T` with row offsets of type `O`: `u64`
+/// takes the row-chunked kinds past 2^31−1 nonzeros, up to 2^40 (docs/offsets.md); `kron`,
+/// `rgg` and `delaunay` stay within 2^31−1 and are widened after generation. The same spec gives
+/// the same matrix in both widths.
+///
+/// ```
+/// let a = spmvkit::gen::generate::<f32>("uniform:1000,7").unwrap();
+/// let w = spmvkit::gen::generate_as::<f32, u64>("uniform:1000,7").unwrap();
+/// assert_eq!(w, a.with_offsets::<u64>().unwrap());
+/// ```
+pub fn generate_as<T: Scalar, O: Offset>(spec: &str) -> Result<Csr<T, O>> {
+    generate_from_as(&parse_spec(spec)?)
+}
+
 /// Generates the matrix a GEN-SPEC names, in f64.
 pub fn generate_f64(spec: &str) -> Result<Csr<f64>> {
     generate::<f64>(spec)
+}
+
+/// Checks nnz against what row offsets of width `w` hold (2^31−1 or 2^40; computed wide).
+fn limit_nnz(w: OffsetWidth, value: u128) -> Result<usize> {
+    let v = u64::try_from(value).unwrap_or(u64::MAX);
+    crate::error::check_nnz(w, v)?;
+    Ok(v as usize)
 }
 
 /// Checks a count against the 32-bit index limit (computed wide, so nothing overflows).
@@ -595,7 +616,7 @@ pub fn row_generator<T: Scalar>(spec: &str) -> Result<Option<RowGenerator<T>>> {
     if renumbered(&g)? {
         return Ok(None);
     }
-    Ok(match generate_kind::<T>(&g, false)? {
+    Ok(match generate_kind::<T>(&g, false, OffsetWidth::W32)? {
         Made::Rows(inner) => Some(RowGenerator { inner }),
         Made::Whole(_) | Made::NoRange => None,
     })
@@ -603,9 +624,15 @@ pub fn row_generator<T: Scalar>(spec: &str) -> Result<Option<RowGenerator<T>>> {
 
 /// Generates the matrix of a parsed spec, in precision `T`, renumbered when it asks for it.
 pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
-    let a = match generate_kind::<T>(g, true)? {
+    generate_from_as::<T, Idx>(g)
+}
+
+/// [`generate_from`] with row offsets of type `O` ([`generate_as`]). `renumber=random` takes at
+/// most 2^31−1 nonzeros (the reordering is 32-bit).
+pub fn generate_from_as<T: Scalar, O: Offset>(g: &GenSpec) -> Result<Csr<T, O>> {
+    let a: Csr<T, O> = match generate_kind::<T>(g, true, O::WIDTH)? {
         Made::Rows(r) => r.build()?,
-        Made::Whole(a) => a,
+        Made::Whole(a) => a.with_offsets()?,
         Made::NoRange => return Err(spec_err(&g.to_string(), "no matrix was generated")),
     };
     if !renumbered(g)? {
@@ -618,7 +645,7 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
     )
     .map_err(|e| spec_err(&g.to_string(), e.to_string()))?;
     let p = Permutation::random(a.nrows(), g.seed)?;
-    permute_symmetric(&a, &p)
+    permute_symmetric(&a.with_offsets::<Idx>()?, &p)?.with_offsets()
 }
 
 /// What [`generate_kind`] makes: a kind built row chunk by row chunk (whole or any row range),
@@ -631,8 +658,10 @@ enum Made<T> {
 
 /// Generates the matrix of a parsed spec in the generator's own numbering. With `whole` false
 /// the caller wants row ranges: the whole matrix's memory is not checked, and the kinds that
-/// cannot build a row range alone (`kron`, `rgg`, `delaunay`) answer [`Made::NoRange`].
-fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool) -> Result<Made<T>> {
+/// cannot build a row range alone (`kron`, `rgg`, `delaunay`) answer [`Made::NoRange`]. `width`
+/// is the row offsets' the caller builds with: the nnz limit of the row-chunked kinds and their
+/// memory estimate follow it.
+fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool, width: OffsetWidth) -> Result<Made<T>> {
     let a: Vec<u128> = g.args.iter().map(|&v| v as u128).collect();
     let spec = g.to_string();
     let d = find_kind(g.kind).ok_or_else(|| spec_err(&spec, "unknown kind"))?;
@@ -646,6 +675,11 @@ fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool) -> Result<Made<T>> {
         Ok(())
     };
     let seed = g.seed;
+    // the CSR a row-chunked kind builds, with row offsets of `width`: its peak memory too
+    let csr = |rows: u128, nnz: u128| {
+        csr_bytes::<T>(rows, nnz) + (width.bytes() as u128 - 4) * (rows + 1)
+    };
+    let nnz_limit = |value: u128| limit_nnz(width, value);
     let fits = |g: &GenSpec, bytes: u128| {
         if whole {
             fits::<T>(g, bytes)
@@ -669,8 +703,8 @@ fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool) -> Result<Made<T>> {
                 "poisson3d" => 7 * rows - 6 * square,
                 _ => (3 * n - 2).pow(3),
             };
-            limit("nnz", nnz)?;
-            fits(g, csr_bytes::<T>(rows, nnz))?;
+            nnz_limit(nnz)?;
+            fits(g, csr(rows, nnz))?;
             let dims = if g.kind == "poisson2d" { 2 } else { 3 };
             let full = matches!(g.kind, "stencil27" | "varcoef27");
             let var = (g.kind == "varcoef27").then_some(seed);
@@ -708,8 +742,8 @@ fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool) -> Result<Made<T>> {
             })?;
             let n = limit("rows", n)?;
             let width = (2 * bw + 1).min(n as u128) as f64;
-            let nnz = limit("nnz", (n as f64 * (fill * width).round().max(1.0)) as u128)?;
-            fits(g, csr_bytes::<T>(n as u128, nnz as u128))?;
+            let nnz = nnz_limit((n as f64 * (fill * width).round().max(1.0)) as u128)?;
+            fits(g, csr(n as u128, nnz as u128))?;
             Made::Rows(kinds::banded::<T>(
                 n,
                 bw.min(n as u128) as usize,
@@ -736,8 +770,8 @@ fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool) -> Result<Made<T>> {
             }
             limit("rows", m)?;
             limit("columns", n)?;
-            limit("nnz", m * k)?;
-            fits(g, csr_bytes::<T>(m, m * k))?;
+            nnz_limit(m * k)?;
+            fits(g, csr(m, m * k))?;
             Made::Rows(kinds::uniform::<T>(
                 m as usize, n as usize, k as usize, seed,
             ))
@@ -752,8 +786,8 @@ fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool) -> Result<Made<T>> {
                 s.parse::<f64>().ok().filter(|x| *x > 0.0 && x.is_finite())
             })?;
             limit("rows", n)?;
-            limit("nnz", n * mean)?;
-            fits(g, csr_bytes::<T>(n, n * mean))?;
+            nnz_limit(n * mean)?;
+            fits(g, csr(n, n * mean))?;
             Made::Rows(kinds::powerlaw::<T>(n as usize, mean as f64, alpha, seed))
         }
         "kron" => {
@@ -806,8 +840,8 @@ fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool) -> Result<Made<T>> {
         "blockdiag" => {
             let (nb, bs) = (a[0], a[1]);
             limit("rows", nb * bs)?;
-            limit("nnz", nb * bs * bs)?;
-            fits(g, csr_bytes::<T>(nb * bs, nb * bs * bs))?;
+            nnz_limit(nb * bs * bs)?;
+            fits(g, csr(nb * bs, nb * bs * bs))?;
             Made::Rows(kinds::blockdiag::<T>(nb as usize, bs as usize, seed))
         }
         "hugerow" => {
@@ -827,8 +861,8 @@ fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool) -> Result<Made<T>> {
             }
             limit("rows", n)?;
             limit("columns", ncols)?;
-            limit("nnz", (n - 1) * k + l)?;
-            fits(g, csr_bytes::<T>(n, (n - 1) * k + l))?;
+            nnz_limit((n - 1) * k + l)?;
+            fits(g, csr(n, (n - 1) * k + l))?;
             Made::Rows(kinds::hugerow::<T>(
                 n as usize,
                 ncols as usize,
@@ -840,14 +874,14 @@ fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool) -> Result<Made<T>> {
         }
         "diag" | "identity" => {
             let n = limit("rows", a[0])?;
-            fits(g, csr_bytes::<T>(a[0], a[0]))?;
+            fits(g, csr(a[0], a[0]))?;
             Made::Rows(kinds::diagonal::<T>(n, g.kind == "identity", seed))
         }
         "dense" => {
             limit("rows", a[0])?;
             limit("columns", a[1])?;
-            limit("nnz", a[0] * a[1])?;
-            fits(g, csr_bytes::<T>(a[0], a[0] * a[1]))?;
+            nnz_limit(a[0] * a[1])?;
+            fits(g, csr(a[0], a[0] * a[1]))?;
             Made::Rows(kinds::dense::<T>(a[0] as usize, a[1] as usize, seed))
         }
         "empty" => {

@@ -17,6 +17,13 @@
 //! cuSPARSE refuses (its table of mixed-precision SpMV pairs A with x of the same type) comes
 //! back as [`Error::MethodUnsupported`] naming the combination.
 //!
+//! Row offsets of 64 bits (issue #25, docs/offsets.md: [`CusparseSpmv::new_stored`] on a
+//! `Csr<T, u64>`) are set up as `CUSPARSE_INDEX_64I` row offsets with `CUSPARSE_INDEX_32I`
+//! column indices, no bytes wasted; when cuSPARSE refuses that pair (`cusparseCreateCsr` takes
+//! the two types apart, but its SpMV documentation lists only 32-bit and 64-bit indices, not
+//! their mix) the columns are widened to 64I for this baseline alone, counted in its footprint,
+//! and [`CusparseSpmv::index_note`] says so.
+//!
 //! Determinism (cuSPARSE documentation, section "cusparseSpMV()", properties list: "Provides
 //! deterministic (bit-wise) results for each run only for CUSPARSE_SPMV_COO_ALG2 and
 //! CUSPARSE_SPMV_CSR_ALG2 algorithms, and opA == CUSPARSE_OPERATION_NON_TRANSPOSE";
@@ -37,11 +44,11 @@ mod spmm;
 
 pub use spmm::{CusparseSpmm, SpmmAlg};
 
-use super::stored::DeviceValues;
+use super::stored::{DeviceOffsets, DeviceValues};
 use super::{Gpu, PinnedSource};
 use crate::error::{Error, Result};
 use crate::matrix::Csr;
-use crate::scalar::{Precision, Scalar, ValueStorage};
+use crate::scalar::{Offset, OffsetWidth, Precision, Scalar, ValueStorage};
 
 /// Which cuSPARSE CSR SpMV algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +135,37 @@ unsafe fn create_dn_vec(
     })
 }
 
+/// The index types of a CSR descriptor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CsrIndex {
+    /// 32-bit row offsets and column indices.
+    I32,
+    /// 64-bit row offsets, 32-bit column indices (docs/offsets.md).
+    Offsets64,
+    /// 64-bit row offsets and column indices (the columns widened for cuSPARSE alone).
+    I64,
+}
+
+impl CsrIndex {
+    /// (row offsets, column indices) as cuSPARSE names them.
+    fn raw(self) -> (cusparseIndexType_t, cusparseIndexType_t) {
+        use cusparseIndexType_t::{CUSPARSE_INDEX_32I as I32, CUSPARSE_INDEX_64I as I64};
+        match self {
+            CsrIndex::I32 => (I32, I32),
+            CsrIndex::Offsets64 => (I64, I32),
+            CsrIndex::I64 => (I64, I64),
+        }
+    }
+    /// `32I`, `64I offsets, 32I columns` or `64I`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CsrIndex::I32 => "32I",
+            CsrIndex::Offsets64 => "64I offsets, 32I columns",
+            CsrIndex::I64 => "64I offsets and columns (columns widened for cuSPARSE)",
+        }
+    }
+}
+
 /// Creates in `desc` the descriptor of a zero-based CSR matrix of `nrows` × `ncols` with `nnz`
 /// entries, 32-bit row offsets and column indices, and values of type `dt` (the CSR of every
 /// cuSPARSE call here: SpMV and SpMM).
@@ -137,10 +175,26 @@ unsafe fn create_dn_vec(
 /// elements) for as long as the descriptor is used.
 pub(crate) unsafe fn create_csr(
     desc: &mut cusparseSpMatDescr_t,
+    dims: (i64, i64, i64),
+    addrs: (u64, u64, u64),
+    dt: cudaDataType,
+) -> Result<()> {
+    // SAFETY: the caller's promise.
+    unsafe { create_csr_typed(desc, dims, addrs, dt, CsrIndex::I32) }
+}
+
+/// [`create_csr`] with the index types `index`.
+///
+/// # Safety
+/// As [`create_csr`], the arrays of the types `index` names.
+unsafe fn create_csr_typed(
+    desc: &mut cusparseSpMatDescr_t,
     (nrows, ncols, nnz): (i64, i64, i64),
     (row_ptr, col_idx, vals): (u64, u64, u64),
     dt: cudaDataType,
+    index: CsrIndex,
 ) -> Result<()> {
+    let (offsets, columns) = index.raw();
     // SAFETY: the caller's promise on the three arrays.
     check("CreateCsr", unsafe {
         sys::cusparseCreateCsr(
@@ -151,8 +205,8 @@ pub(crate) unsafe fn create_csr(
             row_ptr as *mut c_void,
             col_idx as *mut c_void,
             vals as *mut c_void,
-            cusparseIndexType_t::CUSPARSE_INDEX_32I,
-            cusparseIndexType_t::CUSPARSE_INDEX_32I,
+            offsets,
+            columns,
             cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
             dt,
         )
@@ -304,12 +358,53 @@ impl Drop for Handles {
     }
 }
 
+/// Column indices on the device: as the host holds them, or widened for cuSPARSE.
+enum DeviceCols {
+    W32(CudaSlice<u32>),
+    W64(CudaSlice<u64>),
+}
+
+impl DeviceCols {
+    fn address(&self, stream: &CudaStream) -> u64 {
+        match self {
+            DeviceCols::W32(s) => s.device_ptr(stream).0,
+            DeviceCols::W64(s) => s.device_ptr(stream).0,
+        }
+    }
+    fn num_bytes(&self) -> usize {
+        match self {
+            DeviceCols::W32(s) => s.num_bytes(),
+            DeviceCols::W64(s) => s.num_bytes(),
+        }
+    }
+}
+
+/// `cols` widened to 64 bits on the device, in pieces of 2^26 entries (the host copy stays
+/// small).
+fn upload_widened(gpu: &Arc<Gpu>, cols: &[u32]) -> Result<CudaSlice<u64>> {
+    const PIECE: usize = 1 << 26;
+    let mut dev = gpu.alloc_zeros::<u64>(cols.len().max(1))?;
+    let stream = gpu.stream();
+    for (k, piece) in cols.chunks(PIECE).enumerate() {
+        let wide: Vec<u64> = piece.iter().map(|&c| u64::from(c)).collect();
+        let mut dst = dev.slice_mut(k * PIECE..k * PIECE + piece.len());
+        stream
+            .memcpy_htod(&wide, &mut dst)
+            .map_err(|e| Error::cuda("uploading widened column indices", e))?;
+        // the host piece must outlive its copy
+        stream
+            .synchronize()
+            .map_err(|e| Error::cuda("uploading widened column indices", e))?;
+    }
+    Ok(dev)
+}
+
 /// The CSR arrays a [`CusparseSpmv`]'s descriptor points at.
 enum Arrays<T: Scalar> {
     /// Uploaded from a host matrix and owned.
     Own {
-        row_ptr: CudaSlice<u32>,
-        col_idx: CudaSlice<u32>,
+        row_ptr: DeviceOffsets,
+        col_idx: DeviceCols,
         vals: DeviceValues<T>,
     },
     /// Someone else's, which outlive this ([`CusparseSpmv::on_device_arrays`]), of this many
@@ -325,6 +420,8 @@ pub struct CusparseSpmv<T: Scalar> {
     ncols: usize,
     nnz: usize,
     preprocessed: bool,
+    /// The descriptor's index types, and why the columns were widened when they were.
+    index: (CsrIndex, Option<String>),
     // Declared before the buffers: the descriptors go before the memory they point at.
     h: Mutex<Handles>,
     buffer: CudaSlice<u8>,
@@ -348,34 +445,73 @@ impl<T: Scalar> CusparseSpmv<T> {
     /// As [`CusparseSpmv::new`], with `a`'s values (rounded to `values` already) stored as
     /// `values` in the matrix descriptor and x, y and the compute type in `T`. A combination
     /// cuSPARSE does not support is [`Error::MethodUnsupported`] naming it.
-    pub fn new_stored(
+    pub fn new_stored<O: Offset>(
         gpu: &Arc<Gpu>,
-        a: &Csr<T>,
+        a: &Csr<T, O>,
         alg: SpmvAlg,
         values: ValueStorage,
     ) -> Result<Self> {
         gpu.context()
             .bind_to_thread()
             .map_err(|e| Error::cuda("binding the context", e))?;
+        let index = match O::WIDTH {
+            OffsetWidth::W32 => CsrIndex::I32,
+            OffsetWidth::W64 => CsrIndex::Offsets64,
+        };
+        match Self::own(gpu, a, alg, values, index) {
+            Err(Error::Cuda { context, msg })
+                if index == CsrIndex::Offsets64
+                    && (msg.contains("NOT_SUPPORTED") || msg.contains("INVALID_VALUE")) =>
+            {
+                let mut s = Self::own(gpu, a, alg, values, CsrIndex::I64)?;
+                s.index.1 = Some(format!(
+                    "{context}: {msg} with 64I offsets and 32I columns; the columns widened to \
+                     64I for cuSPARSE ({} more bytes)",
+                    4 * a.nnz()
+                ));
+                Ok(s)
+            }
+            r => r,
+        }
+    }
+
+    /// [`CusparseSpmv::new_stored`] with the descriptor's index types `index` (the columns
+    /// widened on the device for [`CsrIndex::I64`]).
+    fn own<O: Offset>(
+        gpu: &Arc<Gpu>,
+        a: &Csr<T, O>,
+        alg: SpmvAlg,
+        values: ValueStorage,
+        index: CsrIndex,
+    ) -> Result<Self> {
         let (nrows, ncols, nnz) = (a.nrows(), a.ncols(), a.nnz());
-        let row_ptr = gpu.upload(a.row_ptr())?;
-        let col_idx = gpu.upload(a.col_idx())?;
+        let row_ptr = DeviceOffsets::upload(gpu, a.row_ptr())?;
+        let col_idx = match index {
+            CsrIndex::I64 => DeviceCols::W64(upload_widened(gpu, a.col_idx())?),
+            _ => DeviceCols::W32(gpu.upload(a.col_idx())?),
+        };
         let vals = DeviceValues::upload(gpu, a.vals(), values)?;
         let stream = gpu.stream();
-        let addrs = (
-            row_ptr.device_ptr(stream).0,
-            col_idx.device_ptr(stream).0,
-            vals.address(),
-        );
+        let addrs = (row_ptr.address(), col_idx.address(stream), vals.address());
         let val_type = vals.data_type();
         let arrays = Arrays::Own {
             row_ptr,
             col_idx,
             vals,
         };
-        // SAFETY: the arrays of a validated Csr, owned by the result (dropped after its
-        // descriptors, field order).
-        unsafe { Self::setup(gpu, (nrows, ncols, nnz), addrs, val_type, arrays, alg) }
+        // SAFETY: the arrays of a validated Csr, of the types `index` names, owned by the
+        // result (dropped after its descriptors, field order).
+        unsafe {
+            Self::setup(
+                gpu,
+                (nrows, ncols, nnz),
+                addrs,
+                val_type,
+                arrays,
+                alg,
+                index,
+            )
+        }
     }
 
     /// [`CusparseSpmv::new`] on CSR arrays already on the device (a [`crate::Plan`] built from a
@@ -408,6 +544,7 @@ impl<T: Scalar> CusparseSpmv<T> {
                 data_type::<T>(),
                 Arrays::Lent(bytes),
                 alg,
+                CsrIndex::I32,
             )
         }
     }
@@ -417,7 +554,8 @@ impl<T: Scalar> CusparseSpmv<T> {
     ///
     /// # Safety
     ///
-    /// As [`CusparseSpmv::on_device_arrays`]; `arrays` owns them or they outlive the result.
+    /// As [`CusparseSpmv::on_device_arrays`], the arrays of the types `index` names; `arrays`
+    /// owns them or they outlive the result.
     unsafe fn setup(
         gpu: &Arc<Gpu>,
         (nrows, ncols, nnz): (usize, usize, usize),
@@ -425,6 +563,7 @@ impl<T: Scalar> CusparseSpmv<T> {
         val_type: cudaDataType,
         arrays: Arrays<T>,
         alg: SpmvAlg,
+        index: CsrIndex,
     ) -> Result<Self> {
         let mut setup_x = gpu.alloc_zeros::<T>(ncols)?;
         let mut setup_y = gpu.alloc_zeros::<T>(nrows)?;
@@ -441,11 +580,12 @@ impl<T: Scalar> CusparseSpmv<T> {
             // `h` drops and frees what was created.
             unsafe {
                 h.stream.set(h.handle, stream)?;
-                create_csr(
+                create_csr_typed(
                     &mut h.mat,
                     (nrows as i64, ncols as i64, nnz as i64),
                     (rp, ci, va),
                     val_type,
+                    index,
                 )?;
                 let (xp, _g4) = setup_x.device_ptr_mut(stream);
                 create_dn_vec("CreateDnVec(x)", &mut h.x, ncols, xp, dt)?;
@@ -483,6 +623,7 @@ impl<T: Scalar> CusparseSpmv<T> {
             ncols,
             nnz,
             preprocessed,
+            index: (index, None),
             h: Mutex::new(h),
             buffer,
             arrays,
@@ -507,6 +648,15 @@ impl<T: Scalar> CusparseSpmv<T> {
     pub fn ncols(&self) -> usize {
         self.ncols
     }
+    /// The descriptor's index types, and why the columns were widened when they were
+    /// (docs/offsets.md), for a layout's notes.
+    pub fn index_note(&self) -> String {
+        match &self.index.1 {
+            Some(why) => format!("{} ({why})", self.index.0.name()),
+            None => self.index.0.name().to_string(),
+        }
+    }
+
     /// Whether `cusparseSpMV_preprocess` ran at setup.
     pub fn preprocessed(&self) -> bool {
         self.preprocessed
@@ -547,7 +697,7 @@ impl<T: Scalar> CusparseSpmv<T> {
             });
         }
         let Arrays::Own {
-            col_idx: dst_idx,
+            col_idx: DeviceCols::W32(dst_idx),
             vals: dst_vals,
             ..
         } = &self.arrays

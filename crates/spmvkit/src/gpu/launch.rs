@@ -216,6 +216,9 @@ pub enum Elem {
     /// `val_t`, the matrix values as the layout stores them ([`Stored`]; `real_t` unless the
     /// module is compiled for a narrower storage, docs/precision.md).
     Stored,
+    /// `off_t`, CSR row offsets ([`RowOffsets`]; `int` unless the module is compiled for
+    /// 64-bit offsets, `unsigned long long` then; docs/offsets.md).
+    Offsets,
 }
 
 /// The element type of a pointer to the matrix values as a layout stores them: C `val_t`
@@ -229,6 +232,23 @@ impl<'a> DevRef<'a, Stored> {
     /// The address of `s`'s first element, the values in their stored type (`T`, `u16` bits of
     /// an f16 or bf16, `f32`), which the kernel reads as `const val_t*`.
     pub fn stored<E>(s: &'a CudaSlice<E>) -> Self {
+        DevRef {
+            addr: address(s),
+            _slice: PhantomData,
+        }
+    }
+}
+
+/// The element type of a pointer to CSR row offsets: C `off_t` (`gpu/prelude.cu`), `int` in a
+/// module compiled for 32-bit offsets and `unsigned long long` in one compiled for 64-bit
+/// offsets ([`Gpu::kernel_mode`](super::Gpu::kernel_mode), docs/offsets.md).
+#[derive(Clone, Copy, Debug)]
+pub struct RowOffsets;
+
+impl<'a> DevRef<'a, RowOffsets> {
+    /// The address of `s`'s first element, row offsets of either width (`u32` or `u64`), which
+    /// the kernel reads as `const off_t*` (a module compiled for that width).
+    pub fn offsets<E: crate::scalar::Offset>(s: &'a CudaSlice<E>) -> Self {
         DevRef {
             addr: address(s),
             _slice: PhantomData,
@@ -259,6 +279,7 @@ const_impls!(KernelElem::ELEM: Elem {
     u64 => Elem::U64,
     Double => Elem::Double,
     Stored => Elem::Stored,
+    RowOffsets => Elem::Offsets,
 });
 impl<T: Scalar> KernelElem for T {
     const ELEM: Elem = Elem::Real;
@@ -1103,6 +1124,8 @@ fn type_test(ty: &str, kind: FieldKind) -> (String, &'static str) {
                 (Elem::Double, true) => ("same<PE, double>::value", "double*"),
                 (Elem::Stored, false) => ("same<PE, val_t>::value", "const val_t*"),
                 (Elem::Stored, true) => ("same<PE, val_t>::value", "val_t*"),
+                (Elem::Offsets, false) => ("same<PE, off_t>::value", "const off_t*"),
+                (Elem::Offsets, true) => ("same<PE, off_t>::value", "off_t*"),
             };
             let elem_test = format!(
                 "spmvkit_args::{}",

@@ -55,13 +55,13 @@ pub use csr_check::{check_device_csr, RowLengths, CSR_CHECK_KERNELS};
 pub use foreign::Borrowed;
 pub(crate) use foreign::CallOrder;
 pub use launch::{
-    Abi, ByMode, DevMut, DevRef, Double, Entry, Kernel, KernelArgs, Kernels, LaunchMode, Shape,
-    Stored,
+    Abi, ByMode, DevMut, DevRef, Double, Entry, Kernel, KernelArgs, Kernels, LaunchMode,
+    RowOffsets, Shape, Stored,
 };
 pub use memory::{PinnedBuffer, PinnedSource};
 pub use nvrtc::{
     compile_checked_ptx, compile_checked_ptx_mode, compile_ptx, nvrtc_present, nvrtc_version,
-    PRELUDE,
+    KernelMode, PRELUDE,
 };
 pub use probe::{run_probe, GatherPoint, Probe, ProbeOptions};
 pub use timing::{
@@ -70,7 +70,7 @@ pub use timing::{
 };
 
 use crate::error::{Error, Result};
-use crate::scalar::{PrecisionMode, Scalar, ValueStorage};
+use crate::scalar::{OffsetWidth, PrecisionMode, Scalar, ValueStorage};
 
 /// A method's kernel source: header-free CUDA C++ compiled at run time by NVRTC.
 #[derive(Clone, Copy, Debug)]
@@ -202,7 +202,7 @@ const UTIL_THREADS: u32 = 256;
 
 /// Loaded modules, keyed by (kernel text, precision, the entry list whose layout checks were
 /// compiled in: [`Kernels::key`], none for [`Gpu::function`]).
-type ModuleCache = HashMap<(&'static str, PrecisionMode, Option<u64>), Arc<CudaModule>>;
+type ModuleCache = HashMap<(&'static str, KernelMode, Option<u64>), Arc<CudaModule>>;
 
 /// One GPU: its context, the stream spmvkit works on, and its properties.
 ///
@@ -470,9 +470,24 @@ impl Gpu {
         entry: &str,
         values: ValueStorage,
     ) -> Result<Kernel<A>> {
-        let mode = PrecisionMode {
-            vectors: T::PRECISION,
-            values,
+        self.kernel_mode::<T, A>(k, entry, values, OffsetWidth::W32)
+    }
+
+    /// As [`Gpu::kernel_stored`], compiled for row offsets of width `offsets` too (the
+    /// prelude's `off_t`; docs/offsets.md): one module per (source, [`KernelMode`]).
+    pub fn kernel_mode<T: Scalar, A: KernelArgs>(
+        &self,
+        k: &Kernels,
+        entry: &str,
+        values: ValueStorage,
+        offsets: OffsetWidth,
+    ) -> Result<Kernel<A>> {
+        let mode = KernelMode {
+            precision: PrecisionMode {
+                vectors: T::PRECISION,
+                values,
+            },
+            offsets,
         };
         let decl = k.entry(entry).ok_or_else(|| {
             Error::InvalidArgument(format!(
@@ -622,7 +637,7 @@ impl Gpu {
     fn module(
         &self,
         k: &KernelSource,
-        precision: impl Into<PrecisionMode>,
+        precision: impl Into<KernelMode>,
         checked: Option<&Kernels>,
     ) -> Result<Arc<CudaModule>> {
         let precision = precision.into();
@@ -631,7 +646,7 @@ impl Gpu {
             return Ok(m.clone());
         }
         let checks = checked.map_or(String::new(), |c| {
-            launch::layout_checks(c, precision.vectors)
+            launch::layout_checks(c, precision.precision.vectors)
         });
         let compiled = nvrtc::compile(k, &checks, precision, &self.arch())?;
         let image = match &compiled.cubin {

@@ -3,7 +3,9 @@
 //! compiled for one real architecture (`--gpu-architecture=sm_XY`) in one precision
 //! (`-DSPMVKIT_REAL_F64` or `-DSPMVKIT_REAL_F32`, which set the prelude's `real_t`), and the
 //! result (PTX, plus the CUBIN when NVRTC made one) is cached in memory by (source, precision,
-//! arch), which fixes the options.
+//! arch), which fixes the options. A module is compiled per [`KernelMode`]: the precision
+//! mode (issue #25, docs/precision.md) and the row offsets' width (`-DSPMVKIT_OFF_U64` sets the
+//! prelude's `off_t` to 64 bits, docs/offsets.md).
 //!
 //! A source compiled for the launch layer ([`super::launch::Kernels`]) gets the layout checks of
 //! its argument structs appended ([`super::launch::layout_checks`]), so a struct that disagrees
@@ -22,7 +24,7 @@ use cudarc::nvrtc::{result, sys};
 use super::launch::{layout_checks, Kernels};
 use super::KernelSource;
 use crate::error::{Error, Result};
-use crate::scalar::{Precision, PrecisionMode, ValueStorage};
+use crate::scalar::{OffsetWidth, Precision, PrecisionMode, ValueStorage};
 
 /// The shared device helpers every kernel sees (`real_t`, warp reductions, cp.async wrappers).
 pub const PRELUDE: &str = include_str!("prelude.cu");
@@ -34,8 +36,40 @@ pub(crate) struct Compiled {
     pub cubin: Option<Vec<u8>>,
 }
 
-/// Compiled code by (kernel text, precision mode, arch, appended layout checks).
-type CompileCache = HashMap<(&'static str, PrecisionMode, String, String), Arc<Compiled>>;
+/// What a module is compiled for: the precision mode and the width of the row offsets
+/// (`off_t` in the prelude; 32 bits unless a layout has 64-bit offsets, docs/offsets.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelMode {
+    pub precision: PrecisionMode,
+    pub offsets: OffsetWidth,
+}
+
+impl From<PrecisionMode> for KernelMode {
+    fn from(precision: PrecisionMode) -> Self {
+        KernelMode {
+            precision,
+            offsets: OffsetWidth::W32,
+        }
+    }
+}
+
+impl From<Precision> for KernelMode {
+    fn from(p: Precision) -> Self {
+        PrecisionMode::from(p).into()
+    }
+}
+
+impl std::fmt::Display for KernelMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.offsets {
+            OffsetWidth::W32 => write!(f, "{}", self.precision),
+            OffsetWidth::W64 => write!(f, "{}, 64-bit offsets", self.precision),
+        }
+    }
+}
+
+/// Compiled code by (kernel text, kernel mode, arch, appended layout checks).
+type CompileCache = HashMap<(&'static str, KernelMode, String, String), Arc<Compiled>>;
 
 fn cache() -> &'static Mutex<CompileCache> {
     static CACHE: OnceLock<Mutex<CompileCache>> = OnceLock::new();
@@ -91,6 +125,16 @@ pub fn options_mode(mode: PrecisionMode, arch: &str) -> Vec<String> {
     opts
 }
 
+/// The NVRTC options of a [`KernelMode`]: [`options_mode`] and, for 64-bit row offsets,
+/// `-DSPMVKIT_OFF_U64` (the prelude's `off_t`).
+pub fn options_kernel(mode: KernelMode, arch: &str) -> Vec<String> {
+    let mut opts = options_mode(mode.precision, arch);
+    if mode.offsets == OffsetWidth::W64 {
+        opts.push("-DSPMVKIT_OFF_U64".to_string());
+    }
+    opts
+}
+
 /// The full translation unit NVRTC sees: prelude, then the kernel, with `#line` markers so the
 /// log's line numbers point into `prelude.cu` or the room's `kernel.cu`.
 pub fn full_source(k: &KernelSource) -> String {
@@ -127,9 +171,14 @@ pub fn compile_checked_ptx(k: &Kernels, precision: Precision, arch: &str) -> Res
 }
 
 /// As [`compile_checked_ptx`], in the precision mode `mode` (values stored narrower than the
-/// vectors, issue #25).
-pub fn compile_checked_ptx_mode(k: &Kernels, mode: PrecisionMode, arch: &str) -> Result<String> {
-    let checks = layout_checks(k, mode.vectors);
+/// vectors, issue #25), or a [`KernelMode`] (64-bit row offsets too).
+pub fn compile_checked_ptx_mode(
+    k: &Kernels,
+    mode: impl Into<KernelMode>,
+    arch: &str,
+) -> Result<String> {
+    let mode = mode.into();
+    let checks = layout_checks(k, mode.precision.vectors);
     Ok(compile(&k.source, &checks, mode, arch)?.ptx.clone())
 }
 
@@ -138,7 +187,7 @@ pub fn compile_checked_ptx_mode(k: &Kernels, mode: PrecisionMode, arch: &str) ->
 pub(crate) fn compile(
     k: &KernelSource,
     checks: &str,
-    mode: impl Into<PrecisionMode>,
+    mode: impl Into<KernelMode>,
     arch: &str,
 ) -> Result<Arc<Compiled>> {
     if !nvrtc_present() {
@@ -171,7 +220,7 @@ impl Drop for Program {
 fn compile_uncached(
     k: &KernelSource,
     checks: &str,
-    precision: PrecisionMode,
+    precision: KernelMode,
     arch: &str,
 ) -> Result<Compiled> {
     let fail = |log: String| Error::Nvrtc {
@@ -187,7 +236,7 @@ fn compile_uncached(
         result::create_program(&src, Some(&name))
             .map_err(|e| fail(format!("nvrtcCreateProgram: {e}")))?,
     );
-    let opts = options_mode(precision, arch);
+    let opts = options_kernel(precision, arch);
     // SAFETY: prog is a live program; src and name outlive it.
     let compiled = unsafe { result::compile_program(prog.0, &opts) };
     if let Err(e) = compiled {

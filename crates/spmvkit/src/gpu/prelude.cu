@@ -37,6 +37,18 @@ __device__ __forceinline__ real_t widen_val(val_t v) {
 
 __device__ __forceinline__ real_t ldg_val(const val_t* p) { return widen_val(__ldg(p)); }
 
+// CSR row offsets (issue #25, docs/offsets.md): off_t is what a row pointer holds, uoff_t the
+// unsigned type of a position in col_idx and vals. -DSPMVKIT_OFF_U64: 64-bit offsets (nnz up to
+// 2^40, the kernels that declare them); without it off_t is int and uoff_t unsigned, as every
+// kernel has always read them. Rust twin: gpu::launch::RowOffsets.
+#ifdef SPMVKIT_OFF_U64
+typedef unsigned long long off_t;
+typedef unsigned long long uoff_t;
+#else
+typedef int off_t;
+typedef unsigned uoff_t;
+#endif
+
 #define FULL_MASK 0xffffffffu
 #define WARP_SIZE 32
 
@@ -158,7 +170,7 @@ __device__ __forceinline__ real_t cta_gather_sum(const real_t* __restrict__ vals
 // methods::common::csr::CsrArgs, and the launch layer checks the two layouts at compile time.
 struct CsrArgs {
     int nrows;
-    const int* row_ptr;
+    const off_t* row_ptr;
     const int* col_idx;
     const val_t* vals;
     const real_t* x;

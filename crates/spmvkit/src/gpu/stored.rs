@@ -5,15 +5,64 @@
 //! Kernels read them as the prelude's `val_t` through `ldg_val`, compiled for the storage by
 //! [`Gpu::kernel_stored`]; cuSPARSE reads them as the descriptor's data type
 //! ([`DeviceValues::data_type`]).
+//!
+//! Row offsets likewise ([`DeviceOffsets`]): 32 or 64 bits as the host matrix holds them
+//! (docs/offsets.md), read by kernels as the prelude's `off_t` and by cuSPARSE as the
+//! descriptor's row-offset type.
 
 use std::sync::Arc;
 
 use cudarc::cusparse::sys::cudaDataType;
 use cudarc::driver::CudaSlice;
 
-use super::{DevRef, Gpu, Stored};
+use super::{DevRef, Gpu, RowOffsets, Stored};
 use crate::error::{Error, Result};
-use crate::scalar::{Scalar, ValueStorage};
+use crate::scalar::{Offset, OffsetSlice, OffsetWidth, Scalar, ValueStorage};
+
+/// CSR row offsets on the device, 32 or 64 bits wide.
+pub(crate) enum DeviceOffsets {
+    W32(CudaSlice<u32>),
+    W64(CudaSlice<u64>),
+}
+
+impl DeviceOffsets {
+    /// Uploads `ptr` in its own width.
+    pub(crate) fn upload<O: Offset>(gpu: &Arc<Gpu>, ptr: &[O]) -> Result<Self> {
+        Ok(match O::slice(ptr) {
+            OffsetSlice::W32(s) => DeviceOffsets::W32(gpu.upload(s)?),
+            OffsetSlice::W64(s) => DeviceOffsets::W64(gpu.upload(s)?),
+        })
+    }
+
+    /// The width.
+    pub(crate) fn width(&self) -> OffsetWidth {
+        match self {
+            DeviceOffsets::W32(_) => OffsetWidth::W32,
+            DeviceOffsets::W64(_) => OffsetWidth::W64,
+        }
+    }
+
+    /// The pointer a kernel compiled for [`DeviceOffsets::width`] reads as `const off_t*`.
+    pub(crate) fn dev_ref(&self) -> DevRef<'_, RowOffsets> {
+        match self {
+            DeviceOffsets::W32(s) => DevRef::offsets(s),
+            DeviceOffsets::W64(s) => DevRef::offsets(s),
+        }
+    }
+
+    /// The device address of the first offset.
+    pub(crate) fn address(&self) -> u64 {
+        self.dev_ref().address()
+    }
+
+    /// Device bytes.
+    pub(crate) fn num_bytes(&self) -> usize {
+        match self {
+            DeviceOffsets::W32(s) => s.num_bytes(),
+            DeviceOffsets::W64(s) => s.num_bytes(),
+        }
+    }
+}
 
 /// Device values in their stored type.
 pub(crate) enum DeviceValues<T: Scalar> {

@@ -1,4 +1,6 @@
 //! Compressed sparse row storage. [`Pattern`] holds the structure, [`Csr`] a pattern plus values.
+//! Both are generic over the row offsets' type ([`Offset`]: `u32` by default, `u64` above 2^31−1
+//! nonzeros; issue #25, docs/offsets.md); column indices are [`Idx`] either way.
 
 use std::sync::Arc;
 
@@ -6,28 +8,29 @@ use rayon::prelude::*;
 
 use super::{check_dims, Coo, Csc};
 use crate::error::{Error, Result};
-use crate::scalar::{Idx, Scalar};
+use crate::scalar::{Idx, Offset, Scalar};
 
 /// The structure of a compressed sparse matrix: dimensions, pointers and sorted indices.
 ///
 /// For CSR, `ptr` has `nrows + 1` entries and `idx` holds column indices; a [`Csc`] uses the same
-/// type transposed (`ptr` over columns, `idx` holding row indices).
+/// type transposed (`ptr` over columns, `idx` holding row indices). `O` is the pointers' type
+/// ([`Offset`]): `u32`, or `u64` for a CSR of more than 2^31−1 entries.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pattern {
+pub struct Pattern<O: Offset = Idx> {
     pub(crate) nmajor: usize,
     pub(crate) nminor: usize,
-    pub(crate) ptr: Vec<Idx>,
+    pub(crate) ptr: Vec<O>,
     pub(crate) idx: Vec<Idx>,
 }
 
-impl Pattern {
+impl<O: Offset> Pattern<O> {
     /// Builds and validates a pattern: `ptr[0] = 0`, monotone, `ptr[n] = idx.len()`, indices in
     /// bounds and strictly increasing inside each major line.
     pub fn new(
         format: &'static str,
         nmajor: usize,
         nminor: usize,
-        ptr: Vec<Idx>,
+        ptr: Vec<O>,
         idx: Vec<Idx>,
     ) -> Result<Self> {
         let p = Pattern {
@@ -45,7 +48,7 @@ impl Pattern {
         format: &'static str,
         nmajor: usize,
         nminor: usize,
-        ptr: Vec<Idx>,
+        ptr: Vec<O>,
         idx: Vec<Idx>,
         nvals: usize,
     ) -> Result<Self> {
@@ -65,7 +68,7 @@ impl Pattern {
         } else {
             ("row", "column")
         };
-        check_dims(self.nmajor, self.nminor, self.idx.len())?;
+        super::check_dims_for(O::WIDTH, self.nmajor, self.nminor, self.idx.len())?;
         if self.ptr.len() != self.nmajor + 1 {
             return Err(Error::structure(
                 format,
@@ -76,13 +79,13 @@ impl Pattern {
                 ),
             ));
         }
-        if self.ptr[0] != 0 {
+        if self.ptr[0] != O::default() {
             return Err(Error::structure(
                 format,
                 format!("pointer[0] = {}, expected 0", self.ptr[0]),
             ));
         }
-        if self.ptr[self.nmajor] as usize != self.idx.len() {
+        if self.ptr[self.nmajor].to_usize() != self.idx.len() {
             return Err(Error::structure(
                 format,
                 format!(
@@ -130,13 +133,13 @@ impl Pattern {
     /// Positions of major line `i`'s entries in `idx` (and in the matrix's values).
     #[inline]
     pub(crate) fn span(&self, i: usize) -> std::ops::Range<usize> {
-        self.ptr[i] as usize..self.ptr[i + 1] as usize
+        self.ptr[i].to_usize()..self.ptr[i + 1].to_usize()
     }
 
     /// Length of major line `i` (a row of a CSR).
     #[inline]
     pub fn len(&self, i: usize) -> usize {
-        (self.ptr[i + 1] - self.ptr[i]) as usize
+        self.ptr[i + 1].to_usize() - self.ptr[i].to_usize()
     }
 
     /// Whether the pattern stores no entry.
@@ -145,7 +148,7 @@ impl Pattern {
     }
 
     /// The pointer array.
-    pub fn ptr(&self) -> &[Idx] {
+    pub fn ptr(&self) -> &[O] {
         &self.ptr
     }
 
@@ -155,19 +158,27 @@ impl Pattern {
     }
 }
 
-/// A compressed sparse row matrix: a shared [`Pattern`] plus values.
+/// A compressed sparse row matrix: a shared [`Pattern`] plus values. `O` is the row offsets'
+/// type: `u32` (the default, every method), or `u64` for more than 2^31−1 nonzeros
+/// (docs/offsets.md); [`Csr::with_offsets`] converts between them.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Csr<T> {
-    pattern: Arc<Pattern>,
+pub struct Csr<T, O: Offset = Idx> {
+    pattern: Arc<Pattern<O>>,
     vals: Vec<T>,
 }
 
-impl<T: Scalar> Csr<T> {
+/// A CSR matrix of either offset width, borrowed ([`Csr::by_width`]).
+pub enum CsrOfWidth<'a, T> {
+    W32(&'a Csr<T>),
+    W64(&'a Csr<T, u64>),
+}
+
+impl<T: Scalar, O: Offset> Csr<T, O> {
     /// Builds a validated CSR matrix from its arrays.
     pub fn new(
         nrows: usize,
         ncols: usize,
-        row_ptr: Vec<Idx>,
+        row_ptr: Vec<O>,
         col_idx: Vec<Idx>,
         vals: Vec<T>,
     ) -> Result<Self> {
@@ -183,7 +194,7 @@ impl<T: Scalar> Csr<T> {
     pub(crate) fn from_parts_unchecked(
         nrows: usize,
         ncols: usize,
-        row_ptr: Vec<Idx>,
+        row_ptr: Vec<O>,
         col_idx: Vec<Idx>,
         vals: Vec<T>,
     ) -> Self {
@@ -202,7 +213,7 @@ impl<T: Scalar> Csr<T> {
     }
 
     /// A matrix on an existing pattern with new values (the pattern is shared, not copied).
-    pub fn with_pattern(pattern: Arc<Pattern>, vals: Vec<T>) -> Result<Self> {
+    pub fn with_pattern(pattern: Arc<Pattern<O>>, vals: Vec<T>) -> Result<Self> {
         if vals.len() != pattern.nnz() {
             return Err(Error::DimensionMismatch {
                 what: "values for the pattern".into(),
@@ -211,20 +222,6 @@ impl<T: Scalar> Csr<T> {
             });
         }
         Ok(Csr { pattern, vals })
-    }
-
-    /// The n×n identity.
-    pub fn identity(n: usize) -> Result<Self> {
-        check_dims(n, n, n)?;
-        let ptr: Vec<Idx> = (0..=n as Idx).collect();
-        let idx: Vec<Idx> = (0..n as Idx).collect();
-        Ok(Self::from_parts_unchecked(
-            n,
-            n,
-            ptr,
-            idx,
-            vec![T::one(); n],
-        ))
     }
 
     /// Number of rows.
@@ -254,7 +251,7 @@ impl<T: Scalar> Csr<T> {
         self.pattern.idx.len()
     }
     /// The row pointers: `nrows + 1` offsets into [`Csr::col_idx`] and [`Csr::vals`].
-    pub fn row_ptr(&self) -> &[Idx] {
+    pub fn row_ptr(&self) -> &[O] {
         &self.pattern.ptr
     }
     /// The column index of every stored entry, row by row, increasing within a row.
@@ -278,7 +275,7 @@ impl<T: Scalar> Csr<T> {
         &mut self.vals
     }
     /// The shared structure.
-    pub fn pattern(&self) -> &Arc<Pattern> {
+    pub fn pattern(&self) -> &Arc<Pattern<O>> {
         &self.pattern
     }
     /// Column indices and values of row `i`.
@@ -291,6 +288,85 @@ impl<T: Scalar> Csr<T> {
     #[inline]
     pub fn row_len(&self, i: usize) -> usize {
         self.pattern.len(i)
+    }
+
+    /// Converts the values to another precision.
+    pub fn cast<U: Scalar>(&self) -> Csr<U, O> {
+        Csr {
+            pattern: self.pattern.clone(),
+            vals: self
+                .vals
+                .par_iter()
+                .map(|&v| U::from_f64(v.to_f64()))
+                .collect(),
+        }
+    }
+
+    /// Consumes the matrix into (nrows, ncols, row_ptr, col_idx, vals).
+    pub fn into_parts(self) -> (usize, usize, Vec<O>, Vec<Idx>, Vec<T>) {
+        let p = Arc::try_unwrap(self.pattern).unwrap_or_else(|a| (*a).clone());
+        (p.nmajor, p.nminor, p.ptr, p.idx, self.vals)
+    }
+
+    /// Bytes of the CSR arrays (row pointers, column indices, values).
+    pub fn bytes(&self) -> usize {
+        O::BYTES * (self.nrows() + 1) + 4 * self.nnz() + T::BYTES * self.nnz()
+    }
+
+    /// The same matrix with row offsets of type `P` (a copy of the arrays): widening always
+    /// works, narrowing to `u32` only for nnz ≤ 2^31−1 ([`crate::Error::TooLarge`] otherwise).
+    ///
+    /// ```
+    /// let a = spmvkit::gen::generate_f64("poisson2d:4")?;
+    /// let wide = a.with_offsets::<u64>()?;
+    /// assert_eq!(wide.row_ptr()[16], a.nnz() as u64);
+    /// assert_eq!(wide.with_offsets::<u32>()?, a);
+    /// # Ok::<(), spmvkit::Error>(())
+    /// ```
+    pub fn with_offsets<P: Offset>(&self) -> Result<Csr<T, P>> {
+        crate::error::check_nnz(P::WIDTH, self.nnz() as u64)?;
+        let ptr = crate::memory::try_vec("the row pointers", self.nrows() + 1, P::default())?;
+        let mut ptr = ptr;
+        ptr.par_iter_mut()
+            .zip(self.row_ptr().par_iter())
+            .for_each(|(p, &o)| *p = P::from_u64(o.to_usize() as u64));
+        Ok(Csr::from_parts_unchecked(
+            self.nrows(),
+            self.ncols(),
+            ptr,
+            self.col_idx().to_vec(),
+            self.vals.clone(),
+        ))
+    }
+
+    /// The matrix as what it is: 32-bit or 64-bit offsets (for code that takes either, such as
+    /// [`crate::Plan::new`]).
+    pub fn by_width(&self) -> CsrOfWidth<'_, T> {
+        let any: &dyn std::any::Any = self;
+        match (
+            any.downcast_ref::<Csr<T>>(),
+            any.downcast_ref::<Csr<T, u64>>(),
+        ) {
+            (Some(a), _) => CsrOfWidth::W32(a),
+            (None, Some(a)) => CsrOfWidth::W64(a),
+            (None, None) => unreachable!("Offset is sealed: u32 or u64"),
+        }
+    }
+}
+
+impl<T: Scalar> Csr<T> {
+    /// The n×n identity.
+    pub fn identity(n: usize) -> Result<Self> {
+        check_dims(n, n, n)?;
+        let ptr: Vec<Idx> = (0..=n as Idx).collect();
+        let idx: Vec<Idx> = (0..n as Idx).collect();
+        Ok(Self::from_parts_unchecked(
+            n,
+            n,
+            ptr,
+            idx,
+            vec![T::one(); n],
+        ))
     }
 
     /// Rows `rows` as a `rows.len() × ncols` matrix (column indices unchanged): one rank's
@@ -317,18 +393,6 @@ impl<T: Scalar> Csr<T> {
             self.col_idx()[lo..hi].to_vec(),
             self.vals[lo..hi].to_vec(),
         ))
-    }
-
-    /// Converts the values to another precision.
-    pub fn cast<U: Scalar>(&self) -> Csr<U> {
-        Csr {
-            pattern: self.pattern.clone(),
-            vals: self
-                .vals
-                .par_iter()
-                .map(|&v| U::from_f64(v.to_f64()))
-                .collect(),
-        }
     }
 
     /// The transpose as CSC of the same matrix (columns compressed).
@@ -368,17 +432,6 @@ impl<T: Scalar> Csr<T> {
             self.col_idx().to_vec(),
             self.vals.clone(),
         )
-    }
-
-    /// Consumes the matrix into (nrows, ncols, row_ptr, col_idx, vals).
-    pub fn into_parts(self) -> (usize, usize, Vec<Idx>, Vec<Idx>, Vec<T>) {
-        let p = Arc::try_unwrap(self.pattern).unwrap_or_else(|a| (*a).clone());
-        (p.nmajor, p.nminor, p.ptr, p.idx, self.vals)
-    }
-
-    /// Bytes of the CSR arrays (row pointers, column indices, values).
-    pub fn bytes(&self) -> usize {
-        4 * (self.nrows() + 1) + 4 * self.nnz() + T::BYTES * self.nnz()
     }
 }
 

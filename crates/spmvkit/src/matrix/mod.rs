@@ -14,7 +14,7 @@ pub(crate) use coo::sort_merge_row;
 pub use coo::Coo;
 pub use csc::Csc;
 pub(crate) use csr::transpose_arrays;
-pub use csr::{Csr, Pattern};
+pub use csr::{Csr, CsrOfWidth, Pattern};
 pub use stats::{
     byte_model, fits_l2, x_sector_share, x_sectors, LengthStats, MatrixStats, RowStats, XSectors,
     CHUNK_ROWS, SECTOR_BYTES, SHARE_SAMPLE_CHUNKS,
@@ -25,9 +25,20 @@ use crate::error::{check_index_range, Error, Result};
 
 /// Checks rows, columns and nnz against the 32-bit index limit.
 pub fn check_dims(nrows: usize, ncols: usize, nnz: usize) -> Result<()> {
+    check_dims_for(crate::scalar::OffsetWidth::W32, nrows, ncols, nnz)
+}
+
+/// Checks rows and columns against the 32-bit index limit and nnz against what row offsets of
+/// width `w` hold (2^31−1 or 2^40; docs/offsets.md).
+pub fn check_dims_for(
+    w: crate::scalar::OffsetWidth,
+    nrows: usize,
+    ncols: usize,
+    nnz: usize,
+) -> Result<()> {
     check_index_range("rows", nrows as u64)?;
     check_index_range("columns", ncols as u64)?;
-    check_index_range("nnz", nnz as u64)
+    crate::error::check_nnz(w, nnz as u64)
 }
 
 /// `nrows` when it equals `ncols`; otherwise the error "`need`; this one is {nrows}x{ncols}"

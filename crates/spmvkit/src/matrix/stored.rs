@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use super::Csr;
 use crate::error::{Error, Result};
-use crate::scalar::{Scalar, ValueStorage};
+use crate::scalar::{Offset, Scalar, ValueStorage};
 
 /// What rounding the values to a storage changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -40,14 +40,17 @@ pub struct Conversion {
 /// let big = Csr::<f32>::new(1, 1, vec![0, 1], vec![0], vec![70000.0]).unwrap();
 /// assert!(round_values(&big, ValueStorage::F16).unwrap_err().to_string().contains("row 0, column 0"));
 /// ```
-pub fn round_values<T: Scalar>(a: &Csr<T>, storage: ValueStorage) -> Result<(Csr<T>, Conversion)> {
+pub fn round_values<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
+    storage: ValueStorage,
+) -> Result<(Csr<T, O>, Conversion)> {
     let limit = storage.max_finite();
     if let Some(k) = a
         .vals()
         .par_iter()
         .position_first(|v| v.to_f64().is_finite() && v.to_f64().abs() > limit)
     {
-        let row = a.row_ptr().partition_point(|&p| p as usize <= k) - 1;
+        let row = a.row_ptr().partition_point(|&p| p.to_usize() <= k) - 1;
         return Err(Error::InvalidArgument(format!(
             "value {} at row {row}, column {} does not fit in {storage} (largest finite {limit}); \
              scale the matrix or store its values wider",

@@ -53,9 +53,30 @@ pub struct MethodInfo {
     /// precision (issue #25, docs/precision.md); a plan asking another one is refused
     /// ([`Error::MethodUnsupported`]).
     pub values: &'static [crate::scalar::ValueStorage],
+    /// Whether the method takes a matrix with 64-bit row offsets (`u64`, nnz up to 2^40; issue
+    /// #25, docs/offsets.md) through [`GenericMethod::prepare_wide`]; a plan with 64-bit
+    /// offsets refuses any other ([`offsets_refused`]), and `auto` skips it.
+    pub offsets64: bool,
+}
+
+/// The refusal of a method that takes only 32-bit row offsets, asked for 64-bit ones: an
+/// [`Error::MethodUnsupported`] whose reason starts with "unsupported: 64-bit row offsets" (the
+/// harness records it as `unsupported`, as it does the precision refusals).
+pub fn offsets_refused(method: &str) -> Error {
+    Error::MethodUnsupported {
+        method: method.into(),
+        reason: "unsupported: 64-bit row offsets (its kernels index with 32 bits; \
+                 docs/offsets.md lists the methods that take them)"
+            .into(),
+    }
 }
 
 impl MethodInfo {
+    /// Whether the method takes row offsets of width `w` (32 bits always).
+    pub fn takes_offsets(&self, w: crate::scalar::OffsetWidth) -> bool {
+        w == crate::scalar::OffsetWidth::W32 || self.offsets64
+    }
+
     /// Whether the method runs with its values stored as `storage` (`Same` always).
     pub fn supports(&self, storage: crate::scalar::ValueStorage) -> bool {
         storage == crate::scalar::ValueStorage::Same || self.values.contains(&storage)
@@ -218,6 +239,17 @@ pub trait GenericMethod: Send + Sync + 'static {
     }
 
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>>;
+
+    /// `prepare` on a matrix with 64-bit row offsets (docs/offsets.md), for a method whose
+    /// [`MethodInfo::offsets64`] is set; the default refuses ([`offsets_refused`]).
+    fn prepare_wide<T: Scalar>(
+        &self,
+        csr: &Csr<T, u64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<T>>> {
+        let _ = (csr, params);
+        Err(offsets_refused(Self::INFO.name))
+    }
 }
 
 /// The object-safe face of a method, implemented for every [`GenericMethod`].
@@ -225,6 +257,24 @@ pub trait Method: Send + Sync + 'static {
     fn info(&self) -> MethodInfo;
     fn prepare_f32(&self, csr: &Csr<f32>, params: &Params) -> Result<Box<dyn Layout<f32>>>;
     fn prepare_f64(&self, csr: &Csr<f64>, params: &Params) -> Result<Box<dyn Layout<f64>>>;
+    /// [`GenericMethod::prepare_wide`] in f32; the default refuses.
+    fn prepare_wide_f32(
+        &self,
+        csr: &Csr<f32, u64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<f32>>> {
+        let _ = (csr, params);
+        Err(offsets_refused(self.info().name))
+    }
+    /// [`GenericMethod::prepare_wide`] in f64; the default refuses.
+    fn prepare_wide_f64(
+        &self,
+        csr: &Csr<f64, u64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<f64>>> {
+        let _ = (csr, params);
+        Err(offsets_refused(self.info().name))
+    }
 }
 
 impl<M: GenericMethod> Method for M {
@@ -237,20 +287,40 @@ impl<M: GenericMethod> Method for M {
     fn prepare_f64(&self, csr: &Csr<f64>, params: &Params) -> Result<Box<dyn Layout<f64>>> {
         GenericMethod::prepare(self, csr, params)
     }
+    fn prepare_wide_f32(
+        &self,
+        csr: &Csr<f32, u64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<f32>>> {
+        GenericMethod::prepare_wide(self, csr, params)
+    }
+    fn prepare_wide_f64(
+        &self,
+        csr: &Csr<f64, u64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<f64>>> {
+        GenericMethod::prepare_wide(self, csr, params)
+    }
 }
 
-/// Dispatches `prepare` to the method's entry for precision `T`.
+/// Dispatches `prepare` to the method's entry for precision `T` (and row offsets of 32 or 64
+/// bits).
 pub trait PrepareFor: Scalar {
     fn prepare_with(
         m: &dyn Method,
         csr: &Csr<Self>,
         params: &Params,
     ) -> Result<Box<dyn Layout<Self>>>;
+    fn prepare_wide_with(
+        m: &dyn Method,
+        csr: &Csr<Self, u64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<Self>>>;
 }
 
-/// `PrepareFor` for each precision, by the [`Method`] entry that takes it.
+/// `PrepareFor` for each precision, by the [`Method`] entries that take it.
 macro_rules! prepare_for {
-    ($($t:ty => $entry:ident),*) => {$(
+    ($($t:ty => $entry:ident, $wide:ident),*) => {$(
         impl PrepareFor for $t {
             fn prepare_with(
                 m: &dyn Method,
@@ -259,10 +329,17 @@ macro_rules! prepare_for {
             ) -> Result<Box<dyn Layout<$t>>> {
                 m.$entry(csr, params)
             }
+            fn prepare_wide_with(
+                m: &dyn Method,
+                csr: &Csr<$t, u64>,
+                params: &Params,
+            ) -> Result<Box<dyn Layout<$t>>> {
+                m.$wide(csr, params)
+            }
         }
     )*};
 }
-prepare_for!(f32 => prepare_f32, f64 => prepare_f64);
+prepare_for!(f32 => prepare_f32, prepare_wide_f32, f64 => prepare_f64, prepare_wide_f64);
 
 /// The rooms, one line each: `room: Method, ...;` for a room without a kernel of its own,
 /// `room + KERNEL: Method, ...;` for one whose `KERNEL` ([`crate::gpu::Kernels`]) CI compiles.

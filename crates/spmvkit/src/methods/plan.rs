@@ -31,6 +31,11 @@
 //!   under f32, f32 under f64; issue #25, docs/precision.md). The plan rounds the values
 //!   ([`crate::matrix::round_values`]) and prepares a method that supports the storage
 //!   ([`MethodInfo::values`]) on them; any other method is refused.
+//! - [`PlanOptions::offsets`]: the width of the row offsets (issue #25, docs/offsets.md). A plan
+//!   takes a [`Csr`] of either width; `Auto` uses 32 bits when nnz ≤ 2^31−1 and 64 above, and
+//!   64 may be forced on a small matrix. With 64-bit offsets the method's `prepare_wide` builds
+//!   the layout ([`MethodInfo::offsets64`]; any other method is refused), without reordering or
+//!   x windows, and [`Plan::update_values`] is refused (build a new plan).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,9 +52,9 @@ use super::windows::Windowed;
 use super::{resolve, DeviceLayout, Layout, Method, MethodInfo, Params, PrepareFor};
 use crate::error::{Error, Result};
 use crate::gpu::{CallOrder, Gpu, Timing, TimingConfig, TimingMode};
-use crate::matrix::{check_vectors, Csr, Pattern, VectorFit};
+use crate::matrix::{check_vectors, Csr, CsrOfWidth, Pattern, VectorFit};
 use crate::reorder::{Ordering, Reorder};
-use crate::scalar::{PrecisionMode, Scalar, ValueStorage};
+use crate::scalar::{Offset, OffsetWidth, Offsets, PrecisionMode, Scalar, ValueStorage};
 
 /// Where a plan runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,6 +90,9 @@ pub struct PlanOptions {
     /// How the matrix values are stored (`Same`: as x and y, the default; docs/precision.md).
     /// A variant's `storage=...` takes precedence.
     pub values: ValueStorage,
+    /// The width of the row offsets (`Auto`: 32 bits when nnz ≤ 2^31−1, 64 above;
+    /// docs/offsets.md). 64 bits take the methods whose [`MethodInfo::offsets64`] is set.
+    pub offsets: Offsets,
 }
 
 /// Preprocessing cost, reported apart from the SpMV time.
@@ -202,6 +210,8 @@ pub struct Plan<T: PrepareFor> {
     source: Option<DeviceSource<T>>,
     /// How the layout stores the values, and what rounding to it changed (issue #25).
     values: (ValueStorage, Option<crate::matrix::Conversion>),
+    /// The row offsets' width the layout was built with (docs/offsets.md).
+    offsets: OffsetWidth,
 }
 
 impl<T: PrepareFor> Plan<T> {
@@ -222,30 +232,120 @@ impl<T: PrepareFor> Plan<T> {
     /// let plan = Plan::new("merge[items=3]", &a, &PlanOptions::default()).unwrap();
     /// assert_eq!(plan.params().iter().collect::<Vec<_>>(), [("items", "3")]);
     /// ```
-    pub fn new(method: &str, a: &Csr<T>, opts: &PlanOptions) -> Result<Self> {
+    ///
+    /// `a` may have row offsets of either width ([`Offset`]); [`PlanOptions::offsets`] decides
+    /// which the layout uses (docs/offsets.md).
+    pub fn new<O: Offset>(method: &str, a: &Csr<T, O>, opts: &PlanOptions) -> Result<Self> {
         let (m, params) = resolve(method, &opts.params)?;
-        Self::build(
-            m,
-            a,
-            params,
-            opts.backend,
-            (opts.reorder, opts.windows, opts.values),
-        )
+        Self::build_any(m, a, params, opts)
     }
 
     /// As [`Plan::new`], with a method already looked up (its parameters are `opts.params`).
-    pub fn with_method(
+    pub fn with_method<O: Offset>(
         method: &'static dyn Method,
-        a: &Csr<T>,
+        a: &Csr<T, O>,
         opts: &PlanOptions,
     ) -> Result<Self> {
-        Self::build(
-            method,
-            a,
-            opts.params.clone(),
-            opts.backend,
-            (opts.reorder, opts.windows, opts.values),
-        )
+        Self::build_any(method, a, opts.params.clone(), opts)
+    }
+
+    /// The plan with the row offsets [`PlanOptions::offsets`] chooses for `a`: `a`'s own
+    /// arrays when it has that width, a copy in it otherwise (a method that does not take
+    /// 64-bit offsets is refused before anything is copied).
+    fn build_any<O: Offset>(
+        m: &'static dyn Method,
+        a: &Csr<T, O>,
+        params: Params,
+        opts: &PlanOptions,
+    ) -> Result<Self> {
+        let how = (opts.reorder, opts.windows, opts.values);
+        let width = opts.offsets.width_for(a.nnz())?;
+        if !m.info().takes_offsets(width) {
+            return Err(super::offsets_refused(m.info().name));
+        }
+        match (width, a.by_width()) {
+            (OffsetWidth::W32, CsrOfWidth::W32(a)) => Self::build(m, a, params, opts.backend, how),
+            (OffsetWidth::W32, CsrOfWidth::W64(a)) => {
+                Self::build(m, &a.with_offsets()?, params, opts.backend, how)
+            }
+            (OffsetWidth::W64, CsrOfWidth::W64(a)) => {
+                Self::build_wide(m, a, params, opts.backend, how)
+            }
+            (OffsetWidth::W64, CsrOfWidth::W32(a)) => {
+                Self::build_wide(m, &a.with_offsets()?, params, opts.backend, how)
+            }
+        }
+    }
+
+    /// [`Plan::build`] with 64-bit row offsets: the method's `prepare_wide`, no reordering and
+    /// no x windows (both 32-bit), values stored as asked.
+    fn build_wide(
+        method: &'static dyn Method,
+        a: &Csr<T, u64>,
+        mut params: Params,
+        backend: Option<Backend>,
+        (how, windows, values): (Reorder, usize, ValueStorage),
+    ) -> Result<Self> {
+        let info = method.info();
+        params.check_known(info.name, info.params)?;
+        let reorder = params.take(REORDER_PARAM).is_some() || how != Reorder::None;
+        let windowed = params.take(WINDOWS_PARAM).is_some() || windows > 1;
+        if reorder || windowed {
+            return Err(Error::MethodUnsupported {
+                method: info.name.into(),
+                reason: format!(
+                    "{} with 64-bit row offsets is not supported (docs/offsets.md)",
+                    if reorder { "reordering" } else { "x windows" }
+                ),
+            });
+        }
+        let (values, backend, gpu, note) =
+            Self::storage_and_backend(&info, &mut params, values, backend)?;
+        let (stored, conversion) = round_for(a, values, &mut params)?;
+        let a = stored.as_ref().unwrap_or(a);
+        let t0 = Instant::now();
+        let layout = T::prepare_wide_with(method, a, &params)?;
+        let prep = PrepTimes {
+            reorder: Duration::ZERO,
+            prepare: t0.elapsed(),
+            upload: Duration::ZERO,
+        };
+        let dims = (a.nrows(), a.ncols());
+        let gpu = gpu.filter(|_| backend == Backend::Gpu);
+        let (device, prep) = device_plan(layout.as_ref(), gpu, None, &info, dims, prep)?;
+        // no 32-bit pattern: update_values refuses a plan with 64-bit offsets
+        let empty = Arc::new(Pattern::new("CSR", 0, 0, vec![0], Vec::new())?);
+        let mut plan = Self::assemble(method, params, (empty, dims), (layout, device, prep), note);
+        plan.values = (values, conversion);
+        plan.offsets = OffsetWidth::W64;
+        Ok(plan)
+    }
+
+    /// The value storage (a variant's `storage=` over `values`, `Same` when it is `T`'s own,
+    /// checked against the method) and the backend (with its GPU and the note of a fallback).
+    #[allow(clippy::type_complexity)]
+    fn storage_and_backend(
+        info: &MethodInfo,
+        params: &mut Params,
+        mut values: ValueStorage,
+        backend: Option<Backend>,
+    ) -> Result<(ValueStorage, Backend, Option<Arc<Gpu>>, Option<String>)> {
+        if let Some(v) = params.take(VALUES_PARAM) {
+            values = v.parse()?;
+        }
+        if values.name() == T::PRECISION.name() {
+            values = ValueStorage::Same;
+        }
+        check_storage::<T>(info, values)?;
+        let (backend, gpu, note) = choose_backend(info, backend)?;
+        let declares_fallback = info.params.iter().any(|p| p.key == CPU_FALLBACK_PARAM);
+        if backend == Backend::Gpu
+            && declares_fallback
+            && !params.iter().any(|(k, _)| k == CPU_FALLBACK_PARAM)
+        {
+            params.set(CPU_FALLBACK_PARAM, "0");
+        }
+        Ok((values, backend, gpu, note))
     }
 
     fn build(
@@ -253,7 +353,7 @@ impl<T: PrepareFor> Plan<T> {
         a: &Csr<T>,
         mut params: Params,
         backend: Option<Backend>,
-        (mut how, mut windows, mut values): (Reorder, usize, ValueStorage),
+        (mut how, mut windows, values): (Reorder, usize, ValueStorage),
     ) -> Result<Self> {
         let info = method.info();
         params.check_known(info.name, info.params)?;
@@ -271,35 +371,15 @@ impl<T: PrepareFor> Plan<T> {
             let need = format!("reorder={how} needs a square matrix");
             crate::matrix::check_square(&need, a.nrows(), a.ncols())?;
         }
-        if let Some(v) = params.take(VALUES_PARAM) {
-            values = v.parse()?;
-        }
-        if values.name() == T::PRECISION.name() {
-            values = ValueStorage::Same;
-        }
-        check_storage::<T>(&info, values)?;
-        let (backend, gpu, note) = choose_backend(&info, backend)?;
+        let (values, backend, gpu, note) =
+            Self::storage_and_backend(&info, &mut params, values, backend)?;
         if how == Reorder::Auto && backend == Backend::Gpu {
             let given = Some(Backend::Gpu);
             let plain = (Reorder::None, windows, values);
             let plain = Self::build(method, a, params.clone(), given, plain)?;
             return plain.trial_reorder(a, params);
         }
-        let declares_fallback = info.params.iter().any(|p| p.key == CPU_FALLBACK_PARAM);
-        if backend == Backend::Gpu
-            && declares_fallback
-            && !params.iter().any(|(k, _)| k == CPU_FALLBACK_PARAM)
-        {
-            params.set(CPU_FALLBACK_PARAM, "0");
-        }
-        let (stored, conversion) = match values {
-            ValueStorage::Same => (None, None),
-            v => {
-                let (r, c) = crate::matrix::round_values(a, v)?;
-                params.set(VALUES_PARAM, v.name());
-                (Some(r), Some(c))
-            }
-        };
+        let (stored, conversion) = round_for(a, values, &mut params)?;
         let a = stored.as_ref().unwrap_or(a);
         let decision = reorder(a, how)?;
         let (reordered, a) = match decision.kept {
@@ -310,60 +390,54 @@ impl<T: PrepareFor> Plan<T> {
         let t0 = Instant::now();
         let layout = prepare(method, a, &params, windows)?;
         let prepare = t0.elapsed();
-        let mut prep = PrepTimes {
+        let prep = PrepTimes {
             reorder: decision.time,
             prepare,
             upload: Duration::ZERO,
         };
-        let device = match (backend, gpu) {
-            (Backend::Gpu, Some(gpu)) => {
-                let t1 = Instant::now();
-                gpu.ensure_fits(
-                    &format!(
-                        "{} layout of a {}x{} matrix",
-                        info.name,
-                        a.nrows(),
-                        a.ncols()
-                    ),
-                    layout.footprint_bytes() + T::BYTES * (a.nrows() + a.ncols()),
-                )?;
-                let (dl, permuted) = upload(layout.as_ref(), &gpu, reordered.as_ref(), info.name)?;
-                let (y_len, x_len) = vector_lens(dl.as_ref(), a.nrows(), a.ncols())?;
-                let x = gpu.alloc_zeros::<T>(x_len)?;
-                let y = gpu.alloc_zeros::<T>(y_len)?;
-                gpu.stream()
-                    .synchronize()
-                    .map_err(|e| Error::cuda("upload", e))?;
-                prep.upload = t1.elapsed();
-                Some(DevicePlan {
-                    order: CallOrder::new(&gpu),
-                    gpu,
-                    layout: dl,
-                    permuted,
-                    x,
-                    y,
-                })
-            }
-            _ => None,
-        };
-        Ok(Plan {
+        let gpu = gpu.filter(|_| backend == Backend::Gpu);
+        let dims = (a.nrows(), a.ncols());
+        let (device, prep) =
+            device_plan(layout.as_ref(), gpu, reordered.as_ref(), &info, dims, prep)?;
+        let shape = (a.pattern().clone(), dims);
+        let mut plan = Self::assemble(method, params, shape, (layout, device, prep), note);
+        plan.reordered = reordered;
+        plan.reorder_note = decision.note;
+        plan.windows = windows;
+        plan.values = (values, conversion);
+        Ok(plan)
+    }
+
+    /// A plan of `method` on `pattern` (of `dims`) with its host layout, device side and
+    /// preparation times, everything else at its start: no value map, no reordering, no
+    /// windows, values as the vectors, 32-bit offsets.
+    #[allow(clippy::type_complexity)]
+    fn assemble(
+        method: &'static dyn Method,
+        params: Params,
+        (pattern, (nrows, ncols)): (Arc<Pattern>, (usize, usize)),
+        (layout, device, prep): (Box<dyn Layout<T>>, Option<DevicePlan<T>>, PrepTimes),
+        note: Option<String>,
+    ) -> Self {
+        Plan {
             method,
             params,
-            pattern: a.pattern().clone(),
-            nrows: a.nrows(),
-            ncols: a.ncols(),
+            pattern,
+            nrows,
+            ncols,
             layout,
             device,
             prep,
             note,
             value_map: None,
-            reordered,
-            reorder_note: decision.note,
-            windows,
+            reordered: None,
+            reorder_note: None,
+            windows: 0,
             multi: MultiState::default(),
             source: None,
-            values: (values, conversion),
-        })
+            values: (ValueStorage::Same, None),
+            offsets: OffsetWidth::W32,
+        }
     }
 
     /// `reorder=auto` on the GPU: the same method prepared on PAPᵀ (RCM) is timed against this
@@ -657,6 +731,14 @@ impl<T: PrepareFor> Plan<T> {
         if let Some(nnz) = self.source.as_ref().map(DeviceSource::nnz) {
             return self.update_values_from_host(vals, nnz);
         }
+        if self.offsets == OffsetWidth::W64 {
+            return Err(Error::MethodUnsupported {
+                method: self.method.info().name.into(),
+                reason: "update_values on a plan with 64-bit row offsets: build a new plan \
+                         (docs/offsets.md)"
+                    .into(),
+            });
+        }
         let rounded;
         let vals = match self.values.0 {
             ValueStorage::Same => vals,
@@ -787,6 +869,11 @@ impl<T: PrepareFor> Plan<T> {
                 "{name}'s value slots are not a plain permutation of the CSR values; update_values re-prepares"
             )),
         })
+    }
+
+    /// The width of the row offsets the layout was built with ([`PlanOptions::offsets`]).
+    pub fn offsets(&self) -> OffsetWidth {
+        self.offsets
     }
 
     /// The precision mode: x, y and the accumulation in `T`, the values as
@@ -1055,6 +1142,59 @@ fn prepare<T: PrepareFor>(
     }
 }
 
+/// `a` with its values rounded to `values` (none for `Same`) and what that changed; the storage
+/// goes into `params` (`storage=`) for the method's `prepare`.
+#[allow(clippy::type_complexity)]
+fn round_for<T: Scalar, O: Offset>(
+    a: &Csr<T, O>,
+    values: ValueStorage,
+    params: &mut Params,
+) -> Result<(Option<Csr<T, O>>, Option<crate::matrix::Conversion>)> {
+    if values == ValueStorage::Same {
+        return Ok((None, None));
+    }
+    let (r, c) = crate::matrix::round_values(a, values)?;
+    params.set(VALUES_PARAM, values.name());
+    Ok((Some(r), Some(c)))
+}
+
+/// The device side of a plan on `gpu` (none without one): the layout uploaded (after checking
+/// that it fits), the plan's own x and y, and the upload's time added to `prep`.
+fn device_plan<T: PrepareFor>(
+    layout: &dyn Layout<T>,
+    gpu: Option<Arc<Gpu>>,
+    reordered: Option<&Reordered>,
+    info: &MethodInfo,
+    (nrows, ncols): (usize, usize),
+    mut prep: PrepTimes,
+) -> Result<(Option<DevicePlan<T>>, PrepTimes)> {
+    let Some(gpu) = gpu else {
+        return Ok((None, prep));
+    };
+    let t1 = Instant::now();
+    gpu.ensure_fits(
+        &format!("{} layout of a {nrows}x{ncols} matrix", info.name),
+        layout.footprint_bytes() + T::BYTES * (nrows + ncols),
+    )?;
+    let (dl, permuted) = upload(layout, &gpu, reordered, info.name)?;
+    let (y_len, x_len) = vector_lens(dl.as_ref(), nrows, ncols)?;
+    let x = gpu.alloc_zeros::<T>(x_len)?;
+    let y = gpu.alloc_zeros::<T>(y_len)?;
+    gpu.stream()
+        .synchronize()
+        .map_err(|e| Error::cuda("upload", e))?;
+    prep.upload = t1.elapsed();
+    let device = DevicePlan {
+        order: CallOrder::new(&gpu),
+        gpu,
+        layout: dl,
+        permuted,
+        x,
+        y,
+    };
+    Ok((Some(device), prep))
+}
+
 /// The device layout of a plan: the layout uploaded, wrapped to permute x and y when the plan
 /// reorders (then also the unwrapped layout, for [`Plan::apply_device_permuted`]).
 type Uploaded<T> = (Box<dyn DeviceLayout<T>>, Option<Arc<dyn DeviceLayout<T>>>);
@@ -1181,32 +1321,20 @@ impl<T: PrepareFor> Plan<T> {
         source: DeviceSource<T>,
         prep: PrepTimes,
     ) -> Result<Self> {
-        Ok(Plan {
-            method,
-            params: Params::new(),
-            // No host pattern: the only reader, update_values, goes to the device source.
-            pattern: Arc::new(Pattern::new("CSR", 0, 0, vec![0], Vec::new())?),
-            nrows,
-            ncols,
-            layout: host,
-            device: Some(DevicePlan {
-                order: CallOrder::new(&gpu),
-                gpu,
-                layout: dl,
-                permuted: None,
-                x,
-                y,
-            }),
-            prep,
-            note: None,
-            value_map: None,
-            reordered: None,
-            reorder_note: None,
-            windows: 0,
-            multi: MultiState::default(),
-            source: Some(source),
-            values: (ValueStorage::Same, None),
-        })
+        let device = Some(DevicePlan {
+            order: CallOrder::new(&gpu),
+            gpu,
+            layout: dl,
+            permuted: None,
+            x,
+            y,
+        });
+        // No host pattern: the only reader, update_values, goes to the device source.
+        let empty = Arc::new(Pattern::new("CSR", 0, 0, vec![0], Vec::new())?);
+        let shape = (empty, (nrows, ncols));
+        let mut plan = Self::assemble(method, Params::new(), shape, (host, device, prep), None);
+        plan.source = Some(source);
+        Ok(plan)
     }
 
     /// The device arrays of a plan built from them.

@@ -714,6 +714,7 @@ impl Method for Auto {
             cpu: true,
             params: PARAMS,
             values: &crate::scalar::ValueStorage::NARROW,
+            offsets64: true,
         }
     }
 
@@ -726,6 +727,83 @@ impl Method for Auto {
         let given = storage_params(params);
         prepare(csr, params, |m| m.prepare_f64(csr, &given))
     }
+
+    fn prepare_wide_f32(
+        &self,
+        csr: &Csr<f32, u64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<f32>>> {
+        let given = storage_params(params);
+        prepare_wide(params, (csr.nrows(), csr.ncols()), |m| {
+            m.prepare_wide_f32(csr, &given)
+        })
+    }
+
+    fn prepare_wide_f64(
+        &self,
+        csr: &Csr<f64, u64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<f64>>> {
+        let given = storage_params(params);
+        prepare_wide(params, (csr.nrows(), csr.ncols()), |m| {
+            m.prepare_wide_f64(csr, &given)
+        })
+    }
+}
+
+/// The methods `auto` considers for a matrix with 64-bit row offsets, in the order it prefers
+/// them without a trial: csr-vector (the best row-split kernel), then cuSPARSE.
+const WIDE_CANDIDATES: [&str; 3] = ["csr-vector", "cusparse-alg2", "cusparse-alg1"];
+
+/// `auto` on a matrix with 64-bit row offsets (docs/offsets.md): its model's table holds no such
+/// matrix, so it skips every method that does not take them ([`MethodInfo::offsets64`]) and
+/// times the first `trial` of [`WIDE_CANDIDATES`] that read the value storage (`mode=trial` on a
+/// GPU), or takes the first
+/// (`mode=model`, or no GPU). No CPU fallback and no SpMM copy: both would be 32-bit layouts.
+fn prepare_wide<T: Scalar>(
+    params: &Params,
+    (nrows, ncols): (usize, usize),
+    delegate: impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
+) -> Result<Box<dyn Layout<T>>> {
+    let o = parse(params)?;
+    let storage = crate::methods::common::stored::storage_of(params)?;
+    let mut candidates: Vec<&'static str> = WIDE_CANDIDATES
+        .into_iter()
+        .filter(|n| {
+            find(n).is_ok_and(|m| {
+                let i = m.info();
+                i.offsets64 && i.supports(storage) && (!o.deterministic || i.deterministic)
+            })
+        })
+        .collect();
+    let gpu = Gpu::get().ok();
+    let n = match (&gpu, o.mode) {
+        (Some(_), Mode::Trial) => o.trial.max(1),
+        _ => 1,
+    };
+    candidates.truncate(n);
+    let first = *candidates.first().ok_or_else(|| Error::MethodUnsupported {
+        method: NAME.into(),
+        reason: "no method takes 64-bit row offsets under these parameters".into(),
+    })?;
+    let mut choice = Choice {
+        method: first,
+        predicted_us: None,
+        reason: "64-bit row offsets: the methods that take them, the best row-split kernel first"
+            .into(),
+        candidates,
+    };
+    let (inner, trial, device) = match gpu {
+        Some(gpu) if choice.candidates.len() > 1 => {
+            let mut timer = GpuTimer::new(gpu, nrows, ncols)?;
+            let out = run_trial(&choice.candidates, &delegate, &mut timer)?;
+            choice.method = out.winner;
+            choice.reason = format!("{}; trial of {}", choice.reason, choice.candidates.len());
+            (out.layout, Some((out.entries, out.elapsed)), out.device)
+        }
+        _ => (delegate(find(first)?)?, None, None),
+    };
+    finish(choice, inner, trial, device, (false, false), &delegate)
 }
 
 /// What `auto` passes on to the method it chose: the plan's `storage=` (docs/precision.md), only.

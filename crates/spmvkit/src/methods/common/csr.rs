@@ -1,35 +1,38 @@
 //! A CSR matrix on the device and the argument struct of the kernels that take it with the SpMV
 //! operands (`CsrArgs` in `gpu/prelude.cu`): csr-scalar and csr-vector launch with it, csr-light
-//! and merge carry it as the first field of their own structs.
+//! and merge carry it as the first field of their own structs. The row offsets are of either
+//! width (`gpu::stored::DeviceOffsets`, docs/offsets.md); a kernel launched on a [`DeviceCsr`] is compiled
+//! for its width ([`DeviceCsr::offsets`], `Gpu::kernel_mode`).
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 
 use crate::error::Result;
-use crate::gpu::stored::DeviceValues;
-use crate::gpu::{kernel_int, DevRef, Gpu, Stored};
+use crate::gpu::stored::{DeviceOffsets, DeviceValues};
+use crate::gpu::{kernel_int, DevRef, Gpu, RowOffsets, Stored};
 use crate::matrix::Csr;
 use crate::methods::common::gpu::{Axpby, Call};
-use crate::scalar::{Idx, Scalar, ValueStorage};
+use crate::scalar::{Idx, Offset, OffsetWidth, Scalar, ValueStorage};
 
 crate::kernel_args! {
     /// A CSR matrix and the operands of y = α·A·x + β·y.
     pub(crate) struct CsrArgs<'a, T> {
         nrows: i32,
-        row_ptr: DevRef<'a, Idx>,
+        row_ptr: DevRef<'a, RowOffsets>,
         col_idx: DevRef<'a, Idx>,
         vals: DevRef<'a, Stored>,
         axpby: Axpby<'a, T>,
     }
 }
 
-/// The arrays of a CSR matrix on the device.
+/// The arrays of a CSR matrix on the device; its kernels are compiled for its offsets' width
+/// ([`DeviceCsr::offsets`]).
 pub(crate) struct DeviceCsr<T: Scalar> {
     nrows: usize,
     ncols: usize,
     nnz: usize,
-    row_ptr: CudaSlice<Idx>,
+    row_ptr: DeviceOffsets,
     col_idx: CudaSlice<Idx>,
     vals: DeviceValues<T>,
 }
@@ -41,13 +44,17 @@ impl<T: Scalar> DeviceCsr<T> {
     }
 
     /// Uploads `a`'s arrays with its values (rounded to `values` already) stored as `values`
-    /// (issue #25), for kernels compiled for that storage.
-    pub(crate) fn upload_stored(gpu: &Arc<Gpu>, a: &Csr<T>, values: ValueStorage) -> Result<Self> {
+    /// (issue #25), for kernels compiled for that storage and `a`'s offsets' width.
+    pub(crate) fn upload_stored<O: Offset>(
+        gpu: &Arc<Gpu>,
+        a: &Csr<T, O>,
+        values: ValueStorage,
+    ) -> Result<Self> {
         Ok(DeviceCsr {
             nrows: a.nrows(),
             ncols: a.ncols(),
             nnz: a.nnz(),
-            row_ptr: gpu.upload(a.row_ptr())?,
+            row_ptr: DeviceOffsets::upload(gpu, a.row_ptr())?,
             col_idx: gpu.upload(a.col_idx())?,
             vals: DeviceValues::upload(gpu, a.vals(), values)?,
         })
@@ -66,7 +73,7 @@ impl<T: Scalar> DeviceCsr<T> {
             nrows,
             ncols,
             nnz,
-            row_ptr,
+            row_ptr: DeviceOffsets::W32(row_ptr),
             col_idx,
             vals: DeviceValues::Same(vals),
         }
@@ -83,16 +90,21 @@ impl<T: Scalar> DeviceCsr<T> {
 
     /// The device addresses of row_ptr, col_idx and vals, and the number of entries.
     pub(crate) fn addresses(&self) -> ((u64, u64, u64), usize) {
-        let s = self.row_ptr.stream();
+        let s = self.col_idx.stream();
         let addr = |p: (u64, _)| p.0;
         (
             (
-                addr(self.row_ptr.device_ptr(s)),
+                self.row_ptr.address(),
                 addr(self.col_idx.device_ptr(s)),
                 self.vals.address(),
             ),
             self.nnz,
         )
+    }
+
+    /// The width of the row offsets, which the kernels launched on it are compiled for.
+    pub(crate) fn offsets(&self) -> OffsetWidth {
+        self.row_ptr.width()
     }
 
     /// (nrows, ncols).
@@ -114,7 +126,7 @@ impl<T: Scalar> DeviceCsr<T> {
     ) -> Result<CsrArgs<'a, T>> {
         Ok(CsrArgs {
             nrows: kernel_int(what, self.nrows)?,
-            row_ptr: DevRef::new(&self.row_ptr),
+            row_ptr: self.row_ptr.dev_ref(),
             col_idx: DevRef::new(&self.col_idx),
             vals: self.vals.dev_ref(),
             axpby: c.axpby(),

@@ -124,6 +124,10 @@ pub(crate) use forward;
 /// }
 /// ```
 ///
+/// A method that takes 64-bit row offsets (`offsets64: true`, docs/offsets.md) gets its
+/// `prepare_wide` from the same body, which then sees a `Csr<T, u64>`: its layout is generic
+/// over the offsets' type.
+///
 /// A method that supports narrower value storages (`values: &ValueStorage::NARROW`, issue #25)
 /// names a third argument, `fn prepare(csr, p: XParams, values)`, which is the
 /// [`ValueStorage`](crate::ValueStorage) the plan asks (`Same` without `storage=`).
@@ -186,6 +190,7 @@ macro_rules! method {
             $(gpu: $gpu:expr,)?
             $(cpu: $cpu:expr,)?
             $(values: $values:expr,)?
+            $(offsets64: $off:tt,)?
             $(params: $params_spec:expr,)?
         }
         fn prepare($csr:ident, $params:ident) $body:block
@@ -203,6 +208,7 @@ macro_rules! method {
                 cpu: $crate::methods::common::room::method!(@or [true] $($cpu)?),
                 params: $crate::methods::common::room::method!(@or [&[]] $($params_spec)?),
                 values: $crate::methods::common::room::method!(@or [&[]] $($values)?),
+                offsets64: $crate::methods::common::room::method!(@or [false] $($off)?),
             };
 
             fn prepare<T: $crate::Scalar>(
@@ -210,10 +216,20 @@ macro_rules! method {
                 $csr: &$crate::matrix::Csr<T>,
                 $params: &$crate::methods::Params,
             ) -> $crate::error::Result<Box<dyn $crate::methods::Layout<T>>> $body
+
+            $crate::methods::common::room::method!(@wide [$($off)?] $csr $params $body);
         }
     };
     (@or [$default:expr]) => { $default };
     (@or [$default:expr] $given:expr) => { $given };
+    (@wide [] $csr:ident $params:ident $body:block) => {};
+    (@wide [true] $csr:ident $params:ident $body:block) => {
+        fn prepare_wide<T: $crate::Scalar>(
+            &self,
+            $csr: &$crate::matrix::Csr<T, u64>,
+            $params: &$crate::methods::Params,
+        ) -> $crate::error::Result<Box<dyn $crate::methods::Layout<T>>> $body
+    };
 }
 pub(crate) use method;
 
@@ -238,6 +254,9 @@ pub(crate) use method;
 /// }
 /// ```
 ///
+/// A layout generic over its row offsets (docs/offsets.md) names the type parameter after
+/// `upload`: `fn upload<O: Offset>(l: &CsrVectorLayout<T, O>, gpu) -> Resident(..)`.
+///
 /// With statements before the fields' values (checks, values several fields use):
 ///
 /// ```ignore
@@ -251,7 +270,8 @@ macro_rules! device_room {
         $vis:vis struct $dev:ident<$t:ident> {
             $($(#[$fmeta:meta])* $f:ident: $fty:ty = $init:expr,)+
         }
-        fn upload($l:ident: &$layout:ty, $gpu:ident) -> Resident($dims:expr, $bytes:expr)
+        fn upload $(<$og:ident: $ob:path>)? ($l:ident: &$layout:ty, $gpu:ident)
+            -> Resident($dims:expr, $bytes:expr)
             $({ $($setup:tt)* })? $(;)?
     ) => {
         $(#[$meta])*
@@ -260,7 +280,7 @@ macro_rules! device_room {
         }
 
         #[doc = concat!("Uploads the layout as a `", stringify!($dev), "`, its fields in order.")]
-        $vis fn upload<$t: $crate::Scalar>(
+        $vis fn upload<$t: $crate::Scalar $(, $og: $ob)?>(
             $l: &$layout,
             $gpu: &std::sync::Arc<$crate::gpu::Gpu>,
         ) -> $crate::error::Result<Box<dyn $crate::methods::DeviceLayout<$t>>> {

@@ -67,8 +67,8 @@ pub(crate) fn store<T: Scalar>(yi: &mut T, alpha: T, sum: T, beta: T) {
 
 /// The partial sums of `width` lanes over entries [start, end) of a row, lane l taking the
 /// entries j ≡ l (mod width) from `first` (start, or start aligned down to `width`).
-pub(crate) fn lane_partials<T: Scalar>(
-    a: &Csr<T>,
+pub(crate) fn lane_partials<T: Scalar, O: crate::scalar::Offset>(
+    a: &Csr<T, O>,
     x: &[T],
     first: usize,
     start: usize,

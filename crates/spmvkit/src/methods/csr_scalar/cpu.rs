@@ -2,10 +2,10 @@
 //! multiply-adds and applies α and β exactly as the kernel does, so results match bit for bit.
 
 use crate::matrix::Csr;
-use crate::scalar::Scalar;
+use crate::scalar::{Offset, Scalar};
 
 /// y = αAx + βy, row by row as the GPU threads do; y is not read when β = 0.
-pub(super) fn run<T: Scalar>(a: &Csr<T>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
+pub(super) fn run<T: Scalar, O: Offset>(a: &Csr<T, O>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
     for (row, yi) in y.iter_mut().enumerate().take(a.nrows()) {
         let (cols, vals) = a.row(row);
         let mut sum = T::zero();

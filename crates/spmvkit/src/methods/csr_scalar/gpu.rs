@@ -1,5 +1,6 @@
 //! Upload and launch of `csr-scalar`: the CSR arrays on the device, one thread per row in blocks
-//! of 256, one launch per call.
+//! of 256, one launch per call; row offsets of 32 or 64 bits, the kernel compiled for the
+//! layout's (docs/offsets.md).
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use crate::methods::common::csr::{CsrArgs, DeviceCsr};
 use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::DeviceLayout;
 use crate::methods::common::room::device_room;
-use crate::scalar::Scalar;
+use crate::scalar::{Offset, Scalar, ValueStorage};
 
 const BLOCK: u32 = 256;
 
@@ -21,8 +22,8 @@ device_room! {
         k: Kernel<CsrArgs<'static, T>> = k,
         a: Arc<DeviceCsr<T>> = Arc::new(a),
     }
-    fn upload(l: &CsrScalarLayout<T>, gpu) -> Resident(a.dims(), a.num_bytes()) {
-        let k = gpu.kernel_stored::<T, _>(&KERNEL, "csr_scalar", l.values)?;
+    fn upload<O: Offset>(l: &CsrScalarLayout<T, O>, gpu) -> Resident(a.dims(), a.num_bytes()) {
+        let k = gpu.kernel_mode::<T, _>(&KERNEL, "csr_scalar", l.values, O::WIDTH)?;
         let a = DeviceCsr::upload_stored(gpu, &l.a, l.values)?;
     }
 }
@@ -45,7 +46,7 @@ pub(crate) fn from_device<T: Scalar>(
 ) -> Result<Box<dyn DeviceLayout<T>>> {
     let (dims, bytes) = (a.dims(), a.num_bytes());
     let room = CsrScalarDevice {
-        k: gpu.kernel::<T, _>(&KERNEL, "csr_scalar")?,
+        k: gpu.kernel_mode::<T, _>(&KERNEL, "csr_scalar", ValueStorage::Same, a.offsets())?,
         a,
     };
     Ok(Resident::boxed(dims, bytes, room))

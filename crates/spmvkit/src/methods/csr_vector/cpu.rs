@@ -5,14 +5,14 @@
 
 use crate::matrix::Csr;
 use crate::methods::common::warp::{butterfly_sum, lane_partials, store};
-use crate::scalar::Scalar;
+use crate::scalar::{Offset, Scalar};
 
 /// y = αAx + βy as the csr-vector kernel computes it.
-pub(crate) fn run<T: Scalar>(a: &Csr<T>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
+pub(crate) fn run<T: Scalar, O: Offset>(a: &Csr<T, O>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
     let rp = a.row_ptr();
     let mut lanes = [T::zero(); 32];
     for (row, yi) in y.iter_mut().enumerate() {
-        let (start, end) = (rp[row] as usize, rp[row + 1] as usize);
+        let (start, end) = (rp[row].to_usize(), rp[row + 1].to_usize());
         lane_partials(a, x, start & !31, start, end, &mut lanes);
         let sum = butterfly_sum(&mut lanes);
         store(yi, alpha, sum, beta);

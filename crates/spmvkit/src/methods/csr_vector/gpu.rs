@@ -1,6 +1,7 @@
 //! Upload and launch of `csr_vector` (kernel.cu): one warp per row, `threads` per block, one
 //! block per `threads / 32` rows (the hardware block scheduler balances rows of unequal length;
-//! the kernel also strides, so any grid is correct). No launch when there are no rows.
+//! the kernel also strides, so any grid is correct). No launch when there are no rows. Row
+//! offsets of 32 or 64 bits: the kernel is compiled for the layout's (docs/offsets.md).
 
 use std::sync::Arc;
 
@@ -11,16 +12,18 @@ use crate::methods::common::csr::{CsrArgs, DeviceCsr};
 use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::{DeviceLayout, Params};
 use crate::methods::common::room::device_room;
-use crate::scalar::Scalar;
+use crate::scalar::{Offset, Scalar, ValueStorage};
 
 device_room! {
     /// The device copy of a csr-vector layout.
     pub(super) struct DeviceCsrVector<T> {
-        k: Kernel<CsrArgs<'static, T>> = gpu.kernel_stored::<T, _>(&KERNEL, "csr_vector", l.values)?,
+        k: Kernel<CsrArgs<'static, T>> =
+            gpu.kernel_mode::<T, _>(&KERNEL, "csr_vector", l.values, O::WIDTH)?,
         threads: u32 = l.threads,
         a: Arc<DeviceCsr<T>> = Arc::new(DeviceCsr::upload_stored(gpu, &l.a, l.values)?),
     }
-    fn upload(l: &CsrVectorLayout<T>, gpu) -> Resident((l.a.nrows(), l.a.ncols()), l.a.bytes());
+    fn upload<O: Offset>(l: &CsrVectorLayout<T, O>, gpu)
+        -> Resident((l.a.nrows(), l.a.ncols()), l.a.bytes());
 }
 
 impl<T: Scalar> Launches<T> for DeviceCsrVector<T> {
@@ -43,7 +46,7 @@ pub(crate) fn from_device<T: Scalar>(
     let p = CsrVectorParams::from_params(NAME, params)?;
     let (dims, bytes) = (a.dims(), a.num_bytes());
     let room = DeviceCsrVector {
-        k: gpu.kernel::<T, _>(&KERNEL, "csr_vector")?,
+        k: gpu.kernel_mode::<T, _>(&KERNEL, "csr_vector", ValueStorage::Same, a.offsets())?,
         threads: p.threads,
         a,
     };

@@ -12,10 +12,10 @@ extern "C" __global__ void csr_vector(const CsrArgs a) {
     const unsigned stride = gridDim.x * warps_per_block;
     for (unsigned row = blockIdx.x * warps_per_block + (threadIdx.x >> 5); row < (unsigned)a.nrows;
          row += stride) {
-        const unsigned start = (unsigned)ldg(a.row_ptr + row);
-        const unsigned end = (unsigned)ldg(a.row_ptr + row + 1);
+        const uoff_t start = (uoff_t)ldg(a.row_ptr + row);
+        const uoff_t end = (uoff_t)ldg(a.row_ptr + row + 1);
         real_t sum = (real_t)0;
-        unsigned j = (start & ~31u) + lane;
+        uoff_t j = (start & ~(uoff_t)31) + lane;
         if (j >= start && j < end) sum = fma(ldg_val(a.vals + j), ldg(a.x + ldg(a.col_idx + j)), sum);
         j += 32u;
 #pragma unroll 4

@@ -6,20 +6,24 @@
 //!
 //! The layout is the CSR matrix itself. The CPU mirror (`cpu.rs`) simulates the 32 lanes and the
 //! butterfly, with the kernel's fused multiply-adds, so it reproduces the kernel's bits.
+//!
+//! It takes 64-bit row offsets (issue #25, docs/offsets.md): the layout is generic over the
+//! offsets' type and the kernel is compiled with `off_t` of the layout's width, every position
+//! in the row 64-bit then.
 
 mod cpu;
 mod gpu;
 
 pub(crate) use gpu::from_device;
 
-use crate::matrix::Csr;
+use crate::matrix::{Csr, CsrOfWidth};
 use crate::methods::common::checks::THREADS;
 use crate::methods::common::csr::CsrArgs;
 use crate::methods::common::room::{forward, method, room_kernel};
 use crate::methods::params::{one_of, params, AutoOr};
 use crate::methods::Layout;
 use crate::methods::spmm::{MultiKernel, MultiSource, SpmmTune};
-use crate::scalar::{Scalar, ValueStorage};
+use crate::scalar::{Idx, Offset, Scalar, ValueStorage};
 
 room_kernel!("csr-vector", [CsrArgs::entry("csr_vector")]);
 
@@ -53,6 +57,7 @@ method! {
         source: "Bell & Garland, Implementing SpMV on throughput-oriented processors, SC'09 (CSR vector kernel)",
         deterministic: true,
         values: &ValueStorage::NARROW,
+        offsets64: true,
     }
     fn prepare(csr, p: CsrVectorParams, values) {
         Ok(Box::new(CsrVectorLayout {
@@ -69,27 +74,31 @@ method! {
     }
 }
 
-/// The layout of `csr-vector`: the CSR matrix, the block size, the SpMM tile's tuning, and the
-/// values stored as `values` on the device (docs/precision.md).
-pub struct CsrVectorLayout<T> {
-    a: Csr<T>,
+/// The layout of `csr-vector`: the CSR matrix (row offsets of type `O`), the block size, the
+/// SpMM tile's tuning, and the values stored as `values` on the device (docs/precision.md).
+pub struct CsrVectorLayout<T, O: Offset = Idx> {
+    a: Csr<T, O>,
     threads: u32,
     tune: SpmmTune,
     values: ValueStorage,
 }
 
-impl<T: Scalar> Layout<T> for CsrVectorLayout<T> {
+impl<T: Scalar, O: Offset> Layout<T> for CsrVectorLayout<T, O> {
     forward! { values_mut of a, footprint_bytes of a, run_cpu of a, upload }
 
     fn notes(&self) -> Vec<(String, String)> {
         vec![("threads per block".into(), self.threads.to_string())]
     }
+    /// The row-split SpMM kernels, with 32-bit offsets (64-bit ones run k single-vector calls).
     fn multi(&self) -> Option<MultiSource<'_, T>> {
-        Some(MultiSource {
-            kernel: MultiKernel::RowSplit,
-            a: &self.a,
-            tune: self.tune,
-        })
+        match self.a.by_width() {
+            CsrOfWidth::W32(a) => Some(MultiSource {
+                kernel: MultiKernel::RowSplit,
+                a,
+                tune: self.tune,
+            }),
+            CsrOfWidth::W64(_) => None,
+        }
     }
 }
 

@@ -18,6 +18,10 @@
 //! Determinism follows the cuSPARSE documentation (see `gpu/cusparse.rs`): CSR_ALG2 is bitwise
 //! reproducible, CSR_ALG1 is not guaranteed to be, so `cusparse-alg1`, `cusparse` and
 //! `cusparse-e2e` claim no determinism. No CPU executor: these are library calls.
+//!
+//! `cusparse-alg1`, `cusparse-alg2` and `cusparse` take 64-bit row offsets (issue #25,
+//! docs/offsets.md): `CUSPARSE_INDEX_64I` offsets with 32I columns, or both 64I where cuSPARSE
+//! refuses the pair (the `index types` note says which). `cusparse-e2e` stays 32-bit.
 
 use std::sync::{Arc, Mutex};
 
@@ -26,14 +30,14 @@ use cudarc::driver::CudaSlice;
 use crate::error::{Error, Result};
 use crate::gpu::cusparse::{CusparseSpmv, SpmvAlg};
 use crate::gpu::{time_stream, Gpu, PinnedSource, TimingConfig};
-use crate::matrix::Csr;
+use crate::matrix::{Csr, CsrOfWidth};
 use crate::methods::common::csr::DeviceCsr;
 use crate::methods::common::gpu::{Call, Launches, Resident};
 use crate::methods::common::room::{forward, method};
 use crate::methods::{DeviceLayout, GenericMethod, Layout, MethodInfo, Params};
 use crate::methods::common::stored::storage_of;
 use crate::methods::spmm::{MultiKernel, MultiSource, SpmmTune};
-use crate::scalar::{Idx, Scalar, ValueStorage};
+use crate::scalar::{Idx, Offset, Scalar, ValueStorage};
 
 /// `cusparse-alg1`: `CUSPARSE_SPMV_CSR_ALG1`.
 pub struct CusparseAlg1;
@@ -60,12 +64,13 @@ const fn info(name: &'static str, summary: &'static str, deterministic: bool) ->
         // f32 x (CUSPARSE_STATUS_NOT_SUPPORTED on an H200 with CUDA 13.0, docs/precision.md);
         // f32 A under f64 x is accepted.
         values: &[ValueStorage::F32],
+        offsets64: true,
     }
 }
 
-fn prepare<T: Scalar>(
+fn prepare<T: Scalar, O: Offset>(
     name: &'static str,
-    csr: &Csr<T>,
+    csr: &Csr<T, O>,
     choice: Choice,
     with_upload: bool,
     params: &Params,
@@ -90,6 +95,14 @@ impl GenericMethod for CusparseAlg1 {
         let alg = Choice::Fixed(SpmvAlg::CsrAlg1);
         prepare("cusparse-alg1", csr, alg, false, params)
     }
+    fn prepare_wide<T: Scalar>(
+        &self,
+        csr: &Csr<T, u64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<T>>> {
+        let alg = Choice::Fixed(SpmvAlg::CsrAlg1);
+        prepare("cusparse-alg1", csr, alg, false, params)
+    }
 }
 
 impl GenericMethod for CusparseAlg2 {
@@ -102,6 +115,14 @@ impl GenericMethod for CusparseAlg2 {
         let alg = Choice::Fixed(SpmvAlg::CsrAlg2);
         prepare("cusparse-alg2", csr, alg, false, params)
     }
+    fn prepare_wide<T: Scalar>(
+        &self,
+        csr: &Csr<T, u64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<T>>> {
+        let alg = Choice::Fixed(SpmvAlg::CsrAlg2);
+        prepare("cusparse-alg2", csr, alg, false, params)
+    }
 }
 
 impl GenericMethod for CusparseAuto {
@@ -111,6 +132,13 @@ impl GenericMethod for CusparseAuto {
         false,
     );
     fn prepare<T: Scalar>(&self, csr: &Csr<T>, params: &Params) -> Result<Box<dyn Layout<T>>> {
+        prepare("cusparse", csr, Choice::Fastest, false, params)
+    }
+    fn prepare_wide<T: Scalar>(
+        &self,
+        csr: &Csr<T, u64>,
+        params: &Params,
+    ) -> Result<Box<dyn Layout<T>>> {
         prepare("cusparse", csr, Choice::Fastest, false, params)
     }
 }
@@ -133,11 +161,11 @@ method! {
     }
 }
 
-/// The host side: the CSR matrix, which algorithm to use, and whether each call uploads the
-/// column indices and values first (`cusparse-e2e`).
-pub struct CusparseLayout<T> {
+/// The host side: the CSR matrix (row offsets of type `O`), which algorithm to use, and whether
+/// each call uploads the column indices and values first (`cusparse-e2e`).
+pub struct CusparseLayout<T, O: Offset = Idx> {
     name: &'static str,
-    a: Csr<T>,
+    a: Csr<T, O>,
     choice: Choice,
     with_upload: bool,
     /// How the descriptor stores the values (docs/precision.md).
@@ -145,7 +173,7 @@ pub struct CusparseLayout<T> {
     notes: Mutex<Vec<(String, String)>>,
 }
 
-impl<T: Scalar> CusparseLayout<T> {
+impl<T: Scalar, O: Offset> CusparseLayout<T, O> {
     fn note(&self, k: &str, v: String) {
         let mut n = self.notes.lock().unwrap_or_else(|p| p.into_inner());
         n.retain(|(key, _)| key != k);
@@ -165,7 +193,7 @@ fn quick_time<T: Scalar>(gpu: &Gpu, spmv: &CusparseSpmv<T>, x: &CudaSlice<T>) ->
     Ok(time_stream(gpu, &cfg, || spmv.run(alpha, x, beta, &mut y))?.median_us)
 }
 
-impl<T: Scalar> Layout<T> for CusparseLayout<T> {
+impl<T: Scalar, O: Offset> Layout<T> for CusparseLayout<T, O> {
     forward! { values_mut of a, footprint_bytes of a }
 
     fn run_cpu(&self, _alpha: T, _x: &[T], _beta: T, _y: &mut [T]) -> Result<()> {
@@ -205,6 +233,9 @@ impl<T: Scalar> Layout<T> for CusparseLayout<T> {
             }
         };
         self.note("alg", spmv.alg().name().to_string());
+        if O::WIDTH == crate::scalar::OffsetWidth::W64 {
+            self.note("index types", spmv.index_note());
+        }
         self.note("preprocessed", spmv.preprocessed().to_string());
         let upload = if self.with_upload {
             let entries = HostEntries {
@@ -229,10 +260,14 @@ impl<T: Scalar> Layout<T> for CusparseLayout<T> {
     }
     /// cuSPARSE SpMM; none for `cusparse-e2e`, whose calls include a copy a multi-vector call
     /// would not make (its blocks run k single-vector calls, each with the copy).
+    /// 32-bit offsets only (64-bit ones run k single-vector calls).
     fn multi(&self) -> Option<MultiSource<'_, T>> {
+        let CsrOfWidth::W32(a) = self.a.by_width() else {
+            return None;
+        };
         (!self.with_upload).then_some(MultiSource {
             kernel: MultiKernel::Cusparse,
-            a: &self.a,
+            a,
             tune: SpmmTune::default(),
         })
     }
