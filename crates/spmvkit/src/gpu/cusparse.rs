@@ -419,7 +419,9 @@ pub struct CusparseSpmv<T: Scalar> {
     nrows: usize,
     ncols: usize,
     nnz: usize,
-    preprocessed: bool,
+    /// `Ok(true)` when `cusparseSpMV_preprocess` ran, `Ok(false)` when the library has none,
+    /// `Err(why)` when it failed with `INTERNAL_ERROR` and the calls run without it.
+    preprocessed: std::result::Result<bool, String>,
     /// The descriptor's index types, and why the columns were widened when they were.
     index: (CsrIndex, Option<String>),
     // Declared before the buffers: the descriptors go before the memory they point at.
@@ -569,7 +571,7 @@ impl<T: Scalar> CusparseSpmv<T> {
         let mut setup_y = gpu.alloc_zeros::<T>(nrows)?;
         let mut buffer = gpu.alloc_zeros::<u8>(1)?;
         let mut h = Handles::null();
-        let mut preprocessed = false;
+        let mut preprocessed = Ok(false);
         if nnz > 0 {
             let stream = gpu.stream();
             let dt = data_type::<T>();
@@ -610,8 +612,16 @@ impl<T: Scalar> CusparseSpmv<T> {
                 if let Some(pre) = preprocess_fn() {
                     let (bp, _g6) = buffer.device_ptr_mut(stream);
                     let done = spmv_call!(pre, h, &one, &zero, dt, alg, bp as *mut c_void);
-                    check_mixed("SpMV_preprocess", done, mixed)?;
-                    preprocessed = true;
+                    preprocessed = match check_mixed("SpMV_preprocess", done, mixed) {
+                        Ok(()) => Ok(true),
+                        // The preprocessing is optional. cuSPARSE 13.0 answers INTERNAL_ERROR
+                        // there above 2^31 nonzeros (docs/offsets.md): the calls run without it
+                        // and the plan's note says so.
+                        Err(e) if done == cusparseStatus_t::CUSPARSE_STATUS_INTERNAL_ERROR => {
+                            Err(e.to_string())
+                        }
+                        Err(e) => return Err(e),
+                    };
                 }
             }
             gpu.synchronize()?;
@@ -659,7 +669,16 @@ impl<T: Scalar> CusparseSpmv<T> {
 
     /// Whether `cusparseSpMV_preprocess` ran at setup.
     pub fn preprocessed(&self) -> bool {
-        self.preprocessed
+        self.preprocessed == Ok(true)
+    }
+
+    /// The `preprocessed` note: `true`, `false`, or why the preprocessing failed (the calls
+    /// then run without it).
+    pub fn preprocess_note(&self) -> String {
+        match &self.preprocessed {
+            Ok(done) => done.to_string(),
+            Err(why) => format!("false ({why}; the calls run without it)"),
+        }
     }
     /// Device bytes of the matrix copy and the work buffer.
     pub fn footprint_bytes(&self) -> usize {

@@ -666,25 +666,32 @@ fn prepare<T: Scalar>(
         (delegate(find(choice.method)?)?, None, None)
     };
     let o = parse(params)?;
-    finish(choice, inner, trial, device, (o.cpu_fallback, o.spmm), &delegate)
+    finish(
+        choice,
+        inner,
+        trial,
+        device,
+        (o.cpu_fallback.then_some("csr"), o.spmm),
+        &delegate,
+    )
 }
 
-/// Wraps the chosen layout, adding a `csr` layout for the CPU path when the choice has no CPU
-/// executor, and one for the multi-vector path (`spmm=1`) when the choice has no SpMM kernel
-/// and no CPU fallback was made (the fallback serves both).
+/// Wraps the chosen layout, adding a layout of `fallback` (`csr`; `csr-vector` on 64-bit
+/// offsets) for the CPU path when the choice has no CPU executor, and a `csr` one for the
+/// multi-vector path (`spmm=1`) when the choice has no SpMM kernel and no CPU fallback was made
+/// (the fallback serves both).
 fn finish<T: Scalar>(
     choice: Choice,
     inner: Box<dyn Layout<T>>,
     trial: Option<(Vec<TrialEntry>, Duration)>,
     device: Option<Box<dyn DeviceLayout<T>>>,
-    (want_fallback, want_spmm): (bool, bool),
+    (fallback, want_spmm): (Option<&'static str>, bool),
     delegate: &impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
 ) -> Result<Box<dyn Layout<T>>> {
     let chosen = find(choice.method)?;
-    let cpu_fallback = if !want_fallback || chosen.info().cpu {
-        None
-    } else {
-        Some(delegate(find("csr")?)?)
+    let cpu_fallback = match fallback {
+        Some(name) if !chosen.info().cpu => Some(delegate(find(name)?)?),
+        _ => None,
     };
     let spmm_csr = if want_spmm && inner.multi().is_none() && cpu_fallback.is_none() {
         Some(delegate(find("csr")?)?)
@@ -759,7 +766,8 @@ const WIDE_CANDIDATES: [&str; 3] = ["csr-vector", "cusparse-alg2", "cusparse-alg
 /// matrix, so it skips every method that does not take them ([`MethodInfo::offsets64`]) and
 /// times the first `trial` of [`WIDE_CANDIDATES`] that read the value storage (`mode=trial` on a
 /// GPU), or takes the first
-/// (`mode=model`, or no GPU). No CPU fallback and no SpMM copy: both would be 32-bit layouts.
+/// (`mode=model`, or no GPU). A cuSPARSE winner serves a CPU backend through csr-vector's
+/// mirror (`cpu_fallback=0` leaves it out); no SpMM copy (a 32-bit layout).
 fn prepare_wide<T: Scalar>(
     params: &Params,
     (nrows, ncols): (usize, usize),
@@ -803,7 +811,10 @@ fn prepare_wide<T: Scalar>(
         }
         _ => (delegate(find(first)?)?, None, None),
     };
-    finish(choice, inner, trial, device, (false, false), &delegate)
+    // a GPU winner without a CPU executor (cuSPARSE) gets csr-vector's CPU mirror, which takes
+    // 64-bit offsets, for a CPU backend
+    let fallback = o.cpu_fallback.then_some("csr-vector");
+    finish(choice, inner, trial, device, (fallback, false), &delegate)
 }
 
 /// What `auto` passes on to the method it chose: the plan's `storage=` (docs/precision.md), only.

@@ -236,7 +236,7 @@ impl<T: Scalar, O: Offset> Layout<T> for CusparseLayout<T, O> {
         if O::WIDTH == crate::scalar::OffsetWidth::W64 {
             self.note("index types", spmv.index_note());
         }
-        self.note("preprocessed", spmv.preprocessed().to_string());
+        self.note("preprocessed", spmv.preprocess_note());
         let upload = if self.with_upload {
             let entries = HostEntries {
                 col_idx: gpu.pinned_source(self.a.col_idx())?,
@@ -348,7 +348,7 @@ pub(crate) fn from_device<T: Scalar>(
         }
     };
     notes.push(("alg".into(), spmv.alg().name().to_string()));
-    notes.push(("preprocessed".into(), spmv.preprocessed().to_string()));
+    notes.push(("preprocessed".into(), spmv.preprocess_note()));
     let (dims, bytes) = ((spmv.nrows(), spmv.ncols()), spmv.footprint_bytes());
     let room = CusparseShared { spmv, _a: a };
     Ok((Resident::boxed(dims, bytes, room), notes))
