@@ -694,8 +694,6 @@ def test_torch_blocks_in_place_on_the_callers_stream(torch, k, order, dtype):
 
 
 def test_numpy_blocks_on_a_gpu_plan_and_cupyx_matmat(cupy):
-    import cupyx.scipy.sparse.linalg as cla
-
     A = square(400)
     plan = spmvkit.Plan(A, method="csr-vector", backend="gpu")
     for order in "CF":
@@ -705,7 +703,6 @@ def test_numpy_blocks_on_a_gpu_plan_and_cupyx_matmat(cupy):
     X = cupy.asarray(np.random.default_rng(3).standard_normal((400, 5)))
     cupy.testing.assert_allclose(op.matmat(X), cupy.asarray(A @ X.get()), rtol=1e-11,
                                  atol=1e-11)
-    del cla
 
 
 def test_bad_device_blocks_are_refused_clearly(cupy, torch):
