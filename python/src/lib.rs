@@ -15,6 +15,12 @@
 //! Python half has checked dtype, shape and contiguity from the array's own metadata; this side
 //! checks the plan's backend, the device, the exact lengths, alignment and that x and y do not
 //! overlap, then runs `Plan::apply_device_on`, enqueued on that stream, nothing synchronised.
+//!
+//! Blocks of k vectors (issue #24 item 5, "the Python binding takes 2-D arrays") cross the same
+//! ways with their `MultiShape` (k and the order, "row" or "col"): host blocks as bytes through
+//! `Plan::apply_multi`, device blocks through `Plan::apply_multi_device`, one SpMM call. That
+//! call runs on the plan's own stream, so it is ordered after the work already enqueued on the
+//! caller's stream and the caller's stream after it (two event waits, nothing synchronised).
 
 // PyO3 0.22's #[pymethods] expansion converts PyErr into itself, which clippy flags in code it
 // does not show.
@@ -23,7 +29,8 @@
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use spmvkit::gpu::{Borrowed, Gpu};
+use spmvkit::gpu::{Borrowed, Gpu, LaunchMode};
+use spmvkit::matrix::{DenseOrder, MultiShape};
 use spmvkit::methods::{DeviceCsrRef, Params};
 use spmvkit::{Csr, Error, Plan, PlanOptions, PrepareFor};
 
@@ -112,18 +119,17 @@ fn plan_gpu<T: PrepareFor>(plan: &Plan<T>) -> PyResult<&Gpu> {
     })
 }
 
-/// y = alpha·A·x + beta·y on device vectors (module doc), on the stream `stream`.
-#[allow(clippy::too_many_arguments)]
-fn apply_device<T: PrepareFor>(
-    py: Python<'_>,
+/// The view of the caller's raw stream `stream` on the plan's GPU (made when the stream changes),
+/// after the checks every device call makes: the arrays' `device` is the plan's, and x and y
+/// (address, length in elements) do not overlap.
+fn device_view<'v, T: PrepareFor>(
     plan: &Plan<T>,
-    view: &mut Option<(usize, Gpu)>,
+    view: &'v mut Option<(usize, Gpu)>,
     (xp, nx): DevVec,
     (yp, ny): DevVec,
     device: i64,
     stream: usize,
-    (alpha, beta): (f64, f64),
-) -> PyResult<()> {
+) -> PyResult<&'v Gpu> {
     let gpu = plan_gpu(plan)?;
     if device != gpu.ordinal() as i64 {
         return Err(PyValueError::new_err(format!(
@@ -131,18 +137,6 @@ fn apply_device<T: PrepareFor>(
              device per process, the first one CUDA_VISIBLE_DEVICES shows",
             gpu.ordinal(),
             gpu.name()
-        )));
-    }
-    if (nx, ny) != (plan.ncols(), plan.nrows()) {
-        let (what, want, got) = if nx != plan.ncols() {
-            ("x", plan.ncols(), nx)
-        } else {
-            ("y", plan.nrows(), ny)
-        };
-        return Err(PyValueError::new_err(format!(
-            "{what} must have {want} entries for a {}x{} matrix, not {got}",
-            plan.nrows(),
-            plan.ncols()
         )));
     }
     let bytes = |n: usize| (n * std::mem::size_of::<T>()) as u64;
@@ -159,9 +153,36 @@ fn apply_device<T: PrepareFor>(
         let v = unsafe { gpu.on_raw_stream(stream) }.map_err(py_err)?;
         *view = Some((stream, v));
     }
-    let Some((_, v)) = view.as_ref() else {
-        return Err(PyRuntimeError::new_err("no stream view"));
-    };
+    view.as_ref()
+        .map(|(_, v)| v)
+        .ok_or_else(|| PyRuntimeError::new_err("no stream view"))
+}
+
+/// y = alpha·A·x + beta·y on device vectors (module doc), on the stream `stream`.
+#[allow(clippy::too_many_arguments)]
+fn apply_device<T: PrepareFor>(
+    py: Python<'_>,
+    plan: &Plan<T>,
+    view: &mut Option<(usize, Gpu)>,
+    (xp, nx): DevVec,
+    (yp, ny): DevVec,
+    device: i64,
+    stream: usize,
+    (alpha, beta): (f64, f64),
+) -> PyResult<()> {
+    if (nx, ny) != (plan.ncols(), plan.nrows()) {
+        let (what, want, got) = if nx != plan.ncols() {
+            ("x", plan.ncols(), nx)
+        } else {
+            ("y", plan.nrows(), ny)
+        };
+        return Err(PyValueError::new_err(format!(
+            "{what} must have {want} entries for a {}x{} matrix, not {got}",
+            plan.nrows(),
+            plan.ncols()
+        )));
+    }
+    let v = device_view(plan, view, (xp, nx), (yp, ny), device, stream)?;
     let s = v.stream();
     // SAFETY: x and y are the data of contiguous arrays of nx and ny elements of T on the plan's
     // device (dtype, shape and strides checked by the Python half from the arrays' metadata,
@@ -177,6 +198,89 @@ fn apply_device<T: PrepareFor>(
     let (a, b) = (T::from_f64(alpha), T::from_f64(beta));
     py.allow_threads(|| plan.apply_device_on(v, a, &x, b, &mut y))
         .map_err(py_err)
+}
+
+/// The block shape of `k` vectors in `order` ("row": C order, "col": Fortran order).
+fn multi_shape(k: usize, order: &str) -> PyResult<MultiShape> {
+    let order = match order {
+        "row" => DenseOrder::Row,
+        "col" => DenseOrder::Col,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "order must be 'row' or 'col', not {other:?}"
+            )))
+        }
+    };
+    Ok(MultiShape { k, order })
+}
+
+/// Y = alpha·A·X + beta·Y on device blocks of `shape` (module doc): one
+/// `Plan::apply_multi_device` on the plan's stream, joined to the caller's stream `stream` on
+/// both sides; the path it took.
+#[allow(clippy::too_many_arguments)]
+fn apply_multi_device<T: PrepareFor>(
+    py: Python<'_>,
+    plan: &mut Plan<T>,
+    view: &mut Option<(usize, Gpu)>,
+    (xp, nx): DevVec,
+    (yp, ny): DevVec,
+    shape: MultiShape,
+    device: i64,
+    stream: usize,
+    (alpha, beta): (f64, f64),
+) -> PyResult<String> {
+    let want = |n: usize| n.checked_mul(shape.k);
+    if want(plan.ncols()) != Some(nx) || want(plan.nrows()) != Some(ny) {
+        return Err(PyValueError::new_err(format!(
+            "blocks of {} vectors for a {}x{} matrix: X needs {}x{} and Y {}x{} entries, not \
+             {nx} and {ny}",
+            shape.k,
+            plan.nrows(),
+            plan.ncols(),
+            plan.ncols(),
+            shape.k,
+            plan.nrows(),
+            shape.k
+        )));
+    }
+    let caller = device_view(plan, view, (xp, nx), (yp, ny), device, stream)?;
+    if caller.launch_mode() == LaunchMode::Graph {
+        return Err(PyValueError::new_err(
+            "a block of vectors (2-D x) cannot be captured into a CUDA graph: its call runs on \
+             the plan's own stream; capture 1-D calls, or apply the block outside the capture",
+        ));
+    }
+    let caller = caller.stream().clone();
+    let own = plan_gpu(plan)?.stream().clone();
+    let cuda = |what: &str, e: &dyn std::fmt::Debug| {
+        PyRuntimeError::new_err(format!("{what} for a block of vectors: {e:?}"))
+    };
+    let joined = caller.cu_stream() != own.cu_stream();
+    if joined {
+        own.join(&caller)
+            .map_err(|e| cuda("ordering the plan's stream after the caller's", &e))?;
+    }
+    // SAFETY: X and Y are the data of contiguous arrays of nx and ny elements of T on the plan's
+    // device (dtype, shape, order and strides checked by the Python half from the arrays'
+    // metadata, the device and lengths here), held by the Python caller for the call; the
+    // plan's stream waits for the caller's before the call and the caller's for the plan's after
+    // it, so the owner's stream-ordered allocator keeps their memory until the call is done.
+    let (x, mut y) = unsafe {
+        (
+            Borrowed::<T>::new(&own, xp, nx).map_err(py_err)?,
+            Borrowed::<T>::new(&own, yp, ny).map_err(py_err)?,
+        )
+    };
+    let (a, b) = (T::from_f64(alpha), T::from_f64(beta));
+    let path = py
+        .allow_threads(|| plan.apply_multi_device(a, &x, b, &mut y, shape))
+        .map_err(py_err);
+    if joined {
+        caller
+            .join(&own)
+            .map_err(|e| cuda("ordering the caller's stream after the plan's", &e))?;
+    }
+    Ok(path?.to_string())
 }
 
 /// The process GPU on the caller's raw stream `stream` of CUDA device `device`, or the
@@ -290,6 +394,24 @@ fn apply<'py, T: PrepareFor + Le>(
     py.allow_threads(|| plan.apply(a, &xs, b, &mut ys))
         .map_err(py_err)?;
     Ok(PyBytes::new_bound(py, &bytes_of(&ys)))
+}
+
+/// Y = alpha·A·X + beta·Y as bytes, X and Y the bytes of host blocks of `shape`; the bytes and
+/// the path it took.
+fn apply_multi<'py, T: PrepareFor + Le>(
+    py: Python<'py>,
+    plan: &mut Plan<T>,
+    (x, y): (&[u8], &[u8]),
+    shape: MultiShape,
+    (alpha, beta): (f64, f64),
+) -> PyResult<(Bound<'py, PyBytes>, String)> {
+    let xs = read::<T>(x, "X")?;
+    let mut ys = read::<T>(y, "Y")?;
+    let (a, b) = (T::from_f64(alpha), T::from_f64(beta));
+    let path = py
+        .allow_threads(|| plan.apply_multi(a, &xs, b, &mut ys, shape))
+        .map_err(py_err)?;
+    Ok((PyBytes::new_bound(py, &bytes_of(&ys)), path.to_string()))
 }
 
 /// The plan options of `params` (`key=value`) and `backend` ("cpu", "gpu" or None).
@@ -444,6 +566,51 @@ impl CorePlan {
         match &self.plan {
             Typed::F64(p) => apply_device(py, p, view, (x, nx), (y, ny), device, stream, ab),
             Typed::F32(p) => apply_device(py, p, view, (x, nx), (y, ny), device, stream, ab),
+        }
+    }
+
+    /// Y = alpha·A·X + beta·Y, X and Y device blocks of `k` vectors in `order` ("row" or
+    /// "col") of the plan's precision given as (address, length in elements), on CUDA device
+    /// `device`, ordered on the raw stream handle `stream` (module doc), nothing synchronised;
+    /// the path it took.
+    #[allow(clippy::too_many_arguments)]
+    fn apply_multi_device(
+        &mut self,
+        py: Python<'_>,
+        x: DevVec,
+        y: DevVec,
+        k: usize,
+        order: &str,
+        device: i64,
+        stream: usize,
+        alpha: f64,
+        beta: f64,
+    ) -> PyResult<String> {
+        let shape = multi_shape(k, order)?;
+        let (view, ab) = (&mut self.view, (alpha, beta));
+        match &mut self.plan {
+            Typed::F64(p) => apply_multi_device(py, p, view, x, y, shape, device, stream, ab),
+            Typed::F32(p) => apply_multi_device(py, p, view, x, y, shape, device, stream, ab),
+        }
+    }
+
+    /// Y = alpha·A·X + beta·Y as (bytes, the path it took), X and Y the bytes of host blocks of
+    /// `k` vectors in `order` ("row" or "col") of the plan's precision.
+    #[allow(clippy::too_many_arguments)]
+    fn apply_multi<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: &[u8],
+        y: &[u8],
+        k: usize,
+        order: &str,
+        alpha: f64,
+        beta: f64,
+    ) -> PyResult<(Bound<'py, PyBytes>, String)> {
+        let shape = multi_shape(k, order)?;
+        match &mut self.plan {
+            Typed::F64(p) => apply_multi(py, p, (x, y), shape, (alpha, beta)),
+            Typed::F32(p) => apply_multi(py, p, (x, y), shape, (alpha, beta)),
         }
     }
 

@@ -26,8 +26,9 @@ class _Device:
 
 
 class _Flags:
-    def __init__(self, c):
+    def __init__(self, c, f=False):
         self.c_contiguous = c
+        self.f_contiguous = f
 
 
 class _Mem:
@@ -44,18 +45,22 @@ def fake_cupy():
     class ndarray:
         _next = 1 << 20
 
-        def __init__(self, shape, dtype=np.float64, device=0, contiguous=True):
+        def __init__(self, shape, dtype=np.float64, device=0, contiguous=True, order="C"):
             self.shape = tuple(shape)
             self.ndim = len(self.shape)
+            self.size = int(np.prod(self.shape))
             self.dtype = np.dtype(dtype)
             self.strides = (self.dtype.itemsize if contiguous else 2 * self.dtype.itemsize,)
-            self.flags = _Flags(contiguous)
+            # a block of one vector or one row is both C- and Fortran-contiguous
+            trivial = self.ndim < 2 or 1 in self.shape
+            self.flags = _Flags(contiguous and (order == "C" or trivial),
+                                contiguous and (order == "F" or trivial))
             self.device = _Device(device)
             self.data = _Mem(ndarray._next, device)
             ndarray._next += 1 << 16
 
-    def empty(n, dtype):
-        a = ndarray((n,), dtype)
+    def empty(n, dtype, order="C"):
+        a = ndarray((n,) if isinstance(n, int) else n, dtype, order=order)
         made.append(a)
         return a
 
@@ -77,6 +82,10 @@ class FakeCore:
 
     def apply_device(self, *args):
         self.calls.append(args)
+
+    def apply_multi_device(self, *args):
+        self.calls.append(("multi",) + args)
+        return "row-split"
 
     def __getattr__(self, name):
         return getattr(self.core, name)
@@ -133,7 +142,10 @@ def test_bad_device_arrays_never_reach_the_core(cupy, warm):
         plan._core.calls.clear()
     bad = [
         ((cupy.ndarray((11,)),), ValueError, "12 entries"),
-        ((cupy.ndarray((12, 2)),), ValueError, "issue #24"),
+        ((cupy.ndarray((11, 2)),), ValueError, r"x must be a 2-D array of shape \(12, k\)"),
+        ((cupy.ndarray((12, 2, 2)),), ValueError, "12 entries"),
+        ((cupy.ndarray((12, 2), contiguous=False),), ValueError, "x is not contiguous"),
+        ((cupy.ndarray((12, 2), np.int32),), TypeError, "dtype int32"),
         ((cupy.ndarray((12,), contiguous=False),), ValueError, "not contiguous"),
         ((cupy.ndarray((12,), np.int32),), TypeError, "dtype int32"),
         ((cupy.ndarray((12,)), cupy.ndarray((9,))), ValueError, "10 entries"),
@@ -144,7 +156,18 @@ def test_bad_device_arrays_never_reach_the_core(cupy, warm):
          "not contiguous"),
         ((cupy.ndarray((12,), np.int32), cupy.ndarray((10,))), TypeError, "dtype int32"),
         ((cupy.ndarray((12,)), cupy.ndarray((10,), np.float32)), TypeError, "dtype float32"),
-        ((cupy.ndarray((12, 2)), cupy.ndarray((10,))), ValueError, "issue #24"),
+        ((cupy.ndarray((12, 2)), cupy.ndarray((10,))), ValueError,
+         r"y must be a 2-D array of shape \(10, 2\)"),
+        ((cupy.ndarray((12, 2)), cupy.ndarray((10, 3))), ValueError, r"shape \(10, 2\)"),
+        ((cupy.ndarray((12, 2)), cupy.ndarray((10, 2), order="F")), ValueError, "one order"),
+        ((cupy.ndarray((12, 2), order="F"), cupy.ndarray((10, 2))), ValueError, "one order"),
+        ((cupy.ndarray((12, 2)), cupy.ndarray((10, 2), contiguous=False)), ValueError,
+         "y is not contiguous"),
+        ((cupy.ndarray((12, 2)), cupy.ndarray((10, 2), np.float32)), TypeError,
+         "dtype float32"),
+        ((cupy.ndarray((12, 2)), cupy.ndarray((10, 2), device=1)), ValueError, "device 1"),
+        ((cupy.ndarray((12, 2)), np.zeros((10, 2))), TypeError, "CuPy array too"),
+        ((np.zeros((12, 2)), cupy.ndarray((10, 2))), TypeError, "host array"),
         ((cupy.ndarray((12,)), cupy.ndarray((10,), device=1)), ValueError, "device 1"),
         ((cupy.ndarray((12,)), np.zeros(10)), TypeError, "CuPy array too"),
         ((np.zeros(12), cupy.ndarray((10,))), TypeError, "host array"),
@@ -154,7 +177,29 @@ def test_bad_device_arrays_never_reach_the_core(cupy, warm):
             plan.apply(*args)
     with pytest.raises(ValueError, match="beta != 0 needs y"):
         plan.apply(cupy.ndarray((12,)), beta=0.5)
+    with pytest.raises(ValueError, match="beta != 0 needs y"):
+        plan.apply(cupy.ndarray((12, 2)), beta=0.5)
     assert plan._core.calls == []
+
+
+@pytest.mark.parametrize("order,core_order", [("C", "row"), ("F", "col")])
+def test_blocks_reach_the_core_as_one_call_in_their_order(cupy, order, core_order):
+    plan = plan_of(sp.random(10, 12, density=0.3, format="csr", random_state=1))
+    x, y = cupy.ndarray((12, 5), order=order), cupy.ndarray((10, 5), order=order)
+    assert plan.apply(x, y, alpha=2.0, beta=-1.0) is y
+    assert plan._core.calls == [("multi", (x.data.ptr, 60), (y.data.ptr, 50), 5, core_order, 0,
+                                 0xABC0, 2.0, -1.0)]
+    out = plan @ x
+    assert out is cupy.made[-1] and out.shape == (10, 5) and out.dtype == np.float64
+    assert out.flags.c_contiguous if order == "C" else out.flags.f_contiguous
+    assert plan._core.calls[-1] == ("multi", (x.data.ptr, 60), (out.data.ptr, 50), 5,
+                                    core_order, 0, 0xABC0, 1.0, 0.0)
+    # one vector as a block: both orders at once, taken as the row order unless y says otherwise
+    x1 = cupy.ndarray((12, 1))
+    plan.apply(x1, cupy.ndarray((10, 1)))
+    assert plan._core.calls[-1][4] == "row"
+    plan.apply(x1, cupy.ndarray((10, 1), order="F"))
+    assert plan._core.calls[-1][3:5] == (1, "row")
 
 
 def test_other_cuda_array_interface_objects_are_refused():

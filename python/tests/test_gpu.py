@@ -292,8 +292,8 @@ def test_bad_cupy_vectors_are_refused_clearly(cupy):
         plan @ cupy.ones(12, dtype=cupy.int32)
     with pytest.raises(ValueError, match="12 entries"):
         plan @ cupy.ones(11)
-    with pytest.raises(ValueError, match="issue #24"):
-        plan @ cupy.ones((12, 3))
+    with pytest.raises(ValueError, match=r"x must be a 2-D array of shape \(12, k\)"):
+        plan @ cupy.ones((11, 3))
     with pytest.raises(ValueError, match="not contiguous"):
         plan @ cupy.ones(24)[::2]
     with pytest.raises(ValueError, match="10 entries"):
@@ -334,8 +334,8 @@ def test_bad_torch_vectors_are_refused_clearly(torch):
         plan @ torch.ones(12, dtype=torch.float16, **cuda)
     with pytest.raises(ValueError, match="12 entries"):
         plan @ torch.ones(13, **cuda)
-    with pytest.raises(ValueError, match="issue #24"):
-        plan @ torch.ones(12, 2, **cuda)
+    with pytest.raises(ValueError, match=r"x must be a 2-D array of shape \(12, k\)"):
+        plan @ torch.ones(13, 2, **cuda)
     with pytest.raises(ValueError, match="not contiguous"):
         plan @ torch.ones(12, 2, **cuda)[:, 0]
     with pytest.raises(TypeError, match="CUDA tensor too"):
@@ -391,15 +391,9 @@ def test_torch_gnn_propagation_step(torch):
     H = torch.randn(n, f, device="cuda")
     W = torch.randn(f, f, device="cuda")
     XW = H @ W
-    out = torch.empty(f, n, device="cuda")  # rows of out are contiguous columns of A·XW
-    cols = XW.t().contiguous()
-    for j in range(f):
-        plan.apply(cols[j], out[j])
-    step = torch.relu(out.t())
+    step = torch.relu(plan @ XW)  # all f feature columns in one multi-vector call
     ref = torch.relu(torch.sparse.mm(At, XW))
     torch.testing.assert_close(step, ref, rtol=1e-4, atol=1e-4)
-    with pytest.raises(ValueError, match="issue #24"):
-        plan @ XW
 
 
 def test_update_values_from_device_data(cupy):
@@ -613,3 +607,146 @@ def test_dlpack_device_vectors_are_used_in_place(cupy, torch):
     out = plan @ DL(x)  # a new y of the library that took x (CuPy)
     assert isinstance(out, cupy.ndarray)
     np.testing.assert_allclose(out.get(), A @ xh, rtol=1e-12, atol=1e-12)
+
+
+# ---- blocks of vectors (issue #24 item 5) ------------------------------------------------------
+
+BLOCK_METHODS = ["auto", "csr-vector", "merge", "cusparse", "csr-packed", "csr-scalar"]
+
+
+def _spy(plan):
+    """Records which door of the core each call of ``plan`` takes."""
+    calls, core = [], plan._core
+
+    class Spy:
+        def __getattr__(self, name):
+            calls.append(name)
+            return getattr(core, name)
+
+    plan._core = Spy()
+    return calls
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("k", [1, 3, 33])
+@pytest.mark.parametrize("method", BLOCK_METHODS)
+def test_cupy_blocks_in_place_on_the_callers_stream(cupy, method, k, order, dtype):
+    import cupyx.scipy.sparse as csp
+
+    A = sp.random(300, 420, density=0.02, format="csr", random_state=3).astype(dtype)
+    plan = spmvkit.Plan(A, method=method, backend="gpu")
+    calls = _spy(plan)
+    Ad = csp.csr_matrix(A)
+    rng = np.random.default_rng(4)
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        X = cupy.asarray(rng.standard_normal((420, k)).astype(dtype), order=order)
+        Y0 = cupy.asarray(rng.standard_normal((300, k)).astype(dtype), order=order)
+        Y = Y0.copy(order=order)
+        px, py = X.data.ptr, Y.data.ptr
+        out = plan.apply(X, Y, alpha=-1.5, beta=0.5)
+        new = plan @ X
+        ref = -1.5 * (Ad @ X) + 0.5 * Y0
+        ref_new = Ad @ X
+    s.synchronize()
+    assert out is Y and X.data.ptr == px and Y.data.ptr == py
+    assert calls == ["apply_multi_device", "apply_multi_device"], calls
+    assert new.shape == (300, k) and new.dtype == dtype
+    assert new.flags.c_contiguous if order == "C" else new.flags.f_contiguous
+    cupy.testing.assert_allclose(Y, ref, **tol(dtype))
+    cupy.testing.assert_allclose(new, ref_new, **tol(dtype))
+    if method in ("csr-vector", "merge", "cusparse", "csr-packed"):
+        assert plan._block_path != "columns (k SpMV calls)", plan._block_path
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("k", [1, 3, 33])
+def test_torch_blocks_in_place_on_the_callers_stream(torch, k, order, dtype):
+    A = sp.random(300, 420, density=0.02, format="csr", random_state=3).astype(dtype)
+    At = torch.sparse_csr_tensor(
+        torch.tensor(A.indptr, dtype=torch.int64), torch.tensor(A.indices, dtype=torch.int64),
+        torch.tensor(A.data), size=A.shape).cuda()
+    plan = spmvkit.Plan(At, method="csr-vector")
+    calls = _spy(plan)
+    tdt = torch.float32 if dtype == np.float32 else torch.float64
+
+    def dense(n):
+        t = torch.randn(n, k, dtype=tdt, device="cuda")
+        return t if order == "C" else t.t().contiguous().t()
+
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        X, Y0 = dense(420), dense(300)
+        Y = Y0.clone()
+        px, py = X.data_ptr(), Y.data_ptr()
+        out = plan.apply(X, Y, alpha=2.0, beta=-1.0)
+        new = plan @ X
+        ref = 2.0 * torch.sparse.mm(At, X) - Y0
+    torch.cuda.synchronize()
+    assert out is Y and X.data_ptr() == px and Y.data_ptr() == py
+    assert calls == ["apply_multi_device", "apply_multi_device"], calls
+    assert new.shape == (300, k) and new.dtype == tdt
+    assert new.is_contiguous() if order == "C" else new.t().is_contiguous()
+    torch.testing.assert_close(Y, ref, **tol(dtype))
+    torch.testing.assert_close(new, torch.sparse.mm(At, X), **tol(dtype))
+
+
+def test_numpy_blocks_on_a_gpu_plan_and_cupyx_matmat(cupy):
+    A = square(400)
+    plan = spmvkit.Plan(A, method="csr-vector", backend="gpu")
+    for order in "CF":
+        X = np.asarray(np.random.default_rng(2).standard_normal((400, 8)), order=order)
+        np.testing.assert_allclose(plan @ X, A @ X, rtol=1e-11, atol=1e-11)
+    op = plan.as_linear_operator()
+    X = cupy.asarray(np.random.default_rng(3).standard_normal((400, 5)))
+    cupy.testing.assert_allclose(op.matmat(X), cupy.asarray(A @ X.get()), rtol=1e-11,
+                                 atol=1e-11)
+
+
+def test_bad_device_blocks_are_refused_clearly(cupy, torch):
+    A = sp.random(10, 12, density=0.3, format="csr", random_state=1)
+    plan = spmvkit.Plan(A, method="csr-vector", backend="gpu")
+    with pytest.raises(TypeError, match="dtype float32"):
+        plan @ cupy.ones((12, 3), dtype=cupy.float32)
+    with pytest.raises(ValueError, match=r"y must be a 2-D array of shape \(10, 3\)"):
+        plan.apply(cupy.ones((12, 3)), cupy.ones((10, 4)))
+    with pytest.raises(ValueError, match="not contiguous"):
+        plan @ cupy.ones((12, 6))[:, ::2]
+    with pytest.raises(ValueError, match="one order"):
+        plan.apply(cupy.ones((12, 3)), cupy.ones((10, 3), order="F"))
+    with pytest.raises(TypeError, match="host array"):
+        plan.apply(np.ones((12, 3)), cupy.ones((10, 3)))
+    with pytest.raises(TypeError, match="CuPy array too"):
+        plan.apply(cupy.ones((12, 3)), np.ones((10, 3)))
+    with pytest.raises(ValueError, match="beta != 0 needs y"):
+        plan.apply(cupy.ones((12, 3)), beta=1.0)
+    x, y = cupy.ones((12, 3)), cupy.ones((10, 3))
+    with pytest.raises(ValueError, match="overlap"):
+        plan._core.apply_multi_device((x.data.ptr, 36), (x.data.ptr + 8, 30), 3, "row", 0, 0,
+                                      1.0, 0.0)
+    with pytest.raises(ValueError, match="X needs 12x3"):
+        plan._core.apply_multi_device((x.data.ptr, 35), (y.data.ptr, 30), 3, "row", 0, 0,
+                                      1.0, 0.0)
+    with pytest.raises(ValueError, match="order"):
+        plan._core.apply_multi_device((x.data.ptr, 36), (y.data.ptr, 30), 3, "diag", 0, 0,
+                                      1.0, 0.0)
+    cuda = dict(device="cuda", dtype=torch.float64)
+    with pytest.raises(TypeError, match="torch.float32"):
+        plan @ torch.ones(12, 3, device="cuda", dtype=torch.float32)
+    with pytest.raises(ValueError, match="not contiguous"):
+        plan @ torch.ones(12, 6, **cuda)[:, ::2]
+    with pytest.raises(ValueError, match="one order"):
+        plan.apply(torch.ones(12, 3, **cuda), torch.ones(3, 10, **cuda).t())
+    with pytest.raises(TypeError, match="CUDA tensor too"):
+        plan.apply(torch.ones(12, 3, **cuda), torch.ones(10, 3, dtype=torch.float64))
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        plan @ x  # warm-up
+        s.begin_capture()
+        try:
+            with pytest.raises(ValueError, match="CUDA graph"):
+                plan.apply(x, y)
+        finally:
+            s.end_capture()

@@ -369,11 +369,29 @@ def _le(a, dtype) -> bytes:
     return np.ascontiguousarray(a, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()
 
 
-def _two_d(name, shape):
-    return ValueError(
-        f"{name} has shape {tuple(shape)}: a block of vectors (SpMM) is issue #24's; "
-        f"apply the plan to each column for now"
-    )
+def _block_order(x_c, x_f, y_c=True, y_f=True):
+    """The order a block call takes, from the C- and Fortran-contiguity of x (and of y when
+    given): ``"row"`` (C order, a row's k values contiguous) when both are C-contiguous, else
+    ``"col"`` (Fortran order, each vector contiguous) when both are Fortran-contiguous, else
+    ``None``. A block of one vector or one row is both, and goes as ``"row"``."""
+    if x_c and y_c:
+        return "row"
+    if x_f and y_f:
+        return "col"
+    return None
+
+
+def _order_error(x_c, x_f, y_c, y_f, strides):
+    """The ValueError of device blocks that are not contiguous in one common order."""
+    if not (x_c or x_f):
+        return ValueError(f"x is not contiguous (strides {strides[0]}): pass a C- or "
+                          "Fortran-contiguous block (x.copy() or cupy.asfortranarray(x), "
+                          "x.contiguous() or x.t().contiguous().t())")
+    if not (y_c or y_f):
+        return ValueError(f"y is not contiguous (strides {strides[1]}): pass a C- or "
+                          "Fortran-contiguous block")
+    return ValueError(f"x is {'C' if x_c else 'Fortran'}-contiguous and y "
+                      f"{'C' if y_c else 'Fortran'}-contiguous: give both blocks in one order")
 
 
 class Plan:
@@ -410,14 +428,14 @@ class Plan:
     >>> plan.apply(np.array([1.0, 1.0]), y=np.array([1.0, 1.0]), alpha=2.0, beta=1.0)
     array([5., 9.])
 
-    From PyTorch (a GNN-style propagation step, features column by column):
+    From PyTorch (a GNN-style propagation step, all feature columns in one SpMM call):
 
     >>> import torch                                                   # doctest: +SKIP
     >>> At = torch.sparse_csr_tensor(torch.tensor([0, 1, 3]), torch.tensor([0, 0, 1]),
     ...                              torch.tensor([2.0, 1.0, 3.0]), (2, 2)).cuda()  # doctest: +SKIP
     >>> plan = spmvkit.Plan(At, method="auto")                         # doctest: +SKIP
     >>> H = torch.ones(2, 4, device="cuda")                            # doctest: +SKIP
-    >>> out = torch.stack([plan @ H[:, j].contiguous() for j in range(4)], dim=1)  # doctest: +SKIP
+    >>> out = plan @ H                                                 # doctest: +SKIP
     """
 
     def __init__(self, A, method="auto", calls=1000, deterministic=False, precision=None,
@@ -504,8 +522,6 @@ class Plan:
 
     def _vector(self, v, n, name):
         v = np.asarray(v)
-        if v.ndim == 2:
-            raise _two_d(name, v.shape)
         if v.ndim != 1 or v.shape[0] != n:
             raise ValueError(f"{name} must be a 1-D array of {n} entries, not shape {v.shape}")
         if v.dtype.kind not in "fiu":
@@ -517,6 +533,8 @@ class Plan:
             raise TypeError(f"x is a host array, y a {type(y).__module__} device array: "
                             "give both on the host or both on the device")
         nrows, ncols = self.shape
+        if np.ndim(x) == 2:
+            return self._apply_host_block(np.asarray(x), y, alpha, beta)
         x = self._vector(x, ncols, "x")
         if y is None:
             if beta != 0.0:
@@ -531,17 +549,52 @@ class Plan:
         y0[...] = result
         return y
 
+    def _block(self, v, n, k, name):
+        """A host block of shape (n, k) (k None: any), real; else the error naming it."""
+        v = np.asarray(v)
+        if v.ndim != 2 or v.shape[0] != n or (k is not None and v.shape[1] != k):
+            want = f"({n}, {'k' if k is None else k})"
+            raise ValueError(f"{name} must be a 2-D array of shape {want} for a {self.shape[0]}x"
+                             f"{self.shape[1]} matrix{'' if k is None else f' and {k} vectors'}"
+                             f", not shape {v.shape}")
+        if v.dtype.kind not in "fiu":
+            raise TypeError(f"{name} must be real, not {v.dtype}")
+        return v
+
+    def _apply_host_block(self, x, y, alpha, beta):
+        """Y = alpha*A*X + beta*Y for host blocks: one ``apply_multi`` of the core. The blocks
+        cross as bytes (a copy, as for vectors) in the order of x: Fortran order when x is
+        Fortran-contiguous (and not C-contiguous), C order otherwise (a strided x is copied into
+        C order then); y is read and written in place whatever its order."""
+        nrows, ncols = self.shape
+        x = self._block(x, ncols, None, "x")
+        k = x.shape[1]
+        if y is None:
+            if beta != 0.0:
+                raise ValueError("beta != 0 needs y")
+            y0 = None
+        else:
+            y0 = self._block(y, nrows, k, "y")
+        order = "col" if x.flags.f_contiguous and not x.flags.c_contiguous else "row"
+        mem = "F" if order == "col" else "C"
+        le = self._dtype.newbyteorder("<")
+        xb = np.asarray(x, dtype=le).tobytes(order=mem)
+        yb = bytes(nrows * k * self._dtype.itemsize) if y0 is None else np.asarray(
+            y0, dtype=le).tobytes(order=mem)
+        out, _ = self._core.apply_multi(xb, yb, k, order, float(alpha), float(beta))
+        result = np.frombuffer(out, dtype=le).reshape((nrows, k), order=mem).astype(self._dtype)
+        if y is None:
+            return result
+        y0[...] = result
+        return y
+
     # ---- the device path -----------------------------------------------------------------
 
     def _cupy_vec(self, v, n, name):
         if v.dtype != self._dtype:
             raise TypeError(f"{name} has dtype {v.dtype}; this plan computes in {self._dtype} "
                             f"(convert with {name}.astype(cupy.{self._dtype}))")
-        if v.ndim != 1:
-            if v.ndim == 2:
-                raise _two_d(name, v.shape)
-            raise ValueError(f"{name} must be a 1-D array of {n} entries, not shape {v.shape}")
-        if v.shape[0] != n:
+        if v.ndim != 1 or v.shape[0] != n:
             raise ValueError(f"{name} must be a 1-D array of {n} entries, not shape {v.shape}")
         if not v.flags.c_contiguous:
             raise ValueError(f"{name} is not contiguous (strides {v.strides}): pass a contiguous "
@@ -551,6 +604,8 @@ class Plan:
     def _apply_cupy(self, x, y, alpha, beta):
         cupy = sys.modules["cupy"]  # imported: x is one of its arrays
         nrows, ncols = self.shape
+        if x.ndim == 2:
+            return self._apply_cupy_block(cupy, x, y, alpha, beta)
         xp = self._cupy_vec(x, ncols, "x")
         device = x.device.id
         if y is None:
@@ -569,18 +624,97 @@ class Plan:
         self._core.apply_device(xp, ncols, yp, nrows, device, stream, float(alpha), float(beta))
         return y
 
+    def _device_block(self, v, n, k, name, dtype, convert):
+        """Checks a device block's dtype and shape (n, k) (k None: any) and raises the error
+        naming it; ``convert`` says how to convert the dtype."""
+        if v.dtype != dtype:
+            raise TypeError(f"{name} has dtype {v.dtype}; this plan computes in {dtype} "
+                            f"(convert with {name}.{convert})")
+        shape = tuple(v.shape)
+        if len(shape) != 2 or shape[0] != n or (k is not None and shape[1] != k):
+            want = f"({n}, {'k' if k is None else k})"
+            raise ValueError(f"{name} must be a 2-D array of shape {want} for a {self.shape[0]}x"
+                             f"{self.shape[1]} matrix{'' if k is None else f' and {k} vectors'}"
+                             f", not shape {shape}")
+
+    def _apply_cupy_block(self, cupy, x, y, alpha, beta):
+        """Y = alpha*A*X + beta*Y for CuPy blocks, in place, one SpMM call ordered on CuPy's
+        current stream (C order: ``"row"``, Fortran order: ``"col"``)."""
+        nrows, ncols = self.shape
+        convert = f"astype(cupy.{self._dtype})"
+        self._device_block(x, ncols, None, "x", self._dtype, convert)
+        k, device = x.shape[1], x.device.id
+        xc, xf = x.flags.c_contiguous, x.flags.f_contiguous
+        if y is None:
+            if beta != 0.0:
+                raise ValueError("beta != 0 needs y")
+            order = _block_order(xc, xf)
+            if order is None:
+                raise _order_error(xc, xf, True, True, (x.strides, None))
+            with x.device:
+                y = cupy.empty((nrows, k), dtype=self._dtype, order="C" if order == "row" else "F")
+        elif _kind(y) != _CUPY:
+            raise TypeError(f"x is a CuPy array, y a {type(y).__module__}.{type(y).__name__}: "
+                            "give y as a CuPy array too")
+        self._device_block(y, nrows, k, "y", self._dtype, convert)
+        yc, yf = y.flags.c_contiguous, y.flags.f_contiguous
+        order = _block_order(xc, xf, yc, yf)
+        if order is None:
+            raise _order_error(xc, xf, yc, yf, (x.strides, y.strides))
+        if y.device.id != device:
+            raise ValueError(f"x is on CUDA device {device}, y on device {y.device.id}")
+        stream = cupy.cuda.get_current_stream(device).ptr
+        self._block_path = self._core.apply_multi_device(
+            (x.data.ptr, x.size), (y.data.ptr, y.size), k, order, device, stream, float(alpha),
+            float(beta))
+        return y
+
+    def _apply_torch_block(self, torch, x, y, alpha, beta):
+        """As :meth:`_apply_cupy_block` for PyTorch CUDA tensors (contiguous: ``"row"``; the
+        transpose of a contiguous tensor: ``"col"``), on PyTorch's current stream."""
+        nrows, ncols = self.shape
+        dt, convert = self._torch_dtype, f"to({self._torch_dtype})"
+        if x.layout is not self._torch_strided:
+            raise TypeError(f"x must be a dense tensor, not {x.layout}")
+        self._device_block(x, ncols, None, "x", dt, convert)
+        k, device = x.shape[1], x.get_device()
+        xc, xf = x.is_contiguous(), x.t().is_contiguous()
+        if y is None:
+            if beta != 0.0:
+                raise ValueError("beta != 0 needs y")
+            order = _block_order(xc, xf)
+            if order is None:
+                raise _order_error(xc, xf, True, True, (x.stride(), None))
+            if order == "row":
+                y = torch.empty((nrows, k), dtype=dt, device=x.device)
+            else:
+                y = torch.empty((k, nrows), dtype=dt, device=x.device).t()
+        elif _kind(y) != _TORCH or not y.is_cuda:
+            raise TypeError(f"x is a CUDA tensor, y a {type(y).__module__}.{type(y).__name__}"
+                            f"{'' if _kind(y) != _TORCH else ' on the CPU'}: give y as a CUDA "
+                            "tensor too")
+        if y.layout is not self._torch_strided:
+            raise TypeError(f"y must be a dense tensor, not {y.layout}")
+        self._device_block(y, nrows, k, "y", dt, convert)
+        yc, yf = y.is_contiguous(), y.t().is_contiguous()
+        order = _block_order(xc, xf, yc, yf)
+        if order is None:
+            raise _order_error(xc, xf, yc, yf, (x.stride(), y.stride()))
+        if y.get_device() != device:
+            raise ValueError(f"x is on CUDA device {device}, y on device {y.get_device()}")
+        stream = self._torch_raw_stream(device)
+        self._block_path = self._core.apply_multi_device(
+            (x.data_ptr(), x.numel()), (y.data_ptr(), y.numel()), k, order, device, stream,
+            float(alpha), float(beta))
+        return y
+
     def _torch_vec(self, v, n, name):
         if v.layout is not self._torch_strided:
             raise TypeError(f"{name} must be a dense tensor, not {v.layout}")
         if v.dtype != self._torch_dtype:
             raise TypeError(f"{name} has dtype {v.dtype}; this plan computes in "
                             f"{self._torch_dtype} (convert with {name}.to({self._torch_dtype}))")
-        if v.dim() != 1:
-            if v.dim() == 2:
-                raise _two_d(name, v.shape)
-            raise ValueError(f"{name} must be a 1-D tensor of {n} entries, not shape "
-                             f"{tuple(v.shape)}")
-        if v.shape[0] != n:
+        if v.dim() != 1 or v.shape[0] != n:
             raise ValueError(f"{name} must be a 1-D tensor of {n} entries, not shape "
                              f"{tuple(v.shape)}")
         if n > 1 and v.stride(0) != 1:
@@ -599,6 +733,8 @@ class Plan:
             if y is not None and _kind(y) == _TORCH and y.is_cuda:
                 raise TypeError("x is a CPU tensor, y a CUDA tensor: give both on one side")
             return self._apply_host(x, y, alpha, beta)
+        if x.dim() == 2:
+            return self._apply_torch_block(sys.modules["torch"], x, y, alpha, beta)
         nrows, ncols = self.shape
         xp = self._torch_vec(x, ncols, "x")
         device = x.get_device()
@@ -638,6 +774,27 @@ class Plan:
         ``cupy.from_dlpack`` / ``torch.from_dlpack`` (CUDA memory), which share their memory:
         the same rules then apply, y is still updated in place, and a new y is an array of the
         library that took x.
+
+        A 2-D ``x`` of shape ``(shape[1], k)`` is a block of k vectors (its columns): Y =
+        alpha*A*X + beta*Y with Y of shape ``(shape[0], k)``, in one multi-vector (SpMM) call of
+        the plan, which reads the matrix once for all k (``Plan::apply_multi``; the path per
+        method is in docs/spmm.md). Device blocks (CuPy, PyTorch CUDA) are taken in place in
+        either order: C-contiguous (a row's k values together) or Fortran-contiguous (each
+        vector together; a PyTorch tensor whose transpose is contiguous); x and y must be in one
+        order (a new y takes x's), anything else is a ``ValueError``. The call runs on the
+        plan's own stream, ordered after the work on the library's current stream and before
+        the work enqueued there afterwards (event waits; nothing synchronised); it cannot be
+        captured into a CUDA graph. Host blocks are copied as vectors are (in Fortran order when
+        x is Fortran-contiguous, else in C order: a strided x is copied into C order); y is
+        updated in place whatever its order. The dtype rules are those of vectors; ``k = 1``
+        (shape ``(n, 1)``) is a block too.
+
+        >>> import numpy as np, scipy.sparse as sp, spmvkit
+        >>> A = sp.random(50, 40, density=0.1, format="csr", random_state=2)
+        >>> X = np.random.default_rng(0).standard_normal((40, 8))
+        >>> Y = spmvkit.Plan(A, method="csr", backend="cpu") @ X
+        >>> Y.shape, bool(np.allclose(Y, A @ X))
+        ((50, 8), True)
         """
         t = type(x)
         k = _KINDS.get(t)
@@ -765,8 +922,8 @@ class Plan:
         return self.apply(v)
 
     def as_linear_operator(self, library=None):
-        """A ``LinearOperator`` computing A @ x with this plan, for ``cg``, ``gmres`` and the
-        like: ``library="cupy"`` gives a ``cupyx.scipy.sparse.linalg.LinearOperator`` (CuPy
+        """A ``LinearOperator`` computing A @ x with this plan (and A @ X for a block X in one
+        multi-vector call: ``matmat``), for ``cg``, ``gmres``, ``lobpcg`` and the like: ``library="cupy"`` gives a ``cupyx.scipy.sparse.linalg.LinearOperator`` (CuPy
         vectors, on the GPU, no copies), ``"scipy"`` a ``scipy.sparse.linalg.LinearOperator``
         (NumPy vectors; on a GPU plan each product copies x and y). ``None`` (the default):
         CuPy's when the plan runs on the GPU and CuPy can be imported, SciPy's otherwise.
@@ -789,7 +946,8 @@ class Plan:
             from scipy.sparse.linalg import LinearOperator
         else:
             raise ValueError(f"library must be 'cupy', 'scipy' or None, not {library!r}")
-        return LinearOperator(self.shape, matvec=self._matvec, dtype=self._dtype)
+        return LinearOperator(self.shape, matvec=self._matvec, matmat=self.apply,
+                              dtype=self._dtype)
 
     def _time_apply_device(self, n):
         """Internal (the benchmark): seconds for n calls of the Rust ``Plan::apply_device`` on

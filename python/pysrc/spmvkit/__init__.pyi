@@ -2,7 +2,8 @@ from typing import Any, Literal, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
-# NumPy arrays, CuPy arrays or PyTorch tensors (CPU or CUDA): the result is of the same kind.
+# NumPy arrays, CuPy arrays or PyTorch tensors (CPU or CUDA), 1-D vectors of shape (ncols,) or
+# 2-D blocks of shape (ncols, k) in C or Fortran order: the result is of the same kind and rank.
 V = TypeVar("V")
 
 def methods() -> list[str]: ...
