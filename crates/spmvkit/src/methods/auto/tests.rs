@@ -648,7 +648,8 @@ fn the_large_train_and_large_test_suites_are_disjoint_and_valid() {
     }
 }
 
-/// A GPU-only choice gets a `csr` layout for the CPU path only when `cpu_fallback` asks for it
+/// A GPU-only choice gets a `csr` (or, on 64-bit offsets, csr-vector) layout for the CPU path
+/// only when `cpu_fallback` asks for it
 /// (a GPU plan turns it off and saves a copy of the matrix); without it the CPU path is the chosen
 /// method's own refusal, never a wrong answer.
 #[test]
@@ -663,12 +664,17 @@ fn the_cpu_fallback_is_built_only_when_asked() {
     };
     let inner = || delegate(find("cusparse-alg1").unwrap()).unwrap();
     let x = vec![1.0; a.ncols()];
-    let with = finish(choice(), inner(), None, None, (true, false), &delegate).unwrap();
     let mut y = vec![0.0; a.nrows()];
-    with.run_cpu(1.0, &x, 0.0, &mut y).unwrap();
     let r = crate::cpu::oracle_spmv(&a, 1.0, &x, 0.0, &vec![0.0; a.nrows()]).unwrap();
-    assert!(crate::cpu::check(&r, &y).ok);
-    let without = finish(choice(), inner(), None, None, (false, false), &delegate).unwrap();
+    // `csr` on 32-bit offsets, csr-vector's mirror on 64-bit ones (prepare_wide)
+    for fallback in ["csr", "csr-vector"] {
+        let with = finish(choice(), inner(), None, None, (Some(fallback), false), &delegate);
+        let with = with.unwrap();
+        y.fill(f64::NAN);
+        with.run_cpu(1.0, &x, 0.0, &mut y).unwrap();
+        assert!(crate::cpu::check(&r, &y).ok, "{fallback}");
+    }
+    let without = finish(choice(), inner(), None, None, (None, false), &delegate).unwrap();
     assert!(matches!(
         without.run_cpu(1.0, &x, 0.0, &mut y),
         Err(Error::MethodUnsupported { .. })
@@ -697,7 +703,7 @@ fn the_spmm_copy_is_kept_only_when_needed_and_asked() {
             candidates: vec![],
         };
         let inner = || delegate(find(name).unwrap()).unwrap();
-        let mut on = finish(choice(), inner(), None, None, (false, true), &delegate).unwrap();
+        let mut on = finish(choice(), inner(), None, None, (None, true), &delegate).unwrap();
         let src = on.multi().expect("spmm=1 offers the choice");
         assert_eq!(src.kernel, MultiKernel::Auto);
         assert_eq!((src.a.nnz(), src.a.vals()), (a.nnz(), a.vals()));
@@ -708,7 +714,7 @@ fn the_spmm_copy_is_kept_only_when_needed_and_asked() {
         if own.is_none() {
             assert_eq!(src.a.vals(), &doubled[..], "{name}: the copy took the new values");
         }
-        let off = finish(choice(), inner(), None, None, (false, false), &delegate).unwrap();
+        let off = finish(choice(), inner(), None, None, (None, false), &delegate).unwrap();
         assert_eq!(off.multi().map(|s| s.kernel), own, "{name}");
     }
 }
@@ -730,7 +736,7 @@ fn the_chosen_layouts_own_spmm_kernel_is_offered() {
         };
         for spmm in [false, true] {
             let inner = delegate(find(name).unwrap()).unwrap();
-            let l = finish(choice(), inner, None, None, (false, spmm), &delegate).unwrap();
+            let l = finish(choice(), inner, None, None, (None, spmm), &delegate).unwrap();
             assert_eq!(l.multi_layout().map(|o| o.kernel()), own, "{name} spmm={spmm}");
         }
     }
@@ -752,7 +758,7 @@ fn autos_typed_choice_is_present_and_matches_the_note() {
             candidates: vec![],
         };
         let inner = delegate(find(name).unwrap()).unwrap();
-        let l = finish(choice, inner, None, None, (true, false), &delegate).unwrap();
+        let l = finish(choice, inner, None, None, (Some("csr"), false), &delegate).unwrap();
         let typed = l.chosen().expect("auto reports its choice").info().name;
         assert_eq!(typed, name);
         let noted: Vec<_> = l
