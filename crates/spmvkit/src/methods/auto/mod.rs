@@ -241,8 +241,9 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
     Ok(choice)
 }
 
-/// Keeps the candidates that read values stored as `storage` (issue #25, docs/precision.md);
-/// when the model's choice does not, the first that does, or `csr-vector` when none does.
+/// Keeps the candidates that read values stored as `storage` (issue #25, docs/precision.md).
+/// The model ranks only readers already ([`explain_features`]); this guards the choice when a
+/// caller's candidates came from elsewhere: the first reader, or `csr-vector` when none is.
 fn keep_storage_capable(choice: &mut Choice, storage: crate::scalar::ValueStorage) {
     let able = |m: &str| find(m).is_ok_and(|m| m.info().supports(storage));
     if able(choice.method) {
@@ -323,7 +324,14 @@ fn explain_features(
 ) -> Result<Explained> {
     let o = parse(params)?;
     let model = Model::shipped()?;
-    let allowed = allowed_methods(model, o.deterministic);
+    // only the methods that read the plan's value storage are ranked (docs/precision.md), so
+    // the choice is the best predicted of them, not a fixed substitute for a non-reader
+    let storage = crate::methods::common::stored::storage_of(params)?;
+    let allowed: Vec<bool> = allowed_methods(model, o.deterministic)
+        .into_iter()
+        .zip(&model.methods)
+        .map(|(ok, m)| ok && find(m).is_ok_and(|f| f.info().supports(storage)))
+        .collect();
     let knobs = Knobs::with_k(o.k);
     let ranked = model.rank(
         &features,

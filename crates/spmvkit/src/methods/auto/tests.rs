@@ -871,3 +871,30 @@ fn narrow_modes_choose_among_methods_that_run_them() {
         assert_eq!((c.method, &c.candidates[..]), ("cusparse-alg1", &lib[..]));
     }
 }
+
+/// In a narrow value storage the model ranks only the methods that read it, so `auto` takes the
+/// best predicted reader, not a fixed substitute for a non-reader (the H200 run of f32-f64 on
+/// gpu-large: teb and csr-packed predicted first, csr-vector's warp per row taken instead at
+/// 2.5-3.6x cuSPARSE's time).
+#[test]
+fn a_narrow_storage_ranks_only_its_readers() {
+    use crate::matrix::MatrixStats;
+    use crate::scalar::ValueStorage;
+    let mut non_reader_first = 0;
+    for spec in ["stencil27:24", "banded:60000,16", "blockdiag:2000,64", "poisson2d:300"] {
+        let a = crate::gen::generate::<f64>(spec).unwrap();
+        let stats = MatrixStats::of(&a);
+        let explain = |p: &[&str]| {
+            let params = Params::parse(p.iter().copied()).unwrap();
+            model_explain(&stats, None, false, Precision::F64, &params).unwrap()
+        };
+        let free = explain(&["mode=model"]);
+        let reads = |m: &str| find(m).unwrap().info().supports(ValueStorage::F32);
+        let best_reader = free.ranking.iter().map(|(n, _)| *n).find(|n| reads(n));
+        non_reader_first += usize::from(!reads(free.choice.method));
+        let narrow = explain(&["mode=model", "storage=f32"]);
+        assert!(narrow.ranking.iter().all(|(n, _)| reads(n)), "{spec}");
+        assert_eq!(Some(narrow.choice.method), best_reader, "{spec}");
+    }
+    assert!(non_reader_first > 0, "no case where the model's first pick reads no f32 storage");
+}
