@@ -34,8 +34,9 @@ pub use header::{
     MmSymmetry,
 };
 pub use reader::{
-    matrix_market_info_bytes, parse_matrix_market_bytes, read_matrix_market,
-    read_matrix_market_info, read_matrix_market_with_info,
+    matrix_market_info_bytes, parse_matrix_market_bytes, parse_matrix_market_bytes_any,
+    read_matrix_market, read_matrix_market_any, read_matrix_market_info,
+    read_matrix_market_with_info,
 };
 pub use writer::{write_matrix_market, write_matrix_market_to};
 
