@@ -361,7 +361,7 @@ mod tests {
     /// MatrixStats::of builds on): lengths, empty rows (the last row empty too), bandwidths.
     #[test]
     fn row_stats_match_a_serial_recount() {
-        let a = Csr::new(
+        let a: Csr<f64> = Csr::new(
             4,
             5,
             vec![0, 2, 2, 5, 5],
