@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 use clap::Args;
 use spmvkit::io::MmSymmetry;
-use spmvkit::MatrixStats;
+use spmvkit::{MatrixStats, Offset};
 
 use crate::input;
 
@@ -30,23 +30,32 @@ pub struct InfoArgs {
 
 pub fn run(args: InfoArgs) -> Result<()> {
     for arg in &args.matrices {
-        let loaded = input::load::<f64>(arg, !args.no_cache)?;
-        let s = MatrixStats::of(&loaded.matrix);
-        let symmetry = file_symmetry(arg);
-        if args.json {
-            let mut v = serde_json::to_value(&s)?;
-            v["name"] = serde_json::Value::String(loaded.name.clone());
-            if let Some(sym) = symmetry {
-                v["symmetry"] = sym.name().into();
-            }
-            let zeros = loaded.matrix.vals().iter().filter(|&&x| x == 0.0).count();
-            v["explicit_zeros"] = zeros.into();
-            v["nnz_nonzero"] = (s.nnz - zeros).into();
-            println!("{}", serde_json::to_string(&v)?);
-        } else {
-            let expanded = symmetry.is_some_and(|s| s.is_mirrored());
-            print_stats(&loaded.name, &s, &loaded.matrix, loaded.seconds, expanded);
+        match input::load_any::<f64>(arg, !args.no_cache)? {
+            input::LoadedAny::W32(l) => info(arg, &l, args.json)?,
+            input::LoadedAny::W64(l) => info(arg, &l, args.json)?,
         }
+    }
+    Ok(())
+}
+
+/// Prints one matrix's statistics (row offsets of either width; a 64-bit one says so).
+fn info<O: Offset>(arg: &str, loaded: &input::Loaded<f64, O>, json: bool) -> Result<()> {
+    let s = MatrixStats::of(&loaded.matrix);
+    let symmetry = file_symmetry(arg);
+    if json {
+        let mut v = serde_json::to_value(&s)?;
+        v["name"] = serde_json::Value::String(loaded.name.clone());
+        if let Some(sym) = symmetry {
+            v["symmetry"] = sym.name().into();
+        }
+        let zeros = loaded.matrix.vals().iter().filter(|&&x| x == 0.0).count();
+        v["explicit_zeros"] = zeros.into();
+        v["nnz_nonzero"] = (s.nnz - zeros).into();
+        v["offset_bits"] = O::WIDTH.bits().into();
+        println!("{}", serde_json::to_string(&v)?);
+    } else {
+        let expanded = symmetry.is_some_and(|s| s.is_mirrored());
+        print_stats(&loaded.name, &s, &loaded.matrix, loaded.seconds, expanded);
     }
     Ok(())
 }
@@ -60,7 +69,13 @@ fn file_symmetry(arg: &str) -> Option<MmSymmetry> {
     spmvkit::io::read_header(path).ok().map(|h| h.symmetry)
 }
 
-fn print_stats(name: &str, s: &MatrixStats, a: &spmvkit::Csr<f64>, secs: f64, expanded: bool) {
+fn print_stats<O: Offset>(
+    name: &str,
+    s: &MatrixStats,
+    a: &spmvkit::Csr<f64, O>,
+    secs: f64,
+    expanded: bool,
+) {
     let zeros = a.vals().iter().filter(|&&x| x == 0.0).count();
     println!("{name}");
     println!("  size          {} x {}", s.nrows, s.ncols);
@@ -105,6 +120,10 @@ fn print_stats(name: &str, s: &MatrixStats, a: &spmvkit::Csr<f64>, secs: f64, ex
         "  bandwidth     {} (lower {}, upper {})",
         s.bandwidth, s.lower_bandwidth, s.upper_bandwidth
     );
-    println!("  CSR bytes     {} (f64)", s.csr_bytes);
+    println!(
+        "  CSR bytes     {} (f64, {}-bit row offsets)",
+        s.csr_bytes,
+        O::WIDTH.bits()
+    );
     println!("  loaded in     {:.3} s", secs);
 }

@@ -140,22 +140,18 @@ fn run_t<T: PrepareFor>(args: &RunArgs, values: ValueStorage) -> Result<()> {
     match args.offsets {
         Offsets::Forced(OffsetWidth::W64) => run_o(args, values, load64()?),
         Offsets::Forced(OffsetWidth::W32) => run_o(args, values, load32()?),
-        Offsets::Auto => match load32() {
-            Ok(loaded) => run_o(args, values, loaded),
-            // past 2^31-1 nonzeros: generated again with 64-bit offsets (the count is checked
-            // before anything large is allocated)
-            Err(e) if too_many_nonzeros(&e) => run_o(args, values, load64()?),
-            Err(e) => Err(e),
-        },
+        // the width the matrix needs: 64 bits past 2^31-1 nonzeros (a GEN-SPEC's count is
+        // checked before anything large is allocated), or from a 64-bit cache
+        Offsets::Auto => {
+            let (any, secs) = stage(args.stages, "load", || {
+                input::load_any::<T>(&args.matrix, use_cache)
+            })?;
+            match any {
+                input::LoadedAny::W32(l) => run_o(args, values, (l, secs)),
+                input::LoadedAny::W64(l) => run_o(args, values, (l, secs)),
+            }
+        }
     }
-}
-
-/// Whether loading failed on nnz above the 32-bit limit.
-fn too_many_nonzeros(e: &anyhow::Error) -> bool {
-    matches!(
-        e.downcast_ref::<spmvkit::Error>(),
-        Some(spmvkit::Error::TooLarge { what: "nnz", .. })
-    )
 }
 
 /// Runs `f` as the stage `what`: with `on`, a line (or a spinner on a terminal) while it runs

@@ -63,10 +63,23 @@ fn a_generator_beyond_memory_is_refused_before_allocating() {
         assert_eq!(out.status.code(), Some(1), "{spec}: {}", text(&out.stderr));
         assert!(text(&out.stderr).contains("of memory"), "{spec}");
     }
-    // Beyond the index limit: refused by it, just as fast.
-    let (ok, _, err) = spmv(&["info", "dense:400000,400000", "--no-cache"]);
+    // Beyond the index limits: refused by them, just as fast (2^31-1 nonzeros with 32-bit row
+    // offsets, 2^40 with 64-bit ones; `info` reads a matrix in the width it needs).
+    let (ok, _, err) = spmv(&[
+        "run",
+        "dense:400000,400000",
+        "--no-cache",
+        "--offsets",
+        "32",
+        "--method",
+        "csr-vector",
+        "--cpu",
+    ]);
     assert!(!ok);
     assert!(err.contains("exceeds the 32-bit index limit"), "{err}");
+    let (ok, _, err) = spmv(&["info", "dense:2000000,2000000", "--no-cache"]);
+    assert!(!ok);
+    assert!(err.contains("exceeds the limit of 2^40"), "{err}");
 }
 
 #[test]

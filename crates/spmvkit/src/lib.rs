@@ -35,7 +35,7 @@ pub mod stats;
 pub mod testing;
 
 pub use error::{Error, Result};
-pub use matrix::{Coo, Csc, Csr, MatrixStats, Pattern};
+pub use matrix::{AnyCsr, Coo, Csc, Csr, MatrixStats, Pattern};
 pub use methods::{Backend, Plan, PlanOptions, PrepareFor, ValueUpdate};
 pub use scalar::{
     Idx, Offset, OffsetWidth, Offsets, Precision, PrecisionMode, Scalar, ValueStorage, MAX_INDEX,

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::matrix::Csr;
+use crate::matrix::{AnyCsr, Csr};
 use crate::scalar::Scalar;
 
 /// One input of a run: a file or a GEN-SPEC.
@@ -56,15 +56,30 @@ impl MatrixSource {
     }
 
     /// [`MatrixSource::load`] with row offsets of type `O` (docs/offsets.md): a spec is generated
-    /// in that width (past 2^31−1 nonzeros with `u64`), a file is read and then converted (a
-    /// copy; files hold at most 2^31−1 nonzeros).
+    /// in that width (past 2^31−1 nonzeros with `u64`), a file is read in the width it needs
+    /// ([`MatrixSource::load_any`]) and converted when that differs from `O` (a copy; narrowing
+    /// refuses more than 2^31−1 nonzeros with [`crate::Error::TooLarge`]).
     pub fn load_as<T: Scalar, O: crate::Offset>(&self, use_cache: bool) -> Result<Csr<T, O>> {
         match self {
-            MatrixSource::File(p) if use_cache => {
-                crate::io::load_cached::<T>(p, None)?.with_offsets()
-            }
-            MatrixSource::File(p) => crate::io::load::<T>(p)?.with_offsets(),
+            MatrixSource::File(_) => self.load_any::<T>(use_cache)?.into_offsets(),
             MatrixSource::Spec(s) => crate::gen::generate_as::<T, O>(s),
+        }
+    }
+
+    /// The matrix in the width it needs (docs/offsets.md): a file as
+    /// [`crate::io::load_cached_any`] (or [`crate::io::load_any`] without the cache) reads it,
+    /// a spec generated with 32-bit offsets, or with 64-bit ones when it has more than 2^31−1
+    /// nonzeros (the count is checked before anything large is allocated).
+    pub fn load_any<T: Scalar>(&self, use_cache: bool) -> Result<AnyCsr<T>> {
+        match self {
+            MatrixSource::File(p) if use_cache => crate::io::load_cached_any::<T>(p, None),
+            MatrixSource::File(p) => crate::io::load_any::<T>(p),
+            MatrixSource::Spec(s) => match crate::gen::generate::<T>(s) {
+                Err(Error::TooLarge { what: "nnz", .. }) => {
+                    crate::gen::generate_as::<T, u64>(s).map(AnyCsr::W64)
+                }
+                r => r.map(AnyCsr::W32),
+            },
         }
     }
 

@@ -6,7 +6,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `SPMVKITC` |
-//! | 8 | 4 | format version (1) |
+//! | 8 | 4 | format version: 1 (32-bit row offsets) or 2 (64-bit row offsets) |
 //! | 12 | 4 | value bytes: 4 (f32) or 8 (f64) |
 //! | 16 | 8 | rows |
 //! | 24 | 8 | columns |
@@ -15,7 +15,13 @@
 //! | 48 | 8 | source modification time, ns since the Unix epoch (0: none) |
 //! | 56 | 4 | CRC-32 of bytes 0..56 followed by the payload |
 //! | 60 | 4 | header length (64) |
-//! | 64 | … | `row_ptr` (rows+1 × u32), `col_idx` (nnz × u32), zero padding to 8, values |
+//! | 64 | … | `row_ptr` (rows+1 × u32, or × u64 in version 2), `col_idx` (nnz × u32), zero padding to 8, values |
+//!
+//! A matrix with 32-bit offsets is written as version 1, one with 64-bit offsets (more than
+//! 2^31−1 nonzeros, docs/offsets.md) as version 2; both are read. [`read_cache`] and
+//! [`load_cached`] give 32-bit offsets (a version 2 file of more than 2^31−1 nonzeros is
+//! [`Error::TooLarge`]), [`read_cache_any`] and [`load_cached_any`] either width. [`CacheRows`]
+//! (range reads) takes version 1 only.
 //!
 //! Reading checks the magic, version, exact file length (before allocating anything), checksum
 //! and the CSR invariants; any failure is [`Error::Cache`]. [`load_cached`] keys a cache file on
@@ -31,12 +37,15 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::matrix::Csr;
+use crate::matrix::{AnyCsr, Csr};
 use crate::memory::try_vec;
-use crate::scalar::{Idx, Precision, Scalar, MAX_INDEX};
+use crate::scalar::{Idx, Offset, OffsetSlice, OffsetWidth, Precision, Scalar, MAX_INDEX};
 
 const MAGIC: &[u8; 8] = b"SPMVKITC";
+/// The format version of a cache with 32-bit row offsets.
 const VERSION: u32 = 1;
+/// The format version of a cache with 64-bit row offsets.
+const VERSION_WIDE: u32 = 2;
 const HEADER_LEN: usize = 64;
 /// Bytes per parallel checksum / conversion piece.
 const PIECE: usize = 1 << 22;
@@ -46,6 +55,8 @@ const PIECE: usize = 1 << 22;
 pub struct CacheHeader {
     pub version: u32,
     pub precision: Precision,
+    /// The row offsets' width (version 1: 32 bits, version 2: 64 bits).
+    pub offsets: OffsetWidth,
     pub nrows: u64,
     pub ncols: u64,
     pub nnz: u64,
@@ -120,9 +131,13 @@ fn checksum(head: &[u8], payload: &[&[u8]]) -> u32 {
 }
 
 /// Byte offsets of the three arrays and the expected file length.
-fn layout(nrows: u64, nnz: u64, value_bytes: u64) -> Option<(usize, usize, usize, usize)> {
+fn layout(h: &CacheHeader) -> Option<(usize, usize, usize, usize)> {
+    let (nrows, nnz, value_bytes) = (h.nrows, h.nnz, h.precision.bytes() as u64);
     let ptr_off = HEADER_LEN as u64;
-    let col_off = ptr_off.checked_add(nrows.checked_add(1)?.checked_mul(4)?)?;
+    let ptr_len = nrows
+        .checked_add(1)?
+        .checked_mul(h.offsets.bytes() as u64)?;
+    let col_off = ptr_off.checked_add(ptr_len)?;
     let val_off = col_off
         .checked_add(nnz.checked_mul(4)?)?
         .next_multiple_of(8);
@@ -140,12 +155,18 @@ fn parse_header(path: &Path, b: &[u8]) -> Result<CacheHeader> {
         ));
     }
     let version = u32_at(b, 8);
-    if version != VERSION {
-        return Err(cache_err(
-            path,
-            format!("cache format version {version}, this build reads {VERSION}"),
-        ));
-    }
+    let offsets = match version {
+        VERSION => OffsetWidth::W32,
+        VERSION_WIDE => OffsetWidth::W64,
+        _ => {
+            return Err(cache_err(
+                path,
+                format!(
+                    "cache format version {version}, this build reads {VERSION} and {VERSION_WIDE}"
+                ),
+            ))
+        }
+    };
     let precision = match u32_at(b, 12) {
         4 => Precision::F32,
         8 => Precision::F64,
@@ -157,6 +178,7 @@ fn parse_header(path: &Path, b: &[u8]) -> Result<CacheHeader> {
     let h = CacheHeader {
         version,
         precision,
+        offsets,
         nrows: u64_at(b, 16),
         ncols: u64_at(b, 24),
         nnz: u64_at(b, 32),
@@ -164,8 +186,19 @@ fn parse_header(path: &Path, b: &[u8]) -> Result<CacheHeader> {
         source_mtime_ns: u64_at(b, 48),
         checksum: u32_at(b, 56),
     };
-    if h.nrows > MAX_INDEX || h.ncols > MAX_INDEX || h.nnz > MAX_INDEX {
+    if h.nrows > MAX_INDEX || h.ncols > MAX_INDEX {
         return Err(cache_err(path, "dimensions beyond the 32-bit index range"));
+    }
+    if h.nnz > offsets.max_nnz() {
+        return Err(cache_err(
+            path,
+            format!(
+                "nnz {} beyond what {}-bit row offsets hold ({})",
+                h.nnz,
+                offsets.bits(),
+                offsets.max_nnz()
+            ),
+        ));
     }
     Ok(h)
 }
@@ -185,6 +218,14 @@ fn u32_bytes(v: &[Idx]) -> Vec<u8> {
     v.par_iter().flat_map_iter(|x| x.to_le_bytes()).collect()
 }
 
+/// Little-endian bytes of row offsets in their own width.
+fn offset_bytes(v: OffsetSlice<'_>) -> Vec<u8> {
+    match v {
+        OffsetSlice::W32(v) => u32_bytes(v),
+        OffsetSlice::W64(v) => v.par_iter().flat_map_iter(|x| x.to_le_bytes()).collect(),
+    }
+}
+
 fn value_bytes<T: Scalar>(v: &[T]) -> Vec<u8> {
     if T::PRECISION == Precision::F32 {
         v.par_iter()
@@ -199,10 +240,11 @@ fn value_bytes<T: Scalar>(v: &[T]) -> Vec<u8> {
 
 /// Writes `a` as a cache file at `path` (through a temporary file and a rename, so readers never
 /// see a half-written cache). `source` is the Matrix Market file it stands for, if any: its size
-/// and mtime are recorded for staleness checks.
-pub fn write_cache<T: Scalar>(
+/// and mtime are recorded for staleness checks. 32-bit offsets are written as format version 1,
+/// 64-bit ones as version 2.
+pub fn write_cache<T: Scalar, O: Offset>(
     path: impl AsRef<Path>,
-    a: &Csr<T>,
+    a: &Csr<T, O>,
     source: Option<&Path>,
 ) -> Result<()> {
     let path = path.as_ref();
@@ -210,7 +252,11 @@ pub fn write_cache<T: Scalar>(
         Some(s) => source_stamp(s)?,
         None => (0, 0),
     };
-    let ptr = u32_bytes(a.row_ptr());
+    let ptr = offset_bytes(O::slice(a.row_ptr()));
+    let version = match O::WIDTH {
+        OffsetWidth::W32 => VERSION,
+        OffsetWidth::W64 => VERSION_WIDE,
+    };
     let cols = u32_bytes(a.col_idx());
     let vals = value_bytes(a.vals());
     let pad_len = (HEADER_LEN + ptr.len() + cols.len()).next_multiple_of(8)
@@ -218,7 +264,7 @@ pub fn write_cache<T: Scalar>(
     let pad = vec![0u8; pad_len];
     let mut head = [0u8; HEADER_LEN];
     head[..8].copy_from_slice(MAGIC);
-    head[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    head[8..12].copy_from_slice(&version.to_le_bytes());
     head[12..16].copy_from_slice(&(T::BYTES as u32).to_le_bytes());
     head[16..24].copy_from_slice(&(a.nrows() as u64).to_le_bytes());
     head[24..32].copy_from_slice(&(a.ncols() as u64).to_le_bytes());
@@ -249,13 +295,20 @@ pub fn write_cache<T: Scalar>(
 }
 
 /// Reads a cache file into CSR, checking header, length, checksum and structure. Values stored
-/// in the other precision are converted.
+/// in the other precision are converted. 32-bit row offsets: a version 2 cache is narrowed
+/// ([`Error::TooLarge`] above 2^31−1 nonzeros; [`read_cache_any`] reads it).
 pub fn read_cache<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
+    read_cache_checked(path.as_ref(), None)?.into_offsets()
+}
+
+/// [`read_cache`] in the width the file holds: 32-bit offsets from version 1, 64-bit from
+/// version 2.
+pub fn read_cache_any<T: Scalar>(path: impl AsRef<Path>) -> Result<AnyCsr<T>> {
     read_cache_checked(path.as_ref(), None)
 }
 
-/// [`read_cache`], optionally requiring a source stamp (size, mtime).
-fn read_cache_checked<T: Scalar>(path: &Path, stamp: Option<(u64, u64)>) -> Result<Csr<T>> {
+/// [`read_cache_any`], optionally requiring a source stamp (size, mtime).
+fn read_cache_checked<T: Scalar>(path: &Path, stamp: Option<(u64, u64)>) -> Result<AnyCsr<T>> {
     let (file, len) = super::open_file(path)?;
     if len < HEADER_LEN as u64 {
         return Err(cache_err(path, "file shorter than the 64-byte header"));
@@ -271,9 +324,7 @@ fn read_cache_checked<T: Scalar>(path: &Path, stamp: Option<(u64, u64)>) -> Resu
             return Err(cache_err(path, "stale: the source file changed"));
         }
     }
-    let vb = h.precision.bytes() as u64;
-    let (po, co, vo, end) =
-        layout(h.nrows, h.nnz, vb).ok_or_else(|| cache_err(path, "sizes overflow"))?;
+    let (po, co, vo, end) = layout(&h).ok_or_else(|| cache_err(path, "sizes overflow"))?;
     if end as u64 != len {
         return Err(cache_err(
             path,
@@ -286,7 +337,7 @@ fn read_cache_checked<T: Scalar>(path: &Path, stamp: Option<(u64, u64)>) -> Resu
     let nnz = h.nnz as usize;
     crate::memory::check_fits(
         || format!("reading {}", path.display()),
-        4 * (h.nrows as u128 + 1) + nnz as u128 * (4 + T::BYTES as u128),
+        h.offsets.bytes() as u128 * (h.nrows as u128 + 1) + nnz as u128 * (4 + T::BYTES as u128),
     )?;
     let u32s = |what: &str, bytes: &[u8]| -> Result<Vec<Idx>> {
         let mut v: Vec<Idx> = try_vec(what, bytes.len() / 4, 0)?;
@@ -295,12 +346,25 @@ fn read_cache_checked<T: Scalar>(path: &Path, stamp: Option<(u64, u64)>) -> Resu
             .for_each(|(x, c)| *x = u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
         Ok(v)
     };
-    let ptr = u32s("the cached row pointers", &b[po..co])?;
     let cols = u32s("the cached column indices", &b[co..co + 4 * nnz])?;
     let mut vals: Vec<T> = try_vec("the cached values", nnz, T::zero())?;
     convert_values(h.precision, &b[vo..end], &mut vals);
-    Csr::new(h.nrows as usize, h.ncols as usize, ptr, cols, vals)
-        .map_err(|e| cache_err(path, format!("invalid CSR structure: {e}")))
+    let (m, n) = (h.nrows as usize, h.ncols as usize);
+    let built = match h.offsets {
+        OffsetWidth::W32 => {
+            let ptr = u32s("the cached row pointers", &b[po..co])?;
+            Csr::new(m, n, ptr, cols, vals).map(AnyCsr::W32)
+        }
+        OffsetWidth::W64 => {
+            let bytes = &b[po..co];
+            let mut ptr: Vec<u64> = try_vec("the cached row pointers", bytes.len() / 8, 0)?;
+            ptr.par_iter_mut()
+                .zip(bytes.par_chunks_exact(8))
+                .for_each(|(x, c)| *x = u64_at(c, 0));
+            Csr::new(m, n, ptr, cols, vals).map(AnyCsr::W64)
+        }
+    };
+    built.map_err(|e| cache_err(path, format!("invalid CSR structure: {e}")))
 }
 
 /// A cache file opened for range reads (issue #26): a rank of a distributed run reads the
@@ -334,9 +398,19 @@ impl CacheRows {
         let map =
             unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(|e| Error::io(path, e))?;
         let header = parse_header(path, &map[..])?;
+        if header.offsets != OffsetWidth::W32 {
+            return Err(cache_err(
+                path,
+                format!(
+                    "range reads take 32-bit row offsets; this cache has {}-bit ones ({} \
+                     nonzeros; docs/offsets.md)",
+                    header.offsets.bits(),
+                    header.nnz
+                ),
+            ));
+        }
         let (ptr_off, col_off, val_off, end) =
-            layout(header.nrows, header.nnz, header.precision.bytes() as u64)
-                .ok_or_else(|| cache_err(path, "sizes overflow"))?;
+            layout(&header).ok_or_else(|| cache_err(path, "sizes overflow"))?;
         if end as u64 != len {
             return Err(cache_err(
                 path,
@@ -494,12 +568,36 @@ pub fn load_cached_with_outcome<T: Scalar>(
     path: impl AsRef<Path>,
     cache_dir: Option<&Path>,
 ) -> Result<(Csr<T>, CacheOutcome)> {
-    let path = path.as_ref();
+    let (a, o) = load_cached_core(path.as_ref(), cache_dir, false)?;
+    Ok((a.into_offsets()?, o))
+}
+
+/// [`load_cached_any`], also saying whether the cache was hit, built or rebuilt.
+pub fn load_cached_any_with_outcome<T: Scalar>(
+    path: impl AsRef<Path>,
+    cache_dir: Option<&Path>,
+) -> Result<(AnyCsr<T>, CacheOutcome)> {
+    load_cached_core(path.as_ref(), cache_dir, true)
+}
+
+/// The loader behind both: `any` reads a source in the width it needs, else at 32 bits.
+fn load_cached_core<T: Scalar>(
+    path: &Path,
+    cache_dir: Option<&Path>,
+    any: bool,
+) -> Result<(AnyCsr<T>, CacheOutcome)> {
+    let parse = |p: &Path| -> Result<AnyCsr<T>> {
+        if any {
+            super::read_matrix_market_any(p)
+        } else {
+            super::read_matrix_market(p).map(AnyCsr::W32)
+        }
+    };
     if is_cache_path(path) {
-        return Ok((read_cache(path)?, CacheOutcome::Direct));
+        return Ok((read_cache_any(path)?, CacheOutcome::Direct));
     }
     let Some(dir) = cache_dir.map(Path::to_path_buf).or_else(default_cache_dir) else {
-        return Ok((super::read_matrix_market(path)?, CacheOutcome::Direct));
+        return Ok((parse(path)?, CacheOutcome::Direct));
     };
     let stamp = source_stamp(path)?;
     let cpath = cache_path_for::<T>(path, &dir);
@@ -510,10 +608,13 @@ pub fn load_cached_with_outcome<T: Scalar>(
             Err(e) => reason = Some(e.to_string()),
         }
     }
-    let a = super::read_matrix_market::<T>(path)?;
+    let a = parse(path)?;
     let written = std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(&dir, e))
-        .and_then(|_| write_cache(&cpath, &a, Some(path)));
+        .and_then(|_| match &a {
+            AnyCsr::W32(a) => write_cache(&cpath, a, Some(path)),
+            AnyCsr::W64(a) => write_cache(&cpath, a, Some(path)),
+        });
     let outcome = match (written, reason) {
         (Err(e), _) => CacheOutcome::NotWritten {
             path: cpath,
@@ -562,6 +663,15 @@ pub fn ensure_cache<T: Scalar>(
 /// Failing to write the cache is not an error (the parsed matrix is returned).
 pub fn load_cached<T: Scalar>(path: impl AsRef<Path>, cache_dir: Option<&Path>) -> Result<Csr<T>> {
     load_cached_with_outcome(path, cache_dir).map(|r| r.0)
+}
+
+/// [`load_cached`] in the width the matrix needs (docs/offsets.md): a source of more than
+/// 2^31−1 nonzeros is read with 64-bit offsets and cached as format version 2.
+pub fn load_cached_any<T: Scalar>(
+    path: impl AsRef<Path>,
+    cache_dir: Option<&Path>,
+) -> Result<AnyCsr<T>> {
+    load_cached_any_with_outcome(path, cache_dir).map(|r| r.0)
 }
 
 #[cfg(test)]
@@ -632,6 +742,85 @@ mod tests {
         assert_eq!(std::fs::metadata(&c).unwrap().modified().unwrap(), t);
         assert_eq!(CacheRows::open(&c).unwrap().rows::<f64>(0..81).unwrap(), a);
         assert_eq!(ensure_cache::<f64>(&c, None).unwrap(), c);
+    }
+
+    #[test]
+    fn cache_round_trip_in_both_widths() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = crate::gen::generate_f64("powerlaw:500,7,seed=2").unwrap();
+        let wide = a.with_offsets::<u64>().unwrap();
+        let (p32, p64) = (dir.path().join("a.spmvkit"), dir.path().join("w.spmvkit"));
+        write_cache(&p32, &a, None).unwrap();
+        write_cache(&p64, &wide, None).unwrap();
+        let (h32, h64) = (
+            read_cache_header(&p32).unwrap(),
+            read_cache_header(&p64).unwrap(),
+        );
+        assert_eq!((h32.version, h32.offsets), (VERSION, OffsetWidth::W32));
+        assert_eq!((h64.version, h64.offsets), (VERSION_WIDE, OffsetWidth::W64));
+        let (m, nnz) = (a.nrows() as u64, a.nnz() as u64);
+        let len = |p: &Path| std::fs::metadata(p).unwrap().len();
+        assert_eq!(
+            len(&p32),
+            (64 + 4 * (m + 1) + 4 * nnz).next_multiple_of(8) + 8 * nnz
+        );
+        assert_eq!(
+            len(&p64),
+            (64 + 8 * (m + 1) + 4 * nnz).next_multiple_of(8) + 8 * nnz
+        );
+        assert_eq!(read_cache_any::<f64>(&p32).unwrap(), AnyCsr::W32(a.clone()));
+        assert_eq!(
+            read_cache_any::<f64>(&p64).unwrap(),
+            AnyCsr::W64(wide.clone())
+        );
+        // the 32-bit readers narrow a small version 2 file
+        assert_eq!(read_cache::<f64>(&p64).unwrap(), a);
+        let as32 = read_cache_any::<f32>(&p64).unwrap();
+        assert_eq!(as32.width(), OffsetWidth::W64);
+        assert_eq!(as32.into_offsets::<u32>().unwrap(), a.cast::<f32>());
+        // range reads refuse a 64-bit cache, saying why
+        let e = CacheRows::open(&p64).err().unwrap();
+        assert!(e.to_string().contains("64-bit"), "{e}");
+        // a damaged 64-bit row pointer is caught
+        let mut bad = std::fs::read(&p64).unwrap();
+        bad[HEADER_LEN + 8 * 7..HEADER_LEN + 8 * 8].copy_from_slice(&(1u64 << 35).to_le_bytes());
+        std::fs::write(&p64, &bad).unwrap();
+        assert!(matches!(
+            read_cache_any::<f64>(&p64),
+            Err(Error::Cache { .. })
+        ));
+    }
+
+    #[test]
+    fn cache_header_counts_past_2_31() {
+        let head = |version: u32, nnz: u64| {
+            let mut b = [0u8; HEADER_LEN];
+            b[..8].copy_from_slice(MAGIC);
+            b[8..12].copy_from_slice(&version.to_le_bytes());
+            b[12..16].copy_from_slice(&4u32.to_le_bytes());
+            b[16..24].copy_from_slice(&MAX_INDEX.to_le_bytes());
+            b[24..32].copy_from_slice(&7u64.to_le_bytes());
+            b[32..40].copy_from_slice(&nnz.to_le_bytes());
+            b[60..64].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+            parse_header(Path::new("h.spmvkit"), &b)
+        };
+        assert!(head(VERSION, MAX_INDEX).is_ok());
+        assert!(matches!(
+            head(VERSION, MAX_INDEX + 1),
+            Err(Error::Cache { .. })
+        ));
+        let h = head(VERSION_WIDE, 1 << 40).unwrap();
+        assert_eq!(h.offsets, OffsetWidth::W64);
+        let (po, co, vo, end) = layout(&h).unwrap();
+        assert_eq!(po, HEADER_LEN);
+        assert_eq!(co - po, 8 * (MAX_INDEX as usize + 1));
+        assert_eq!(vo, (co + 4 * (1usize << 40)).next_multiple_of(8));
+        assert_eq!(end - vo, 4 * (1usize << 40));
+        assert!(matches!(
+            head(VERSION_WIDE, (1 << 40) + 1),
+            Err(Error::Cache { .. })
+        ));
+        assert!(matches!(head(3, 1), Err(Error::Cache { .. })));
     }
 
     #[test]

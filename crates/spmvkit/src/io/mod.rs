@@ -26,21 +26,23 @@ pub mod writer;
 use std::path::Path;
 
 pub use cache::{
-    cache_path_for, default_cache_dir, ensure_cache, load_cached, load_cached_with_outcome,
-    read_cache, read_cache_header, write_cache, CacheHeader, CacheOutcome, CacheRows,
+    cache_path_for, default_cache_dir, ensure_cache, load_cached, load_cached_any,
+    load_cached_any_with_outcome, load_cached_with_outcome, read_cache, read_cache_any,
+    read_cache_header, write_cache, CacheHeader, CacheOutcome, CacheRows,
 };
 pub use header::{
     parse_header_bytes, read_header, MatrixMarketHeader, MatrixMarketInfo, MmField, MmFormat,
     MmSymmetry,
 };
 pub use reader::{
-    matrix_market_info_bytes, parse_matrix_market_bytes, read_matrix_market,
-    read_matrix_market_info, read_matrix_market_with_info,
+    matrix_market_info_bytes, parse_matrix_market_bytes, parse_matrix_market_bytes_any,
+    read_matrix_market, read_matrix_market_any, read_matrix_market_info,
+    read_matrix_market_with_info,
 };
 pub use writer::{write_matrix_market, write_matrix_market_to};
 
 use crate::error::{Error, Result};
-use crate::matrix::Csr;
+use crate::matrix::{AnyCsr, Csr};
 use crate::scalar::Scalar;
 
 /// Opens a file for reading; a directory is an [`Error::Io`] saying so (the OS would open it and
@@ -102,6 +104,17 @@ pub fn load<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
         read_cache(path)
     } else {
         read_matrix_market(path)
+    }
+}
+
+/// [`load`] in the width the matrix needs (docs/offsets.md): 64-bit row offsets for a Matrix
+/// Market file of more than 2^31−1 nonzeros or a version 2 cache, 32-bit otherwise.
+pub fn load_any<T: Scalar>(path: impl AsRef<Path>) -> Result<AnyCsr<T>> {
+    let path = path.as_ref();
+    if cache::is_cache_path(path) {
+        read_cache_any(path)
+    } else {
+        read_matrix_market_any(path)
     }
 }
 

@@ -34,9 +34,9 @@ use rayon::prelude::*;
 use super::header::{excerpt, parse_header_bytes, perr, unsupported, MatrixMarketHeader};
 use super::header::{MatrixMarketInfo, MmField, MmFormat, MmSymmetry};
 use crate::error::{Error, Result};
-use crate::matrix::{sort_merge_row, Csr};
+use crate::matrix::{sort_merge_row, AnyCsr, Csr};
 use crate::memory::{try_vec, try_with_capacity};
-use crate::scalar::{Idx, Precision, Scalar, MAX_INDEX};
+use crate::scalar::{Idx, Offset, OffsetWidth, Precision, Scalar, MAX_INDEX};
 
 /// The two bytes every gzip stream starts with.
 pub(crate) const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -536,30 +536,47 @@ fn array_positions<T: Scalar>(parsed: &mut Parsed<T>) -> Result<()> {
     Ok(())
 }
 
+/// Adds one to a count or position held as an offset.
+#[inline(always)]
+fn bump<O: Offset>(x: &mut O) {
+    *x = O::from_u64(x.to_usize() as u64 + 1);
+}
+
+/// The entries after the mirror of a symmetric kind is expanded (before duplicates merge).
+fn expanded_entries<T>(chunks: &[Chunk<T>], mirrored: bool) -> u64 {
+    let stored: u64 = chunks.iter().map(|c| c.entries() as u64).sum();
+    let diagonal: u64 = chunks.iter().map(|c| c.diagonal).sum();
+    if mirrored {
+        2 * stored - diagonal
+    } else {
+        stored
+    }
+}
+
+/// The row-offset width a file of `expanded` entries is read in: 32 bits up to `wide_from`
+/// (2^31−1 outside the tests), 64 bits above, up to 2^40 ([`crate::scalar::MAX_WIDE_NNZ`]);
+/// beyond that the 64-bit count check's error.
+pub(crate) fn width_for_entries(expanded: u64, wide_from: u64) -> Result<OffsetWidth> {
+    if expanded <= wide_from.min(MAX_INDEX) {
+        return Ok(OffsetWidth::W32);
+    }
+    crate::error::check_nnz(OffsetWidth::W64, expanded)?;
+    Ok(OffsetWidth::W64)
+}
+
 /// Builds the CSR from parsed chunks, expanding the mirror of symmetric kinds. `imag` selects
 /// the imaginary parts of a complex text (for counting only). `mirror_sign` multiplies the
 /// mirrored value: −1 for skew-symmetric values and for imaginary parts of Hermitian ones.
-fn build_csr<T: Scalar>(
+fn build_csr<T: Scalar, O: Offset>(
     nrows: usize,
     ncols: usize,
     mirrored: bool,
     mirror_sign: T,
     chunks: &[Chunk<T>],
     imag: bool,
-) -> Result<Csr<T>> {
-    let stored: u64 = chunks.iter().map(|c| c.entries() as u64).sum();
-    let diagonal: u64 = chunks.iter().map(|c| c.diagonal).sum();
-    let expanded = if mirrored {
-        2 * stored - diagonal
-    } else {
-        stored
-    };
-    if expanded > MAX_INDEX {
-        return Err(Error::TooLarge {
-            what: "nnz",
-            value: expanded,
-        });
-    }
+) -> Result<Csr<T, O>> {
+    let expanded = expanded_entries(chunks, mirrored);
+    crate::error::check_nnz(O::WIDTH, expanded)?;
     // Row counts and pointers, the output arrays, and a second set when duplicates merge.
     crate::memory::check_fits(
         || {
@@ -578,27 +595,27 @@ fn build_csr<T: Scalar>(
         }
     }
     // Row counts.
-    let mut counts: Vec<u32> = try_vec("the row counts", nrows, 0)?;
+    let mut counts: Vec<O> = try_vec("the row counts", nrows, O::default())?;
     for c in chunks {
         if mirrored {
             for (&r, &col) in c.rows.iter().zip(&c.cols) {
-                counts[r as usize] += 1;
+                bump(&mut counts[r as usize]);
                 if r != col {
-                    counts[col as usize] += 1;
+                    bump(&mut counts[col as usize]);
                 }
             }
         } else {
             for &r in &c.rows {
-                counts[r as usize] += 1;
+                bump(&mut counts[r as usize]);
             }
         }
     }
     let mut ptr = try_with_capacity("the row pointers", nrows + 1)?;
-    let mut acc = 0u32;
-    ptr.push(0);
+    let mut acc = 0u64;
+    ptr.push(O::default());
     for &k in &counts {
-        acc += k;
-        ptr.push(acc);
+        acc += k.to_usize() as u64;
+        ptr.push(O::from_u64(acc));
     }
     drop(counts);
     let nnz = expanded as usize;
@@ -606,7 +623,7 @@ fn build_csr<T: Scalar>(
     let parts = rayon::current_num_threads().clamp(1, 64).min(nrows.max(1));
     let mut bounds = vec![0usize];
     for p in 1..parts {
-        let target = (nnz / parts * p) as u32;
+        let target = O::from_u64((nnz / parts * p) as u64);
         let r = ptr.partition_point(|&x| x < target).min(nrows);
         if r > *bounds.last().unwrap_or(&0) {
             bounds.push(r);
@@ -619,7 +636,7 @@ fn build_csr<T: Scalar>(
     {
         let (mut cr, mut vr) = (&mut cols_out[..], &mut vals_out[..]);
         for w in bounds.windows(2) {
-            let len = (ptr[w[1]] - ptr[w[0]]) as usize;
+            let len = ptr[w[1]].to_usize() - ptr[w[0]].to_usize();
             let (a, rest_c) = std::mem::take(&mut cr).split_at_mut(len);
             let (b, rest_v) = std::mem::take(&mut vr).split_at_mut(len);
             jobs.push((w[0], w[1], a, b));
@@ -628,41 +645,46 @@ fn build_csr<T: Scalar>(
         }
     }
     let ptr_ref = &ptr;
-    let new_lens: Vec<Vec<u32>> = jobs
+    let new_lens: Vec<Vec<O>> = jobs
         .into_par_iter()
         .map(|(lo, hi, cs, vs)| {
-            let base = ptr_ref[lo];
-            let mut next: Vec<u32> = ptr_ref[lo..hi].iter().map(|&p| p - base).collect();
+            let base = ptr_ref[lo].to_usize() as u64;
+            let mut next: Vec<O> = ptr_ref[lo..hi]
+                .iter()
+                .map(|&p| O::from_u64(p.to_usize() as u64 - base))
+                .collect();
             let (lo32, hi32) = (lo as Idx, hi as Idx);
             for c in chunks {
                 let vals = values(c, imag);
                 for ((&r, &col), &v) in c.rows.iter().zip(&c.cols).zip(vals) {
                     if r >= lo32 && r < hi32 {
                         let d = &mut next[(r - lo32) as usize];
-                        cs[*d as usize] = col;
-                        vs[*d as usize] = v;
-                        *d += 1;
+                        cs[d.to_usize()] = col;
+                        vs[d.to_usize()] = v;
+                        bump(d);
                     }
                     if mirrored && r != col && col >= lo32 && col < hi32 {
                         let d = &mut next[(col - lo32) as usize];
-                        cs[*d as usize] = r;
-                        vs[*d as usize] = v * mirror_sign;
-                        *d += 1;
+                        cs[d.to_usize()] = r;
+                        vs[d.to_usize()] = v * mirror_sign;
+                        bump(d);
                     }
                 }
             }
             let mut lens = Vec::with_capacity(hi - lo);
             for i in lo..hi {
                 let (s, e) = (
-                    (ptr_ref[i] - base) as usize,
-                    (ptr_ref[i + 1] - base) as usize,
+                    ptr_ref[i].to_usize() - base as usize,
+                    ptr_ref[i + 1].to_usize() - base as usize,
                 );
-                lens.push(sort_merge_row(&mut cs[s..e], &mut vs[s..e]) as u32);
+                lens.push(O::from_u64(
+                    sort_merge_row(&mut cs[s..e], &mut vs[s..e]) as u64
+                ));
             }
             lens
         })
         .collect();
-    let merged: usize = new_lens.iter().flatten().map(|&l| l as usize).sum();
+    let merged: usize = new_lens.iter().flatten().map(|&l| l.to_usize()).sum();
     if merged == nnz {
         return Ok(Csr::from_parts_unchecked(
             nrows, ncols, ptr, cols_out, vals_out,
@@ -671,12 +693,12 @@ fn build_csr<T: Scalar>(
     let mut new_ptr = try_with_capacity("the row pointers", nrows + 1)?;
     let mut out_c = try_with_capacity("the column indices", merged)?;
     let mut out_v = try_with_capacity("the values", merged)?;
-    new_ptr.push(0u32);
+    new_ptr.push(O::default());
     for (i, &l) in new_lens.iter().flatten().enumerate() {
-        let s = ptr[i] as usize;
-        out_c.extend_from_slice(&cols_out[s..s + l as usize]);
-        out_v.extend_from_slice(&vals_out[s..s + l as usize]);
-        new_ptr.push(out_c.len() as u32);
+        let (s, l) = (ptr[i].to_usize(), l.to_usize());
+        out_c.extend_from_slice(&cols_out[s..s + l]);
+        out_v.extend_from_slice(&vals_out[s..s + l]);
+        new_ptr.push(O::from_u64(out_c.len() as u64));
     }
     Ok(Csr::from_parts_unchecked(
         nrows, ncols, new_ptr, out_c, out_v,
@@ -686,7 +708,7 @@ fn build_csr<T: Scalar>(
 /// An nnz beyond the index limit after symmetric expansion, as a parse error of the size line.
 fn at_size_line(path: Option<&Path>, h: &MatrixMarketHeader, e: Error) -> Error {
     match e {
-        Error::TooLarge { .. } => perr(
+        Error::TooLarge { .. } | Error::InvalidArgument(_) => perr(
             path,
             h.size_line,
             format!(
@@ -699,17 +721,43 @@ fn at_size_line(path: Option<&Path>, h: &MatrixMarketHeader, e: Error) -> Error 
 }
 
 /// Parses, checks and assembles: the CSR (real part for complex texts) and, on request, the
-/// counts of [`MatrixMarketInfo`].
+/// counts of [`MatrixMarketInfo`]. With `wide_from` `None` the offsets are 32-bit and more
+/// than 2^31−1 entries are refused; with `Some(t)` a text of more than `t` entries (after
+/// symmetric expansion; `t` is 2^31−1 outside the tests) gets 64-bit offsets, up to 2^40.
 fn assemble<T: Scalar>(
     path: Option<&Path>,
     text: &[u8],
     allow_complex: bool,
     want_info: bool,
-) -> Result<(Csr<T>, Option<MatrixMarketInfo>)> {
+    wide_from: Option<u64>,
+) -> Result<(AnyCsr<T>, Option<MatrixMarketInfo>)> {
     let mut parsed = parse_text::<T>(path, text, allow_complex)?;
     if parsed.header.format == MmFormat::Array {
         array_positions(&mut parsed)?;
     }
+    let width = match wide_from {
+        None => OffsetWidth::W32,
+        Some(t) => {
+            let expanded = expanded_entries(&parsed.chunks, parsed.header.symmetry.is_mirrored());
+            width_for_entries(expanded, t).map_err(|e| at_size_line(path, &parsed.header, e))?
+        }
+    };
+    match width {
+        OffsetWidth::W32 => {
+            assemble_as::<T, u32>(path, parsed, want_info).map(|(a, i)| (a.into(), i))
+        }
+        OffsetWidth::W64 => {
+            assemble_as::<T, u64>(path, parsed, want_info).map(|(a, i)| (a.into(), i))
+        }
+    }
+}
+
+/// [`assemble`] after parsing, in the offsets' width `O`.
+fn assemble_as<T: Scalar, O: Offset>(
+    path: Option<&Path>,
+    parsed: Parsed<T>,
+    want_info: bool,
+) -> Result<(Csr<T, O>, Option<MatrixMarketInfo>)> {
     let h = &parsed.header;
     let (m, n) = (h.nrows as usize, h.ncols as usize);
     let mirrored = h.symmetry.is_mirrored();
@@ -718,18 +766,14 @@ fn assemble<T: Scalar>(
     } else {
         T::one()
     };
-    let csr = build_csr(m, n, mirrored, sign, &parsed.chunks, false)
+    let csr = build_csr::<T, O>(m, n, mirrored, sign, &parsed.chunks, false)
         .map_err(|e| at_size_line(path, h, e))?;
     if !want_info {
         return Ok((csr, None));
     }
     let stored: u64 = parsed.chunks.iter().map(|c| c.entries() as u64).sum();
     let stored_diagonal: u64 = parsed.chunks.iter().map(|c| c.diagonal).sum();
-    let expanded = if mirrored {
-        2 * stored - stored_diagonal
-    } else {
-        stored
-    };
+    let expanded = expanded_entries(&parsed.chunks, mirrored);
     let explicit_zeros = if h.field == MmField::Complex {
         let isign = if matches!(
             h.symmetry,
@@ -739,7 +783,7 @@ fn assemble<T: Scalar>(
         } else {
             T::one()
         };
-        let im = build_csr(m, n, mirrored, isign, &parsed.chunks, true)
+        let im = build_csr::<T, O>(m, n, mirrored, isign, &parsed.chunks, true)
             .map_err(|e| at_size_line(path, h, e))?;
         csr.vals()
             .par_iter()
@@ -763,22 +807,53 @@ fn assemble<T: Scalar>(
     Ok((csr, Some(info)))
 }
 
+/// The 32-bit matrix of an [`assemble`] without `wide_from`.
+fn narrow<T: Scalar, I>(r: Result<(AnyCsr<T>, I)>) -> Result<(Csr<T>, I)> {
+    let (a, i) = r?;
+    Ok((a.into_offsets()?, i))
+}
+
 /// Parses a Matrix Market text held in memory (gzip-compressed bytes are inflated first).
 /// Errors carry no path.
 pub fn parse_matrix_market_bytes<T: Scalar>(bytes: &[u8]) -> Result<Csr<T>> {
+    parse_bytes_wide_from(bytes, None).and_then(|a| a.into_offsets())
+}
+
+/// [`parse_matrix_market_bytes`] in the width the text needs ([`read_matrix_market_any`]).
+pub fn parse_matrix_market_bytes_any<T: Scalar>(bytes: &[u8]) -> Result<AnyCsr<T>> {
+    parse_bytes_wide_from(bytes, Some(MAX_INDEX))
+}
+
+/// [`parse_matrix_market_bytes_any`] with 64-bit offsets above `wide_from` entries (`None`:
+/// 32-bit only). A lower `wide_from` than 2^31−1 makes small texts take the 64-bit path (the
+/// tests of that path: nothing this machine can allocate reaches 2^31).
+pub(crate) fn parse_bytes_wide_from<T: Scalar>(
+    bytes: &[u8],
+    wide_from: Option<u64>,
+) -> Result<AnyCsr<T>> {
     if bytes.starts_with(&GZIP_MAGIC) {
         let text = gunzip(None, bytes)?;
-        return assemble(None, &text, false, false).map(|r| r.0);
+        return assemble(None, &text, false, false, wide_from).map(|r| r.0);
     }
-    assemble(None, bytes, false, false).map(|r| r.0)
+    assemble(None, bytes, false, false, wide_from).map(|r| r.0)
 }
 
 /// Reads a `.mtx` or `.mtx.gz` file (gzip detected by content) into CSR: mirror expanded,
-/// duplicates summed, explicit zeros kept, pattern values 1.
+/// duplicates summed, explicit zeros kept, pattern values 1. 32-bit offsets: a file of more than
+/// 2^31−1 entries (after symmetric expansion) is refused; [`read_matrix_market_any`] takes it.
 pub fn read_matrix_market<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
     let path = path.as_ref();
     let text = open_text(path)?;
-    assemble(Some(path), &text, false, false).map(|r| r.0)
+    narrow(assemble(Some(path), &text, false, false, None)).map(|r| r.0)
+}
+
+/// Reads a file as [`read_matrix_market`] does, in the width it needs (docs/offsets.md): 32-bit
+/// offsets up to 2^31−1 entries after symmetric expansion (the same matrix as
+/// [`read_matrix_market`]), 64-bit above, up to 2^40.
+pub fn read_matrix_market_any<T: Scalar>(path: impl AsRef<Path>) -> Result<AnyCsr<T>> {
+    let path = path.as_ref();
+    let text = open_text(path)?;
+    assemble(Some(path), &text, false, false, Some(MAX_INDEX)).map(|r| r.0)
 }
 
 /// Reads a file into CSR and also returns its [`MatrixMarketInfo`] counts.
@@ -787,18 +862,18 @@ pub fn read_matrix_market_with_info<T: Scalar>(
 ) -> Result<(Csr<T>, MatrixMarketInfo)> {
     let path = path.as_ref();
     let text = open_text(path)?;
-    let (csr, info) = assemble(Some(path), &text, false, true)?;
+    let (csr, info) = narrow(assemble(Some(path), &text, false, true, None))?;
     info.map(|i| (csr, i))
         .ok_or_else(|| Error::InvalidArgument("internal: info not computed".into()))
 }
 
 /// Counts a whole file ([`MatrixMarketInfo`]): stored, expanded, duplicate-summed entries and
 /// explicit zeros. Unlike the readers this also accepts complex files (a complex entry is an
-/// explicit zero when both parts are zero).
+/// explicit zero when both parts are zero), and files of more than 2^31−1 entries (up to 2^40).
 pub fn read_matrix_market_info(path: impl AsRef<Path>) -> Result<MatrixMarketInfo> {
     let path = path.as_ref();
     let text = open_text(path)?;
-    let (_, info) = assemble::<f64>(Some(path), &text, true, true)?;
+    let (_, info) = assemble::<f64>(Some(path), &text, true, true, Some(MAX_INDEX))?;
     info.ok_or_else(|| Error::InvalidArgument("internal: info not computed".into()))
 }
 
@@ -811,7 +886,7 @@ pub fn matrix_market_info_bytes(bytes: &[u8]) -> Result<MatrixMarketInfo> {
     } else {
         bytes
     };
-    let (_, info) = assemble::<f64>(None, text, true, true)?;
+    let (_, info) = assemble::<f64>(None, text, true, true, Some(MAX_INDEX))?;
     info.ok_or_else(|| Error::InvalidArgument("internal: info not computed".into()))
 }
 
@@ -861,6 +936,104 @@ mod tests {
             Err(Error::Parse { line, .. }) => assert_eq!(line, 3 + 150_000 + 1),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The 64-bit path (forced on small texts) gives the 32-bit matrix widened, and the 32-bit
+    /// path what the public reader gives.
+    fn check_both_widths(text: &[u8]) {
+        let narrow: Csr<f64> = parse_matrix_market_bytes(text).unwrap();
+        let wide_want = narrow.with_offsets::<u64>().unwrap();
+        match parse_bytes_wide_from::<f64>(text, Some(0)).unwrap() {
+            AnyCsr::W64(w) => assert_eq!(w, wide_want),
+            AnyCsr::W32(_) => panic!("wide_from 0 must read 64-bit offsets"),
+        }
+        assert_eq!(
+            parse_bytes_wide_from::<f64>(text, Some(MAX_INDEX)).unwrap(),
+            AnyCsr::W32(narrow.clone())
+        );
+        assert_eq!(
+            parse_matrix_market_bytes_any::<f64>(text).unwrap(),
+            AnyCsr::W32(narrow.clone())
+        );
+        let f32_wide = parse_bytes_wide_from::<f32>(text, Some(narrow.nnz() as u64 - 1)).unwrap();
+        let f32_narrow: Csr<f32> = parse_matrix_market_bytes(text).unwrap();
+        assert_eq!(f32_wide, AnyCsr::W64(f32_narrow.with_offsets().unwrap()));
+    }
+
+    #[test]
+    fn wide_offsets_equal_the_narrow_matrix_widened() {
+        let texts: [&[u8]; 6] = [
+            b"%%MatrixMarket matrix coordinate real general\n3 4 5\n1 1 1.5\n3 4 -2\n1 1 0.5\n3 1 7\n1 4 0\n",
+            b"%%MatrixMarket matrix coordinate real symmetric\n4 4 5\n1 1 4\n2 1 -1\n4 2 3\n4 4 2\n4 2 1\n",
+            b"%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 2\n2 1 3\n3 1 -5\n",
+            b"%%MatrixMarket matrix coordinate pattern symmetric\n5 5 4\n2 1\n3 3\n5 1\n5 4\n",
+            b"%%MatrixMarket matrix coordinate pattern general\n3 3 3\n3 1\n1 2\n3 1\n",
+            b"%%MatrixMarket matrix array real symmetric\n3 3\n1\n2\n3\n4\n5\n6\n",
+        ];
+        for t in texts {
+            check_both_widths(t);
+        }
+        // Many chunks and row ranges, duplicates merged across chunks, and a symmetric mirror.
+        let a = crate::gen::generate_f64("powerlaw:3000,8,seed=5").unwrap();
+        let mut text = Vec::new();
+        crate::io::write_matrix_market_to(&mut text, &a).unwrap();
+        let head = 1 + text.windows(11).position(|w| w == b"\n3000 3000 ").unwrap();
+        let body_start = head + text[head..].iter().position(|&b| b == b'\n').unwrap() + 1;
+        let mut dup = text[..head].to_vec();
+        dup.extend_from_slice(format!("3000 3000 {}\n", 2 * a.nnz()).as_bytes());
+        dup.extend_from_slice(&text[body_start..]);
+        dup.extend_from_slice(&text[body_start..]);
+        check_both_widths(&text);
+        check_both_widths(&dup);
+        let mut sym = b"%%MatrixMarket matrix coordinate real symmetric\n".to_vec();
+        let lower: Vec<(usize, u32, f64)> = (0..a.nrows())
+            .flat_map(|i| {
+                let (c, v) = a.row(i);
+                c.iter()
+                    .zip(v)
+                    .filter(move |(&j, _)| j as usize <= i)
+                    .map(move |(&j, &x)| (i, j, x))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        sym.extend_from_slice(format!("3000 3000 {}\n", lower.len()).as_bytes());
+        for (i, j, x) in &lower {
+            sym.extend_from_slice(format!("{} {} {x:e}\n", i + 1, j + 1).as_bytes());
+        }
+        check_both_widths(&sym);
+    }
+
+    #[test]
+    fn width_follows_the_entry_count_up_to_2_40() {
+        let big = 1u64 << 31;
+        assert_eq!(
+            width_for_entries(MAX_INDEX, MAX_INDEX).unwrap(),
+            OffsetWidth::W32
+        );
+        assert_eq!(width_for_entries(big, MAX_INDEX).unwrap(), OffsetWidth::W64);
+        // a symmetric file of 2^30 + 1 stored entries, one on the diagonal, expands past 2^31-1
+        assert_eq!(
+            width_for_entries(2 * ((1 << 30) + 1) - 1, MAX_INDEX).unwrap(),
+            OffsetWidth::W64
+        );
+        assert_eq!(
+            width_for_entries(1 << 40, MAX_INDEX).unwrap(),
+            OffsetWidth::W64
+        );
+        let e = width_for_entries((1 << 40) + 1, MAX_INDEX).unwrap_err();
+        assert!(e.to_string().contains("2^40"), "{e}");
+        // a lower threshold (the tests') never raises the 32-bit limit
+        assert_eq!(width_for_entries(big, u64::MAX).unwrap(), OffsetWidth::W64);
+        assert_eq!(width_for_entries(5, 4).unwrap(), OffsetWidth::W64);
+        assert_eq!(width_for_entries(4, 4).unwrap(), OffsetWidth::W32);
+        // and the error names the size line
+        let h = parse_header_bytes(
+            None,
+            b"%%MatrixMarket matrix coordinate real general\n2 2 3\n",
+        )
+        .unwrap();
+        let e = at_size_line(None, &h, e);
+        assert!(matches!(e, Error::Parse { line: 2, .. }), "{e:?}");
     }
 
     #[test]

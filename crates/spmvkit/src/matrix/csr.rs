@@ -173,6 +173,72 @@ pub enum CsrOfWidth<'a, T> {
     W64(&'a Csr<T, u64>),
 }
 
+/// A CSR matrix of either offset width, owned: what a reader returns when the file decides the
+/// width (the Matrix Market reader and the cache past 2^31−1 nonzeros, docs/offsets.md).
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnyCsr<T> {
+    W32(Csr<T>),
+    W64(Csr<T, u64>),
+}
+
+impl<T: Scalar> AnyCsr<T> {
+    /// The width of the row offsets.
+    pub fn width(&self) -> crate::scalar::OffsetWidth {
+        match self {
+            AnyCsr::W32(_) => crate::scalar::OffsetWidth::W32,
+            AnyCsr::W64(_) => crate::scalar::OffsetWidth::W64,
+        }
+    }
+
+    /// The number of stored entries.
+    pub fn nnz(&self) -> usize {
+        match self {
+            AnyCsr::W32(a) => a.nnz(),
+            AnyCsr::W64(a) => a.nnz(),
+        }
+    }
+
+    /// The matrix, borrowed as [`CsrOfWidth`].
+    pub fn by_width(&self) -> CsrOfWidth<'_, T> {
+        match self {
+            AnyCsr::W32(a) => CsrOfWidth::W32(a),
+            AnyCsr::W64(a) => CsrOfWidth::W64(a),
+        }
+    }
+
+    /// The matrix with row offsets of type `P`: moved when it already has them, else converted
+    /// as [`Csr::with_offsets`] does (narrowing refuses nnz > 2^31−1 with
+    /// [`crate::Error::TooLarge`]).
+    pub fn into_offsets<P: Offset>(self) -> Result<Csr<T, P>> {
+        fn moved<A: 'static, B: 'static>(a: A) -> std::result::Result<B, A> {
+            let boxed: Box<dyn std::any::Any> = Box::new(a);
+            match boxed.downcast::<B>() {
+                Ok(b) => Ok(*b),
+                Err(back) => match back.downcast::<A>() {
+                    Ok(a) => Err(*a),
+                    Err(_) => unreachable!("a box holds the type it was made from"),
+                },
+            }
+        }
+        match self {
+            AnyCsr::W32(a) => moved(a).or_else(|a: Csr<T>| a.with_offsets()),
+            AnyCsr::W64(a) => moved(a).or_else(|a: Csr<T, u64>| a.with_offsets()),
+        }
+    }
+}
+
+impl<T: Scalar> From<Csr<T>> for AnyCsr<T> {
+    fn from(a: Csr<T>) -> Self {
+        AnyCsr::W32(a)
+    }
+}
+
+impl<T: Scalar> From<Csr<T, u64>> for AnyCsr<T> {
+    fn from(a: Csr<T, u64>) -> Self {
+        AnyCsr::W64(a)
+    }
+}
+
 impl<T: Scalar, O: Offset> Csr<T, O> {
     /// Builds a validated CSR matrix from its arrays.
     pub fn new(

@@ -14,7 +14,7 @@ pub(crate) use coo::sort_merge_row;
 pub use coo::Coo;
 pub use csc::Csc;
 pub(crate) use csr::transpose_arrays;
-pub use csr::{Csr, CsrOfWidth, Pattern};
+pub use csr::{AnyCsr, Csr, CsrOfWidth, Pattern};
 pub use stats::{
     byte_model, fits_l2, x_sector_share, x_sectors, LengthStats, MatrixStats, RowStats, XSectors,
     CHUNK_ROWS, SECTOR_BYTES, SHARE_SAMPLE_CHUNKS,

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::Csr;
-use crate::scalar::Scalar;
+use crate::scalar::{Offset, Scalar};
 
 /// Min, max, mean and (population) standard deviation of line lengths.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -114,8 +114,8 @@ pub struct RowStats {
 }
 
 impl RowStats {
-    /// Computes the row statistics of `a`.
-    pub fn of<T: Scalar>(a: &Csr<T>) -> Self {
+    /// Computes the row statistics of `a` (row offsets of either width).
+    pub fn of<T: Scalar, O: Offset>(a: &Csr<T, O>) -> Self {
         let n = a.nrows();
         let row_len = LengthStats::of((0..n).map(|i| a.row_len(i) as u64));
         let empty_rows = (0..n).filter(|&i| a.row_len(i) == 0).count();
@@ -151,11 +151,12 @@ impl RowStats {
 
 impl MatrixStats {
     /// Computes the statistics in parallel passes over rows ([`RowStats`]) and over the column
-    /// indices.
-    pub fn of<T: Scalar>(a: &Csr<T>) -> Self {
+    /// indices (row offsets of either width).
+    pub fn of<T: Scalar, O: Offset>(a: &Csr<T, O>) -> Self {
         let rows = RowStats::of(a);
         // Column counts by relaxed atomic increments from every thread: a serial scatter of
-        // random columns took most of a second on 64M nonzeros.
+        // random columns took most of a second on 64M nonzeros. A column holds at most one
+        // entry per row (duplicates are merged), so its count fits 32 bits at any nnz.
         let col_counts: Vec<AtomicU32> = (0..a.ncols())
             .into_par_iter()
             .map(|_| AtomicU32::new(0))
@@ -360,7 +361,7 @@ mod tests {
     /// MatrixStats::of builds on): lengths, empty rows (the last row empty too), bandwidths.
     #[test]
     fn row_stats_match_a_serial_recount() {
-        let a = Csr::new(
+        let a: Csr<f64> = Csr::new(
             4,
             5,
             vec![0, 2, 2, 5, 5],
