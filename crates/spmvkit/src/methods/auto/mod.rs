@@ -229,7 +229,6 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
     let share = sampled_x_share(a, T::PRECISION, fits);
     let features = Features::from_rows(&rows, fits, share);
     let mut choice = explain_features(features, rows.nnz, T::PRECISION, params)?.choice;
-    keep_storage_capable(&mut choice, crate::methods::common::stored::storage_of(params)?);
     if o.cpu_fallback && choice.candidates.len() > 1 {
         // The layout may run on the CPU (a Plan on the CPU, or a direct prepare): a trial would
         // time GPU kernels for it, and make two such plans of one matrix choose differently.
@@ -239,28 +238,6 @@ pub fn choose<T: Scalar>(a: &Csr<T>, params: &Params) -> Result<Choice> {
             .push_str("; no trial: the layout may run on the CPU (cpu_fallback=1)");
     }
     Ok(choice)
-}
-
-/// Keeps the candidates that read values stored as `storage` (issue #25, docs/precision.md).
-/// The model ranks only readers already ([`explain_features`]); this guards the choice when a
-/// caller's candidates came from elsewhere: the first reader, or `csr-vector` when none is.
-fn keep_storage_capable(choice: &mut Choice, storage: crate::scalar::ValueStorage) {
-    let able = |m: &str| find(m).is_ok_and(|m| m.info().supports(storage));
-    if able(choice.method) {
-        choice.candidates.retain(|m| able(m));
-        return;
-    }
-    let before = choice.method;
-    choice.candidates.retain(|m| able(m));
-    if choice.candidates.is_empty() {
-        choice.candidates.push("csr-vector");
-    }
-    choice.method = choice.candidates[0];
-    choice.predicted_us = None;
-    choice.reason.push_str(&format!(
-        "; {before} does not read values stored in {storage}: {} instead",
-        choice.method
-    ));
 }
 
 /// The x share (x sectors per nonzero in `precision`) that `auto` feeds its model, estimated from
@@ -344,7 +321,10 @@ fn explain_features(
     );
     let first = ranked.first().ok_or_else(|| Error::MethodUnsupported {
         method: NAME.into(),
-        reason: format!("the model has no {precision} training data for the allowed methods"),
+        reason: format!(
+            "the model has no {precision} training data for the allowed methods (values stored \
+             in {storage})"
+        ),
     })?;
     let n = if o.mode == Mode::Trial { o.trial } else { 1 };
     let name = |i: usize| find(&model.methods[i]).map(|m| m.info().name);

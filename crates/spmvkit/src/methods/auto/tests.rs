@@ -655,7 +655,12 @@ fn the_large_train_and_large_test_suites_are_disjoint_and_valid() {
 #[test]
 fn the_cpu_fallback_is_built_only_when_asked() {
     let a = crate::gen::generate::<f64>("poisson2d:30").unwrap();
-    let delegate = |m: &'static dyn Method| m.prepare_f64(&a, &Params::new());
+    // the methods prepared, in order, so the fallback's name is checked, not only its answer
+    let asked = std::cell::RefCell::new(Vec::new());
+    let delegate = |m: &'static dyn Method| {
+        asked.borrow_mut().push(m.info().name);
+        m.prepare_f64(&a, &Params::new())
+    };
     let choice = || Choice {
         method: "cusparse-alg1",
         predicted_us: None,
@@ -668,8 +673,11 @@ fn the_cpu_fallback_is_built_only_when_asked() {
     let r = crate::cpu::oracle_spmv(&a, 1.0, &x, 0.0, &vec![0.0; a.nrows()]).unwrap();
     // `csr` on 32-bit offsets, csr-vector's mirror on 64-bit ones (prepare_wide)
     for fallback in ["csr", "csr-vector"] {
-        let with = finish(choice(), inner(), None, None, (Some(fallback), false), &delegate);
+        let inner = inner();
+        asked.borrow_mut().clear();
+        let with = finish(choice(), inner, None, None, (Some(fallback), false), &delegate);
         let with = with.unwrap();
+        assert_eq!(*asked.borrow(), [fallback], "the fallback prepared");
         y.fill(f64::NAN);
         with.run_cpu(1.0, &x, 0.0, &mut y).unwrap();
         assert!(crate::cpu::check(&r, &y).ok, "{fallback}");
@@ -843,32 +851,33 @@ fn gpu_a_layout_that_may_run_on_the_cpu_is_not_trialled() {
     assert!(gpu.candidates.len() > 1, "{:?}", gpu.candidates);
 }
 
-/// In bf16-f32 a model's choice of cuSPARSE entries alone leaves a kernel to run: cuSPARSE does
-/// not declare that storage (it refuses bf16 A under f32 x at setup, which made such a trial fail
-/// on the H200), so its entries are dropped and `csr-vector` takes their place; in f32-f64, which
-/// cuSPARSE runs, they stay, and in the plain modes the model's choice stands.
+/// cuSPARSE declares only f32 values under f64 vectors (it refuses bf16 A under f32 x at setup,
+/// which made an all-cuSPARSE trial fail on the H200), and the model ranks only the methods
+/// that read the plan's storage, so a narrow mode always gets a method that runs it.
 #[test]
 fn narrow_modes_choose_among_methods_that_run_them() {
     use crate::scalar::ValueStorage;
-    let choice = |c: &[&'static str]| Choice {
-        method: c[0],
-        predicted_us: Some(1.0),
-        reason: "model".into(),
-        candidates: c.to_vec(),
-    };
-    let lib = ["cusparse-alg1", "cusparse-alg2", "cusparse"];
-    for storage in [ValueStorage::Bf16, ValueStorage::F16] {
-        let mut c = choice(&lib);
-        keep_storage_capable(&mut c, storage);
-        assert_eq!((c.method, &c.candidates[..]), ("csr-vector", &["csr-vector"][..]));
+    let reads = |m: &str, s| find(m).unwrap().info().supports(s);
+    // cuSPARSE declares only f32 values under f64 vectors: 13.0 refuses 16-bit A under f32 x
+    for lib in ["cusparse-alg1", "cusparse-alg2", "cusparse"] {
+        for storage in [ValueStorage::Bf16, ValueStorage::F16] {
+            assert!(!reads(lib, storage), "{lib} {storage}");
+        }
+        for storage in [ValueStorage::F32, ValueStorage::Same] {
+            assert!(reads(lib, storage), "{lib} {storage}");
+        }
     }
-    let mut c = choice(&["cusparse-alg1", "merge", "teb"]);
-    keep_storage_capable(&mut c, ValueStorage::Bf16);
-    assert_eq!(c.candidates, ["merge"]);
-    for storage in [ValueStorage::F32, ValueStorage::Same] {
-        let mut c = choice(&lib);
-        keep_storage_capable(&mut c, storage);
-        assert_eq!((c.method, &c.candidates[..]), ("cusparse-alg1", &lib[..]));
+    assert!(reads("merge", ValueStorage::Bf16) && !reads("teb", ValueStorage::Bf16));
+    // the model ranks only the readers, in every narrow storage
+    let a = crate::gen::generate::<f64>("powerlaw:3000,8").unwrap();
+    let stats = crate::matrix::MatrixStats::of(&a);
+    for storage in ["bf16", "f16", "f32"] {
+        let kv = format!("storage={storage}");
+        let params = Params::parse(["mode=model", kv.as_str()]);
+        let e = model_explain(&stats, None, false, Precision::F32, &params.unwrap()).unwrap();
+        let s: ValueStorage = storage.parse().unwrap();
+        assert!(e.ranking.iter().all(|(n, _)| reads(n, s)), "{storage}");
+        assert!(reads(e.choice.method, s), "{storage}: {}", e.choice.method);
     }
 }
 
