@@ -27,7 +27,7 @@ use spmvkit::bench::auto::eval::{
     calls_label, outcomes, summarize, Outcome, Scope, Setup, CALLS_INF,
 };
 use spmvkit::bench::auto::table::load_committed_runs;
-use spmvkit::bench::report::{merge_runs, method_time_us};
+use spmvkit::bench::report::{merge_runs, method_time_us, MergedRuns};
 use spmvkit::gpu::TimingMode;
 use spmvkit::matrix::DenseOrder;
 use spmvkit::methods::auto::model::{split_of, Knobs, Model, Split, FEATURE_NAMES, NFEATURES};
@@ -102,17 +102,23 @@ fn results_dir() -> PathBuf {
     PathBuf::from("docs/results/h200")
 }
 
+/// The committed runs `files` merged by matrix, or None (said on stdout) when they cannot be read.
+fn merged_runs(files: &[PathBuf]) -> Option<MergedRuns> {
+    match load_committed_runs(files) {
+        Ok(runs) => Some(merge_runs(&runs)),
+        Err(e) => {
+            println!("(runs not readable: {e})\n");
+            None
+        }
+    }
+}
+
 /// Per matrix of runs: (name, nnz, cuSPARSE µs, small-side µs, large-side µs), stream timing,
 /// for a cut between two timings of one method.
 fn cut_data(files: &[PathBuf], small: &str, large: &str) -> Vec<(String, usize, f64, f64, f64)> {
-    let runs = match load_committed_runs(files) {
-        Ok(r) => r,
-        Err(e) => {
-            println!("(runs not readable: {e})\n");
-            return Vec::new();
-        }
+    let Some(merged) = merged_runs(files) else {
+        return Vec::new();
     };
-    let merged = merge_runs(&runs);
     let mut out = Vec::new();
     for mm in &merged.matrices {
         let m = &mm.matrix;
@@ -192,14 +198,9 @@ fn choose_cut(
 /// Per matrix of the SpMM runs `files` (f64, row-major, `k` vectors): (name, rows, graph µs of
 /// cuSPARSE SpMM, graph µs of each of `methods`), for the matrices where every one is recorded.
 fn spmm_data(files: &[PathBuf], k: usize, methods: &[&str]) -> Vec<(String, usize, f64, Vec<f64>)> {
-    let runs = match load_committed_runs(files) {
-        Ok(r) => r,
-        Err(e) => {
-            println!("(runs not readable: {e})\n");
-            return Vec::new();
-        }
+    let Some(merged) = merged_runs(files) else {
+        return Vec::new();
     };
-    let merged = merge_runs(&runs);
     let mut out = Vec::new();
     for mm in &merged.matrices {
         let m = &mm.matrix;
