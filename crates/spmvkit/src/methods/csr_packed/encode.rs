@@ -44,6 +44,18 @@ pub(crate) enum ValueCodes {
 }
 
 impl ValueCodes {
+    /// Every value mode, each with its kernel entries (the tests walk them).
+    #[cfg(test)]
+    pub(crate) const ALL: [ValueCodes; 7] = [
+        ValueCodes::Const,
+        ValueCodes::Bits(1),
+        ValueCodes::Bits(2),
+        ValueCodes::Bits(4),
+        ValueCodes::Bits(8),
+        ValueCodes::Bits(16),
+        ValueCodes::Raw,
+    ];
+
     /// Bytes of one block (8 entries of one lane) of the value stream.
     pub(crate) fn block_bytes(self, value_bytes: usize) -> usize {
         match self {

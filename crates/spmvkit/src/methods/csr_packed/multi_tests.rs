@@ -254,15 +254,7 @@ fn passes_and_loads_follow_their_rules() {
 /// Every (value mode, vectors per pass) has its entry in the kernel's list.
 #[test]
 fn every_k_vector_entry_is_declared() {
-    for v in [
-        ValueCodes::Const,
-        ValueCodes::Bits(1),
-        ValueCodes::Bits(2),
-        ValueCodes::Bits(4),
-        ValueCodes::Bits(8),
-        ValueCodes::Bits(16),
-        ValueCodes::Raw,
-    ] {
+    for v in ValueCodes::ALL {
         for c in PASS_COLS {
             assert!(KERNEL.entry(&mm_entry(v, c)).is_some(), "{v:?} C={c}");
         }

@@ -335,15 +335,7 @@ fn update_values_reencodes_in_place_or_prepares_again_with_a_note() {
 fn kernel_entry_points_take_the_pushed_arguments() {
     crate::methods::testmats::check_kernel_args(&KERNEL);
     // every value mode's entry, with and without the prefetch, is declared
-    for v in [
-        ValueCodes::Const,
-        ValueCodes::Bits(1),
-        ValueCodes::Bits(2),
-        ValueCodes::Bits(4),
-        ValueCodes::Bits(8),
-        ValueCodes::Bits(16),
-        ValueCodes::Raw,
-    ] {
+    for v in ValueCodes::ALL {
         for prefetch in [true, false] {
             assert!(KERNEL.entry(v.entry(prefetch)).is_some());
         }
