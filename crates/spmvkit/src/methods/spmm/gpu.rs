@@ -14,8 +14,11 @@
 //! then the other rows, and a fix-up adds each long row's partials in order and stores; the
 //! partial sums' buffer is sized at `prepare` for the shape.
 //!
-//! Grids: row-major, ⌈nrows·lanes / 256⌉ CTAs of 256 threads (a group of `lanes` per row),
-//! grid-striding past 2^20 CTAs; column-major, a warp per row as `csr-vector` (256 threads,
+//! Grids: row-major, ⌈items·lanes / 256⌉ CTAs of 256 threads (a group of `lanes` per row or
+//! piece), at most as many as the GPU keeps resident at once (the tile's occupancy), so that on
+//! large matrices each group strides over many rows: a CTA holds its SM's slots until its
+//! slowest group is done, and with one row per group a skewed matrix (kron:21: rows of 0 to
+//! 1024 nonzeros after the cut) kept a fraction of the slots busy; column-major, a warp per row as `csr-vector` (256 threads,
 //! the kernel strides).
 
 use std::sync::{Arc, Mutex};
@@ -338,7 +341,7 @@ impl<T: Scalar> DeviceLong<T> {
         a: &DeviceCsr<T>,
         c: &mut Call<'_, T>,
         k: usize,
-        rm: &Kernel<SpmmRmArgs<'static, T>>,
+        (rm, resident): (&Kernel<SpmmRmArgs<'static, T>>, usize),
         cfg: RmConfig,
     ) -> Result<()> {
         let p = self.partial.lock().unwrap_or_else(|e| e.into_inner());
@@ -373,7 +376,7 @@ impl<T: Scalar> DeviceLong<T> {
                 what: "SpMM work items (rows + pieces)",
                 value: u64::MAX,
             })?;
-        let shape = Shape::grid_stride(groups(items)?, THREADS, MAX_CTAS);
+        let shape = Shape::grid_stride(groups(items)?, THREADS, resident.clamp(1, MAX_CTAS));
         // SAFETY: row_ptr has nrows + 1 entries, col_idx and vals nnz with column indices below
         // ncols (a validated Csr); the pieces lie inside its rows (built from it); X holds
         // ncols·k and Y nrows·k entries (checked by the caller), partial npieces·k (checked
@@ -426,6 +429,9 @@ pub(super) enum DeviceMulti<T: Scalar> {
         a: Arc<DeviceCsr<T>>,
         /// The row-major tiles, in the order of [`RM_TILES`].
         rm: Vec<Kernel<SpmmRmArgs<'static, T>>>,
+        /// The CTAs of each tile that fit the GPU at once (occupancy query at upload): the
+        /// row-major grid's size, so that groups stride over many rows.
+        resident: Vec<usize>,
         cm: Kernel<SpmmArgs<'static, T>>,
         /// The rows longer than the piece length (possibly none).
         long: Box<DeviceLong<T>>,
@@ -451,16 +457,24 @@ impl<T: Scalar> DeviceMulti<T> {
     ) -> Result<Self> {
         let csr = || shared.map_or_else(|| DeviceCsr::upload(gpu, src.a).map(Arc::new), Ok);
         Ok(match src.kernel {
-            MultiKernel::RowSplit => DeviceMulti::RowSplit {
-                a: csr()?,
-                rm: RM_TILES
+            MultiKernel::RowSplit => {
+                let rm: Vec<Kernel<SpmmRmArgs<'static, T>>> = RM_TILES
                     .iter()
                     .map(|t| gpu.kernel::<T, _>(&KERNEL, t.3))
-                    .collect::<Result<_>>()?,
-                cm: gpu.kernel::<T, _>(&KERNEL, "spmm_rows_cm")?,
-                long: Box::new(DeviceLong::upload(gpu, src.a, src.tune)?),
-                tune: src.tune,
-            },
+                    .collect::<Result<_>>()?;
+                let resident = rm
+                    .iter()
+                    .map(|k| k.resident_ctas(gpu, THREADS, 0))
+                    .collect::<Result<_>>()?;
+                DeviceMulti::RowSplit {
+                    a: csr()?,
+                    rm,
+                    resident,
+                    cm: gpu.kernel::<T, _>(&KERNEL, "spmm_rows_cm")?,
+                    long: Box::new(DeviceLong::upload(gpu, src.a, src.tune)?),
+                    tune: src.tune,
+                }
+            }
             MultiKernel::Merge => DeviceMulti::Merge {
                 a: csr()?,
                 merge: Box::new(DeviceMerge::upload(gpu, src.a, src.tune)?),
@@ -601,6 +615,7 @@ impl<T: Scalar> DeviceMulti<T> {
             DeviceMulti::RowSplit {
                 a,
                 rm,
+                resident,
                 cm,
                 long,
                 tune,
@@ -625,7 +640,7 @@ impl<T: Scalar> DeviceMulti<T> {
                         let at = cfg.tile().ok_or_else(|| {
                             Error::InvalidArgument(format!("SpMM: no tile entry for {cfg}"))
                         })?;
-                        long.run(gpu, a, &mut c, shape.k, &rm[at], cfg)
+                        long.run(gpu, a, &mut c, shape.k, (&rm[at], resident[at]), cfg)
                     }
                     DenseOrder::Col => {
                         let args = SpmmArgs {
