@@ -98,6 +98,16 @@ fn small_share(k: usize) -> f64 {
         .map_or(0.5, |(_, s)| *s)
 }
 
+/// The most X values one lane keeps in flight under the rule's unroll ([`RmConfig::choose`];
+/// `spmm_unroll` overrides it): unroll · acc · vec. The loaded values live in registers until
+/// their fmas; in f64 the tiles past it take 96–142 registers a thread (2 CTAs of 256 threads
+/// per SM) against 48–66 within it. Chosen on the tuning split of the large matrices
+/// (`large-train`, f64 k = 8 and 32, f32 k = 32, H200; docs/results/h200/2026-11-25/spmm-fourth/):
+/// unroll 2 at k = 32 (f64 v2a2u2, f32 v4a1u2) gave 1.18× and 1.19× cuSPARSE SpMM by geomean
+/// against 1.00× (unroll 4) and 1.07× (unroll 8); at f64 k = 8 the rule's unroll 4 (8 values)
+/// beat unroll 2 (1.88× against 1.45×), so the cap is 8 values, not fewer.
+pub const MAX_IN_FLIGHT_VALUES: usize = 8;
+
 /// The tile of one row-major call: a group of `lanes` lanes per row (a power of two, at most
 /// 32), each lane owning `acc` runs of `vec` consecutive vectors per pass (lanes·vec·acc
 /// vectors a pass; larger k takes more passes over the row), `unroll` nonzeros per step of
@@ -126,7 +136,7 @@ impl RmConfig {
     /// `vec` = the widest load (at most `tune.vec_bytes` and 4 values) that divides k, `cols`
     /// and X's alignment; `acc` = cols / vec; `lanes` = k / cols rounded up to a power of two,
     /// at most 32; `unroll` = 8 / acc (at least 2), not above the lanes (a chunk holds `lanes`
-    /// nonzeros) unless that is below 2.
+    /// nonzeros) nor past [`MAX_IN_FLIGHT_VALUES`] of X per lane, unless that is below 2.
     pub fn choose(
         k: usize,
         elem_bytes: usize,
@@ -154,9 +164,10 @@ impl RmConfig {
         let acc = cols / vec;
         let lanes = pow2(k.div_ceil(cols)).min(32);
         let max_u = (8 / acc).max(2);
-        let unroll = tune
-            .unroll
-            .map_or(lanes.clamp(2, max_u), |u| pow2(u as usize).clamp(2, max_u));
+        let in_flight = (MAX_IN_FLIGHT_VALUES / (acc * vec)).max(1);
+        let unroll = tune.unroll.map_or(lanes.min(max_u).min(in_flight).max(2), |u| {
+            pow2(u as usize).clamp(2, max_u)
+        });
         RmConfig {
             lanes: lanes as u32,
             vec: vec as u32,
@@ -226,7 +237,7 @@ mod tests {
     }
 
     /// The defaults of the shapes that matter on a large matrix: f64 k = 8 takes 4 lanes of
-    /// 16-byte loads, k = 32 8 lanes of 2 × 16 bytes, k = 256 a warp with 8 vectors per lane; an
+    /// 16-byte loads, k = 32 8 lanes of 2 × 16 bytes two nonzeros at a time (8 values in flight), k = 256 a warp with 8 vectors per lane; an
     /// odd k falls back to 8-byte loads; a small matrix on a large device takes a lane per
     /// vector (k = 8: 8 lanes below 33,792 rows, k = 32: a warp below 4,224 rows).
     #[test]
@@ -239,16 +250,23 @@ mod tests {
         };
         let big = 1 << 22;
         assert_eq!(c(8, 8, 256, big), (4, 2, 1, 4));
-        assert_eq!(c(32, 8, 256, big), (8, 2, 2, 4));
+        assert_eq!(c(32, 8, 256, big), (8, 2, 2, 2));
         assert_eq!(c(256, 8, 256, big), (32, 2, 4, 2));
-        assert_eq!(c(32, 4, 256, big), (8, 4, 1, 8));
+        assert_eq!(c(32, 4, 256, big), (8, 4, 1, 2));
+        assert_eq!(c(16, 8, 256, big), (8, 2, 1, 4));
         assert_eq!(c(3, 8, 256, big), (2, 1, 2, 2));
         assert_eq!(c(1, 8, 256, big), (1, 1, 1, 2));
         assert_eq!(c(8, 8, 8, big), (4, 1, 2, 4));
         assert_eq!(c(8, 8, 256, 20_000), (8, 1, 1, 8));
         assert_eq!(c(8, 8, 256, 34_000), (4, 2, 1, 4));
         assert_eq!(c(32, 8, 256, 4_000), (32, 1, 1, 8));
-        assert_eq!(c(32, 8, 256, 10_000), (8, 2, 2, 4));
+        assert_eq!(c(32, 8, 256, 10_000), (8, 2, 2, 2));
+        // the parameter passes the in-flight cap (the A/B variant of the tuning split)
+        let u4 = SpmmTune {
+            unroll: Some(4),
+            ..d
+        };
+        assert_eq!(RmConfig::choose(32, 8, u4, 256, (big, fill)).unroll, 4);
         // the CPU mirror (fill 0) takes the large rule
         assert_eq!(RmConfig::choose(8, 8, d, 256, (10, 0)).lanes, 4);
     }
