@@ -96,12 +96,23 @@ pub fn limit(
     ncols: usize,
     value_bytes: usize,
 ) -> Option<Limit> {
-    let bytes_us = bytes as f64 / probe.read_bytes_per_s()? * 1e6;
     let x_bytes = (value_bytes * ncols) as u64;
-    let gathers_us = gathers.and_then(|g| {
-        let rate = probe.gather_rate(x_bytes, value_bytes as u32)?;
-        Some(g as f64 / (rate * 1e9) * 1e6)
-    });
+    let rate = gathers.and_then(|_| probe.gather_rate(x_bytes, value_bytes as u32));
+    limit_at(probe, bytes, gathers, rate)
+}
+
+/// [`limit`] with the gather rate given, in 10⁹ gathers per second (`None`: the bytes term
+/// alone), as the k-vector limit takes it for gathers of whole X rows (`bench::multi`).
+pub fn limit_at(
+    probe: &Probe,
+    bytes: u64,
+    gathers: Option<u64>,
+    rate_g: Option<f64>,
+) -> Option<Limit> {
+    let bytes_us = bytes as f64 / probe.read_bytes_per_s()? * 1e6;
+    let gathers_us = gathers
+        .zip(rate_g)
+        .map(|(g, rate)| g as f64 / (rate * 1e9) * 1e6);
     let (t_us, bound) = match gathers_us {
         Some(g) if g > bytes_us => (g, Bound::Gathers),
         _ => (bytes_us, Bound::Bytes),
@@ -431,7 +442,7 @@ pub fn section(s: &mut String, merged: &MergedRuns, p: Precision) {
     }
 }
 
-fn csv_field(v: &str) -> String {
+pub(crate) fn csv_field(v: &str) -> String {
     if v.contains([',', '"', '\n']) {
         format!("\"{}\"", v.replace('"', "\"\""))
     } else {
@@ -605,6 +616,8 @@ mod tests {
                     })
                 })
                 .collect(),
+            rows: Vec::new(),
+            rows_ms: None,
             elapsed_ms: 600.0,
         }
     }
