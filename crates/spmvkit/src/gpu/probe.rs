@@ -66,7 +66,8 @@ crate::kernel_args! {
 }
 
 /// The probe's kernels (`probe.cu`): fill, streaming read, 4- and 8-byte gathers, row gathers
-/// (one entry per row size, [`ROW_ENTRIES`]; `mask + 1` is then the table's rows).
+/// (one entry per row size of [`ROW_BYTES`], `spmvkit_probe_rows<bytes>`; `mask + 1` is then the
+/// table's rows).
 pub const PROBE_KERNELS: Kernels = Kernels::new(
     "spmvkit-probe",
     include_str!("probe.cu"),
