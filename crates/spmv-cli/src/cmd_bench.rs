@@ -65,7 +65,7 @@ pub struct BenchArgs {
     no_cache: bool,
     /// SpMM (docs/spmm.md): also measure each method's multi-vector call Y = αAX + βY for
     /// blocks of these numbers of vectors, e.g. `1,8,32,128` (none by default). Results go to
-    /// the run record and DIR/spmm.md.
+    /// the run record, DIR/spmm.md and (on a GPU) DIR/spmm-limits.csv.
     #[arg(long = "k", value_name = "K,...", value_delimiter = ',')]
     ks: Vec<usize>,
     /// The SpMM blocks' order: `row` (a row's k values contiguous), `col` (each vector

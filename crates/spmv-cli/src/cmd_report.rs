@@ -215,6 +215,9 @@ fn print_files(files: &ReportFiles) {
     if let Some(spmm) = &files.spmm {
         println!("  {}", spmm.display());
     }
+    if let Some(limits) = &files.spmm_limits_csv {
+        println!("  {}", limits.display());
+    }
     println!(
         "  {} plot files in {}",
         files.plots.len(),

@@ -8,7 +8,10 @@ mod common;
 use std::process::Command;
 
 use common::{binary, spmv};
-use spmvkit::gpu::{probe::GATHER_TABLE_BYTES, Probe};
+use spmvkit::gpu::{
+    probe::{GATHER_TABLE_BYTES, ROW_BYTES},
+    Probe,
+};
 
 #[test]
 fn probe_help_explains_the_figures_and_their_use() {
@@ -20,6 +23,9 @@ fn probe_help_explains_the_figures_and_their_use() {
         "gathers",
         "t_limit = max(bytes / read bandwidth, x gathers / gather rate at x's size)",
         "distinct 32-byte sectors",
+        "row gathers",
+        "16, 32, 64, 128, 256, 512 and 1024 bytes",
+        "rows/s x row bytes",
         "--json <FILE>",
         "docs/limits.md",
     ] {
@@ -64,12 +70,18 @@ fn gpu_probe_prints_the_table_and_writes_json() {
         out.contains("read bandwidth") && out.contains("1 GiB"),
         "{out}"
     );
+    assert!(
+        out.contains("random row gathers, 10^9 rows/s") && out.contains("1024 B"),
+        "{out}"
+    );
     let p: Probe = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     std::fs::remove_file(&json).unwrap();
     assert!(p.read_gbs > 0.0 && p.copy_gbs > 0.0, "{p:?}");
     assert!(!p.gather.is_empty() && p.gather.len() <= 2 * GATHER_TABLE_BYTES.len());
+    assert_eq!(p.rows.len(), ROW_BYTES.len() * p.gather.len() / 2, "{p:?}");
     let (ok, out, err) = spmv(&["probe", "--json", "-"]);
     assert!(ok, "{err}");
     let again: Probe = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(again.gather.len(), p.gather.len());
+    assert_eq!(again.rows.len(), p.rows.len());
 }

@@ -96,12 +96,23 @@ pub fn limit(
     ncols: usize,
     value_bytes: usize,
 ) -> Option<Limit> {
-    let bytes_us = bytes as f64 / probe.read_bytes_per_s()? * 1e6;
     let x_bytes = (value_bytes * ncols) as u64;
-    let gathers_us = gathers.and_then(|g| {
-        let rate = probe.gather_rate(x_bytes, value_bytes as u32)?;
-        Some(g as f64 / (rate * 1e9) * 1e6)
-    });
+    let rate = gathers.and_then(|_| probe.gather_rate(x_bytes, value_bytes as u32));
+    limit_at(probe, bytes, gathers, rate)
+}
+
+/// [`limit`] with the gather rate given, in 10⁹ gathers per second (`None`: the bytes term
+/// alone), as the k-vector limit takes it for gathers of whole X rows (`bench::multi`).
+pub fn limit_at(
+    probe: &Probe,
+    bytes: u64,
+    gathers: Option<u64>,
+    rate_g: Option<f64>,
+) -> Option<Limit> {
+    let bytes_us = bytes as f64 / probe.read_bytes_per_s()? * 1e6;
+    let gathers_us = gathers
+        .zip(rate_g)
+        .map(|(g, rate)| g as f64 / (rate * 1e9) * 1e6);
     let (t_us, bound) = match gathers_us {
         Some(g) if g > bytes_us => (g, Bound::Gathers),
         _ => (bytes_us, Bound::Bytes),
@@ -304,8 +315,9 @@ pub fn summary_rows<'a>(matrix_rows: &[&'a LimitRow]) -> Vec<&'a LimitRow> {
 pub const GATHER_RULE: &str = "gathers: distinct 32-byte sectors of x per chunk of 32 rows; an \
 upper bound on L2→SM traffic when no reuse across warps";
 
-/// One line on a run's probe for the machine table: read bandwidth and the gather rates at the
-/// smallest and largest tables.
+/// One line on a run's probe for the machine table: read bandwidth, the gather rates at the
+/// smallest and largest tables, and where measured the narrowest and widest row gathers at the
+/// largest table.
 pub fn probe_line(m: &MachineInfo) -> String {
     let Some(p) = &m.probe else {
         return match &m.probe_error {
@@ -327,6 +339,21 @@ pub fn probe_line(m: &MachineInfo) -> String {
                 hi.table_bytes >> 20
             ));
         }
+    }
+    let largest = p.rows.iter().map(|r| r.table_bytes).max();
+    let at_largest = p.rows.iter().filter(|r| Some(r.table_bytes) == largest);
+    let narrow = at_largest.clone().min_by_key(|r| r.row_bytes);
+    let wide = at_largest.max_by_key(|r| r.row_bytes);
+    if let (Some(n), Some(w)) = (narrow, wide) {
+        parts.push(format!(
+            "row gathers at {} MiB: {} B {:.1} G/s, {} B {:.1} G/s ({:.0} GB/s)",
+            n.table_bytes >> 20,
+            n.row_bytes,
+            n.rate_grs,
+            w.row_bytes,
+            w.rate_grs,
+            w.gbs()
+        ));
     }
     parts.join("; ")
 }
@@ -431,7 +458,7 @@ pub fn section(s: &mut String, merged: &MergedRuns, p: Precision) {
     }
 }
 
-fn csv_field(v: &str) -> String {
+pub(crate) fn csv_field(v: &str) -> String {
     if v.contains([',', '"', '\n']) {
         format!("\"{}\"", v.replace('"', "\"\""))
     } else {
@@ -605,6 +632,8 @@ mod tests {
                     })
                 })
                 .collect(),
+            rows: Vec::new(),
+            rows_ms: None,
             elapsed_ms: 600.0,
         }
     }
@@ -846,6 +875,41 @@ mod tests {
         let mut s = String::new();
         section(&mut s, &crate::bench::report::merge_runs(&[old]), F64);
         assert!(s.contains("No probe in these runs"), "{s}");
+    }
+
+    /// The machine table's probe line names the row gathers at the largest table when the probe
+    /// has them, and is as before when it has not.
+    #[test]
+    fn the_probe_line_shows_the_row_gathers_where_measured() {
+        let mut m = MachineInfo {
+            probe: Some(probe(200.0)),
+            ..MachineInfo::default()
+        };
+        let old = probe_line(&m);
+        assert!(
+            old.starts_with("read 4000 GB/s; 4-byte gathers 200.0 G/s at 1 MiB"),
+            "{old}"
+        );
+        assert!(!old.contains("row"), "{old}");
+        let rows = &mut m.probe.as_mut().unwrap().rows;
+        for (table_bytes, row_bytes, rate_grs) in [
+            (1 << 20, 16, 300.0),
+            (1 << 30, 16, 44.0),
+            (1 << 30, 256, 15.0),
+            (1 << 30, 1024, 3.75),
+        ] {
+            rows.push(crate::gpu::RowPoint {
+                table_bytes,
+                row_bytes,
+                rows_per_call: 1,
+                rate_grs,
+            });
+        }
+        let line = probe_line(&m);
+        assert_eq!(
+            line,
+            format!("{old}; row gathers at 1024 MiB: 16 B 44.0 G/s, 1024 B 3.8 G/s (3840 GB/s)")
+        );
     }
 
     #[test]

@@ -14,12 +14,16 @@
 //! record's stream time × k) and over cuSPARSE SpMM (`cusparse`'s multi record at the same k,
 //! order and precision, when the run has one), and the limit for k vectors ([`multi_limit`]):
 //! the SpMV limit of `bench::limits` (docs/limits.md) with the byte model for k vectors and the
-//! X sectors the block's gathers touch ([`block_sectors`]), against the run's probe.
+//! random accesses to X behind the sectors the block's gathers touch ([`block_sectors`],
+//! [`random_accesses`]), against the run's probe: row-major X rows of 16 bytes and more at the
+//! probe's row-gather rate ([`Probe::row_rate`]), other gathers at its element rate
+//! ([`GatherTerm`]); `spmm.md` and `spmm-limits.csv` ([`multi_limits_csv`]) name the term used.
 
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::limits::{csv_field, limit_at, Bound, Limit};
 use super::{test_vector, LaterCheck, MatrixResult, MeasureOptions, Status, Timing};
 use crate::cpu::{check, oracle_spmv_par, Reference};
 use crate::error::Result;
@@ -144,34 +148,117 @@ pub fn block_sectors<T: Scalar>(a: &Csr<T>, shape: MultiShape, vb: usize) -> u64
     }
 }
 
-/// The limit of a multi-vector record on the device of `probe` ([`super::limits::limit`]):
-/// bytes = the byte model for k vectors ([`multi_bytes`]: the matrix once, X read and Y
-/// written once), gathers = the random accesses to X ([`random_accesses`] of
-/// [`MultiRecord::gathers`]) at the probe's gather rate for a table of X's size (ncols·k values
-/// of `vb` bytes). `None` without a usable read bandwidth.
+/// The narrowest X row, bytes, whose gathers the k-vector limit prices at the probe's
+/// row-gather rate (the narrowest row the probe measures, [`crate::gpu::probe::ROW_BYTES`]).
+pub const MIN_ROW_GATHER_BYTES: u64 = 16;
+
+/// The rate the gather term of a k-vector limit was taken at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GatherTerm {
+    /// Each access one element of this many bytes at the probe's element gather rate
+    /// ([`Probe::gather_rate`]): column-major, or row-major rows under 16 bytes.
+    Elements(u32),
+    /// Each access one X row of this many bytes at the probe's row-gather rate
+    /// ([`Probe::row_rate`]).
+    Rows(u64),
+    /// X rows of `row` bytes (16 or more) whose size the probe did not measure (a run made before
+    /// the row gathers): the element rule, each access one `elem`-byte gather, which can fall
+    /// below the time DRAM needs to deliver the rows.
+    Unmeasured { row: u64, elem: u32 },
+}
+
+/// The note of a report whose k-vector limits priced row gathers at the element rate.
+pub const OLD_PROBE_NOTE: &str = "old probe: row gathers not measured";
+
+impl GatherTerm {
+    /// `8-byte gathers`, `256-byte row gathers`, `8-byte gathers (old probe)`.
+    pub fn name(self) -> String {
+        match self {
+            GatherTerm::Elements(e) => format!("{e}-byte gathers"),
+            GatherTerm::Rows(r) => format!("{r}-byte row gathers"),
+            GatherTerm::Unmeasured { elem, .. } => format!("{elem}-byte gathers (old probe)"),
+        }
+    }
+
+    /// The rule for the CSV: `elements`, `rows` or `elements, old probe`.
+    pub fn rule(self) -> &'static str {
+        match self {
+            GatherTerm::Elements(_) => "elements",
+            GatherTerm::Rows(_) => "rows",
+            GatherTerm::Unmeasured { .. } => "elements, old probe",
+        }
+    }
+}
+
+/// A k-vector limit ([`multi_limit`]) and how its gather term was priced.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MultiLimit {
+    pub limit: Limit,
+    pub gathers: GatherTerm,
+    /// The gather term's rate, 10⁹ accesses per second (`None`: the probe has none).
+    pub rate_g: Option<f64>,
+}
+
+impl MultiLimit {
+    /// The binding term as the report names it: `bytes`, or the gather term's
+    /// [`GatherTerm::name`].
+    pub fn term(&self) -> String {
+        match self.limit.bound {
+            Bound::Bytes => "bytes".into(),
+            Bound::Gathers => self.gathers.name(),
+        }
+    }
+}
+
+/// The limit of a multi-vector record on the device of `probe` ([`limit_at`]), t_limit =
+/// max(bytes term, gather term):
+/// - bytes term: the byte model for k vectors ([`MultiRecord::bytes_model`], [`multi_bytes`]:
+///   the matrix once, X read once, Y written once) at the read bandwidth;
+/// - gather term: the random accesses to X ([`random_accesses`] of [`MultiRecord::gathers`]) at
+///   the probe's rate for a table of X's size (ncols·k values of `vb` bytes): row-major with
+///   rows of k·vb ≥ [`MIN_ROW_GATHER_BYTES`] bytes, the row-gather rate for rows of k·vb bytes
+///   ([`Probe::row_rate`]; [`GatherTerm::Unmeasured`] and the element rate when the probe has
+///   none); otherwise the `vb`-byte element rate ([`Probe::gather_rate`]).
+///
+/// X's bytes are in both terms, but the limit is the larger term, not their sum: each term
+/// alone is time the call needs at least (docs/limits.md, "k vectors"). `None` without a usable
+/// read bandwidth.
 pub fn multi_limit(
     probe: &Probe,
     rec: &MultiRecord,
     ncols: usize,
     (k, order): (usize, DenseOrder),
     vb: usize,
-) -> Option<super::limits::Limit> {
-    super::limits::limit(
-        probe,
-        rec.bytes_model,
-        rec.gathers.map(|g| random_accesses(g, k, order, vb)),
-        ncols.saturating_mul(k),
-        vb,
-    )
+) -> Option<MultiLimit> {
+    let row = (k as u64).saturating_mul(vb as u64);
+    let x_bytes = (ncols as u64).saturating_mul(row);
+    let elem = vb as u32;
+    let (gathers, rate_g) = match order {
+        DenseOrder::Row if row >= MIN_ROW_GATHER_BYTES => match probe.row_rate(x_bytes, row) {
+            Some(rate) => (GatherTerm::Rows(row), Some(rate)),
+            None => (
+                GatherTerm::Unmeasured { row, elem },
+                probe.gather_rate(x_bytes, elem),
+            ),
+        },
+        _ => (GatherTerm::Elements(elem), probe.gather_rate(x_bytes, elem)),
+    };
+    let accesses = rec.gathers.map(|g| random_accesses(g, k, order, vb));
+    let limit = limit_at(probe, rec.bytes_model, accesses, rate_g)?;
+    Some(MultiLimit {
+        limit,
+        gathers,
+        rate_g,
+    })
 }
 
 /// The random accesses to X behind `sectors` touched ([`block_sectors`]): column-major, each
 /// sector (a vector's entries are gathered one by one, as in SpMV); row-major, one per X row
-/// once a row spans more than a sector (its k·vb bytes come as one contiguous run, which the
-/// byte term counts, not as independent gathers), that is sectors × 32 ÷ (k·vb), rounded up.
-/// Counting every sector of a long row as a gather at the probe's rate for 8-byte gathers
-/// overstated the time a call needs (cuSPARSE SpMM ran at 296 % of that figure on kron:21 at
-/// k = 32), so it was no lower bound; one access per row is.
+/// once a row spans more than a sector (its k·vb bytes come as one contiguous run), that is
+/// sectors × 32 ÷ (k·vb), rounded up, and one per sector for rows of a sector or less.
+/// [`multi_limit`] prices a row access at the probe's rate for rows of that size; counting
+/// every sector of a long row as an element gather overstated the time a call needs (cuSPARSE
+/// SpMM ran at 296 % of that figure on kron:21 at k = 32).
 pub fn random_accesses(sectors: u64, k: usize, order: DenseOrder, vb: usize) -> u64 {
     let row = (k as u64).saturating_mul(vb as u64);
     match order {
@@ -473,37 +560,64 @@ pub fn fill_speedups(m: &mut MatrixResult) {
     }
 }
 
+/// The limit of multi-vector result `r` of matrix `m` on the device of `probe` ([`multi_limit`])
+/// and the time it is set against: the graph time where recorded, else the stream time. `None`
+/// unless `r` ran correctly on the GPU with a usable time.
+fn result_limit(
+    m: &MatrixResult,
+    r: &MultiResult,
+    probe: &Probe,
+) -> Option<(MultiLimit, f64, TimingMode)> {
+    let rec = r.record.as_ref()?;
+    if rec.backend != Backend::Gpu || r.status != Status::Ok {
+        return None;
+    }
+    let (t, kind) = match &rec.graph_time {
+        Some(g) => (g.median_us, TimingMode::Graph),
+        None => (rec.time.median_us, TimingMode::Stream),
+    };
+    let l = multi_limit(
+        probe,
+        rec,
+        m.stats.ncols,
+        (r.k, r.order),
+        r.precision.bytes(),
+    )?;
+    (t > 0.0).then_some((l, t, kind))
+}
+
 /// The multi-vector results of a run as a markdown table (empty when there are none): per
 /// matrix, method, precision, k and order, the path, µs per call, GFLOP/s, bytes per vector,
-/// the two speed-ups, and with a probe the limit ([`multi_limit`]) and the share of it the
-/// call reached (t_limit ÷ t, t the graph time where recorded, else the stream time) with the
-/// binding term.
+/// the two speed-ups, and with a probe the limit ([`multi_limit`]), the share of it the call
+/// reached (t_limit ÷ t, t the graph time where recorded, else the stream time) and the binding
+/// term ([`MultiLimit::term`]). When a row-major limit took its row gathers at the element rate
+/// (a probe without row points) a note under the table says so ([`OLD_PROBE_NOTE`]).
 pub fn multi_table(matrices: &[MatrixResult], probe: Option<&Probe>) -> String {
     let mut out = String::new();
+    let mut old_probe = false;
     for m in matrices.iter().filter(|m| !m.multi.is_empty()) {
         if out.is_empty() {
             out.push_str(
                 "| matrix | method | prec | k | order | path | µs/call | GFLOP/s | B/vector | \
-                 ×k SpMV | ×cuSPARSE SpMM | limit µs | % of limit | status |\n\
-                 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+                 ×k SpMV | ×cuSPARSE SpMM | limit µs | % of limit | limit term | status |\n\
+                 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
             );
         }
         for r in &m.multi {
             let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
-            let (path, us, gf, bpv, s1, sc, lim, pct) = match &r.record {
+            let (path, us, gf, bpv, s1, sc, lim, pct, term) = match &r.record {
                 Some(rec) => {
-                    let limit = probe
-                        .filter(|_| rec.backend == Backend::Gpu && r.status == Status::Ok)
-                        .and_then(|p| {
-                            multi_limit(p, rec, m.stats.ncols, (r.k, r.order), r.precision.bytes())
-                        });
-                    let t = rec.graph_time.as_ref().unwrap_or(&rec.time).median_us;
-                    let (lim, pct) = match limit {
-                        Some(l) if t > 0.0 => (
-                            format!("{:.2}", l.t_us),
-                            format!("{:.0} % ({})", 100.0 * l.t_us / t, l.bound.name()),
-                        ),
-                        _ => ("-".into(), "-".into()),
+                    let limit = probe.and_then(|p| result_limit(m, r, p));
+                    let (lim, pct, term) = match limit {
+                        Some((l, t, _)) => {
+                            old_probe |= matches!(l.gathers, GatherTerm::Unmeasured { .. });
+                            (
+                                format!("{:.2}", l.limit.t_us),
+                                format!("{:.0} %", 100.0 * l.limit.t_us / t),
+                                l.term(),
+                            )
+                        }
+                        None => ("-".into(), "-".into(), "-".into()),
                     };
                     (
                         rec.path.to_string(),
@@ -514,6 +628,7 @@ pub fn multi_table(matrices: &[MatrixResult], probe: Option<&Probe>) -> String {
                         f(rec.speedup_vs_cusparse),
                         lim,
                         pct,
+                        term,
                     )
                 }
                 None => Default::default(),
@@ -524,12 +639,94 @@ pub fn multi_table(matrices: &[MatrixResult], probe: Option<&Probe>) -> String {
             };
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {path} | {us} | {gf} | {bpv} | {s1} | {sc} | {lim} | \
-                 {pct} | {status} |\n",
+                 {pct} | {term} | {status} |\n",
                 m.name, r.method, r.precision, r.k, r.order
             ));
         }
     }
+    if old_probe {
+        out.push_str(&format!(
+            "\n({OLD_PROBE_NOTE}: the row-major limits of X rows of {MIN_ROW_GATHER_BYTES} bytes \
+             and more count each row as one element gather, which can fall below the time DRAM \
+             needs to deliver the rows; docs/limits.md.)\n"
+        ));
+    }
     out
+}
+
+/// The columns of `spmm-limits.csv`.
+pub const MULTI_CSV_COLUMNS: [&str; 20] = [
+    "matrix",
+    "method",
+    "precision",
+    "k",
+    "order",
+    "path",
+    "timing",
+    "time_us",
+    "bytes",
+    "bytes_us",
+    "x_sectors",
+    "x_accesses",
+    "gather_rule",
+    "gather_bytes",
+    "gather_rate_g_per_s",
+    "gathers_us",
+    "t_limit_us",
+    "bound",
+    "limit_term",
+    "pct_of_limit",
+];
+
+/// The text of `spmm-limits.csv`: one row per multi-vector result with a limit on the device of
+/// `probe` ([`multi_limit`]), its two terms and how the gathers were priced (`gather_rule`:
+/// elements, rows, or elements with an old probe; `gather_bytes`: the element or row size).
+/// `None` when no result has a limit.
+pub fn multi_limits_csv(matrices: &[MatrixResult], probe: Option<&Probe>) -> Option<String> {
+    let probe = probe?;
+    let mut out = MULTI_CSV_COLUMNS.join(",");
+    out.push('\n');
+    let mut any = false;
+    for m in matrices {
+        for r in &m.multi {
+            let Some((l, t, kind)) = result_limit(m, r, probe) else {
+                continue;
+            };
+            any = true;
+            let rec = r.record.as_ref();
+            let opt = |v: Option<String>| v.unwrap_or_default();
+            let gather_bytes = match l.gathers {
+                GatherTerm::Elements(e) | GatherTerm::Unmeasured { elem: e, .. } => u64::from(e),
+                GatherTerm::Rows(row) => row,
+            };
+            let fields = [
+                m.name.clone(),
+                r.method.clone(),
+                r.precision.to_string(),
+                r.k.to_string(),
+                r.order.to_string(),
+                opt(rec.map(|rec| rec.path.to_string())),
+                kind.to_string(),
+                t.to_string(),
+                l.limit.bytes.to_string(),
+                l.limit.bytes_us.to_string(),
+                opt(rec.and_then(|rec| rec.gathers).map(|g| g.to_string())),
+                opt(l.limit.gathers.map(|g| g.to_string())),
+                l.gathers.rule().into(),
+                gather_bytes.to_string(),
+                opt(l.rate_g.map(|v| v.to_string())),
+                opt(l.limit.gathers_us.map(|v| v.to_string())),
+                l.limit.t_us.to_string(),
+                l.limit.bound.name().into(),
+                l.term(),
+                (100.0 * l.limit.t_us / t).to_string(),
+            ];
+            let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+            out.push_str(&line.join(","));
+            out.push('\n');
+        }
+    }
+    any.then_some(out)
 }
 
 #[cfg(test)]
@@ -583,16 +780,10 @@ mod tests {
         assert!(row >= 8 * x.f64 && row <= 8 * a.nnz() as u64, "{row}");
     }
 
-    /// The limit is the larger of the bytes and gathers terms of the probe; the table shows it.
-    #[test]
-    fn the_limit_of_a_record() {
-        let a = crate::gen::generate::<f64>("poisson2d:30").unwrap();
-        let opts = cpu_opts();
-        let shape = MultiShape::row_major(8);
-        let p = MultiProblem::new(&a, shape, opts.alpha, opts.beta).unwrap();
-        let rec = measure_multi(&a, "csr", &opts, &p).unwrap();
-        assert_eq!(rec.gathers, Some(block_sectors(&a, shape, 8)));
-        let probe = |rate_gps: f64| crate::gpu::Probe {
+    /// A probe of 1000 GB/s read bandwidth, 8-byte element gathers at `elem_gps` 10⁹/s, and
+    /// rows of `rows` (row bytes, 10⁹ rows/s at a 1 MiB table, a tenth of it at 1 GiB).
+    fn probe(elem_gps: f64, rows: &[(u32, f64)]) -> Probe {
+        Probe {
             device: "test".into(),
             copy_gbs: 1000.0,
             read_gbs: 1000.0,
@@ -601,10 +792,61 @@ mod tests {
             gather: vec![crate::gpu::GatherPoint {
                 table_bytes: 1 << 20,
                 elem_bytes: 8,
-                rate_gps,
+                rate_gps: elem_gps,
             }],
+            rows: rows
+                .iter()
+                .flat_map(|&(row_bytes, rate)| {
+                    [(1u64 << 20, rate), (1 << 30, rate / 10.0)].map(|(table_bytes, rate_grs)| {
+                        crate::gpu::probe::RowPoint {
+                            table_bytes,
+                            row_bytes,
+                            rows_per_call: 1 << 20,
+                            rate_grs,
+                        }
+                    })
+                })
+                .collect(),
+            rows_ms: (!rows.is_empty()).then_some(10.0),
             elapsed_ms: 1.0,
-        };
+        }
+    }
+
+    /// The results of one matrix, `rec` measured at each (k, order), as run on the GPU.
+    fn on_gpu(a: &Csr<f64>, rec: &MultiRecord, shapes: &[(usize, DenseOrder)]) -> MatrixResult {
+        let mut rec = rec.clone();
+        rec.backend = Backend::Gpu;
+        MatrixResult {
+            name: "m".into(),
+            source: "m".into(),
+            stats: crate::matrix::MatrixStats::of(a),
+            fits_l2: false,
+            results: Vec::new(),
+            multi: shapes
+                .iter()
+                .map(|&(k, order)| MultiResult {
+                    method: "csr".into(),
+                    precision: Precision::F64,
+                    k,
+                    order,
+                    status: Status::Ok,
+                    error: None,
+                    record: Some(rec.clone()),
+                })
+                .collect(),
+        }
+    }
+
+    /// Without row points (an old probe) the limit is the larger of the bytes and the element
+    /// gathers, one per X row; the table says which term binds and notes the old probe once.
+    #[test]
+    fn the_limit_of_a_record_with_an_old_probe() {
+        let a = crate::gen::generate::<f64>("poisson2d:30").unwrap();
+        let opts = cpu_opts();
+        let shape = MultiShape::row_major(8);
+        let p = MultiProblem::new(&a, shape, opts.alpha, opts.beta).unwrap();
+        let rec = measure_multi(&a, "csr", &opts, &p).unwrap();
+        assert_eq!(rec.gathers, Some(block_sectors(&a, shape, 8)));
         let bytes_us = rec.bytes_model as f64 / 1e12 * 1e6;
         // rows of 8 × 8 = 64 bytes, two sectors each: one random access per row
         let sectors = rec.gathers.unwrap();
@@ -615,33 +857,135 @@ mod tests {
         assert_eq!(random_accesses(100, 4, DenseOrder::Row, 8), 100);
         assert_eq!(random_accesses(100, 32, DenseOrder::Row, 8), 13);
         let kr = (8, DenseOrder::Row);
+        let old = GatherTerm::Unmeasured { row: 64, elem: 8 };
         // a fast gather rate: the bytes bind; a slow one: the gathers
-        let l = multi_limit(&probe(1e6), &rec, a.ncols(), kr, 8).unwrap();
-        assert!((l.t_us - bytes_us).abs() < 1e-9 && l.bound == super::super::limits::Bound::Bytes);
-        let l = multi_limit(&probe(1e-3), &rec, a.ncols(), kr, 8).unwrap();
+        let l = multi_limit(&probe(1e6, &[]), &rec, a.ncols(), kr, 8).unwrap();
+        assert!((l.limit.t_us - bytes_us).abs() < 1e-9 && l.limit.bound == Bound::Bytes);
+        assert_eq!((l.gathers, l.term().as_str()), (old, "bytes"));
+        let l = multi_limit(&probe(1e-3, &[]), &rec, a.ncols(), kr, 8).unwrap();
         // 10^6 gathers/s: one µs each
-        assert!((l.t_us - gathers).abs() < 1e-6, "{l:?}");
-        assert_eq!(l.bound, super::super::limits::Bound::Gathers);
-        let mut m = MatrixResult {
-            name: "m".into(),
-            source: "m".into(),
-            stats: crate::matrix::MatrixStats::of(&a),
-            fits_l2: false,
-            results: Vec::new(),
-            multi: vec![MultiResult {
-                method: "csr".into(),
-                precision: Precision::F64,
-                k: 8,
-                order: DenseOrder::Row,
-                status: Status::Ok,
-                error: None,
-                record: Some(rec),
-            }],
-        };
-        // CPU records get no limit; a GPU one does
-        assert!(multi_table(std::slice::from_ref(&m), Some(&probe(1e-3))).contains("| - | - |"));
+        assert!((l.limit.t_us - gathers).abs() < 1e-6, "{l:?}");
+        assert_eq!(l.limit.bound, Bound::Gathers);
+        assert_eq!((l.gathers, l.rate_g), (old, Some(1e-3)));
+        assert_eq!(l.term(), "8-byte gathers (old probe)");
+        let mut m = on_gpu(&a, &rec, &[kr, (8, DenseOrder::Col)]);
+        m.multi[0].record.as_mut().unwrap().backend = Backend::Cpu;
+        // a CPU record gets no limit; a GPU one does, column-major by the element rule, and
+        // the old probe is noted once under the table
+        let table = multi_table(std::slice::from_ref(&m), Some(&probe(1e-3, &[])));
+        assert!(table.contains("| - | - | - | ok |"), "{table}");
+        assert!(table.contains(" | 8-byte gathers | ok |"), "{table}");
+        assert!(!table.contains(OLD_PROBE_NOTE), "{table}");
         m.multi[0].record.as_mut().unwrap().backend = Backend::Gpu;
-        assert!(multi_table(&[m], Some(&probe(1e-3))).contains("(gathers)"));
+        let table = multi_table(std::slice::from_ref(&m), Some(&probe(1e-3, &[])));
+        assert!(
+            table.contains(" | 8-byte gathers (old probe) | ok |"),
+            "{table}"
+        );
+        assert_eq!(table.matches(OLD_PROBE_NOTE).count(), 1, "{table}");
+        // no probe: no limits, no note
+        let table = multi_table(std::slice::from_ref(&m), None);
+        assert!(!table.contains(OLD_PROBE_NOTE) && !table.contains("gathers"));
+        let csv = multi_limits_csv(std::slice::from_ref(&m), Some(&probe(1e-3, &[]))).unwrap();
+        assert!(csv.starts_with(&MULTI_CSV_COLUMNS.join(",")));
+        assert_eq!(csv.lines().count(), 3, "{csv}");
+        assert!(csv.contains(",\"elements, old probe\",8,"), "{csv}");
+        assert!(multi_limits_csv(&[m], None).is_none());
+    }
+
+    /// With row points, a row-major X row of 16 bytes or more is one access at the probe's
+    /// row-gather rate for its size at X's size; narrower rows and column-major blocks keep the
+    /// element rate. The table and the CSV name the term.
+    #[test]
+    fn row_major_limits_take_the_row_gather_rate() {
+        let a = crate::gen::generate::<f64>("poisson2d:30").unwrap();
+        let opts = cpu_opts();
+        let shape = MultiShape::row_major(8);
+        let p = MultiProblem::new(&a, shape, opts.alpha, opts.beta).unwrap();
+        let mut rec = measure_multi(&a, "csr", &opts, &p).unwrap();
+        // a tiny byte term, so that the gathers bind; 6400 sectors
+        rec.bytes_model = 1000;
+        rec.gathers = Some(6400);
+        let rows = [
+            (16, 200.0),
+            (32, 180.0),
+            (64, 100.0),
+            (128, 60.0),
+            (256, 30.0),
+            (512, 16.0),
+            (1024, 8.0),
+        ];
+        // element gathers far slower than any row: the row rate must be the one taken
+        let pr = probe(1e-3, &rows);
+        let n = a.ncols();
+        let us = |accesses: u64, rate: f64| accesses as f64 / (rate * 1e9) * 1e6;
+        for (k, row, term) in [
+            (2, 16, "16-byte row gathers"),
+            (8, 64, "64-byte row gathers"),
+            (32, 256, "256-byte row gathers"),
+            (33, 264, "264-byte row gathers"),
+            (128, 1024, "1024-byte row gathers"),
+            (256, 2048, "2048-byte row gathers"),
+        ] {
+            let l = multi_limit(&pr, &rec, n, (k, DenseOrder::Row), 8).unwrap();
+            let x = (n * k * 8) as u64;
+            let rate = pr.row_rate(x, row).unwrap();
+            let accesses = random_accesses(6400, k, DenseOrder::Row, 8);
+            assert_eq!(l.gathers, GatherTerm::Rows(row), "k = {k}");
+            assert_eq!((l.limit.gathers, l.rate_g), (Some(accesses), Some(rate)));
+            assert!(
+                (l.limit.t_us - us(accesses, rate)).abs() < 1e-9,
+                "k = {k}: {l:?}"
+            );
+            assert_eq!((l.limit.bound, l.term().as_str()), (Bound::Gathers, term));
+        }
+        // k = 32 in f64 on a 1 MiB-or-smaller X: 6400 sectors = 800 rows of 256 bytes at 30 G/s
+        let l = multi_limit(&pr, &rec, n, (32, DenseOrder::Row), 8).unwrap();
+        assert!(n * 32 * 8 <= 1 << 20 && (l.limit.t_us - 800.0 / 30e3).abs() < 1e-12);
+        // rows under 16 bytes (k = 1 in f64, k = 3 in f32) and column-major: element gathers
+        for (k, order, vb) in [
+            (1, DenseOrder::Row, 8),
+            (3, DenseOrder::Row, 4),
+            (32, DenseOrder::Col, 8),
+        ] {
+            let l = multi_limit(&pr, &rec, n, (k, order), vb).unwrap();
+            assert_eq!(l.gathers, GatherTerm::Elements(vb as u32), "{k} {order}");
+        }
+        let l = multi_limit(&pr, &rec, n, (32, DenseOrder::Col), 8).unwrap();
+        assert!(
+            (l.limit.t_us - us(6400 * 32 / 32, 1e-3)).abs() < 1e-6,
+            "{l:?}"
+        );
+        // a fast row rate: the bytes bind
+        let mut big = rec.clone();
+        big.bytes_model = 1 << 40;
+        let l = multi_limit(&pr, &big, n, (32, DenseOrder::Row), 8).unwrap();
+        assert_eq!((l.limit.bound, l.term().as_str()), (Bound::Bytes, "bytes"));
+        let shapes = [
+            (32, DenseOrder::Row),
+            (32, DenseOrder::Col),
+            (1, DenseOrder::Row),
+        ];
+        let m = on_gpu(&a, &rec, &shapes);
+        let table = multi_table(std::slice::from_ref(&m), Some(&pr));
+        assert!(table.contains(" | 256-byte row gathers | ok |"), "{table}");
+        assert!(table.contains("| m | csr | f64 | 32 | col |"), "{table}");
+        assert!(!table.contains(OLD_PROBE_NOTE), "{table}");
+        let csv = multi_limits_csv(&[m], Some(&pr)).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 4, "{csv}");
+        let row = lines[1].split(',').collect::<Vec<_>>();
+        assert_eq!(row.len(), MULTI_CSV_COLUMNS.len(), "{csv}");
+        assert_eq!(&row[..5], ["m", "csr", "f64", "32", "row"]);
+        assert_eq!(
+            (row[10], row[11], row[12], row[13]),
+            ("6400", "800", "rows", "256")
+        );
+        assert_eq!(&row[17..19], ["gathers", "256-byte row gathers"]);
+        assert_eq!(
+            &lines[2].split(',').collect::<Vec<_>>()[12..14],
+            ["elements", "8"]
+        );
     }
 
     /// The CPU measurement checks its call and its loop, and a wrong answer is caught.

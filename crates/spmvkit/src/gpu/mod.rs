@@ -63,7 +63,7 @@ pub use nvrtc::{
     compile_checked_ptx, compile_checked_ptx_mode, compile_ptx, nvrtc_present, nvrtc_version,
     KernelMode, PRELUDE,
 };
-pub use probe::{run_probe, GatherPoint, Probe, ProbeOptions};
+pub use probe::{run_probe, GatherPoint, Probe, ProbeOptions, RowPoint};
 pub use timing::{
     capture_graph, measure_copy_bandwidth, time_graph, time_stream, Timing, TimingConfig,
     TimingMode,

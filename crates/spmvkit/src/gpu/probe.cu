@@ -1,5 +1,6 @@
 // spmvkit limits probe (src/gpu/probe.rs): what the device can do at best for the two things an
-// SpMV does, streaming its arrays and gathering entries of x. No method uses these kernels.
+// SpMV does, streaming its arrays and gathering entries of x, and for what an SpMM with a
+// row-major block does, gathering whole rows of X. No method uses these kernels.
 // The entry points do not use real_t: the module is built once (in f32) and serves both element
 // sizes. Each entry takes one argument struct by value; its Rust twin is in probe.rs
 // (kernel_args!), checked against this file when NVRTC compiles it. Struct members carry no
@@ -10,6 +11,9 @@
 #define PROBE_MAGIC64 0x9e3779b97f4a7c15ull
 // Independent gathers per thread and round: all issued before any of their values is used.
 #define PROBE_GATHER_UNROLL 8
+// 16-byte loads in flight per lane and round in the row gathers (rows per group and round: this
+// over the loads one lane makes per row).
+#define PROBE_ROW_INFLIGHT 4
 
 // lowbias32 (Chris Wellons' integer hash): a bijection of 32-bit words whose low bits are well
 // mixed, so `probe_hash(i) & mask` spreads consecutive i uniformly over a power-of-two table.
@@ -106,3 +110,58 @@ extern "C" __global__ void __launch_bounds__(256) spmvkit_probe_gather8(const Pr
     probe_gather<unsigned long long>(reinterpret_cast<const unsigned long long*>(a.table), a.mask,
                                      a.rounds, a.seed, PROBE_MAGIC64, a.out);
 }
+
+// Random gathers of contiguous rows of ROW bytes (16 to 1024, a power of two) from a table of
+// mask + 1 rows, each row aligned to its size, as an SpMM kernel gathers rows of a row-major X:
+// a group of LANES = min(ROW / 16, 32) consecutive lanes of a warp loads one row with 16-byte
+// loads through the read-only path, LOADS = ROW / (16 · LANES) per lane, lane l taking the
+// 16-byte pieces l, l + LANES, ... (so each load instruction of the group reads LANES · 16
+// contiguous bytes). Group q does `rounds` rounds of U = PROBE_ROW_INFLIGHT / LOADS rows, all
+// issued before any is used: row number g = (round·U + u)·groups + q reads row
+// hash(g + seed) & mask. The table is at most 1 GiB, so every 16-byte index fits 32 bits.
+template <int ROW>
+__device__ __forceinline__ void probe_rows(const ProbeGatherArgs& a) {
+    constexpr unsigned VECS = ROW / 16;
+    constexpr unsigned LANES = VECS < 32 ? VECS : 32;
+    constexpr unsigned LOADS = VECS / LANES;
+    constexpr unsigned U = PROBE_ROW_INFLIGHT / LOADS;
+    static_assert(LANES * LOADS * 16 == ROW && U >= 1, "row size: a power of two, 16 to 1024");
+    const uint4* table = reinterpret_cast<const uint4*>(a.table);
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned groups = gridDim.x * blockDim.x / LANES;
+    const unsigned q = t / LANES, lane = t % LANES;
+    unsigned acc = 0;
+    for (unsigned r = 0; r < a.rounds; ++r) {
+        uint4 v[U][LOADS];
+#pragma unroll
+        for (unsigned u = 0; u < U; ++u) {
+            const unsigned row = probe_hash((r * U + u) * groups + q + a.seed) & a.mask;
+            const uint4* p = table + row * VECS + lane;
+#pragma unroll
+            for (unsigned l = 0; l < LOADS; ++l) v[u][l] = __ldg(p + l * LANES);
+        }
+#pragma unroll
+        for (unsigned u = 0; u < U; ++u) {
+#pragma unroll
+            for (unsigned l = 0; l < LOADS; ++l) {
+                acc ^= v[u][l].x ^ v[u][l].y ^ v[u][l].z ^ v[u][l].w;
+            }
+        }
+    }
+    if (acc == PROBE_MAGIC32) a.out[0] = acc;
+}
+
+// One entry per row size, spmvkit_probe_rows<ROW>, all taking the gathers' arguments (mask + 1:
+// the rows of the table).
+#define PROBE_ROWS_ENTRY(ROW)                                                                    \
+    extern "C" __global__ void __launch_bounds__(256, 8) spmvkit_probe_rows##ROW(                \
+        const ProbeGatherArgs a) {                                                               \
+        probe_rows<ROW>(a);                                                                      \
+    }
+PROBE_ROWS_ENTRY(16)
+PROBE_ROWS_ENTRY(32)
+PROBE_ROWS_ENTRY(64)
+PROBE_ROWS_ENTRY(128)
+PROBE_ROWS_ENTRY(256)
+PROBE_ROWS_ENTRY(512)
+PROBE_ROWS_ENTRY(1024)

@@ -1,7 +1,8 @@
 //! The limits probe (issue #19): what the device can do at best for the two things an SpMV does,
-//! streaming its arrays and gathering entries of x, measured once (`spmv probe`, and once per
+//! streaming its arrays and gathering entries of x, and for the gathers of an SpMM with a
+//! row-major block (issue #24), whole rows of X, measured once (`spmv probe`, and once per
 //! `spmv bench` run on a GPU, saved in the run's machine record) and used for a lower bound on
-//! the time of every result (`bench::limits`, docs/limits.md).
+//! the time of every result (`bench::limits`, `bench::multi`, docs/limits.md).
 //!
 //! - **Copy bandwidth** ([`Probe::copy_gbs`]): [`super::measure_copy_bandwidth`], a
 //!   device-to-device copy of up to 1 GiB, bytes read plus bytes written.
@@ -15,9 +16,16 @@
 //!   index is a cheap in-kernel hash of g (lowbias32, a bijection of 32-bit words), not a
 //!   precomputed index array, so only the table is read: one element per random 32-byte sector.
 //!   The rate is in 10⁹ gathers (elements) per second.
+//! - **Row-gather rate** ([`Probe::rows`]): for the same tables and rows of 16, 32, …, 1024
+//!   bytes ([`ROW_BYTES`]), each aligned to its size, a group of min(row ÷ 16, 32) lanes loads
+//!   the row `hash(g) & (rows − 1)` with 16-byte loads through the read-only path, several
+//!   independent rows in flight per group (`PROBE_ROW_INFLIGHT` loads per lane). About
+//!   [`ProbeOptions::row_bytes_per_call`] bytes per timed call; the rate is in 10⁹ rows per
+//!   second ([`RowPoint::gbs`]: × the row's bytes). Runs made before it have no row points.
 //!
 //! Every figure is the median of [`ProbeOptions::samples`] samples timed with CUDA events; the
-//! whole probe takes well under 2 s on a current GPU (about 2²⁷ gathers per table size).
+//! whole probe takes well under 2 s on a current GPU (about 2²⁷ gathers per table size; the row
+//! gathers, 512 MiB per call, add about 0.1–0.2 s: docs/limits.md).
 
 use std::time::Instant;
 
@@ -57,7 +65,9 @@ crate::kernel_args! {
     }
 }
 
-/// The probe's kernels (`probe.cu`): fill, streaming read, 4- and 8-byte gathers.
+/// The probe's kernels (`probe.cu`): fill, streaming read, 4- and 8-byte gathers, row gathers
+/// (one entry per row size of [`ROW_BYTES`], `spmvkit_probe_rows<bytes>`; `mask + 1` is then the
+/// table's rows).
 pub const PROBE_KERNELS: Kernels = Kernels::new(
     "spmvkit-probe",
     include_str!("probe.cu"),
@@ -66,8 +76,33 @@ pub const PROBE_KERNELS: Kernels = Kernels::new(
         ProbeReadArgs::entry("spmvkit_probe_read"),
         ProbeGatherArgs::entry("spmvkit_probe_gather4"),
         ProbeGatherArgs::entry("spmvkit_probe_gather8"),
+        ProbeGatherArgs::entry(ROW_ENTRIES[0]),
+        ProbeGatherArgs::entry(ROW_ENTRIES[1]),
+        ProbeGatherArgs::entry(ROW_ENTRIES[2]),
+        ProbeGatherArgs::entry(ROW_ENTRIES[3]),
+        ProbeGatherArgs::entry(ROW_ENTRIES[4]),
+        ProbeGatherArgs::entry(ROW_ENTRIES[5]),
+        ProbeGatherArgs::entry(ROW_ENTRIES[6]),
     ],
 );
+
+/// Row sizes of the row-gather measurement, bytes: an X row of k values of vb bytes in a
+/// row-major block (16 bytes: k = 2 in f64; 256 bytes: k = 32 in f64).
+pub const ROW_BYTES: [u32; 7] = [16, 32, 64, 128, 256, 512, 1024];
+
+/// The row-gather entry of each size in [`ROW_BYTES`].
+const ROW_ENTRIES: [&str; 7] = [
+    "spmvkit_probe_rows16",
+    "spmvkit_probe_rows32",
+    "spmvkit_probe_rows64",
+    "spmvkit_probe_rows128",
+    "spmvkit_probe_rows256",
+    "spmvkit_probe_rows512",
+    "spmvkit_probe_rows1024",
+];
+
+/// 16-byte loads in flight per lane and round in the row gathers (`PROBE_ROW_INFLIGHT`).
+const ROW_INFLIGHT: u32 = 4;
 
 /// Gather table sizes: 1 MiB to 1 GiB, doubling.
 pub const GATHER_TABLE_BYTES: [u64; 11] = [
@@ -105,7 +140,28 @@ pub struct GatherPoint {
     pub rate_gps: f64,
 }
 
-/// What the device does at best: streaming bandwidths and the random-gather rate by table size.
+/// One point of the row-gather curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RowPoint {
+    /// Table size in bytes (a power of two).
+    pub table_bytes: u64,
+    /// Row size in bytes (one of [`ROW_BYTES`]); rows are aligned to it.
+    pub row_bytes: u32,
+    /// Rows gathered per timed call.
+    pub rows_per_call: u64,
+    /// Random rows per second, in units of 10⁹.
+    pub rate_grs: f64,
+}
+
+impl RowPoint {
+    /// The bytes the rows deliver: rows/s × row bytes, GB/s (10⁹ bytes/s).
+    pub fn gbs(&self) -> f64 {
+        self.rate_grs * f64::from(self.row_bytes)
+    }
+}
+
+/// What the device does at best: streaming bandwidths, the random-gather rate by table size and
+/// the random-row-gather rate by row and table size.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
     /// The device measured.
@@ -120,8 +176,37 @@ pub struct Probe {
     pub gathers_per_call: u64,
     /// The gather curve, by element size then table size.
     pub gather: Vec<GatherPoint>,
+    /// The row-gather curve, by row size then table size; empty in runs made before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<RowPoint>,
+    /// Wall time of the row gathers alone, ms (part of `elapsed_ms`); absent before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_ms: Option<f64>,
     /// Wall time of the whole probe, ms (kernel compilation included).
     pub elapsed_ms: f64,
+}
+
+/// Piecewise linear in log₂(table size) between the points (log₂ table bytes, rate), clamped to
+/// the first and last point outside them; `None` without a point.
+fn at_table_size(mut pts: Vec<(f64, f64)>, table_bytes: u64) -> Option<f64> {
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (&first, &last) = (pts.first()?, pts.last()?);
+    let x = (table_bytes.max(1) as f64).log2();
+    if x <= first.0 {
+        return Some(first.1);
+    }
+    for w in pts.windows(2) {
+        let ((x0, r0), (x1, r1)) = (w[0], w[1]);
+        if x <= x1 {
+            return Some(r0 + (x - x0) / (x1 - x0) * (r1 - r0));
+        }
+    }
+    Some(last.1)
+}
+
+/// Whether a measured rate is usable.
+fn usable(table_bytes: u64, rate: f64) -> bool {
+    table_bytes > 0 && rate.is_finite() && rate > 0.0
 }
 
 impl Probe {
@@ -130,26 +215,63 @@ impl Probe {
     /// clamped to the first and last points outside them. `None` without a valid point of that
     /// element size.
     pub fn gather_rate(&self, x_bytes: u64, elem_bytes: u32) -> Option<f64> {
-        let mut pts: Vec<(f64, f64)> = self
+        let pts = self
             .gather
             .iter()
-            .filter(|g| g.elem_bytes == elem_bytes && g.table_bytes > 0)
-            .filter(|g| g.rate_gps.is_finite() && g.rate_gps > 0.0)
+            .filter(|g| g.elem_bytes == elem_bytes && usable(g.table_bytes, g.rate_gps))
             .map(|g| ((g.table_bytes as f64).log2(), g.rate_gps))
             .collect();
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (&first, &last) = (pts.first()?, pts.last()?);
-        let x = (x_bytes.max(1) as f64).log2();
-        if x <= first.0 {
-            return Some(first.1);
+        at_table_size(pts, x_bytes)
+    }
+
+    /// The row sizes with a usable row-gather point, ascending.
+    pub fn row_sizes(&self) -> Vec<u32> {
+        let mut w: Vec<u32> = self
+            .rows
+            .iter()
+            .filter(|r| r.row_bytes > 0 && usable(r.table_bytes, r.rate_grs))
+            .map(|r| r.row_bytes)
+            .collect();
+        w.sort_unstable();
+        w.dedup();
+        w
+    }
+
+    /// The row-gather rate (10⁹ rows/s) for rows of `row_bytes` bytes gathered from an X of
+    /// `x_bytes` bytes. For a measured row size: piecewise linear in log₂(table size) as
+    /// [`Probe::gather_rate`]. Between two measured sizes w₀ < w < w₁: log-linear in the row
+    /// size, rate(w₀)·(rate(w₁)/rate(w₀))^(log(w/w₀)/log(w₁/w₀)), both taken at x's size (exact
+    /// when rows/s fall as a power of the size). Wider than the widest measured size w_max:
+    /// rate(w_max)·w_max/w, the widest rows' bytes per second (bandwidth-bound). `None` without
+    /// row points, or for rows narrower than the narrowest measured (a narrower row can go
+    /// faster than any measured rate, so none is a bound for it).
+    pub fn row_rate(&self, x_bytes: u64, row_bytes: u64) -> Option<f64> {
+        let sizes = self.row_sizes();
+        let at = |w: u32| {
+            let pts = self
+                .rows
+                .iter()
+                .filter(|r| r.row_bytes == w && usable(r.table_bytes, r.rate_grs))
+                .map(|r| ((r.table_bytes as f64).log2(), r.rate_grs))
+                .collect();
+            at_table_size(pts, x_bytes)
+        };
+        let (&narrowest, &widest) = (sizes.first()?, sizes.last()?);
+        if row_bytes < u64::from(narrowest) {
+            return None;
         }
-        for w in pts.windows(2) {
-            let ((x0, r0), (x1, r1)) = (w[0], w[1]);
-            if x <= x1 {
-                return Some(r0 + (x - x0) / (x1 - x0) * (r1 - r0));
-            }
+        if row_bytes >= u64::from(widest) {
+            return Some(at(widest)? * f64::from(widest) / row_bytes as f64);
         }
-        Some(last.1)
+        let hi = sizes.iter().position(|&w| u64::from(w) >= row_bytes)?;
+        let w1 = sizes[hi];
+        if u64::from(w1) == row_bytes {
+            return at(w1);
+        }
+        let w0 = sizes[hi - 1];
+        let (r0, r1) = (at(w0)?, at(w1)?);
+        let f = (row_bytes as f64 / f64::from(w0)).ln() / (f64::from(w1) / f64::from(w0)).ln();
+        Some(r0 * (r1 / r0).powf(f))
     }
 
     /// The read bandwidth in bytes per second, when it is a usable figure.
@@ -170,16 +292,21 @@ pub struct ProbeOptions {
     pub gathers: usize,
     /// Timed samples per figure; the median is kept.
     pub samples: usize,
+    /// Bytes of rows per timed call of each row-gather point (rounded down to whole rounds of
+    /// every group); 0 measures no rows.
+    pub row_bytes_per_call: usize,
 }
 
 impl Default for ProbeOptions {
-    /// 1 GiB read buffer, tables up to 1 GiB, 2²⁷ gathers per call, 5 samples.
+    /// 1 GiB read buffer, tables up to 1 GiB, 2²⁷ gathers per call, 5 samples, 512 MiB of
+    /// rows per row-gather call.
     fn default() -> Self {
         ProbeOptions {
             read_bytes: 1 << 30,
             max_table_bytes: 1 << 30,
             gathers: 1 << 27,
             samples: 5,
+            row_bytes_per_call: 1 << 29,
         }
     }
 }
@@ -197,6 +324,24 @@ pub fn table_sizes(buffer_bytes: u64, max_table_bytes: u64) -> Vec<u64> {
 pub fn gather_rounds(gathers: usize, threads: usize) -> (u32, u64) {
     let per_round = (threads * GATHER_UNROLL).max(1);
     let rounds = (gathers / per_round).clamp(1, u32::MAX as usize);
+    (rounds as u32, (rounds * per_round) as u64)
+}
+
+/// The lanes that load one row of `row_bytes` (a power of two, 16 to 1024) and the rows each group
+/// of them has in flight per round, as `probe_rows` in probe.cu.
+fn row_group(row_bytes: u32) -> (u32, u32) {
+    let vecs = row_bytes / 16;
+    let lanes = vecs.min(32);
+    (lanes, ROW_INFLIGHT / (vecs / lanes))
+}
+
+/// Rounds per group for about `bytes` bytes of rows of `row_bytes` over `threads` threads (at
+/// least one round), and the rows that makes.
+pub fn row_rounds(bytes: usize, threads: usize, row_bytes: u32) -> (u32, u64) {
+    let (lanes, per_group) = row_group(row_bytes);
+    let per_round = (threads / lanes as usize * per_group as usize).max(1);
+    let rows = bytes / row_bytes as usize;
+    let rounds = (rows / per_round).clamp(1, u32::MAX as usize);
     (rounds as u32, (rounds * per_round) as u64)
 }
 
@@ -250,6 +395,7 @@ pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
         calls: 1,
         samples: opts.samples,
     };
+    let tables = table_sizes(bytes as u64, opts.max_table_bytes);
     let mut gather = Vec::new();
     for elem in GATHER_ELEM_BYTES {
         let entry = if elem == 4 {
@@ -258,10 +404,7 @@ pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
             "spmvkit_probe_gather8"
         };
         let f = gpu.kernel::<f32, ProbeGatherArgs>(&PROBE_KERNELS, entry)?;
-        for (k, table_bytes) in table_sizes(bytes as u64, opts.max_table_bytes)
-            .into_iter()
-            .enumerate()
-        {
+        for (k, &table_bytes) in tables.iter().enumerate() {
             // table_bytes ≤ bytes ≤ 2^31·16, so the element count fits 32 bits
             let mask = (table_bytes / u64::from(elem) - 1) as u32;
             let seed = 0x9e37_79b9u32.wrapping_mul(k as u32 + 1);
@@ -282,6 +425,37 @@ pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
             });
         }
     }
+    let rows_start = Instant::now();
+    let mut rows = Vec::new();
+    for (row_bytes, entry) in ROW_BYTES.into_iter().zip(ROW_ENTRIES) {
+        if opts.row_bytes_per_call == 0 {
+            break;
+        }
+        let f = gpu.kernel::<f32, ProbeGatherArgs>(&PROBE_KERNELS, entry)?;
+        let (rounds, per_call) = row_rounds(opts.row_bytes_per_call, threads, row_bytes);
+        for (k, &table_bytes) in tables.iter().enumerate() {
+            // table_bytes ≤ 1 GiB, so the row count fits 32 bits
+            let mask = (table_bytes / u64::from(row_bytes) - 1) as u32;
+            let seed = 0x85eb_ca6bu32.wrapping_mul(k as u32 + 1);
+            let args = ProbeGatherArgs {
+                table: DevRef::new(&buf),
+                mask,
+                rounds,
+                seed,
+                out: DevMut::new(&mut out),
+            };
+            // SAFETY: every row index is ≤ mask, and (mask + 1)·row_bytes = table_bytes ≤ the
+            // bytes of buf; the kernel writes out[0] at most.
+            let t = time_stream(gpu, &gather_cfg, || unsafe { gpu.launch(&f, shape, &args) })?;
+            rows.push(RowPoint {
+                table_bytes,
+                row_bytes,
+                rows_per_call: per_call,
+                rate_grs: per_call as f64 / (t.median_us * 1e-6) / 1e9,
+            });
+        }
+    }
+    let rows_ms = (!rows.is_empty()).then(|| rows_start.elapsed().as_secs_f64() * 1e3);
     gpu.synchronize()?;
     Ok(Probe {
         device: gpu.name().to_string(),
@@ -290,6 +464,8 @@ pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
         read_bytes: n16 * 16,
         gathers_per_call: gathers,
         gather,
+        rows,
+        rows_ms,
         elapsed_ms: start.elapsed().as_secs_f64() * 1e3,
     })
 }
@@ -313,8 +489,25 @@ mod tests {
                     rate_gps,
                 })
                 .collect(),
+            rows: Vec::new(),
+            rows_ms: None,
             elapsed_ms: 500.0,
         }
+    }
+
+    /// `p` with row points (table bytes, row bytes, 10⁹ rows/s).
+    fn with_rows(mut p: Probe, points: &[(u64, u32, f64)]) -> Probe {
+        p.rows = points
+            .iter()
+            .map(|&(table_bytes, row_bytes, rate_grs)| RowPoint {
+                table_bytes,
+                row_bytes,
+                rows_per_call: 1 << 20,
+                rate_grs,
+            })
+            .collect();
+        p.rows_ms = Some(100.0);
+        p
     }
 
     const MIB: u64 = 1 << 20;
@@ -371,11 +564,76 @@ mod tests {
         }
     }
 
+    /// The row rate: log-linear in table size at a measured row size, log-log between row sizes,
+    /// bandwidth-bound past the widest, none below the narrowest; the element points play no part.
+    #[test]
+    fn row_rate_interpolates_in_table_and_row_size_and_extrapolates_by_bandwidth() {
+        let p = with_rows(
+            probe(&[(MIB, 8, 500.0), (1 << 30, 8, 40.0)]),
+            &[
+                (MIB, 16, 200.0),
+                (4 * MIB, 16, 100.0),
+                (MIB, 64, 80.0),
+                (4 * MIB, 64, 20.0),
+                (MIB, 256, 10.0),
+                (4 * MIB, 256, 5.0),
+                (2 * MIB, 512, f64::NAN),
+            ],
+        );
+        let r = |x: u64, w: u64| p.row_rate(x, w).unwrap();
+        assert_eq!(p.row_sizes(), [16, 64, 256]);
+        // at the points, halfway in log table size, clamped outside
+        assert_eq!(r(MIB, 16), 200.0);
+        assert_eq!(r(4 * MIB, 64), 20.0);
+        assert!((r(2 * MIB, 16) - 150.0).abs() < 1e-9);
+        assert!((r(2 * MIB, 256) - 7.5).abs() < 1e-9);
+        assert_eq!(r(1 << 40, 64), 20.0);
+        assert_eq!(r(1, 256), 10.0);
+        // 32 bytes: halfway in log row size between 16 (200) and 64 (80): √(200·80)
+        assert!((r(MIB, 32) - (200.0f64 * 80.0).sqrt()).abs() < 1e-9);
+        // 128 bytes at 2 MiB: between 64 (50) and 256 (7.5) halfway: √(50·7.5)
+        assert!((r(2 * MIB, 128) - (50.0f64 * 7.5).sqrt()).abs() < 1e-9);
+        // a quarter of the way from 16 to 64 (≈ 22.6 bytes) is not exact in bytes; 48 bytes is
+        // log(3)/log(4) of the way
+        let f = 3f64.ln() / 4f64.ln();
+        assert!((r(MIB, 48) - 200.0 * (80.0f64 / 200.0).powf(f)).abs() < 1e-9);
+        // wider than 256 (the NaN point of 512 is ignored): 256's bytes per second
+        assert!((r(MIB, 512) - 5.0).abs() < 1e-12);
+        assert!((r(4 * MIB, 2560) - 0.5).abs() < 1e-12);
+        assert!((r(MIB, 300) - 10.0 * 256.0 / 300.0).abs() < 1e-12);
+        // narrower than the narrowest, or no rows: none
+        assert_eq!(p.row_rate(MIB, 8), None);
+        assert_eq!(probe(&[(MIB, 8, 500.0)]).row_rate(MIB, 256), None);
+        // the rate falls with the row size at every table size
+        for x in [MIB, 3 * MIB, 1 << 30] {
+            let mut last = f64::INFINITY;
+            for w in [16, 24, 32, 48, 64, 100, 128, 256, 257, 512, 1024, 4096] {
+                assert!(r(x, w) < last, "{x} {w}");
+                last = r(x, w);
+            }
+        }
+    }
+
+    /// A probe with or without row points comes back from JSON as it was; a record made before
+    /// the row points (no `rows`, no `rows_ms`) loads with none.
     #[test]
     fn probe_survives_json() {
         let p = probe(&[(MIB, 4, 123.5), (MIB, 8, 99.25)]);
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(!json.contains("rows"), "{json}");
+        let back: Probe = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, p);
+        let p = with_rows(p, &[(MIB, 16, 150.0), (1 << 30, 1024, 4.25)]);
         let back: Probe = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(back, p);
+        assert_eq!(back.row_rate(1 << 30, 1024), Some(4.25));
+        let old = r#"{"device":"NVIDIA H200","copy_gbs":4216.0,"read_gbs":4408.0,
+            "read_bytes":1073741824,"gathers_per_call":134086656,
+            "gather":[{"table_bytes":1048576,"elem_bytes":8,"rate_gps":160.0}],"elapsed_ms":450.0}"#;
+        let old: Probe = serde_json::from_str(old).unwrap();
+        assert!(old.rows.is_empty() && old.rows_ms.is_none());
+        assert_eq!(old.gather_rate(MIB, 8), Some(160.0));
+        assert_eq!(old.row_rate(MIB, 256), None);
     }
 
     #[test]
@@ -392,6 +650,24 @@ mod tests {
         assert_eq!(gathers, 62 * 8 * threads as u64);
         assert!(gathers <= 1 << 27 && gathers as usize + 8 * threads > 1 << 27);
         assert_eq!(gather_rounds(1, threads), (1, 8 * threads as u64));
+        // rows: 16 bytes a lane each, four in flight; 1024 bytes a warp, two in flight
+        assert_eq!(row_group(16), (1, 4));
+        assert_eq!(row_group(256), (16, 4));
+        assert_eq!(row_group(512), (32, 4));
+        assert_eq!(row_group(1024), (32, 2));
+        for w in ROW_BYTES {
+            let (lanes, per_group) = row_group(w);
+            assert_eq!(BLOCK % lanes, 0);
+            let (rounds, rows) = row_rounds(1 << 29, threads, w);
+            let per_round = (threads as u32 / lanes * per_group) as u64;
+            assert_eq!(rows, u64::from(rounds) * per_round, "{w}");
+            let bytes = rows * u64::from(w);
+            assert!(
+                bytes <= 1 << 29 && bytes + per_round * u64::from(w) > 1 << 29,
+                "{w}"
+            );
+        }
+        assert_eq!(row_rounds(16, threads, 256).0, 1);
     }
 
     /// On a GPU: the probe runs, its figures are plausible and it stays within its time budget.
@@ -416,5 +692,45 @@ mod tests {
         let small = p.gather_rate(1 << 20, 8).unwrap();
         let large = p.gather_rate(1 << 30, 8).unwrap();
         assert!(small >= large, "1 MiB {small} < 1 GiB {large}: {p:?}");
+        gpu_row_rates_are_plausible(&p);
+    }
+
+    /// The row gathers of a probe measured on a GPU: every size at every table, positive; past
+    /// L2 (256 MiB and up) no faster in bytes than 1.25 × the read bandwidth (a 256 MiB table
+    /// still has about a fifth of its rows in the H200's L2) and, for rows of 256 bytes and more,
+    /// at least a tenth of it; wider rows give fewer rows per second (within 10 % between
+    /// neighbouring sizes, which can both be one 32-byte sector's cost, and strictly from 16 to
+    /// 1024 bytes).
+    fn gpu_row_rates_are_plausible(p: &Probe) {
+        let tables = table_sizes(p.read_bytes, 1 << 30);
+        assert_eq!(p.rows.len(), ROW_BYTES.len() * tables.len(), "{p:?}");
+        assert!(p.rows_ms.is_some_and(|ms| ms > 0.0 && ms < 1000.0), "{p:?}");
+        let rate = |t: u64, w: u32| {
+            let r = p
+                .rows
+                .iter()
+                .find(|r| r.table_bytes == t && r.row_bytes == w);
+            r.unwrap_or_else(|| panic!("no {w}-byte rows at {t}: {p:?}"))
+        };
+        for &t in &tables {
+            for w in ROW_BYTES {
+                let r = rate(t, w);
+                assert!(r.rate_grs.is_finite() && r.rate_grs > 0.0, "{r:?}");
+                if t >= 256 << 20 {
+                    assert!(r.gbs() <= 1.25 * p.read_gbs, "{r:?}, read {}", p.read_gbs);
+                    if w >= 256 {
+                        assert!(r.gbs() >= 0.1 * p.read_gbs, "{r:?}, read {}", p.read_gbs);
+                    }
+                }
+            }
+            for w in ROW_BYTES.windows(2) {
+                let (narrow, wide) = (rate(t, w[0]), rate(t, w[1]));
+                assert!(
+                    wide.rate_grs <= 1.1 * narrow.rate_grs,
+                    "{narrow:?} {wide:?}"
+                );
+            }
+            assert!(rate(t, 1024).rate_grs < rate(t, 16).rate_grs, "{p:?}");
+        }
     }
 }

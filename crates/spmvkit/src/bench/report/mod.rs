@@ -99,6 +99,9 @@ pub struct ReportFiles {
     /// `spmm.md`, the multi-vector results' table, written when the runs have any
     /// ([`crate::bench::multi`]).
     pub spmm: Option<PathBuf>,
+    /// `spmm-limits.csv`, the multi-vector results' limits and their terms, written when some
+    /// has a limit ([`crate::bench::multi::multi_limits_csv`]).
+    pub spmm_limits_csv: Option<PathBuf>,
     /// Every plot file (SVG and PNG).
     pub plots: Vec<PathBuf>,
     /// Plots not drawn, and why.
@@ -155,6 +158,11 @@ pub fn write_report_with(
         let text = format!("# SpMM: multi-vector calls\n\n{spmm}");
         fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
         files.spmm = Some(path);
+    }
+    if let Some(text) = super::multi::multi_limits_csv(&matrices, probe) {
+        let path = out_dir.join("spmm-limits.csv");
+        fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
+        files.spmm_limits_csv = Some(path);
     }
     Ok(files)
 }
