@@ -61,8 +61,16 @@ const AUTO_TRIAL: TimingConfig = TimingConfig {
     samples: 3,
 };
 
-/// The path of `shape` on `plan` with multi-vector state `st` ([`Plan::multi_path`]).
+/// The path of one vector: the plan's own SpMV call ([`MultiKernel::Spmv`]).
+const SPMV: MultiPath = MultiPath::Kernel(MultiKernel::Spmv);
+
+/// The path of `shape` on `plan` with multi-vector state `st` ([`Plan::multi_path`]): one
+/// vector (k = 1) is the plan's SpMV call whatever the layout (and `auto` has nothing to
+/// choose); otherwise the layout's kernel where it runs on this plan, else k SpMV calls.
 fn path_of<T: PrepareFor>(plan: &Plan<T>, st: &MultiState<T>, shape: MultiShape) -> MultiPath {
+    if shape.k == 1 {
+        return SPMV;
+    }
     let kernel = plan.layout().multi().map(|s| s.kernel);
     let kernel = kernel.or_else(|| plan.layout().multi_layout().map(|o| o.kernel()));
     match (kernel, plan.permutation(), plan.backend()) {
@@ -105,7 +113,8 @@ fn no_gpu(plan_method: &str, what: &str) -> Error {
 }
 
 impl<T: PrepareFor> Plan<T> {
-    /// The path a multi-vector call of `shape` takes on this plan: the layout's multi-vector
+    /// The path a multi-vector call of `shape` takes on this plan: for one vector (k = 1) the
+    /// plan's own SpMV call ([`MultiKernel::Spmv`]); otherwise the layout's multi-vector
     /// kernel ([`crate::methods::Layout::multi`]) when it has one that runs where the plan runs
     /// and the plan does not reorder; otherwise k single-vector calls. For `auto` on the GPU,
     /// the path its trial chose for the shape, or [`MultiKernel::Auto`] before the shape's
@@ -141,6 +150,11 @@ impl<T: PrepareFor> Plan<T> {
         let dims = (self.nrows(), self.ncols());
         shape.check("apply_multi", dims, x.len(), y.len(), true)?;
         let path = self.multi_path(shape);
+        if path == SPMV {
+            // one vector, in either order: exactly `ncols` and `nrows` entries
+            self.apply(alpha, x, beta, y)?;
+            return Ok(path);
+        }
         if self.backend() == Backend::Gpu {
             self.settle_calls()?;
             self.set_multi_vectors(shape, Some(x), Some(y))?;
@@ -400,6 +414,23 @@ fn ready<T: PrepareFor>(
         .ok_or_else(|| no_gpu(plan.info().name, "apply_multi_device"))?;
     match path {
         MultiPath::Kernel(MultiKernel::Auto) => choose(plan, st, shape),
+        MultiPath::Kernel(MultiKernel::Spmv) => {
+            st.note(
+                "spmm k=1".into(),
+                format!(
+                    "one SpMV call of the plan's method on the vector{}",
+                    if padded(plan) {
+                        " (through scratch vectors: the layout wants padded ones)"
+                    } else {
+                        ", no copies"
+                    }
+                ),
+            );
+            match padded(plan) {
+                true => ready(plan, st, shape, MultiPath::Columns),
+                false => Ok(()),
+            }
+        }
         MultiPath::Kernel(kernel) => {
             if st.device(kernel).is_none() {
                 let own = plan.layout().multi_layout();
@@ -553,11 +584,9 @@ fn run_path<T: PrepareFor>(
         .ok_or_else(|| no_gpu(plan.info().name, "apply_multi_device"))?;
     let missing = || Error::InvalidArgument("SpMM: device state missing after setup".into());
     match path {
-        MultiPath::Kernel(k) => {
-            let d = st.device(k).ok_or_else(missing)?;
-            d.run(gpu, shape, alpha, x, beta, y)?;
-        }
-        MultiPath::Columns => {
+        SPMV if !padded(plan) => plan.apply_device(alpha, x, beta, y)?,
+        // k SpMV calls; one vector of a padded layout through the scratch vectors
+        MultiPath::Columns | SPMV => {
             let copy = st.copy.as_ref().ok_or_else(missing)?;
             let (sx, sy) = st.scratch.as_mut().ok_or_else(missing)?;
             let (m, n, k) = (plan.nrows(), plan.ncols(), shape.k);
@@ -574,8 +603,20 @@ fn run_path<T: PrepareFor>(
                 copy_strided(gpu, copy, strided(y, yo, ys), strided_ref(sy, 0, 1), m)?;
             }
         }
+        MultiPath::Kernel(k) => {
+            let d = st.device(k).ok_or_else(missing)?;
+            d.run(gpu, shape, alpha, x, beta, y)?;
+        }
     }
     Ok(())
+}
+
+/// Whether the plan's device vectors are longer than the matrix (a layout that wants padded
+/// vectors, `cusparse-bsr`, which would use a long enough block in place, overwriting Y past
+/// `nrows`).
+fn padded<T: PrepareFor>(plan: &Plan<T>) -> bool {
+    plan.device_vectors()
+        .is_some_and(|(x, y)| x.len() > plan.ncols() || y.len() > plan.nrows())
 }
 
 fn strided<T>(buf: &mut CudaSlice<T>, off: usize, stride: usize) -> Strided<&mut CudaSlice<T>> {

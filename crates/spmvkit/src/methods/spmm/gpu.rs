@@ -467,10 +467,11 @@ impl<T: Scalar> DeviceMulti<T> {
                 tune: src.tune,
             },
             MultiKernel::Cusparse => DeviceMulti::Cusparse(CusparseSpmm::new(gpu, src.a)?),
-            MultiKernel::Auto => {
-                return Err(Error::InvalidArgument(
-                    "SpMM: auto is a choice between kernels, not one to upload".into(),
-                ))
+            MultiKernel::Auto | MultiKernel::Spmv => {
+                return Err(Error::InvalidArgument(format!(
+                    "SpMM: {} is not a kernel on a CSR copy",
+                    src.kernel.name()
+                )))
             }
             MultiKernel::Packed => {
                 return Err(Error::InvalidArgument(

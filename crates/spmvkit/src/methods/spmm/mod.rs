@@ -16,6 +16,8 @@
 //!   column-major block and through a copy of each column for a row-major one; on the device
 //!   each column goes through the plan's scratch vectors by a strided copy kernel (both orders).
 //!   Every call returns the [`MultiPath`] it took, and [`Plan::multi_path`] says it before.
+//! - **k = 1** on any plan is one call of the plan's own SpMV on the block, which is a vector
+//!   in either order ([`MultiKernel::Spmv`]): no SpMM kernel, no trial, no copies.
 //!
 //! Device state (the kernels' CSR copy, cuSPARSE's descriptors, buffer and preprocessing per
 //! (k, order)) is made on the first call that needs it ([`Plan::prepare_multi`] makes it ahead,
@@ -132,10 +134,17 @@ pub enum MultiKernel {
     /// [`MultiKernel::Cusparse`] and [`MultiPath::Columns`] and keeps the fastest; on the CPU the row-split mirror. A call
     /// never takes this path itself; [`Plan::multi_path`] says it until the shape is chosen.
     Auto,
+    /// k = 1 on every plan: a block of one vector, in either order, is that vector (`ncols`
+    /// entries of X, `nrows` of Y), so the call is the plan's own single-vector call on it,
+    /// with no copies (the SpMM kernels' floor at k = 1 is above the SpMV kernels':
+    /// docs/spmm.md). On the GPU a layout that wants padded vectors (`cusparse-bsr`) takes the
+    /// vector through the fallback's scratch copies instead, so that Y's entries past `nrows`
+    /// stay the caller's.
+    Spmv,
 }
 
 impl MultiKernel {
-    /// `row-split`, `merge-path`, `cusparse-spmm` or `csr-packed`.
+    /// `row-split`, `merge-path`, `cusparse-spmm`, `csr-packed` or `spmv (one SpMV call)`.
     pub fn name(self) -> &'static str {
         match self {
             MultiKernel::RowSplit => "row-split",
@@ -143,6 +152,7 @@ impl MultiKernel {
             MultiKernel::Cusparse => "cusparse-spmm",
             MultiKernel::Packed => "csr-packed",
             MultiKernel::Auto => "auto (chosen per shape on its first call)",
+            MultiKernel::Spmv => "spmv (one SpMV call)",
         }
     }
 }
