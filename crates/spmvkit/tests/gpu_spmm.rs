@@ -449,6 +449,49 @@ fn gpu_spmm_one_vector_is_the_spmv_call() {
     }
 }
 
+/// `auto[deterministic=1]`: its SpMM trial tries cuSPARSE SpMM with ALG3 only (the notes name
+/// no other algorithm), and the path it keeps gives the same bits call after call.
+#[test]
+fn gpu_spmm_deterministic_auto_keeps_to_deterministic_candidates() {
+    let test = "gpu_spmm_deterministic_auto_keeps_to_deterministic_candidates";
+    let Some(_gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let _lock = gpu_lock();
+    let a = spmvkit::gen::generate::<f64>("powerlaw:20000,12").unwrap();
+    let mut plan = Plan::new("auto[deterministic=1]", &a, &opts(Backend::Gpu)).unwrap();
+    assert!(plan.deterministic());
+    for shape in [MultiShape::row_major(8), MultiShape::col_major(3)] {
+        let chosen = plan.prepare_multi(shape).unwrap();
+        let notes = plan.multi_notes();
+        for (k, v) in notes
+            .iter()
+            .filter(|(k, _)| k.contains("cusparse") || k.contains("auto"))
+        {
+            assert!(!v.contains("ALG1") && !v.contains("ALG2"), "{k}: {v}");
+        }
+        let (x, y0) = blocks(&a, shape);
+        let runs: Vec<Vec<f64>> = (0..3)
+            .map(|_| {
+                let mut y = y0.clone();
+                assert_eq!(
+                    plan.apply_multi(1.5, &x, -0.5, &mut y, shape).unwrap(),
+                    chosen
+                );
+                y
+            })
+            .collect();
+        for r in &runs[1..] {
+            assert!(
+                r.iter()
+                    .zip(&runs[0])
+                    .all(|(p, q)| p.to_bits() == q.to_bits()),
+                "{shape:?}: {chosen} differs between calls"
+            );
+        }
+    }
+}
+
 /// `apply_many` on a GPU plan with an SpMM kernel goes through one column-major block: the
 /// multi-vector state exists after it, `csr-vector` keeps each vector's SpMV bits, `cusparse`
 /// and `merge` (its SpMM sums differently from its SpMV) are within the oracle's tolerance;

@@ -511,8 +511,9 @@ struct AutoLayout<T: Scalar> {
     cpu_fallback: Option<Box<dyn Layout<T>>>,
     /// A `csr` layout kept for the multi-vector path when the chosen one has no SpMM kernel.
     spmm_csr: Option<Box<dyn Layout<T>>>,
-    /// `spmm=1`: multi-vector calls choose per (k, order) ([`MultiKernel::Auto`]).
-    spmm: bool,
+    /// `spmm=1`: multi-vector calls choose per (k, order) ([`MultiKernel::Auto`]);
+    /// `deterministic=1`: among deterministic candidates only.
+    spmm: SpmmOffer,
     /// The registered method named by `choice.method` ([`Layout::chosen`]).
     chosen: &'static dyn Method,
     choice: Choice,
@@ -564,7 +565,7 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
     /// chosen layout's own kernel, if any.
     fn multi(&self) -> Option<MultiSource<'_, T>> {
         let own = self.inner.multi();
-        if !self.spmm {
+        if !self.spmm.on {
             return own;
         }
         let src = own
@@ -572,6 +573,7 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
             .or_else(|| self.spmm_csr.as_ref()?.multi())?;
         Some(MultiSource {
             kernel: MultiKernel::Auto,
+            deterministic: self.spmm.deterministic,
             ..src
         })
     }
@@ -654,14 +656,26 @@ fn prepare<T: Scalar>(
         (delegate(find(choice.method)?)?, None, None)
     };
     let o = parse(params)?;
+    let spmm = SpmmOffer {
+        on: o.spmm,
+        deterministic: o.deterministic,
+    };
     finish(
         choice,
         inner,
         trial,
         device,
-        (o.cpu_fallback.then_some("csr"), o.spmm),
+        (o.cpu_fallback.then_some("csr"), spmm),
         &delegate,
     )
+}
+
+/// What `auto`'s layout offers multi-vector calls: `spmm=1` ([`MultiKernel::Auto`], a timed
+/// trial per shape) or not, and with `deterministic=1` only deterministic candidates.
+#[derive(Clone, Copy, Debug, Default)]
+struct SpmmOffer {
+    on: bool,
+    deterministic: bool,
 }
 
 /// Wraps the chosen layout, adding a layout of `fallback` (`csr`; `csr-vector` on 64-bit
@@ -673,7 +687,7 @@ fn finish<T: Scalar>(
     inner: Box<dyn Layout<T>>,
     trial: Option<(Vec<TrialEntry>, Duration)>,
     device: Option<Box<dyn DeviceLayout<T>>>,
-    (fallback, want_spmm): (Option<&'static str>, bool),
+    (fallback, spmm): (Option<&'static str>, SpmmOffer),
     delegate: &impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
 ) -> Result<Box<dyn Layout<T>>> {
     let chosen = find(choice.method)?;
@@ -681,7 +695,7 @@ fn finish<T: Scalar>(
         Some(name) if !chosen.info().cpu => Some(delegate(find(name)?)?),
         _ => None,
     };
-    let spmm_csr = if want_spmm && inner.multi().is_none() && cpu_fallback.is_none() {
+    let spmm_csr = if spmm.on && inner.multi().is_none() && cpu_fallback.is_none() {
         Some(delegate(find("csr")?)?)
     } else {
         None
@@ -690,7 +704,7 @@ fn finish<T: Scalar>(
         inner,
         cpu_fallback,
         spmm_csr,
-        spmm: want_spmm,
+        spmm,
         chosen,
         choice,
         trial,
@@ -802,7 +816,8 @@ fn prepare_wide<T: Scalar>(
     // a GPU winner without a CPU executor (cuSPARSE) gets csr-vector's CPU mirror, which takes
     // 64-bit offsets, for a CPU backend
     let fallback = o.cpu_fallback.then_some("csr-vector");
-    finish(choice, inner, trial, device, (fallback, false), &delegate)
+    let spmm = SpmmOffer::default();
+    finish(choice, inner, trial, device, (fallback, spmm), &delegate)
 }
 
 /// What `auto` passes on to the method it chose: the plan's `storage=` (docs/precision.md), only.

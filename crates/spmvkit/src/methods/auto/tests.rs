@@ -217,7 +217,7 @@ fn a_gpu_only_choice_runs_on_the_cpu_through_csr() {
                 .unwrap(),
         ),
         spmm_csr: None,
-        spmm: false,
+        spmm: SpmmOffer::default(),
         chosen,
         choice: Choice {
             method: "cusparse",
@@ -318,7 +318,7 @@ fn a_trial_keeps_the_fastest_measured_layout_without_preparing_it_again() {
         inner: out.layout,
         cpu_fallback: None,
         spmm_csr: None,
-        spmm: false,
+        spmm: SpmmOffer::default(),
         chosen: find(out.winner).unwrap(),
         choice: Choice {
             method: out.winner,
@@ -675,19 +675,27 @@ fn the_cpu_fallback_is_built_only_when_asked() {
     for fallback in ["csr", "csr-vector"] {
         let inner = inner();
         asked.borrow_mut().clear();
-        let with = finish(choice(), inner, None, None, (Some(fallback), false), &delegate);
+        let with = finish(choice(), inner, None, None, (Some(fallback), SpmmOffer::default()), &delegate);
         let with = with.unwrap();
         assert_eq!(*asked.borrow(), [fallback], "the fallback prepared");
         y.fill(f64::NAN);
         with.run_cpu(1.0, &x, 0.0, &mut y).unwrap();
         assert!(crate::cpu::check(&r, &y).ok, "{fallback}");
     }
-    let without = finish(choice(), inner(), None, None, (None, false), &delegate).unwrap();
+    let without = finish(choice(), inner(), None, None, (None, SpmmOffer::default()), &delegate).unwrap();
     assert!(matches!(
         without.run_cpu(1.0, &x, 0.0, &mut y),
         Err(Error::MethodUnsupported { .. })
     ));
     assert!(parse(&Params::parse(["cpu_fallback=maybe"]).unwrap()).is_err());
+}
+
+/// `spmm=1` with the other defaults.
+fn spmm_on() -> SpmmOffer {
+    SpmmOffer {
+        on: true,
+        ..Default::default()
+    }
 }
 
 /// With `spmm=1` auto offers the multi-vector choice ([`MultiKernel::Auto`]) on the chosen
@@ -711,7 +719,7 @@ fn the_spmm_copy_is_kept_only_when_needed_and_asked() {
             candidates: vec![],
         };
         let inner = || delegate(find(name).unwrap()).unwrap();
-        let mut on = finish(choice(), inner(), None, None, (None, true), &delegate).unwrap();
+        let mut on = finish(choice(), inner(), None, None, (None, spmm_on()), &delegate).unwrap();
         let src = on.multi().expect("spmm=1 offers the choice");
         assert_eq!(src.kernel, MultiKernel::Auto);
         assert_eq!((src.a.nnz(), src.a.vals()), (a.nnz(), a.vals()));
@@ -722,7 +730,7 @@ fn the_spmm_copy_is_kept_only_when_needed_and_asked() {
         if own.is_none() {
             assert_eq!(src.a.vals(), &doubled[..], "{name}: the copy took the new values");
         }
-        let off = finish(choice(), inner(), None, None, (None, false), &delegate).unwrap();
+        let off = finish(choice(), inner(), None, None, (None, SpmmOffer::default()), &delegate).unwrap();
         assert_eq!(off.multi().map(|s| s.kernel), own, "{name}");
     }
 }
@@ -744,7 +752,7 @@ fn the_chosen_layouts_own_spmm_kernel_is_offered() {
         };
         for spmm in [false, true] {
             let inner = delegate(find(name).unwrap()).unwrap();
-            let l = finish(choice(), inner, None, None, (None, spmm), &delegate).unwrap();
+            let l = finish(choice(), inner, None, None, (None, SpmmOffer { on: spmm, ..Default::default() }), &delegate).unwrap();
             assert_eq!(l.multi_layout().map(|o| o.kernel()), own, "{name} spmm={spmm}");
         }
     }
@@ -766,7 +774,7 @@ fn autos_typed_choice_is_present_and_matches_the_note() {
             candidates: vec![],
         };
         let inner = delegate(find(name).unwrap()).unwrap();
-        let l = finish(choice, inner, None, None, (Some("csr"), false), &delegate).unwrap();
+        let l = finish(choice, inner, None, None, (Some("csr"), SpmmOffer::default()), &delegate).unwrap();
         let typed = l.chosen().expect("auto reports its choice").info().name;
         assert_eq!(typed, name);
         let noted: Vec<_> = l

@@ -11,6 +11,7 @@ use super::cpu::{column, run_merge, run_row_split, set_column};
 use super::gpu::{copy_strided, DeviceMulti, Strided, StridedCopyArgs};
 use super::{MultiKernel, MultiPath, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
+use crate::gpu::cusparse::SpmmAlg;
 use crate::gpu::{Gpu, Kernel, Timing, TimingConfig, TimingMode};
 use crate::matrix::DenseOrder;
 use crate::methods::{Backend, Plan, PrepareFor};
@@ -476,9 +477,47 @@ fn ready<T: PrepareFor>(
     }
 }
 
-/// `auto`'s choice for `shape`: each candidate (spmvkit's row-split and merge-path kernels,
-/// cuSPARSE SpMM, k calls of the plan's SpMV, and the chosen layout's own kernel when it has
-/// one) made and timed ([`AUTO_TRIAL`]) on zeroed scratch blocks; the fastest is kept for the
+/// What `auto`'s trial of a shape may time on a plan ([`auto_candidates`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct AutoCandidates {
+    /// The paths, in the order they are timed.
+    pub(crate) paths: Vec<MultiPath>,
+    /// The cuSPARSE SpMM algorithms its setup may try (the cuSPARSE candidate's).
+    pub(crate) cusparse_algs: &'static [SpmmAlg],
+}
+
+/// `auto`'s candidates on `plan` (its layout offering [`MultiKernel::Auto`]): spmvkit's
+/// row-split and merge-path kernels, cuSPARSE SpMM, k calls of the plan's SpMV, and the chosen
+/// layout's own kernel when it has one (`csr-packed`'s). Under `auto[deterministic=1]`
+/// ([`MultiSource::deterministic`]) every candidate is bitwise deterministic: spmvkit's kernels
+/// are, k calls of the SpMV such an `auto` chose are, and cuSPARSE SpMM tries only the
+/// algorithm its documentation states deterministic ([`SpmmAlg::candidates`]; it is left out
+/// when there is none).
+pub(crate) fn auto_candidates<T: PrepareFor>(plan: &Plan<T>) -> AutoCandidates {
+    let deterministic = plan.layout().multi().is_some_and(|s| s.deterministic);
+    let cusparse_algs = SpmmAlg::candidates(deterministic);
+    let cusparse = (!cusparse_algs.is_empty()).then_some(MultiKernel::Cusparse);
+    let own = plan.layout().multi_layout().map(|o| o.kernel());
+    let paths = [
+        Some(MultiKernel::RowSplit),
+        Some(MultiKernel::Merge),
+        cusparse,
+    ]
+    .into_iter()
+    .flatten()
+    .map(MultiPath::Kernel)
+    .chain([MultiPath::Columns])
+    .chain(own.map(MultiPath::Kernel))
+    .collect();
+    AutoCandidates {
+        paths,
+        cusparse_algs,
+    }
+}
+
+/// `auto`'s choice for `shape`: each candidate ([`auto_candidates`]: spmvkit's row-split and
+/// merge-path kernels, cuSPARSE SpMM, k calls of the plan's SpMV, and the chosen layout's own
+/// kernel when it has one) made and timed ([`AUTO_TRIAL`]) on zeroed scratch blocks; the fastest is kept for the
 /// shape, the device state no shape chose is dropped, and the times go to the notes. The merge
 /// path is always a candidate: it shares the row-split kernels' CSR copy, so it adds only its
 /// teams (8 bytes each), its carries (teams × k values) and 10 calls to the trial. A candidate
@@ -497,20 +536,7 @@ fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiSha
     let x = gpu.alloc_zeros::<T>(xl.max(1))?;
     let mut y = gpu.alloc_zeros::<T>(yl.max(1))?;
     let mut trials = Vec::new();
-    // the chosen layout's own kernel (csr-packed) is one more candidate
-    let own = plan
-        .layout()
-        .multi_layout()
-        .map(|o| MultiPath::Kernel(o.kernel()));
-    for path in [
-        MultiPath::Kernel(MultiKernel::RowSplit),
-        MultiPath::Kernel(MultiKernel::Merge),
-        MultiPath::Kernel(MultiKernel::Cusparse),
-        MultiPath::Columns,
-    ]
-    .into_iter()
-    .chain(own)
-    {
+    for path in auto_candidates(plan).paths {
         let timed = ready(plan, st, shape, path).and_then(|()| {
             crate::gpu::timing::time(&gpu, TimingMode::Stream, &AUTO_TRIAL, || {
                 run_path(plan, st, path, T::one(), &x, T::zero(), &mut y, shape)

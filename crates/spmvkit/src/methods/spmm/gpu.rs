@@ -466,7 +466,9 @@ impl<T: Scalar> DeviceMulti<T> {
                 merge: Box::new(DeviceMerge::upload(gpu, src.a, src.tune)?),
                 tune: src.tune,
             },
-            MultiKernel::Cusparse => DeviceMulti::Cusparse(CusparseSpmm::new(gpu, src.a)?),
+            MultiKernel::Cusparse => {
+                DeviceMulti::Cusparse(CusparseSpmm::new(gpu, src.a, src.deterministic)?)
+            }
             MultiKernel::Auto | MultiKernel::Spmv => {
                 return Err(Error::InvalidArgument(format!(
                     "SpMM: {} is not a kernel on a CSR copy",

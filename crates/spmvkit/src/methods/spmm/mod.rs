@@ -177,12 +177,16 @@ impl std::fmt::Display for MultiPath {
 }
 
 /// What a layout offers [`Plan::apply_multi`] ([`Layout::multi`]): its multi-vector kernel,
-/// the CSR matrix that kernel runs on (the layout's own), and the row-major tile's tuning (the
-/// method's parameters; [`SpmmTune::default`] leaves it to the rule).
+/// the CSR matrix that kernel runs on (the layout's own), the row-major tile's tuning (the
+/// method's parameters; [`SpmmTune::default`] leaves it to the rule), and whether the plan must
+/// stay bitwise deterministic (`auto[deterministic=1]`): then `auto`'s trial keeps to
+/// deterministic candidates and cuSPARSE SpMM to the algorithm its documentation states
+/// deterministic ([`crate::gpu::cusparse::SpmmAlg::DETERMINISTIC`]).
 pub struct MultiSource<'a, T> {
     pub kernel: MultiKernel,
     pub a: &'a Csr<T>,
     pub tune: SpmmTune,
+    pub deterministic: bool,
 }
 
 /// A layout whose multi-vector kernel runs on the layout's own arrays, not on a CSR matrix

@@ -161,6 +161,39 @@ fn one_vector_is_the_plans_spmv_call() {
     }
 }
 
+/// `auto[deterministic=1]`'s SpMM trial keeps to deterministic candidates: cuSPARSE SpMM only
+/// with ALG3, the one CSR algorithm cuSPARSE documents as bitwise deterministic, the other
+/// candidates as without the flag (spmvkit's kernels and k calls of the deterministic SpMV it
+/// chose); without the flag cuSPARSE tries every algorithm.
+#[test]
+fn deterministic_auto_trials_only_deterministic_candidates() {
+    use super::apply::auto_candidates;
+    use crate::gpu::cusparse::SpmmAlg;
+    let a = crate::gen::generate::<f64>("powerlaw:2000,6").unwrap();
+    let free = Plan::new("auto", &a, &cpu()).unwrap();
+    let det = Plan::new("auto[deterministic=1]", &a, &cpu()).unwrap();
+    let (f, d) = (auto_candidates(&free), auto_candidates(&det));
+    assert_eq!(f.cusparse_algs, SpmmAlg::ALL);
+    assert_eq!(d.cusparse_algs, [SpmmAlg::CsrAlg3]);
+    assert!(d.cusparse_algs.iter().all(|alg| alg.deterministic()));
+    for alg in [SpmmAlg::CsrAlg1, SpmmAlg::CsrAlg2] {
+        assert!(
+            !alg.deterministic() && !d.cusparse_algs.contains(&alg),
+            "{alg:?}"
+        );
+    }
+    let kernel = MultiPath::Kernel;
+    let want = [
+        kernel(MultiKernel::RowSplit),
+        kernel(MultiKernel::Merge),
+        kernel(MultiKernel::Cusparse),
+        MultiPath::Columns,
+    ];
+    assert_eq!(d.paths, want);
+    assert_eq!(f.paths, want);
+    assert!(det.deterministic(), "the SpMV of the columns candidate");
+}
+
 /// The column-major mirror is csr-vector's SpMV per vector, bit for bit; the row-major one is
 /// the serial fma chain per (row, vector), so each of its columns equals the mirror run on
 /// that column alone (k = 1 through the plan is the SpMV itself).
