@@ -9,12 +9,12 @@ use cudarc::driver::CudaSlice;
 
 use super::cpu::{column, run_merge, run_row_split, set_column};
 use super::gpu::{copy_strided, DeviceMulti, Strided, StridedCopyArgs};
-use super::{MultiKernel, MultiPath, MultiShape, MultiSource, KERNEL};
+use super::{MultiKernel, MultiLayout, MultiPath, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::cusparse::SpmmAlg;
 use crate::gpu::{Gpu, Kernel, Timing, TimingConfig, TimingMode};
 use crate::matrix::DenseOrder;
-use crate::methods::{Backend, Plan, PrepareFor};
+use crate::methods::{Backend, Layout, Plan, PrepareFor};
 use crate::scalar::Scalar;
 
 /// What a plan keeps for its multi-vector calls: the kernels' device state (one per kernel
@@ -46,6 +46,12 @@ impl<T: Scalar> Default for MultiState<T> {
 impl<T: Scalar> MultiState<T> {
     fn device(&self, k: MultiKernel) -> Option<&DeviceMulti<T>> {
         self.devices.iter().find(|(d, _)| *d == k).map(|(_, d)| d)
+    }
+
+    /// The kernels whose device state is held (tests).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> Vec<MultiKernel> {
+        self.devices.iter().map(|(k, _)| *k).collect()
     }
 
     fn note(&mut self, key: String, value: String) {
@@ -434,8 +440,10 @@ fn ready<T: PrepareFor>(
         }
         MultiPath::Kernel(kernel) => {
             if st.device(kernel).is_none() {
-                let own = plan.layout().multi_layout();
-                let dev = match own.filter(|o| o.kernel() == kernel) {
+                let layout = plan.layout();
+                let mine = |o: &&dyn MultiLayout<T>| o.kernel() == kernel;
+                let own = layout.multi_layout().filter(mine);
+                let dev = match own.or_else(|| layout.multi_extra().filter(mine)) {
                     Some(own) => DeviceMulti::Own(own.upload_multi(gpu)?),
                     None => {
                         let src = plan.layout().multi().ok_or_else(|| {
@@ -486,18 +494,21 @@ pub(crate) struct AutoCandidates {
     pub(crate) cusparse_algs: &'static [SpmmAlg],
 }
 
-/// `auto`'s candidates on `plan` (its layout offering [`MultiKernel::Auto`]): spmvkit's
-/// row-split and merge-path kernels, cuSPARSE SpMM, k calls of the plan's SpMV, and the chosen
-/// layout's own kernel when it has one (`csr-packed`'s). Under `auto[deterministic=1]`
+/// `auto`'s candidates on a plan whose `layout` offers [`MultiKernel::Auto`]: spmvkit's
+/// row-split and merge-path kernels, cuSPARSE SpMM, k calls of the plan's SpMV, and
+/// `csr-packed`'s kernel: the chosen layout's own, or where `auto` chose another method and the
+/// matrix packs well, the packed layout `auto` prepares for the trial on this first call
+/// ([`crate::methods::Layout::multi_extra`]). Under `auto[deterministic=1]`
 /// ([`MultiSource::deterministic`]) every candidate is bitwise deterministic: spmvkit's kernels
 /// are, k calls of the SpMV such an `auto` chose are, and cuSPARSE SpMM tries only the
 /// algorithm its documentation states deterministic ([`SpmmAlg::candidates`]; it is left out
 /// when there is none).
-pub(crate) fn auto_candidates<T: PrepareFor>(plan: &Plan<T>) -> AutoCandidates {
-    let deterministic = plan.layout().multi().is_some_and(|s| s.deterministic);
+pub(crate) fn auto_candidates<T: Scalar>(layout: &dyn Layout<T>) -> AutoCandidates {
+    let deterministic = layout.multi().is_some_and(|s| s.deterministic);
     let cusparse_algs = SpmmAlg::candidates(deterministic);
     let cusparse = (!cusparse_algs.is_empty()).then_some(MultiKernel::Cusparse);
-    let own = plan.layout().multi_layout().map(|o| o.kernel());
+    let own = layout.multi_layout().or_else(|| layout.multi_extra());
+    let own = own.map(|o| o.kernel());
     let paths = [
         Some(MultiKernel::RowSplit),
         Some(MultiKernel::Merge),
@@ -536,7 +547,7 @@ fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiSha
     let x = gpu.alloc_zeros::<T>(xl.max(1))?;
     let mut y = gpu.alloc_zeros::<T>(yl.max(1))?;
     let mut trials = Vec::new();
-    for path in auto_candidates(plan).paths {
+    for path in auto_candidates(plan.layout()).paths {
         let timed = ready(plan, st, shape, path).and_then(|()| {
             crate::gpu::timing::time(&gpu, TimingMode::Stream, &AUTO_TRIAL, || {
                 run_path(plan, st, path, T::one(), &x, T::zero(), &mut y, shape)

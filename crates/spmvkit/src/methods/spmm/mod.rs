@@ -36,6 +36,8 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 pub use crate::matrix::{DenseOrder, MultiShape};
+#[cfg(test)]
+pub(crate) use apply::auto_candidates;
 pub(crate) use apply::MultiState;
 pub use apply::MultiTiming;
 pub use cpu::{check_multi, oracle_multi, MultiCheck};
