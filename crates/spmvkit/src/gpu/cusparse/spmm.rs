@@ -30,7 +30,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
 use super::{check, create_csr, data_type};
 use crate::error::{Error, Result};
-use crate::gpu::{time_stream, Gpu, TimingConfig};
+use crate::gpu::{time_stream, DeviceBlocks, Gpu, TimingConfig};
 use crate::matrix::{Csr, DenseOrder, MultiShape};
 use crate::scalar::Scalar;
 
@@ -462,22 +462,16 @@ impl<T: Scalar> CusparseSpmm<T> {
     }
 
     /// Enqueues Y = αAX + βY on [`Gpu::stream`] (one `cusparseSpMM`, no synchronisation) for a
-    /// prepared `shape`; X needs at least `ncols·k` and Y `nrows·k` entries.
-    pub fn run(
-        &self,
-        shape: MultiShape,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        shape.check(
-            "cusparseSpMM",
-            (self.nrows, self.ncols),
-            x.len(),
-            y.len(),
-            false,
-        )?;
+    /// prepared shape, after [`DeviceBlocks::check`].
+    pub fn run(&self, b: DeviceBlocks<'_, T>) -> Result<()> {
+        b.check("cusparseSpMM", &self.gpu, (self.nrows, self.ncols))?;
+        let DeviceBlocks {
+            shape,
+            alpha,
+            x,
+            beta,
+            y,
+        } = b;
         if self.nrows == 0 {
             return Ok(());
         }

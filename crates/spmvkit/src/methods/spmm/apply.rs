@@ -12,7 +12,7 @@ use super::gpu::{copy_strided, DeviceMulti, Strided, StridedCopyArgs};
 use super::{MultiKernel, MultiLayout, MultiPath, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::cusparse::SpmmAlg;
-use crate::gpu::{Gpu, Kernel, Timing, TimingConfig, TimingMode};
+use crate::gpu::{DeviceBlocks, Gpu, Kernel, Timing, TimingConfig, TimingMode};
 use crate::matrix::DenseOrder;
 use crate::methods::{Backend, Layout, Plan, PrepareFor};
 use crate::scalar::Scalar;
@@ -169,7 +169,7 @@ impl<T: PrepareFor> Plan<T> {
                 let mut b = st.blocks.take().ok_or_else(|| {
                     Error::InvalidArgument("apply_multi: the plan's blocks are missing".into())
                 })?;
-                let r = run_device(plan, st, alpha, &b.x, beta, &mut b.y, shape);
+                let r = run_device(plan, st, blocks(shape, alpha, &b.x, beta, &mut b.y));
                 st.blocks = Some(b);
                 r
             })?;
@@ -246,7 +246,8 @@ impl<T: PrepareFor> Plan<T> {
     /// leading dimension of the matrix (column-major: ncols for X, nrows for Y; row-major: k).
     /// The first call of a shape (or [`Plan::prepare_multi`]) makes the kernel's device state
     /// and synchronises; later ones only enqueue (capturable in a CUDA graph when the plan's
-    /// method is). Errors on a CPU plan.
+    /// method is). X and Y in another CUDA context than the plan's, or too short, are an error
+    /// naming the block before anything runs ([`DeviceBlocks::check`]); so is a CPU plan.
     pub fn apply_multi_device(
         &mut self,
         alpha: T,
@@ -255,13 +256,18 @@ impl<T: PrepareFor> Plan<T> {
         y: &mut CudaSlice<T>,
         shape: MultiShape,
     ) -> Result<MultiPath> {
-        let dims = (self.nrows(), self.ncols());
-        shape.check("apply_multi_device", dims, x.len(), y.len(), false)?;
-        if self.backend() != Backend::Gpu {
-            return Err(no_gpu(self.info().name, "apply_multi_device"));
-        }
+        let b = DeviceBlocks {
+            shape,
+            alpha,
+            x,
+            beta,
+            y,
+        };
+        let gpu = self.gpu().cloned();
+        let gpu = gpu.ok_or_else(|| no_gpu(self.info().name, "apply_multi_device"))?;
+        b.check("apply_multi_device", &gpu, (self.nrows(), self.ncols()))?;
         self.settle_calls()?;
-        self.with_multi(|plan, st| run_device(plan, st, alpha, x, beta, y, shape))
+        self.with_multi(|plan, st| run_device(plan, st, b))
     }
 
     /// Makes the device state of `shape` now (the kernel's matrix copy; cuSPARSE's descriptors,
@@ -399,7 +405,7 @@ impl<T: PrepareFor> Plan<T> {
                 Error::InvalidArgument("time_multi: the plan's blocks are missing".into())
             })?;
             let r = crate::gpu::timing::time(&gpu, mode, cfg, || {
-                run_device(plan, st, alpha, &b.x, beta, &mut b.y, shape).map(|_| ())
+                run_device(plan, st, blocks(shape, alpha, &b.x, beta, &mut b.y)).map(|_| ())
             });
             st.blocks = Some(b);
             r
@@ -550,7 +556,12 @@ fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiSha
     for path in auto_candidates(plan.layout()).paths {
         let timed = ready(plan, st, shape, path).and_then(|()| {
             crate::gpu::timing::time(&gpu, TimingMode::Stream, &AUTO_TRIAL, || {
-                run_path(plan, st, path, T::one(), &x, T::zero(), &mut y, shape)
+                run_path(
+                    plan,
+                    st,
+                    path,
+                    blocks(shape, T::one(), &x, T::zero(), &mut y),
+                )
             })
         });
         trials.push((path, timed.map(|t| t.median_us)));
@@ -584,46 +595,49 @@ fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiSha
     Ok(())
 }
 
-/// One multi-vector call on device blocks (lengths checked by the caller, again by the
-/// kernels and copies), on the path of the plan (made first when it is not).
+/// One multi-vector call on device blocks (checked by the caller, again by the kernels and
+/// copies), on the path of the plan (made first when it is not).
 fn run_device<T: PrepareFor>(
     plan: &Plan<T>,
     st: &mut MultiState<T>,
-    alpha: T,
-    x: &CudaSlice<T>,
-    beta: T,
-    y: &mut CudaSlice<T>,
-    shape: MultiShape,
+    b: DeviceBlocks<'_, T>,
 ) -> Result<MultiPath> {
+    let shape = b.shape;
     if path_of(plan, st, shape) == MultiPath::Kernel(MultiKernel::Auto) {
         choose(plan, st, shape)?;
     }
     let path = path_of(plan, st, shape);
     ready(plan, st, shape, path)?;
-    run_path(plan, st, path, alpha, x, beta, y, shape)?;
+    run_path(plan, st, path, b)?;
     Ok(path)
 }
 
 /// One multi-vector call on `path`, made ready before.
-#[allow(clippy::too_many_arguments)]
 fn run_path<T: PrepareFor>(
     plan: &Plan<T>,
     st: &mut MultiState<T>,
     path: MultiPath,
-    alpha: T,
-    x: &CudaSlice<T>,
-    beta: T,
-    y: &mut CudaSlice<T>,
-    shape: MultiShape,
+    b: DeviceBlocks<'_, T>,
 ) -> Result<()> {
     let gpu: &Gpu = plan
         .gpu()
         .ok_or_else(|| no_gpu(plan.info().name, "apply_multi_device"))?;
     let missing = || Error::InvalidArgument("SpMM: device state missing after setup".into());
     match path {
+        SPMV | MultiPath::Columns => {}
+        MultiPath::Kernel(k) => return st.device(k).ok_or_else(missing)?.run(gpu, b),
+    }
+    let DeviceBlocks {
+        shape,
+        alpha,
+        x,
+        beta,
+        y,
+    } = b;
+    match path {
         SPMV if !padded(plan) => plan.apply_device(alpha, x, beta, y)?,
         // k SpMV calls; one vector of a padded layout through the scratch vectors
-        MultiPath::Columns | SPMV => {
+        _ => {
             let copy = st.copy.as_ref().ok_or_else(missing)?;
             let (sx, sy) = st.scratch.as_mut().ok_or_else(missing)?;
             let (m, n, k) = (plan.nrows(), plan.ncols(), shape.k);
@@ -640,12 +654,25 @@ fn run_path<T: PrepareFor>(
                 copy_strided(gpu, copy, strided(y, yo, ys), strided_ref(sy, 0, 1), m)?;
             }
         }
-        MultiPath::Kernel(k) => {
-            let d = st.device(k).ok_or_else(missing)?;
-            d.run(gpu, shape, alpha, x, beta, y)?;
-        }
     }
     Ok(())
+}
+
+/// The plan's own or scratch blocks of `shape` as a call's operands.
+fn blocks<'a, T>(
+    shape: MultiShape,
+    alpha: T,
+    x: &'a CudaSlice<T>,
+    beta: T,
+    y: &'a mut CudaSlice<T>,
+) -> DeviceBlocks<'a, T> {
+    DeviceBlocks {
+        shape,
+        alpha,
+        x,
+        beta,
+        y,
+    }
 }
 
 /// Whether the plan's device vectors are longer than the matrix (a layout that wants padded

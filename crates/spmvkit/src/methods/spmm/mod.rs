@@ -47,10 +47,8 @@ pub use tile::{piece_nnz, RmConfig, SpmmTune, PIECE_GROUPS, SMALL_SHARE};
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaSlice;
-
 use crate::error::Result;
-use crate::gpu::Gpu;
+use crate::gpu::{DeviceBlocks, Gpu};
 use crate::matrix::Csr;
 use crate::methods::common::room::room_kernel;
 #[allow(unused_imports)] // the links of the module doc
@@ -212,16 +210,8 @@ pub trait DeviceMultiLayout<T: Scalar>: Send + Sync {
     /// Makes what `shape` needs ahead of its calls, with notes for reports.
     fn prepare(&self, gpu: &Gpu, shape: MultiShape) -> Result<Vec<(String, String)>>;
 
-    /// Enqueues Y = αAX + βY after checking X (at least ncols·k) and Y (at least nrows·k).
-    fn run(
-        &self,
-        gpu: &Gpu,
-        shape: MultiShape,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()>;
+    /// Enqueues Y = αAX + βY after [`DeviceBlocks::check`] against the layout's matrix.
+    fn run(&self, gpu: &Gpu, b: DeviceBlocks<'_, T>) -> Result<()>;
 
     /// Device bytes held.
     fn footprint_bytes(&self) -> usize;
