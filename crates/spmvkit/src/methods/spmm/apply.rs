@@ -428,17 +428,20 @@ fn ready<T: PrepareFor>(
     match path {
         MultiPath::Kernel(MultiKernel::Auto) => choose(plan, st, shape),
         MultiPath::Kernel(MultiKernel::Spmv) => {
-            st.note(
-                "spmm k=1".into(),
-                format!(
-                    "one SpMV call of the plan's method on the vector{}",
-                    if padded(plan) {
-                        " (through scratch vectors: the layout wants padded ones)"
-                    } else {
-                        ", no copies"
-                    }
-                ),
-            );
+            // once: `ready` runs before every call, timed ones included
+            if !st.notes.iter().any(|(k, _)| k == "spmm k=1") {
+                st.note(
+                    "spmm k=1".into(),
+                    format!(
+                        "one SpMV call of the plan's method on the vector{}",
+                        if padded(plan) {
+                            " (through scratch vectors: the layout wants padded ones)"
+                        } else {
+                            ", no copies"
+                        }
+                    ),
+                );
+            }
             match padded(plan) {
                 true => ready(plan, st, shape, MultiPath::Columns),
                 false => Ok(()),
