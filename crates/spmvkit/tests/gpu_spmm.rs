@@ -23,6 +23,8 @@ use spmvkit::testing::{gpu_lock, gpu_or_skip};
 use spmvkit::{Backend, Csr, Error, Plan, PlanOptions, Scalar};
 
 const KS: [usize; 6] = [1, 2, 3, 8, 33, 256];
+/// The path of a block of one vector.
+const SPMV: MultiPath = MultiPath::Kernel(MultiKernel::Spmv);
 /// Multiply-adds per (matrix, k) above which a case is left to the smaller k.
 const BUDGET: usize = 1 << 22;
 
@@ -102,6 +104,8 @@ fn corpus_on_gpu<T: PrepareFor>() -> (usize, Vec<String>) {
                         } else {
                             y0.clone()
                         };
+                        // one vector is the plan's SpMV call on every plan
+                        let want = if k == 1 { Some(SPMV) } else { *want };
                         match plan.apply_multi(alpha, &x, beta, &mut y, shape) {
                             Ok(p)
                                 if want
@@ -193,7 +197,8 @@ fn kernels_bitwise<T: PrepareFor>(methods: &'static [&'static str]) -> Vec<Strin
         let a = spmvkit::gen::generate::<T>(spec).unwrap();
         let mut gpu = Plan::new(method, &a, &opts(Backend::Gpu)).unwrap();
         let mut cpu = Plan::new(method, &a, &opts(Backend::Cpu)).unwrap();
-        for k in [1, 3, 8, 32, 40, 257] {
+        // k = 1 is the SpMV call, not these kernels
+        for k in [2, 3, 8, 32, 40, 257] {
             for order in DenseOrder::ALL {
                 if order == DenseOrder::Col && method != methods[0] && !method.starts_with("merge")
                 {
@@ -342,6 +347,146 @@ fn gpu_spmm_auto_chooses_per_shape_and_keeps_it() {
                 c.check.ok,
                 "{shape:?}: vector {} row {}",
                 c.worst_vector, c.check.worst_row
+            );
+        }
+    }
+}
+
+/// A block of one vector is the plan's own SpMV call (path `spmv`, no SpMM kernel) on every
+/// GPU plan, both orders, β ≠ 0: host blocks give the bits of the plan's `apply` (deterministic
+/// methods) and the oracle's answer; device blocks longer than the vector (NaN past X's
+/// `ncols`, a sentinel past Y's `nrows`) leave Y's tail alone, also for `cusparse-bsr`, whose
+/// padded vectors would otherwise be used in place; and the timed loops run it, checked after.
+#[test]
+fn gpu_spmm_one_vector_is_the_spmv_call() {
+    let test = "gpu_spmm_one_vector_is_the_spmv_call";
+    let Some(gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let _lock = gpu_lock();
+    // 3001 rows: not whole blocks of 4 (cusparse-bsr pads)
+    let a = spmvkit::gen::generate::<f64>("powerlaw:3001,9").unwrap();
+    let rcm = PlanOptions {
+        reorder: Reorder::By(Ordering::Rcm),
+        ..opts(Backend::Gpu)
+    };
+    let cfg = TimingConfig {
+        warmup: 1,
+        calls: 3,
+        samples: 2,
+    };
+    let m = a.nrows();
+    for (method, o) in [
+        ("csr-vector", opts(Backend::Gpu)),
+        ("merge", opts(Backend::Gpu)),
+        ("cusparse", opts(Backend::Gpu)),
+        ("csr-packed", opts(Backend::Gpu)),
+        ("csr-scalar", opts(Backend::Gpu)),
+        ("cusparse-bsr", opts(Backend::Gpu)),
+        ("auto", opts(Backend::Gpu)),
+        ("csr-vector", rcm),
+    ] {
+        let mut plan = Plan::new(method, &a, &o).unwrap();
+        for order in DenseOrder::ALL {
+            let shape = MultiShape { k: 1, order };
+            let what = format!("{method} {order}");
+            assert_eq!(plan.multi_path(shape), SPMV, "{what}");
+            let (x, y0) = blocks(&a, shape);
+            let refs = oracle_multi(&a, 1.5, &x, -0.5, &y0, shape).unwrap();
+            let (mut y, mut want) = (y0.clone(), y0.clone());
+            let p = plan.apply_multi(1.5, &x, -0.5, &mut y, shape).unwrap();
+            assert_eq!(p, SPMV, "{what}");
+            plan.apply(1.5, &x, -0.5, &mut want).unwrap();
+            if plan.deterministic() {
+                assert!(
+                    y.iter().zip(&want).all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{what}: k = 1 differs from the plan's SpMV"
+                );
+            }
+            let c = check_multi(&refs, &y, shape);
+            assert!(c.check.ok, "{what}: row {}", c.check.worst_row);
+            // device blocks with a tail that is not the block's
+            let tail = 64;
+            let mut xl = x.clone();
+            xl.extend(std::iter::repeat_n(f64::NAN, tail));
+            let mut yl = y0.clone();
+            yl.extend(std::iter::repeat_n(7.0, tail));
+            let dx = gpu.upload(&xl).unwrap();
+            let mut dy = gpu.upload(&yl).unwrap();
+            let p = plan
+                .apply_multi_device(1.5, &dx, -0.5, &mut dy, shape)
+                .unwrap();
+            assert_eq!(p, SPMV, "{what}");
+            let mut got = vec![0.0; yl.len()];
+            gpu.stream().memcpy_dtoh(&dy, &mut got).unwrap();
+            gpu.synchronize().unwrap();
+            assert!(
+                got[m..].iter().all(|&v| v == 7.0),
+                "{what}: Y's tail written"
+            );
+            let c = check_multi(&refs, &got[..m], shape);
+            assert!(c.check.ok, "{what}: device row {}", c.check.worst_row);
+            for mode in [TimingMode::Stream, TimingMode::Graph] {
+                plan.set_multi_vectors(shape, Some(&x), Some(&y0)).unwrap();
+                let t = match plan.time_multi(mode, &cfg, 1.5, -0.5) {
+                    Ok(t) => t,
+                    Err(e) if mode == TimingMode::Graph && method.starts_with("cusparse") => {
+                        eprintln!("note: {what} {mode}: graph capture refused: {e}");
+                        continue;
+                    }
+                    Err(e) => panic!("{what} {mode}: {e}"),
+                };
+                assert_eq!(t.path, SPMV, "{what} {mode}");
+                let mut yt = vec![0.0; m];
+                plan.read_multi_y(&mut yt).unwrap();
+                let after = refs[0]
+                    .after_calls(-0.5, &y0, t.timing.executions())
+                    .unwrap();
+                let c = check_multi(&[after], &yt, shape);
+                assert!(c.check.ok, "{what} {mode}: row {}", c.check.worst_row);
+            }
+        }
+    }
+}
+
+/// `auto[deterministic=1]`: its SpMM trial tries cuSPARSE SpMM with ALG3 only (the notes name
+/// no other algorithm), and the path it keeps gives the same bits call after call.
+#[test]
+fn gpu_spmm_deterministic_auto_keeps_to_deterministic_candidates() {
+    let test = "gpu_spmm_deterministic_auto_keeps_to_deterministic_candidates";
+    let Some(_gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let _lock = gpu_lock();
+    let a = spmvkit::gen::generate::<f64>("powerlaw:20000,12").unwrap();
+    let mut plan = Plan::new("auto[deterministic=1]", &a, &opts(Backend::Gpu)).unwrap();
+    assert!(plan.deterministic());
+    for shape in [MultiShape::row_major(8), MultiShape::col_major(3)] {
+        let chosen = plan.prepare_multi(shape).unwrap();
+        let notes = plan.multi_notes();
+        for (k, v) in notes
+            .iter()
+            .filter(|(k, _)| k.contains("cusparse") || k.contains("auto"))
+        {
+            assert!(!v.contains("ALG1") && !v.contains("ALG2"), "{k}: {v}");
+        }
+        let (x, y0) = blocks(&a, shape);
+        let runs: Vec<Vec<f64>> = (0..3)
+            .map(|_| {
+                let mut y = y0.clone();
+                assert_eq!(
+                    plan.apply_multi(1.5, &x, -0.5, &mut y, shape).unwrap(),
+                    chosen
+                );
+                y
+            })
+            .collect();
+        for r in &runs[1..] {
+            assert!(
+                r.iter()
+                    .zip(&runs[0])
+                    .all(|(p, q)| p.to_bits() == q.to_bits()),
+                "{shape:?}: {chosen} differs between calls"
             );
         }
     }

@@ -34,6 +34,7 @@
 //!   context's `new_stream`) and uses spmvkit's buffers on them must order those uses against
 //!   [`Gpu::stream`] with events itself: cudarc will not.
 
+mod blocks;
 mod csr_check;
 pub mod cusparse;
 mod foreign;
@@ -51,6 +52,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream};
 
+pub use blocks::DeviceBlocks;
 pub use csr_check::{check_device_csr, RowLengths, CSR_CHECK_KERNELS};
 pub use foreign::Borrowed;
 pub(crate) use foreign::CallOrder;

@@ -155,6 +155,22 @@ pub trait Layout<T: Scalar>: Send + Sync {
     fn multi_layout(&self) -> Option<&dyn spmm::MultiLayout<T>> {
         None
     }
+
+    /// One more multi-vector kernel on a layout of its own that `auto`'s per-shape trial may
+    /// time beside [`Layout::multi`]'s CSR kernels and [`Layout::multi_layout`]: `csr-packed`'s
+    /// when `auto` chose another method and the matrix packs well. Made on the first call
+    /// (the trial's), which can take a host preparation ([`Layout::late_prep`]). `None` (the
+    /// default): none.
+    fn multi_extra(&self) -> Option<&dyn spmm::MultiLayout<T>> {
+        None
+    }
+
+    /// Host preparation done after the layout was built, on a first call that needed it
+    /// ([`Layout::multi_extra`]); [`Plan::prep_times`] counts it as preparation. Zero (the
+    /// default): none.
+    fn late_prep(&self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// A layout resident on the GPU.

@@ -946,8 +946,13 @@ impl<T: PrepareFor> Plan<T> {
         self.reorder_note.as_deref()
     }
 
+    /// The preparation so far: `prepare` includes what the layout prepared after the plan was
+    /// built ([`Layout::late_prep`]: `auto`'s csr-packed layout for its SpMM trial).
     pub fn prep_times(&self) -> PrepTimes {
-        self.prep
+        PrepTimes {
+            prepare: self.prep.prepare + self.layout.late_prep(),
+            ..self.prep
+        }
     }
     /// The host layout.
     pub fn layout(&self) -> &dyn Layout<T> {

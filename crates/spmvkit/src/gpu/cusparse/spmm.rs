@@ -11,6 +11,13 @@
 //!
 //! Each setup has its own sparse-matrix descriptor (over the shared arrays), since the
 //! preprocessing is attached to the descriptor it ran with.
+//!
+//! Determinism: of the CSR algorithms the cuSPARSE documentation (section "cusparseSpMM()",
+//! its properties list) states bitwise-deterministic results for each run only for
+//! `CUSPARSE_SPMM_CSR_ALG3` (with `COO_ALG2` among the COO ones); ALG1 and ALG2 may differ from
+//! run to run. A wrapper made for a deterministic plan ([`CusparseSpmm::new`] with
+//! `deterministic`) tries only ALG3 ([`SpmmAlg::DETERMINISTIC`]), and reports the setup refused
+//! when the library refuses ALG3 for the shape (docs/spmm.md).
 
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -23,7 +30,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
 use super::{check, create_csr, data_type};
 use crate::error::{Error, Result};
-use crate::gpu::{time_stream, Gpu, TimingConfig};
+use crate::gpu::{time_stream, DeviceBlocks, Gpu, TimingConfig};
 use crate::matrix::{Csr, DenseOrder, MultiShape};
 use crate::scalar::Scalar;
 
@@ -38,6 +45,24 @@ pub enum SpmmAlg {
 impl SpmmAlg {
     /// The candidates tried at setup.
     pub const ALL: [SpmmAlg; 3] = [SpmmAlg::CsrAlg1, SpmmAlg::CsrAlg2, SpmmAlg::CsrAlg3];
+
+    /// The CSR algorithms cuSPARSE documents as bitwise deterministic (module doc): ALG3.
+    pub const DETERMINISTIC: [SpmmAlg; 1] = [SpmmAlg::CsrAlg3];
+
+    /// Whether cuSPARSE documents the algorithm as bitwise deterministic for each run.
+    pub fn deterministic(self) -> bool {
+        Self::DETERMINISTIC.contains(&self)
+    }
+
+    /// The algorithms a setup tries: all, or with `deterministic` only the documented
+    /// deterministic ones.
+    pub fn candidates(deterministic: bool) -> &'static [SpmmAlg] {
+        if deterministic {
+            &Self::DETERMINISTIC
+        } else {
+            &Self::ALL
+        }
+    }
 
     fn raw(self) -> cusparseSpMMAlg_t {
         match self {
@@ -151,6 +176,8 @@ pub struct CusparseSpmm<T: Scalar> {
     nrows: usize,
     ncols: usize,
     nnz: usize,
+    /// The algorithms a setup tries ([`SpmmAlg::candidates`]).
+    algs: &'static [SpmmAlg],
     // Declared before the arrays: the descriptors go before the memory they point at.
     inner: Mutex<Inner>,
     row_ptr: CudaSlice<u32>,
@@ -164,8 +191,9 @@ unsafe impl<T: Scalar> Sync for CusparseSpmm<T> {}
 
 impl<T: Scalar> CusparseSpmm<T> {
     /// Uploads `a` and creates the handle (bound to [`Gpu::stream`]). A matrix without rows or
-    /// entries needs no cuSPARSE: its calls only scale Y.
-    pub fn new(gpu: &Arc<Gpu>, a: &Csr<T>) -> Result<Self> {
+    /// entries needs no cuSPARSE: its calls only scale Y. With `deterministic` the setups try
+    /// only the algorithms documented bitwise deterministic ([`SpmmAlg::DETERMINISTIC`]).
+    pub fn new(gpu: &Arc<Gpu>, a: &Csr<T>, deterministic: bool) -> Result<Self> {
         gpu.context()
             .bind_to_thread()
             .map_err(|e| Error::cuda("binding the context", e))?;
@@ -186,6 +214,7 @@ impl<T: Scalar> CusparseSpmm<T> {
             nrows: a.nrows(),
             ncols: a.ncols(),
             nnz: a.nnz(),
+            algs: SpmmAlg::candidates(deterministic),
             inner: Mutex::new(inner),
             row_ptr: gpu.upload(a.row_ptr())?,
             col_idx: gpu.upload(a.col_idx())?,
@@ -233,7 +262,7 @@ impl<T: Scalar> CusparseSpmm<T> {
         let mut scratch_y = self.gpu.alloc_zeros::<T>(yl.max(1))?;
         let mut trials = Vec::new();
         let mut best: Option<(f64, Setup)> = None;
-        for alg in SpmmAlg::ALL {
+        for &alg in self.algs {
             match self.try_alg(shape, alg, &scratch_x, &mut scratch_y) {
                 Ok((us, setup)) => {
                     trials.push((alg, Ok(us)));
@@ -248,7 +277,12 @@ impl<T: Scalar> CusparseSpmm<T> {
             return Err(Error::MethodUnsupported {
                 method: "cusparse SpMM".into(),
                 reason: format!(
-                    "no CSR algorithm accepts k = {k}, {}-major: {}",
+                    "no {}CSR algorithm accepts k = {k}, {}-major: {}",
+                    if self.algs.len() < SpmmAlg::ALL.len() {
+                        "deterministic "
+                    } else {
+                        ""
+                    },
                     shape.order,
                     trials
                         .iter()
@@ -428,22 +462,16 @@ impl<T: Scalar> CusparseSpmm<T> {
     }
 
     /// Enqueues Y = αAX + βY on [`Gpu::stream`] (one `cusparseSpMM`, no synchronisation) for a
-    /// prepared `shape`; X needs at least `ncols·k` and Y `nrows·k` entries.
-    pub fn run(
-        &self,
-        shape: MultiShape,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        shape.check(
-            "cusparseSpMM",
-            (self.nrows, self.ncols),
-            x.len(),
-            y.len(),
-            false,
-        )?;
+    /// prepared shape, after [`DeviceBlocks::check`].
+    pub fn run(&self, b: DeviceBlocks<'_, T>) -> Result<()> {
+        b.check("cusparseSpMM", &self.gpu, (self.nrows, self.ncols))?;
+        let DeviceBlocks {
+            shape,
+            alpha,
+            x,
+            beta,
+            y,
+        } = b;
         if self.nrows == 0 {
             return Ok(());
         }

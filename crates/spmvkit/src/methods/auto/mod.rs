@@ -36,7 +36,7 @@
 
 pub mod model;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaSlice;
@@ -46,8 +46,10 @@ use crate::error::{Error, Result};
 use crate::gpu::{self, Gpu, TimingConfig};
 use crate::matrix::{x_sector_share, Csr, MatrixStats, RowStats, SHARE_SAMPLE_CHUNKS};
 use crate::methods::params::{declares, keywords, params, Flag, CPU_FALLBACK_PARAM};
-use crate::methods::spmm::{MultiKernel, MultiSource};
-use crate::methods::{find, DeviceLayout, Layout, Method, MethodInfo, ParamSpec, Params};
+use crate::methods::spmm::{MultiKernel, MultiLayout, MultiSource};
+use crate::methods::{
+    find, DeviceLayout, Layout, Method, MethodInfo, ParamSpec, Params, PrepareFor,
+};
 use crate::scalar::{Precision, Scalar};
 
 /// The registry name of `auto`.
@@ -81,7 +83,8 @@ params! {
         /// GPU sets 0, since it never takes that path (saves a copy of the matrix)
         cpu_fallback: Flag = 1;
         /// 1: apply_multi chooses per (k, order) by a timed trial on the device (spmvkit's
-        /// row-split SpMM, cuSPARSE SpMM, k calls of the chosen SpMV; docs/spmm.md), keeping a
+        /// row-split and merge-path SpMM, csr-packed's where the matrix packs to at most half
+        /// of CSR's bytes, cuSPARSE SpMM, k calls of the chosen SpMV; docs/spmm.md), keeping a
         /// csr copy of the matrix when the chosen method has no SpMM kernel of its own; 0: k
         /// calls of the chosen method (no copy)
         spmm: Flag = 1;
@@ -511,8 +514,12 @@ struct AutoLayout<T: Scalar> {
     cpu_fallback: Option<Box<dyn Layout<T>>>,
     /// A `csr` layout kept for the multi-vector path when the chosen one has no SpMM kernel.
     spmm_csr: Option<Box<dyn Layout<T>>>,
-    /// `spmm=1`: multi-vector calls choose per (k, order) ([`MultiKernel::Auto`]).
-    spmm: bool,
+    /// `spmm=1`: multi-vector calls choose per (k, order) ([`MultiKernel::Auto`]);
+    /// `deterministic=1`: among deterministic candidates only.
+    spmm: SpmmOffer,
+    /// `csr-packed`'s layout for the SpMM trial ([`Layout::multi_extra`]), made on the first
+    /// trial that asks.
+    packed: OnceLock<PackedSpmm<T>>,
     /// The registered method named by `choice.method` ([`Layout::chosen`]).
     chosen: &'static dyn Method,
     choice: Choice,
@@ -520,7 +527,71 @@ struct AutoLayout<T: Scalar> {
     device: Mutex<Option<Box<dyn DeviceLayout<T>>>>,
 }
 
-impl<T: Scalar> Layout<T> for AutoLayout<T> {
+/// `csr-packed`'s layout of the matrix for `auto`'s SpMM trial, when it packs well
+/// ([`packs_well`]), with its preparation time and a note saying what was found.
+struct PackedSpmm<T: Scalar> {
+    layout: Option<Box<dyn Layout<T>>>,
+    took: Duration,
+    note: String,
+}
+
+/// The note key of [`PackedSpmm`].
+const PACKED_NOTE: &str = "auto spmm csr-packed";
+
+/// Whether `csr-packed`'s layout of `packed` bytes packs a matrix of `nrows` rows and `nnz`
+/// nonzeros well enough for its k-vector kernel to be one of `auto`'s SpMM candidates: at most
+/// half the bytes of the CSR matrix the other SpMM kernels read (values of `value_bytes`,
+/// 4-byte column indices and row offsets). Why half: a k-vector call moves the matrix once and
+/// the X and Y blocks k times, so the packed layout can only win where it removes a large
+/// share of the matrix traffic, and it pays for that in decoding (once per pass of C
+/// vectors); it won where it held 1–2 bytes a nonzero against CSR's 8 (f32: 3.00× cuSPARSE
+/// SpMM against the tiles' 2.33× at k = 8 on the stencils) and lost or tied at 1/6 of CSR in
+/// f64 (0.73–1.05× the tiles), docs/results/h200/2026-11-25/spmm-third/. Half keeps every
+/// matrix of that kind and spares the trial (an upload and 10 calls) on matrices whose codes
+/// barely shrink (random columns with raw values: 32-bit column codes).
+pub(crate) fn packs_well(packed: usize, nrows: usize, nnz: usize, value_bytes: usize) -> bool {
+    let csr = (value_bytes + 4) * nnz + 4 * (nrows + 1);
+    2 * packed <= csr
+}
+
+impl<T: PrepareFor> AutoLayout<T> {
+    /// Prepares `csr-packed` on the SpMM matrix (with the plan's `storage=`) and keeps it when
+    /// it packs well.
+    fn pack(&self) -> PackedSpmm<T> {
+        let t0 = Instant::now();
+        let made = self.multi().map(|src| {
+            let m = find("csr-packed")?;
+            T::prepare_with(m, src.a, &self.spmm.given).map(|l| (l, src.a.nrows(), src.a.nnz()))
+        });
+        let took = t0.elapsed();
+        let ms = took.as_secs_f64() * 1e3;
+        let (layout, note) = match made {
+            None => (None, "no CSR matrix to pack".to_string()),
+            Some(Err(e)) => (None, format!("not a candidate: {e}")),
+            Some(Ok((l, nrows, nnz))) => {
+                let (bytes, vb) = (l.footprint_bytes(), T::BYTES);
+                let per = |b: usize| b as f64 / nnz.max(1) as f64;
+                let csr = (vb + 4) * nnz + 4 * (nrows + 1);
+                let well = packs_well(bytes, nrows, nnz, vb);
+                let note = format!(
+                    "{:.2} bytes per nonzero against CSR's {:.2}: {} (prepared in {ms:.2} ms, \
+                     counted as preparation)",
+                    per(bytes),
+                    per(csr),
+                    if well {
+                        "a candidate of the SpMM trial"
+                    } else {
+                        "not a candidate (more than half of CSR's bytes)"
+                    }
+                );
+                (well.then_some(l), note)
+            }
+        };
+        PackedSpmm { layout, took, note }
+    }
+}
+
+impl<T: PrepareFor> Layout<T> for AutoLayout<T> {
     fn footprint_bytes(&self) -> usize {
         self.inner.footprint_bytes()
     }
@@ -552,6 +623,8 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
         _pattern: &crate::matrix::Pattern,
         vals: &[T],
     ) -> Option<std::result::Result<(), String>> {
+        // the packed layout for the SpMM trial holds the old values: made again when asked
+        self.packed = OnceLock::new();
         if let Some(v) = self.spmm_csr.as_mut().and_then(|c| c.values_mut()) {
             if v.len() == vals.len() {
                 v.copy_from_slice(vals);
@@ -564,7 +637,7 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
     /// chosen layout's own kernel, if any.
     fn multi(&self) -> Option<MultiSource<'_, T>> {
         let own = self.inner.multi();
-        if !self.spmm {
+        if !self.spmm.on {
             return own;
         }
         let src = own
@@ -572,18 +645,35 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
             .or_else(|| self.spmm_csr.as_ref()?.multi())?;
         Some(MultiSource {
             kernel: MultiKernel::Auto,
+            deterministic: self.spmm.deterministic,
             ..src
         })
     }
     /// The chosen layout's own multi-vector kernel (`csr-packed`): the path with `spmm=0`, one
     /// more candidate of the trial with `spmm=1`.
-    fn multi_layout(&self) -> Option<&dyn crate::methods::spmm::MultiLayout<T>> {
+    fn multi_layout(&self) -> Option<&dyn MultiLayout<T>> {
         self.inner.multi_layout()
+    }
+    /// With `spmm=1` and a choice other than `csr-packed`: `csr-packed`'s layout of the
+    /// matrix, prepared on the first call (the SpMM trial's) and offered when it packs well
+    /// ([`packs_well`]).
+    fn multi_extra(&self) -> Option<&dyn MultiLayout<T>> {
+        if !self.spmm.on || self.inner.multi_layout().is_some() {
+            return None;
+        }
+        let packed = self.packed.get_or_init(|| self.pack());
+        packed.layout.as_ref()?.multi_layout()
+    }
+    fn late_prep(&self) -> Duration {
+        self.packed.get().map_or(Duration::ZERO, |p| p.took)
     }
     fn prep_stages(&self) -> Vec<(&'static str, Duration)> {
         let mut s = self.inner.prep_stages();
         if let Some((_, d)) = &self.trial {
             s.push(("auto trial", *d));
+        }
+        if let Some(p) = self.packed.get() {
+            s.push((PACKED_NOTE, p.took));
         }
         s
     }
@@ -622,6 +712,9 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
                 ),
             ));
         }
+        if let Some(p) = self.packed.get() {
+            n.push((PACKED_NOTE.into(), p.note.clone()));
+        }
         if self.cpu_fallback.is_some() {
             n.push((
                 "auto CPU path".into(),
@@ -633,7 +726,7 @@ impl<T: Scalar> Layout<T> for AutoLayout<T> {
     }
 }
 
-fn prepare<T: Scalar>(
+fn prepare<T: PrepareFor>(
     a: &Csr<T>,
     params: &Params,
     delegate: impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
@@ -654,26 +747,42 @@ fn prepare<T: Scalar>(
         (delegate(find(choice.method)?)?, None, None)
     };
     let o = parse(params)?;
+    let spmm = SpmmOffer {
+        on: o.spmm,
+        deterministic: o.deterministic,
+        given: storage_params(params),
+    };
     finish(
         choice,
         inner,
         trial,
         device,
-        (o.cpu_fallback.then_some("csr"), o.spmm),
+        (o.cpu_fallback.then_some("csr"), spmm),
         &delegate,
     )
+}
+
+/// What `auto`'s layout offers multi-vector calls: `spmm=1` ([`MultiKernel::Auto`], a timed
+/// trial per shape) or not, with `deterministic=1` only deterministic candidates, and the
+/// parameters the chosen method was prepared with (the plan's `storage=`), which `csr-packed`'s
+/// layout for the trial takes too.
+#[derive(Clone, Debug, Default)]
+struct SpmmOffer {
+    on: bool,
+    deterministic: bool,
+    given: Params,
 }
 
 /// Wraps the chosen layout, adding a layout of `fallback` (`csr`; `csr-vector` on 64-bit
 /// offsets) for the CPU path when the choice has no CPU executor, and a `csr` one for the
 /// multi-vector path (`spmm=1`) when the choice has no SpMM kernel and no CPU fallback was made
 /// (the fallback serves both).
-fn finish<T: Scalar>(
+fn finish<T: PrepareFor>(
     choice: Choice,
     inner: Box<dyn Layout<T>>,
     trial: Option<(Vec<TrialEntry>, Duration)>,
     device: Option<Box<dyn DeviceLayout<T>>>,
-    (fallback, want_spmm): (Option<&'static str>, bool),
+    (fallback, spmm): (Option<&'static str>, SpmmOffer),
     delegate: &impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
 ) -> Result<Box<dyn Layout<T>>> {
     let chosen = find(choice.method)?;
@@ -681,7 +790,7 @@ fn finish<T: Scalar>(
         Some(name) if !chosen.info().cpu => Some(delegate(find(name)?)?),
         _ => None,
     };
-    let spmm_csr = if want_spmm && inner.multi().is_none() && cpu_fallback.is_none() {
+    let spmm_csr = if spmm.on && inner.multi().is_none() && cpu_fallback.is_none() {
         Some(delegate(find("csr")?)?)
     } else {
         None
@@ -690,7 +799,8 @@ fn finish<T: Scalar>(
         inner,
         cpu_fallback,
         spmm_csr,
-        spmm: want_spmm,
+        spmm,
+        packed: OnceLock::new(),
         chosen,
         choice,
         trial,
@@ -756,7 +866,7 @@ const WIDE_CANDIDATES: [&str; 3] = ["csr-vector", "cusparse-alg2", "cusparse-alg
 /// GPU), or takes the first
 /// (`mode=model`, or no GPU). A cuSPARSE winner serves a CPU backend through csr-vector's
 /// mirror (`cpu_fallback=0` leaves it out); no SpMM copy (a 32-bit layout).
-fn prepare_wide<T: Scalar>(
+fn prepare_wide<T: PrepareFor>(
     params: &Params,
     (nrows, ncols): (usize, usize),
     delegate: impl Fn(&'static dyn Method) -> Result<Box<dyn Layout<T>>>,
@@ -802,7 +912,8 @@ fn prepare_wide<T: Scalar>(
     // a GPU winner without a CPU executor (cuSPARSE) gets csr-vector's CPU mirror, which takes
     // 64-bit offsets, for a CPU backend
     let fallback = o.cpu_fallback.then_some("csr-vector");
-    finish(choice, inner, trial, device, (fallback, false), &delegate)
+    let spmm = SpmmOffer::default();
+    finish(choice, inner, trial, device, (fallback, spmm), &delegate)
 }
 
 /// What `auto` passes on to the method it chose: the plan's `storage=` (docs/precision.md), only.

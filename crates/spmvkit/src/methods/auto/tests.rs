@@ -217,7 +217,8 @@ fn a_gpu_only_choice_runs_on_the_cpu_through_csr() {
                 .unwrap(),
         ),
         spmm_csr: None,
-        spmm: false,
+        spmm: SpmmOffer::default(),
+        packed: OnceLock::new(),
         chosen,
         choice: Choice {
             method: "cusparse",
@@ -318,7 +319,8 @@ fn a_trial_keeps_the_fastest_measured_layout_without_preparing_it_again() {
         inner: out.layout,
         cpu_fallback: None,
         spmm_csr: None,
-        spmm: false,
+        spmm: SpmmOffer::default(),
+        packed: OnceLock::new(),
         chosen: find(out.winner).unwrap(),
         choice: Choice {
             method: out.winner,
@@ -675,19 +677,27 @@ fn the_cpu_fallback_is_built_only_when_asked() {
     for fallback in ["csr", "csr-vector"] {
         let inner = inner();
         asked.borrow_mut().clear();
-        let with = finish(choice(), inner, None, None, (Some(fallback), false), &delegate);
+        let with = finish(choice(), inner, None, None, (Some(fallback), SpmmOffer::default()), &delegate);
         let with = with.unwrap();
         assert_eq!(*asked.borrow(), [fallback], "the fallback prepared");
         y.fill(f64::NAN);
         with.run_cpu(1.0, &x, 0.0, &mut y).unwrap();
         assert!(crate::cpu::check(&r, &y).ok, "{fallback}");
     }
-    let without = finish(choice(), inner(), None, None, (None, false), &delegate).unwrap();
+    let without = finish(choice(), inner(), None, None, (None, SpmmOffer::default()), &delegate).unwrap();
     assert!(matches!(
         without.run_cpu(1.0, &x, 0.0, &mut y),
         Err(Error::MethodUnsupported { .. })
     ));
     assert!(parse(&Params::parse(["cpu_fallback=maybe"]).unwrap()).is_err());
+}
+
+/// `spmm=1` with the other defaults.
+fn spmm_on() -> SpmmOffer {
+    SpmmOffer {
+        on: true,
+        ..Default::default()
+    }
 }
 
 /// With `spmm=1` auto offers the multi-vector choice ([`MultiKernel::Auto`]) on the chosen
@@ -711,7 +721,7 @@ fn the_spmm_copy_is_kept_only_when_needed_and_asked() {
             candidates: vec![],
         };
         let inner = || delegate(find(name).unwrap()).unwrap();
-        let mut on = finish(choice(), inner(), None, None, (None, true), &delegate).unwrap();
+        let mut on = finish(choice(), inner(), None, None, (None, spmm_on()), &delegate).unwrap();
         let src = on.multi().expect("spmm=1 offers the choice");
         assert_eq!(src.kernel, MultiKernel::Auto);
         assert_eq!((src.a.nnz(), src.a.vals()), (a.nnz(), a.vals()));
@@ -722,9 +732,109 @@ fn the_spmm_copy_is_kept_only_when_needed_and_asked() {
         if own.is_none() {
             assert_eq!(src.a.vals(), &doubled[..], "{name}: the copy took the new values");
         }
-        let off = finish(choice(), inner(), None, None, (None, false), &delegate).unwrap();
+        let off = finish(choice(), inner(), None, None, (None, SpmmOffer::default()), &delegate).unwrap();
         assert_eq!(off.multi().map(|s| s.kernel), own, "{name}");
     }
+}
+
+/// `auto` (`spmm=1`) offers csr-packed's k-vector kernel to its SpMM trial whatever method it
+/// chose when the matrix packs well ([`packs_well`]): the packed layout is made on the first
+/// ask (the trial's), its time is a prep stage and counted by `late_prep` (and so by
+/// `Plan::prep_times`), and its note says what was found. A matrix that packs poorly (random
+/// columns, distinct values) gets no candidate; `spmm=0` makes nothing; when auto chose
+/// `csr-packed` its own kernel is the candidate and nothing more is made.
+#[test]
+fn the_packed_spmm_candidate_is_offered_when_the_matrix_packs_well() {
+    use crate::methods::spmm::{auto_candidates, MultiKernel, MultiPath};
+    let packed = MultiPath::Kernel(MultiKernel::Packed);
+    let stage = |l: &dyn Layout<f32>| l.prep_stages().iter().any(|(s, _)| *s == PACKED_NOTE);
+    let note = |l: &dyn Layout<f32>| {
+        l.notes()
+            .into_iter()
+            .find(|(k, _)| k == PACKED_NOTE)
+            .map(|(_, v)| v)
+    };
+    for (spec, chosen, well) in [
+        ("stencil27:12", "csr-vector", true),
+        ("poisson2d:40", "merge", true),
+        ("uniform:3000,8", "csr-vector", false),
+        ("stencil27:12", "csr-packed", true),
+    ] {
+        let a = crate::gen::generate::<f32>(spec).unwrap();
+        let delegate = |m: &'static dyn Method| m.prepare_f32(&a, &Params::new());
+        let choice = || Choice {
+            method: find(chosen).unwrap().info().name,
+            predicted_us: None,
+            reason: "test".into(),
+            candidates: vec![],
+        };
+        let what = format!("{spec} {chosen}");
+        let inner = delegate(find(chosen).unwrap()).unwrap();
+        let off = SpmmOffer::default();
+        let l = finish(choice(), inner, None, None, (None, off), &delegate).unwrap();
+        assert!(l.multi_extra().is_none() && l.late_prep().is_zero(), "{what} spmm=0");
+        let inner = delegate(find(chosen).unwrap()).unwrap();
+        let l = finish(choice(), inner, None, None, (None, spmm_on()), &delegate).unwrap();
+        assert!(!stage(l.as_ref()) && l.late_prep().is_zero(), "{what}: made ahead");
+        let c = auto_candidates(l.as_ref());
+        assert_eq!(c.paths.contains(&packed), well, "{what}: {:?}", c.paths);
+        if chosen == "csr-packed" {
+            assert!(l.multi_extra().is_none() && !stage(l.as_ref()), "{what}: made twice");
+            continue;
+        }
+        assert!(stage(l.as_ref()), "{what}: no prep stage");
+        let n = note(l.as_ref()).unwrap_or_else(|| panic!("{what}: no note"));
+        assert_eq!(n.contains("not a candidate"), !well, "{what}: {n}");
+        assert_eq!(l.multi_extra().is_some(), well, "{what}");
+    }
+    // the plan counts it as preparation
+    let a = crate::gen::generate::<f32>("stencil27:12").unwrap();
+    let opts = crate::methods::PlanOptions {
+        backend: Some(crate::methods::Backend::Cpu),
+        ..Default::default()
+    };
+    let plan = crate::methods::Plan::new("auto", &a, &opts).unwrap();
+    let before = plan.prep_times().prepare;
+    let _ = auto_candidates(plan.layout());
+    assert_eq!(plan.prep_times().prepare, before + plan.layout().late_prep());
+}
+
+/// On the GPU: `auto`'s SpMM trial times csr-packed's kernel on a stencil in f32 whatever its
+/// SpMV choice, the kept path's answer is the oracle's, and the packed layout's device copy is
+/// gone when no shape kept it.
+#[test]
+fn gpu_autos_spmm_trial_offers_the_packed_kernel() {
+    use crate::methods::spmm::{check_multi, oracle_multi, MultiKernel, MultiPath, MultiShape};
+    let Some(_gpu) = gpu_or_skip("gpu_autos_spmm_trial_offers_the_packed_kernel") else {
+        return;
+    };
+    let _lock = crate::testing::gpu_lock();
+    let a = crate::gen::generate::<f32>("stencil27:40").unwrap();
+    let mut plan = crate::methods::Plan::new("auto", &a, &Default::default()).unwrap();
+    let packed = MultiPath::Kernel(MultiKernel::Packed);
+    let mut kept = Vec::new();
+    for shape in [MultiShape::row_major(8), MultiShape::col_major(4)] {
+        let chosen = plan.prepare_multi(shape).unwrap();
+        kept.push(chosen);
+        let key = format!("spmm auto k={} {}", shape.k, shape.order);
+        let notes = plan.multi_notes();
+        let note = notes.iter().find(|(k, _)| *k == key).map(|(_, v)| v);
+        let note = note.unwrap_or_else(|| panic!("no note {key}: {notes:?}"));
+        assert!(note.contains("csr-packed"), "{note}");
+        let x: Vec<f32> = (0..a.ncols() * shape.k).map(|i| (i % 7) as f32 - 3.0).collect();
+        let y0: Vec<f32> = (0..a.nrows() * shape.k).map(|i| (i % 5) as f32).collect();
+        let refs = oracle_multi(&a, 1.5, &x, -0.5, &y0, shape).unwrap();
+        let mut y = y0.clone();
+        assert_eq!(plan.apply_multi(1.5, &x, -0.5, &mut y, shape).unwrap(), chosen);
+        let c = check_multi(&refs, &y, shape);
+        assert!(c.check.ok, "{shape:?} {chosen}: row {}", c.check.worst_row);
+    }
+    let held = plan.with_multi(|_, st| st.held());
+    assert_eq!(
+        held.contains(&MultiKernel::Packed),
+        kept.contains(&packed),
+        "{held:?} held, {kept:?} kept"
+    );
 }
 
 /// When auto chose `csr-packed`, its layout's own k-vector kernel is offered
@@ -744,7 +854,7 @@ fn the_chosen_layouts_own_spmm_kernel_is_offered() {
         };
         for spmm in [false, true] {
             let inner = delegate(find(name).unwrap()).unwrap();
-            let l = finish(choice(), inner, None, None, (None, spmm), &delegate).unwrap();
+            let l = finish(choice(), inner, None, None, (None, SpmmOffer { on: spmm, ..Default::default() }), &delegate).unwrap();
             assert_eq!(l.multi_layout().map(|o| o.kernel()), own, "{name} spmm={spmm}");
         }
     }
@@ -766,7 +876,7 @@ fn autos_typed_choice_is_present_and_matches_the_note() {
             candidates: vec![],
         };
         let inner = delegate(find(name).unwrap()).unwrap();
-        let l = finish(choice, inner, None, None, (Some("csr"), false), &delegate).unwrap();
+        let l = finish(choice, inner, None, None, (Some("csr"), SpmmOffer::default()), &delegate).unwrap();
         let typed = l.chosen().expect("auto reports its choice").info().name;
         assert_eq!(typed, name);
         let noted: Vec<_> = l

@@ -8,7 +8,8 @@
 use cudarc::driver::CudaSlice;
 
 use crate::error::Result;
-use crate::gpu::{DevMut, DevRef, Gpu};
+use crate::gpu::{DevMut, DevRef, DeviceBlocks, Gpu};
+use crate::matrix::MultiShape;
 use crate::methods::DeviceLayout;
 use crate::scalar::Scalar;
 
@@ -24,7 +25,31 @@ pub(crate) struct Call<'a, T> {
     pub(crate) y: &'a mut CudaSlice<T>,
 }
 
-impl<T: Scalar> Call<'_, T> {
+impl<'a, T: Scalar> Call<'a, T> {
+    /// A multi-vector call's blocks on a matrix of `(nrows, ncols)` as the launches see them,
+    /// with the shape apart (checked by the caller: [`DeviceBlocks::check`]).
+    pub(crate) fn blocks(
+        (nrows, ncols): (usize, usize),
+        b: DeviceBlocks<'a, T>,
+    ) -> (MultiShape, Self) {
+        let DeviceBlocks {
+            shape,
+            alpha,
+            x,
+            beta,
+            y,
+        } = b;
+        let c = Call {
+            nrows,
+            ncols,
+            alpha,
+            x,
+            beta,
+            y,
+        };
+        (shape, c)
+    }
+
     /// The operands as the kernels take them.
     pub(crate) fn axpby(&mut self) -> Axpby<'_, T> {
         Axpby {

@@ -42,6 +42,7 @@ impl<T: Scalar> Layout<T> for CsrLayout<T> {
             kernel: MultiKernel::RowSplit,
             a: &self.a,
             tune: SpmmTune::default(),
+            deterministic: false,
         })
     }
 }

@@ -6,12 +6,11 @@
 //! The k-vector kernel (issue #24, `multi.rs`) has its own copy of the streams
 //! ([`PackedMultiDevice`]) and one entry per value mode and vectors per pass.
 
-use cudarc::driver::CudaSlice;
 
 use super::multi::{pass_cols, x_load};
 use super::{PackedLayout, ValueCodes, KERNEL, WARP};
 use crate::error::{Error, Result};
-use crate::gpu::{kernel_int, Gpu, Kernel, Shape};
+use crate::gpu::{kernel_int, DeviceBlocks, Gpu, Kernel, Shape};
 use crate::matrix::{DenseOrder, MultiShape};
 use crate::methods::common::gpu::{Axpby, Call, Launches};
 use crate::methods::common::room::device_room;
@@ -170,17 +169,10 @@ impl<T: Scalar> DeviceMultiLayout<T> for PackedMultiDevice<T> {
         )])
     }
 
-    fn run(
-        &self,
-        gpu: &Gpu,
-        shape: MultiShape,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+    fn run(&self, gpu: &Gpu, b: DeviceBlocks<'_, T>) -> Result<()> {
+        b.check("csr-packed SpMM", gpu, self.dims)?;
+        let (shape, mut call) = Call::blocks(self.dims, b);
         let (nrows, ncols) = self.dims;
-        shape.check("csr-packed SpMM", self.dims, x.len(), y.len(), false)?;
         if nrows == 0 || self.nslices + self.nlong == 0 {
             return Ok(());
         }
@@ -205,20 +197,12 @@ impl<T: Scalar> DeviceMultiLayout<T> for PackedMultiDevice<T> {
             DenseOrder::Row => (k, 1, k, 1),
             DenseOrder::Col => (1, ncols, 1, nrows),
         };
-        let xvec = x_load(shape, c, T::BYTES, alignment(x));
+        let xvec = x_load(shape, c, T::BYTES, alignment(call.x));
         let blocks = slice_items
             .div_ceil(BLOCK as usize / WARP)
             .max(long_items)
             .min(*max_blocks)
             .max(1);
-        let mut call = Call {
-            nrows,
-            ncols,
-            alpha,
-            x,
-            beta,
-            y,
-        };
         let args = PackedMultiArgs {
             packed: self.arrays.args(call.axpby()),
             // k ≤ 2^31 − 1 (MultiShape::check), nrows and ncols < 2^31 (the matrix)

@@ -119,7 +119,7 @@ fn each_case<T: PrepareFor, P>(
 }
 
 /// `apply_multi` of `plan` from Y0 (NaN when β = 0, which must not be read); its path must be
-/// the packed kernel.
+/// the packed kernel (k = 1: the SpMV call).
 fn call<T: PrepareFor>(
     plan: &mut Plan<T>,
     shape: MultiShape,
@@ -133,9 +133,14 @@ fn call<T: PrepareFor>(
     } else {
         y0.to_vec()
     };
+    // one vector is the plan's SpMV call (the same bits: each vector of the kernel is its SpMV)
+    let want = match shape.k {
+        1 => MultiPath::Kernel(MultiKernel::Spmv),
+        _ => PACKED,
+    };
     match plan.apply_multi(alpha, x, beta, &mut y, shape) {
-        Ok(PACKED) => Ok(y),
-        Ok(p) => Err(format!("path {p}, want {PACKED}")),
+        Ok(p) if p == want => Ok(y),
+        Ok(p) => Err(format!("path {p}, want {want}")),
         Err(e) => Err(e.to_string()),
     }
 }

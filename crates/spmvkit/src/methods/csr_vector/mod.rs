@@ -96,6 +96,7 @@ impl<T: Scalar, O: Offset> Layout<T> for CsrVectorLayout<T, O> {
                 kernel: MultiKernel::RowSplit,
                 a,
                 tune: self.tune,
+                deterministic: false,
             }),
             CsrOfWidth::W64(_) => None,
         }

@@ -269,6 +269,7 @@ impl<T: Scalar, O: Offset> Layout<T> for CusparseLayout<T, O> {
             kernel: MultiKernel::Cusparse,
             a,
             tune: SpmmTune::default(),
+            deterministic: false,
         })
     }
 }

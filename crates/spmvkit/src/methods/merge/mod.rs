@@ -214,6 +214,7 @@ impl<T: Scalar> Layout<T> for MergeLayout<T> {
             kernel: MultiKernel::Merge,
             a: &self.a,
             tune: self.tune,
+            deterministic: false,
         })
     }
 

@@ -9,11 +9,12 @@ use cudarc::driver::CudaSlice;
 
 use super::cpu::{column, run_merge, run_row_split, set_column};
 use super::gpu::{copy_strided, DeviceMulti, Strided, StridedCopyArgs};
-use super::{MultiKernel, MultiPath, MultiShape, MultiSource, KERNEL};
+use super::{MultiKernel, MultiLayout, MultiPath, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, Kernel, Timing, TimingConfig, TimingMode};
+use crate::gpu::cusparse::SpmmAlg;
+use crate::gpu::{DeviceBlocks, Gpu, Kernel, Timing, TimingConfig, TimingMode};
 use crate::matrix::DenseOrder;
-use crate::methods::{Backend, Plan, PrepareFor};
+use crate::methods::{Backend, Layout, Plan, PrepareFor};
 use crate::scalar::Scalar;
 
 /// What a plan keeps for its multi-vector calls: the kernels' device state (one per kernel
@@ -47,6 +48,12 @@ impl<T: Scalar> MultiState<T> {
         self.devices.iter().find(|(d, _)| *d == k).map(|(_, d)| d)
     }
 
+    /// The kernels whose device state is held (tests).
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> Vec<MultiKernel> {
+        self.devices.iter().map(|(k, _)| *k).collect()
+    }
+
     fn note(&mut self, key: String, value: String) {
         self.notes.retain(|(k, _)| *k != key);
         self.notes.push((key, value));
@@ -61,8 +68,16 @@ const AUTO_TRIAL: TimingConfig = TimingConfig {
     samples: 3,
 };
 
-/// The path of `shape` on `plan` with multi-vector state `st` ([`Plan::multi_path`]).
+/// The path of one vector: the plan's own SpMV call ([`MultiKernel::Spmv`]).
+const SPMV: MultiPath = MultiPath::Kernel(MultiKernel::Spmv);
+
+/// The path of `shape` on `plan` with multi-vector state `st` ([`Plan::multi_path`]): one
+/// vector (k = 1) is the plan's SpMV call whatever the layout (and `auto` has nothing to
+/// choose); otherwise the layout's kernel where it runs on this plan, else k SpMV calls.
 fn path_of<T: PrepareFor>(plan: &Plan<T>, st: &MultiState<T>, shape: MultiShape) -> MultiPath {
+    if shape.k == 1 {
+        return SPMV;
+    }
     let kernel = plan.layout().multi().map(|s| s.kernel);
     let kernel = kernel.or_else(|| plan.layout().multi_layout().map(|o| o.kernel()));
     match (kernel, plan.permutation(), plan.backend()) {
@@ -105,7 +120,8 @@ fn no_gpu(plan_method: &str, what: &str) -> Error {
 }
 
 impl<T: PrepareFor> Plan<T> {
-    /// The path a multi-vector call of `shape` takes on this plan: the layout's multi-vector
+    /// The path a multi-vector call of `shape` takes on this plan: for one vector (k = 1) the
+    /// plan's own SpMV call ([`MultiKernel::Spmv`]); otherwise the layout's multi-vector
     /// kernel ([`crate::methods::Layout::multi`]) when it has one that runs where the plan runs
     /// and the plan does not reorder; otherwise k single-vector calls. For `auto` on the GPU,
     /// the path its trial chose for the shape, or [`MultiKernel::Auto`] before the shape's
@@ -141,6 +157,11 @@ impl<T: PrepareFor> Plan<T> {
         let dims = (self.nrows(), self.ncols());
         shape.check("apply_multi", dims, x.len(), y.len(), true)?;
         let path = self.multi_path(shape);
+        if path == SPMV {
+            // one vector, in either order: exactly `ncols` and `nrows` entries
+            self.apply(alpha, x, beta, y)?;
+            return Ok(path);
+        }
         if self.backend() == Backend::Gpu {
             self.settle_calls()?;
             self.set_multi_vectors(shape, Some(x), Some(y))?;
@@ -148,7 +169,7 @@ impl<T: PrepareFor> Plan<T> {
                 let mut b = st.blocks.take().ok_or_else(|| {
                     Error::InvalidArgument("apply_multi: the plan's blocks are missing".into())
                 })?;
-                let r = run_device(plan, st, alpha, &b.x, beta, &mut b.y, shape);
+                let r = run_device(plan, st, blocks(shape, alpha, &b.x, beta, &mut b.y));
                 st.blocks = Some(b);
                 r
             })?;
@@ -225,7 +246,8 @@ impl<T: PrepareFor> Plan<T> {
     /// leading dimension of the matrix (column-major: ncols for X, nrows for Y; row-major: k).
     /// The first call of a shape (or [`Plan::prepare_multi`]) makes the kernel's device state
     /// and synchronises; later ones only enqueue (capturable in a CUDA graph when the plan's
-    /// method is). Errors on a CPU plan.
+    /// method is). X and Y in another CUDA context than the plan's, or too short, are an error
+    /// naming the block before anything runs ([`DeviceBlocks::check`]); so is a CPU plan.
     pub fn apply_multi_device(
         &mut self,
         alpha: T,
@@ -234,13 +256,18 @@ impl<T: PrepareFor> Plan<T> {
         y: &mut CudaSlice<T>,
         shape: MultiShape,
     ) -> Result<MultiPath> {
-        let dims = (self.nrows(), self.ncols());
-        shape.check("apply_multi_device", dims, x.len(), y.len(), false)?;
-        if self.backend() != Backend::Gpu {
-            return Err(no_gpu(self.info().name, "apply_multi_device"));
-        }
+        let b = DeviceBlocks {
+            shape,
+            alpha,
+            x,
+            beta,
+            y,
+        };
+        let gpu = self.gpu().cloned();
+        let gpu = gpu.ok_or_else(|| no_gpu(self.info().name, "apply_multi_device"))?;
+        b.check("apply_multi_device", &gpu, (self.nrows(), self.ncols()))?;
         self.settle_calls()?;
-        self.with_multi(|plan, st| run_device(plan, st, alpha, x, beta, y, shape))
+        self.with_multi(|plan, st| run_device(plan, st, b))
     }
 
     /// Makes the device state of `shape` now (the kernel's matrix copy; cuSPARSE's descriptors,
@@ -378,7 +405,7 @@ impl<T: PrepareFor> Plan<T> {
                 Error::InvalidArgument("time_multi: the plan's blocks are missing".into())
             })?;
             let r = crate::gpu::timing::time(&gpu, mode, cfg, || {
-                run_device(plan, st, alpha, &b.x, beta, &mut b.y, shape).map(|_| ())
+                run_device(plan, st, blocks(shape, alpha, &b.x, beta, &mut b.y)).map(|_| ())
             });
             st.blocks = Some(b);
             r
@@ -400,10 +427,32 @@ fn ready<T: PrepareFor>(
         .ok_or_else(|| no_gpu(plan.info().name, "apply_multi_device"))?;
     match path {
         MultiPath::Kernel(MultiKernel::Auto) => choose(plan, st, shape),
+        MultiPath::Kernel(MultiKernel::Spmv) => {
+            // once: `ready` runs before every call, timed ones included
+            if !st.notes.iter().any(|(k, _)| k == "spmm k=1") {
+                st.note(
+                    "spmm k=1".into(),
+                    format!(
+                        "one SpMV call of the plan's method on the vector{}",
+                        if padded(plan) {
+                            " (through scratch vectors: the layout wants padded ones)"
+                        } else {
+                            ", no copies"
+                        }
+                    ),
+                );
+            }
+            match padded(plan) {
+                true => ready(plan, st, shape, MultiPath::Columns),
+                false => Ok(()),
+            }
+        }
         MultiPath::Kernel(kernel) => {
             if st.device(kernel).is_none() {
-                let own = plan.layout().multi_layout();
-                let dev = match own.filter(|o| o.kernel() == kernel) {
+                let layout = plan.layout();
+                let mine = |o: &&dyn MultiLayout<T>| o.kernel() == kernel;
+                let own = layout.multi_layout().filter(mine);
+                let dev = match own.or_else(|| layout.multi_extra().filter(mine)) {
                     Some(own) => DeviceMulti::Own(own.upload_multi(gpu)?),
                     None => {
                         let src = plan.layout().multi().ok_or_else(|| {
@@ -445,9 +494,50 @@ fn ready<T: PrepareFor>(
     }
 }
 
-/// `auto`'s choice for `shape`: each candidate (spmvkit's row-split and merge-path kernels,
-/// cuSPARSE SpMM, k calls of the plan's SpMV, and the chosen layout's own kernel when it has
-/// one) made and timed ([`AUTO_TRIAL`]) on zeroed scratch blocks; the fastest is kept for the
+/// What `auto`'s trial of a shape may time on a plan ([`auto_candidates`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct AutoCandidates {
+    /// The paths, in the order they are timed.
+    pub(crate) paths: Vec<MultiPath>,
+    /// The cuSPARSE SpMM algorithms its setup may try (the cuSPARSE candidate's).
+    pub(crate) cusparse_algs: &'static [SpmmAlg],
+}
+
+/// `auto`'s candidates on a plan whose `layout` offers [`MultiKernel::Auto`]: spmvkit's
+/// row-split and merge-path kernels, cuSPARSE SpMM, k calls of the plan's SpMV, and
+/// `csr-packed`'s kernel: the chosen layout's own, or where `auto` chose another method and the
+/// matrix packs well, the packed layout `auto` prepares for the trial on this first call
+/// ([`crate::methods::Layout::multi_extra`]). Under `auto[deterministic=1]`
+/// ([`MultiSource::deterministic`]) every candidate is bitwise deterministic: spmvkit's kernels
+/// are, k calls of the SpMV such an `auto` chose are, and cuSPARSE SpMM tries only the
+/// algorithm its documentation states deterministic ([`SpmmAlg::candidates`]; it is left out
+/// when there is none).
+pub(crate) fn auto_candidates<T: Scalar>(layout: &dyn Layout<T>) -> AutoCandidates {
+    let deterministic = layout.multi().is_some_and(|s| s.deterministic);
+    let cusparse_algs = SpmmAlg::candidates(deterministic);
+    let cusparse = (!cusparse_algs.is_empty()).then_some(MultiKernel::Cusparse);
+    let own = layout.multi_layout().or_else(|| layout.multi_extra());
+    let own = own.map(|o| o.kernel());
+    let paths = [
+        Some(MultiKernel::RowSplit),
+        Some(MultiKernel::Merge),
+        cusparse,
+    ]
+    .into_iter()
+    .flatten()
+    .map(MultiPath::Kernel)
+    .chain([MultiPath::Columns])
+    .chain(own.map(MultiPath::Kernel))
+    .collect();
+    AutoCandidates {
+        paths,
+        cusparse_algs,
+    }
+}
+
+/// `auto`'s choice for `shape`: each candidate ([`auto_candidates`]: spmvkit's row-split and
+/// merge-path kernels, cuSPARSE SpMM, k calls of the plan's SpMV, and the chosen layout's own
+/// kernel when it has one) made and timed ([`AUTO_TRIAL`]) on zeroed scratch blocks; the fastest is kept for the
 /// shape, the device state no shape chose is dropped, and the times go to the notes. The merge
 /// path is always a candidate: it shares the row-split kernels' CSR copy, so it adds only its
 /// teams (8 bytes each), its carries (teams × k values) and 10 calls to the trial. A candidate
@@ -466,23 +556,15 @@ fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiSha
     let x = gpu.alloc_zeros::<T>(xl.max(1))?;
     let mut y = gpu.alloc_zeros::<T>(yl.max(1))?;
     let mut trials = Vec::new();
-    // the chosen layout's own kernel (csr-packed) is one more candidate
-    let own = plan
-        .layout()
-        .multi_layout()
-        .map(|o| MultiPath::Kernel(o.kernel()));
-    for path in [
-        MultiPath::Kernel(MultiKernel::RowSplit),
-        MultiPath::Kernel(MultiKernel::Merge),
-        MultiPath::Kernel(MultiKernel::Cusparse),
-        MultiPath::Columns,
-    ]
-    .into_iter()
-    .chain(own)
-    {
+    for path in auto_candidates(plan.layout()).paths {
         let timed = ready(plan, st, shape, path).and_then(|()| {
             crate::gpu::timing::time(&gpu, TimingMode::Stream, &AUTO_TRIAL, || {
-                run_path(plan, st, path, T::one(), &x, T::zero(), &mut y, shape)
+                run_path(
+                    plan,
+                    st,
+                    path,
+                    blocks(shape, T::one(), &x, T::zero(), &mut y),
+                )
             })
         });
         trials.push((path, timed.map(|t| t.median_us)));
@@ -516,48 +598,49 @@ fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiSha
     Ok(())
 }
 
-/// One multi-vector call on device blocks (lengths checked by the caller, again by the
-/// kernels and copies), on the path of the plan (made first when it is not).
+/// One multi-vector call on device blocks (checked by the caller, again by the kernels and
+/// copies), on the path of the plan (made first when it is not).
 fn run_device<T: PrepareFor>(
     plan: &Plan<T>,
     st: &mut MultiState<T>,
-    alpha: T,
-    x: &CudaSlice<T>,
-    beta: T,
-    y: &mut CudaSlice<T>,
-    shape: MultiShape,
+    b: DeviceBlocks<'_, T>,
 ) -> Result<MultiPath> {
+    let shape = b.shape;
     if path_of(plan, st, shape) == MultiPath::Kernel(MultiKernel::Auto) {
         choose(plan, st, shape)?;
     }
     let path = path_of(plan, st, shape);
     ready(plan, st, shape, path)?;
-    run_path(plan, st, path, alpha, x, beta, y, shape)?;
+    run_path(plan, st, path, b)?;
     Ok(path)
 }
 
 /// One multi-vector call on `path`, made ready before.
-#[allow(clippy::too_many_arguments)]
 fn run_path<T: PrepareFor>(
     plan: &Plan<T>,
     st: &mut MultiState<T>,
     path: MultiPath,
-    alpha: T,
-    x: &CudaSlice<T>,
-    beta: T,
-    y: &mut CudaSlice<T>,
-    shape: MultiShape,
+    b: DeviceBlocks<'_, T>,
 ) -> Result<()> {
     let gpu: &Gpu = plan
         .gpu()
         .ok_or_else(|| no_gpu(plan.info().name, "apply_multi_device"))?;
     let missing = || Error::InvalidArgument("SpMM: device state missing after setup".into());
     match path {
-        MultiPath::Kernel(k) => {
-            let d = st.device(k).ok_or_else(missing)?;
-            d.run(gpu, shape, alpha, x, beta, y)?;
-        }
-        MultiPath::Columns => {
+        SPMV | MultiPath::Columns => {}
+        MultiPath::Kernel(k) => return st.device(k).ok_or_else(missing)?.run(gpu, b),
+    }
+    let DeviceBlocks {
+        shape,
+        alpha,
+        x,
+        beta,
+        y,
+    } = b;
+    match path {
+        SPMV if !padded(plan) => plan.apply_device(alpha, x, beta, y)?,
+        // k SpMV calls; one vector of a padded layout through the scratch vectors
+        _ => {
             let copy = st.copy.as_ref().ok_or_else(missing)?;
             let (sx, sy) = st.scratch.as_mut().ok_or_else(missing)?;
             let (m, n, k) = (plan.nrows(), plan.ncols(), shape.k);
@@ -576,6 +659,31 @@ fn run_path<T: PrepareFor>(
         }
     }
     Ok(())
+}
+
+/// The plan's own or scratch blocks of `shape` as a call's operands.
+fn blocks<'a, T>(
+    shape: MultiShape,
+    alpha: T,
+    x: &'a CudaSlice<T>,
+    beta: T,
+    y: &'a mut CudaSlice<T>,
+) -> DeviceBlocks<'a, T> {
+    DeviceBlocks {
+        shape,
+        alpha,
+        x,
+        beta,
+        y,
+    }
+}
+
+/// Whether the plan's device vectors are longer than the matrix (a layout that wants padded
+/// vectors, `cusparse-bsr`, which would use a long enough block in place, overwriting Y past
+/// `nrows`).
+fn padded<T: PrepareFor>(plan: &Plan<T>) -> bool {
+    plan.device_vectors()
+        .is_some_and(|(x, y)| x.len() > plan.ncols() || y.len() > plan.nrows())
 }
 
 fn strided<T>(buf: &mut CudaSlice<T>, off: usize, stride: usize) -> Strided<&mut CudaSlice<T>> {

@@ -33,7 +33,7 @@ use super::tile::{piece_nnz, RmConfig, SpmmTune, RM_TILES};
 use super::{DeviceMultiLayout, MultiKernel, MultiShape, MultiSource, KERNEL};
 use crate::error::{Error, Result};
 use crate::gpu::cusparse::CusparseSpmm;
-use crate::gpu::{kernel_int, DevMut, DevRef, Gpu, Kernel, Shape};
+use crate::gpu::{kernel_int, DevMut, DevRef, DeviceBlocks, Gpu, Kernel, Shape};
 use crate::matrix::Csr;
 use crate::matrix::DenseOrder;
 use crate::methods::common::csr::{CsrArgs, DeviceCsr};
@@ -480,11 +480,14 @@ impl<T: Scalar> DeviceMulti<T> {
                 merge: Box::new(DeviceMerge::upload(gpu, src.a, src.tune)?),
                 tune: src.tune,
             },
-            MultiKernel::Cusparse => DeviceMulti::Cusparse(CusparseSpmm::new(gpu, src.a)?),
-            MultiKernel::Auto => {
-                return Err(Error::InvalidArgument(
-                    "SpMM: auto is a choice between kernels, not one to upload".into(),
-                ))
+            MultiKernel::Cusparse => {
+                DeviceMulti::Cusparse(CusparseSpmm::new(gpu, src.a, src.deterministic)?)
+            }
+            MultiKernel::Auto | MultiKernel::Spmv => {
+                return Err(Error::InvalidArgument(format!(
+                    "SpMM: {} is not a kernel on a CSR copy",
+                    src.kernel.name()
+                )))
             }
             MultiKernel::Packed => {
                 return Err(Error::InvalidArgument(
@@ -581,37 +584,20 @@ impl<T: Scalar> DeviceMulti<T> {
         bytes
     }
 
-    /// Enqueues Y = αAX + βY for a prepared `shape`, after checking X (at least ncols·k) and Y
-    /// (at least nrows·k).
-    pub(super) fn run(
-        &self,
-        gpu: &Gpu,
-        shape: MultiShape,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()> {
+    /// Enqueues Y = αAX + βY for a prepared shape, after [`DeviceBlocks::check`].
+    pub(super) fn run(&self, gpu: &Gpu, b: DeviceBlocks<'_, T>) -> Result<()> {
         match self {
-            DeviceMulti::Cusparse(c) => c.run(shape, alpha, x, beta, y),
+            DeviceMulti::Cusparse(c) => c.run(b),
             DeviceMulti::Merge { a, merge, tune } => {
-                let (nrows, ncols) = a.dims();
-                shape.check("SpMM", (nrows, ncols), x.len(), y.len(), false)?;
-                if nrows == 0 {
+                b.check("SpMM", gpu, a.dims())?;
+                let (shape, mut c) = Call::blocks(a.dims(), b);
+                if c.nrows == 0 {
                     return Ok(());
                 }
-                let cfg = merge.tile(gpu, *tune, shape.k, shape.order, alignment(x));
-                let mut c = Call {
-                    nrows,
-                    ncols,
-                    alpha,
-                    x,
-                    beta,
-                    y,
-                };
+                let cfg = merge.tile(gpu, *tune, shape.k, shape.order, alignment(c.x));
                 merge.run(gpu, a, &mut c, shape, cfg)
             }
-            DeviceMulti::Own(d) => d.run(gpu, shape, alpha, x, beta, y),
+            DeviceMulti::Own(d) => d.run(gpu, b),
             DeviceMulti::RowSplit {
                 a,
                 rm,
@@ -620,21 +606,14 @@ impl<T: Scalar> DeviceMulti<T> {
                 long,
                 tune,
             } => {
+                b.check("SpMM", gpu, a.dims())?;
+                let (shape, mut c) = Call::blocks(a.dims(), b);
                 let (nrows, ncols) = a.dims();
-                shape.check("SpMM", (nrows, ncols), x.len(), y.len(), false)?;
                 if nrows == 0 {
                     return Ok(());
                 }
                 let fill = gpu.sm_count() * THREADS_PER_SM;
-                let cfg = RmConfig::choose(shape.k, T::BYTES, *tune, alignment(x), (nrows, fill));
-                let mut c = Call {
-                    nrows,
-                    ncols,
-                    alpha,
-                    x,
-                    beta,
-                    y,
-                };
+                let cfg = RmConfig::choose(shape.k, T::BYTES, *tune, alignment(c.x), (nrows, fill));
                 match shape.order {
                     DenseOrder::Row => {
                         let at = cfg.tile().ok_or_else(|| {

@@ -16,6 +16,8 @@
 //!   column-major block and through a copy of each column for a row-major one; on the device
 //!   each column goes through the plan's scratch vectors by a strided copy kernel (both orders).
 //!   Every call returns the [`MultiPath`] it took, and [`Plan::multi_path`] says it before.
+//! - **k = 1** on any plan is one call of the plan's own SpMV on the block, which is a vector
+//!   in either order ([`MultiKernel::Spmv`]): no SpMM kernel, no trial, no copies.
 //!
 //! Device state (the kernels' CSR copy, cuSPARSE's descriptors, buffer and preprocessing per
 //! (k, order)) is made on the first call that needs it ([`Plan::prepare_multi`] makes it ahead,
@@ -34,6 +36,8 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 pub use crate::matrix::{DenseOrder, MultiShape};
+#[cfg(test)]
+pub(crate) use apply::auto_candidates;
 pub(crate) use apply::MultiState;
 pub use apply::MultiTiming;
 pub use cpu::{check_multi, oracle_multi, MultiCheck};
@@ -43,10 +47,8 @@ pub use tile::{piece_nnz, RmConfig, SpmmTune, PIECE_GROUPS, SMALL_SHARE};
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaSlice;
-
 use crate::error::Result;
-use crate::gpu::Gpu;
+use crate::gpu::{DeviceBlocks, Gpu};
 use crate::matrix::Csr;
 use crate::methods::common::room::room_kernel;
 #[allow(unused_imports)] // the links of the module doc
@@ -132,10 +134,17 @@ pub enum MultiKernel {
     /// [`MultiKernel::Cusparse`] and [`MultiPath::Columns`] and keeps the fastest; on the CPU the row-split mirror. A call
     /// never takes this path itself; [`Plan::multi_path`] says it until the shape is chosen.
     Auto,
+    /// k = 1 on every plan: a block of one vector, in either order, is that vector (`ncols`
+    /// entries of X, `nrows` of Y), so the call is the plan's own single-vector call on it,
+    /// with no copies (the SpMM kernels' floor at k = 1 is above the SpMV kernels':
+    /// docs/spmm.md). On the GPU a layout that wants padded vectors (`cusparse-bsr`) takes the
+    /// vector through the fallback's scratch copies instead, so that Y's entries past `nrows`
+    /// stay the caller's.
+    Spmv,
 }
 
 impl MultiKernel {
-    /// `row-split`, `merge-path`, `cusparse-spmm` or `csr-packed`.
+    /// `row-split`, `merge-path`, `cusparse-spmm`, `csr-packed` or `spmv (one SpMV call)`.
     pub fn name(self) -> &'static str {
         match self {
             MultiKernel::RowSplit => "row-split",
@@ -143,6 +152,7 @@ impl MultiKernel {
             MultiKernel::Cusparse => "cusparse-spmm",
             MultiKernel::Packed => "csr-packed",
             MultiKernel::Auto => "auto (chosen per shape on its first call)",
+            MultiKernel::Spmv => "spmv (one SpMV call)",
         }
     }
 }
@@ -167,12 +177,16 @@ impl std::fmt::Display for MultiPath {
 }
 
 /// What a layout offers [`Plan::apply_multi`] ([`Layout::multi`]): its multi-vector kernel,
-/// the CSR matrix that kernel runs on (the layout's own), and the row-major tile's tuning (the
-/// method's parameters; [`SpmmTune::default`] leaves it to the rule).
+/// the CSR matrix that kernel runs on (the layout's own), the row-major tile's tuning (the
+/// method's parameters; [`SpmmTune::default`] leaves it to the rule), and whether the plan must
+/// stay bitwise deterministic (`auto[deterministic=1]`): then `auto`'s trial keeps to
+/// deterministic candidates and cuSPARSE SpMM to the algorithm its documentation states
+/// deterministic ([`crate::gpu::cusparse::SpmmAlg::DETERMINISTIC`]).
 pub struct MultiSource<'a, T> {
     pub kernel: MultiKernel,
     pub a: &'a Csr<T>,
     pub tune: SpmmTune,
+    pub deterministic: bool,
 }
 
 /// A layout whose multi-vector kernel runs on the layout's own arrays, not on a CSR matrix
@@ -196,16 +210,8 @@ pub trait DeviceMultiLayout<T: Scalar>: Send + Sync {
     /// Makes what `shape` needs ahead of its calls, with notes for reports.
     fn prepare(&self, gpu: &Gpu, shape: MultiShape) -> Result<Vec<(String, String)>>;
 
-    /// Enqueues Y = αAX + βY after checking X (at least ncols·k) and Y (at least nrows·k).
-    fn run(
-        &self,
-        gpu: &Gpu,
-        shape: MultiShape,
-        alpha: T,
-        x: &CudaSlice<T>,
-        beta: T,
-        y: &mut CudaSlice<T>,
-    ) -> Result<()>;
+    /// Enqueues Y = αAX + βY after [`DeviceBlocks::check`] against the layout's matrix.
+    fn run(&self, gpu: &Gpu, b: DeviceBlocks<'_, T>) -> Result<()>;
 
     /// Device bytes held.
     fn footprint_bytes(&self) -> usize;

@@ -6,7 +6,7 @@
 //! validation errors.
 
 use super::cpu::{check_multi, column, oracle_multi};
-use super::{DenseOrder, MultiKernel, MultiPath, MultiShape};
+use super::{DenseOrder, MultiKernel, MultiPath, MultiShape, SpmmTune};
 use crate::bench::test_vector;
 use crate::error::Error;
 use crate::matrix::Csr;
@@ -15,6 +15,8 @@ use crate::reorder::{Ordering, Reorder};
 use crate::scalar::Scalar;
 
 const KS: [usize; 6] = [1, 2, 3, 8, 33, 256];
+/// The path of a block of one vector.
+const SPMV: MultiPath = MultiPath::Kernel(MultiKernel::Spmv);
 /// Multiply-adds per (matrix, k) above which a case is left to the smaller k (debug builds).
 const BUDGET: usize = 1 << 17;
 
@@ -55,7 +57,9 @@ fn check_plans<T: PrepareFor>(name: &str, a: &Csr<T>, plans: &mut [(Plan<T>, Mul
                         y0.clone()
                     };
                     let path = plan.apply_multi(alpha, &x, beta, &mut y, shape).unwrap();
-                    assert_eq!(path, *want, "{name} k={k} {order}");
+                    // one vector is the plan's SpMV call on every plan
+                    let want = if k == 1 { SPMV } else { *want };
+                    assert_eq!(path, want, "{name} k={k} {order}");
                     let c = check_multi(&refs, &y, shape);
                     assert!(
                         c.check.ok,
@@ -116,15 +120,94 @@ fn every_path_matches_the_oracle_on_the_corpus_f32() {
     corpus_paths::<f32>();
 }
 
+/// A block of one vector, in either order, is the plan's own SpMV call on it (no SpMM kernel,
+/// no copy): the path says so, the result is bitwise the plan's `apply` and within the
+/// oracle's tolerance, with β ≠ 0, on plans whose SpMM kernel sums differently (the row-split
+/// mirror's fma chain against csr-vector's warp sum, merge's SpMM against its SpMV), on `auto`
+/// (no trial to run) and on a reordered plan.
+#[test]
+fn one_vector_is_the_plans_spmv_call() {
+    let a = crate::gen::generate::<f64>("powerlaw:3000,9").unwrap();
+    let rcm = PlanOptions {
+        reorder: Reorder::By(Ordering::Rcm),
+        ..cpu()
+    };
+    for (method, opts) in [
+        ("csr-vector", cpu()),
+        ("merge", cpu()),
+        ("merge[spmm_share=3]", cpu()),
+        ("csr-packed", cpu()),
+        ("csr-scalar", cpu()),
+        ("auto", cpu()),
+        ("csr", rcm),
+    ] {
+        let mut plan = Plan::new(method, &a, &opts).unwrap();
+        for order in DenseOrder::ALL {
+            let shape = MultiShape { k: 1, order };
+            assert_eq!(plan.multi_path(shape), SPMV, "{method} {order}");
+            let (x, y0) = blocks(&a, shape);
+            let refs = oracle_multi(&a, 1.5, &x, -0.5, &y0, shape).unwrap();
+            let (mut y, mut want) = (y0.clone(), y0.clone());
+            let path = plan.apply_multi(1.5, &x, -0.5, &mut y, shape).unwrap();
+            assert_eq!(path, SPMV, "{method} {order}");
+            plan.apply(1.5, &x, -0.5, &mut want).unwrap();
+            assert!(
+                y.iter().zip(&want).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "{method} {order}: k = 1 differs from the plan's SpMV"
+            );
+            let c = check_multi(&refs, &y, shape);
+            assert!(c.check.ok, "{method} {order}: row {}", c.check.worst_row);
+        }
+    }
+}
+
+/// `auto[deterministic=1]`'s SpMM trial keeps to deterministic candidates: cuSPARSE SpMM only
+/// with ALG3, the one CSR algorithm cuSPARSE documents as bitwise deterministic, the other
+/// candidates as without the flag (spmvkit's kernels and k calls of the deterministic SpMV it
+/// chose); without the flag cuSPARSE tries every algorithm.
+#[test]
+fn deterministic_auto_trials_only_deterministic_candidates() {
+    use super::auto_candidates;
+    use crate::gpu::cusparse::SpmmAlg;
+    let a = crate::gen::generate::<f64>("powerlaw:2000,6").unwrap();
+    let free = Plan::new("auto", &a, &cpu()).unwrap();
+    let det = Plan::new("auto[deterministic=1]", &a, &cpu()).unwrap();
+    let (f, d) = (
+        auto_candidates(free.layout()),
+        auto_candidates(det.layout()),
+    );
+    assert_eq!(f.cusparse_algs, SpmmAlg::ALL);
+    assert_eq!(d.cusparse_algs, [SpmmAlg::CsrAlg3]);
+    assert!(d.cusparse_algs.iter().all(|alg| alg.deterministic()));
+    for alg in [SpmmAlg::CsrAlg1, SpmmAlg::CsrAlg2] {
+        assert!(
+            !alg.deterministic() && !d.cusparse_algs.contains(&alg),
+            "{alg:?}"
+        );
+    }
+    let kernel = MultiPath::Kernel;
+    let want = [
+        kernel(MultiKernel::RowSplit),
+        kernel(MultiKernel::Merge),
+        kernel(MultiKernel::Cusparse),
+        MultiPath::Columns,
+    ];
+    // csr-packed's kernel may follow (deterministic too), as without the flag
+    assert_eq!(d.paths[..4], want);
+    assert_eq!(d.paths, f.paths);
+    assert!(det.deterministic(), "the SpMV of the columns candidate");
+}
+
 /// The column-major mirror is csr-vector's SpMV per vector, bit for bit; the row-major one is
-/// the serial fma chain per (row, vector), so each of its columns equals a one-vector call.
+/// the serial fma chain per (row, vector), so each of its columns equals the mirror run on
+/// that column alone (k = 1 through the plan is the SpMV itself).
 #[test]
 fn the_mirror_orders_are_the_kernels() {
     let a = crate::gen::generate::<f64>("powerlaw:3000,9").unwrap();
     let mut multi = Plan::new("csr-vector", &a, &cpu()).unwrap();
     let mut single = Plan::new("csr-vector", &a, &cpu()).unwrap();
     let (m, n) = (a.nrows(), a.ncols());
-    for k in [1, 5, 40] {
+    for k in [2, 5, 40] {
         let col = MultiShape::col_major(k);
         let (x, y0) = blocks(&a, col);
         let mut y = y0.clone();
@@ -133,7 +216,6 @@ fn the_mirror_orders_are_the_kernels() {
         let (xr, yr0) = (transpose(&x, n, k), transpose(&y0, m, k));
         let mut yr = yr0.clone();
         multi.apply_multi(1.5, &xr, -0.5, &mut yr, row).unwrap();
-        let mut one = Plan::new("csr-vector", &a, &cpu()).unwrap();
         for c in 0..k {
             let mut yc = column(&y0, m, col, c);
             single
@@ -144,11 +226,11 @@ fn the_mirror_orders_are_the_kernels() {
                 got.iter().zip(&yc).all(|(p, q)| p.to_bits() == q.to_bits()),
                 "k={k} vector {c}: column-major is not csr-vector's bits"
             );
-            // k = 1 row-major is the fma chain of one vector: the same for every c
+            // the mirror on one vector is the fma chain of that vector: the same for every c
             let mut y1 = column(&yr0, m, row, c);
             let x1 = column(&xr, n, row, c);
-            one.apply_multi(1.5, &x1, -0.5, &mut y1, MultiShape::row_major(1))
-                .unwrap();
+            let one = MultiShape::row_major(1);
+            super::cpu::run_row_split(&a, 1.5, &x1, -0.5, &mut y1, one, SpmmTune::default());
             assert!(
                 column(&yr, m, row, c)
                     .iter()
@@ -362,7 +444,7 @@ fn the_merge_mirror_orders_agree_and_match_row_split_without_spans() {
     ] {
         let mut merge = Plan::new(spec, &a, &cpu()).unwrap();
         let mut csr = Plan::new("csr-vector[spmm_piece=65536]", &a, &cpu()).unwrap();
-        for k in [1, 6, 33] {
+        for k in [2, 6, 33] {
             let col = MultiShape::col_major(k);
             let (x, y0) = blocks(&a, col);
             let mut y = y0.clone();
