@@ -31,7 +31,7 @@ use crate::gpu::Probe;
 use crate::gpu::{TimingConfig, TimingMode};
 use crate::matrix::{Csr, DenseOrder, MultiShape, CHUNK_ROWS, SECTOR_BYTES};
 use crate::methods::spmm::cpu::column;
-use crate::methods::spmm::MultiPath;
+use crate::methods::spmm::{MultiKernel, MultiPath};
 use crate::methods::{Backend, Plan, PrepareFor};
 use crate::scalar::{Precision, Scalar};
 
@@ -425,13 +425,15 @@ fn measure_on<T: PrepareFor>(
     let mut y = p.y0.clone();
     let path = plan.apply_multi(p.alpha, &p.x, p.beta, &mut y, shape)?;
     let first = p.check(&y, 1);
-    // a kernel on the layout's own arrays (csr-packed) moves the layout's bytes, not CSR's
+    // a kernel on a layout's own arrays (csr-packed, also as auto's extra candidate) moves
+    // that layout's bytes, not CSR's; k = 1 through the SpMV call moves the plan's layout's
     let own = match path {
-        MultiPath::Kernel(k) => plan
-            .layout()
-            .multi_layout()
-            .filter(|o| o.kernel() == k)
-            .map(|_| plan.layout().footprint_bytes() as u64),
+        MultiPath::Kernel(MultiKernel::Spmv) => Some(plan.layout().footprint_bytes() as u64),
+        MultiPath::Kernel(k) => [plan.layout().multi_layout(), plan.layout().multi_extra()]
+            .into_iter()
+            .flatten()
+            .find(|o| o.kernel() == k)
+            .map(|o| o.matrix_bytes() as u64),
         MultiPath::Columns => None,
     };
     let (m, n, vb, k) = (a.nrows(), a.ncols(), T::BYTES, shape.k);
@@ -1017,6 +1019,21 @@ mod tests {
                 assert_eq!(rec.later_checks.len(), 1);
                 assert!(rec.later_checks[0].ok && rec.gflops > 0.0);
             }
+            // k = 1 goes through the SpMV call, which moves the plan's layout: csr-packed's
+            // record counts the packed bytes there too
+            let one = MultiShape {
+                k: 1,
+                order: shape.order,
+            };
+            let p1 = MultiProblem::new(&a, one, opts.alpha, opts.beta).unwrap();
+            let rec = measure_multi(&a, "csr-packed", &opts, &p1).unwrap();
+            assert_eq!(rec.path, MultiPath::Kernel(MultiKernel::Spmv));
+            let packed = Plan::new("csr-packed", &a, &opts.plan)
+                .unwrap()
+                .layout()
+                .footprint_bytes() as u64;
+            let (m, n) = (a.nrows(), a.ncols());
+            assert_eq!(rec.bytes_model, multi_bytes_of(packed, m, n, 8, 1));
             // a wrong Y in a checked vector fails the check
             let mut y = p.y0.clone();
             let mut plan = Plan::new("csr", &a, &opts.plan).unwrap();

@@ -60,6 +60,10 @@ impl<T: Scalar> MultiLayout<T> for PackedLayout<T> {
         MultiKernel::Packed
     }
 
+    fn matrix_bytes(&self) -> usize {
+        crate::methods::Layout::footprint_bytes(self)
+    }
+
     fn run_cpu_multi(&self, alpha: T, x: &[T], beta: T, y: &mut [T], shape: MultiShape) {
         let (m, n) = (self.nrows, self.ncols);
         let cols: Vec<Vec<T>> = (0..shape.k)

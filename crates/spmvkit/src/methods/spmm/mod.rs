@@ -203,6 +203,10 @@ pub trait MultiLayout<T: Scalar>: Send + Sync {
 
     /// Uploads what the kernel reads.
     fn upload_multi(&self, gpu: &Arc<Gpu>) -> Result<Box<dyn DeviceMultiLayout<T>>>;
+
+    /// The bytes of the arrays the kernel reads once per call (the byte model of a record,
+    /// `bench::multi`).
+    fn matrix_bytes(&self) -> usize;
 }
 
 /// A [`MultiLayout`] on the device.

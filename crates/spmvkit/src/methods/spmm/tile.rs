@@ -165,9 +165,11 @@ impl RmConfig {
         let lanes = pow2(k.div_ceil(cols)).min(32);
         let max_u = (8 / acc).max(2);
         let in_flight = (MAX_IN_FLIGHT_VALUES / (acc * vec)).max(1);
-        let unroll = tune.unroll.map_or(lanes.min(max_u).min(in_flight).max(2), |u| {
-            pow2(u as usize).clamp(2, max_u)
-        });
+        let unroll = tune
+            .unroll
+            .map_or(lanes.min(max_u).min(in_flight).max(2), |u| {
+                pow2(u as usize).clamp(2, max_u)
+            });
         RmConfig {
             lanes: lanes as u32,
             vec: vec as u32,
