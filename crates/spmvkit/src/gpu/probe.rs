@@ -396,6 +396,25 @@ pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
         samples: opts.samples,
     };
     let tables = table_sizes(bytes as u64, opts.max_table_bytes);
+    // One gather kernel (elements or rows of `unit` bytes) over the first `table_bytes` of buf:
+    // the median µs of its timed calls. table_bytes ≤ 1 GiB, so the unit count fits 32 bits.
+    let mut time_table = |f: &super::Kernel<ProbeGatherArgs<'static>>,
+                          unit: u32,
+                          table_bytes: u64,
+                          rounds: u32,
+                          seed: u32|
+     -> Result<f64> {
+        let args = ProbeGatherArgs {
+            table: DevRef::new(&buf),
+            mask: (table_bytes / u64::from(unit) - 1) as u32,
+            rounds,
+            seed,
+            out: DevMut::new(&mut out),
+        };
+        // SAFETY: every index is ≤ mask, and (mask + 1)·unit = table_bytes ≤ the bytes of buf;
+        // the kernel writes out[0] at most.
+        Ok(time_stream(gpu, &gather_cfg, || unsafe { gpu.launch(f, shape, &args) })?.median_us)
+    };
     let mut gather = Vec::new();
     for elem in GATHER_ELEM_BYTES {
         let entry = if elem == 4 {
@@ -405,23 +424,12 @@ pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
         };
         let f = gpu.kernel::<f32, ProbeGatherArgs>(&PROBE_KERNELS, entry)?;
         for (k, &table_bytes) in tables.iter().enumerate() {
-            // table_bytes ≤ bytes ≤ 2^31·16, so the element count fits 32 bits
-            let mask = (table_bytes / u64::from(elem) - 1) as u32;
             let seed = 0x9e37_79b9u32.wrapping_mul(k as u32 + 1);
-            let args = ProbeGatherArgs {
-                table: DevRef::new(&buf),
-                mask,
-                rounds,
-                seed,
-                out: DevMut::new(&mut out),
-            };
-            // SAFETY: every index is ≤ mask, and (mask + 1)·elem = table_bytes ≤ the bytes of
-            // buf; the kernel writes out[0] at most.
-            let t = time_stream(gpu, &gather_cfg, || unsafe { gpu.launch(&f, shape, &args) })?;
+            let us = time_table(&f, elem, table_bytes, rounds, seed)?;
             gather.push(GatherPoint {
                 table_bytes,
                 elem_bytes: elem,
-                rate_gps: gathers as f64 / (t.median_us * 1e-6) / 1e9,
+                rate_gps: gathers as f64 / (us * 1e-6) / 1e9,
             });
         }
     }
@@ -434,24 +442,13 @@ pub fn run_probe(gpu: &Gpu, opts: &ProbeOptions) -> Result<Probe> {
         let f = gpu.kernel::<f32, ProbeGatherArgs>(&PROBE_KERNELS, entry)?;
         let (rounds, per_call) = row_rounds(opts.row_bytes_per_call, threads, row_bytes);
         for (k, &table_bytes) in tables.iter().enumerate() {
-            // table_bytes ≤ 1 GiB, so the row count fits 32 bits
-            let mask = (table_bytes / u64::from(row_bytes) - 1) as u32;
             let seed = 0x85eb_ca6bu32.wrapping_mul(k as u32 + 1);
-            let args = ProbeGatherArgs {
-                table: DevRef::new(&buf),
-                mask,
-                rounds,
-                seed,
-                out: DevMut::new(&mut out),
-            };
-            // SAFETY: every row index is ≤ mask, and (mask + 1)·row_bytes = table_bytes ≤ the
-            // bytes of buf; the kernel writes out[0] at most.
-            let t = time_stream(gpu, &gather_cfg, || unsafe { gpu.launch(&f, shape, &args) })?;
+            let us = time_table(&f, row_bytes, table_bytes, rounds, seed)?;
             rows.push(RowPoint {
                 table_bytes,
                 row_bytes,
                 rows_per_call: per_call,
-                rate_grs: per_call as f64 / (t.median_us * 1e-6) / 1e9,
+                rate_grs: per_call as f64 / (us * 1e-6) / 1e9,
             });
         }
     }
