@@ -136,7 +136,7 @@ impl RmConfig {
     /// `vec` = the widest load (at most `tune.vec_bytes` and 4 values) that divides k, `cols`
     /// and X's alignment; `acc` = cols / vec; `lanes` = k / cols rounded up to a power of two,
     /// at most 32; `unroll` = 8 / acc (at least 2), not above the lanes (a chunk holds `lanes`
-    /// nonzeros) nor past [`MAX_IN_FLIGHT_VALUES`] of X per lane, unless that is below 2.
+    /// nonzeros) nor past `MAX_IN_FLIGHT_VALUES` of X per lane, unless that is below 2.
     pub fn choose(
         k: usize,
         elem_bytes: usize,
