@@ -68,7 +68,8 @@ pub struct MultiRecord {
     pub bytes_model: u64,
     /// [`multi_bytes`] / k.
     pub bytes_per_vector: f64,
-    /// The plan's preparation and upload, ms (as the SpMV record's).
+    /// The plan's preparation and upload together, ms (the SpMV record's `prep_ms` + `upload_ms`;
+    /// the ordering included), which break-even counts.
     pub prep_ms: f64,
     /// Making the multi-vector state of this (k, order) ([`Plan::prepare_multi`]), ms.
     pub setup_ms: f64,
