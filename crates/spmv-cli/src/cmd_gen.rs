@@ -3,13 +3,18 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
+use spmvkit::OffsetWidth;
 
 use crate::{text, usage};
 
 /// Generate a matrix (deterministic for a seed) and write it as Matrix Market (.mtx, .mtx.gz) or
 /// as a binary cache (.spmvkit).
+///
+/// A matrix of more than 2^31−1 nonzeros (up to 2^40) is generated with 64-bit row offsets and
+/// written as a format-version-2 cache, or as Matrix Market text (which has no offset width).
+/// The file appears only once it is complete.
 ///
 /// KIND may be a whole GEN-SPEC (`poisson3d:64`) or a kind followed by its arguments
 /// (`poisson3d 64`); the kinds are listed below.
@@ -64,16 +69,24 @@ pub fn run(args: GenArgs) -> Result<()> {
     spmvkit::io::check_output_path(&args.output).map_err(|e| usage(e.to_string()))?;
     let spec = spec_of(&args.kind, &args.params, args.seed);
     let t = Instant::now();
-    let a = spmvkit::gen::generate::<f64>(&spec)?;
+    let a = spmvkit::gen::generate_any::<f64>(&spec).or_else(|e| match e {
+        // already names the spec
+        spmvkit::Error::GenSpec { .. } => Err(e.into()),
+        e => Err(e).with_context(|| format!("cannot generate {spec}")),
+    })?;
     let gen_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     // The library's error names the file.
-    spmvkit::io::save(&args.output, &a)?;
+    spmvkit::io::save_any(&args.output, &a)?;
     eprintln!(
-        "{spec}: {} x {}, {} nnz, generated in {gen_s:.2} s, written to {} in {:.2} s",
+        "{spec}: {} x {}, {} nnz{}, generated in {gen_s:.2} s, written to {} in {:.2} s",
         a.nrows(),
         a.ncols(),
         a.nnz(),
+        match a.width() {
+            OffsetWidth::W32 => "",
+            OffsetWidth::W64 => " (64-bit row offsets)",
+        },
         args.output.display(),
         t.elapsed().as_secs_f64()
     );

@@ -69,17 +69,13 @@ impl MatrixSource {
     /// The matrix in the width it needs (docs/offsets.md): a file as
     /// [`crate::io::load_cached_any`] (or [`crate::io::load_any`] without the cache) reads it,
     /// a spec generated with 32-bit offsets, or with 64-bit ones when it has more than 2^31−1
-    /// nonzeros (the count is checked before anything large is allocated).
+    /// nonzeros ([`crate::gen::generate_any`]: the rows are counted once, before anything large
+    /// is allocated).
     pub fn load_any<T: Scalar>(&self, use_cache: bool) -> Result<AnyCsr<T>> {
         match self {
             MatrixSource::File(p) if use_cache => crate::io::load_cached_any::<T>(p, None),
             MatrixSource::File(p) => crate::io::load_any::<T>(p),
-            MatrixSource::Spec(s) => match crate::gen::generate::<T>(s) {
-                Err(Error::TooLarge { what: "nnz", .. }) => {
-                    crate::gen::generate_as::<T, u64>(s).map(AnyCsr::W64)
-                }
-                r => r.map(AnyCsr::W32),
-            },
+            MatrixSource::Spec(s) => crate::gen::generate_any::<T>(s),
         }
     }
 

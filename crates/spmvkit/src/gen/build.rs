@@ -16,9 +16,9 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::matrix::Csr;
+use crate::matrix::{AnyCsr, Csr};
 use crate::memory::try_vec;
-use crate::scalar::{Idx, Offset, OffsetSlice, Scalar};
+use crate::scalar::{Idx, Offset, OffsetSlice, OffsetWidth, Scalar, MAX_INDEX};
 
 /// Entries aimed at per chunk: enough work to amortise scheduling, small enough to balance.
 const TARGET_CHUNK_NNZ: u64 = 1 << 15;
@@ -162,6 +162,23 @@ where
     let chunk = chunk.max(1);
     let mut row_ptr: Vec<O> = try_vec("the row pointers", nrows + 1, O::default())?;
     write_lengths(&mut row_ptr, chunk, &lens);
+    fill_rows(ncols, chunk, row_ptr, &fill)
+}
+
+/// [`build_rows`]'s second half: row lengths stored at `row_ptr[1..]` become row pointers, the
+/// column and value arrays are allocated and `fill` writes them.
+fn fill_rows<T, O, F>(
+    ncols: usize,
+    chunk: usize,
+    mut row_ptr: Vec<O>,
+    fill: &F,
+) -> Result<Csr<T, O>>
+where
+    T: Scalar,
+    O: Offset,
+    F: Fn(&mut Chunk<'_, T>) + Sync,
+{
+    let nrows = row_ptr.len() - 1;
     let nnz = lengths_to_ptr(&mut row_ptr, chunk)? as usize;
     let mut cols: Vec<Idx> = try_vec("the column indices", nnz, 0)?;
     let mut vals: Vec<T> = try_vec("the values", nnz, T::zero())?;
@@ -206,6 +223,34 @@ impl<T: Scalar> RowGen<T> {
     /// The whole matrix, with row offsets of type `O`.
     pub(crate) fn build<O: Offset>(&self) -> Result<Csr<T, O>> {
         build_rows(self.nrows, self.ncols, self.chunk, &self.lens, &self.fill)
+    }
+
+    /// The whole matrix in the width its count needs (docs/offsets.md): the row lengths are
+    /// counted once, into 32-bit words (a row holds at most 2^31−1 entries); up to `wide_above`
+    /// nonzeros (2^31−1 outside the tests; a higher value counts as 2^31−1) they become 32-bit
+    /// row pointers in place, as [`RowGen::build`] makes them, and above it they are widened to
+    /// 64 bits, after `check_wide(nnz)` (the memory check of the 64-bit matrix) and the 2^40
+    /// limit, before the column and value arrays are allocated. The same matrix either way.
+    pub(crate) fn build_any(
+        &self,
+        wide_above: u64,
+        check_wide: impl FnOnce(u64) -> Result<()>,
+    ) -> Result<AnyCsr<T>> {
+        let chunk = self.chunk;
+        let mut lens: Vec<Idx> = try_vec("the row pointers", self.nrows + 1, 0)?;
+        write_lengths(&mut lens, chunk, &self.lens);
+        let nnz: u64 = lens[1..].par_iter().map(|&l| u64::from(l)).sum();
+        if nnz <= wide_above.min(MAX_INDEX) {
+            return fill_rows(self.ncols, chunk, lens, &self.fill).map(AnyCsr::W32);
+        }
+        crate::error::check_nnz(OffsetWidth::W64, nnz)?;
+        check_wide(nnz)?;
+        let mut wide: Vec<u64> = try_vec("the row pointers", self.nrows + 1, 0)?;
+        wide.par_iter_mut()
+            .zip(lens.par_iter())
+            .for_each(|(w, &l)| *w = u64::from(l));
+        drop(lens);
+        fill_rows(self.ncols, chunk, wide, &self.fill).map(AnyCsr::W64)
     }
 
     /// The row pointers of the whole matrix (nrows+1 entries; the first pass only).
@@ -268,5 +313,65 @@ impl<T: Scalar> RowGen<T> {
             cols,
             vals,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// [`RowGen::build_any`] runs the row-length pass once per chunk whichever width it picks,
+    /// and checks the 64-bit matrix (`check_wide`) only when it widens, with the true count.
+    #[test]
+    fn build_any_counts_the_rows_once() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&calls);
+        let g: RowGen<f64> = RowGen::new(
+            1000,
+            50,
+            64,
+            move |_, rows, out| {
+                counted.fetch_add(1, Ordering::Relaxed);
+                for (i, o) in rows.zip(out.iter_mut()) {
+                    *o = (i % 7) as Idx;
+                }
+            },
+            |c| {
+                for i in c.rows.clone() {
+                    for (k, p) in c.span(i).enumerate() {
+                        c.cols[p] = k as Idx;
+                        c.vals[p] = (i * 10 + k) as f64;
+                    }
+                }
+            },
+        );
+        let chunks = 1000usize.div_ceil(64);
+        let narrow: Csr<f64> = g.build().unwrap();
+        let nnz = narrow.nnz() as u64;
+        calls.store(0, Ordering::Relaxed);
+        let mut checked = None;
+        let wide = g
+            .build_any(nnz - 1, |n| {
+                checked = Some(n);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(calls.load(Ordering::Relaxed), chunks);
+        assert_eq!(checked, Some(nnz));
+        match wide {
+            AnyCsr::W64(w) => assert_eq!(w, narrow.with_offsets().unwrap()),
+            AnyCsr::W32(_) => panic!("{nnz} nonzeros above a threshold of {}", nnz - 1),
+        }
+        calls.store(0, Ordering::Relaxed);
+        let same = g.build_any(nnz, |_| panic!("no 64-bit check below the threshold"));
+        assert_eq!(calls.load(Ordering::Relaxed), chunks);
+        assert!(matches!(same, Ok(AnyCsr::W32(ref a)) if *a == narrow));
+        let refused = g.build_any(0, |n| {
+            Err(Error::InvalidArgument(format!("{n} nonzeros do not fit")))
+        });
+        assert!(refused.is_err());
     }
 }

@@ -37,7 +37,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::matrix::{check_square, Csr};
+use crate::matrix::{check_square, AnyCsr, Csr};
 use crate::reorder::{permute_symmetric, Permutation};
 use crate::scalar::{Idx, Offset, OffsetWidth, Scalar, MAX_INDEX};
 
@@ -448,6 +448,45 @@ pub fn generate_as<T: Scalar, O: Offset>(spec: &str) -> Result<Csr<T, O>> {
     generate_from_as(&parse_spec(spec)?)
 }
 
+/// Generates the matrix a GEN-SPEC names, in precision `T`, with row offsets in the width it
+/// needs (docs/offsets.md): 32-bit up to 2^31−1 nonzeros, 64-bit above, up to 2^40. The row
+/// lengths are counted once and the matrix built in the width the count asks for; the matrix is
+/// the one [`generate`] or [`generate_as`] gives. What `spmv run --offsets auto`, `spmv info` and
+/// `spmv gen` generate.
+///
+/// ```
+/// use spmvkit::AnyCsr;
+/// let a = spmvkit::gen::generate_any::<f32>("uniform:1000,7").unwrap();
+/// assert!(matches!(a, AnyCsr::W32(ref m) if *m == spmvkit::gen::generate("uniform:1000,7").unwrap()));
+/// ```
+pub fn generate_any<T: Scalar>(spec: &str) -> Result<AnyCsr<T>> {
+    generate_any_from(&parse_spec(spec)?, MAX_INDEX)
+}
+
+/// [`generate_any`] of a parsed spec, 64-bit above `wide_above` nonzeros (2^31−1 outside the
+/// tests; a higher value counts as 2^31−1). The row-chunked kinds count their rows once
+/// ([`build::RowGen::build_any`]); the others build 32-bit and are widened above `wide_above`;
+/// `renumber=random` (32-bit) keeps the width it was given.
+pub(crate) fn generate_any_from<T: Scalar>(g: &GenSpec, wide_above: u64) -> Result<AnyCsr<T>> {
+    let wide_above = wide_above.min(MAX_INDEX);
+    let a = match generate_kind::<T>(g, true, Widths::Above(wide_above))? {
+        Made::Rows(r) => r.build_any(wide_above, |nnz| {
+            let rows = r.nrows as u128;
+            fits::<T>(g, csr_bytes::<T>(rows, nnz as u128) + 4 * (rows + 1))
+        })?,
+        Made::Whole(a) if a.nnz() as u64 > wide_above => AnyCsr::W64(a.with_offsets()?),
+        Made::Whole(a) => AnyCsr::W32(a),
+        Made::NoRange => return Err(spec_err(&g.to_string(), "no matrix was generated")),
+    };
+    if !renumbered(g)? {
+        return Ok(a);
+    }
+    Ok(match a {
+        AnyCsr::W32(a) => AnyCsr::W32(renumber(g, a)?),
+        AnyCsr::W64(a) => AnyCsr::W64(renumber(g, narrow_to_renumber(g, a)?)?.with_offsets()?),
+    })
+}
+
 /// Generates the matrix a GEN-SPEC names, in f64.
 pub fn generate_f64(spec: &str) -> Result<Csr<f64>> {
     generate::<f64>(spec)
@@ -616,10 +655,12 @@ pub fn row_generator<T: Scalar>(spec: &str) -> Result<Option<RowGenerator<T>>> {
     if renumbered(&g)? {
         return Ok(None);
     }
-    Ok(match generate_kind::<T>(&g, false, OffsetWidth::W32)? {
-        Made::Rows(inner) => Some(RowGenerator { inner }),
-        Made::Whole(_) | Made::NoRange => None,
-    })
+    Ok(
+        match generate_kind::<T>(&g, false, Widths::Fixed(OffsetWidth::W32))? {
+            Made::Rows(inner) => Some(RowGenerator { inner }),
+            Made::Whole(_) | Made::NoRange => None,
+        },
+    )
 }
 
 /// Generates the matrix of a parsed spec, in precision `T`, renumbered when it asks for it.
@@ -630,7 +671,7 @@ pub fn generate_from<T: Scalar>(g: &GenSpec) -> Result<Csr<T>> {
 /// [`generate_from`] with row offsets of type `O` ([`generate_as`]). `renumber=random` takes at
 /// most 2^31−1 nonzeros (the reordering is 32-bit).
 pub fn generate_from_as<T: Scalar, O: Offset>(g: &GenSpec) -> Result<Csr<T, O>> {
-    let a: Csr<T, O> = match generate_kind::<T>(g, true, O::WIDTH)? {
+    let a: Csr<T, O> = match generate_kind::<T>(g, true, Widths::Fixed(O::WIDTH))? {
         Made::Rows(r) => r.build()?,
         Made::Whole(a) => a.with_offsets()?,
         Made::NoRange => return Err(spec_err(&g.to_string(), "no matrix was generated")),
@@ -638,6 +679,33 @@ pub fn generate_from_as<T: Scalar, O: Offset>(g: &GenSpec) -> Result<Csr<T, O>> 
     if !renumbered(g)? {
         return Ok(a);
     }
+    renumber(g, narrow_to_renumber(g, a)?)?.with_offsets()
+}
+
+/// A matrix of either width with 32-bit offsets for `renumber=random`: more than 2^31−1
+/// nonzeros is an error naming the spec and the limit (the spec's count is checked before
+/// generating; this catches a kind whose count exceeded its estimate).
+fn narrow_to_renumber<T: Scalar, O: Offset>(g: &GenSpec, a: Csr<T, O>) -> Result<Csr<T>> {
+    let nnz = a.nnz();
+    a.with_offsets::<Idx>().map_err(|e| match e {
+        Error::TooLarge { .. } => renumber_too_large(g, nnz as u128),
+        e => e,
+    })
+}
+
+/// `renumber=random` of a matrix of `nnz` > 2^31−1 nonzeros.
+fn renumber_too_large(g: &GenSpec, nnz: u128) -> Error {
+    spec_err(
+        &g.to_string(),
+        format!(
+            "renumber=random takes at most 2^31−1 = {MAX_INDEX} nonzeros (the reordering has \
+             32-bit offsets), this matrix has {nnz}"
+        ),
+    )
+}
+
+/// `renumber=random`: the square matrix `a` of spec `g` numbered at random, PAPᵀ.
+fn renumber<T: Scalar>(g: &GenSpec, a: Csr<T>) -> Result<Csr<T>> {
     check_square(
         "renumber=random needs a square matrix",
         a.nrows(),
@@ -645,7 +713,34 @@ pub fn generate_from_as<T: Scalar, O: Offset>(g: &GenSpec) -> Result<Csr<T, O>> 
     )
     .map_err(|e| spec_err(&g.to_string(), e.to_string()))?;
     let p = Permutation::random(a.nrows(), g.seed)?;
-    permute_symmetric(&a.with_offsets::<Idx>()?, &p)?.with_offsets()
+    permute_symmetric(&a, &p)
+}
+
+/// The row offsets' width [`generate_kind`]'s checks assume: one fixed width, or 32 bits up to
+/// the count given and 64 above ([`generate_any`]).
+#[derive(Clone, Copy, Debug)]
+enum Widths {
+    Fixed(OffsetWidth),
+    Above(u64),
+}
+
+impl Widths {
+    /// The width a matrix of `nnz` nonzeros is built in.
+    fn for_nnz(self, nnz: u128) -> OffsetWidth {
+        match self {
+            Widths::Fixed(w) => w,
+            Widths::Above(n) if nnz > n as u128 => OffsetWidth::W64,
+            Widths::Above(_) => OffsetWidth::W32,
+        }
+    }
+
+    /// The widest of them: its nnz limit is the spec's.
+    fn widest(self) -> OffsetWidth {
+        match self {
+            Widths::Fixed(w) => w,
+            Widths::Above(_) => OffsetWidth::W64,
+        }
+    }
 }
 
 /// What [`generate_kind`] makes: a kind built row chunk by row chunk (whole or any row range),
@@ -660,8 +755,9 @@ enum Made<T> {
 /// the caller wants row ranges: the whole matrix's memory is not checked, and the kinds that
 /// cannot build a row range alone (`kron`, `rgg`, `delaunay`) answer [`Made::NoRange`]. `width`
 /// is the row offsets' the caller builds with: the nnz limit of the row-chunked kinds and their
-/// memory estimate follow it.
-fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool, width: OffsetWidth) -> Result<Made<T>> {
+/// memory estimate follow it (with [`Widths::Above`], the limit is 64-bit and the estimate
+/// takes the width of the spec's nonzero count).
+fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool, width: Widths) -> Result<Made<T>> {
     let a: Vec<u128> = g.args.iter().map(|&v| v as u128).collect();
     let spec = g.to_string();
     let d = find_kind(g.kind).ok_or_else(|| spec_err(&spec, "unknown kind"))?;
@@ -677,9 +773,16 @@ fn generate_kind<T: Scalar>(g: &GenSpec, whole: bool, width: OffsetWidth) -> Res
     let seed = g.seed;
     // the CSR a row-chunked kind builds, with row offsets of `width`: its peak memory too
     let csr = |rows: u128, nnz: u128| {
-        csr_bytes::<T>(rows, nnz) + (width.bytes() as u128 - 4) * (rows + 1)
+        csr_bytes::<T>(rows, nnz) + (width.for_nnz(nnz).bytes() as u128 - 4) * (rows + 1)
     };
-    let nnz_limit = |value: u128| limit_nnz(width, value);
+    // renumber=random is 32-bit: refused before anything is built
+    let renumbering = renumbered(g)?;
+    let nnz_limit = |value: u128| {
+        if renumbering && value > MAX_INDEX as u128 {
+            return Err(renumber_too_large(g, value));
+        }
+        limit_nnz(width.widest(), value)
+    };
     let fits = |g: &GenSpec, bytes: u128| {
         if whole {
             fits::<T>(g, bytes)
@@ -1010,6 +1113,99 @@ mod tests {
         );
         let e = parse_spec("poisson2d:4,shuffle=1").unwrap_err().to_string();
         assert!(e.contains("renumber"), "{e}");
+    }
+
+    /// [`generate_any_from`] of `spec` at the thresholds just below and at its nnz: 64-bit above,
+    /// 32-bit at or below, the same matrix as [`generate`] either way; and the public entry,
+    /// whose threshold is 2^31−1 (a higher one counts as 2^31−1).
+    fn check_any_widths<T: Scalar>(spec: &str) {
+        let g = parse_spec(spec).unwrap();
+        let a = generate::<T>(spec).unwrap();
+        let nnz = a.nnz() as u64;
+        match generate_any_from::<T>(&g, nnz.saturating_sub(1)).unwrap() {
+            AnyCsr::W64(w) if nnz > 0 => assert_eq!(w, a.with_offsets().unwrap(), "{spec}"),
+            AnyCsr::W32(n) if nnz == 0 => assert_eq!(n, a, "{spec}"),
+            other => panic!("{spec} above the threshold: {:?} offsets", other.width()),
+        }
+        for wide_above in [nnz, MAX_INDEX, u64::MAX] {
+            match generate_any_from::<T>(&g, wide_above).unwrap() {
+                AnyCsr::W32(n) => assert_eq!(n, a, "{spec} at {wide_above}"),
+                AnyCsr::W64(_) => panic!("{spec}: 64-bit offsets at a threshold of {wide_above}"),
+            }
+        }
+        assert_eq!(generate_any::<T>(spec).unwrap().into_offsets().unwrap(), a);
+    }
+
+    /// The one-pass entry picks the width by the count, for the row-chunked kinds, the ones
+    /// built whole (widened), `renumber=random` (permuted at 32 bits, then widened) and an
+    /// empty matrix, in both precisions.
+    #[test]
+    fn generate_any_picks_the_width_the_count_needs() {
+        for spec in [
+            "uniform:3000,17",
+            "poisson3d:9",
+            "varcoef27:6",
+            "powerlaw:2000,5",
+            "hugerow:500,3,400",
+            "banded:700,9",
+            "dense:20,30",
+            "kron:9",
+            "rgg:2000",
+            "delaunay:300",
+            "uniform:400,7,renumber=random",
+            "powerlaw:600,4,renumber=random",
+            "empty:5,4",
+        ] {
+            check_any_widths::<f32>(spec);
+            check_any_widths::<f64>(spec);
+        }
+    }
+
+    /// Past 2^31−1 nonzeros with `renumber=random` and past 2^40: refused from the spec's count,
+    /// before anything is allocated, with the spec and the limit named.
+    #[test]
+    fn generate_any_refuses_what_no_width_takes() {
+        let e = generate_any::<f32>("uniform:50000,50000,renumber=random").unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, Error::GenSpec { .. }), "{e:?}");
+        assert!(
+            msg.contains("uniform:50000,50000,renumber=random")
+                && msg.contains("2^31−1")
+                && msg.contains("2500000000"),
+            "{msg}"
+        );
+        let e = generate_as::<f64, u64>("uniform:50000,50000,renumber=random").unwrap_err();
+        assert!(e.to_string().contains("renumber=random takes"), "{e}");
+        let e = generate_any::<f32>("uniform:2000000000,1000").unwrap_err();
+        assert!(e.to_string().contains("limit of 2^40"), "{e}");
+    }
+
+    /// A 64-bit generated matrix (the test threshold) saved as `.spmvkit` is a version 2 cache
+    /// that reads back in 64 bits, bit for bit; as `.mtx` and `.mtx.gz`, the same text as its
+    /// 32-bit self. A 32-bit one stays version 1.
+    #[test]
+    fn a_64_bit_generated_matrix_round_trips_through_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = "powerlaw:3000,6,seed=5";
+        let narrow = generate::<f64>(spec).unwrap();
+        let wide = generate_any_from::<f64>(&parse_spec(spec).unwrap(), 100).unwrap();
+        assert_eq!(wide.width(), OffsetWidth::W64);
+        let cache = dir.path().join("w.spmvkit");
+        crate::io::save_any(&cache, &wide).unwrap();
+        assert_eq!(crate::io::read_cache_header(&cache).unwrap().version, 2);
+        match crate::io::load_any::<f64>(&cache).unwrap() {
+            AnyCsr::W64(back) => assert_eq!(back, narrow.with_offsets().unwrap()),
+            AnyCsr::W32(_) => panic!("a version 2 cache read back with 32-bit offsets"),
+        }
+        for name in ["w.mtx", "w.mtx.gz"] {
+            let p = dir.path().join(name);
+            crate::io::save_any(&p, &wide).unwrap();
+            assert_eq!(crate::io::load::<f64>(&p).unwrap(), narrow, "{name}");
+        }
+        let small = dir.path().join("n.spmvkit");
+        crate::io::save_any(&small, &generate_any::<f64>(spec).unwrap()).unwrap();
+        assert_eq!(crate::io::read_cache_header(&small).unwrap().version, 1);
+        assert_eq!(crate::io::load::<f64>(&small).unwrap(), narrow);
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //! the source's canonical path and precision, reuses it while the source's size and mtime match,
 //! and rebuilds it when it is stale or damaged.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
@@ -275,22 +275,11 @@ pub fn write_cache<T: Scalar, O: Offset>(
     let crc = checksum(&head[..56], &[&ptr, &cols, &pad, &vals]);
     head[56..60].copy_from_slice(&crc.to_le_bytes());
 
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "cache".into());
-    let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+    super::write_via_temp(path, |w| {
         for part in [&head[..], &ptr, &cols, &pad, &vals] {
             w.write_all(part)?;
         }
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(path, e)
+        Ok(())
     })
 }
 

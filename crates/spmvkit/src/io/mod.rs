@@ -23,6 +23,7 @@ pub mod header;
 pub mod reader;
 pub mod writer;
 
+use std::io::BufWriter;
 use std::path::Path;
 
 pub use cache::{
@@ -43,7 +44,7 @@ pub use writer::{write_matrix_market, write_matrix_market_to};
 
 use crate::error::{Error, Result};
 use crate::matrix::{AnyCsr, Csr};
-use crate::scalar::Scalar;
+use crate::scalar::{Offset, Scalar};
 
 /// Opens a file for reading; a directory is an [`Error::Io`] saying so (the OS would open it and
 /// fail later with a less helpful error).
@@ -57,6 +58,31 @@ pub(crate) fn open_file(path: &Path) -> Result<(std::fs::File, u64)> {
         ));
     }
     Ok((file, meta.len()))
+}
+
+/// Writes a file through `write` under a temporary name beside `path` (`.NAME.tmpPID`, in the
+/// same directory so that the rename stays on one file system), synced, then renamed to `path`:
+/// readers never see a half-written file, and a failed write leaves none (the temporary file is
+/// removed; the error names `path`).
+pub(crate) fn write_via_temp(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "output".into());
+    let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
+    let run = || -> std::io::Result<()> {
+        let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        write(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    run().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(path, e)
+    })
 }
 
 /// The output file names [`save`] accepts.
@@ -118,14 +144,25 @@ pub fn load_any<T: Scalar>(path: impl AsRef<Path>) -> Result<AnyCsr<T>> {
     }
 }
 
-/// Writes a matrix by file type: `*.spmvkit` as a binary cache, `*.mtx` as Matrix Market text,
-/// `*.mtx.gz` gzip-compressed; any other name is refused ([`check_output_path`]).
-pub fn save<T: Scalar>(path: impl AsRef<Path>, a: &Csr<T>) -> Result<()> {
+/// Writes a matrix by file type: `*.spmvkit` as a binary cache (format version 1 for 32-bit row
+/// offsets, 2 for 64-bit ones), `*.mtx` as Matrix Market text, `*.mtx.gz` gzip-compressed; any
+/// other name is refused ([`check_output_path`]). The file appears whole or not at all
+/// (written under a temporary name and renamed).
+pub fn save<T: Scalar, O: Offset>(path: impl AsRef<Path>, a: &Csr<T, O>) -> Result<()> {
     let path = path.as_ref();
     check_output_path(path)?;
     if cache::is_cache_path(path) {
         write_cache(path, a, None)
     } else {
         write_matrix_market(path, a)
+    }
+}
+
+/// [`save`] of a matrix of either width ([`load_any`] reads it back in the same width from a
+/// `.spmvkit` cache).
+pub fn save_any<T: Scalar>(path: impl AsRef<Path>, a: &AnyCsr<T>) -> Result<()> {
+    match a {
+        AnyCsr::W32(a) => save(path, a),
+        AnyCsr::W64(a) => save(path, a),
     }
 }

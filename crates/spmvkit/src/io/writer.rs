@@ -4,17 +4,20 @@
 //!
 //! Values are written in the shortest decimal form that parses back to the same bits (Rust's
 //! float formatting), in the precision of `T`, so write → read round-trips exactly. Rows are
-//! formatted in parallel blocks and written in order.
+//! formatted in parallel blocks and written in order. The text has no offset width: a matrix of
+//! either ([`Offset`]) is written the same way. A file is written under a temporary name beside
+//! it and renamed when complete ([`super::write_via_temp`]), so a failed write leaves no partial
+//! file.
 
 use std::fmt::Write as _;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::matrix::Csr;
-use crate::scalar::{Precision, Scalar};
+use crate::scalar::{Offset, Precision, Scalar};
 
 /// Appends `v` in its shortest round-trip form: positional for moderate magnitudes, with an
 /// exponent otherwise (so 1e-300 does not become 300 zeros).
@@ -31,8 +34,9 @@ fn push_value<T: Scalar>(out: &mut String, v: T) {
 }
 
 /// Formats rows `lo..hi` as entry lines.
-fn format_rows<T: Scalar>(a: &Csr<T>, lo: usize, hi: usize) -> String {
-    let mut s = String::with_capacity((a.row_ptr()[hi] - a.row_ptr()[lo]) as usize * 28);
+fn format_rows<T: Scalar, O: Offset>(a: &Csr<T, O>, lo: usize, hi: usize) -> String {
+    let ptr = a.row_ptr();
+    let mut s = String::with_capacity((ptr[hi].to_usize() - ptr[lo].to_usize()) * 28);
     for i in lo..hi {
         let (cols, vals) = a.row(i);
         for (&j, &v) in cols.iter().zip(vals) {
@@ -46,18 +50,22 @@ fn format_rows<T: Scalar>(a: &Csr<T>, lo: usize, hi: usize) -> String {
 }
 
 /// Writes the matrix as Matrix Market text to any writer.
-pub fn write_matrix_market_to<T: Scalar, W: Write>(out: &mut W, a: &Csr<T>) -> std::io::Result<()> {
+pub fn write_matrix_market_to<T: Scalar, O: Offset, W: Write>(
+    out: &mut W,
+    a: &Csr<T, O>,
+) -> std::io::Result<()> {
     writeln!(out, "%%MatrixMarket matrix coordinate real general")?;
     writeln!(out, "% written by spmvkit {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "{} {} {}", a.nrows(), a.ncols(), a.nnz())?;
     // Blocks of about 64k entries, formatted in parallel a batch at a time.
     let n = a.nrows();
     let mut bounds = vec![0usize];
-    let mut last = 0u32;
+    let mut last = 0usize;
     for i in 1..n {
-        if a.row_ptr()[i] - last >= 1 << 16 {
+        let p = a.row_ptr()[i].to_usize();
+        if p - last >= 1 << 16 {
             bounds.push(i);
-            last = a.row_ptr()[i];
+            last = p;
         }
     }
     bounds.push(n);
@@ -76,25 +84,23 @@ pub fn write_matrix_market_to<T: Scalar, W: Write>(out: &mut W, a: &Csr<T>) -> s
 }
 
 /// Writes `a` to `path` as `coordinate real general`; gzip-compressed if the name ends in `.gz`.
-pub fn write_matrix_market<T: Scalar>(path: impl AsRef<Path>, a: &Csr<T>) -> Result<()> {
+pub fn write_matrix_market<T: Scalar, O: Offset>(
+    path: impl AsRef<Path>,
+    a: &Csr<T, O>,
+) -> Result<()> {
     let path = path.as_ref();
-    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
     let gz = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
-    let res = if gz {
-        let mut enc = flate2::write::GzEncoder::new(
-            BufWriter::with_capacity(1 << 20, file),
-            flate2::Compression::default(),
-        );
-        write_matrix_market_to(&mut enc, a)
-            .and_then(|_| enc.finish())
-            .and_then(|mut w| w.flush())
-    } else {
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        write_matrix_market_to(&mut w, a)
-    };
-    res.map_err(|e| Error::io(path, e))
+    super::write_via_temp(path, |w| {
+        if gz {
+            let mut enc = flate2::write::GzEncoder::new(w, flate2::Compression::default());
+            write_matrix_market_to(&mut enc, a)?;
+            enc.finish().map(|_| ())
+        } else {
+            write_matrix_market_to(w, a)
+        }
+    })
 }
 
 #[cfg(test)]
@@ -117,6 +123,9 @@ mod tests {
         write_matrix_market_to(&mut buf, &a).unwrap();
         let b: Csr<f64> = super::super::parse_matrix_market_bytes(&buf).unwrap();
         assert_eq!(a, b);
+        let mut wide = Vec::new();
+        write_matrix_market_to(&mut wide, &a.with_offsets::<u64>().unwrap()).unwrap();
+        assert_eq!(wide, buf, "the text has no offset width");
         let text = String::from_utf8(buf).unwrap();
         assert!(text.contains("1 1 1e-300\n"), "{text}");
     }

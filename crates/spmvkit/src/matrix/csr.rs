@@ -198,6 +198,22 @@ impl<T: Scalar> AnyCsr<T> {
         }
     }
 
+    /// The number of rows.
+    pub fn nrows(&self) -> usize {
+        match self {
+            AnyCsr::W32(a) => a.nrows(),
+            AnyCsr::W64(a) => a.nrows(),
+        }
+    }
+
+    /// The number of columns.
+    pub fn ncols(&self) -> usize {
+        match self {
+            AnyCsr::W32(a) => a.ncols(),
+            AnyCsr::W64(a) => a.ncols(),
+        }
+    }
+
     /// The matrix, borrowed as [`CsrOfWidth`].
     pub fn by_width(&self) -> CsrOfWidth<'_, T> {
         match self {
