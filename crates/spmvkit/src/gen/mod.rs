@@ -1165,7 +1165,7 @@ mod tests {
     /// before anything is allocated, with the spec and the limit named.
     #[test]
     fn generate_any_refuses_what_no_width_takes() {
-        let e = generate_any::<f32>("uniform:50000,50000,renumber=random").unwrap_err();
+        let e = generate_any::<f64>("uniform:50000,50000,renumber=random").unwrap_err();
         let msg = e.to_string();
         assert!(matches!(e, Error::GenSpec { .. }), "{e:?}");
         assert!(

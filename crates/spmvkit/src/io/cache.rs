@@ -110,19 +110,19 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
+/// CRC-32 of one piece.
+fn crc_of(piece: &[u8]) -> crc32fast::Hasher {
+    let mut x = crc32fast::Hasher::new();
+    x.update(piece);
+    x
+}
+
 /// CRC-32 of `head` followed by `payload`, the payload hashed in parallel pieces.
 fn checksum(head: &[u8], payload: &[&[u8]]) -> u32 {
     let mut h = crc32fast::Hasher::new();
     h.update(head);
     for part in payload {
-        let pieces: Vec<crc32fast::Hasher> = part
-            .par_chunks(PIECE)
-            .map(|p| {
-                let mut x = crc32fast::Hasher::new();
-                x.update(p);
-                x
-            })
-            .collect();
+        let pieces: Vec<crc32fast::Hasher> = part.par_chunks(PIECE).map(crc_of).collect();
         for p in pieces {
             h.combine(&p);
         }
@@ -213,28 +213,65 @@ pub fn read_cache_header(path: impl AsRef<Path>) -> Result<CacheHeader> {
     parse_header(path, &b)
 }
 
-/// Little-endian bytes of a `u32` array, converted in parallel.
-fn u32_bytes(v: &[Idx]) -> Vec<u8> {
-    v.par_iter().flat_map_iter(|x| x.to_le_bytes()).collect()
+/// One array of a cache's payload, turned into little-endian bytes a piece of about [`PIECE`]
+/// bytes at a time: the checksum and the write each convert it piece by piece, in parallel, so
+/// writing a matrix never holds a second copy of it (a matrix past 2^31−1 nonzeros is tens of
+/// GB).
+struct Part<'a> {
+    elems: usize,
+    /// Bytes per element.
+    size: usize,
+    /// Appends the bytes of elements `range`.
+    put: Box<dyn Fn(Range<usize>, &mut Vec<u8>) + Sync + 'a>,
 }
 
-/// Little-endian bytes of row offsets in their own width.
-fn offset_bytes(v: OffsetSlice<'_>) -> Vec<u8> {
-    match v {
-        OffsetSlice::W32(v) => u32_bytes(v),
-        OffsetSlice::W64(v) => v.par_iter().flat_map_iter(|x| x.to_le_bytes()).collect(),
+impl<'a> Part<'a> {
+    /// The array `v`, each element written as `le` gives it.
+    fn of<E: Copy + Sync, const N: usize>(
+        v: &'a [E],
+        le: impl Fn(E) -> [u8; N] + Sync + 'a,
+    ) -> Self {
+        Part {
+            elems: v.len(),
+            size: N,
+            put: Box::new(move |r, out| {
+                for &x in &v[r] {
+                    out.extend_from_slice(&le(x));
+                }
+            }),
+        }
     }
-}
 
-fn value_bytes<T: Scalar>(v: &[T]) -> Vec<u8> {
-    if T::PRECISION == Precision::F32 {
-        v.par_iter()
-            .flat_map_iter(|x| (x.to_f64() as f32).to_le_bytes())
-            .collect()
-    } else {
-        v.par_iter()
-            .flat_map_iter(|x| x.to_f64().to_le_bytes())
-            .collect()
+    fn bytes(&self) -> usize {
+        self.elems * self.size
+    }
+
+    /// `map` of each piece's bytes, as many pieces at a time as there are threads, in parallel;
+    /// the results handed to `each` in order.
+    fn for_each_piece<R: Send>(
+        &self,
+        map: impl Fn(Vec<u8>) -> R + Sync,
+        mut each: impl FnMut(R) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let per = (PIECE / self.size).max(1);
+        let pieces: Vec<Range<usize>> = (0..self.elems)
+            .step_by(per)
+            .map(|lo| lo..(lo + per).min(self.elems))
+            .collect();
+        for batch in pieces.chunks(rayon::current_num_threads().max(1)) {
+            let done: Vec<R> = batch
+                .par_iter()
+                .map(|r| {
+                    let mut b = Vec::with_capacity(r.len() * self.size);
+                    (self.put)(r.clone(), &mut b);
+                    map(b)
+                })
+                .collect();
+            for d in done {
+                each(d)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -252,16 +289,27 @@ pub fn write_cache<T: Scalar, O: Offset>(
         Some(s) => source_stamp(s)?,
         None => (0, 0),
     };
-    let ptr = offset_bytes(O::slice(a.row_ptr()));
+    let ptr = match O::slice(a.row_ptr()) {
+        OffsetSlice::W32(v) => Part::of(v, u32::to_le_bytes),
+        OffsetSlice::W64(v) => Part::of(v, u64::to_le_bytes),
+    };
     let version = match O::WIDTH {
         OffsetWidth::W32 => VERSION,
         OffsetWidth::W64 => VERSION_WIDE,
     };
-    let cols = u32_bytes(a.col_idx());
-    let vals = value_bytes(a.vals());
-    let pad_len = (HEADER_LEN + ptr.len() + cols.len()).next_multiple_of(8)
-        - (HEADER_LEN + ptr.len() + cols.len());
-    let pad = vec![0u8; pad_len];
+    let cols = Part::of(a.col_idx(), Idx::to_le_bytes);
+    let vals = if T::PRECISION == Precision::F32 {
+        Part::of(a.vals(), |x: T| (x.to_f64() as f32).to_le_bytes())
+    } else {
+        Part::of(a.vals(), |x: T| x.to_f64().to_le_bytes())
+    };
+    let arrays_end = HEADER_LEN + ptr.bytes() + cols.bytes();
+    let zeros = [0u8; 8];
+    let pad = Part::of(
+        &zeros[..arrays_end.next_multiple_of(8) - arrays_end],
+        |b: u8| [b],
+    );
+    let parts = [ptr, cols, pad, vals];
     let mut head = [0u8; HEADER_LEN];
     head[..8].copy_from_slice(MAGIC);
     head[8..12].copy_from_slice(&version.to_le_bytes());
@@ -272,12 +320,24 @@ pub fn write_cache<T: Scalar, O: Offset>(
     head[40..48].copy_from_slice(&size.to_le_bytes());
     head[48..56].copy_from_slice(&mtime.to_le_bytes());
     head[60..64].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
-    let crc = checksum(&head[..56], &[&ptr, &cols, &pad, &vals]);
-    head[56..60].copy_from_slice(&crc.to_le_bytes());
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&head[..56]);
+    for p in &parts {
+        p.for_each_piece(
+            |b| crc_of(&b),
+            |h| {
+                crc.combine(&h);
+                Ok(())
+            },
+        )
+        .map_err(|e| Error::io(path, e))?;
+    }
+    head[56..60].copy_from_slice(&crc.finalize().to_le_bytes());
 
     super::write_via_temp(path, |w| {
-        for part in [&head[..], &ptr, &cols, &pad, &vals] {
-            w.write_all(part)?;
+        w.write_all(&head)?;
+        for p in &parts {
+            p.for_each_piece(|b| b, |b| w.write_all(&b))?;
         }
         Ok(())
     })

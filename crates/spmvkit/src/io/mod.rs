@@ -166,3 +166,29 @@ pub fn save_any<T: Scalar>(path: impl AsRef<Path>, a: &AnyCsr<T>) -> Result<()> 
         AnyCsr::W64(a) => save(path, a),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write that fails halfway leaves neither the file nor its temporary name; one that
+    /// succeeds replaces the file whole.
+    #[test]
+    fn a_failed_write_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.mtx");
+        let e = write_via_temp(&path, |w| {
+            std::io::Write::write_all(w, b"%%MatrixMarket half a file")?;
+            Err(std::io::Error::other("the disk filled up"))
+        })
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("a.mtx") && e.to_string().contains("disk filled"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        write_via_temp(&path, |w| std::io::Write::write_all(w, b"whole")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"whole");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
