@@ -80,42 +80,49 @@ fn gen_writes_within_the_limits_and_names_them_past() {
         spmvkit::io::load::<f64>(&small).unwrap(),
         spmvkit::gen::generate_f64("powerlaw:400,6,seed=4").unwrap()
     );
-    let refused: [(&str, &str, &[&str], Option<(&str, &str)>); 3] = [
-        (
-            "uniform:2000000000,1000",
-            "big.mtx",
-            &["cannot generate uniform:2000000000,1000", "limit of 2^40"],
-            None,
-        ),
-        (
-            "uniform:50000,50000,renumber=random",
-            "renumbered.spmvkit",
-            &[
+    /// A spec that cannot be generated, the file asked for, what the error says, the
+    /// environment.
+    struct Refused {
+        spec: &'static str,
+        file: &'static str,
+        says: &'static [&'static str],
+        env: Option<(&'static str, &'static str)>,
+    }
+    for r in [
+        Refused {
+            spec: "uniform:2000000000,1000",
+            file: "big.mtx",
+            says: &["cannot generate uniform:2000000000,1000", "limit of 2^40"],
+            env: None,
+        },
+        Refused {
+            spec: "uniform:50000,50000,renumber=random",
+            file: "renumbered.spmvkit",
+            says: &[
                 "uniform:50000,50000,renumber=random",
                 "2^31−1",
                 "2500000000",
             ],
-            None,
-        ),
-        (
-            "uniform:30000000,100",
-            "wide.spmvkit",
-            &["uniform:30000000,100", "needs about"],
-            Some((spmvkit::memory::LIMIT_VAR, "1G")),
-        ),
-    ];
-    for (spec, name, says, env) in refused {
+            env: None,
+        },
+        Refused {
+            spec: "uniform:30000000,100",
+            file: "wide.spmvkit",
+            says: &["uniform:30000000,100", "needs about"],
+            env: Some((spmvkit::memory::LIMIT_VAR, "1G")),
+        },
+    ] {
         let mut c = std::process::Command::new(common::binary());
-        c.args(["gen", spec, "-o", &out(name)]);
-        if let Some((k, v)) = env {
+        c.args(["gen", r.spec, "-o", &out(r.file)]);
+        if let Some((k, v)) = r.env {
             c.env(k, v);
         }
-        let r = c.output().unwrap();
-        let err = String::from_utf8_lossy(&r.stderr);
-        assert!(!r.status.success(), "{spec} was accepted");
-        assert!(!err.contains("panicked"), "{spec}: {err}");
-        for s in says {
-            assert!(err.contains(s), "{spec}: no '{s}' in: {err}");
+        let done = c.output().unwrap();
+        let err = String::from_utf8_lossy(&done.stderr);
+        assert!(!done.status.success(), "{} was accepted", r.spec);
+        assert!(!err.contains("panicked"), "{}: {err}", r.spec);
+        for s in r.says {
+            assert!(err.contains(s), "{}: no '{s}' in: {err}", r.spec);
         }
     }
     let mut left: Vec<String> = std::fs::read_dir(&dir)

@@ -213,6 +213,9 @@ pub fn read_cache_header(path: impl AsRef<Path>) -> Result<CacheHeader> {
     parse_header(path, &b)
 }
 
+/// Appends the little-endian bytes of a range of an array's elements.
+type PutFn<'a> = Box<dyn Fn(Range<usize>, &mut Vec<u8>) + Sync + 'a>;
+
 /// One array of a cache's payload, turned into little-endian bytes a piece of about [`PIECE`]
 /// bytes at a time: the checksum and the write each convert it piece by piece, in parallel, so
 /// writing a matrix never holds a second copy of it (a matrix past 2^31−1 nonzeros is tens of
@@ -222,7 +225,7 @@ struct Part<'a> {
     /// Bytes per element.
     size: usize,
     /// Appends the bytes of elements `range`.
-    put: Box<dyn Fn(Range<usize>, &mut Vec<u8>) + Sync + 'a>,
+    put: PutFn<'a>,
 }
 
 impl<'a> Part<'a> {

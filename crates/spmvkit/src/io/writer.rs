@@ -6,7 +6,7 @@
 //! float formatting), in the precision of `T`, so write → read round-trips exactly. Rows are
 //! formatted in parallel blocks and written in order. The text has no offset width: a matrix of
 //! either ([`Offset`]) is written the same way. A file is written under a temporary name beside
-//! it and renamed when complete ([`super::write_via_temp`]), so a failed write leaves no partial
+//! it and renamed when complete (as the [`super::cache`] is), so a failed write leaves no partial
 //! file.
 
 use std::fmt::Write as _;
