@@ -426,16 +426,18 @@ fn measure_on<T: PrepareFor>(
     let mut y = p.y0.clone();
     let path = plan.apply_multi(p.alpha, &p.x, p.beta, &mut y, shape)?;
     let first = p.check(&y, 1);
-    // a kernel on a layout's own arrays (csr-packed, also as auto's extra candidate) moves
-    // that layout's bytes, not CSR's; k = 1 through the SpMV call moves the plan's layout's
+    // the kernel on a layout's own arrays (csr-packed, also as auto's extra candidate) moves
+    // that layout's bytes, not CSR's; k = 1 through the SpMV call moves the plan's layout's.
+    // Only that kernel asks for the extra layout: asking makes it when the trial has not.
     let own = match path {
         MultiPath::Kernel(MultiKernel::Spmv) => Some(plan.layout().footprint_bytes() as u64),
-        MultiPath::Kernel(k) => [plan.layout().multi_layout(), plan.layout().multi_extra()]
-            .into_iter()
-            .flatten()
-            .find(|o| o.kernel() == k)
+        MultiPath::Kernel(k @ MultiKernel::Packed) => plan
+            .layout()
+            .multi_layout()
+            .filter(|o| o.kernel() == k)
+            .or_else(|| plan.layout().multi_extra().filter(|o| o.kernel() == k))
             .map(|o| o.matrix_bytes() as u64),
-        MultiPath::Columns => None,
+        MultiPath::Kernel(_) | MultiPath::Columns => None,
     };
     let (m, n, vb, k) = (a.nrows(), a.ncols(), T::BYTES, shape.k);
     let bytes = own.map_or_else(
@@ -1046,6 +1048,28 @@ mod tests {
             let (c, got) = p.check(&y, 1).unwrap();
             assert!(!got.ok && c == shape.k - 1 && got.worst_row == 5);
         }
+    }
+
+    /// Working out a record's bytes never prepares anything: `auto` on the CPU runs the
+    /// row-split mirror, so its packed layout for the GPU's SpMM trial is not made, and no
+    /// packing time reaches the record's `prep_ms`.
+    #[test]
+    fn the_byte_model_prepares_no_layout() {
+        let a = crate::gen::generate::<f64>("stencil27:12").unwrap();
+        let opts = cpu_opts();
+        let shape = MultiShape::row_major(8);
+        let p = MultiProblem::new(&a, shape, opts.alpha, opts.beta).unwrap();
+        let mut plan = Plan::new("auto", &a, &opts.plan).unwrap();
+        let rec = measure_multi_on(&mut plan, &a, &opts, &p).unwrap();
+        assert!(rec.verified);
+        assert_eq!(rec.path, MultiPath::Kernel(MultiKernel::RowSplit));
+        assert!(
+            plan.layout().late_prep().is_zero(),
+            "{:?}",
+            plan.layout().late_prep()
+        );
+        let (m, n) = (a.nrows(), a.ncols());
+        assert_eq!(rec.bytes_model, multi_bytes(m, n, a.nnz(), 8, 8));
     }
 
     /// The speed-ups come from the method's SpMV record and cuSPARSE's multi record.
