@@ -29,7 +29,7 @@ use crate::cpu::{check, oracle_spmv_par, Reference};
 use crate::error::Result;
 use crate::gpu::Probe;
 use crate::gpu::{TimingConfig, TimingMode};
-use crate::matrix::{Csr, DenseOrder, MultiShape, CHUNK_ROWS, SECTOR_BYTES};
+use crate::matrix::{csr_matrix_bytes, Csr, DenseOrder, MultiShape, CHUNK_ROWS, SECTOR_BYTES};
 use crate::methods::spmm::cpu::column;
 use crate::methods::spmm::{MultiKernel, MultiPath};
 use crate::methods::{Backend, Plan, PrepareFor};
@@ -94,8 +94,7 @@ pub struct MultiRecord {
 /// Bytes a multi-vector call must move at least: the CSR matrix once (values, column indices,
 /// row pointers), X (ncols × k) read and Y (nrows × k) written, `vb` bytes per value.
 pub fn multi_bytes(nrows: usize, ncols: usize, nnz: usize, vb: usize, k: usize) -> u64 {
-    let csr = (vb as u64 + 4) * nnz as u64 + 4 * (nrows as u64 + 1);
-    multi_bytes_of(csr, nrows, ncols, vb, k)
+    multi_bytes_of(csr_matrix_bytes(nrows, nnz, vb), nrows, ncols, vb, k)
 }
 
 /// [`multi_bytes`] with the matrix's own bytes `matrix` in place of CSR's: a kernel on a

@@ -16,8 +16,8 @@ pub use csc::Csc;
 pub(crate) use csr::transpose_arrays;
 pub use csr::{AnyCsr, Csr, CsrOfWidth, Pattern};
 pub use stats::{
-    byte_model, fits_l2, x_sector_share, x_sectors, LengthStats, MatrixStats, RowStats, XSectors,
-    CHUNK_ROWS, SECTOR_BYTES, SHARE_SAMPLE_CHUNKS,
+    byte_model, csr_matrix_bytes, fits_l2, x_sector_share, x_sectors, LengthStats, MatrixStats,
+    RowStats, XSectors, CHUNK_ROWS, SECTOR_BYTES, SHARE_SAMPLE_CHUNKS,
 };
 pub use stored::{round_values, Conversion};
 

@@ -222,11 +222,18 @@ impl MatrixStats {
     }
 }
 
-/// Bytes one SpMV must move at least: values and column indices once, row pointers once, x once
-/// and y once: `(vb + 4)·nnz + 4·(rows + 1) + vb·cols + vb·rows`.
+/// Bytes of a CSR matrix with 32-bit indices: values and column indices, `(vb + 4)·nnz`, and
+/// row pointers, `4·(rows + 1)`.
+pub fn csr_matrix_bytes(nrows: usize, nnz: usize, value_bytes: usize) -> u64 {
+    let (r, z, vb) = (nrows as u64, nnz as u64, value_bytes as u64);
+    (vb + 4) * z + 4 * (r + 1)
+}
+
+/// Bytes one SpMV must move at least: the CSR matrix once ([`csr_matrix_bytes`]), x once and y
+/// once: `(vb + 4)·nnz + 4·(rows + 1) + vb·cols + vb·rows`.
 pub fn byte_model(nrows: usize, ncols: usize, nnz: usize, value_bytes: usize) -> u64 {
-    let (r, c, z, vb) = (nrows as u64, ncols as u64, nnz as u64, value_bytes as u64);
-    (vb + 4) * z + 4 * (r + 1) + vb * c + vb * r
+    let (r, c, vb) = (nrows as u64, ncols as u64, value_bytes as u64);
+    csr_matrix_bytes(nrows, nnz, value_bytes) + vb * c + vb * r
 }
 
 /// Whether a matrix's working set fits an L2 of `l2_bytes` (None: no GPU, so no), judged by

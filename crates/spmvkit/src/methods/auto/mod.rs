@@ -44,7 +44,9 @@ use cudarc::driver::CudaSlice;
 use self::model::{Features, Knobs, Model};
 use crate::error::{Error, Result};
 use crate::gpu::{self, Gpu, TimingConfig};
-use crate::matrix::{x_sector_share, Csr, MatrixStats, RowStats, SHARE_SAMPLE_CHUNKS};
+use crate::matrix::{
+    csr_matrix_bytes, x_sector_share, Csr, MatrixStats, RowStats, SHARE_SAMPLE_CHUNKS,
+};
 use crate::methods::params::{declares, keywords, params, Flag, CPU_FALLBACK_PARAM};
 use crate::methods::spmm::{MultiKernel, MultiLayout, MultiSource};
 use crate::methods::{
@@ -538,10 +540,9 @@ struct PackedSpmm<T: Scalar> {
 /// The note key of [`PackedSpmm`].
 const PACKED_NOTE: &str = "auto spmm csr-packed";
 
-/// Whether `csr-packed`'s layout of `packed` bytes packs a matrix of `nrows` rows and `nnz`
-/// nonzeros well enough for its k-vector kernel to be one of `auto`'s SpMM candidates: at most
-/// half the bytes of the CSR matrix the other SpMM kernels read (values of `value_bytes`,
-/// 4-byte column indices and row offsets). Why half: a k-vector call moves the matrix once and
+/// Whether `csr-packed`'s layout of `packed` bytes packs a matrix well enough for its k-vector
+/// kernel to be one of `auto`'s SpMM candidates: at most half the `csr` bytes of the CSR matrix
+/// the other SpMM kernels read ([`csr_matrix_bytes`]). Why half: a k-vector call moves the matrix once and
 /// the X and Y blocks k times, so the packed layout can only win where it removes a large
 /// share of the matrix traffic, and it pays for that in decoding (once per pass of C
 /// vectors); it won where it held 1–2 bytes a nonzero against CSR's 8 (f32: 3.00× cuSPARSE
@@ -549,8 +550,7 @@ const PACKED_NOTE: &str = "auto spmm csr-packed";
 /// f64 (0.73–1.05× the tiles), docs/results/h200/2026-11-25/spmm-third/. Half keeps every
 /// matrix of that kind and spares the trial (an upload and 10 calls) on matrices whose codes
 /// barely shrink (random columns with raw values: 32-bit column codes).
-pub(crate) fn packs_well(packed: usize, nrows: usize, nnz: usize, value_bytes: usize) -> bool {
-    let csr = (value_bytes + 4) * nnz + 4 * (nrows + 1);
+pub(crate) fn packs_well(packed: u64, csr: u64) -> bool {
     2 * packed <= csr
 }
 
@@ -569,10 +569,10 @@ impl<T: PrepareFor> AutoLayout<T> {
             None => (None, "no CSR matrix to pack".to_string()),
             Some(Err(e)) => (None, format!("not a candidate: {e}")),
             Some(Ok((l, nrows, nnz))) => {
-                let (bytes, vb) = (l.footprint_bytes(), T::BYTES);
-                let per = |b: usize| b as f64 / nnz.max(1) as f64;
-                let csr = (vb + 4) * nnz + 4 * (nrows + 1);
-                let well = packs_well(bytes, nrows, nnz, vb);
+                let bytes = l.footprint_bytes() as u64;
+                let per = |b: u64| b as f64 / nnz.max(1) as f64;
+                let csr = csr_matrix_bytes(nrows, nnz, T::BYTES);
+                let well = packs_well(bytes, csr);
                 let note = format!(
                     "{:.2} bytes per nonzero against CSR's {:.2}: {} (prepared in {ms:.2} ms, \
                      counted as preparation)",

@@ -185,7 +185,7 @@ impl Facts {
         nrows: usize,
         value_bytes: usize,
     ) -> Vec<(String, String)> {
-        let csr = (value_bytes + 4) * nnz + 4 * (nrows + 1);
+        let csr = crate::matrix::csr_matrix_bytes(nrows, nnz, value_bytes) as usize;
         let per_nnz = |b: usize| {
             if nnz == 0 {
                 "-".to_string()
