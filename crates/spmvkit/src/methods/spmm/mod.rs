@@ -131,7 +131,9 @@ pub enum MultiKernel {
     Packed,
     /// A layout's offer to let the plan choose per (k, order) (`auto`): on the GPU the first
     /// call of a shape times [`MultiKernel::RowSplit`], [`MultiKernel::Merge`],
-    /// [`MultiKernel::Cusparse`] and [`MultiPath::Columns`] and keeps the fastest; on the CPU the row-split mirror. A call
+    /// [`MultiKernel::Cusparse`], [`MultiPath::Columns`] and, where offered,
+    /// [`MultiKernel::Packed`] (`apply::auto_candidates`) and keeps the fastest; on the CPU the
+    /// row-split mirror. A call
     /// never takes this path itself; [`Plan::multi_path`] says it until the shape is chosen.
     Auto,
     /// k = 1 on every plan: a block of one vector, in either order, is that vector (`ncols`
