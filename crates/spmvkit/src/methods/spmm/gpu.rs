@@ -166,8 +166,9 @@ impl<T: Scalar> DeviceMerge<T> {
         })
     }
 
-    /// The tile of a call: the row-split rule with the teams as its work items, one value per
-    /// load when column-major.
+    /// The tile of a call: row-major, the team rule ([`RmConfig::choose_team`]: the row-split
+    /// rule with the teams as its work items, at least 16 lanes from k = 32 on); column-major,
+    /// the row-split rule with one value per load.
     fn tile(
         &self,
         gpu: &Gpu,
@@ -176,15 +177,17 @@ impl<T: Scalar> DeviceMerge<T> {
         order: DenseOrder,
         align: usize,
     ) -> RmConfig {
-        let tune = match order {
-            DenseOrder::Row => tune,
-            DenseOrder::Col => SpmmTune {
-                vec_bytes: T::BYTES as u32,
-                ..tune
-            },
-        };
         let fill = gpu.sm_count() * THREADS_PER_SM;
-        RmConfig::choose(k, T::BYTES, tune, align, (self.nteams, fill))
+        match order {
+            DenseOrder::Row => RmConfig::choose_team(k, T::BYTES, tune, align, (self.nteams, fill)),
+            DenseOrder::Col => {
+                let tune = SpmmTune {
+                    vec_bytes: T::BYTES as u32,
+                    ..tune
+                };
+                RmConfig::choose(k, T::BYTES, tune, align, (self.nteams, fill))
+            }
+        }
     }
 
     /// Grows the carries' buffer to hold `k` vectors of every team.

@@ -72,29 +72,126 @@ __device__ __forceinline__ void spmm_ldx<4>(const real_t* p, real_t* o) {
 }
 #endif
 
-// The row-major tile (GE-SpMM's coalesced row caching and coarse-grained warp merging, Huang et
+// Stores one pass's sums of a group's lane: out[c] for the vectors c the lane owns (those of
+// spmm_walk: c0 + (t*lanes + lane)*V + e, `ov_step` apart in `out`). With `store`,
+// out[c] = alpha*sum (+ beta*out[c] fused when beta != 0); without, out[c] = sum.
+template <int V, int A>
+__device__ __forceinline__ void spmm_put(const CsrArgs& a, const real_t (&acc)[A][V],
+                                         const bool (&live)[A], unsigned long long c0,
+                                         unsigned lane, unsigned lanes, real_t* out,
+                                         unsigned long long ov_step, bool store) {
+#pragma unroll
+    for (int t = 0; t < A; ++t) {
+        if (!live[t]) continue;
+        real_t* o = out + (c0 + ((unsigned long long)t * lanes + lane) * V) * ov_step;
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+            if (store) {
+                const real_t s = a.alpha * acc[t][e];
+                o[e] = (a.beta == (real_t)0) ? s : fma(a.beta, o[e], s);
+            } else {
+                o[e] = acc[t][e];
+            }
+        }
+    }
+}
+
+// The walk's sink for one segment of one row (the row-split tile): nothing happens inside the
+// segment, and its sums go to `out` at the end (stored, or unscaled partial sums).
+struct SpmmOneRow {
+    real_t* out;
+    unsigned long long ov_step;
+    bool store;
+    __device__ __forceinline__ void begin(unsigned, unsigned) {}
+    template <int V, int A>
+    __device__ __forceinline__ void at(const CsrArgs&, unsigned, real_t (&)[A][V], const bool (&)[A],
+                                       unsigned long long, unsigned, unsigned) {}
+    template <int V, int A>
+    __device__ __forceinline__ void end(const CsrArgs& a, real_t (&acc)[A][V], const bool (&live)[A],
+                                        unsigned long long c0, unsigned lane, unsigned lanes) {
+        spmm_put<V, A>(a, acc, live, c0, lane, lanes, out, ov_step, store);
+    }
+};
+
+// The walk's sink for a merge-path team: its share runs from nonzero s0 (inside row r0) to z1,
+// and it closes rows r0 .. r1 - 1. Before nonzero j, every row ending at or before j is closed:
+// its sums stored to Y (row r at y + r*row_step, vectors ov_step apart) and the sums restarted
+// from zero; at the end the rows still unclosed (empty ones) are stored, and what was summed past
+// the last closed row, the carry, goes unscaled to `carry`. The row ends come `lanes` at a time,
+// one coalesced load per lane (ends of rows at or past r1 read as "never").
+struct SpmmTeamRows {
+    const off_t* row_ptr;
+    unsigned r0, r1, s0, z1;
+    real_t* y;
+    unsigned long long row_step, ov_step;
+    real_t* carry;
+    unsigned mask;
+    // the row being summed, the first row of the window of ends, this lane's end in it, the
+    // row's end, and where the row's sums started
+    unsigned r, rb, endw, e, from;
+    __device__ __forceinline__ unsigned end_of(unsigned row) const {
+        return row < r1 ? (unsigned)ldg(row_ptr + row + 1) : 0xffffffffu;
+    }
+    __device__ __forceinline__ void begin(unsigned lane, unsigned lanes) {
+        r = r0;
+        rb = r0;
+        endw = end_of(r0 + lane);
+        e = __shfl_sync(mask, endw, 0, (int)lanes);
+        from = s0;
+    }
+    template <int V, int A>
+    __device__ __forceinline__ void close(const CsrArgs& a, real_t (&acc)[A][V], const bool (&live)[A],
+                                          unsigned long long c0, unsigned lane, unsigned lanes) {
+        spmm_put<V, A>(a, acc, live, c0, lane, lanes, y + (unsigned long long)r * row_step, ov_step,
+                       true);
+#pragma unroll
+        for (int t = 0; t < A; ++t) {
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[t][v] = (real_t)0;
+        }
+        from = e;
+        ++r;
+        if (r - rb == lanes) {
+            rb = r;
+            endw = end_of(rb + lane);
+        }
+        e = __shfl_sync(mask, endw, (int)(r - rb), (int)lanes);
+    }
+    template <int V, int A>
+    __device__ __forceinline__ void at(const CsrArgs& a, unsigned j, real_t (&acc)[A][V],
+                                       const bool (&live)[A], unsigned long long c0, unsigned lane,
+                                       unsigned lanes) {
+        while (j >= e) close<V, A>(a, acc, live, c0, lane, lanes);
+    }
+    template <int V, int A>
+    __device__ __forceinline__ void end(const CsrArgs& a, real_t (&acc)[A][V], const bool (&live)[A],
+                                        unsigned long long c0, unsigned lane, unsigned lanes) {
+        while (r < r1) close<V, A>(a, acc, live, c0, lane, lanes);
+        if (from < z1) spmm_put<V, A>(a, acc, live, c0, lane, lanes, carry, 1ull, false);
+    }
+};
+
+// The row-major walk (GE-SpMM's coalesced row caching and coarse-grained warp merging, Huang et
 // al. SC'20): a group of `lanes` lanes (a power of two, at most 32; `mask` its lanes in the
-// warp, `lane` the rank in it) sums nonzeros [start, end) for the vectors it owns. Lane `lane`
+// warp, `lane` the rank in it) streams nonzeros [start, end) for the vectors it owns. Lane `lane`
 // owns, per pass of lanes*V*A vectors from c0, the A runs of V consecutive vectors
 // c0 + (t*lanes + lane)*V .. + V (t < A): each of its A loads of an X row is V values wide, and
 // the group's loads of one t cover lanes*V contiguous values (coalesced).
 // Per chunk of `lanes` nonzeros the group loads the (column, value) pairs coalesced, one per
-// lane and one chunk ahead, then broadcasts them by shuffles, U at a time: the U rows of X are loaded before their
-// fmas, so U*A loads per lane are in flight. Each (row, vector) stays one chain of fmas from zero
-// in CSR order (the CPU mirror's order, methods/spmm/cpu.rs). With `store`,
-// out[c] = alpha*sum (+ beta*out[c] fused when beta != 0); without, out[c] = sum.
+// lane and one chunk ahead, then broadcasts them by shuffles, U at a time: the U rows of X are
+// loaded before their fmas, so U*A loads per lane are in flight, whatever rows the nonzeros
+// belong to. The sink `w` sees each nonzero before its fma (w.at: the merge path's teams close
+// the rows that end there) and the sums at the end (w.end). Each (row, vector) stays one chain of
+// fmas from zero in CSR order (the CPU mirror's order, methods/spmm/cpu.rs).
 // CM (the merge path's column-major teams, V = 1): X column-major (vector c of X's row j at
-// x[c*ldx + j]) and vector c of `out` at out[c*ldo]; the same walk and the same bits.
-template <int V, int A, int U, bool CM = false>
-__device__ __forceinline__ void spmm_rm_tile(const CsrArgs& a, unsigned long long k, unsigned start,
-                                             unsigned end, unsigned lane, unsigned lanes,
-                                             unsigned mask, real_t* out, bool store,
-                                             unsigned long long ldx = 0,
-                                             unsigned long long ldo = 1) {
+// x[c*ldx + j]); the same walk and the same bits.
+template <int V, int A, int U, bool CM = false, class Sink>
+__device__ __forceinline__ void spmm_walk(const CsrArgs& a, unsigned long long k, unsigned start,
+                                          unsigned end, unsigned lane, unsigned lanes,
+                                          unsigned mask, Sink& w, unsigned long long ldx = 0) {
     static_assert(!CM || V == 1, "column-major X takes one value per load");
-    // X: the stride between vectors and between rows of X; out: between vectors
+    // X: the stride between vectors and between rows of X
     const unsigned long long xv_step = CM ? ldx : 1ull, xr_step = CM ? 1ull : k;
-    const unsigned long long ov_step = CM ? ldo : 1ull;
     const unsigned long long pass = (unsigned long long)lanes * V * A;
     for (unsigned long long c0 = 0; c0 < k; c0 += pass) {
         real_t acc[A][V];
@@ -106,6 +203,7 @@ __device__ __forceinline__ void spmm_rm_tile(const CsrArgs& a, unsigned long lon
 #pragma unroll
             for (int e = 0; e < V; ++e) acc[t][e] = (real_t)0;
         }
+        w.begin(lane, lanes);
         const real_t* xc = a.x + (c0 + (unsigned long long)lane * V) * xv_step;
         // the chunk's pairs, loaded one chunk ahead (the next chunk's loads overlap this one's
         // gathers)
@@ -141,31 +239,31 @@ __device__ __forceinline__ void spmm_rm_tile(const CsrArgs& a, unsigned long lon
                 }
 #pragma unroll
                 for (int u = 0; u < U; ++u) {
+                    if (i + u < n) {
+                        w.template at<V, A>(a, base + i + u, acc, live, c0, lane, lanes);
 #pragma unroll
-                    for (int t = 0; t < A; ++t) {
-                        if (i + u < n && live[t]) {
+                        for (int t = 0; t < A; ++t) {
+                            if (live[t]) {
 #pragma unroll
-                            for (int e = 0; e < V; ++e) acc[t][e] = fma(vv[u], xv[u][t][e], acc[t][e]);
+                                for (int e = 0; e < V; ++e) acc[t][e] = fma(vv[u], xv[u][t][e], acc[t][e]);
+                            }
                         }
                     }
                 }
             }
         }
-#pragma unroll
-        for (int t = 0; t < A; ++t) {
-            if (!live[t]) continue;
-            real_t* o = out + (c0 + ((unsigned long long)t * lanes + lane) * V) * ov_step;
-#pragma unroll
-            for (int e = 0; e < V; ++e) {
-                if (store) {
-                    const real_t s = a.alpha * acc[t][e];
-                    o[e] = (a.beta == (real_t)0) ? s : fma(a.beta, o[e], s);
-                } else {
-                    o[e] = acc[t][e];
-                }
-            }
-        }
+        w.template end<V, A>(a, acc, live, c0, lane, lanes);
     }
+}
+
+// One row segment [start, end) through the walk: out[c] = alpha*sum (+ beta*out[c]) with
+// `store`, the unscaled sums without.
+template <int V, int A, int U>
+__device__ __forceinline__ void spmm_rm_tile(const CsrArgs& a, unsigned long long k, unsigned start,
+                                             unsigned end, unsigned lane, unsigned lanes,
+                                             unsigned mask, real_t* out, bool store) {
+    SpmmOneRow w{out, 1ull, store};
+    spmm_walk<V, A, U>(a, k, start, end, lane, lanes, mask, w);
 }
 
 // Row-major X and Y (a row's k values contiguous): groups of `lanes` lanes grid-stride over the
@@ -250,19 +348,18 @@ __device__ __forceinline__ void spmm_merge(const SpmmMergeArgs& a) {
     const unsigned long long groups = (unsigned long long)gridDim.x * (blockDim.x / lanes);
     const unsigned long long first = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / lanes;
     for (unsigned long long t = first; t < (unsigned long long)a.nteams; t += groups) {
-        const unsigned r0 = ldg(a.team_row + t), r1 = ldg(a.team_row + t + 1);
-        const unsigned z1 = ldg(a.team_nz + t + 1);
-        unsigned s = ldg(a.team_nz + t);
-        for (unsigned r = r0; r < r1; ++r) {
-            const unsigned e = (unsigned)ldg(a.csr.row_ptr + r + 1);
-            real_t* out = CM ? a.csr.y + r : a.csr.y + (unsigned long long)r * k;
-            spmm_rm_tile<V, A, U, CM>(a.csr, k, s, e, lane, lanes, mask, out, true, ldx, ldy);
-            s = e;
-        }
-        if (s < z1) {
-            spmm_rm_tile<V, A, U, CM>(a.csr, k, s, z1, lane, lanes, mask, a.carry + t * k, false, ldx,
-                                      1ull);
-        }
+        SpmmTeamRows w;
+        w.row_ptr = a.csr.row_ptr;
+        w.r0 = ldg(a.team_row + t);
+        w.r1 = ldg(a.team_row + t + 1);
+        w.s0 = ldg(a.team_nz + t);
+        w.z1 = ldg(a.team_nz + t + 1);
+        w.y = a.csr.y;
+        w.row_step = CM ? 1ull : k;
+        w.ov_step = CM ? ldy : 1ull;
+        w.carry = a.carry + t * k;
+        w.mask = mask;
+        spmm_walk<V, A, U, CM>(a.csr, k, w.s0, w.z1, lane, lanes, mask, w, ldx);
     }
 }
 

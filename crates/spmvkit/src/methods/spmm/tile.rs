@@ -108,6 +108,17 @@ fn small_share(k: usize) -> f64 {
 /// beat unroll 2 (1.88× against 1.45×), so the cap is 8 values, not fewer.
 pub const MAX_IN_FLIGHT_VALUES: usize = 8;
 
+/// The merge path's fewest lanes a team (row-major, [`RmConfig::choose_team`]): (the smallest k
+/// it applies to, the lanes). A merge-path team streams its share's nonzeros across row ends, so
+/// its X rows in flight are the team's (lanes × unroll loads), not a row's; the row-split rule's
+/// 8 lanes of 4 vectors at k = 32 keep two X rows in flight a team, 16 lanes of 2 keep four.
+/// Chosen on the tuning split of the large matrices (`large-train`: kron:19,48,
+/// powerlaw:3000000,12, uniform:6000000,8; H200, row-major k = 32;
+/// docs/results/h200/2026-11-25/spmm-fifth/): × cuSPARSE SpMM by geomean, 16 lanes
+/// (`merge[spmm_cols=2]`) 1.455× in f64 and 1.189× in f32, against 1.273× and 1.121× for the
+/// row-split rule's 8 lanes and 1.227× and 0.936× for 32 lanes (`spmm_cols=1`).
+pub const MIN_TEAM_LANES: (usize, usize) = (32, 16);
+
 /// The tile of one row-major call: a group of `lanes` lanes per row (a power of two, at most
 /// 32), each lane owning `acc` runs of `vec` consecutive vectors per pass (lanes·vec·acc
 /// vectors a pass; larger k takes more passes over the row), `unroll` nonzeros per step of
@@ -176,6 +187,31 @@ impl RmConfig {
             acc: acc as u32,
             unroll: unroll as u32,
         }
+    }
+
+    /// The tile of a row-major merge-path team ([`MIN_TEAM_LANES`]): the row-split rule with
+    /// the teams as its work items, except that from k = 32 on a team takes at least 16 lanes:
+    /// vectors per lane k / 16 rounded up to a power of two (at most 8), unless `tune.cols`
+    /// sets them. The tile does not change the bits (each row's sums are one chain in CSR
+    /// order whatever the lanes).
+    pub fn choose_team(
+        k: usize,
+        elem_bytes: usize,
+        tune: SpmmTune,
+        x_align: usize,
+        (nteams, fill): (usize, usize),
+    ) -> RmConfig {
+        let cfg = Self::choose(k, elem_bytes, tune, x_align, (nteams, fill));
+        let (from, lanes) = MIN_TEAM_LANES;
+        if tune.cols.is_some() || k < from || cfg.lanes as usize >= lanes {
+            return cfg;
+        }
+        let cols = k.div_ceil(lanes).next_power_of_two().min(8) as u32;
+        let tune = SpmmTune {
+            cols: Some(cols),
+            ..tune
+        };
+        Self::choose(k, elem_bytes, tune, x_align, (nteams, fill))
     }
 
     /// Vectors one pass over a row covers.
@@ -271,6 +307,38 @@ mod tests {
         assert_eq!(RmConfig::choose(32, 8, u4, 256, (big, fill)).unroll, 4);
         // the CPU mirror (fill 0) takes the large rule
         assert_eq!(RmConfig::choose(8, 8, d, 256, (10, 0)).lanes, 4);
+    }
+
+    /// The merge path's teams from k = 32 on take 16 lanes (f64 and f32: 2 vectors per lane,
+    /// 16-byte or 8-byte loads, 4 nonzeros in flight), and every team tile is an entry; below
+    /// k = 32, with `spmm_cols`, or where the rule already gives 16 lanes or more, the row-split
+    /// rule's tile stands.
+    #[test]
+    fn the_team_rule() {
+        let d = SpmmTune::default();
+        let fill = 132 * 2048;
+        let big = 1 << 16;
+        let t = |k, eb, tune| {
+            let c = RmConfig::choose_team(k, eb, tune, 256, (big, fill));
+            (c.lanes, c.vec, c.acc, c.unroll)
+        };
+        assert_eq!(t(32, 8, d), (16, 2, 1, 4));
+        assert_eq!(t(32, 4, d), (16, 2, 1, 4));
+        assert_eq!(t(33, 8, d), (16, 1, 4, 2));
+        assert_eq!(t(64, 8, d), (16, 2, 2, 2));
+        assert_eq!(t(256, 8, d), (32, 2, 4, 2));
+        assert_eq!(t(8, 8, d), (4, 2, 1, 4));
+        let c4 = SpmmTune { cols: Some(4), ..d };
+        assert_eq!(t(32, 8, c4), (8, 2, 2, 2));
+        for k in 1..=300 {
+            for eb in [4, 8] {
+                for align in [eb, 16] {
+                    let c = RmConfig::choose_team(k, eb, d, align, (big, fill));
+                    assert!(c.tile().is_some(), "k={k} eb={eb} align={align}: {c:?}");
+                    assert!(k < 32 || c.lanes >= 16 || c.lanes as usize >= k);
+                }
+            }
+        }
     }
 
     /// The piece rule: a regular matrix keeps its rows whole (4 × the mean), a small skewed one
