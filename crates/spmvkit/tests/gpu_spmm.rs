@@ -309,6 +309,26 @@ fn gpu_spmm_unaligned_x_takes_narrower_loads() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// `Gpu::filled` puts the value in every element, across its upload pieces (`FILL_PIECE`) and
+/// for an empty request (one element): `auto`'s SpMM trial and cuSPARSE SpMM's algorithm race
+/// time on an X of ones made by it.
+#[test]
+fn gpu_filled_buffers_hold_the_value_in_every_piece() {
+    let test = "gpu_filled_buffers_hold_the_value_in_every_piece";
+    let Some(gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let _lock = gpu_lock();
+    let piece = spmvkit::gpu::FILL_PIECE;
+    for len in [0, 1, piece - 1, piece, 2 * piece + 3] {
+        let b = gpu.filled::<f64>(len, 1.5).unwrap();
+        let mut h = vec![0.0; len.max(1)];
+        gpu.download(&b, &mut h).unwrap();
+        let bad = h.iter().position(|&v| v != 1.5);
+        assert_eq!(bad, None, "len {len}: element {bad:?} is not 1.5");
+    }
+}
+
 /// `auto` chooses per shape on the first call of a shape (or `prepare_multi`): before it the
 /// path says `auto`, after it a candidate's path with every candidate's time in the notes, the
 /// same path on later calls, and the answer the oracle's.

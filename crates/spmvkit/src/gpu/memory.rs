@@ -10,6 +10,9 @@ use cudarc::driver::{
 };
 
 use super::Gpu;
+
+/// The most elements [`Gpu::filled`] uploads in one copy (and holds on the host).
+pub const FILL_PIECE: usize = 1 << 20;
 use crate::error::{Error, Result};
 
 /// A page-locked host buffer, zero-initialised; copies from and to it run truly asynchronously.
@@ -111,6 +114,28 @@ impl Gpu {
         self.stream
             .clone_htod(data)
             .map_err(|e| Error::cuda("host-to-device copy", e))
+    }
+
+    /// A device buffer of `len` elements (at least one), each `value`: uploaded in pieces of at
+    /// most [`FILL_PIECE`] elements from one host piece, so the host never holds more than that
+    /// whatever `len` (`auto`'s SpMM trial fills X blocks of up to ncols × 256 values).
+    pub fn filled<T: DeviceRepr + ValidAsZeroBits + Copy>(
+        &self,
+        len: usize,
+        value: T,
+    ) -> Result<CudaSlice<T>> {
+        let mut buf = self.alloc_zeros::<T>(len)?;
+        let len = buf.len();
+        let piece = vec![value; len.min(FILL_PIECE)];
+        let mut at = 0;
+        while at < len {
+            let n = piece.len().min(len - at);
+            self.stream
+                .memcpy_htod(&piece[..n], &mut buf.slice_mut(at..at + n))
+                .map_err(|e| Error::cuda("host-to-device copy (fill)", e))?;
+            at += n;
+        }
+        Ok(buf)
     }
 
     /// A zeroed device buffer of `len` elements (at least one).

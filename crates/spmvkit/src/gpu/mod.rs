@@ -60,7 +60,7 @@ pub use launch::{
     Abi, ByMode, DevMut, DevRef, Double, Entry, Kernel, KernelArgs, Kernels, LaunchMode,
     RowOffsets, Shape, Stored,
 };
-pub use memory::{PinnedBuffer, PinnedSource};
+pub use memory::{PinnedBuffer, PinnedSource, FILL_PIECE};
 pub use nvrtc::{
     compile_checked_ptx, compile_checked_ptx_mode, compile_ptx, nvrtc_present, nvrtc_version,
     KernelMode, PRELUDE,

@@ -247,7 +247,8 @@ impl<T: Scalar> CusparseSpmm<T> {
     }
 
     /// Prepares `shape` (module doc): tries each CSR algorithm on scratch blocks (allocated for
-    /// the trial only) and keeps the fastest. `None` when it was prepared already or the matrix
+    /// the trial only; X all ones, not zeros: on kron:21 at k = 32 in f32 cuSPARSE SpMM ran 22 %
+    /// faster on a zero X than on the benchmark's data) and keeps the fastest. `None` when it was prepared already or the matrix
     /// needs no cuSPARSE. Synchronises; not for a timed loop or a graph capture.
     pub fn prepare(&self, shape: MultiShape) -> Result<Option<SpmmChoice>> {
         if self.prepared(shape) {
@@ -258,7 +259,7 @@ impl<T: Scalar> CusparseSpmm<T> {
         shape.check("cusparseSpMM setup", (self.nrows, self.ncols), xl, yl, true)?;
         self.gpu
             .ensure_fits("cusparseSpMM trial blocks", T::BYTES * (xl + yl))?;
-        let scratch_x = self.gpu.alloc_zeros::<T>(xl.max(1))?;
+        let scratch_x = self.gpu.filled::<T>(xl.max(1), T::one())?;
         let mut scratch_y = self.gpu.alloc_zeros::<T>(yl.max(1))?;
         let mut trials = Vec::new();
         let mut best: Option<(f64, Setup)> = None;

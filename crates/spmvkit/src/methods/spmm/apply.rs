@@ -61,7 +61,7 @@ impl<T: Scalar> MultiState<T> {
 }
 
 /// How `auto`'s candidates are timed on the first call of a shape: one warm-up call, then the
-/// median of 3 samples of 3 back-to-back calls (stream timing), on zeroed scratch blocks.
+/// median of 3 samples of 3 back-to-back calls (stream timing), on scratch blocks (X all ones).
 const AUTO_TRIAL: TimingConfig = TimingConfig {
     warmup: 1,
     calls: 3,
@@ -537,8 +537,8 @@ pub(crate) fn auto_candidates<T: Scalar>(layout: &dyn Layout<T>) -> AutoCandidat
 
 /// `auto`'s choice for `shape`: each candidate ([`auto_candidates`]: spmvkit's row-split and
 /// merge-path kernels, cuSPARSE SpMM, k calls of the plan's SpMV, and the chosen layout's own
-/// kernel when it has one) made and timed ([`AUTO_TRIAL`]) on zeroed scratch blocks; the fastest is kept for the
-/// shape, the device state no shape chose is dropped, and the times go to the notes. The merge
+/// kernel when it has one) made and timed ([`AUTO_TRIAL`]) on scratch blocks, X all ones (as
+/// the SpMV trial's x = 1) and Y zeroed with β = 0; the fastest is kept for the shape, the device state no shape chose is dropped, and the times go to the notes. The merge
 /// path is always a candidate: it shares the row-split kernels' CSR copy, so it adds only its
 /// teams (8 bytes each), its carries (teams × k values) and 10 calls to the trial. A candidate
 /// that fails is skipped (its error in the notes); all failing is
@@ -553,7 +553,7 @@ fn choose<T: PrepareFor>(plan: &Plan<T>, st: &mut MultiState<T>, shape: MultiSha
         .ok_or_else(|| no_gpu(plan.info().name, "apply_multi_device"))?;
     let (xl, yl) = (shape.len(plan.ncols())?, shape.len(plan.nrows())?);
     gpu.ensure_fits("SpMM auto trial blocks", T::BYTES * (xl + yl))?;
-    let x = gpu.alloc_zeros::<T>(xl.max(1))?;
+    let x = gpu.filled::<T>(xl.max(1), T::one())?;
     let mut y = gpu.alloc_zeros::<T>(yl.max(1))?;
     let mut trials = Vec::new();
     for path in auto_candidates(plan.layout()).paths {
