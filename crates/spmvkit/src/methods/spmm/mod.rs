@@ -43,7 +43,9 @@ pub use apply::MultiTiming;
 pub use cpu::{check_multi, oracle_multi, MultiCheck};
 pub(crate) use gpu::alignment;
 pub use merge::{merge_share, MAX_SHARE, MIN_SHARE};
-pub use tile::{piece_nnz, RmConfig, SpmmTune, MIN_TEAM_LANES, PIECE_GROUPS, SMALL_SHARE};
+pub use tile::{
+    piece_nnz, RmConfig, SpmmTune, MIN_LANE_BYTES, MIN_TEAM_LANES, PIECE_GROUPS, SMALL_SHARE,
+};
 
 use std::sync::Arc;
 

@@ -119,6 +119,27 @@ pub const MAX_IN_FLIGHT_VALUES: usize = 8;
 /// row-split rule's 8 lanes and 1.227× and 0.936× for 32 lanes (`spmm_cols=1`).
 pub const MIN_TEAM_LANES: (usize, usize) = (32, 16);
 
+/// The fewest bytes of an X row one lane of the row-split tile covers per nonzero, by k: (the
+/// smallest k it applies to, the bytes). Below k = 32 one 16-byte load (2 vectors in f64, 4 in
+/// f32); from k = 32 on two (4 in f64, which the 8-lanes rule gives anyway; 8 in f32: 4 lanes
+/// a row, 8 rows a warp, two X loads per lane and nonzero where one 16-byte load left a warp
+/// half the bytes in flight). Chosen on the tuning split of the large matrices (`large-train`,
+/// H200, row-major k = 32; docs/results/h200/2026-11-25/spmm-sixth/): × cuSPARSE SpMM by
+/// geomean over its 7 matrices, the row-split tile at 8 vectors per lane (`spmm_cols=8`) 1.33×
+/// in f32 against 1.24× at 4 (the rule before), better on all 5 where the tile is `auto`'s pick
+/// (poisson2d 2.60× against 2.26×, poisson3d 1.86× against 1.60×, tall 1.95× against 1.62×);
+/// in f64 8 vectors per lane lost on all 5 (1.35× against 1.77×), so f64 keeps 4.
+pub const MIN_LANE_BYTES: [(usize, usize); 2] = [(1, 16), (32, 32)];
+
+/// The bytes of [`MIN_LANE_BYTES`] for k vectors.
+fn min_lane_bytes(k: usize) -> usize {
+    MIN_LANE_BYTES
+        .iter()
+        .rev()
+        .find(|(from, _)| k >= *from)
+        .map_or(16, |(_, b)| *b)
+}
+
 /// The tile of one row-major call: a group of `lanes` lanes per row (a power of two, at most
 /// 32), each lane owning `acc` runs of `vec` consecutive vectors per pass (lanes·vec·acc
 /// vectors a pass; larger k takes more passes over the row), `unroll` nonzeros per step of
@@ -138,9 +159,9 @@ impl RmConfig {
     /// CPU mirror; the tile does not change the bits).
     ///
     /// The rule: vectors per lane `cols` = k / 8 rounded up to a power of two (8 lanes a row),
-    /// at least one 16-byte load's worth (2 in f64, 4 in f32: fewer lanes per row mean fewer
-    /// shuffles per multiply-add and more rows per warp) and at most 8 (registers), never past k
-    /// rounded up to a power of two; but 1 when the rows at that width would fill less than a
+    /// at least [`MIN_LANE_BYTES`] of X (one 16-byte load below k = 32, two from k = 32 on:
+    /// fewer lanes per row mean fewer shuffles per multiply-add and more rows per warp) and at
+    /// most 8 (registers), never past k rounded up to a power of two; but 1 when the rows at that width would fill less than a
     /// share of the device ([`SMALL_SHARE`]: nrows · lanes < share · fill; a small matrix is
     /// latency-bound, and more lanes per row shorten each row's chain). Chosen on the H200 A/B
     /// of the first tiles (docs/spmm.md), the share on the tuning split.
@@ -158,7 +179,7 @@ impl RmConfig {
         let pow2 = |v: usize| v.max(1).next_power_of_two();
         let k = k.max(1);
         let eb = elem_bytes.max(1);
-        let min_cols = (16 / eb).max(1);
+        let min_cols = (min_lane_bytes(k) / eb).max(1);
         let wide = pow2(k.div_ceil(8)).clamp(min_cols, 8).min(pow2(k));
         let wide_lanes = pow2(k.div_ceil(wide)).min(32);
         let small = (nrows.saturating_mul(wide_lanes) as f64) < small_share(k) * fill as f64;
@@ -275,8 +296,9 @@ mod tests {
     }
 
     /// The defaults of the shapes that matter on a large matrix: f64 k = 8 takes 4 lanes of
-    /// 16-byte loads, k = 32 8 lanes of 2 × 16 bytes two nonzeros at a time (8 values in flight), k = 256 a warp with 8 vectors per lane; an
-    /// odd k falls back to 8-byte loads; a small matrix on a large device takes a lane per
+    /// 16-byte loads, k = 32 8 lanes of 2 × 16 bytes two nonzeros at a time (8 values in
+    /// flight), k = 256 a warp with 8 vectors per lane; f32 k = 32 4 lanes of 2 × 16 bytes
+    /// ([`MIN_LANE_BYTES`]), f32 k = 16 4 lanes of one 16-byte load; an odd k falls back to 8-byte loads; a small matrix on a large device takes a lane per
     /// vector (k = 8: 8 lanes below 33,792 rows, k = 32: a warp below 4,224 rows).
     #[test]
     fn the_rule_on_common_shapes() {
@@ -290,7 +312,9 @@ mod tests {
         assert_eq!(c(8, 8, 256, big), (4, 2, 1, 4));
         assert_eq!(c(32, 8, 256, big), (8, 2, 2, 2));
         assert_eq!(c(256, 8, 256, big), (32, 2, 4, 2));
-        assert_eq!(c(32, 4, 256, big), (8, 4, 1, 2));
+        assert_eq!(c(32, 4, 256, big), (4, 4, 2, 2));
+        assert_eq!(c(16, 4, 256, big), (4, 4, 1, 2));
+        assert_eq!(c(64, 4, 256, big), (8, 4, 2, 2));
         assert_eq!(c(16, 8, 256, big), (8, 2, 1, 4));
         assert_eq!(c(3, 8, 256, big), (2, 1, 2, 2));
         assert_eq!(c(1, 8, 256, big), (1, 1, 1, 2));
