@@ -125,10 +125,10 @@ pub const MIN_TEAM_LANES: (usize, usize) = (32, 16);
 /// a row, 8 rows a warp, two X loads per lane and nonzero where one 16-byte load left a warp
 /// half the bytes in flight). Chosen on the tuning split of the large matrices (`large-train`,
 /// H200, row-major k = 32; docs/results/h200/2026-11-25/spmm-sixth/): × cuSPARSE SpMM by
-/// geomean over its 7 matrices, the row-split tile at 8 vectors per lane (`spmm_cols=8`) 1.33×
-/// in f32 against 1.24× at 4 (the rule before), better on all 5 where the tile is `auto`'s pick
+/// geomean over its 7 matrices, the row-split tile at 8 vectors per lane (`spmm_cols=8`) 1.32×
+/// in f32 against 1.25× at 4 (the rule before), better on all 5 where the tile is `auto`'s pick
 /// (poisson2d 2.60× against 2.26×, poisson3d 1.86× against 1.60×, tall 1.95× against 1.62×);
-/// in f64 8 vectors per lane lost on all 5 (1.35× against 1.77×), so f64 keeps 4.
+/// in f64 8 vectors per lane lost on all 5 (1.32× against 1.77×), so f64 keeps 4.
 pub const MIN_LANE_BYTES: [(usize, usize); 2] = [(1, 16), (32, 32)];
 
 /// The bytes of [`MIN_LANE_BYTES`] for k vectors.
