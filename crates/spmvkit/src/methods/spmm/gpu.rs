@@ -40,7 +40,8 @@ use crate::methods::common::csr::{CsrArgs, DeviceCsr};
 use crate::methods::common::gpu::Call;
 use crate::scalar::{Idx, Scalar};
 
-/// Threads per CTA of the SpMM kernels.
+/// Threads per CTA of the SpMM kernels (the fix-ups declare `__launch_bounds__(256, 1)` in
+/// kernel.cu: keep them equal).
 const THREADS: u32 = 256;
 /// The most CTAs of one launch (the kernels grid-stride past it).
 const MAX_CTAS: usize = 1 << 20;

@@ -399,6 +399,27 @@ SPMM_MERGE_CM_ENTRY(2, 4)
 SPMM_MERGE_CM_ENTRY(4, 2)
 SPMM_MERGE_CM_ENTRY(8, 2)
 
+// s + p[0] + p[step] + ... + p[(n - 1)*step], added left to right (the fix-ups' fixed order, as
+// the CPU mirror adds), the loads SPMM_FIXUP_BATCH at a time ahead of their adds: a row that
+// spans thousands of teams or pieces (a dense row) is one group's chain, and one load in flight
+// at a time made that chain a memory latency per carry. The fix-ups are declared
+// __launch_bounds__(256, 1) (gpu.rs launches them with THREADS = 256): without it ptxas held
+// them to 32 registers and issued each load next to its add, two loads in flight.
+#define SPMM_FIXUP_BATCH 16
+__device__ __forceinline__ real_t spmm_sum_in_order(real_t s, const real_t* p, unsigned long long step,
+                                                    unsigned n) {
+    unsigned i = 0;
+    for (; i + SPMM_FIXUP_BATCH <= n; i += SPMM_FIXUP_BATCH) {
+        real_t v[SPMM_FIXUP_BATCH];
+#pragma unroll
+        for (int b = 0; b < SPMM_FIXUP_BATCH; ++b) v[b] = ldg(p + (unsigned long long)(i + b) * step);
+#pragma unroll
+        for (int b = 0; b < SPMM_FIXUP_BATCH; ++b) s = s + v[b];
+    }
+    for (; i < n; ++i) s = s + ldg(p + (unsigned long long)i * step);
+    return s;
+}
+
 // The merge path's fix-up (Rust twin: SpmmMergeFixupArgs): a group of `lanes` lanes per
 // spanning row (run i: the row run_row[i], carried by teams run_first[i] .. run_end[i]), lanes
 // over the k vectors: s = carry of the first team, s = s + carry of each next one in team order,
@@ -415,7 +436,7 @@ struct SpmmMergeFixupArgs {
     const real_t* carry;
 };
 
-extern "C" __global__ void spmm_merge_fixup(const SpmmMergeFixupArgs a) {
+extern "C" __global__ void __launch_bounds__(256, 1) spmm_merge_fixup(const SpmmMergeFixupArgs a) {
     const unsigned lanes = (unsigned)a.lanes;
     const unsigned lane = threadIdx.x & (lanes - 1u);
     const unsigned long long k = (unsigned long long)a.k;
@@ -425,8 +446,8 @@ extern "C" __global__ void spmm_merge_fixup(const SpmmMergeFixupArgs a) {
         const unsigned long long row = ldg(a.run_row + i);
         const unsigned first = ldg(a.run_first + i), end = ldg(a.run_end + i);
         for (unsigned long long c = lane; c < k; c += lanes) {
-            real_t s = ldg(a.carry + (unsigned long long)first * k + c);
-            for (unsigned t = first + 1; t < end; ++t) s = s + ldg(a.carry + (unsigned long long)t * k + c);
+            const real_t* run = a.carry + (unsigned long long)first * k + c;
+            const real_t s = spmm_sum_in_order(ldg(run), run + k, k, end > first ? end - first - 1 : 0u);
             real_t* y = a.col_major ? a.csr.y + c * (unsigned long long)a.csr.nrows + row
                                     : a.csr.y + row * k + c;
             *y = fma(a.csr.alpha, s, *y);
@@ -448,7 +469,7 @@ struct SpmmFixupArgs {
     const real_t* partial;
 };
 
-extern "C" __global__ void spmm_fixup_rm(const SpmmFixupArgs a) {
+extern "C" __global__ void __launch_bounds__(256, 1) spmm_fixup_rm(const SpmmFixupArgs a) {
     const unsigned lanes = (unsigned)a.lanes;
     const unsigned lane = threadIdx.x & (lanes - 1u);
     const unsigned long long k = (unsigned long long)a.k;
@@ -459,8 +480,8 @@ extern "C" __global__ void spmm_fixup_rm(const SpmmFixupArgs a) {
         const unsigned first = ldg(a.long_first + i), last = ldg(a.long_first + i + 1);
         real_t* y = a.csr.y + row * k;
         for (unsigned long long c = lane; c < k; c += lanes) {
-            real_t t = (real_t)0;
-            for (unsigned p = first; p < last; ++p) t = t + ldg(a.partial + (unsigned long long)p * k + c);
+            const real_t t =
+                spmm_sum_in_order((real_t)0, a.partial + (unsigned long long)first * k + c, k, last - first);
             const real_t s = a.csr.alpha * t;
             y[c] = (a.csr.beta == (real_t)0) ? s : fma(a.csr.beta, y[c], s);
         }
