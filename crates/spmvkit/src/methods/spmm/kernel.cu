@@ -400,12 +400,13 @@ SPMM_MERGE_CM_ENTRY(4, 2)
 SPMM_MERGE_CM_ENTRY(8, 2)
 
 // s + p[0] + p[step] + ... + p[(n - 1)*step], added left to right (the fix-ups' fixed order, as
-// the CPU mirror adds), the loads SPMM_FIXUP_BATCH at a time ahead of their adds: a row that
+// the CPU mirror adds), the loads SPMM_FIXUP_BATCH (32) at a time ahead of their adds: a row that
 // spans thousands of teams or pieces (a dense row) is one group's chain, and one load in flight
 // at a time made that chain a memory latency per carry. The fix-ups are declared
 // __launch_bounds__(256, 1) (gpu.rs launches them with THREADS = 256): without it ptxas held
-// them to 32 registers and issued each load next to its add, two loads in flight.
-#define SPMM_FIXUP_BATCH 16
+// them to 32 registers and issued each load next to its add, two loads in flight (now 94–96
+// registers in f64, 72–80 in f32, no spills).
+#define SPMM_FIXUP_BATCH 32
 __device__ __forceinline__ real_t spmm_sum_in_order(real_t s, const real_t* p, unsigned long long step,
                                                     unsigned n) {
     unsigned i = 0;
