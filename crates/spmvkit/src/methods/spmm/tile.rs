@@ -89,13 +89,14 @@ pub fn piece_nnz(nnz: usize, nrows: usize, tune: SpmmTune) -> usize {
 /// SpMM on tune against 0.936× with a half; test 0.989× against 0.978×).
 pub const SMALL_SHARE: [(usize, f64); 2] = [(1, 0.5), (32, 0.125)];
 
-/// The share of [`SMALL_SHARE`] for k vectors.
-fn small_share(k: usize) -> f64 {
-    SMALL_SHARE
+/// The value a table of (the smallest k it applies to, value) rows, in increasing k, gives for
+/// k vectors ([`SMALL_SHARE`], [`MIN_LANE_BYTES`]); `below` under its first row.
+fn by_k<V: Copy>(table: &[(usize, V)], k: usize, below: V) -> V {
+    table
         .iter()
         .rev()
         .find(|(from, _)| k >= *from)
-        .map_or(0.5, |(_, s)| *s)
+        .map_or(below, |(_, v)| *v)
 }
 
 /// The most X values one lane keeps in flight under the rule's unroll ([`RmConfig::choose`];
@@ -130,15 +131,6 @@ pub const MIN_TEAM_LANES: (usize, usize) = (32, 16);
 /// (poisson2d 2.60× against 2.26×, poisson3d 1.86× against 1.60×, tall 1.95× against 1.62×);
 /// in f64 8 vectors per lane lost on all 5 (1.32× against 1.77×), so f64 keeps 4.
 pub const MIN_LANE_BYTES: [(usize, usize); 2] = [(1, 16), (32, 32)];
-
-/// The bytes of [`MIN_LANE_BYTES`] for k vectors.
-fn min_lane_bytes(k: usize) -> usize {
-    MIN_LANE_BYTES
-        .iter()
-        .rev()
-        .find(|(from, _)| k >= *from)
-        .map_or(16, |(_, b)| *b)
-}
 
 /// The tile of one row-major call: a group of `lanes` lanes per row (a power of two, at most
 /// 32), each lane owning `acc` runs of `vec` consecutive vectors per pass (lanes·vec·acc
@@ -179,10 +171,11 @@ impl RmConfig {
         let pow2 = |v: usize| v.max(1).next_power_of_two();
         let k = k.max(1);
         let eb = elem_bytes.max(1);
-        let min_cols = (min_lane_bytes(k) / eb).max(1);
+        let min_cols = (by_k(&MIN_LANE_BYTES, k, 16) / eb).max(1);
         let wide = pow2(k.div_ceil(8)).clamp(min_cols, 8).min(pow2(k));
         let wide_lanes = pow2(k.div_ceil(wide)).min(32);
-        let small = (nrows.saturating_mul(wide_lanes) as f64) < small_share(k) * fill as f64;
+        let small =
+            (nrows.saturating_mul(wide_lanes) as f64) < by_k(&SMALL_SHARE, k, 0.5) * fill as f64;
         let auto = if small { 1 } else { wide };
         let cols = tune
             .cols
