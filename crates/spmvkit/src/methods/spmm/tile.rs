@@ -153,9 +153,10 @@ impl RmConfig {
     /// The rule: vectors per lane `cols` = k / 8 rounded up to a power of two (8 lanes a row),
     /// at least [`MIN_LANE_BYTES`] of X (one 16-byte load below k = 32, two from k = 32 on:
     /// fewer lanes per row mean fewer shuffles per multiply-add and more rows per warp) and at
-    /// most 8 (registers), never past k rounded up to a power of two; but 1 when the rows at that width would fill less than a
-    /// share of the device ([`SMALL_SHARE`]: nrows · lanes < share · fill; a small matrix is
-    /// latency-bound, and more lanes per row shorten each row's chain). Chosen on the H200 A/B
+    /// most 8 (registers), never past k rounded up to a power of two; but 1 when the rows at
+    /// that width would fill less than a share of the device ([`SMALL_SHARE`]: nrows · lanes <
+    /// share · fill; a small matrix is latency-bound, and more lanes per row shorten each row's
+    /// chain). Chosen on the H200 A/B
     /// of the first tiles (docs/spmm.md), the share on the tuning split.
     /// `vec` = the widest load (at most `tune.vec_bytes` and 4 values) that divides k, `cols`
     /// and X's alignment; `acc` = cols / vec; `lanes` = k / cols rounded up to a power of two,
@@ -291,8 +292,9 @@ mod tests {
     /// The defaults of the shapes that matter on a large matrix: f64 k = 8 takes 4 lanes of
     /// 16-byte loads, k = 32 8 lanes of 2 × 16 bytes two nonzeros at a time (8 values in
     /// flight), k = 256 a warp with 8 vectors per lane; f32 k = 32 4 lanes of 2 × 16 bytes
-    /// ([`MIN_LANE_BYTES`]), f32 k = 16 4 lanes of one 16-byte load; an odd k falls back to 8-byte loads; a small matrix on a large device takes a lane per
-    /// vector (k = 8: 8 lanes below 33,792 rows, k = 32: a warp below 4,224 rows).
+    /// ([`MIN_LANE_BYTES`]), f32 k = 16 4 lanes of one 16-byte load; an odd k falls back to
+    /// 8-byte loads; a small matrix on a large device takes a lane per vector (k = 8: 8 lanes
+    /// below 33,792 rows, k = 32: a warp below 4,224 rows in f64, 8,448 in f32).
     #[test]
     fn the_rule_on_common_shapes() {
         let d = SpmmTune::default();
@@ -308,6 +310,8 @@ mod tests {
         assert_eq!(c(32, 4, 256, big), (4, 4, 2, 2));
         assert_eq!(c(16, 4, 256, big), (4, 4, 1, 2));
         assert_eq!(c(64, 4, 256, big), (8, 4, 2, 2));
+        assert_eq!(c(32, 4, 256, 8_000), (32, 1, 1, 8));
+        assert_eq!(c(32, 4, 256, 9_000), (4, 4, 2, 2));
         assert_eq!(c(16, 8, 256, big), (8, 2, 1, 4));
         assert_eq!(c(3, 8, 256, big), (2, 1, 2, 2));
         assert_eq!(c(1, 8, 256, big), (1, 1, 1, 2));
