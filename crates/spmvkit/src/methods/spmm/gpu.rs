@@ -697,3 +697,32 @@ pub(super) fn copy_strided<T: Scalar>(
     // SAFETY: every index the kernel touches lies inside its buffer (checked above).
     unsafe { gpu.launch(k, shape, &args) }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every `__launch_bounds__` in kernel.cu (the fix-ups') admits the block size the launches
+    /// use, so a change of [`super::THREADS`] cannot leave a kernel that refuses to launch.
+    #[test]
+    fn launch_bounds_admit_the_block_size() {
+        let src = super::KERNEL.source.source;
+        let bounds: Vec<u32> = src
+            .match_indices("__launch_bounds__(")
+            .map(|(i, m)| {
+                let rest = &src[i + m.len()..];
+                let end = rest
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(rest.len());
+                rest[..end].parse().unwrap_or(0)
+            })
+            .collect();
+        assert!(
+            bounds.len() >= 2,
+            "the two fix-ups declare launch bounds: {bounds:?}"
+        );
+        assert!(
+            bounds.iter().all(|&b| b == super::THREADS),
+            "{bounds:?} against {}",
+            super::THREADS
+        );
+    }
+}
