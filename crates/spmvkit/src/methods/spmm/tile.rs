@@ -127,9 +127,9 @@ pub const MIN_TEAM_LANES: (usize, usize) = (32, 16);
 /// half the bytes in flight). Chosen on the tuning split of the large matrices (`large-train`,
 /// H200, row-major k = 32; docs/results/h200/2026-11-25/spmm-sixth/): × cuSPARSE SpMM by
 /// geomean over its 7 matrices, the row-split tile at 8 vectors per lane (`spmm_cols=8`) 1.32×
-/// in f32 against 1.25× at 4 (the rule before), better on all 5 where the tile is `auto`'s pick
-/// (poisson2d 2.60× against 2.26×, poisson3d 1.86× against 1.60×, tall 1.95× against 1.62×);
-/// in f64 8 vectors per lane lost on all 5 (1.32× against 1.77×), so f64 keeps 4.
+/// in f32 against 1.25× at 4 (the rule before), better on all 5 where the tile is the fastest
+/// candidate (poisson2d 2.60× against 2.26×, poisson3d 1.86× against 1.60×, tall 1.95× against
+/// 1.62×); in f64 8 vectors per lane lost on all 5 (1.32× against 1.77×), so f64 keeps 4.
 pub const MIN_LANE_BYTES: [(usize, usize); 2] = [(1, 16), (32, 32)];
 
 /// The tile of one row-major call: a group of `lanes` lanes per row (a power of two, at most
