@@ -10,10 +10,10 @@ use cudarc::driver::{
 };
 
 use super::Gpu;
+use crate::error::{Error, Result};
 
 /// The most elements [`Gpu::filled`] uploads in one copy (and holds on the host).
 pub const FILL_PIECE: usize = 1 << 20;
-use crate::error::{Error, Result};
 
 /// A page-locked host buffer, zero-initialised; copies from and to it run truly asynchronously.
 pub type PinnedBuffer<T> = PinnedHostSlice<T>;

@@ -248,8 +248,8 @@ impl<T: Scalar> CusparseSpmm<T> {
 
     /// Prepares `shape` (module doc): tries each CSR algorithm on scratch blocks (allocated for
     /// the trial only; X all ones, not zeros: on kron:21 at k = 32 in f32 cuSPARSE SpMM ran 22 %
-    /// faster on a zero X than on the benchmark's data) and keeps the fastest. `None` when it was prepared already or the matrix
-    /// needs no cuSPARSE. Synchronises; not for a timed loop or a graph capture.
+    /// faster on a zero X than on the benchmark's data) and keeps the fastest. `None` when it
+    /// was prepared already or the matrix needs no cuSPARSE. Synchronises; not for a timed loop or a graph capture.
     pub fn prepare(&self, shape: MultiShape) -> Result<Option<SpmmChoice>> {
         if self.prepared(shape) {
             return Ok(None);

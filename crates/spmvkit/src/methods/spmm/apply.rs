@@ -538,8 +538,9 @@ pub(crate) fn auto_candidates<T: Scalar>(layout: &dyn Layout<T>) -> AutoCandidat
 /// `auto`'s choice for `shape`: each candidate ([`auto_candidates`]: spmvkit's row-split and
 /// merge-path kernels, cuSPARSE SpMM, k calls of the plan's SpMV, and the chosen layout's own
 /// kernel when it has one) made and timed ([`AUTO_TRIAL`]) on scratch blocks, X all ones (as
-/// the SpMV trial's x = 1) and Y zeroed with β = 0; the fastest is kept for the shape, the device state no shape chose is dropped, and the times go to the notes. The merge
-/// path is always a candidate: it shares the row-split kernels' CSR copy, so it adds only its
+/// the SpMV trial's x = 1) and Y zeroed with β = 0; the fastest is kept for the shape, the
+/// device state no shape chose is dropped, and the times go to the notes. The merge path is
+/// always a candidate: it shares the row-split kernels' CSR copy, so it adds only its
 /// teams (8 bytes each), its carries (teams × k values) and 10 calls to the trial. A candidate
 /// that fails is skipped (its error in the notes); all failing is
 /// an error.

@@ -106,7 +106,9 @@ fn by_k<V: Copy>(table: &[(usize, V)], k: usize, below: V) -> V {
 /// (`large-train`, f64 k = 8 and 32, f32 k = 32, H200; docs/results/h200/2026-11-25/spmm-fourth/):
 /// unroll 2 at k = 32 (f64 v2a2u2, f32 v4a1u2) gave 1.18× and 1.19× cuSPARSE SpMM by geomean
 /// against 1.00× (unroll 4) and 1.07× (unroll 8); at f64 k = 8 the rule's unroll 4 (8 values)
-/// beat unroll 2 (1.88× against 1.45×), so the cap is 8 values, not fewer.
+/// beat unroll 2 (1.88× against 1.45×), so the cap is 8 values, not fewer. The rule's floor of
+/// unroll 2 passes the cap where one nonzero's loads already hold 8 values: f32 k = 32 since
+/// [`MIN_LANE_BYTES`] (`v4a2u2`, 16 values a lane, 62 registers).
 pub const MAX_IN_FLIGHT_VALUES: usize = 8;
 
 /// The merge path's fewest lanes a team (row-major, [`RmConfig::choose_team`]): (the smallest k
